@@ -1,0 +1,85 @@
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire, ServiceUnavailableWire } from "./Errors.js"
+import { ApiKeyId } from "./Ids.js"
+import { ApiKey, CreateApiKey, CreatedApiKey, CreateMember, ListOf, Me, Member } from "./Identity.js"
+import { Authentication } from "./Security.js"
+
+export class Readiness extends Schema.Class<Readiness>("Readiness")({
+  status: Schema.Literal("ready"),
+  node: Schema.String.annotations({ description: "This node's runner address." }),
+  shards_owned: Schema.Int,
+  shards_total: Schema.Int
+}) {}
+
+export class SystemApi extends HttpApiGroup.make("system")
+  .add(
+    HttpApiEndpoint.get("healthz", "/healthz")
+      .addSuccess(Schema.Struct({ status: Schema.Literal("ok") }))
+      .annotate(OpenApi.Description, "Liveness: the process is up.")
+  )
+  .add(
+    HttpApiEndpoint.get("readyz", "/readyz")
+      .addSuccess(Readiness)
+      .addError(ServiceUnavailableWire)
+      .annotate(
+        OpenApi.Description,
+        "Readiness: the database is reachable, migrations are applied, and this node's runner is registered and owns shards."
+      )
+  )
+  .annotate(OpenApi.Title, "System")
+{}
+
+export class IdentityApi extends HttpApiGroup.make("identity")
+  .add(
+    HttpApiEndpoint.get("me", "/me")
+      .addSuccess(Me)
+      .annotate(OpenApi.Description, "The caller: organization, user (for personal keys), key and role.")
+  )
+  .add(
+    HttpApiEndpoint.get("listMembers", "/members")
+      .addSuccess(ListOf(Member))
+      .annotate(OpenApi.Description, "Members of the caller's organization (Admin and above).")
+  )
+  .add(
+    HttpApiEndpoint.post("createMember", "/members")
+      .setPayload(CreateMember)
+      .addSuccess(Member, { status: 201 })
+      .addError(ConflictWire)
+      .annotate(OpenApi.Description, "Add a person to the organization (Admin and above).")
+  )
+  .add(
+    HttpApiEndpoint.get("listApiKeys", "/api-keys")
+      .addSuccess(ListOf(ApiKey))
+      .annotate(
+        OpenApi.Description,
+        "API keys of the organization (Admin and above see organization keys and every personal key; others their own)."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("createApiKey", "/api-keys")
+      .setPayload(CreateApiKey)
+      .addSuccess(CreatedApiKey, { status: 201 })
+      .annotate(OpenApi.Description, "Create an API key. The secret is returned once, in `api_key`.")
+  )
+  .add(
+    HttpApiEndpoint.del("revokeApiKey", "/api-keys/:key_id")
+      .setPath(Schema.Struct({ key_id: ApiKeyId }))
+      .addSuccess(ApiKey)
+      .annotate(OpenApi.Description, "Revoke an API key. Requests with it fail with 401 from then on.")
+  )
+  .addError(BadRequestWire)
+  .addError(ForbiddenWire)
+  .addError(NotFoundWire)
+  .middleware(Authentication)
+  .prefix("/v1")
+  .annotate(OpenApi.Title, "Identity and API keys")
+{}
+
+export class Api extends HttpApi.make("switchyard")
+  .add(SystemApi)
+  .add(IdentityApi)
+  .annotate(OpenApi.Title, "Switchyard API")
+  .annotate(OpenApi.Description, "Self-hostable platform for AI agents. Every REST call carries `x-api-key`.")
+{}
+

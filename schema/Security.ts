@@ -1,0 +1,29 @@
+import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
+import { Context } from "effect"
+import type { AgentId, ApiKeyId, OrganizationId, UserId } from "./Ids.js"
+import type { Role } from "./Identity.js"
+import { UnauthenticatedWire } from "./Errors.js"
+
+/** Who is calling: resolved from the `x-api-key` header, scoped to exactly one organization. */
+export interface Principal {
+  readonly organizationId: OrganizationId
+  readonly userId: UserId | null
+  readonly keyId: ApiKeyId
+  readonly role: Role
+  /** `null`: every agent; otherwise the agents an organization key is limited to. */
+  readonly agentIds: ReadonlyArray<AgentId> | null
+}
+export const Principal = Context.GenericTag<Principal>("switchyard/Principal")
+
+export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("switchyard/Authentication", {
+  failure: UnauthenticatedWire,
+  provides: Principal,
+  security: {
+    apiKey: HttpApiSecurity.apiKey({ in: "header", key: "x-api-key" }).pipe(
+      HttpApiSecurity.annotate(
+        OpenApi.Description,
+        "An API key `sy_<id>_<secret>` (organization or personal). `Authorization: Bearer` is not accepted on REST."
+      )
+    )
+  }
+}) {}

@@ -1,0 +1,57 @@
+import { Effect, Layer, Option } from "effect"
+import { ClusterRunnerLive } from "./cluster/ClusterRunner.js"
+import { SecretKey } from "./config/SecretKey.js"
+import { SwitchyardConfig } from "./config/SwitchyardConfig.js"
+import { DatabaseLive } from "./db/Database.js"
+import { MigrationsLive } from "./db/Migrations.js"
+import { Drain } from "./http/Drain.js"
+import { HttpServerLive } from "./http/HttpServerLive.js"
+import { Identity } from "./identity/Identity.js"
+
+/** On an empty database: the default organization and its Super admin, whose key is printed once. */
+const FirstStartLive = Layer.effectDiscard(
+  Effect.gen(function*() {
+    const config = yield* SwitchyardConfig
+    const identity = yield* Identity
+    const created = yield* identity.bootstrapIfEmpty({
+      organization: config.bootstrapOrganization,
+      email: config.bootstrapEmail
+    })
+    const lines = [
+      "",
+      `  Switchyard is running.`,
+      `  API      ${config.baseUrl}/v1`,
+      `  Docs     ${config.baseUrl}/docs`,
+      `  MCP      ${config.baseUrl}/mcp/`,
+      ...Option.match(created, {
+        onNone: () => [],
+        onSome: (b) => [
+          "",
+          `  First start: created "${config.bootstrapOrganization}" with Super admin ${config.bootstrapEmail}.`,
+          `  Their API key (shown once, store it now):`,
+          "",
+          `    ${b.api_key}`,
+          "",
+          `  Try: curl -H 'x-api-key: ${b.api_key}' ${config.baseUrl}/v1/me`
+        ]
+      }),
+      ""
+    ]
+    process.stdout.write(lines.join("\n") + "\n")
+  })
+).pipe(Layer.provide(Identity.Default))
+
+/**
+ * One Switchyard node. Build order (and so the reverse shutdown order): config, database, migrations,
+ * cluster runner, HTTP, first-start banner. Shutdown drains HTTP, hands shards back, then stops the
+ * embedded database.
+ */
+export const NodeLive = FirstStartLive.pipe(
+  Layer.provide(HttpServerLive),
+  Layer.provideMerge(ClusterRunnerLive),
+  Layer.provide(MigrationsLive),
+  Layer.provide(SecretKey.layer),
+  Layer.provideMerge(DatabaseLive),
+  Layer.provide(Drain.Default),
+  Layer.provideMerge(SwitchyardConfig.layer)
+)

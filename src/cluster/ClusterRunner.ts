@@ -1,0 +1,58 @@
+import * as MessageStorage from "@effect/cluster/MessageStorage"
+import * as RunnerHealth from "@effect/cluster/RunnerHealth"
+import * as Runners from "@effect/cluster/Runners"
+import * as ShardId from "@effect/cluster/ShardId"
+import * as Sharding from "@effect/cluster/Sharding"
+import * as ShardingConfig from "@effect/cluster/ShardingConfig"
+import * as SocketRunner from "@effect/cluster/SocketRunner"
+import * as SqlMessageStorage from "@effect/cluster/SqlMessageStorage"
+import * as SqlRunnerStorage from "@effect/cluster/SqlRunnerStorage"
+import { NodeClusterSocket } from "@effect/platform-node"
+import * as RpcSerialization from "@effect/rpc/RpcSerialization"
+import { SqlClient } from "@effect/sql"
+import { Effect, Layer, Option } from "effect"
+import { ShardingSettings } from "./ShardingSettings.js"
+
+/**
+ * This node's cluster runner: it serves other nodes on the runner port, stores messages and shard
+ * ownership in PostgreSQL, and pings peers to notice dead ones.
+ */
+export const ClusterRunnerLive = SocketRunner.layer.pipe(
+  Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),
+  Layer.provide(RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol))),
+  Layer.provideMerge(Layer.orDie(SqlMessageStorage.layer)),
+  Layer.provide(Layer.orDie(SqlRunnerStorage.layer)),
+  Layer.provideMerge(ShardingSettings.layer),
+  Layer.provide(RpcSerialization.layerMsgPack)
+)
+
+export interface ShardOwnership {
+  readonly address: string
+  readonly registered: boolean
+  readonly owned: number
+  readonly total: number
+}
+
+/** What `/readyz` checks: is this runner registered, and how many shards does it hold. */
+export const shardOwnership = Effect.gen(function*() {
+  const sharding = yield* Sharding.Sharding
+  const config = yield* ShardingConfig.ShardingConfig
+  const sql = yield* SqlClient.SqlClient
+  const address = Option.getOrThrow(config.runnerAddress)
+  const key = `${address.host}:${address.port}`
+  const rows = yield* sql<{ healthy: boolean }>`SELECT healthy FROM cluster_runners WHERE address = ${key}`
+  let owned = 0
+  for (const group of config.availableShardGroups) {
+    for (let n = 1; n <= config.shardsPerGroup; n++) {
+      if (sharding.hasShardId(ShardId.make(group, n))) owned++
+    }
+  }
+  return {
+    address: key,
+    registered: rows.length > 0 && rows[0]!.healthy,
+    owned,
+    total: config.shardsPerGroup * config.availableShardGroups.length
+  } satisfies ShardOwnership
+})
+
+export type ClusterServices = Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage

@@ -1,0 +1,101 @@
+import { Config, ConfigError, Context, Duration, Effect, Either, Layer, Option, Redacted } from "effect"
+
+const env = (name: string) => `SWITCHYARD_${name}`
+
+const duration = (name: string, fallback: Duration.DurationInput) =>
+  Config.duration(env(name)).pipe(Config.withDefault(Duration.decode(fallback)))
+
+const port = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.validate({ message: "must be a port number between 0 and 65535", validation: (p) => p >= 0 && p <= 65535 }),
+    Config.withDefault(fallback)
+  )
+
+const positive = (name: string, fallback: number) =>
+  Config.integer(env(name)).pipe(
+    Config.validate({ message: "must be a positive integer", validation: (n) => n > 0 }),
+    Config.withDefault(fallback)
+  )
+
+const url = (name: string) =>
+  Config.string(name).pipe(
+    Config.validate({
+      message: "must be an absolute http(s) URL, e.g. https://switchyard.example.com",
+      validation: (s) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol)
+    })
+  )
+
+const databaseUrl = Config.redacted("DATABASE_URL").pipe(
+  Config.validate({
+    message: "must be a postgres:// or postgresql:// URL",
+    validation: (r) => /^postgres(ql)?:\/\//.test(Redacted.value(r)) && URL.canParse(Redacted.value(r))
+  }),
+  Config.option
+)
+
+/** 32 bytes, base64 or hex: the key-encryption key for secrets at rest. */
+const secretKey = Config.redacted(env("SECRET_KEY")).pipe(
+  Config.mapOrFail((r) => {
+    const key = decodeSecretKey(Redacted.value(r))
+    return key === undefined
+      ? Either.left(ConfigError.InvalidData([env("SECRET_KEY")], "must be 32 bytes, base64 or hex (openssl rand -base64 32)"))
+      : Either.right(Redacted.make(key))
+  }),
+  Config.option
+)
+
+export const decodeSecretKey = (text: string): Uint8Array | undefined => {
+  const trimmed = text.trim()
+  const bytes = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, "hex") : Buffer.from(trimmed, "base64")
+  return bytes.length === 32 ? new Uint8Array(bytes) : undefined
+}
+
+export const config = Config.all({
+  httpPort: port(env("HTTP_PORT"), 8080),
+  host: Config.string(env("HOST")).pipe(Config.withDefault("127.0.0.1")),
+  publicUrl: url(env("PUBLIC_URL")).pipe(Config.option),
+  databaseUrl,
+  dataDir: Config.string(env("DATA_DIR")).pipe(Config.withDefault("./.switchyard")),
+  embeddedPostgresPort: port(env("EMBEDDED_PG_PORT"), 0),
+  secretKey,
+  dbPoolSize: positive("DB_POOL_SIZE", 16),
+  maxBodyBytes: positive("MAX_BODY_BYTES", 10 * 1024 * 1024),
+  apiKeyCacheTtl: duration("API_KEY_CACHE_TTL", "5 seconds"),
+  shutdownGrace: duration("SHUTDOWN_GRACE", "20 seconds"),
+  bootstrapOrganization: Config.string(env("BOOTSTRAP_ORG")).pipe(Config.withDefault("Default organization")),
+  bootstrapEmail: Config.string(env("BOOTSTRAP_EMAIL")).pipe(Config.withDefault("admin@localhost")),
+  runner: Config.all({
+    host: Config.string(env("RUNNER_HOST")).pipe(Config.withDefault("localhost")),
+    port: port(env("RUNNER_PORT"), 34431),
+    listenHost: Config.string(env("RUNNER_LISTEN_HOST")).pipe(Config.option)
+  }),
+  sharding: Config.all({
+    shardsPerGroup: positive("SHARDS_PER_GROUP", 300),
+    shardLockExpiration: duration("SHARD_LOCK_EXPIRATION", "6 seconds"),
+    shardLockRefreshInterval: duration("SHARD_LOCK_REFRESH_INTERVAL", "2 seconds"),
+    refreshAssignmentsInterval: duration("REFRESH_ASSIGNMENTS_INTERVAL", "1 second"),
+    runnerHealthCheckInterval: duration("RUNNER_HEALTH_CHECK_INTERVAL", "2 seconds"),
+    entityMessagePollInterval: duration("ENTITY_MESSAGE_POLL_INTERVAL", "1 second"),
+    entityReplyPollInterval: duration("ENTITY_REPLY_POLL_INTERVAL", "200 millis")
+  })
+}).pipe(
+  Config.validate({
+    message: "SWITCHYARD_SHARD_LOCK_REFRESH_INTERVAL must be shorter than SWITCHYARD_SHARD_LOCK_EXPIRATION",
+    validation: (c) => Duration.lessThan(c.sharding.shardLockRefreshInterval, c.sharding.shardLockExpiration)
+  })
+)
+
+export type SwitchyardSettings = Config.Config.Success<typeof config> & {
+  /** `{base_url}`: SWITCHYARD_PUBLIC_URL, else http://localhost:<port>. */
+  readonly baseUrl: string
+}
+
+export class SwitchyardConfig extends Context.Tag("switchyard/SwitchyardConfig")<SwitchyardConfig, SwitchyardSettings>() {
+  static readonly layer = Layer.effect(
+    SwitchyardConfig,
+    Effect.map(config, (c) => ({
+      ...c,
+      baseUrl: Option.getOrElse(c.publicUrl, () => `http://localhost:${c.httpPort}`).replace(/\/+$/, "")
+    }))
+  )
+}

@@ -1,0 +1,41 @@
+import * as Snowflake from "@effect/cluster/Snowflake"
+import * as SqlMessageStorage from "@effect/cluster/SqlMessageStorage"
+import * as SqlRunnerStorage from "@effect/cluster/SqlRunnerStorage"
+import { NodeContext } from "@effect/platform-node"
+import { SqlClient } from "@effect/sql"
+import { PgMigrator } from "@effect/sql-pg"
+import { Effect, Layer } from "effect"
+import { ShardingSettings } from "../cluster/ShardingSettings.js"
+import identity from "./migrations/0001_identity.js"
+
+/** Our schema, in order. Append only: a released migration never changes. */
+export const migrations = {
+  "0001_identity": identity
+} as const
+
+export const latestMigration = Object.keys(migrations).length
+
+export const migrationsTable = "switchyard_migrations"
+
+// one lock for every node: several nodes starting at once on an empty database must not race the DDL
+const MIGRATION_LOCK = 0x5717c4_01
+
+/**
+ * Applies our migrations and creates the cluster's tables, under a database-wide advisory lock,
+ * before sharding starts (two runners creating the cluster tables at once can fail).
+ */
+export const migrate = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const conn = yield* sql.reserve
+  yield* conn.executeRaw("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK])
+  yield* Effect.addFinalizer(() => conn.executeRaw("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]).pipe(Effect.ignore))
+  const applied = yield* PgMigrator.run({
+    loader: PgMigrator.fromRecord(migrations),
+    table: migrationsTable
+  }).pipe(Effect.provide(NodeContext.layer))
+  for (const [id, name] of applied) yield* Effect.logInfo(`applied migration ${id} (${name})`)
+  yield* Effect.scoped(SqlMessageStorage.make()).pipe(Effect.provide(Snowflake.layerGenerator))
+  yield* Effect.scoped(SqlRunnerStorage.make({})).pipe(Effect.provide(ShardingSettings.layer))
+}).pipe(Effect.scoped, Effect.withSpan("Migrations.migrate"))
+
+export const MigrationsLive = Layer.effectDiscard(migrate)

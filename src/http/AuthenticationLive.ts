@@ -1,0 +1,29 @@
+import { HttpServerRequest } from "@effect/platform"
+import { Effect, FiberRef, Layer, Redacted } from "effect"
+import { Unauthenticated } from "../../schema/Errors.js"
+import { Authentication } from "../../schema/Security.js"
+import { ApiKeyAuthenticator } from "../identity/ApiKeyAuthenticator.js"
+import { CurrentRequest } from "./RequestContext.js"
+
+export const AuthenticationLive = Layer.effect(
+  Authentication,
+  Effect.gen(function*() {
+    const authenticator = yield* ApiKeyAuthenticator
+    return {
+      apiKey: (key) =>
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          if (Redacted.value(key) === "" && /^\s*bearer\s/i.test(request.headers["authorization"] ?? "")) {
+            return yield* Unauthenticated.of(
+              "REST calls authenticate with the x-api-key header; Authorization: Bearer is not supported here.",
+              "bearer_not_supported"
+            )
+          }
+          const principal = yield* authenticator.authenticate(key).pipe(Effect.catchTag("SqlError", Effect.die))
+          const info = yield* FiberRef.get(CurrentRequest)
+          if (info !== undefined) info.organizationId = principal.organizationId
+          return principal
+        })
+    }
+  })
+).pipe(Layer.provide(ApiKeyAuthenticator.Default))

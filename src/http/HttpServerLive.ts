@@ -1,0 +1,53 @@
+import { Etag, HttpApiScalar, HttpLayerRouter } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import * as Http from "node:http"
+import { Api } from "../../schema/Api.js"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { AuthenticationLive } from "./AuthenticationLive.js"
+import { Drain } from "./Drain.js"
+import { IdentityHttpLive } from "./IdentityHttp.js"
+import { RequestPipelineLive } from "./RequestPipeline.js"
+import { SystemHttpLive } from "./SystemHttp.js"
+
+const ApiRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(
+  Layer.provide([SystemHttpLive, IdentityHttpLive]),
+  Layer.provide(AuthenticationLive)
+)
+
+const Routes = Layer.mergeAll(
+  ApiRoutes,
+  HttpApiScalar.layerHttpLayerRouter({ api: Api, path: "/docs" }),
+  RequestPipelineLive
+)
+
+/**
+ * The HTTP front end. On shutdown, before the server and the cluster go down: turn unready, stop
+ * accepting, and let requests in flight finish (up to SWITCHYARD_SHUTDOWN_GRACE).
+ */
+export const HttpServerLive = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const config = yield* SwitchyardConfig
+    const server = Http.createServer()
+    server.keepAliveTimeout = 65_000 // longer than common load-balancer idle timeouts
+    const served = HttpLayerRouter.serve(Routes, { disableLogger: true, disableListenLog: true }).pipe(
+      Layer.provide(NodeHttpServer.layer(() => server, { port: config.httpPort, host: config.host })),
+      Layer.provide(Etag.layerWeak)
+    )
+    const drainOnShutdown = Layer.scopedDiscard(
+      Effect.gen(function*() {
+        const drain = yield* Drain
+        yield* Effect.addFinalizer(() =>
+          Effect.gen(function*() {
+            yield* drain.begin
+            server.close()
+            server.closeIdleConnections()
+            yield* Effect.logInfo(`draining ${drain.inFlight} request(s) in flight`)
+            yield* drain.idle.pipe(Effect.timeout(config.shutdownGrace), Effect.ignore)
+          })
+        )
+      })
+    )
+    return Layer.provide(drainOnShutdown, served)
+  })
+)

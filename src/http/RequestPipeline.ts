@@ -1,0 +1,170 @@
+import { Headers, HttpIncomingMessage, HttpLayerRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Cause, Effect, Option } from "effect"
+import * as Crypto from "node:crypto"
+import type { ErrorBody } from "../../schema/Errors.js"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { Drain } from "./Drain.js"
+import { CurrentRequest, type RequestInfo } from "./RequestContext.js"
+import { allowedMethods } from "./RouteTable.js"
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+const errorResponse = (
+  status: number,
+  info: RequestInfo,
+  error: { code: string; message: string; details?: unknown },
+  headers: Record<string, string> = {}
+) =>
+  HttpServerResponse.unsafeJson({ error: { ...error, request_id: info.requestId } } satisfies ErrorBody, {
+    status,
+    headers: { ...headers, "x-switchyard-error": "true" }
+  })
+
+interface DecodeIssue {
+  readonly path: ReadonlyArray<PropertyKey>
+  readonly message: string
+}
+
+/** HttpApi's own decode error becomes our `validation_failed` body, with the failing field paths. */
+const validationError = (issues: ReadonlyArray<DecodeIssue>) => {
+  const fields = issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message }))
+  const first = fields[0]
+  const summary = first === undefined
+    ? "The request is not valid."
+    : `${first.path === "" ? "The request" : `\`${first.path}\``}: ${first.message}`
+  return {
+    code: "validation_failed",
+    message: fields.length > 1 ? `${summary} (and ${fields.length - 1} more)` : summary,
+    details: { issues: fields }
+  }
+}
+
+/** Our error bodies get the request id and the `x-switchyard-error` marker; decode errors our shape. */
+const normalizeErrorResponse = (response: HttpServerResponse.HttpServerResponse, info: RequestInfo) => {
+  if (response.status < 400 || response.body._tag !== "Uint8Array") return response
+  let parsed: any
+  try {
+    parsed = JSON.parse(new TextDecoder().decode(response.body.body))
+  } catch {
+    return response
+  }
+  if (parsed?._tag === "HttpApiDecodeError") {
+    return errorResponse(400, info, validationError(parsed.issues ?? []))
+  }
+  if (typeof parsed?.error?.code === "string") {
+    const headers = Object.fromEntries(Object.entries(response.headers))
+    return errorResponse(response.status, info, parsed.error, headers)
+  }
+  return response
+}
+
+const isConnectionError = (defect: unknown) =>
+  typeof defect === "object" && defect !== null && (defect as any)._tag === "SqlError" &&
+  /ECONNREFUSED|ECONNRESET|terminat|timeout|Connection|connect/i.test(String((defect as any).cause ?? defect))
+
+/** What escaped the API (unknown routes, unreadable bodies, defects) in our error body. */
+const failureResponse = (cause: Cause.Cause<unknown>, request: HttpServerRequest.HttpServerRequest, info: RequestInfo) =>
+  Effect.gen(function*() {
+    const failure = Cause.squash(cause)
+    if (failure instanceof HttpServerError.RouteNotFound) {
+      const path = request.url.split("?")[0]!
+      const allowed = allowedMethods(path)
+      return allowed.length > 0
+        ? errorResponse(405, info, {
+          code: "method_not_allowed",
+          message: `${request.method} is not allowed on ${path}; use ${allowed.join(" or ")}.`
+        }, { allow: allowed.join(", ") })
+        : errorResponse(404, info, {
+          code: "route_not_found",
+          message: `No route ${request.method} ${path}. See ${"/docs"} for the API.`
+        })
+    }
+    if (failure instanceof HttpServerError.RequestError) {
+      if (String((failure.cause as Error | undefined)?.message) === "maxBytes exceeded") {
+        return errorResponse(413, info, {
+          code: "payload_too_large",
+          message: "The request body is larger than this server accepts (SWITCHYARD_MAX_BODY_BYTES)."
+        })
+      }
+      return errorResponse(400, info, {
+        code: "invalid_json",
+        message: "The request body is not valid JSON."
+      })
+    }
+    if (Cause.isInterruptedOnly(cause)) {
+      return errorResponse(503, info, { code: "unavailable", message: "The request was interrupted; retry it." })
+    }
+    if (isConnectionError(failure)) {
+      yield* Effect.logError("database unavailable", cause)
+      return errorResponse(503, info, {
+        code: "database_unavailable",
+        message: "The database is unavailable right now; retry shortly."
+      }, { "retry-after": "2" })
+    }
+    yield* Effect.logError("unhandled error", cause)
+    return errorResponse(500, info, {
+      code: "internal_error",
+      message: `Something went wrong on our side. Quote the request id ${info.requestId} when reporting it.`
+    })
+  })
+
+const hasBody = (request: HttpServerRequest.HttpServerRequest) =>
+  request.headers["content-length"] !== undefined ? request.headers["content-length"] !== "0" : request.headers["transfer-encoding"] !== undefined
+
+/**
+ * Around every request: request id, body limits, content type, one error shape, draining, one JSON
+ * access-log line.
+ */
+export const RequestPipelineLive = HttpLayerRouter.middleware(
+  Effect.gen(function*() {
+    const config = yield* SwitchyardConfig
+    const drain = yield* Drain
+    const maxBody = Option.some(config.maxBodyBytes)
+    return (
+      handler: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
+    ): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpServerRequest.HttpServerRequest> =>
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const incoming = request.headers["x-request-id"]
+        const info: RequestInfo = {
+          requestId: incoming !== undefined && REQUEST_ID.test(incoming) ? incoming : Crypto.randomUUID(),
+          organizationId: undefined
+        }
+        const started = performance.now()
+        const release = drain.enter()
+        const length = Number(request.headers["content-length"] ?? 0)
+        const contentType = request.headers["content-type"]?.toLowerCase() ?? ""
+        const response = length > config.maxBodyBytes
+          ? errorResponse(413, info, {
+            code: "payload_too_large",
+            message: `The request body is ${length} bytes; this server accepts at most ${config.maxBodyBytes} (SWITCHYARD_MAX_BODY_BYTES).`
+          })
+          : request.url.startsWith("/v1/") && hasBody(request) && contentType !== "" && !/[/+]json\b/.test(contentType)
+          ? errorResponse(415, info, {
+            code: "unsupported_media_type",
+            message: `Send JSON with Content-Type: application/json (got ${contentType}).`
+          })
+          : yield* handler.pipe(
+            HttpIncomingMessage.withMaxBodySize(maxBody),
+            Effect.locally(CurrentRequest, info),
+            Effect.map((r) => normalizeErrorResponse(r, info)),
+            Effect.catchAllCause((cause) => failureResponse(cause, request, info)),
+            Effect.onExit(() => Effect.sync(release))
+          )
+        release()
+        const headers = drain.draining ? { "x-request-id": info.requestId, connection: "close" } : { "x-request-id": info.requestId }
+        yield* Effect.logInfo("http").pipe(
+          Effect.annotateLogs({
+            method: request.method,
+            path: request.url.split("?")[0],
+            status: response.status,
+            latency_ms: Math.round((performance.now() - started) * 100) / 100,
+            request_id: info.requestId,
+            ...(info.organizationId === undefined ? {} : { organization_id: info.organizationId })
+          })
+        )
+        return HttpServerResponse.setHeaders(response, Headers.fromInput(headers))
+      })
+  }),
+  { global: true }
+)

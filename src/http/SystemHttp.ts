@@ -1,0 +1,31 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { Api, Readiness } from "../../schema/Api.js"
+import { ServiceUnavailable } from "../../schema/Errors.js"
+import { shardOwnership } from "../cluster/ClusterRunner.js"
+import { latestMigration, migrationsTable } from "../db/Migrations.js"
+import { Drain } from "./Drain.js"
+
+export const SystemHttpLive = HttpApiBuilder.group(Api, "system", (handlers) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const drain = yield* Drain
+    const readiness = Effect.gen(function*() {
+      if (drain.draining) return yield* ServiceUnavailable.of("This node is shutting down.")
+      const [row] = yield* sql<{ id: number | null }>`SELECT max(migration_id) AS id FROM ${sql(migrationsTable)}`.pipe(
+        Effect.timeout("3 seconds"),
+        Effect.catchAll(() => ServiceUnavailable.of("The database is not reachable."))
+      )
+      if ((row?.id ?? 0) < latestMigration) {
+        return yield* ServiceUnavailable.of("Database migrations are not applied yet.", { applied: row?.id ?? 0, latestMigration })
+      }
+      const shards = yield* shardOwnership.pipe(Effect.catchAll(() => ServiceUnavailable.of("The database is not reachable.")))
+      if (!shards.registered) return yield* ServiceUnavailable.of("This node's runner is not registered in the cluster.", shards)
+      if (shards.owned === 0) return yield* ServiceUnavailable.of("This node owns no shards yet.", shards)
+      return new Readiness({ status: "ready", node: shards.address, shards_owned: shards.owned, shards_total: shards.total })
+    })
+    return handlers
+      .handle("healthz", () => Effect.succeed({ status: "ok" as const }))
+      .handle("readyz", () => readiness)
+  }))

@@ -1,0 +1,82 @@
+import { Duration, Effect, Redacted } from "effect"
+import { Unauthenticated } from "../../schema/Errors.js"
+import type { ApiKeyId } from "../../schema/Ids.js"
+import type { Principal } from "../../schema/Security.js"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { parseApiKey, secretMatches } from "./ApiKeySecret.js"
+import { IdentityRepo } from "./IdentityRepo.js"
+
+interface Cached {
+  readonly principal: Principal
+  readonly hash: Uint8Array
+  readonly expires: number
+}
+
+const TOUCH_EVERY_MS = 60_000
+
+/**
+ * Resolves `x-api-key` to a Principal. Verified keys are cached for SWITCHYARD_API_KEY_CACHE_TTL so the
+ * hot path does no database read; a revocation is seen at once on the node that revoked and within the
+ * TTL on the others. The secret is checked against the stored hash on every request, cached or not.
+ */
+export class ApiKeyAuthenticator extends Effect.Service<ApiKeyAuthenticator>()("identity/ApiKeyAuthenticator", {
+  effect: Effect.gen(function*() {
+    const repo = yield* IdentityRepo
+    const ttl = Duration.toMillis((yield* SwitchyardConfig).apiKeyCacheTtl)
+    const cache = new Map<ApiKeyId, Cached>()
+    const touched = new Map<ApiKeyId, number>()
+
+    const touch = (id: ApiKeyId, now: number) => {
+      if ((touched.get(id) ?? 0) + TOUCH_EVERY_MS > now) return Effect.void
+      touched.set(id, now)
+      return repo.touchApiKey(id).pipe(Effect.ignoreLogged, Effect.forkDaemon, Effect.asVoid)
+    }
+
+    const load = Effect.fn("ApiKeyAuthenticator.load")(function*(id: ApiKeyId, now: number) {
+      const row = yield* repo.findApiKeyForAuth(id)
+      if (row === undefined) return undefined
+      if (row.revoked_at !== null) return yield* Unauthenticated.of("This API key was revoked. Create a new one.", "revoked_api_key")
+      if (row.kind === "personal" && row.member_role === null) {
+        return yield* Unauthenticated.of("This key's user is no longer a member of its organization.", "invalid_api_key")
+      }
+      const entry: Cached = {
+        principal: {
+          organizationId: row.organization_id,
+          userId: row.user_id,
+          keyId: row.id,
+          role: row.kind === "personal" ? row.member_role! : row.role,
+          agentIds: row.agent_ids
+        },
+        hash: row.secret_hash,
+        expires: now + ttl
+      }
+      if (ttl > 0) cache.set(id, entry)
+      return entry
+    })
+
+    const authenticate = (apiKey: Redacted.Redacted<string>) =>
+      Effect.gen(function*() {
+        const raw = Redacted.value(apiKey).trim()
+        if (raw === "") {
+          return yield* Unauthenticated.of("Send your API key in the x-api-key header.", "missing_api_key")
+        }
+        const parsed = parseApiKey(raw)
+        if (parsed === undefined) {
+          return yield* Unauthenticated.of("The x-api-key header is not a Switchyard key (expected sy_<id>_<secret>).", "malformed_api_key")
+        }
+        const now = Date.now()
+        const cached = cache.get(parsed.id)
+        const entry = cached !== undefined && cached.expires > now ? cached : yield* load(parsed.id, now)
+        if (entry === undefined || !secretMatches(parsed.secret, entry.hash)) {
+          return yield* Unauthenticated.of("This API key is not valid.", "invalid_api_key")
+        }
+        yield* touch(parsed.id, now)
+        return entry.principal
+      })
+
+    const forget = (id: ApiKeyId) => Effect.sync(() => cache.delete(id))
+
+    return { authenticate, forget } as const
+  }),
+  dependencies: [IdentityRepo.Default]
+}) {}

@@ -1,0 +1,168 @@
+import { PgClient } from "@effect/sql-pg"
+import { Effect } from "effect"
+import type { AgentId, ApiKeyId, OrganizationId, UserId } from "../../schema/Ids.js"
+import { ApiKey, type ApiKeyKind, Member, Organization, type Role, roleDisplayName, User } from "../../schema/Identity.js"
+
+interface ApiKeyRow {
+  readonly id: ApiKeyId
+  readonly organization_id: OrganizationId
+  readonly kind: ApiKeyKind
+  readonly name: string
+  readonly role: Role
+  readonly user_id: UserId | null
+  readonly agent_ids: ReadonlyArray<AgentId> | null
+  readonly secret_hash: Uint8Array
+  readonly created_at: Date
+  readonly last_used_at: Date | null
+  readonly revoked_at: Date | null
+}
+
+export type StoredApiKey = ApiKeyRow
+
+export const toApiKey = (row: ApiKeyRow) =>
+  new ApiKey({
+    id: row.id,
+    kind: row.kind,
+    name: row.name,
+    prefix: `sy_${row.id}_`,
+    role: row.role,
+    user_id: row.user_id,
+    agent_ids: row.agent_ids,
+    created_at: row.created_at,
+    last_used_at: row.last_used_at,
+    revoked_at: row.revoked_at
+  })
+
+interface MemberRow {
+  readonly id: UserId
+  readonly email: string
+  readonly name: string | null
+  readonly role: Role
+  readonly created_at: Date
+}
+
+const toMember = (row: MemberRow) =>
+  new Member({
+    user: new User({ id: row.id, email: row.email, name: row.name }),
+    role: row.role,
+    role_display: roleDisplayName[row.role],
+    created_at: row.created_at
+  })
+
+/** Every query that reads tenant data takes the organization id: no cross-organization reads. */
+export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/IdentityRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* PgClient.PgClient
+
+    const insertOrganization = (id: OrganizationId, name: string) =>
+      sql<{ id: OrganizationId; name: string; created_at: Date }>`
+        INSERT INTO organizations (id, name) VALUES (${id}, ${name}) RETURNING id, name, created_at`.pipe(
+        Effect.map(([row]) => new Organization(row!))
+      )
+
+    const findOrganization = (id: OrganizationId) =>
+      sql<{ id: OrganizationId; name: string; created_at: Date }>`
+        SELECT id, name, created_at FROM organizations WHERE id = ${id}`.pipe(
+        Effect.map(([row]) => row === undefined ? undefined : new Organization(row))
+      )
+
+    const countOrganizations = sql<{ n: number }>`SELECT count(*)::int AS n FROM organizations`.pipe(
+      Effect.map(([row]) => row!.n)
+    )
+
+    /** The user with this e-mail (case-insensitive), created when new. */
+    const upsertUser = (id: UserId, email: string, name: string | null) =>
+      sql<{ id: UserId; email: string; name: string | null }>`
+        WITH inserted AS (
+          INSERT INTO users (id, email, name) VALUES (${id}, ${email}, ${name})
+          ON CONFLICT (lower(email)) DO NOTHING RETURNING id, email, name
+        )
+        SELECT id, email, name FROM inserted
+        UNION ALL SELECT id, email, name FROM users WHERE lower(email) = lower(${email})
+        LIMIT 1`.pipe(Effect.map(([row]) => new User(row!)))
+
+    const findUser = (id: UserId) =>
+      sql<{ id: UserId; email: string; name: string | null }>`SELECT id, email, name FROM users WHERE id = ${id}`.pipe(
+        Effect.map(([row]) => row === undefined ? undefined : new User(row))
+      )
+
+    /** `false` when the user already belongs to the organization. */
+    const insertMembership = (organizationId: OrganizationId, userId: UserId, role: Role) =>
+      sql`
+        INSERT INTO memberships (organization_id, user_id, role) VALUES (${organizationId}, ${userId}, ${role})
+        ON CONFLICT DO NOTHING RETURNING user_id`.pipe(Effect.map((rows) => rows.length === 1))
+
+    const findMember = (organizationId: OrganizationId, userId: UserId) =>
+      sql<MemberRow>`
+        SELECT u.id, u.email, u.name, m.role, m.created_at FROM memberships m JOIN users u ON u.id = m.user_id
+        WHERE m.organization_id = ${organizationId} AND m.user_id = ${userId}`.pipe(
+        Effect.map(([row]) => row === undefined ? undefined : toMember(row))
+      )
+
+    const listMembers = (organizationId: OrganizationId) =>
+      sql<MemberRow>`
+        SELECT u.id, u.email, u.name, m.role, m.created_at FROM memberships m JOIN users u ON u.id = m.user_id
+        WHERE m.organization_id = ${organizationId} ORDER BY m.created_at, u.email`.pipe(
+        Effect.map((rows) => rows.map(toMember))
+      )
+
+    const insertApiKey = (key: {
+      readonly id: ApiKeyId
+      readonly organizationId: OrganizationId
+      readonly kind: ApiKeyKind
+      readonly name: string
+      readonly role: Role
+      readonly userId: UserId | null
+      readonly agentIds: ReadonlyArray<AgentId> | null
+      readonly hash: Uint8Array
+      readonly createdBy: UserId | null
+    }) =>
+      sql<ApiKeyRow>`
+        INSERT INTO api_keys (id, organization_id, kind, name, role, user_id, agent_ids, secret_hash, created_by)
+        VALUES (${key.id}, ${key.organizationId}, ${key.kind}, ${key.name}, ${key.role}, ${key.userId},
+                ${key.agentIds === null ? null : JSON.stringify(key.agentIds)}::jsonb, ${key.hash}, ${key.createdBy})
+        RETURNING *`.pipe(Effect.map(([row]) => row!))
+
+    /** Lookup for authentication: by key id only, since the key itself names its organization. */
+    const findApiKeyForAuth = (id: ApiKeyId) =>
+      sql<ApiKeyRow & { member_role: Role | null }>`
+        SELECT k.*, m.role AS member_role FROM api_keys k
+        LEFT JOIN memberships m ON m.organization_id = k.organization_id AND m.user_id = k.user_id
+        WHERE k.id = ${id}`.pipe(Effect.map(([row]) => row))
+
+    const findApiKey = (organizationId: OrganizationId, id: ApiKeyId) =>
+      sql<ApiKeyRow>`SELECT * FROM api_keys WHERE organization_id = ${organizationId} AND id = ${id}`.pipe(
+        Effect.map(([row]) => row)
+      )
+
+    const listApiKeys = (organizationId: OrganizationId, onlyUser: UserId | null) =>
+      sql<ApiKeyRow>`
+        SELECT * FROM api_keys WHERE organization_id = ${organizationId}
+        ${onlyUser === null ? sql`` : sql`AND user_id = ${onlyUser}`}
+        ORDER BY created_at DESC, id`
+
+    const revokeApiKey = (organizationId: OrganizationId, id: ApiKeyId) =>
+      sql<ApiKeyRow>`
+        UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
+        WHERE organization_id = ${organizationId} AND id = ${id} RETURNING *`.pipe(Effect.map(([row]) => row))
+
+    const touchApiKey = (id: ApiKeyId) => sql`UPDATE api_keys SET last_used_at = now() WHERE id = ${id}`
+
+    return {
+      insertOrganization,
+      findOrganization,
+      countOrganizations,
+      upsertUser,
+      findUser,
+      insertMembership,
+      findMember,
+      listMembers,
+      insertApiKey,
+      findApiKeyForAuth,
+      findApiKey,
+      listApiKeys,
+      revokeApiKey,
+      touchApiKey
+    } as const
+  })
+}) {}
