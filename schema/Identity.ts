@@ -43,11 +43,15 @@ export const Email = Schema.Trim.pipe(
   Schema.pattern(/^[^\s@]+@[^\s@]+$/, { message: () => "must be an e-mail address like ada@example.com" })
 ).annotations({ description: "E-mail address." })
 
-export class CreateMember extends Schema.Class<CreateMember>("CreateMember")({
+/** Request bodies report every failing field at once, not just the first. */
+export const reportAllErrors = { parseOptions: { errors: "all" as const } }
+
+export const CreateMember = Schema.Struct({
   email: Email,
   name: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
   role: Schema.optionalWith(Role, { default: () => "member" as const })
-}) {}
+}).annotations({ identifier: "CreateMember", ...reportAllErrors })
+export type CreateMember = typeof CreateMember.Type
 
 export const ApiKeyKind = Schema.Literal("organization", "personal").annotations({
   description: "`organization`: for applications and pipelines, optionally limited to agents. " +
@@ -70,7 +74,7 @@ export class ApiKey extends Schema.Class<ApiKey>("ApiKey")({
   revoked_at: Schema.NullOr(Timestamp)
 }) {}
 
-export class CreateApiKey extends Schema.Class<CreateApiKey>("CreateApiKey")({
+export const CreateApiKey = Schema.Struct({
   name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
   kind: Schema.optionalWith(ApiKeyKind, { default: () => "personal" as const }),
   role: Schema.optional(Role).annotations({
@@ -82,7 +86,8 @@ export class CreateApiKey extends Schema.Class<CreateApiKey>("CreateApiKey")({
   agent_ids: Schema.optional(Schema.Array(AgentId)).annotations({
     description: "Organization keys only: limit the key to these agents."
   })
-}) {}
+}).annotations({ identifier: "CreateApiKey", ...reportAllErrors })
+export type CreateApiKey = typeof CreateApiKey.Type
 
 export class CreatedApiKey extends Schema.Class<CreatedApiKey>("CreatedApiKey")({
   ...ApiKey.fields,

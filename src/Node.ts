@@ -13,10 +13,9 @@ const FirstStartLive = Layer.effectDiscard(
   Effect.gen(function*() {
     const config = yield* SwitchyardConfig
     const identity = yield* Identity
-    const created = yield* identity.bootstrapIfEmpty({
-      organization: config.bootstrapOrganization,
-      email: config.bootstrapEmail
-    })
+    const created = config.bootstrapOnFirstStart
+      ? yield* identity.bootstrapIfEmpty({ organization: config.bootstrapOrganization, email: config.bootstrapEmail })
+      : Option.none()
     const lines = [
       "",
       `  Switchyard is running.`,

@@ -62,6 +62,7 @@ export const config = Config.all({
   maxBodyBytes: positive("MAX_BODY_BYTES", 10 * 1024 * 1024),
   apiKeyCacheTtl: duration("API_KEY_CACHE_TTL", "5 seconds"),
   shutdownGrace: duration("SHUTDOWN_GRACE", "20 seconds"),
+  bootstrapOnFirstStart: Config.boolean(env("BOOTSTRAP_ON_FIRST_START")).pipe(Config.withDefault(true)),
   bootstrapOrganization: Config.string(env("BOOTSTRAP_ORG")).pipe(Config.withDefault("Default organization")),
   bootstrapEmail: Config.string(env("BOOTSTRAP_EMAIL")).pipe(Config.withDefault("admin@localhost")),
   runner: Config.all({

@@ -108,6 +108,35 @@ const failureResponse = (cause: Cause.Cause<unknown>, request: HttpServerRequest
     })
   })
 
+const MAX_JSON_DEPTH = 64
+
+/** Nesting depth of a JSON text, strings skipped: deep input must not reach recursive decoders. */
+const jsonDepth = (text: string) => {
+  let depth = 0
+  let max = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 92) i++ // backslash: skip the escaped character
+      else if (c === 34) inString = false
+    } else if (c === 34) inString = true
+    else if (c === 91 || c === 123) max = Math.max(max, ++depth)
+    else if (c === 93 || c === 125) depth--
+  }
+  return max
+}
+
+/** Reads a JSON body once (HttpApi reuses the cached text) to refuse pathological nesting early. */
+const checkJsonDepth = (request: HttpServerRequest.HttpServerRequest, info: RequestInfo) =>
+  Effect.map(request.text, (text) =>
+    jsonDepth(text) > MAX_JSON_DEPTH
+      ? errorResponse(400, info, {
+        code: "invalid_json",
+        message: `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`
+      })
+      : undefined)
+
 const hasBody = (request: HttpServerRequest.HttpServerRequest) =>
   request.headers["content-length"] !== undefined ? request.headers["content-length"] !== "0" : request.headers["transfer-encoding"] !== undefined
 
@@ -144,7 +173,10 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
             code: "unsupported_media_type",
             message: `Send JSON with Content-Type: application/json (got ${contentType}).`
           })
-          : yield* handler.pipe(
+          : yield* Effect.gen(function*() {
+            const refused = hasBody(request) && /[/+]json\b/.test(contentType) ? yield* checkJsonDepth(request, info) : undefined
+            return refused ?? (yield* handler)
+          }).pipe(
             HttpIncomingMessage.withMaxBodySize(maxBody),
             Effect.locally(CurrentRequest, info),
             Effect.map((r) => normalizeErrorResponse(r, info)),

@@ -1,0 +1,35 @@
+# Switchyard node image: HTTP API + cluster runner. One image for every node.
+# The app runs its TypeScript sources through tsx at run time (bin/switchyard.js registers it),
+# so there is no build step.
+FROM node:20-bookworm-slim
+
+ENV NODE_ENV=production \
+    SWITCHYARD_HOST=0.0.0.0 \
+    SWITCHYARD_DATA_DIR=/var/lib/switchyard
+
+WORKDIR /app
+
+# Dependencies first, so editing sources does not reinstall them.
+# `npm install`, not `npm ci`: it follows the committed lockfile, while `npm ci` rejects a lockfile
+# made where some other-platform optional packages were unavailable (DESIGN.md §3).
+COPY package.json package-lock.json ./
+RUN npm install --no-audit --no-fund --omit=dev \
+ && npm cache clean --force
+
+COPY tsconfig.json ./
+COPY bin ./bin
+COPY schema ./schema
+COPY cluster ./cluster
+COPY src ./src
+
+# Sources stay root-owned (read-only to the app). The data dir is only used without DATABASE_URL
+# (embedded PostgreSQL, which refuses to run as root anyway).
+RUN mkdir -p /var/lib/switchyard && chown node:node /var/lib/switchyard
+USER node
+
+# 8080: HTTP (REST, MCP, OAuth). 34431: cluster runner, for the other nodes only; never publish it.
+EXPOSE 8080 34431
+
+# node is PID 1's child under `init: true` (compose); it handles SIGTERM itself: turns unready,
+# drains HTTP for up to SWITCHYARD_SHUTDOWN_GRACE, hands its shards back, exits.
+CMD ["node", "bin/switchyard.js", "serve"]

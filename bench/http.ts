@@ -1,0 +1,155 @@
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { type Latency, measureLatency, measureThroughput, type Target, type Throughput } from "./support/load.js"
+import { repoRoot, startBare, startNode, stopAll } from "./support/processes.js"
+
+/**
+ * HTTP overhead of a Switchyard node against a bare node:http server, measured in one run on 127.0.0.1:
+ * throughput at concurrency 50 and sequential latency, for /healthz (framework + request pipeline) and
+ * an authenticated /v1/me (plus API-key check and a database read), at log level info (production
+ * default) and warning (no per-request log line). Also start-up and graceful shutdown times.
+ */
+export const name = "http"
+
+const settings = {
+  concurrency: 50,
+  warmupMs: 1000,
+  durationMs: 5000,
+  latencyWarmup: 200,
+  latencyRequests: 2000
+} as const
+
+interface Row {
+  readonly label: string
+  readonly server: "bare" | "switchyard"
+  readonly logLevel: "info" | "warning" | null
+  readonly path: string
+  readonly throughput: Throughput
+  readonly latency: Latency
+}
+
+const measure = async (server: Row["server"], logLevel: Row["logLevel"], target: Target): Promise<Row> => {
+  process.stdout.write(`  ${target.name} ...`)
+  const throughput = await measureThroughput(target, settings)
+  const latency = await measureLatency(target, { warmup: settings.latencyWarmup, requests: settings.latencyRequests })
+  process.stdout.write(` ${Math.round(throughput.rps)} req/s, p50 ${latency.p50Ms.toFixed(3)} ms\n`)
+  return { label: target.name, server, logLevel, path: new URL(target.url).pathname, throughput, latency }
+}
+
+/** Both routes of a running node; /v1/me carries the key captured at the first start. */
+const measureNode = async (baseUrl: string, logLevel: "info" | "warning", apiKey: string): Promise<Array<Row>> => [
+  await measure("switchyard", logLevel, { name: `switchyard [${logLevel}] GET /healthz`, url: `${baseUrl}/healthz` }),
+  await measure("switchyard", logLevel, {
+    name: `switchyard [${logLevel}] GET /v1/me`,
+    url: `${baseUrl}/v1/me`,
+    headers: { "x-api-key": apiKey }
+  })
+]
+
+const fmt = (n: number, digits = 0) =>
+  Number.isFinite(n) ? n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits }) : "n/a"
+
+const ratio = (a: number, b: number) => (b > 0 ? a / b : Number.NaN)
+
+const table = (rows: ReadonlyArray<Row>): string => {
+  const header = ["target", `req/s (c=${settings.concurrency})`, "p50 ms", "p90 ms", "p99 ms", "max ms", "errors"]
+  const lines = rows.map((r) => [
+    r.label,
+    fmt(r.throughput.rps),
+    fmt(r.latency.p50Ms, 3),
+    fmt(r.latency.p90Ms, 3),
+    fmt(r.latency.p99Ms, 3),
+    fmt(r.latency.maxMs, 1),
+    String(r.throughput.errors + r.latency.errors)
+  ])
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)))
+  const render = (cells: ReadonlyArray<string>) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")
+  return [render(header), widths.map((w) => "-".repeat(w)).join("  "), ...lines.map(render)].join("\n")
+}
+
+export const run = async (): Promise<{ readonly ok: boolean }> => {
+  const tmp = Fs.mkdtempSync(Path.join(Os.tmpdir(), "switchyard-bench-"))
+  const dataDir = Path.join(tmp, "data")
+  Fs.mkdirSync(dataDir)
+  const rows: Array<Row> = []
+  const startup: Record<string, number> = {}
+  try {
+    console.log(`Bare node:http baseline`)
+    const bare = await startBare()
+    rows.push(await measure("bare", null, { name: "bare node:http GET /healthz", url: `${bare.baseUrl}/healthz` }))
+    await bare.stop()
+
+    // first start on an empty data dir: initdb, migrations, first-start bootstrap that prints the key
+    console.log(`Switchyard node, first start (fresh data dir, log level info)`)
+    const first = await startNode({ dataDir, logLevel: "info", logFile: Path.join(tmp, "node-info.log"), expectApiKey: true })
+    startup["firstStartMs"] = first.startupMs
+    console.log(`  ready after ${fmt(first.startupMs / 1000, 2)} s`)
+    rows.push(...(await measureNode(first.baseUrl, "info", first.apiKey!)))
+    startup["firstShutdownMs"] = await first.stop()
+
+    // second start on the same data dir: PostgreSQL and schema exist, so this is the usual restart cost
+    console.log(`Switchyard node, second start (same data dir, log level warning)`)
+    const second = await startNode({ dataDir, logLevel: "warning", logFile: Path.join(tmp, "node-warning.log"), expectApiKey: false })
+    startup["secondStartMs"] = second.startupMs
+    console.log(`  ready after ${fmt(second.startupMs / 1000, 2)} s`)
+    rows.push(...(await measureNode(second.baseUrl, "warning", first.apiKey!)))
+    startup["secondShutdownMs"] = await second.stop()
+  } finally {
+    await stopAll()
+    Fs.rmSync(tmp, { recursive: true, force: true })
+  }
+
+  const bare = rows[0]!
+  console.log(`\n${table(rows)}\n`)
+  console.log(`Against the bare baseline of this run (/v1/me is compared with bare /healthz, the only baseline):`)
+  const ratios = rows.slice(1).map((r) => {
+    const x = {
+      label: r.label,
+      throughput: ratio(r.throughput.rps, bare.throughput.rps),
+      p50: ratio(r.latency.p50Ms, bare.latency.p50Ms),
+      p99: ratio(r.latency.p99Ms, bare.latency.p99Ms)
+    }
+    console.log(`  ${x.label}: throughput = ${fmt(x.throughput, 2)}x bare; p50 = ${fmt(x.p50, 1)}x bare; p99 = ${fmt(x.p99, 1)}x bare`)
+    return x
+  })
+  console.log(
+    `\nStart-up (spawn to first 200 on /readyz): first start ${fmt(startup["firstStartMs"]! / 1000, 2)} s ` +
+      `(fresh data dir, includes initdb), second start ${fmt(startup["secondStartMs"]! / 1000, 2)} s (same data dir).`
+  )
+  console.log(
+    `Graceful shutdown (SIGTERM to exit): ${fmt(startup["firstShutdownMs"]! / 1000, 2)} s, ` +
+      `${fmt(startup["secondShutdownMs"]! / 1000, 2)} s.`
+  )
+  console.log(
+    `Note: ${Os.cpus().length} CPU core(s) shared by the server under test and this single-threaded load generator; ` +
+      `the bare baseline is likely capped by the client, so the ratios understate Switchyard's overhead.`
+  )
+
+  const failed = rows.filter((r) => r.throughput.errors + r.latency.errors > 0)
+  for (const r of failed) {
+    console.log(
+      `\n!!! ERRORS: ${r.label}: ${r.throughput.errors + r.latency.errors} failed requests ` +
+        `(throughput ${JSON.stringify(r.throughput.statuses)}, latency ${JSON.stringify(r.latency.statuses)}). ` +
+        `Its numbers are NOT valid.`
+    )
+  }
+
+  const resultsDir = Path.join(repoRoot, "bench/results")
+  Fs.mkdirSync(resultsDir, { recursive: true })
+  const file = Path.join(resultsDir, "http.json")
+  const json = {
+    benchmark: name,
+    date: new Date().toISOString(),
+    machine: { node: process.version, platform: `${Os.platform()}-${Os.arch()}`, cpus: Os.cpus().length, cpuModel: Os.cpus()[0]?.model },
+    settings,
+    ok: failed.length === 0,
+    rows,
+    ratiosVsBare: ratios,
+    startup
+  }
+  Fs.writeFileSync(file, JSON.stringify(json, null, 2) + "\n")
+  console.log(`\nResults written to ${Path.relative(process.cwd(), file)}`)
+  return { ok: failed.length === 0 }
+}

@@ -1,0 +1,131 @@
+import * as Http from "node:http"
+
+/**
+ * A small HTTP/1.1 load generator on node:http with a keep-alive Agent, so no extra dependency is needed.
+ * It runs in the bench process and shares the machine's cores with the server under test: on 2 cores
+ * a single-threaded client caps what a very fast server (the bare baseline) can show.
+ */
+
+export interface Target {
+  readonly name: string
+  readonly url: string
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+export interface Throughput {
+  readonly concurrency: number
+  readonly seconds: number
+  readonly requests: number
+  readonly rps: number
+  /** Non-2xx responses plus transport errors, counted over the measured window only. */
+  readonly errors: number
+  readonly statuses: Readonly<Record<string, number>>
+}
+
+export interface Latency {
+  readonly requests: number
+  readonly p50Ms: number
+  readonly p90Ms: number
+  readonly p99Ms: number
+  readonly maxMs: number
+  readonly meanMs: number
+  readonly errors: number
+  readonly statuses: Readonly<Record<string, number>>
+}
+
+interface Outcome {
+  /** HTTP status, or "error:<code>" when no response came back. */
+  readonly status: string
+  readonly ok: boolean
+}
+
+const request = (agent: Http.Agent, url: URL, headers: Readonly<Record<string, string>>): Promise<Outcome> =>
+  new Promise((resolve) => {
+    const req = Http.request(url, { agent, method: "GET", headers }, (res) => {
+      const status = res.statusCode ?? 0
+      // the body must be read to the end, or the keep-alive socket is never reused
+      res.resume()
+      res.on("end", () => resolve({ status: String(status), ok: status >= 200 && status < 300 }))
+      res.on("error", (e: NodeJS.ErrnoException) => resolve({ status: `error:${e.code ?? e.message}`, ok: false }))
+    })
+    req.on("error", (e: NodeJS.ErrnoException) => resolve({ status: `error:${e.code ?? e.message}`, ok: false }))
+    req.end()
+  })
+
+const tally = (statuses: Record<string, number>, outcome: Outcome) => {
+  statuses[outcome.status] = (statuses[outcome.status] ?? 0) + 1
+}
+
+/** `concurrency` closed-loop workers for warm-up + duration; only completions inside the window count. */
+export const measureThroughput = async (
+  target: Target,
+  options: { readonly concurrency: number; readonly warmupMs: number; readonly durationMs: number }
+): Promise<Throughput> => {
+  const agent = new Http.Agent({ keepAlive: true, maxSockets: options.concurrency })
+  const url = new URL(target.url)
+  const headers = target.headers ?? {}
+  const start = performance.now()
+  const windowStart = start + options.warmupMs
+  const windowEnd = windowStart + options.durationMs
+  const statuses: Record<string, number> = {}
+  let requests = 0
+  let errors = 0
+  const worker = async () => {
+    while (performance.now() < windowEnd) {
+      const outcome = await request(agent, url, headers)
+      const now = performance.now()
+      if (now < windowStart || now > windowEnd) continue
+      requests++
+      if (!outcome.ok) errors++
+      tally(statuses, outcome)
+      // a dead server fails at once: do not spin the CPU the other process needs
+      if (outcome.status.startsWith("error:")) await new Promise((r) => setTimeout(r, 10))
+    }
+  }
+  try {
+    await Promise.all(Array.from({ length: options.concurrency }, worker))
+  } finally {
+    agent.destroy()
+  }
+  const seconds = options.durationMs / 1000
+  return { concurrency: options.concurrency, seconds, requests, rps: requests / seconds, errors, statuses }
+}
+
+const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
+  sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!
+
+/** One request at a time on one keep-alive socket: the server's own per-request cost, unqueued. */
+export const measureLatency = async (
+  target: Target,
+  options: { readonly warmup: number; readonly requests: number }
+): Promise<Latency> => {
+  const agent = new Http.Agent({ keepAlive: true, maxSockets: 1 })
+  const url = new URL(target.url)
+  const headers = target.headers ?? {}
+  const samples: Array<number> = []
+  const statuses: Record<string, number> = {}
+  let errors = 0
+  try {
+    for (let i = 0; i < options.warmup; i++) await request(agent, url, headers)
+    for (let i = 0; i < options.requests; i++) {
+      const t0 = process.hrtime.bigint()
+      const outcome = await request(agent, url, headers)
+      samples.push(Number(process.hrtime.bigint() - t0) / 1e6)
+      if (!outcome.ok) errors++
+      tally(statuses, outcome)
+    }
+  } finally {
+    agent.destroy()
+  }
+  const sorted = [...samples].sort((a, b) => a - b)
+  return {
+    requests: samples.length,
+    p50Ms: percentile(sorted, 50),
+    p90Ms: percentile(sorted, 90),
+    p99Ms: percentile(sorted, 99),
+    maxMs: sorted.at(-1) ?? Number.NaN,
+    meanMs: samples.reduce((a, b) => a + b, 0) / Math.max(1, samples.length),
+    errors,
+    statuses
+  }
+}

@@ -1,0 +1,169 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Http from "node:http"
+import * as Net from "node:net"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+
+export const repoRoot = fileURLToPath(new URL("../../", import.meta.url))
+
+/** Children still running, so a failure or Ctrl-C anywhere still stops them (and their PostgreSQL). */
+const live = new Set<() => Promise<void>>()
+
+export const stopAll = async (): Promise<void> => {
+  await Promise.allSettled([...live].map((stop) => stop()))
+}
+
+/** Ports from the kernel (listen on 0, close): a tiny race with other programs, fine on a bench host. */
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = Net.createServer()
+    server.on("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address() as Net.AddressInfo
+      server.close(() => resolve(address.port))
+    })
+  })
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+const exited = (child: ChildProcess): Promise<void> =>
+  child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once("exit", () => r()))
+
+const statusOf = (url: string): Promise<number> =>
+  new Promise((resolve) => {
+    const req = Http.get(url, { agent: false, timeout: 5000 }, (res) => {
+      res.resume()
+      resolve(res.statusCode ?? 0)
+    })
+    req.on("timeout", () => req.destroy())
+    req.on("error", () => resolve(0))
+  })
+
+const isPostgres = (pid: number) => {
+  try {
+    return Fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("postgres")
+  } catch {
+    return false
+  }
+}
+
+/** Only after a SIGKILL of the node: its embedded PostgreSQL is orphaned and would hold the data dir. */
+const killOrphanPostgres = async (dataDir: string) => {
+  let pid: number
+  try {
+    pid = Number.parseInt(Fs.readFileSync(Path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")[0]!, 10)
+  } catch {
+    return
+  }
+  if (!(pid > 0) || !isPostgres(pid)) return
+  process.kill(pid, "SIGINT") // PostgreSQL's "fast" shutdown
+  for (let i = 0; i < 100 && isPostgres(pid); i++) await sleep(100)
+  if (isPostgres(pid)) process.kill(pid, "SIGKILL")
+}
+
+export interface Bare {
+  readonly baseUrl: string
+  readonly stop: () => Promise<void>
+}
+
+export const startBare = async (): Promise<Bare> => {
+  const child = spawn(process.execPath, ["--import", "tsx", Path.join(repoRoot, "bench/support/bareServer.ts")], {
+    cwd: repoRoot,
+    stdio: ["ignore", "pipe", "inherit"]
+  })
+  const stop = async () => {
+    live.delete(stop)
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM")
+    await Promise.race([exited(child), sleep(5000).then(() => child.kill("SIGKILL"))])
+  }
+  live.add(stop)
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = ""
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString()
+      const match = /listening (\d+)/.exec(out)
+      if (match) resolve(Number(match[1]))
+    })
+    child.once("exit", (code) => reject(new Error(`bare server exited early (code ${code})`)))
+  })
+  return { baseUrl: `http://127.0.0.1:${port}`, stop }
+}
+
+export interface SwitchyardNode {
+  readonly baseUrl: string
+  /** Spawn to first 200 on /readyz. */
+  readonly startupMs: number
+  /** Only on the first start of a fresh data dir (the banner prints it once). */
+  readonly apiKey: string | undefined
+  /** SIGTERM and wait for exit; returns how long the graceful shutdown took. */
+  readonly stop: () => Promise<number>
+}
+
+const apiKeyPattern = /sy_[a-z0-9]{12}_[A-Za-z0-9_-]{43}/
+
+export const startNode = async (options: {
+  readonly dataDir: string
+  readonly logLevel: "info" | "warning"
+  /** Node logs (stderr) go to this file: a file sink, as in production, and readable after a failure. */
+  readonly logFile: string
+  readonly expectApiKey: boolean
+}): Promise<SwitchyardNode> => {
+  const [httpPort, runnerPort] = [await freePort(), await freePort()]
+  // a clean environment: an inherited DATABASE_URL or SWITCHYARD_* would change what is measured
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith("SWITCHYARD_") && k !== "DATABASE_URL")
+  )
+  const logFd = Fs.openSync(options.logFile, "a")
+  const started = performance.now()
+  const child = spawn(process.execPath, ["bin/switchyard.js", "serve"], {
+    cwd: repoRoot,
+    env: {
+      ...env,
+      SWITCHYARD_DATA_DIR: options.dataDir,
+      SWITCHYARD_HTTP_PORT: String(httpPort),
+      SWITCHYARD_RUNNER_PORT: String(runnerPort),
+      SWITCHYARD_LOG_LEVEL: options.logLevel
+    },
+    stdio: ["ignore", "pipe", logFd]
+  })
+  Fs.closeSync(logFd)
+  let stdout = ""
+  child.stdout!.on("data", (chunk: Buffer) => {
+    if (stdout.length < 64 * 1024) stdout += chunk.toString()
+  })
+  const stop = async (): Promise<number> => {
+    live.delete(cleanup)
+    const t0 = performance.now()
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM")
+    // the node drains HTTP, hands shards back, then stops PostgreSQL (default grace 20 s)
+    const graceful = await Promise.race([exited(child).then(() => true), sleep(45_000).then(() => false)])
+    if (!graceful) {
+      child.kill("SIGKILL")
+      await exited(child)
+      await killOrphanPostgres(options.dataDir)
+    }
+    return performance.now() - t0
+  }
+  const cleanup = async () => void (await stop())
+  live.add(cleanup)
+
+  const baseUrl = `http://127.0.0.1:${httpPort}`
+  const fail = async (why: string): Promise<never> => {
+    await stop()
+    const log = Fs.readFileSync(options.logFile, "utf8").split("\n").slice(-15).join("\n")
+    throw new Error(`Switchyard node ${why}.\n--- stdout ---\n${stdout}\n--- last log lines ---\n${log}`)
+  }
+  let startupMs: number | undefined
+  while (startupMs === undefined) {
+    if (child.exitCode !== null || child.signalCode !== null) return fail(`exited during start-up (${child.exitCode ?? child.signalCode})`)
+    if (performance.now() - started > 120_000) return fail("was not ready within 120 s")
+    if ((await statusOf(`${baseUrl}/readyz`)) === 200) startupMs = performance.now() - started
+    else await sleep(50)
+  }
+  // the banner with the key is written as the last start-up step and can trail /readyz slightly
+  for (let i = 0; options.expectApiKey && !apiKeyPattern.test(stdout) && i < 200; i++) await sleep(50)
+  const apiKey = apiKeyPattern.exec(stdout)?.[0]
+  if (options.expectApiKey && apiKey === undefined) return fail("printed no API key on first start")
+  return { baseUrl, startupMs, apiKey, stop }
+}
