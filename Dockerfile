@@ -30,6 +30,6 @@ USER node
 # 8080: HTTP (REST, MCP, OAuth). 34431: cluster runner, for the other nodes only; never publish it.
 EXPOSE 8080 34431
 
-# node is PID 1's child under `init: true` (compose); it handles SIGTERM itself: turns unready,
-# drains HTTP for up to SWITCHYARD_SHUTDOWN_GRACE, hands its shards back, exits.
+# On SIGTERM (forwarded by the init that compose's `init: true` runs as PID 1) the node turns
+# unready, drains HTTP for up to SWITCHYARD_SHUTDOWN_GRACE, hands its shards back and exits.
 CMD ["node", "bin/switchyard.js", "serve"]

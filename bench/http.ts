@@ -2,7 +2,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { type Latency, measureLatency, measureThroughput, type Target, type Throughput } from "./support/load.js"
-import { repoRoot, startBare, startNode, stopAll } from "./support/processes.js"
+import { repoRoot, startBare, startNode, stopAll, tempDir } from "./support/processes.js"
 
 /**
  * HTTP overhead of a Switchyard node against a bare node:http server, measured in one run on 127.0.0.1:
@@ -70,9 +70,12 @@ const table = (rows: ReadonlyArray<Row>): string => {
 }
 
 export const run = async (): Promise<{ readonly ok: boolean }> => {
-  const tmp = Fs.mkdtempSync(Path.join(Os.tmpdir(), "switchyard-bench-"))
+  const tmp = tempDir("switchyard-bench-")
   const dataDir = Path.join(tmp, "data")
   Fs.mkdirSync(dataDir)
+  // other work on the machine skews every number: say so up front and in the results
+  const loadBefore = Os.loadavg()[0]!
+  if (loadBefore > 0.5) console.log(`Warning: load average ${loadBefore.toFixed(2)} before the run: the machine is busy, numbers are noisy.\n`)
   const rows: Array<Row> = []
   const startup: Record<string, number> = {}
   try {
@@ -98,7 +101,6 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
     startup["secondShutdownMs"] = await second.stop()
   } finally {
     await stopAll()
-    Fs.rmSync(tmp, { recursive: true, force: true })
   }
 
   const bare = rows[0]!
@@ -124,7 +126,7 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
   )
   console.log(
     `Note: ${Os.cpus().length} CPU core(s) shared by the server under test and this single-threaded load generator; ` +
-      `the bare baseline is likely capped by the client, so the ratios understate Switchyard's overhead.`
+      `the bare baseline is the one most bounded by the client, so the ratios understate Switchyard's overhead.`
   )
 
   const failed = rows.filter((r) => r.throughput.errors + r.latency.errors > 0)
@@ -142,6 +144,7 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
   const json = {
     benchmark: name,
     date: new Date().toISOString(),
+    loadAverageBefore: loadBefore,
     machine: { node: process.version, platform: `${Os.platform()}-${Os.arch()}`, cpus: Os.cpus().length, cpuModel: Os.cpus()[0]?.model },
     settings,
     ok: failed.length === 0,

@@ -55,11 +55,15 @@ const logLevel = LogLevel.fromLiteral(
 const reportStartupFailure = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   effect.pipe(
     Effect.catchIf(
-      (e: any) => e?._tag === "EmbeddedPostgresError" || ConfigError.isConfigError(e) || e?._tag === "ServeError",
+      (e: any) =>
+        e?._tag === "EmbeddedPostgresError" || ConfigError.isConfigError(e) || e?._tag === "ServeError" ||
+        (e?._tag === "SqlError" && /connect/i.test(e.message)),
       (e: any) =>
         Effect.sync(() => {
           const message = ConfigError.isConfigError(e)
             ? `invalid configuration: ${String(e)}`
+            : e?._tag === "SqlError"
+            ? `cannot reach the database (DATABASE_URL): ${String(e.cause?.message ?? e.message)}`
             : e?._tag === "ServeError"
             ? `cannot listen: ${String(e.cause?.message ?? e)} (check SWITCHYARD_HTTP_PORT / SWITCHYARD_RUNNER_PORT)`
             : e.message

@@ -1,9 +1,9 @@
-import * as Http from "node:http"
+import { Connection, type Outcome, requestBytes } from "./connection.js"
 
 /**
- * A small HTTP/1.1 load generator on node:http with a keep-alive Agent, so no extra dependency is needed.
- * It runs in the bench process and shares the machine's cores with the server under test: on 2 cores
- * a single-threaded client caps what a very fast server (the bare baseline) can show.
+ * Closed-loop load on keep-alive connections (see connection.ts for why not node:http's client). It
+ * runs in the bench process and shares the machine's cores with the server under test: on 2 cores the
+ * client caps what a very fast server (the bare baseline) can show.
  */
 
 export interface Target {
@@ -33,24 +33,10 @@ export interface Latency {
   readonly statuses: Readonly<Record<string, number>>
 }
 
-interface Outcome {
-  /** HTTP status, or "error:<code>" when no response came back. */
-  readonly status: string
-  readonly ok: boolean
+const connect = (target: Target) => {
+  const url = new URL(target.url)
+  return new Connection(url.hostname, Number(url.port || 80), requestBytes(url, target.headers ?? {}))
 }
-
-const request = (agent: Http.Agent, url: URL, headers: Readonly<Record<string, string>>): Promise<Outcome> =>
-  new Promise((resolve) => {
-    const req = Http.request(url, { agent, method: "GET", headers }, (res) => {
-      const status = res.statusCode ?? 0
-      // the body must be read to the end, or the keep-alive socket is never reused
-      res.resume()
-      res.on("end", () => resolve({ status: String(status), ok: status >= 200 && status < 300 }))
-      res.on("error", (e: NodeJS.ErrnoException) => resolve({ status: `error:${e.code ?? e.message}`, ok: false }))
-    })
-    req.on("error", (e: NodeJS.ErrnoException) => resolve({ status: `error:${e.code ?? e.message}`, ok: false }))
-    req.end()
-  })
 
 const tally = (statuses: Record<string, number>, outcome: Outcome) => {
   statuses[outcome.status] = (statuses[outcome.status] ?? 0) + 1
@@ -61,18 +47,16 @@ export const measureThroughput = async (
   target: Target,
   options: { readonly concurrency: number; readonly warmupMs: number; readonly durationMs: number }
 ): Promise<Throughput> => {
-  const agent = new Http.Agent({ keepAlive: true, maxSockets: options.concurrency })
-  const url = new URL(target.url)
-  const headers = target.headers ?? {}
+  const connections = Array.from({ length: options.concurrency }, () => connect(target))
   const start = performance.now()
   const windowStart = start + options.warmupMs
   const windowEnd = windowStart + options.durationMs
   const statuses: Record<string, number> = {}
   let requests = 0
   let errors = 0
-  const worker = async () => {
+  const worker = async (connection: Connection) => {
     while (performance.now() < windowEnd) {
-      const outcome = await request(agent, url, headers)
+      const outcome = await connection.send()
       const now = performance.now()
       if (now < windowStart || now > windowEnd) continue
       requests++
@@ -83,9 +67,9 @@ export const measureThroughput = async (
     }
   }
   try {
-    await Promise.all(Array.from({ length: options.concurrency }, worker))
+    await Promise.all(connections.map(worker))
   } finally {
-    agent.destroy()
+    for (const c of connections) c.close()
   }
   const seconds = options.durationMs / 1000
   return { concurrency: options.concurrency, seconds, requests, rps: requests / seconds, errors, statuses }
@@ -99,23 +83,21 @@ export const measureLatency = async (
   target: Target,
   options: { readonly warmup: number; readonly requests: number }
 ): Promise<Latency> => {
-  const agent = new Http.Agent({ keepAlive: true, maxSockets: 1 })
-  const url = new URL(target.url)
-  const headers = target.headers ?? {}
+  const connection = connect(target)
   const samples: Array<number> = []
   const statuses: Record<string, number> = {}
   let errors = 0
   try {
-    for (let i = 0; i < options.warmup; i++) await request(agent, url, headers)
+    for (let i = 0; i < options.warmup; i++) await connection.send()
     for (let i = 0; i < options.requests; i++) {
       const t0 = process.hrtime.bigint()
-      const outcome = await request(agent, url, headers)
+      const outcome = await connection.send()
       samples.push(Number(process.hrtime.bigint() - t0) / 1e6)
       if (!outcome.ok) errors++
       tally(statuses, outcome)
     }
   } finally {
-    agent.destroy()
+    connection.close()
   }
   const sorted = [...samples].sort((a, b) => a - b)
   return {

@@ -2,16 +2,29 @@ import { type ChildProcess, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Net from "node:net"
+import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 
 export const repoRoot = fileURLToPath(new URL("../../", import.meta.url))
 
-/** Children still running, so a failure or Ctrl-C anywhere still stops them (and their PostgreSQL). */
+/** Children still running and temp dirs, so a failure or Ctrl-C anywhere still cleans up. */
 const live = new Set<() => Promise<void>>()
+const tempDirs = new Set<string>()
 
+/** Stops every child (each waits for its PostgreSQL), then removes the temp dirs they used. */
 export const stopAll = async (): Promise<void> => {
   await Promise.allSettled([...live].map((stop) => stop()))
+  for (const dir of tempDirs) Fs.rmSync(dir, { recursive: true, force: true })
+  tempDirs.clear()
+}
+
+export const tempDir = (prefix: string): string => {
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix))
+  tempDirs.add(dir)
+  // as root the node runs PostgreSQL as the `postgres` user, which must be able to traverse this dir
+  Fs.chmodSync(dir, 0o711)
+  return dir
 }
 
 /** Ports from the kernel (listen on 0, close): a tiny race with other programs, fine on a bench host. */
@@ -27,8 +40,17 @@ export const freePort = (): Promise<number> =>
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-const exited = (child: ChildProcess): Promise<void> =>
-  child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once("exit", () => r()))
+/** Resolves true when the child has exited, false after `ms`; the timer is cleared so it never holds the process. */
+const exited = (child: ChildProcess, ms: number): Promise<boolean> =>
+  child.exitCode !== null || child.signalCode !== null
+    ? Promise.resolve(true)
+    : new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms)
+      child.once("exit", () => {
+        clearTimeout(timer)
+        resolve(true)
+      })
+    })
 
 const statusOf = (url: string): Promise<number> =>
   new Promise((resolve) => {
@@ -48,14 +70,18 @@ const isPostgres = (pid: number) => {
   }
 }
 
-/** Only after a SIGKILL of the node: its embedded PostgreSQL is orphaned and would hold the data dir. */
-const killOrphanPostgres = async (dataDir: string) => {
+/**
+ * After the node exits its PostgreSQL should be gone too; if not (the node was SIGKILLed, or it exited
+ * first), give it a moment, then stop it, so the data dir is not removed under a live server.
+ */
+const reapPostgres = async (dataDir: string) => {
   let pid: number
   try {
     pid = Number.parseInt(Fs.readFileSync(Path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")[0]!, 10)
   } catch {
     return
   }
+  for (let i = 0; i < 50 && pid > 0 && isPostgres(pid); i++) await sleep(100)
   if (!(pid > 0) || !isPostgres(pid)) return
   process.kill(pid, "SIGINT") // PostgreSQL's "fast" shutdown
   for (let i = 0; i < 100 && isPostgres(pid); i++) await sleep(100)
@@ -75,7 +101,7 @@ export const startBare = async (): Promise<Bare> => {
   const stop = async () => {
     live.delete(stop)
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM")
-    await Promise.race([exited(child), sleep(5000).then(() => child.kill("SIGKILL"))])
+    if (!(await exited(child, 5000))) child.kill("SIGKILL")
   }
   live.add(stop)
   const port = await new Promise<number>((resolve, reject) => {
@@ -137,13 +163,13 @@ export const startNode = async (options: {
     const t0 = performance.now()
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM")
     // the node drains HTTP, hands shards back, then stops PostgreSQL (default grace 20 s)
-    const graceful = await Promise.race([exited(child).then(() => true), sleep(45_000).then(() => false)])
-    if (!graceful) {
+    if (!(await exited(child, 45_000))) {
       child.kill("SIGKILL")
-      await exited(child)
-      await killOrphanPostgres(options.dataDir)
+      await exited(child, 10_000)
     }
-    return performance.now() - t0
+    const elapsed = performance.now() - t0
+    await reapPostgres(options.dataDir)
+    return elapsed
   }
   const cleanup = async () => void (await stop())
   live.add(cleanup)

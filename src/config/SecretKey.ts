@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { ConfigError, Context, Effect, Layer, Option, Redacted } from "effect"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -16,10 +16,10 @@ export class SecretKey extends Context.Tag("switchyard/SecretKey")<SecretKey, Re
       const config = yield* SwitchyardConfig
       if (Option.isSome(config.secretKey)) return config.secretKey.value
       if (Option.isSome(config.databaseUrl)) {
-        return yield* Effect.dieMessage(
-          "SWITCHYARD_SECRET_KEY is required with DATABASE_URL (32 bytes, base64: `openssl rand -base64 32`), " +
-            "and every node sharing the database must use the same key."
-        )
+        return yield* Effect.fail(ConfigError.MissingData(
+          ["SWITCHYARD_SECRET_KEY"],
+          "required with DATABASE_URL (32 bytes, base64: `openssl rand -base64 32`); every node sharing the database must use the same key"
+        ))
       }
       const file = Path.join(config.dataDir, "secret.key")
       if (!Fs.existsSync(file)) {

@@ -17,31 +17,30 @@ const positive = (name: string, fallback: number) =>
     Config.withDefault(fallback)
   )
 
-const url = (name: string) =>
-  Config.string(name).pipe(
-    Config.validate({
-      message: "must be an absolute http(s) URL, e.g. https://switchyard.example.com",
-      validation: (s) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol)
-    })
-  )
+/** An optional variable set to "" (as `VAR=` in an env file does) counts as unset. */
+const optional = <A>(config: Config.Config<A>, present: (a: A) => boolean) =>
+  config.pipe(Config.option, Config.map(Option.filter(present)))
 
-const databaseUrl = Config.redacted("DATABASE_URL").pipe(
+const nonEmpty = (r: Redacted.Redacted<string>) => Redacted.value(r).trim() !== ""
+
+const databaseUrl = optional(Config.redacted("DATABASE_URL"), nonEmpty).pipe(
   Config.validate({
     message: "must be a postgres:// or postgresql:// URL",
-    validation: (r) => /^postgres(ql)?:\/\//.test(Redacted.value(r)) && URL.canParse(Redacted.value(r))
-  }),
-  Config.option
+    validation: Option.match({ onNone: () => true, onSome: (r: Redacted.Redacted<string>) => /^postgres(ql)?:\/\//.test(Redacted.value(r)) && URL.canParse(Redacted.value(r)) })
+  })
 )
 
 /** 32 bytes, base64 or hex: the key-encryption key for secrets at rest. */
-const secretKey = Config.redacted(env("SECRET_KEY")).pipe(
-  Config.mapOrFail((r) => {
-    const key = decodeSecretKey(Redacted.value(r))
-    return key === undefined
-      ? Either.left(ConfigError.InvalidData([env("SECRET_KEY")], "must be 32 bytes, base64 or hex (openssl rand -base64 32)"))
-      : Either.right(Redacted.make(key))
-  }),
-  Config.option
+const secretKey = optional(Config.redacted(env("SECRET_KEY")), nonEmpty).pipe(
+  Config.mapOrFail(Option.match({
+    onNone: () => Either.right(Option.none()),
+    onSome: (r) => {
+      const key = decodeSecretKey(Redacted.value(r))
+      return key === undefined
+        ? Either.left(ConfigError.InvalidData([env("SECRET_KEY")], "must be 32 bytes, base64 or hex (openssl rand -base64 32)"))
+        : Either.right(Option.some(Redacted.make(key)))
+    }
+  }))
 )
 
 export const decodeSecretKey = (text: string): Uint8Array | undefined => {
@@ -53,7 +52,12 @@ export const decodeSecretKey = (text: string): Uint8Array | undefined => {
 export const config = Config.all({
   httpPort: port(env("HTTP_PORT"), 8080),
   host: Config.string(env("HOST")).pipe(Config.withDefault("127.0.0.1")),
-  publicUrl: url(env("PUBLIC_URL")).pipe(Config.option),
+  publicUrl: optional(Config.string(env("PUBLIC_URL")), (s) => s.trim() !== "").pipe(
+    Config.validate({
+      message: "must be an absolute http(s) URL, e.g. https://switchyard.example.com",
+      validation: Option.match({ onNone: () => true, onSome: (s: string) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol) })
+    })
+  ),
   databaseUrl,
   dataDir: Config.string(env("DATA_DIR")).pipe(Config.withDefault("./.switchyard")),
   embeddedPostgresPort: port(env("EMBEDDED_PG_PORT"), 0),

@@ -1,0 +1,53 @@
+import { describe, expect, it } from "vitest"
+import { API_KEY, runCli, spawnNode } from "../support/NodeProcess.js"
+import { testEnvironment } from "../support/TestNode.js"
+
+describe("switchyard CLI", () => {
+  it("migrates, then bootstraps an organization and prints its key as JSON", async () => {
+    const env = await testEnvironment()
+    const migrated = await runCli(["migrate"], env)
+    expect(migrated.code).toBe(0)
+    expect(migrated.stdout).toContain("Migrations applied")
+    const created = await runCli(["bootstrap", "--org", "Acme", "--email", "ada@acme.test", "--json"], env)
+    expect(created.code).toBe(0)
+    const body = JSON.parse(created.stdout.trim())
+    expect(Object.keys(body).sort()).toEqual(["api_key", "organization_id", "user_id"])
+    expect(body.api_key).toMatch(API_KEY)
+
+    // the key works against a node on the same database, and no default organization is added there
+    const node = spawnNode(env)
+    try {
+      await node.waitReady()
+      const me = await (await fetch(`${node.baseUrl}/v1/me`, { headers: { "x-api-key": body.api_key } })).json()
+      expect(me.organization).toMatchObject({ id: body.organization_id, name: "Acme" })
+      expect(me.user.email).toBe("ada@acme.test")
+      expect(me.role).toBe("super_admin")
+      expect(node.output()).not.toMatch(API_KEY)
+    } finally {
+      expect(await node.stop()).toBe(0)
+    }
+  })
+
+  it("fails at start with a message naming a bad variable", async () => {
+    const env = await testEnvironment({ SWITCHYARD_HTTP_PORT: "eighty" })
+    const result = await runCli(["serve"], env)
+    expect(result.code).not.toBe(0)
+    expect(result.stderr).toContain("SWITCHYARD_HTTP_PORT")
+    expect(result.stderr).not.toMatch(/at .*\.ts:\d+/)
+  })
+
+  it("requires SWITCHYARD_SECRET_KEY with DATABASE_URL, and rejects a short one", async () => {
+    const { SWITCHYARD_SECRET_KEY: _, ...env } = await testEnvironment()
+    const missing = await runCli(["serve"], env)
+    expect(missing.code).not.toBe(0)
+    expect(missing.stderr).toContain("SWITCHYARD_SECRET_KEY")
+    const short = await runCli(["serve"], { ...env, SWITCHYARD_SECRET_KEY: "c2hvcnQ=" })
+    expect(short.code).not.toBe(0)
+    expect(short.stderr).toContain("SWITCHYARD_SECRET_KEY")
+  })
+
+  it("prints usage for an unknown command", async () => {
+    const result = await runCli(["frobnicate"], {})
+    expect(result.code).not.toBe(0)
+  })
+})

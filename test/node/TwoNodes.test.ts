@@ -1,0 +1,57 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { runCli, spawnNode, type NodeProcess } from "../support/NodeProcess.js"
+import { testEnvironment } from "../support/TestNode.js"
+import { freePort } from "../support/ports.js"
+
+let nodes: Array<NodeProcess> = []
+let shared: Record<string, string>
+beforeAll(async () => {
+  shared = await testEnvironment()
+  nodes = [spawnNode(shared)]
+  // the second node: same database, its own HTTP and runner ports, started while the first starts
+  nodes.push(spawnNode({ ...shared, SWITCHYARD_HTTP_PORT: String(await freePort()), SWITCHYARD_RUNNER_PORT: String(await freePort()) }))
+  await Promise.all(nodes.map((n) => n.waitReady()))
+})
+afterAll(async () => {
+  await Promise.all(nodes.map((n) => n.stop()))
+})
+
+describe("two nodes on one database", () => {
+  it("spread the shards between them", async () => {
+    const deadline = Date.now() + 30_000
+    let owned: Array<number> = []
+    while (Date.now() < deadline) {
+      const reports = await Promise.all(nodes.map((n) => fetch(`${n.baseUrl}/readyz`).then((r) => r.json())))
+      owned = reports.map((r) => r.shards_owned ?? 0)
+      if (owned.every((n) => n > 0) && owned[0]! + owned[1]! === 300) break
+      await new Promise((r) => setTimeout(r, 250))
+    }
+    expect(owned.every((n) => n > 0)).toBe(true)
+    expect(owned[0]! + owned[1]!).toBe(300)
+  })
+
+  it("serve the same organizations: a key made through one works on the other", async () => {
+    const created = await runCli(["bootstrap", "--org", "Shared", "--email", "two@nodes.test", "--json"], shared)
+    const { api_key } = JSON.parse(created.stdout)
+    const key = await fetch(`${nodes[0]!.baseUrl}/v1/api-keys`, {
+      method: "POST",
+      headers: { "x-api-key": api_key, "content-type": "application/json" },
+      body: JSON.stringify({ name: "made on node 1" })
+    }).then((r) => r.json())
+    const me = await fetch(`${nodes[1]!.baseUrl}/v1/me`, { headers: { "x-api-key": key.api_key } })
+    expect(me.status).toBe(200)
+    expect((await me.json()).key.name).toBe("made on node 1")
+  })
+
+  it("hand shards over when one stops", async () => {
+    await nodes[1]!.stop()
+    const deadline = Date.now() + 30_000
+    let owned = 0
+    while (Date.now() < deadline) {
+      owned = (await fetch(`${nodes[0]!.baseUrl}/readyz`).then((r) => r.json())).shards_owned ?? 0
+      if (owned === 300) break
+      await new Promise((r) => setTimeout(r, 250))
+    }
+    expect(owned).toBe(300)
+  })
+})
