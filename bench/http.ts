@@ -48,7 +48,9 @@ const measureNode = async (baseUrl: string, logLevel: "info" | "warning", apiKey
 ]
 
 const fmt = (n: number, digits = 0) =>
-  Number.isFinite(n) ? n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits }) : "n/a"
+  Number.isFinite(n)
+    ? n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
+    : "n/a"
 
 const ratio = (a: number, b: number) => (b > 0 ? a / b : Number.NaN)
 
@@ -75,7 +77,11 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
   Fs.mkdirSync(dataDir)
   // other work on the machine skews every number: say so up front and in the results
   const loadBefore = Os.loadavg()[0]!
-  if (loadBefore > 0.5) console.log(`Warning: load average ${loadBefore.toFixed(2)} before the run: the machine is busy, numbers are noisy.\n`)
+  if (loadBefore > 0.5) {
+    console.log(
+      `Warning: load average ${loadBefore.toFixed(2)} before the run: the machine is busy, numbers are noisy.\n`
+    )
+  }
   const rows: Array<Row> = []
   const startup: Record<string, number> = {}
   try {
@@ -86,7 +92,12 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
 
     // first start on an empty data dir: initdb, migrations, first-start bootstrap that prints the key
     console.log(`Switchyard node, first start (fresh data dir, log level info)`)
-    const first = await startNode({ dataDir, logLevel: "info", logFile: Path.join(tmp, "node-info.log"), expectApiKey: true })
+    const first = await startNode({
+      dataDir,
+      logLevel: "info",
+      logFile: Path.join(tmp, "node-info.log"),
+      expectApiKey: true
+    })
     startup["firstStartMs"] = first.startupMs
     console.log(`  ready after ${fmt(first.startupMs / 1000, 2)} s`)
     rows.push(...(await measureNode(first.baseUrl, "info", first.apiKey!)))
@@ -94,7 +105,12 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
 
     // second start on the same data dir: PostgreSQL and schema exist, so this is the usual restart cost
     console.log(`Switchyard node, second start (same data dir, log level warning)`)
-    const second = await startNode({ dataDir, logLevel: "warning", logFile: Path.join(tmp, "node-warning.log"), expectApiKey: false })
+    const second = await startNode({
+      dataDir,
+      logLevel: "warning",
+      logFile: Path.join(tmp, "node-warning.log"),
+      expectApiKey: false
+    })
     startup["secondStartMs"] = second.startupMs
     console.log(`  ready after ${fmt(second.startupMs / 1000, 2)} s`)
     rows.push(...(await measureNode(second.baseUrl, "warning", first.apiKey!)))
@@ -113,7 +129,11 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
       p50: ratio(r.latency.p50Ms, bare.latency.p50Ms),
       p99: ratio(r.latency.p99Ms, bare.latency.p99Ms)
     }
-    console.log(`  ${x.label}: throughput = ${fmt(x.throughput, 2)}x bare; p50 = ${fmt(x.p50, 1)}x bare; p99 = ${fmt(x.p99, 1)}x bare`)
+    console.log(
+      `  ${x.label}: throughput = ${fmt(x.throughput, 2)}x bare; p50 = ${fmt(x.p50, 1)}x bare; p99 = ${
+        fmt(x.p99, 1)
+      }x bare`
+    )
     return x
   })
   console.log(
@@ -145,7 +165,12 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
     benchmark: name,
     date: new Date().toISOString(),
     loadAverageBefore: loadBefore,
-    machine: { node: process.version, platform: `${Os.platform()}-${Os.arch()}`, cpus: Os.cpus().length, cpuModel: Os.cpus()[0]?.model },
+    machine: {
+      node: process.version,
+      platform: `${Os.platform()}-${Os.arch()}`,
+      cpus: Os.cpus().length,
+      cpuModel: Os.cpus()[0]?.model
+    },
     settings,
     ok: failed.length === 0,
     rows,

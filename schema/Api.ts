@@ -1,8 +1,8 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire, ServiceUnavailableWire } from "./Errors.js"
-import { ApiKeyId } from "./Ids.js"
 import { ApiKey, CreateApiKey, CreatedApiKey, CreateMember, ListOf, Me, Member } from "./Identity.js"
+import { ApiKeyId } from "./Ids.js"
 import { Authentication } from "./Security.js"
 
 export class Readiness extends Schema.Class<Readiness>("Readiness")({
@@ -82,4 +82,3 @@ export class Api extends HttpApi.make("switchyard")
   .annotate(OpenApi.Title, "Switchyard API")
   .annotate(OpenApi.Description, "Self-hostable platform for AI agents. Every REST call carries `x-api-key`.")
 {}
-

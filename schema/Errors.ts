@@ -29,11 +29,17 @@ interface ErrorFields {
 }
 
 /** The wire schema of an error class: the envelope on the wire, the tagged class in code. */
-const onTheWire = <A extends ErrorFields, I extends ErrorFields>(self: Schema.Schema<A, I>, tag: string, status: number) =>
+const onTheWire = <A extends ErrorFields, I extends ErrorFields>(
+  self: Schema.Schema<A, I>,
+  tag: string,
+  status: number
+) =>
   Schema.transform(ErrorBody, self, {
     strict: false,
     decode: (body) => ({ _tag: tag, code: body.error.code, message: body.error.message, details: body.error.details }),
-    encode: (e: I) => ({ error: { code: e.code, message: e.message, ...(e.details === undefined ? {} : { details: e.details }) } })
+    encode: (e: I) => ({
+      error: { code: e.code, message: e.message, ...(e.details === undefined ? {} : { details: e.details }) }
+    })
   }).annotations(HttpApiSchema.annotations({ status }))
 
 export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", fields) {

@@ -1,8 +1,8 @@
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Context } from "effect"
-import type { AgentId, ApiKeyId, OrganizationId, UserId } from "./Ids.js"
-import type { Role } from "./Identity.js"
 import { UnauthenticatedWire } from "./Errors.js"
+import type { Role } from "./Identity.js"
+import type { AgentId, ApiKeyId, OrganizationId, UserId } from "./Ids.js"
 
 /** Who is calling: resolved from the `x-api-key` header, scoped to exactly one organization. */
 export interface Principal {

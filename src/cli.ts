@@ -10,7 +10,9 @@ import { NodeLive } from "./Node.js"
 const CommandDatabase = DatabaseForCommandLive.pipe(Layer.provideMerge(SwitchyardConfig.layer))
 
 const serve = Command.make("serve", {}, () => Layer.launch(NodeLive)).pipe(
-  Command.withDescription("Run a node: REST API, MCP, cluster runner (and the embedded PostgreSQL unless DATABASE_URL is set).")
+  Command.withDescription(
+    "Run a node: REST API, MCP, cluster runner (and the embedded PostgreSQL unless DATABASE_URL is set)."
+  )
 )
 
 const migrateCommand = Command.make("migrate", {}, () =>

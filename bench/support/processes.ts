@@ -182,7 +182,9 @@ export const startNode = async (options: {
   }
   let startupMs: number | undefined
   while (startupMs === undefined) {
-    if (child.exitCode !== null || child.signalCode !== null) return fail(`exited during start-up (${child.exitCode ?? child.signalCode})`)
+    if (child.exitCode !== null || child.signalCode !== null) {
+      return fail(`exited during start-up (${child.exitCode ?? child.signalCode})`)
+    }
     if (performance.now() - started > 120_000) return fail("was not ready within 120 s")
     if ((await statusOf(`${baseUrl}/readyz`)) === 200) startupMs = performance.now() - started
     else await sleep(50)

@@ -19,7 +19,9 @@ import { ShardingSettings } from "./ShardingSettings.js"
  */
 export const ClusterRunnerLive = SocketRunner.layer.pipe(
   Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),
-  Layer.provide(RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol))),
+  Layer.provide(
+    RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol))
+  ),
   Layer.provideMerge(Layer.orDie(SqlMessageStorage.layer)),
   Layer.provide(Layer.orDie(SqlRunnerStorage.layer)),
   Layer.provideMerge(ShardingSettings.layer),

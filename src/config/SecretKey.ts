@@ -27,7 +27,9 @@ export class SecretKey extends Context.Tag("switchyard/SecretKey")<SecretKey, Re
         Fs.writeFileSync(file, Crypto.randomBytes(32).toString("base64") + "\n", { mode: 0o600, flag: "wx" })
       }
       const key = decodeSecretKey(Fs.readFileSync(file, "utf8"))
-      if (key === undefined) return yield* Effect.dieMessage(`${file} does not hold a 32-byte key; restore it from backup`)
+      if (key === undefined) {
+        return yield* Effect.dieMessage(`${file} does not hold a 32-byte key; restore it from backup`)
+      }
       return Redacted.make(key)
     })
   )

@@ -26,7 +26,11 @@ const nonEmpty = (r: Redacted.Redacted<string>) => Redacted.value(r).trim() !== 
 const databaseUrl = optional(Config.redacted("DATABASE_URL"), nonEmpty).pipe(
   Config.validate({
     message: "must be a postgres:// or postgresql:// URL",
-    validation: Option.match({ onNone: () => true, onSome: (r: Redacted.Redacted<string>) => /^postgres(ql)?:\/\//.test(Redacted.value(r)) && URL.canParse(Redacted.value(r)) })
+    validation: Option.match({
+      onNone: () => true,
+      onSome: (r: Redacted.Redacted<string>) =>
+        /^postgres(ql)?:\/\//.test(Redacted.value(r)) && URL.canParse(Redacted.value(r))
+    })
   })
 )
 
@@ -37,7 +41,9 @@ const secretKey = optional(Config.redacted(env("SECRET_KEY")), nonEmpty).pipe(
     onSome: (r) => {
       const key = decodeSecretKey(Redacted.value(r))
       return key === undefined
-        ? Either.left(ConfigError.InvalidData([env("SECRET_KEY")], "must be 32 bytes, base64 or hex (openssl rand -base64 32)"))
+        ? Either.left(
+          ConfigError.InvalidData([env("SECRET_KEY")], "must be 32 bytes, base64 or hex (openssl rand -base64 32)")
+        )
         : Either.right(Option.some(Redacted.make(key)))
     }
   }))
@@ -55,7 +61,10 @@ export const config = Config.all({
   publicUrl: optional(Config.string(env("PUBLIC_URL")), (s) => s.trim() !== "").pipe(
     Config.validate({
       message: "must be an absolute http(s) URL, e.g. https://switchyard.example.com",
-      validation: Option.match({ onNone: () => true, onSome: (s: string) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol) })
+      validation: Option.match({
+        onNone: () => true,
+        onSome: (s: string) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol)
+      })
     })
   ),
   databaseUrl,
@@ -95,7 +104,9 @@ export type SwitchyardSettings = Config.Config.Success<typeof config> & {
   readonly baseUrl: string
 }
 
-export class SwitchyardConfig extends Context.Tag("switchyard/SwitchyardConfig")<SwitchyardConfig, SwitchyardSettings>() {
+export class SwitchyardConfig
+  extends Context.Tag("switchyard/SwitchyardConfig")<SwitchyardConfig, SwitchyardSettings>()
+{
   static readonly layer = Layer.effect(
     SwitchyardConfig,
     Effect.map(config, (c) => ({

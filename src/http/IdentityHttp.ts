@@ -7,7 +7,11 @@ import { Identity } from "../identity/Identity.js"
 
 /** Storage failures are defects here: logged, answered 500/503 by the request pipeline, never detailed. */
 const orDieOnSql = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.catchIf(effect, (e: any) => e?._tag === "SqlError", Effect.die) as Effect.Effect<A, Exclude<E, { _tag: "SqlError" }>, R>
+  Effect.catchIf(effect, (e: any) => e?._tag === "SqlError", Effect.die) as Effect.Effect<
+    A,
+    Exclude<E, { _tag: "SqlError" }>,
+    R
+  >
 
 export const IdentityHttpLive = HttpApiBuilder.group(Api, "identity", (handlers) =>
   Effect.gen(function*() {
@@ -18,12 +22,15 @@ export const IdentityHttpLive = HttpApiBuilder.group(Api, "identity", (handlers)
       .handle("listMembers", () => Effect.flatMap(Principal, identity.listMembers).pipe(orDieOnSql))
       .handle("createMember", ({ payload }) =>
         Effect.flatMap(Principal, (p) => identity.createMember(p, payload)).pipe(orDieOnSql))
-      .handle("listApiKeys", () => Effect.flatMap(Principal, identity.listApiKeys).pipe(orDieOnSql))
+      .handle("listApiKeys", () =>
+        Effect.flatMap(Principal, identity.listApiKeys).pipe(orDieOnSql))
       .handle("createApiKey", ({ payload }) =>
-        Effect.flatMap(Principal, (p) => identity.createApiKey(p, payload)).pipe(orDieOnSql))
+        Effect.flatMap(Principal, (p) =>
+          identity.createApiKey(p, payload)).pipe(orDieOnSql))
       .handle("revokeApiKey", ({ path }) =>
-        Effect.flatMap(Principal, (p) => identity.revokeApiKey(p, path.key_id)).pipe(
-          Effect.tap(() => authenticator.forget(path.key_id)),
-          orDieOnSql
-        ))
+        Effect.flatMap(Principal, (p) =>
+          identity.revokeApiKey(p, path.key_id)).pipe(
+            Effect.tap(() => authenticator.forget(path.key_id)),
+            orDieOnSql
+          ))
   })).pipe(Layer.provide([Identity.Default, ApiKeyAuthenticator.Default]))

@@ -1,4 +1,11 @@
-import { Headers, HttpIncomingMessage, HttpLayerRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import {
+  Headers,
+  HttpIncomingMessage,
+  HttpLayerRouter,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
 import { Cause, Effect, Option } from "effect"
 import * as Crypto from "node:crypto"
 import type { ErrorBody } from "../../schema/Errors.js"
@@ -63,7 +70,11 @@ const isConnectionError = (defect: unknown) =>
   /ECONNREFUSED|ECONNRESET|terminat|timeout|Connection|connect/i.test(String((defect as any).cause ?? defect))
 
 /** What escaped the API (unknown routes, unreadable bodies, defects) in our error body. */
-const failureResponse = (cause: Cause.Cause<unknown>, request: HttpServerRequest.HttpServerRequest, info: RequestInfo) =>
+const failureResponse = (
+  cause: Cause.Cause<unknown>,
+  request: HttpServerRequest.HttpServerRequest,
+  info: RequestInfo
+) =>
   Effect.gen(function*() {
     const failure = Cause.squash(cause)
     if (failure instanceof HttpServerError.RouteNotFound) {
@@ -138,7 +149,9 @@ const checkJsonDepth = (request: HttpServerRequest.HttpServerRequest, info: Requ
       : undefined)
 
 const hasBody = (request: HttpServerRequest.HttpServerRequest) =>
-  request.headers["content-length"] !== undefined ? request.headers["content-length"] !== "0" : request.headers["transfer-encoding"] !== undefined
+  request.headers["content-length"] !== undefined
+    ? request.headers["content-length"] !== "0"
+    : request.headers["transfer-encoding"] !== undefined
 
 /**
  * Around every request: request id, body limits, content type, one error shape, draining, one JSON
@@ -166,7 +179,8 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
         const response = length > config.maxBodyBytes
           ? errorResponse(413, info, {
             code: "payload_too_large",
-            message: `The request body is ${length} bytes; this server accepts at most ${config.maxBodyBytes} (SWITCHYARD_MAX_BODY_BYTES).`
+            message:
+              `The request body is ${length} bytes; this server accepts at most ${config.maxBodyBytes} (SWITCHYARD_MAX_BODY_BYTES).`
           })
           : request.url.startsWith("/v1/") && hasBody(request) && contentType !== "" && !/[/+]json\b/.test(contentType)
           ? errorResponse(415, info, {
@@ -174,7 +188,9 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
             message: `Send JSON with Content-Type: application/json (got ${contentType}).`
           })
           : yield* Effect.gen(function*() {
-            const refused = hasBody(request) && /[/+]json\b/.test(contentType) ? yield* checkJsonDepth(request, info) : undefined
+            const refused = hasBody(request) && /[/+]json\b/.test(contentType)
+              ? yield* checkJsonDepth(request, info)
+              : undefined
             return refused ?? (yield* handler)
           }).pipe(
             HttpIncomingMessage.withMaxBodySize(maxBody),
@@ -184,7 +200,9 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
             Effect.onExit(() => Effect.sync(release))
           )
         release()
-        const headers = drain.draining ? { "x-request-id": info.requestId, connection: "close" } : { "x-request-id": info.requestId }
+        const headers = drain.draining
+          ? { "x-request-id": info.requestId, connection: "close" }
+          : { "x-request-id": info.requestId }
         yield* Effect.logInfo("http").pipe(
           Effect.annotateLogs({
             method: request.method,

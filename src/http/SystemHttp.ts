@@ -18,12 +18,26 @@ export const SystemHttpLive = HttpApiBuilder.group(Api, "system", (handlers) =>
         Effect.catchAll(() => ServiceUnavailable.of("The database is not reachable."))
       )
       if ((row?.id ?? 0) < latestMigration) {
-        return yield* ServiceUnavailable.of("Database migrations are not applied yet.", { applied: row?.id ?? 0, latestMigration })
+        return yield* ServiceUnavailable.of("Database migrations are not applied yet.", {
+          applied: row?.id ?? 0,
+          latestMigration
+        })
       }
-      const shards = yield* shardOwnership.pipe(Effect.catchAll(() => ServiceUnavailable.of("The database is not reachable.")))
-      if (!shards.registered) return yield* ServiceUnavailable.of("This node's runner is not registered in the cluster.", shards)
-      if (shards.owned === 0) return yield* ServiceUnavailable.of("This node owns no shards yet.", shards)
-      return new Readiness({ status: "ready", node: shards.address, shards_owned: shards.owned, shards_total: shards.total })
+      const shards = yield* shardOwnership.pipe(
+        Effect.catchAll(() => ServiceUnavailable.of("The database is not reachable."))
+      )
+      if (!shards.registered) {
+        return yield* ServiceUnavailable.of("This node's runner is not registered in the cluster.", shards)
+      }
+      if (shards.owned === 0) {
+        return yield* ServiceUnavailable.of("This node owns no shards yet.", shards)
+      }
+      return new Readiness({
+        status: "ready",
+        node: shards.address,
+        shards_owned: shards.owned,
+        shards_total: shards.total
+      })
     })
     return handlers
       .handle("healthz", () => Effect.succeed({ status: "ok" as const }))

@@ -35,9 +35,14 @@ export class ApiKeyAuthenticator extends Effect.Service<ApiKeyAuthenticator>()("
     const load = Effect.fn("ApiKeyAuthenticator.load")(function*(id: ApiKeyId, now: number) {
       const row = yield* repo.findApiKeyForAuth(id)
       if (row === undefined) return undefined
-      if (row.revoked_at !== null) return yield* Unauthenticated.of("This API key was revoked. Create a new one.", "revoked_api_key")
+      if (row.revoked_at !== null) {
+        return yield* Unauthenticated.of("This API key was revoked. Create a new one.", "revoked_api_key")
+      }
       if (row.kind === "personal" && row.member_role === null) {
-        return yield* Unauthenticated.of("This key's user is no longer a member of its organization.", "invalid_api_key")
+        return yield* Unauthenticated.of(
+          "This key's user is no longer a member of its organization.",
+          "invalid_api_key"
+        )
       }
       const entry: Cached = {
         principal: {
@@ -62,7 +67,10 @@ export class ApiKeyAuthenticator extends Effect.Service<ApiKeyAuthenticator>()("
         }
         const parsed = parseApiKey(raw)
         if (parsed === undefined) {
-          return yield* Unauthenticated.of("The x-api-key header is not a Switchyard key (expected sy_<id>_<secret>).", "malformed_api_key")
+          return yield* Unauthenticated.of(
+            "The x-api-key header is not a Switchyard key (expected sy_<id>_<secret>).",
+            "malformed_api_key"
+          )
         }
         const now = Date.now()
         const cached = cache.get(parsed.id)

@@ -2,12 +2,19 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import * as Crypto from "node:crypto"
 import { BadRequest, Conflict, Forbidden, NotFound } from "../../schema/Errors.js"
+import {
+  type CreateApiKey,
+  CreatedApiKey,
+  type CreateMember,
+  Me,
+  roleAtLeast,
+  roleDisplayName
+} from "../../schema/Identity.js"
 import type { ApiKeyId, OrganizationId, UserId } from "../../schema/Ids.js"
-import { type CreateApiKey, CreatedApiKey, type CreateMember, Me, roleAtLeast, roleDisplayName } from "../../schema/Identity.js"
 import type { Principal } from "../../schema/Security.js"
 import { generateApiKey } from "./ApiKeySecret.js"
-import { IdentityRepo, toApiKey } from "./IdentityRepo.js"
 import { requireRole } from "./IdentityPolicy.js"
+import { IdentityRepo, toApiKey } from "./IdentityRepo.js"
 
 export interface Bootstrapped {
   readonly organization_id: OrganizationId
@@ -46,25 +53,31 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       })
 
     /** A new organization with a Super admin and their personal key. */
-    const bootstrap = Effect.fn("Identity.bootstrap")(function*(input: { readonly organization: string; readonly email: string }) {
-      const organization = yield* repo.insertOrganization(Crypto.randomUUID() as OrganizationId, input.organization)
-      const user = yield* repo.upsertUser(Crypto.randomUUID() as UserId, input.email, null)
-      yield* repo.insertMembership(organization.id, user.id, "super_admin")
-      const key = yield* createKey(
-        organization.id,
-        { name: "bootstrap", kind: "personal", role: "super_admin", agent_ids: undefined },
-        user.id,
-        null
-      )
-      return { organization_id: organization.id, user_id: user.id, api_key: key.api_key } satisfies Bootstrapped
-    }, sql.withTransaction)
+    const bootstrap = Effect.fn("Identity.bootstrap")(
+      function*(input: { readonly organization: string; readonly email: string }) {
+        const organization = yield* repo.insertOrganization(Crypto.randomUUID() as OrganizationId, input.organization)
+        const user = yield* repo.upsertUser(Crypto.randomUUID() as UserId, input.email, null)
+        yield* repo.insertMembership(organization.id, user.id, "super_admin")
+        const key = yield* createKey(
+          organization.id,
+          { name: "bootstrap", kind: "personal", role: "super_admin", agent_ids: undefined },
+          user.id,
+          null
+        )
+        return { organization_id: organization.id, user_id: user.id, api_key: key.api_key } satisfies Bootstrapped
+      },
+      sql.withTransaction
+    )
 
     /** On the first start of an empty database: the default organization. `None` when one exists. */
-    const bootstrapIfEmpty = Effect.fn("Identity.bootstrapIfEmpty")(function*(input: { readonly organization: string; readonly email: string }) {
-      yield* sql`SELECT pg_advisory_xact_lock(${BOOTSTRAP_LOCK})`
-      if ((yield* repo.countOrganizations) > 0) return Option.none<Bootstrapped>()
-      return Option.some(yield* bootstrap(input))
-    }, sql.withTransaction)
+    const bootstrapIfEmpty = Effect.fn("Identity.bootstrapIfEmpty")(
+      function*(input: { readonly organization: string; readonly email: string }) {
+        yield* sql`SELECT pg_advisory_xact_lock(${BOOTSTRAP_LOCK})`
+        if ((yield* repo.countOrganizations) > 0) return Option.none<Bootstrapped>()
+        return Option.some(yield* bootstrap(input))
+      },
+      sql.withTransaction
+    )
 
     const me = Effect.fn("Identity.me")(function*(principal: Principal) {
       const organization = yield* repo.findOrganization(principal.organizationId)
@@ -93,7 +106,9 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       }
       const user = yield* repo.upsertUser(Crypto.randomUUID() as UserId, input.email, input.name ?? null)
       const added = yield* repo.insertMembership(principal.organizationId, user.id, input.role)
-      if (!added) return yield* Conflict.of(`${input.email} is already a member of this organization.`, "already_member")
+      if (!added) {
+        return yield* Conflict.of(`${input.email} is already a member of this organization.`, "already_member")
+      }
       return (yield* repo.findMember(principal.organizationId, user.id))!
     }, sql.withTransaction)
 
@@ -141,7 +156,16 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       return toApiKey((yield* repo.revokeApiKey(principal.organizationId, id))!)
     })
 
-    return { bootstrap, bootstrapIfEmpty, me, listMembers, createMember, listApiKeys, createApiKey, revokeApiKey } as const
+    return {
+      bootstrap,
+      bootstrapIfEmpty,
+      me,
+      listMembers,
+      createMember,
+      listApiKeys,
+      createApiKey,
+      revokeApiKey
+    } as const
   }),
   dependencies: [IdentityRepo.Default]
 }) {}

@@ -7,4 +7,8 @@ import type { Principal } from "../../schema/Security.js"
 export const requireRole = (principal: Principal, minimum: Role, action: string) =>
   roleAtLeast(principal.role, minimum)
     ? Effect.void
-    : Effect.fail(Forbidden.of(`Only ${roleDisplayName[minimum]} and above may ${action}; your role is ${roleDisplayName[principal.role]}.`))
+    : Effect.fail(
+      Forbidden.of(
+        `Only ${roleDisplayName[minimum]} and above may ${action}; your role is ${roleDisplayName[principal.role]}.`
+      )
+    )

@@ -1,7 +1,15 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
+import {
+  ApiKey,
+  type ApiKeyKind,
+  Member,
+  Organization,
+  type Role,
+  roleDisplayName,
+  User
+} from "../../schema/Identity.js"
 import type { AgentId, ApiKeyId, OrganizationId, UserId } from "../../schema/Ids.js"
-import { ApiKey, type ApiKeyKind, Member, Organization, type Role, roleDisplayName, User } from "../../schema/Identity.js"
 
 interface ApiKeyRow {
   readonly id: ApiKeyId

@@ -50,10 +50,18 @@ describe("wire format", () => {
   })
 
   it("names the failing fields on validation errors", async () => {
-    const error = await expectError(await post("/v1/api-keys", JSON.stringify({ kind: "wizard" })), 400, "validation_failed")
+    const error = await expectError(
+      await post("/v1/api-keys", JSON.stringify({ kind: "wizard" })),
+      400,
+      "validation_failed"
+    )
     const paths = error.details.issues.map((i: any) => i.path)
     expect(paths).toEqual(expect.arrayContaining(["kind", "name"]))
-    const email = await expectError(await post("/v1/members", JSON.stringify({ email: "not-an-email" })), 400, "validation_failed")
+    const email = await expectError(
+      await post("/v1/members", JSON.stringify({ email: "not-an-email" })),
+      400,
+      "validation_failed"
+    )
     expect(email.details.issues[0].path).toBe("email")
     expect(email.message).toContain("e-mail")
   })
@@ -62,11 +70,11 @@ describe("wire format", () => {
     ["null", "null"],
     ["an array", "[]"],
     ["a number", "42"],
-    ["a string", '"text"'],
+    ["a string", "\"text\""],
     ["an overlong name", JSON.stringify({ name: "x".repeat(5000) })],
     ["a wrong type", JSON.stringify({ name: 1 })],
     ["a deep array", "[".repeat(5000) + "]".repeat(5000)],
-    ["a deep object", '{"a":'.repeat(3000) + "1" + "}".repeat(3000)]
+    ["a deep object", "{\"a\":".repeat(3000) + "1" + "}".repeat(3000)]
   ])(
     "never answers 500 to %s",
     async (_, body) => {
@@ -95,7 +103,11 @@ describe("wire format", () => {
   })
 
   it("answers a non-JSON content type with 415", async () => {
-    await expectError(await post("/v1/api-keys", "name=x", { "content-type": "text/plain" }), 415, "unsupported_media_type")
+    await expectError(
+      await post("/v1/api-keys", "name=x", { "content-type": "text/plain" }),
+      415,
+      "unsupported_media_type"
+    )
   })
 
   it("serves OpenAPI 3.1 and the docs page", async () => {

@@ -1,6 +1,6 @@
-import type { AgentId } from "../../schema/Ids.js"
 import { Effect, Exit } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { AgentId } from "../../schema/Ids.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 
 let node: TestNode
@@ -81,8 +81,13 @@ describe("authentication", () => {
 describe("API keys", () => {
   it("shows the secret once, stores it hashed, and records last use", async () => {
     const org = await node.bootstrap()
-    const created = await node.api(org.api_key, (c) =>
-      c.identity.createApiKey({ payload: { name: "pipeline", kind: "organization", agent_ids: ["agent-1" as AgentId] } }))
+    const created = await node.api(
+      org.api_key,
+      (c) =>
+        c.identity.createApiKey({
+          payload: { name: "pipeline", kind: "organization", agent_ids: ["agent-1" as AgentId] }
+        })
+    )
     if (!Exit.isSuccess(created)) throw new Error(String(created))
     expect(created.value.api_key).toMatch(/^sy_[a-z0-9]{12}_[A-Za-z0-9_-]{43}$/)
     expect(created.value.prefix).toBe(`sy_${created.value.id}_`)
@@ -117,15 +122,22 @@ describe("API keys", () => {
     expect(member.status).toBe(201)
     const memberBody = await member.json()
     expect(memberBody.role).toBe("member")
-    const issued = await node.api(org.api_key, (c) =>
-      c.identity.createApiKey({ payload: { name: "for member", kind: "personal", user_id: memberBody.user.id } }))
+    const issued = await node.api(
+      org.api_key,
+      (c) => c.identity.createApiKey({ payload: { name: "for member", kind: "personal", user_id: memberBody.user.id } })
+    )
     if (!Exit.isSuccess(issued)) throw new Error(String(issued))
     const memberKey = issued.value.api_key
 
-    const orgKey = await node.api(memberKey, (c) =>
-      c.identity.createApiKey({ payload: { name: "nope", kind: "organization" } }).pipe(Effect.flip))
+    const orgKey = await node.api(
+      memberKey,
+      (c) => c.identity.createApiKey({ payload: { name: "nope", kind: "organization" } }).pipe(Effect.flip)
+    )
     expect(Exit.isSuccess(orgKey) && orgKey.value._tag).toBe("Forbidden")
-    const own = await node.api(memberKey, (c) => c.identity.createApiKey({ payload: { name: "mine", kind: "personal" } }))
+    const own = await node.api(
+      memberKey,
+      (c) => c.identity.createApiKey({ payload: { name: "mine", kind: "personal" } })
+    )
     expect(Exit.isSuccess(own)).toBe(true)
     const listed = await node.api(memberKey, (c) => c.identity.listApiKeys())
     if (!Exit.isSuccess(listed)) throw new Error(String(listed))
@@ -141,11 +153,15 @@ describe("API keys", () => {
 
   it("refuses to grant a role above the caller's", async () => {
     const org = await node.bootstrap()
-    const admin = await node.api(org.api_key, (c) =>
-      c.identity.createMember({ payload: { email: `a-${Date.now()}@example.com`, role: "admin" } as any }))
+    const admin = await node.api(
+      org.api_key,
+      (c) => c.identity.createMember({ payload: { email: `a-${Date.now()}@example.com`, role: "admin" } as any })
+    )
     if (!Exit.isSuccess(admin)) throw new Error(String(admin))
-    const adminKey = await node.api(org.api_key, (c) =>
-      c.identity.createApiKey({ payload: { name: "admin", kind: "personal", user_id: admin.value.user.id } }))
+    const adminKey = await node.api(
+      org.api_key,
+      (c) => c.identity.createApiKey({ payload: { name: "admin", kind: "personal", user_id: admin.value.user.id } })
+    )
     if (!Exit.isSuccess(adminKey)) throw new Error(String(adminKey))
     const response = await node.fetch("/v1/api-keys", {
       method: "POST",
@@ -179,8 +195,10 @@ describe("cross-organization isolation", () => {
     expect((await node.fetch("/v1/me", { apiKey: b.api_key })).status).toBe(200)
     const members = await (await node.fetch("/v1/members", { apiKey: a.api_key })).json()
     expect(members.items.map((m: any) => m.user.id)).toEqual([a.user_id])
-    const issue = await node.api(a.api_key, (c) =>
-      c.identity.createApiKey({ payload: { name: "steal", kind: "personal", user_id: b.user_id as any } }))
+    const issue = await node.api(
+      a.api_key,
+      (c) => c.identity.createApiKey({ payload: { name: "steal", kind: "personal", user_id: b.user_id as any } })
+    )
     expect(Exit.isFailure(issue)).toBe(true)
   })
 })

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { runCli, spawnNode, type NodeProcess } from "../support/NodeProcess.js"
-import { testEnvironment } from "../support/TestNode.js"
+import { type NodeProcess, runCli, spawnNode } from "../support/NodeProcess.js"
 import { freePort } from "../support/ports.js"
+import { testEnvironment } from "../support/TestNode.js"
 
 let nodes: Array<NodeProcess> = []
 let shared: Record<string, string>
@@ -9,7 +9,13 @@ beforeAll(async () => {
   shared = await testEnvironment()
   nodes = [spawnNode(shared)]
   // the second node: same database, its own HTTP and runner ports, started while the first starts
-  nodes.push(spawnNode({ ...shared, SWITCHYARD_HTTP_PORT: String(await freePort()), SWITCHYARD_RUNNER_PORT: String(await freePort()) }))
+  nodes.push(
+    spawnNode({
+      ...shared,
+      SWITCHYARD_HTTP_PORT: String(await freePort()),
+      SWITCHYARD_RUNNER_PORT: String(await freePort())
+    })
+  )
   await Promise.all(nodes.map((n) => n.waitReady()))
 })
 afterAll(async () => {

@@ -1,6 +1,6 @@
 import * as Crypto from "node:crypto"
-import { inject } from "vitest"
 import pg from "pg"
+import { inject } from "vitest"
 
 /** A fresh, empty database on the run's PostgreSQL: each test node gets its own cluster tables. */
 export const freshDatabase = async (): Promise<string> => {
