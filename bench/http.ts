@@ -71,6 +71,25 @@ const table = (rows: ReadonlyArray<Row>): string => {
   return [render(header), widths.map((w) => "-".repeat(w)).join("  "), ...lines.map(render)].join("\n")
 }
 
+const machine = {
+  node: process.version,
+  platform: `${Os.platform()}-${Os.arch()}`,
+  cpus: Os.cpus().length,
+  cpuModel: Os.cpus()[0]?.model
+}
+
+/** Written on failure too (ok: false, error), so an older file is never taken for this run's results. */
+const writeResults = (json: Record<string, unknown>) => {
+  const resultsDir = Path.join(repoRoot, "bench/results")
+  Fs.mkdirSync(resultsDir, { recursive: true })
+  const file = Path.join(resultsDir, "http.json")
+  Fs.writeFileSync(
+    file,
+    JSON.stringify({ benchmark: name, date: new Date().toISOString(), machine, settings, ...json }, null, 2) + "\n"
+  )
+  console.log(`\nResults written to ${Path.relative(process.cwd(), file)}`)
+}
+
 export const run = async (): Promise<{ readonly ok: boolean }> => {
   const tmp = tempDir("switchyard-bench-")
   const dataDir = Path.join(tmp, "data")
@@ -115,6 +134,15 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
     console.log(`  ready after ${fmt(second.startupMs / 1000, 2)} s`)
     rows.push(...(await measureNode(second.baseUrl, "warning", first.apiKey!)))
     startup["secondShutdownMs"] = await second.stop()
+  } catch (e) {
+    writeResults({
+      ok: false,
+      error: e instanceof Error ? e.message : String(e),
+      loadAverageBefore: loadBefore,
+      rows,
+      startup
+    })
+    throw e
   } finally {
     await stopAll()
   }
@@ -158,26 +186,12 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
     )
   }
 
-  const resultsDir = Path.join(repoRoot, "bench/results")
-  Fs.mkdirSync(resultsDir, { recursive: true })
-  const file = Path.join(resultsDir, "http.json")
-  const json = {
-    benchmark: name,
-    date: new Date().toISOString(),
-    loadAverageBefore: loadBefore,
-    machine: {
-      node: process.version,
-      platform: `${Os.platform()}-${Os.arch()}`,
-      cpus: Os.cpus().length,
-      cpuModel: Os.cpus()[0]?.model
-    },
-    settings,
+  writeResults({
     ok: failed.length === 0,
+    loadAverageBefore: loadBefore,
     rows,
     ratiosVsBare: ratios,
     startup
-  }
-  Fs.writeFileSync(file, JSON.stringify(json, null, 2) + "\n")
-  console.log(`\nResults written to ${Path.relative(process.cwd(), file)}`)
+  })
   return { ok: failed.length === 0 }
 }

@@ -21,10 +21,10 @@ const files = Fs.readdirSync(benchDir)
   .sort()
 
 // Ctrl-C must not leave a node (and its embedded PostgreSQL) running
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
+for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
   process.once(signal, () => {
     console.error(`\n${signal}: stopping child processes...`)
-    void stopAll().finally(() => process.exit(130))
+    void stopAll().finally(() => process.exit(code))
   })
 }
 

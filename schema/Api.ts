@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire, ServiceUnavailableWire } from "./Errors.js"
 import { ApiKey, CreateApiKey, CreatedApiKey, CreateMember, ListOf, Me, Member } from "./Identity.js"
 import { ApiKeyId } from "./Ids.js"
+import { ToolsApi } from "./ConnectorsApi.js"
 import { Authentication } from "./Security.js"
 
 export class Readiness extends Schema.Class<Readiness>("Readiness")({
@@ -79,6 +80,7 @@ export class IdentityApi extends HttpApiGroup.make("identity")
 export class Api extends HttpApi.make("switchyard")
   .add(SystemApi)
   .add(IdentityApi)
+  .add(ToolsApi)
   .annotate(OpenApi.Title, "Switchyard API")
   .annotate(OpenApi.Description, "Self-hostable platform for AI agents. Every REST call carries `x-api-key`.")
 {}

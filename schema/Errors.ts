@@ -74,3 +74,19 @@ export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()
     new ServiceUnavailable({ code: "unavailable", message, details })
 }
 export const ServiceUnavailableWire = onTheWire(ServiceUnavailable, "ServiceUnavailable", 503)
+
+export class Unprocessable extends Schema.TaggedError<Unprocessable>()("Unprocessable", fields) {
+  static readonly of = (message: string, code = "unprocessable", details?: unknown) =>
+    new Unprocessable({ code, message, details })
+}
+export const UnprocessableWire = onTheWire(Unprocessable, "Unprocessable", 422)
+
+export class BadGateway extends Schema.TaggedError<BadGateway>()("BadGateway", fields) {
+  static readonly of = (message: string, code = "upstream_unreachable") => new BadGateway({ code, message })
+}
+export const BadGatewayWire = onTheWire(BadGateway, "BadGateway", 502)
+
+export class GatewayTimeout extends Schema.TaggedError<GatewayTimeout>()("GatewayTimeout", fields) {
+  static readonly of = (message: string) => new GatewayTimeout({ code: "upstream_timeout", message })
+}
+export const GatewayTimeoutWire = onTheWire(GatewayTimeout, "GatewayTimeout", 504)

@@ -26,3 +26,17 @@ export const AgentId = Schema.String.pipe(
   Schema.annotations({ description: "Identifier of an agent." })
 )
 export type AgentId = typeof AgentId.Type
+
+export const ConnectorId = Schema.UUID.pipe(
+  Schema.brand("ConnectorId"),
+  Schema.annotations({ description: "Identifier of a connector (UUID): `items[].id` of the tool catalog." })
+)
+export type ConnectorId = typeof ConnectorId.Type
+
+export const ConnectionId = Schema.UUID.pipe(
+  Schema.brand("ConnectionId"),
+  Schema.annotations({
+    description: "Identifier of a connection (UUID), different from the connector id: `items[].connections[].id`."
+  })
+)
+export type ConnectionId = typeof ConnectionId.Type

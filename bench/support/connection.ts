@@ -14,32 +14,40 @@ export interface Outcome {
 
 const headEnd = Buffer.from("\r\n\r\n")
 
-/** Bytes of the complete response at the start of `buf`, `0` if incomplete, `-1` if unparseable. */
-const responseLength = (buf: Buffer): { length: number; status: number } => {
+interface Parsed {
+  /** Bytes of the complete response at the start of the buffer, `0` if incomplete, `-1` if unparseable. */
+  readonly length: number
+  readonly status: number
+  /** The server sent `connection: close`. */
+  readonly close: boolean
+}
+
+const responseLength = (buf: Buffer): Parsed => {
   const end = buf.indexOf(headEnd)
-  if (end < 0) return { length: 0, status: 0 }
+  if (end < 0) return { length: 0, status: 0, close: false }
   const head = buf.toString("latin1", 0, end)
   const status = Number.parseInt(head.slice(9, 12), 10)
+  const close = /\r\nconnection:\s*close/i.test(head)
   const bodyStart = end + 4
   const contentLength = /\r\ncontent-length:\s*(\d+)/i.exec(head)
   if (contentLength) {
     const total = bodyStart + Number(contentLength[1])
-    return { length: buf.length >= total ? total : 0, status }
+    return { length: buf.length >= total ? total : 0, status, close }
   }
   if (!/\r\ntransfer-encoding:\s*chunked/i.test(head)) {
     // no body framing: only bodiless statuses are valid
-    return { length: status === 204 || status === 304 ? bodyStart : -1, status }
+    return { length: status === 204 || status === 304 ? bodyStart : -1, status, close }
   }
   let pos = bodyStart
   for (;;) {
     const lineEnd = buf.indexOf("\r\n", pos)
-    if (lineEnd < 0) return { length: 0, status }
+    if (lineEnd < 0) return { length: 0, status, close }
     const size = Number.parseInt(buf.toString("latin1", pos, lineEnd), 16)
-    if (Number.isNaN(size)) return { length: -1, status }
+    if (Number.isNaN(size)) return { length: -1, status, close }
     // the last chunk is "0\r\n\r\n" (we send no TE header, so no trailers are expected)
     const next = lineEnd + 2 + size + 2
-    if (buf.length < next) return { length: 0, status }
-    if (size === 0) return { length: next, status }
+    if (buf.length < next) return { length: 0, status, close }
+    if (size === 0) return { length: next, status, close }
     pos = next
   }
 }
@@ -74,20 +82,34 @@ export class Connection {
   private connected(): Net.Socket {
     if (this.socket !== undefined && !this.socket.destroyed) return this.socket
     const socket = Net.connect({ host: this.host, port: this.port, noDelay: true })
+    // events of a socket we already dropped must not settle the next request on a new one
+    const current = () => this.socket === socket
     socket.on("data", (chunk: Buffer) => {
+      if (!current()) return
       this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk])
-      const { length, status } = responseLength(this.buffer)
+      const { close, length, status } = responseLength(this.buffer)
       if (length === 0) return
       if (length < 0) {
         this.close()
         return this.settle({ status: "error:unparseable-response", ok: false })
       }
       this.buffer = this.buffer.subarray(length)
+      // the server closes after this response: drop the socket now, or the next request races its FIN
+      if (close) this.close()
       this.settle({ status: String(status), ok: status >= 200 && status < 300 })
     })
-    socket.on("error", (e: NodeJS.ErrnoException) => this.settle({ status: `error:${e.code ?? e.message}`, ok: false }))
+    // a hung server must fail the request, not the whole run; idle sockets between requests are fine
+    socket.setTimeout(10_000, () => {
+      if (!current() || this.pending === undefined) return
+      this.close()
+      this.settle({ status: "error:timeout", ok: false })
+    })
+    socket.on("error", (e: NodeJS.ErrnoException) => {
+      if (current()) this.settle({ status: `error:${e.code ?? e.message}`, ok: false })
+    })
     socket.on("close", () => {
-      if (this.socket === socket) this.socket = undefined
+      if (!current()) return
+      this.socket = undefined
       this.settle({ status: "error:connection-closed", ok: false })
     })
     this.socket = socket

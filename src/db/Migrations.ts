@@ -7,10 +7,12 @@ import { PgMigrator } from "@effect/sql-pg"
 import { Effect, Layer } from "effect"
 import { ShardingSettings } from "../cluster/ShardingSettings.js"
 import identity from "./migrations/0001_identity.js"
+import connectors from "./migrations/0002_connectors.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
-  "0001_identity": identity
+  "0001_identity": identity,
+  "0002_connectors": connectors
 } as const
 
 export const latestMigration = Object.keys(migrations).length

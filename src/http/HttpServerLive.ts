@@ -9,15 +9,18 @@ import { Drain } from "./Drain.js"
 import { IdentityHttpLive } from "./IdentityHttp.js"
 import { RequestPipelineLive } from "./RequestPipeline.js"
 import { SystemHttpLive } from "./SystemHttp.js"
+import { ConnectionOAuthRoutes } from "./ConnectionOAuthRoutes.js"
+import { ToolsHttpLive } from "./ToolsHttp.js"
 
 const ApiRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([SystemHttpLive, IdentityHttpLive]),
+  Layer.provide([SystemHttpLive, IdentityHttpLive, ToolsHttpLive]),
   Layer.provide(AuthenticationLive)
 )
 
 const Routes = Layer.mergeAll(
   ApiRoutes,
   HttpApiScalar.layerHttpLayerRouter({ api: Api, path: "/docs" }),
+  ConnectionOAuthRoutes,
   RequestPipelineLive
 )
 

@@ -4,14 +4,7 @@ import { Api } from "../../schema/Api.js"
 import { Principal } from "../../schema/Security.js"
 import { ApiKeyAuthenticator } from "../identity/ApiKeyAuthenticator.js"
 import { Identity } from "../identity/Identity.js"
-
-/** Storage failures are defects here: logged, answered 500/503 by the request pipeline, never detailed. */
-const orDieOnSql = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.catchIf(effect, (e: any) => e?._tag === "SqlError", Effect.die) as Effect.Effect<
-    A,
-    Exclude<E, { _tag: "SqlError" }>,
-    R
-  >
+import { orDieOnSql } from "./orDieOnSql.js"
 
 export const IdentityHttpLive = HttpApiBuilder.group(Api, "identity", (handlers) =>
   Effect.gen(function*() {

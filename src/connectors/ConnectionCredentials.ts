@@ -1,0 +1,35 @@
+import { Effect } from "effect"
+import { type AppliedCredentials, ConnectionEntity } from "../../cluster/ConnectionEntity.js"
+import type { ConnectionId } from "../../schema/Ids.js"
+
+/**
+ * This node's copy of what the Connection entities hand out, so a connector call reads its credentials
+ * from memory; the entity (wherever its shard lives) is asked only when the copy expires.
+ */
+export class ConnectionCredentials extends Effect.Service<ConnectionCredentials>()("connectors/ConnectionCredentials", {
+  effect: Effect.gen(function*() {
+    const client = yield* ConnectionEntity.client
+    const cache = new Map<ConnectionId, AppliedCredentials>()
+
+    const get = (id: ConnectionId, options: { readonly staleToken?: boolean } = {}) => {
+      const hit = cache.get(id)
+      if (hit !== undefined && options.staleToken !== true && (hit.expires_at === null || hit.expires_at > Date.now())) {
+        return Effect.succeed(hit)
+      }
+      return client(id).Credentials({ stale_token: options.staleToken === true }).pipe(
+        // a peer that dies mid-call fails this at-most-once request: asking again is safe
+        Effect.retry({ times: 2, while: (e) => e._tag !== "ConnectionUnusable" }),
+        Effect.catchIf((e) => e._tag !== "ConnectionUnusable", Effect.die),
+        Effect.tap((c) => Effect.sync(() => cache.set(id, c)))
+      )
+    }
+
+    /** After an edit or deletion: drop this node's copy and the entity's. */
+    const forget = (id: ConnectionId) =>
+      Effect.sync(() => cache.delete(id)).pipe(
+        Effect.zipRight(client(id).Forget().pipe(Effect.ignore))
+      )
+
+    return { get, forget } as const
+  })
+}) {}

@@ -1,0 +1,117 @@
+import { Entity } from "@effect/cluster"
+import { Effect, Option, Redacted } from "effect"
+import { AppliedCredentials, ConnectionEntity, ConnectionUnusable } from "../../cluster/ConnectionEntity.js"
+import type { ConnectionId } from "../../schema/Ids.js"
+import { type ConnectionRow, ConnectorRepo } from "./ConnectorRepo.js"
+import { CredentialVault } from "./CredentialVault.js"
+import { OAuthClient, type TokenSet } from "./OAuthClient.js"
+import { applySecret, oauthFlow, type StoredSecret } from "./SecuritySchemes.js"
+
+/** Refresh this long before a token expires, so calls in flight never carry an expired one. */
+const REFRESH_MARGIN_MS = 60_000
+/** Static credentials are re-read this often, so an edit on another node is picked up. */
+const STATIC_TTL_MS = 30_000
+
+export const sealingContext = (row: Pick<ConnectionRow, "organization_id" | "connector_id" | "id">) =>
+  [row.organization_id, row.connector_id, row.id] as const
+
+const redactAll = (record: Record<string, string>) =>
+  Object.fromEntries(Object.entries(record).map(([k, v]) => [k, Redacted.make(v)]))
+
+export const ConnectionEntityLive = ConnectionEntity.toLayer(
+  Effect.gen(function*() {
+    const connectionId = (yield* Entity.CurrentAddress).entityId as string as ConnectionId
+    const repo = yield* ConnectorRepo
+    const vault = yield* CredentialVault
+    const oauth = yield* OAuthClient
+    let cached: AppliedCredentials | undefined
+
+    const unusable = (code: ConnectionUnusable["code"], message: string) => new ConnectionUnusable({ code, message })
+
+    const persist = (row: ConnectionRow, secret: StoredSecret, status: ConnectionRow["status"]) => {
+      const { keyVersion, sealed } = vault.seal(secret, sealingContext(row))
+      return repo.storeSecret(row.id, { sealed, keyVersion }, status)
+    }
+
+    const load = Effect.fn("Connection.load")(function*(staleToken: boolean) {
+      const row = yield* repo.findConnectionById(connectionId)
+      if (row === undefined) return yield* unusable("connection_not_found", "This connection was deleted.")
+      if (row.status === "pending_authorization") {
+        return yield* unusable(
+          "connection_pending_authorization",
+          "Finish connecting first: open the connection's connector_page_url and sign in."
+        )
+      }
+      if (row.status === "needs_reauthentication") {
+        return yield* unusable(
+          "connection_needs_reauthentication",
+          "The connection's sign-in expired and could not be refreshed; authorize it again (POST …/authorize)."
+        )
+      }
+      const connector = yield* repo.findConnectorById(row.connector_id)
+      if (connector === undefined) return yield* unusable("connection_not_found", "The connector was removed.")
+      let secret: StoredSecret = row.credentials === null
+        ? { type: "none" }
+        : vault.open<StoredSecret>(row.credentials, row.key_version ?? 1, sealingContext(row))
+      let expiresAt: number | null = Date.now() + STATIC_TTL_MS
+      if (secret.type === "oauth2") {
+        const flow = oauthFlow(connector.imported, row.security_scheme)
+        const fresh = secret.access_token !== undefined && !staleToken &&
+          (secret.expires_at === undefined || secret.expires_at - Date.now() > REFRESH_MARGIN_MS)
+        if (!fresh && flow !== undefined) {
+          const client = { client_id: secret.client_id, client_secret: secret.client_secret }
+          const obtain: Effect.Effect<TokenSet, unknown> = flow.kind === "clientCredentials"
+            ? oauth.clientCredentials(flow.tokenUrl, client, secret.scopes ?? [])
+            : secret.refresh_token !== undefined
+            ? oauth.refresh(flow.refreshUrl ?? flow.tokenUrl, client, secret.refresh_token)
+            : Effect.fail({ invalidGrant: true, message: "no refresh token was issued" })
+          const tokens = yield* obtain.pipe(
+            Effect.tapError((e: any) =>
+              e?.invalidGrant === true
+                ? persist(row, secret, "needs_reauthentication").pipe(Effect.orDie)
+                : Effect.void
+            ),
+            Effect.mapError((e: any) =>
+              e?.invalidGrant === true
+                ? unusable(
+                  "connection_needs_reauthentication",
+                  `Refreshing the connection's token failed (${e.message}); authorize it again (POST …/authorize).`
+                )
+                : unusable("connection_needs_reauthentication", `Refreshing the connection's token failed: ${e.message}`)
+            )
+          )
+          const refreshToken = tokens.refresh_token ?? secret.refresh_token
+          const { expires_at: _, refresh_token: __, ...rest } = secret
+          secret = {
+            ...rest,
+            access_token: tokens.access_token,
+            ...(refreshToken === undefined ? {} : { refresh_token: refreshToken }),
+            ...(tokens.expires_at === undefined ? {} : { expires_at: tokens.expires_at })
+          }
+          yield* persist(row, secret, "active").pipe(Effect.orDie)
+        }
+        if (secret.type === "oauth2" && secret.expires_at !== undefined) expiresAt = secret.expires_at - REFRESH_MARGIN_MS / 2
+      }
+      const applied = applySecret(connector.imported, row.security_scheme, secret)
+      return new AppliedCredentials({
+        headers: redactAll(applied.headers),
+        query: redactAll(applied.query),
+        cookies: redactAll(applied.cookies),
+        expires_at: expiresAt
+      })
+    }, Effect.catchTag("SqlError", Effect.die))
+
+    return {
+      Credentials: ({ payload }) =>
+        Option.fromNullable(cached).pipe(
+          Option.filter((c) => !payload.stale_token && (c.expires_at === null || c.expires_at > Date.now())),
+          Option.match({
+            onSome: Effect.succeed,
+            onNone: () => load(payload.stale_token).pipe(Effect.tap((c) => Effect.sync(() => (cached = c))))
+          })
+        ),
+      Forget: () => Effect.sync(() => (cached = undefined))
+    }
+  }),
+  { maxIdleTime: "10 minutes" }
+)

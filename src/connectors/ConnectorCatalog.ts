@@ -1,0 +1,212 @@
+import { Duration, Effect } from "effect"
+import * as Crypto from "node:crypto"
+import { type AccessScope, Connection, Connector, ConnectorImported, type CreateConnector, Operation } from "../../schema/Connectors.js"
+import { BadRequest, NotFound } from "../../schema/Errors.js"
+import type { ConnectionId, ConnectorId } from "../../schema/Ids.js"
+import type { Principal } from "../../schema/Security.js"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { requireRole } from "../identity/IdentityPolicy.js"
+import { TtlCache } from "../support/TtlCache.js"
+import { type ConnectionRow, type ConnectorRow, ConnectorRepo } from "./ConnectorRepo.js"
+import { type ImportedConnector, importOpenApi, type ImportedOperation, OpenApiImportError } from "./openapi/OpenApiImport.js"
+import { acceptedAuthTypes } from "./SecuritySchemes.js"
+
+export const toConnection = (row: ConnectionRow) =>
+  new Connection({
+    id: row.id,
+    name: row.name,
+    access_scope: row.access_scope as AccessScope,
+    connector_id: row.connector_id,
+    auth_type: row.auth_type,
+    status: row.status,
+    owner_user_id: row.owner_user_id,
+    server_url: row.server_url,
+    created_at: row.created_at,
+    updated_at: row.updated_at
+  })
+
+export const toConnector = (row: ConnectorRow, connections: ReadonlyArray<ConnectionRow>) => {
+  const authTypes = acceptedAuthTypes(row.imported)
+  return new Connector({
+    kind: "connector",
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    status: "ready",
+    total_operations: row.imported.operations.length,
+    using_built_in_auth: authTypes.length === 1 && authTypes[0] === "none",
+    built_in: row.built_in,
+    auth_types: authTypes,
+    server_url: row.server_url ?? row.imported.servers.find((s) => /^https?:\/\//.test(s)) ?? null,
+    connections: connections.map(toConnection),
+    created_at: row.created_at,
+    updated_at: row.updated_at
+  })
+}
+
+export const toOperation = (op: ImportedOperation) =>
+  new Operation({
+    id: op.id,
+    operationId: op.operationId,
+    path: op.path,
+    method: op.method,
+    pretty_name: op.pretty_name,
+    pretty_description: op.pretty_description
+  })
+
+const operationIndex = new WeakMap<ImportedConnector, Map<string, ImportedOperation>>()
+/** `operation_id` is either the operation's `id` or its `operationId` (spec 2.1). */
+export const findOperation = (imported: ImportedConnector, ref: string): ImportedOperation | undefined => {
+  let index = operationIndex.get(imported)
+  if (index === undefined) {
+    index = new Map()
+    for (const op of imported.operations) {
+      index.set(op.operationId, op)
+      index.set(op.id, op)
+    }
+    operationIndex.set(imported, index)
+  }
+  return index.get(ref)
+}
+
+const encodeCursor = (row: ConnectorRow) => Buffer.from(JSON.stringify([row.name.toLowerCase(), row.id])).toString("base64url")
+const decodeCursor = (cursor: string) => {
+  try {
+    const [name, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
+    return typeof name === "string" && typeof id === "string" && /^[0-9a-f-]{36}$/.test(id) ? { name, id } : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const parseDocument = (spec: CreateConnector["spec"]) =>
+  Effect.try({
+    try: () => ({ imported: importOpenApi(spec), document: typeof spec === "string" ? { text: spec } : spec }),
+    catch: (e) =>
+      e instanceof OpenApiImportError
+        ? BadRequest.of(`The OpenAPI document cannot be imported: ${e.message}`, { pointer: e.pointer }, "invalid_openapi")
+        : BadRequest.of(`The OpenAPI document cannot be imported: ${String(e)}`, undefined, "invalid_openapi")
+  })
+
+const checkServerUrl = (url: string | undefined) =>
+  url === undefined || (URL.canParse(url) && /^https?:$/.test(new URL(url).protocol))
+    ? Effect.void
+    : Effect.fail(BadRequest.of("`server_url` must be an absolute http(s) URL.", undefined, "validation_failed"))
+
+/** The tool catalog (spec 4.1): the organization's connectors and the built-in ones. */
+export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connectors/ConnectorCatalog", {
+  effect: Effect.gen(function*() {
+    const repo = yield* ConnectorRepo
+    const ttl = Duration.toMillis((yield* SwitchyardConfig).connectorCacheTtl)
+    const connectors = new TtlCache<ConnectorId, ConnectorRow>(ttl)
+
+    const withConnections = (principal: Principal, rows: ReadonlyArray<ConnectorRow>) =>
+      Effect.map(repo.connectionsOf(principal.organizationId, rows.map((r) => r.id), principal.userId), (connections) =>
+        rows.map((row) => toConnector(row, connections.filter((c) => c.connector_id === row.id))))
+
+    const list = Effect.fn("ConnectorCatalog.list")(function*(
+      principal: Principal,
+      options: { readonly query: string | undefined; readonly limit: number; readonly cursor: string | undefined }
+    ) {
+      const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor)
+      if (options.cursor !== undefined && after === undefined) {
+        return yield* BadRequest.of("`cursor` is not one this API returned; start again without it.", undefined, "invalid_cursor")
+      }
+      const [rows, total] = yield* repo.listConnectors(principal.organizationId, { query: options.query, after, limit: options.limit + 1 })
+      const page = rows.slice(0, options.limit)
+      return {
+        items: yield* withConnections(principal, page),
+        total,
+        next_cursor: rows.length > options.limit ? encodeCursor(page[page.length - 1]!) : null
+      }
+    })
+
+    /** A usable connector of the caller's organization (or built-in), from memory when recently read. */
+    const get = (principal: Principal, id: ConnectorId) =>
+      Effect.suspend(() => {
+        const hit = connectors.get(id)
+        if (hit !== undefined && (hit.organization_id === null || hit.organization_id === principal.organizationId)) {
+          return Effect.succeed(hit)
+        }
+        return repo.findConnector(principal.organizationId, id).pipe(
+          Effect.flatMap((row) => row === undefined ? Effect.fail(NotFound.of("Connector", id)) : Effect.succeed(connectors.set(id, row)))
+        )
+      })
+
+    const describe = Effect.fn("ConnectorCatalog.describe")(function*(principal: Principal, id: ConnectorId) {
+      const row = yield* get(principal, id)
+      return (yield* withConnections(principal, [row]))[0]!
+    })
+
+    const create = Effect.fn("ConnectorCatalog.create")(function*(principal: Principal, input: CreateConnector) {
+      yield* requireRole(principal, "admin", "add connectors")
+      yield* checkServerUrl(input.server_url)
+      const { document, imported } = yield* parseDocument(input.spec)
+      const row = yield* repo.insertConnector({
+        id: Crypto.randomUUID() as ConnectorId,
+        organizationId: principal.organizationId,
+        name: input.name ?? (imported.title || "Untitled API"),
+        description: input.description ?? imported.description,
+        document,
+        imported,
+        serverUrl: input.server_url ?? null,
+        createdBy: principal.userId
+      })
+      return new ConnectorImported({ ...toConnector(row, []), import_report: imported.report })
+    })
+
+    /** Replaces the document; connections stay. */
+    const replace = Effect.fn("ConnectorCatalog.replace")(function*(principal: Principal, id: ConnectorId, input: CreateConnector) {
+      yield* requireRole(principal, "admin", "change connectors")
+      yield* checkServerUrl(input.server_url)
+      const current = yield* get(principal, id)
+      if (current.built_in) return yield* BadRequest.of("Built-in connectors cannot be changed.", undefined, "built_in_connector")
+      const { document, imported } = yield* parseDocument(input.spec)
+      const row = yield* repo.replaceConnector(principal.organizationId, id, {
+        name: input.name ?? current.name,
+        description: input.description ?? (imported.description || current.description),
+        document,
+        imported,
+        serverUrl: input.server_url ?? current.server_url
+      })
+      if (row === undefined) return yield* NotFound.of("Connector", id)
+      connectors.delete(id)
+      const [withConns] = yield* withConnections(principal, [row])
+      return new ConnectorImported({ ...withConns!, import_report: imported.report })
+    })
+
+    const archive = Effect.fn("ConnectorCatalog.archive")(function*(principal: Principal, id: ConnectorId) {
+      yield* requireRole(principal, "admin", "remove connectors")
+      const current = yield* get(principal, id)
+      if (current.built_in) return yield* BadRequest.of("Built-in connectors cannot be removed.", undefined, "built_in_connector")
+      const row = yield* repo.archiveConnector(principal.organizationId, id)
+      if (row === undefined) return yield* NotFound.of("Connector", id)
+      connectors.delete(id)
+      return toConnector(row, [])
+    })
+
+    const operations = Effect.fn("ConnectorCatalog.operations")(function*(
+      principal: Principal,
+      id: ConnectorId,
+      options: { readonly connectionId: ConnectionId | undefined; readonly query: string | undefined }
+    ) {
+      const row = yield* get(principal, id)
+      if (options.connectionId !== undefined) {
+        const connection = yield* repo.findConnection(principal.organizationId, options.connectionId, principal.userId)
+        if (connection === undefined || connection.connector_id !== id) {
+          return yield* NotFound.of(`Connection '${options.connectionId}' of connector`, id)
+        }
+      }
+      const q = options.query?.toLowerCase()
+      return row.imported.operations
+        .filter((op) =>
+          q === undefined || [op.operationId, op.pretty_name, op.pretty_description, op.path].some((s) => s.toLowerCase().includes(q))
+        )
+        .map(toOperation)
+    })
+
+    return { list, get, describe, create, replace, archive, operations, forget: (id: ConnectorId) => connectors.delete(id) } as const
+  }),
+  dependencies: [ConnectorRepo.Default]
+}) {}
+

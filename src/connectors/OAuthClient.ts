@@ -1,0 +1,82 @@
+import { Data, Effect } from "effect"
+import { request } from "undici"
+import { Egress } from "./Egress.js"
+
+export interface TokenSet {
+  readonly access_token: string
+  readonly refresh_token: string | undefined
+  /** Epoch ms; undefined when the server gave no lifetime. */
+  readonly expires_at: number | undefined
+}
+
+export class TokenEndpointError extends Data.TaggedError("TokenEndpointError")<{
+  readonly message: string
+  /** The server said the grant is no longer valid (RFC 6749 `invalid_grant`): sign in again. */
+  readonly invalidGrant: boolean
+}> {}
+
+export interface ClientCredentials {
+  readonly client_id: string
+  readonly client_secret: string
+}
+
+/** The token endpoint side of OAuth 2.0 (RFC 6749), reached through the egress guard. */
+export class OAuthClient extends Effect.Service<OAuthClient>()("connectors/OAuthClient", {
+  effect: Effect.gen(function*() {
+    const egress = yield* Egress
+
+    const token = (tokenUrl: string, client: ClientCredentials, form: Record<string, string>) =>
+      Effect.tryPromise({
+        try: async (signal) => {
+          const response = await request(tokenUrl, {
+            method: "POST",
+            dispatcher: egress.dispatcher,
+            signal: AbortSignal.any([signal, AbortSignal.timeout(30_000)]),
+            headers: {
+              "content-type": "application/x-www-form-urlencoded",
+              accept: "application/json",
+              // client_secret_basic, the RFC's default; ids and secrets are form-encoded first (RFC 6749 §2.3.1)
+              authorization: "Basic " +
+                Buffer.from(`${encodeURIComponent(client.client_id)}:${encodeURIComponent(client.client_secret)}`)
+                  .toString("base64")
+            },
+            body: new URLSearchParams(form).toString()
+          })
+          const text = await response.body.text()
+          let body: any
+          try {
+            body = JSON.parse(text)
+          } catch {
+            body = Object.fromEntries(new URLSearchParams(text))
+          }
+          if (response.statusCode >= 400 || typeof body.access_token !== "string") {
+            const error = typeof body.error === "string" ? body.error : `HTTP ${response.statusCode}`
+            throw new TokenEndpointError({
+              message: `the token endpoint refused: ${error}${body.error_description ? ` (${body.error_description})` : ""}`,
+              invalidGrant: error === "invalid_grant" || error === "invalid_client" || error === "unauthorized_client"
+            })
+          }
+          const lifetime = Number(body.expires_in)
+          return {
+            access_token: body.access_token as string,
+            refresh_token: typeof body.refresh_token === "string" ? body.refresh_token : undefined,
+            expires_at: Number.isFinite(lifetime) && lifetime > 0 ? Date.now() + lifetime * 1000 : undefined
+          } satisfies TokenSet
+        },
+        catch: (e) =>
+          e instanceof TokenEndpointError
+            ? e
+            : new TokenEndpointError({ message: `the token endpoint is unreachable: ${egress.explain(e)}`, invalidGrant: false })
+      })
+
+    return {
+      exchangeCode: (tokenUrl: string, client: ClientCredentials, code: string, redirectUri: string, verifier: string) =>
+        token(tokenUrl, client, { grant_type: "authorization_code", code, redirect_uri: redirectUri, code_verifier: verifier }),
+      refresh: (tokenUrl: string, client: ClientCredentials, refreshToken: string) =>
+        token(tokenUrl, client, { grant_type: "refresh_token", refresh_token: refreshToken }),
+      clientCredentials: (tokenUrl: string, client: ClientCredentials, scopes: ReadonlyArray<string>) =>
+        token(tokenUrl, client, { grant_type: "client_credentials", ...(scopes.length > 0 ? { scope: scopes.join(" ") } : {}) })
+    } as const
+  }),
+  dependencies: []
+}) {}

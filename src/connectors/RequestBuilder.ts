@@ -1,0 +1,104 @@
+import { FormData } from "undici"
+import type { InvokeOperation } from "../../schema/Connectors.js"
+import type { ImportedOperation } from "./openapi/OpenApiImport.js"
+
+export interface OutgoingRequest {
+  readonly ok: true
+  readonly method: string
+  readonly url: string
+  readonly headers: Record<string, string>
+  readonly body: string | FormData | undefined
+}
+
+export type BuildResult =
+  | OutgoingRequest
+  | { readonly ok: false; readonly kind: "caller" | "connector"; readonly code: string; readonly message: string }
+
+// never taken from the caller: they describe the connection, not the message
+const RESERVED = new Set(["host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "upgrade", "trailer", "proxy-authorization", "proxy-authenticate"])
+
+const scalar = (value: unknown) => typeof value === "string" ? value : typeof value === "object" && value !== null ? JSON.stringify(value) : String(value)
+
+const appendQuery = (params: URLSearchParams, name: string, value: unknown, style: string, explode: boolean) => {
+  if (value === undefined || value === null) return
+  if (Array.isArray(value)) {
+    const sep = style === "spaceDelimited" ? " " : style === "pipeDelimited" ? "|" : ","
+    if (explode && style === "form") value.forEach((v) => params.append(name, scalar(v)))
+    else params.append(name, value.map(scalar).join(sep))
+  } else if (typeof value === "object" && style === "deepObject") {
+    for (const [k, v] of Object.entries(value)) params.append(`${name}[${k}]`, scalar(v))
+  } else if (typeof value === "object" && explode && style === "form") {
+    for (const [k, v] of Object.entries(value)) params.append(k, scalar(v))
+  } else {
+    params.append(name, scalar(value))
+  }
+}
+
+const encodeBody = (contentType: string, value: unknown): string | FormData =>
+  /multipart\/form-data/.test(contentType) && typeof value === "object" && value !== null
+    ? Object.entries(value).reduce((form, [k, v]) => (form.append(k, scalar(v)), form), new FormData())
+    : /json/.test(contentType)
+    ? JSON.stringify(value)
+    : /x-www-form-urlencoded/.test(contentType) && typeof value === "object" && value !== null
+    ? new URLSearchParams(Object.entries(value).map(([k, v]) => [k, scalar(v)])).toString()
+    : typeof value === "string"
+    ? value
+    : JSON.stringify(value)
+
+/** The outgoing HTTP request for an operation: the spec's method, its path filled in, credentials applied. */
+export const buildRequest = (args: {
+  readonly baseUrl: string | undefined
+  readonly operation: ImportedOperation
+  readonly input: InvokeOperation
+  readonly credentials: { headers: Record<string, string>; query: Record<string, string>; cookies: Record<string, string> }
+}): BuildResult => {
+  const { credentials, input, operation } = args
+  if (args.baseUrl === undefined || !/^https?:\/\//i.test(args.baseUrl)) {
+    return {
+      ok: false,
+      kind: "connector",
+      code: "connector_has_no_server_url",
+      message: "This connector has no absolute server URL: set `server_url` on the connector or the connection."
+    }
+  }
+  const pathParams = input.path_params ?? {}
+  const path = operation.path.replace(/\{([^}]+)\}/g, (_, name: string) => encodeURIComponent(scalar(pathParams[name])))
+  const url = new URL(args.baseUrl.replace(/\/+$/, "") + path)
+  const query = input.query_params ?? {}
+  for (const [name, value] of Object.entries(query)) {
+    if (name in credentials.query) {
+      return { ok: false, kind: "caller", code: "parameter_not_allowed", message: `\`query_params.${name}\` is set by the connection's credentials.` }
+    }
+    const declared = operation.parameters.find((p) => p.in === "query" && p.name === name)
+    appendQuery(url.searchParams, name, value, declared?.style ?? "form", declared?.explode ?? true)
+  }
+  for (const [name, value] of Object.entries(credentials.query)) url.searchParams.set(name, value)
+
+  const headers: Record<string, string> = { "user-agent": "Switchyard/0.1" }
+  for (const [rawName, value] of Object.entries(input.headers ?? {})) {
+    const name = rawName.toLowerCase()
+    if (RESERVED.has(name) || name in credentials.headers || (name === "cookie" && Object.keys(credentials.cookies).length > 0)) {
+      return {
+        ok: false,
+        kind: "caller",
+        code: "header_not_allowed",
+        message: `The header \`${rawName}\` cannot be set: ${name in credentials.headers || name === "cookie" ? "the connection's credentials set it" : "it belongs to the connection"}.`
+      }
+    }
+    headers[name] = value
+  }
+  Object.assign(headers, credentials.headers)
+  const cookies = Object.entries(credentials.cookies).map(([k, v]) => `${k}=${encodeURIComponent(v)}`)
+  if (cookies.length > 0) headers["cookie"] = cookies.join("; ")
+
+  let body: string | FormData | undefined
+  if (input.body_params !== undefined) {
+    if (operation.body === null) {
+      return { ok: false, kind: "caller", code: "body_not_accepted", message: `${operation.operationId} takes no \`body_params\`.` }
+    }
+    body = encodeBody(operation.body.contentType, input.body_params)
+    // FormData sets its own multipart boundary
+    if (typeof body === "string") headers["content-type"] ??= operation.body.contentType
+  }
+  return { ok: true, method: operation.method, url: url.toString(), headers, body }
+}
