@@ -12,7 +12,12 @@ export class AppliedCredentials extends Schema.Class<AppliedCredentials>("Applie
 }) {}
 
 export class ConnectionUnusable extends Schema.TaggedError<ConnectionUnusable>()("ConnectionUnusable", {
-  code: Schema.Literal("connection_not_found", "connection_pending_authorization", "connection_needs_reauthentication"),
+  code: Schema.Literal(
+    "connection_not_found",
+    "connection_pending_authorization",
+    "connection_needs_reauthentication",
+    "connection_credentials_unreadable"
+  ),
   message: Schema.String
 }) {}
 

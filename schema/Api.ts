@@ -1,9 +1,9 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { ToolsApi } from "./ConnectorsApi.js"
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire, ServiceUnavailableWire } from "./Errors.js"
 import { ApiKey, CreateApiKey, CreatedApiKey, CreateMember, ListOf, Me, Member } from "./Identity.js"
 import { ApiKeyId } from "./Ids.js"
-import { ToolsApi } from "./ConnectorsApi.js"
 import { Authentication } from "./Security.js"
 
 export class Readiness extends Schema.Class<Readiness>("Readiness")({

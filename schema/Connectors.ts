@@ -1,6 +1,6 @@
 import { Schema } from "effect"
-import { ConnectionId, ConnectorId, UserId } from "./Ids.js"
 import { reportAllErrors } from "./Identity.js"
+import { ConnectionId, ConnectorId, UserId } from "./Ids.js"
 import { Timestamp } from "./Timestamp.js"
 
 export const AccessScope = Schema.Literal("organizational", "personal").annotations({
@@ -12,10 +12,12 @@ export type AccessScope = typeof AccessScope.Type
 export const AuthType = Schema.Literal("none", "api_key", "bearer", "basic", "oauth2")
 export type AuthType = typeof AuthType.Type
 
-export const ConnectionStatus = Schema.Literal("active", "pending_authorization", "needs_reauthentication").annotations({
-  description: "`pending_authorization`: finish the OAuth sign-in at `connector_page_url`. " +
-    "`needs_reauthentication`: a token refresh failed; create the authorization again."
-})
+export const ConnectionStatus = Schema.Literal("active", "pending_authorization", "needs_reauthentication").annotations(
+  {
+    description: "`pending_authorization`: finish the OAuth sign-in at `connector_page_url`. " +
+      "`needs_reauthentication`: a token refresh failed; create the authorization again."
+  }
+)
 
 /** Spec 2.3, plus fields of our own. */
 export class Connection extends Schema.Class<Connection>("Connection")({
@@ -59,7 +61,9 @@ export class Connector extends Schema.Class<Connector>("Connector")({
 
 export const ImportReport = Schema.Struct({
   imported: Schema.Int,
-  skipped: Schema.Array(Schema.Struct({ method: Schema.String, path: Schema.String, pointer: Schema.String, reason: Schema.String })),
+  skipped: Schema.Array(
+    Schema.Struct({ method: Schema.String, path: Schema.String, pointer: Schema.String, reason: Schema.String })
+  ),
   warnings: Schema.Array(Schema.Struct({ pointer: Schema.String, message: Schema.String }))
 }).annotations({ identifier: "ImportReport", description: "What the import took, skipped (and why) and warned about." })
 
@@ -99,7 +103,8 @@ export const Credentials = Schema.Union(
   })
 ).annotations({
   identifier: "Credentials",
-  description: "Where an API key goes (header, query or cookie, and its name) comes from the connector's security scheme."
+  description:
+    "Where an API key goes (header, query or cookie, and its name) comes from the connector's security scheme."
 })
 export type Credentials = typeof Credentials.Type
 

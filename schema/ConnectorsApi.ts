@@ -29,7 +29,11 @@ const ConnectorPath = Schema.Struct({ connector_id: ConnectorId })
 const ConnectionPath = Schema.Struct({ connector_id: ConnectorId, connection_id: ConnectionId })
 /** `_` in place of the connector id: resolved from the connection (spec 2.1). */
 const AnyConnectorId = Schema.Union(ConnectorId, Schema.Literal("_"))
-const OperationPath = Schema.Struct({ connector_id: AnyConnectorId, connection_id: ConnectionId, operation_id: Schema.String })
+const OperationPath = Schema.Struct({
+  connector_id: AnyConnectorId,
+  connection_id: ConnectionId,
+  operation_id: Schema.String
+})
 
 export class ToolsApi extends HttpApiGroup.make("tools")
   .add(
@@ -67,7 +71,10 @@ export class ToolsApi extends HttpApiGroup.make("tools")
     HttpApiEndpoint.del("archiveConnector", "/tools/connectors/:connector_id")
       .setPath(ConnectorPath)
       .addSuccess(Connector)
-      .annotate(OpenApi.Description, "Archive the connector: it leaves the catalog and can no longer be invoked (Admin+).")
+      .annotate(
+        OpenApi.Description,
+        "Archive the connector: it leaves the catalog and can no longer be invoked (Admin+)."
+      )
   )
   .add(
     HttpApiEndpoint.get("listOperations", "/tools/connectors/:connector_id/operations")
@@ -119,7 +126,10 @@ export class ToolsApi extends HttpApiGroup.make("tools")
       .annotate(OpenApi.Description, "A new `connector_page_url` to (re-)authorize an OAuth2 connection.")
   )
   .add(
-    HttpApiEndpoint.get("operationSchema", "/tools/connectors/:connector_id/connections/:connection_id/:operation_id/schema")
+    HttpApiEndpoint.get(
+      "operationSchema",
+      "/tools/connectors/:connector_id/connections/:connection_id/:operation_id/schema"
+    )
       .setPath(OperationPath)
       .addSuccess(OperationSchema)
       .annotate(OpenApi.Description, "The operation's input schema (spec 4.4).")

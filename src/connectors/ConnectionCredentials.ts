@@ -13,7 +13,9 @@ export class ConnectionCredentials extends Effect.Service<ConnectionCredentials>
 
     const get = (id: ConnectionId, options: { readonly staleToken?: boolean } = {}) => {
       const hit = cache.get(id)
-      if (hit !== undefined && options.staleToken !== true && (hit.expires_at === null || hit.expires_at > Date.now())) {
+      if (
+        hit !== undefined && options.staleToken !== true && (hit.expires_at === null || hit.expires_at > Date.now())
+      ) {
         return Effect.succeed(hit)
       }
       return client(id).Credentials({ stale_token: options.staleToken === true }).pipe(

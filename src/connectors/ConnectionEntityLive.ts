@@ -52,7 +52,11 @@ export const ConnectionEntityLive = ConnectionEntity.toLayer(
       if (connector === undefined) return yield* unusable("connection_not_found", "The connector was removed.")
       let secret: StoredSecret = row.credentials === null
         ? { type: "none" }
-        : vault.open<StoredSecret>(row.credentials, row.key_version ?? 1, sealingContext(row))
+        : yield* Effect.try({
+          try: () => vault.open<StoredSecret>(row.credentials!, row.key_version ?? 1, sealingContext(row)),
+          // a failure, not a defect: a defect would restart the entity and retry forever
+          catch: (e) => unusable("connection_credentials_unreadable", (e as Error).message)
+        })
       let expiresAt: number | null = Date.now() + STATIC_TTL_MS
       if (secret.type === "oauth2") {
         const flow = oauthFlow(connector.imported, row.security_scheme)
@@ -77,7 +81,10 @@ export const ConnectionEntityLive = ConnectionEntity.toLayer(
                   "connection_needs_reauthentication",
                   `Refreshing the connection's token failed (${e.message}); authorize it again (POST …/authorize).`
                 )
-                : unusable("connection_needs_reauthentication", `Refreshing the connection's token failed: ${e.message}`)
+                : unusable(
+                  "connection_needs_reauthentication",
+                  `Refreshing the connection's token failed: ${e.message}`
+                )
             )
           )
           const refreshToken = tokens.refresh_token ?? secret.refresh_token
@@ -90,7 +97,9 @@ export const ConnectionEntityLive = ConnectionEntity.toLayer(
           }
           yield* persist(row, secret, "active").pipe(Effect.orDie)
         }
-        if (secret.type === "oauth2" && secret.expires_at !== undefined) expiresAt = secret.expires_at - REFRESH_MARGIN_MS / 2
+        if (secret.type === "oauth2" && secret.expires_at !== undefined) {
+          expiresAt = secret.expires_at - REFRESH_MARGIN_MS / 2
+        }
       }
       const applied = applySecret(connector.imported, row.security_scheme, secret)
       return new AppliedCredentials({

@@ -1,14 +1,19 @@
 import { Duration, Effect } from "effect"
 import * as Crypto from "node:crypto"
-import { ConnectionCreated, type CreateConnection, type InvokeOperation, type UpdateConnection } from "../../schema/Connectors.js"
+import {
+  ConnectionCreated,
+  type CreateConnection,
+  type InvokeOperation,
+  type UpdateConnection
+} from "../../schema/Connectors.js"
 import { BadRequest, NotFound } from "../../schema/Errors.js"
 import type { ConnectionId, ConnectorId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { TtlCache } from "../support/TtlCache.js"
-import { sealingContext } from "./ConnectionEntityLive.js"
 import { ConnectionCredentials } from "./ConnectionCredentials.js"
+import { sealingContext } from "./ConnectionEntityLive.js"
 import { ConnectorCatalog, findOperation, toConnection } from "./ConnectorCatalog.js"
 import { type ConnectionRow, ConnectorRepo } from "./ConnectorRepo.js"
 import { CredentialVault } from "./CredentialVault.js"
@@ -44,59 +49,86 @@ export class Connections extends Effect.Service<Connections>()("connectors/Conne
     const seal = (row: Pick<ConnectionRow, "organization_id" | "connector_id" | "id">, secret: unknown) =>
       vault.seal(secret, sealingContext(row))
 
-    /** A connection the caller may use: same organization, and theirs if personal. */
-    const find = (principal: Principal, id: ConnectionId) =>
+    /**
+     * A connection the caller may use: same organization, and theirs if personal. Hot paths read this
+     * node's recent copy; reads that show the connection (`fresh`) go to the database, since the entity
+     * and the OAuth callback change its status.
+     */
+    const find = (principal: Principal, id: ConnectionId, fresh = false) =>
       Effect.suspend(() => {
-        const hit = rows.get(id)
+        const hit = fresh ? undefined : rows.get(id)
         const visible = (row: ConnectionRow) =>
           row.organization_id === principal.organizationId &&
           (row.access_scope === "organizational" || row.owner_user_id === principal.userId)
         if (hit !== undefined) return visible(hit) ? Effect.succeed(hit) : Effect.fail(NotFound.of("Connection", id))
         return repo.findConnection(principal.organizationId, id, principal.userId).pipe(
-          Effect.flatMap((row) => row === undefined ? Effect.fail(NotFound.of("Connection", id)) : Effect.succeed(rows.set(id, row)))
+          Effect.flatMap((row) =>
+            row === undefined ? Effect.fail(NotFound.of("Connection", id)) : Effect.succeed(rows.set(id, row))
+          )
         )
       })
 
     /** `connector_id` `_` is resolved from the connection (spec 4.5 rule 6). */
-    const ofConnector = (principal: Principal, connectorId: ConnectorId | "_", id: ConnectionId) =>
-      Effect.flatMap(find(principal, id), (connection) =>
-        connectorId !== "_" && connection.connector_id !== connectorId
-          ? Effect.fail(NotFound.of(`Connection '${id}' of connector`, connectorId))
-          : Effect.map(catalog.get(principal, connection.connector_id), (connector) => ({ connection, connector })))
+    const ofConnector = (principal: Principal, connectorId: ConnectorId | "_", id: ConnectionId, fresh = false) =>
+      Effect.flatMap(
+        find(principal, id, fresh),
+        (connection) =>
+          connectorId !== "_" && connection.connector_id !== connectorId
+            ? Effect.fail(NotFound.of(`Connection '${id}' of connector`, connectorId))
+            : Effect.map(catalog.get(principal, connection.connector_id), (connector) => ({ connection, connector }))
+      )
 
-    const create = Effect.fn("Connections.create")(function*(principal: Principal, connectorId: ConnectorId, input: CreateConnection) {
-      const connector = yield* catalog.get(principal, connectorId)
-      if (input.access_scope === "personal" && principal.userId === null) {
-        return yield* BadRequest.of("An organization key has no user to own a personal connection; use a personal key.")
+    const create = Effect.fn("Connections.create")(
+      function*(principal: Principal, connectorId: ConnectorId, input: CreateConnection) {
+        const connector = yield* catalog.get(principal, connectorId)
+        if (input.access_scope === "personal" && principal.userId === null) {
+          return yield* BadRequest.of(
+            "An organization key has no user to own a personal connection; use a personal key."
+          )
+        }
+        if (input.access_scope === "organizational") {
+          yield* requireRole(principal, "admin", "create organizational connections")
+        }
+        yield* checkServerUrl(input.server_url)
+        const choice = chooseScheme(connector.imported, input.credentials)
+        if (!choice.ok) {
+          return yield* BadRequest.of(choice.message, undefined, "credentials_not_accepted")
+        }
+        const flow = oauthFlow(connector.imported, choice.scheme)
+        if (input.credentials.type === "oauth2" && flow === undefined) {
+          return yield* BadRequest.of(
+            "This connector has no OAuth2 authorization-code or client-credentials flow.",
+            undefined,
+            "credentials_not_accepted"
+          )
+        }
+        const id = Crypto.randomUUID() as ConnectionId
+        const sealed = seal(
+          { organization_id: principal.organizationId, connector_id: connectorId, id },
+          input.credentials
+        )
+        const row = yield* repo.insertConnection({
+          id,
+          organization_id: principal.organizationId,
+          connector_id: connectorId,
+          name: input.name,
+          access_scope: input.access_scope,
+          owner_user_id: input.access_scope === "personal" ? principal.userId : null,
+          auth_type: choice.authType,
+          security_scheme: choice.scheme,
+          server_url: input.server_url ?? null,
+          status: flow?.kind === "authorizationCode" ? "pending_authorization" : "active",
+          credentials: sealed.sealed,
+          key_version: sealed.keyVersion,
+          created_by: principal.userId
+        })
+        const pageUrl = flow?.kind === "authorizationCode" ? yield* authorizations.begin(row) : undefined
+        return new ConnectionCreated({
+          ...toConnection(row),
+          ...(pageUrl === undefined ? {} : { connector_page_url: pageUrl })
+        })
       }
-      if (input.access_scope === "organizational") yield* requireRole(principal, "admin", "create organizational connections")
-      yield* checkServerUrl(input.server_url)
-      const choice = chooseScheme(connector.imported, input.credentials)
-      if (!choice.ok) return yield* BadRequest.of(choice.message, undefined, "credentials_not_accepted")
-      const flow = oauthFlow(connector.imported, choice.scheme)
-      if (input.credentials.type === "oauth2" && flow === undefined) {
-        return yield* BadRequest.of("This connector has no OAuth2 authorization-code or client-credentials flow.", undefined, "credentials_not_accepted")
-      }
-      const id = Crypto.randomUUID() as ConnectionId
-      const sealed = seal({ organization_id: principal.organizationId, connector_id: connectorId, id }, input.credentials)
-      const row = yield* repo.insertConnection({
-        id,
-        organization_id: principal.organizationId,
-        connector_id: connectorId,
-        name: input.name,
-        access_scope: input.access_scope,
-        owner_user_id: input.access_scope === "personal" ? principal.userId : null,
-        auth_type: choice.authType,
-        security_scheme: choice.scheme,
-        server_url: input.server_url ?? null,
-        status: flow?.kind === "authorizationCode" ? "pending_authorization" : "active",
-        credentials: sealed.sealed,
-        key_version: sealed.keyVersion,
-        created_by: principal.userId
-      })
-      const pageUrl = flow?.kind === "authorizationCode" ? yield* authorizations.begin(row) : undefined
-      return new ConnectionCreated({ ...toConnection(row), ...(pageUrl === undefined ? {} : { connector_page_url: pageUrl }) })
-    })
+    )
 
     const list = Effect.fn("Connections.list")(function*(principal: Principal, connectorId: ConnectorId) {
       yield* catalog.get(principal, connectorId)
@@ -105,64 +137,79 @@ export class Connections extends Effect.Service<Connections>()("connectors/Conne
     })
 
     const get = (principal: Principal, connectorId: ConnectorId | "_", id: ConnectionId) =>
-      Effect.map(ofConnector(principal, connectorId, id), ({ connection }) => toConnection(connection))
+      Effect.map(ofConnector(principal, connectorId, id, true), ({ connection }) => toConnection(connection))
 
-    const update = Effect.fn("Connections.update")(function*(principal: Principal, connectorId: ConnectorId, id: ConnectionId, input: UpdateConnection) {
-      const { connection, connector } = yield* ofConnector(principal, connectorId, id)
-      yield* mayManage(principal, connection)
-      yield* checkServerUrl(input.server_url)
-      let patch: Parameters<typeof repo.updateConnection>[2] = {
-        ...(input.name === undefined ? {} : { name: input.name }),
-        ...(input.server_url === undefined ? {} : { server_url: input.server_url })
-      }
-      if (input.credentials !== undefined) {
-        const choice = chooseScheme(connector.imported, input.credentials)
-        if (!choice.ok) return yield* BadRequest.of(choice.message, undefined, "credentials_not_accepted")
-        const flow = oauthFlow(connector.imported, choice.scheme)
-        const sealed = seal(connection, input.credentials)
-        patch = {
-          ...patch,
-          credentials: { sealed: sealed.sealed, keyVersion: sealed.keyVersion },
-          auth_type: choice.authType,
-          security_scheme: choice.scheme,
-          status: flow?.kind === "authorizationCode" ? "pending_authorization" : "active"
+    const update = Effect.fn("Connections.update")(
+      function*(principal: Principal, connectorId: ConnectorId, id: ConnectionId, input: UpdateConnection) {
+        const { connection, connector } = yield* ofConnector(principal, connectorId, id, true)
+        yield* mayManage(principal, connection)
+        yield* checkServerUrl(input.server_url)
+        let patch: Parameters<typeof repo.updateConnection>[2] = {
+          ...(input.name === undefined ? {} : { name: input.name }),
+          ...(input.server_url === undefined ? {} : { server_url: input.server_url })
         }
+        if (input.credentials !== undefined) {
+          const choice = chooseScheme(connector.imported, input.credentials)
+          if (!choice.ok) return yield* BadRequest.of(choice.message, undefined, "credentials_not_accepted")
+          const flow = oauthFlow(connector.imported, choice.scheme)
+          const sealed = seal(connection, input.credentials)
+          patch = {
+            ...patch,
+            credentials: { sealed: sealed.sealed, keyVersion: sealed.keyVersion },
+            auth_type: choice.authType,
+            security_scheme: choice.scheme,
+            status: flow?.kind === "authorizationCode" ? "pending_authorization" : "active"
+          }
+        }
+        const row = yield* repo.updateConnection(principal.organizationId, id, patch)
+        if (row === undefined) return yield* NotFound.of("Connection", id)
+        rows.delete(id)
+        yield* credentials.forget(id)
+        const pageUrl = row.status === "pending_authorization" && input.credentials !== undefined
+          ? yield* authorizations.begin(row)
+          : undefined
+        return new ConnectionCreated({
+          ...toConnection(row),
+          ...(pageUrl === undefined ? {} : { connector_page_url: pageUrl })
+        })
       }
-      const row = yield* repo.updateConnection(principal.organizationId, id, patch)
-      if (row === undefined) return yield* NotFound.of("Connection", id)
-      rows.delete(id)
-      yield* credentials.forget(id)
-      const pageUrl = row.status === "pending_authorization" && input.credentials !== undefined
-        ? yield* authorizations.begin(row)
-        : undefined
-      return new ConnectionCreated({ ...toConnection(row), ...(pageUrl === undefined ? {} : { connector_page_url: pageUrl }) })
-    })
+    )
 
     /** A fresh sign-in link for an OAuth2 connection (pending, or needing re-authentication). */
-    const authorize = Effect.fn("Connections.authorize")(function*(principal: Principal, connectorId: ConnectorId | "_", id: ConnectionId) {
-      const { connection, connector } = yield* ofConnector(principal, connectorId, id)
-      yield* mayManage(principal, connection)
-      if (oauthFlow(connector.imported, connection.security_scheme)?.kind !== "authorizationCode") {
-        return yield* BadRequest.of("This connection does not sign in through OAuth2 authorization code.", undefined, "not_oauth")
+    const authorize = Effect.fn("Connections.authorize")(
+      function*(principal: Principal, connectorId: ConnectorId | "_", id: ConnectionId) {
+        const { connection, connector } = yield* ofConnector(principal, connectorId, id, true)
+        yield* mayManage(principal, connection)
+        if (oauthFlow(connector.imported, connection.security_scheme)?.kind !== "authorizationCode") {
+          return yield* BadRequest.of(
+            "This connection does not sign in through OAuth2 authorization code.",
+            undefined,
+            "not_oauth"
+          )
+        }
+        const pageUrl = yield* authorizations.begin(connection)
+        return new ConnectionCreated({ ...toConnection(connection), connector_page_url: pageUrl })
       }
-      const pageUrl = yield* authorizations.begin(connection)
-      return new ConnectionCreated({ ...toConnection(connection), connector_page_url: pageUrl })
-    })
+    )
 
-    const remove = Effect.fn("Connections.remove")(function*(principal: Principal, connectorId: ConnectorId, id: ConnectionId) {
-      const { connection } = yield* ofConnector(principal, connectorId, id)
-      yield* mayManage(principal, connection)
-      if (!(yield* repo.deleteConnection(principal.organizationId, id))) return yield* NotFound.of("Connection", id)
-      rows.delete(id)
-      yield* credentials.forget(id)
-    })
+    const remove = Effect.fn("Connections.remove")(
+      function*(principal: Principal, connectorId: ConnectorId, id: ConnectionId) {
+        const { connection } = yield* ofConnector(principal, connectorId, id)
+        yield* mayManage(principal, connection)
+        if (!(yield* repo.deleteConnection(principal.organizationId, id))) return yield* NotFound.of("Connection", id)
+        rows.delete(id)
+        yield* credentials.forget(id)
+      }
+    )
 
-    const schema = Effect.fn("Connections.schema")(function*(principal: Principal, connectorId: ConnectorId | "_", id: ConnectionId, operationRef: string) {
-      const { connector } = yield* ofConnector(principal, connectorId, id)
-      const operation = findOperation(connector.imported, operationRef)
-      if (operation === undefined) return yield* NotFound.of(`Operation '${operationRef}' of connector`, connector.id)
-      return { input: operation.input }
-    })
+    const schema = Effect.fn("Connections.schema")(
+      function*(principal: Principal, connectorId: ConnectorId | "_", id: ConnectionId, operationRef: string) {
+        const { connector } = yield* ofConnector(principal, connectorId, id)
+        const operation = findOperation(connector.imported, operationRef)
+        if (operation === undefined) return yield* NotFound.of(`Operation '${operationRef}' of connector`, connector.id)
+        return { input: operation.input }
+      }
+    )
 
     const target = (principal: Principal, connectorId: ConnectorId | "_", id: ConnectionId, operationRef: string) =>
       Effect.flatMap(ofConnector(principal, connectorId, id), ({ connection, connector }) => {
@@ -180,10 +227,13 @@ export class Connections extends Effect.Service<Connections>()("connectors/Conne
       operationRef: string,
       input: InvokeOperation,
       context: { readonly taskId?: string } = {}
-    ) => Effect.flatMap(target(principal, connectorId, id, operationRef), (t) => invoker.invoke(principal, t, input, context))
+    ) =>
+      Effect.flatMap(
+        target(principal, connectorId, id, operationRef),
+        (t) => invoker.invoke(principal, t, input, context)
+      )
 
     return { create, list, get, update, authorize, remove, schema, target, invoke } as const
   }),
   dependencies: [ConnectorRepo.Default, ConnectorCatalog.Default]
 }) {}
-

@@ -1,14 +1,26 @@
 import { Duration, Effect } from "effect"
 import * as Crypto from "node:crypto"
-import { type AccessScope, Connection, Connector, ConnectorImported, type CreateConnector, Operation } from "../../schema/Connectors.js"
+import {
+  type AccessScope,
+  Connection,
+  Connector,
+  ConnectorImported,
+  type CreateConnector,
+  Operation
+} from "../../schema/Connectors.js"
 import { BadRequest, NotFound } from "../../schema/Errors.js"
 import type { ConnectionId, ConnectorId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { TtlCache } from "../support/TtlCache.js"
-import { type ConnectionRow, type ConnectorRow, ConnectorRepo } from "./ConnectorRepo.js"
-import { type ImportedConnector, importOpenApi, type ImportedOperation, OpenApiImportError } from "./openapi/OpenApiImport.js"
+import { type ConnectionRow, ConnectorRepo, type ConnectorRow } from "./ConnectorRepo.js"
+import {
+  type ImportedConnector,
+  type ImportedOperation,
+  importOpenApi,
+  OpenApiImportError
+} from "./openapi/OpenApiImport.js"
 import { acceptedAuthTypes } from "./SecuritySchemes.js"
 
 export const toConnection = (row: ConnectionRow) =>
@@ -69,7 +81,8 @@ export const findOperation = (imported: ImportedConnector, ref: string): Importe
   return index.get(ref)
 }
 
-const encodeCursor = (row: ConnectorRow) => Buffer.from(JSON.stringify([row.name.toLowerCase(), row.id])).toString("base64url")
+const encodeCursor = (row: ConnectorRow) =>
+  Buffer.from(JSON.stringify([row.name.toLowerCase(), row.id])).toString("base64url")
 const decodeCursor = (cursor: string) => {
   try {
     const [name, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
@@ -84,7 +97,11 @@ const parseDocument = (spec: CreateConnector["spec"]) =>
     try: () => ({ imported: importOpenApi(spec), document: typeof spec === "string" ? { text: spec } : spec }),
     catch: (e) =>
       e instanceof OpenApiImportError
-        ? BadRequest.of(`The OpenAPI document cannot be imported: ${e.message}`, { pointer: e.pointer }, "invalid_openapi")
+        ? BadRequest.of(
+          `The OpenAPI document cannot be imported: ${e.message}`,
+          { pointer: e.pointer },
+          "invalid_openapi"
+        )
         : BadRequest.of(`The OpenAPI document cannot be imported: ${String(e)}`, undefined, "invalid_openapi")
   })
 
@@ -101,8 +118,10 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
     const connectors = new TtlCache<ConnectorId, ConnectorRow>(ttl)
 
     const withConnections = (principal: Principal, rows: ReadonlyArray<ConnectorRow>) =>
-      Effect.map(repo.connectionsOf(principal.organizationId, rows.map((r) => r.id), principal.userId), (connections) =>
-        rows.map((row) => toConnector(row, connections.filter((c) => c.connector_id === row.id))))
+      Effect.map(
+        repo.connectionsOf(principal.organizationId, rows.map((r) => r.id), principal.userId),
+        (connections) => rows.map((row) => toConnector(row, connections.filter((c) => c.connector_id === row.id)))
+      )
 
     const list = Effect.fn("ConnectorCatalog.list")(function*(
       principal: Principal,
@@ -110,9 +129,17 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
     ) {
       const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor)
       if (options.cursor !== undefined && after === undefined) {
-        return yield* BadRequest.of("`cursor` is not one this API returned; start again without it.", undefined, "invalid_cursor")
+        return yield* BadRequest.of(
+          "`cursor` is not one this API returned; start again without it.",
+          undefined,
+          "invalid_cursor"
+        )
       }
-      const [rows, total] = yield* repo.listConnectors(principal.organizationId, { query: options.query, after, limit: options.limit + 1 })
+      const [rows, total] = yield* repo.listConnectors(principal.organizationId, {
+        query: options.query,
+        after,
+        limit: options.limit + 1
+      })
       const page = rows.slice(0, options.limit)
       return {
         items: yield* withConnections(principal, page),
@@ -129,7 +156,9 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
           return Effect.succeed(hit)
         }
         return repo.findConnector(principal.organizationId, id).pipe(
-          Effect.flatMap((row) => row === undefined ? Effect.fail(NotFound.of("Connector", id)) : Effect.succeed(connectors.set(id, row)))
+          Effect.flatMap((row) =>
+            row === undefined ? Effect.fail(NotFound.of("Connector", id)) : Effect.succeed(connectors.set(id, row))
+          )
         )
       })
 
@@ -156,29 +185,35 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
     })
 
     /** Replaces the document; connections stay. */
-    const replace = Effect.fn("ConnectorCatalog.replace")(function*(principal: Principal, id: ConnectorId, input: CreateConnector) {
-      yield* requireRole(principal, "admin", "change connectors")
-      yield* checkServerUrl(input.server_url)
-      const current = yield* get(principal, id)
-      if (current.built_in) return yield* BadRequest.of("Built-in connectors cannot be changed.", undefined, "built_in_connector")
-      const { document, imported } = yield* parseDocument(input.spec)
-      const row = yield* repo.replaceConnector(principal.organizationId, id, {
-        name: input.name ?? current.name,
-        description: input.description ?? (imported.description || current.description),
-        document,
-        imported,
-        serverUrl: input.server_url ?? current.server_url
-      })
-      if (row === undefined) return yield* NotFound.of("Connector", id)
-      connectors.delete(id)
-      const [withConns] = yield* withConnections(principal, [row])
-      return new ConnectorImported({ ...withConns!, import_report: imported.report })
-    })
+    const replace = Effect.fn("ConnectorCatalog.replace")(
+      function*(principal: Principal, id: ConnectorId, input: CreateConnector) {
+        yield* requireRole(principal, "admin", "change connectors")
+        yield* checkServerUrl(input.server_url)
+        const current = yield* get(principal, id)
+        if (current.built_in) {
+          return yield* BadRequest.of("Built-in connectors cannot be changed.", undefined, "built_in_connector")
+        }
+        const { document, imported } = yield* parseDocument(input.spec)
+        const row = yield* repo.replaceConnector(principal.organizationId, id, {
+          name: input.name ?? current.name,
+          description: input.description ?? (imported.description || current.description),
+          document,
+          imported,
+          serverUrl: input.server_url ?? current.server_url
+        })
+        if (row === undefined) return yield* NotFound.of("Connector", id)
+        connectors.delete(id)
+        const [withConns] = yield* withConnections(principal, [row])
+        return new ConnectorImported({ ...withConns!, import_report: imported.report })
+      }
+    )
 
     const archive = Effect.fn("ConnectorCatalog.archive")(function*(principal: Principal, id: ConnectorId) {
       yield* requireRole(principal, "admin", "remove connectors")
       const current = yield* get(principal, id)
-      if (current.built_in) return yield* BadRequest.of("Built-in connectors cannot be removed.", undefined, "built_in_connector")
+      if (current.built_in) {
+        return yield* BadRequest.of("Built-in connectors cannot be removed.", undefined, "built_in_connector")
+      }
       const row = yield* repo.archiveConnector(principal.organizationId, id)
       if (row === undefined) return yield* NotFound.of("Connector", id)
       connectors.delete(id)
@@ -200,13 +235,22 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
       const q = options.query?.toLowerCase()
       return row.imported.operations
         .filter((op) =>
-          q === undefined || [op.operationId, op.pretty_name, op.pretty_description, op.path].some((s) => s.toLowerCase().includes(q))
+          q === undefined ||
+          [op.operationId, op.pretty_name, op.pretty_description, op.path].some((s) => s.toLowerCase().includes(q))
         )
         .map(toOperation)
     })
 
-    return { list, get, describe, create, replace, archive, operations, forget: (id: ConnectorId) => connectors.delete(id) } as const
+    return {
+      list,
+      get,
+      describe,
+      create,
+      replace,
+      archive,
+      operations,
+      forget: (id: ConnectorId) => connectors.delete(id)
+    } as const
   }),
   dependencies: [ConnectorRepo.Default]
 }) {}
-

@@ -34,10 +34,12 @@ export interface ConnectionRow {
   readonly updated_at: Date
 }
 
-const connectionColumns = PgClient.PgClient.pipe(Effect.map((sql) =>
-  sql`id, organization_id, connector_id, name, access_scope, owner_user_id, auth_type, security_scheme,
+const connectionColumns = PgClient.PgClient.pipe(
+  Effect.map((sql) =>
+    sql`id, organization_id, connector_id, name, access_scope, owner_user_id, auth_type, security_scheme,
       server_url, status, credentials, key_version, created_at, updated_at`
-))
+  )
+)
 
 /**
  * Connectors are the organization's own or built-in (organization_id NULL); connections always belong
@@ -54,7 +56,9 @@ export class ConnectorRepo extends Effect.Service<ConnectorRepo>()("connectors/C
         ? sql`access_scope = 'organizational'`
         : sql`(access_scope = 'organizational' OR owner_user_id = ${userId})`
 
-    const upsertBuiltIn = (c: { id: ConnectorId; name: string; description: string; document: unknown; imported: ImportedConnector }) =>
+    const upsertBuiltIn = (
+      c: { id: ConnectorId; name: string; description: string; document: unknown; imported: ImportedConnector }
+    ) =>
       sql`
         INSERT INTO connectors (id, organization_id, name, description, document, imported, built_in)
         VALUES (${c.id}, NULL, ${c.name}, ${c.description}, ${JSON.stringify(c.document)}::jsonb,
@@ -145,7 +149,11 @@ export class ConnectorRepo extends Effect.Service<ConnectorRepo>()("connectors/C
       ], { concurrency: 2 })
     }
 
-    const connectionsOf = (organizationId: OrganizationId, connectorIds: ReadonlyArray<ConnectorId>, userId: UserId | null) =>
+    const connectionsOf = (
+      organizationId: OrganizationId,
+      connectorIds: ReadonlyArray<ConnectorId>,
+      userId: UserId | null
+    ) =>
       connectorIds.length === 0
         ? Effect.succeed([] as ReadonlyArray<ConnectionRow>)
         : sql<ConnectionRow>`
@@ -220,7 +228,9 @@ export class ConnectorRepo extends Effect.Service<ConnectorRepo>()("connectors/C
         VALUES (${a.stateHash}, ${a.connectionId}, ${a.sealed}, ${a.keyVersion}, ${a.expiresAt})`
 
     const findAuthorization = (stateHash: Uint8Array) =>
-      sql<{ connection_id: ConnectionId; sealed: Uint8Array; key_version: number; expires_at: Date; used_at: Date | null }>`
+      sql<
+        { connection_id: ConnectionId; sealed: Uint8Array; key_version: number; expires_at: Date; used_at: Date | null }
+      >`
         SELECT connection_id, sealed, key_version, expires_at, used_at FROM connection_authorizations
         WHERE state_hash = ${stateHash}`.pipe(Effect.map(([row]) => row))
 

@@ -1,8 +1,8 @@
 import { Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
-import { findEgressRefusal, makeGuardedDispatcher } from "./egress/GuardedDispatcher.js"
 import { parseEgressAllow } from "./egress/EgressPolicy.js"
+import { findEgressRefusal, makeGuardedDispatcher } from "./egress/GuardedDispatcher.js"
 
 /**
  * The one way out to third-party systems: an HTTP dispatcher that refuses internal addresses (checked on

@@ -3,11 +3,11 @@ import * as Crypto from "node:crypto"
 import type { ConnectionId } from "../../schema/Ids.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { ConnectionCredentials } from "./ConnectionCredentials.js"
+import { sealingContext } from "./ConnectionEntityLive.js"
 import { type ConnectionRow, ConnectorRepo } from "./ConnectorRepo.js"
 import { CredentialVault } from "./CredentialVault.js"
 import { OAuthClient } from "./OAuthClient.js"
 import { oauthFlow, type StoredSecret } from "./SecuritySchemes.js"
-import { sealingContext } from "./ConnectionEntityLive.js"
 
 const LIFETIME_MS = 30 * 60_000
 
@@ -53,7 +53,9 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
           return yield* new AuthorizationFailed({ message: "This connection no longer signs in through OAuth2." })
         }
         const secret = vault.open<StoredSecret>(row.credentials, row.key_version ?? 1, sealingContext(row))
-        if (secret.type !== "oauth2") return yield* new AuthorizationFailed({ message: "This connection has no OAuth2 client." })
+        if (secret.type !== "oauth2") {
+          return yield* new AuthorizationFailed({ message: "This connection has no OAuth2 client." })
+        }
         return { row, flow, secret }
       })
 
@@ -61,10 +63,15 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
     const start = Effect.fn("OAuthAuthorizations.start")(function*(state: string) {
       const found = yield* repo.findAuthorization(hashState(state))
       if (found === undefined || found.used_at !== null || found.expires_at.getTime() < Date.now()) {
-        return yield* new AuthorizationFailed({ message: "This sign-in link is unknown, used or expired. Ask for a new one." })
+        return yield* new AuthorizationFailed({
+          message: "This sign-in link is unknown, used or expired. Ask for a new one."
+        })
       }
       const { flow, secret } = yield* load(found.connection_id)
-      const { verifier } = vault.open<{ verifier: string }>(found.sealed, found.key_version, [found.connection_id, "authorization"])
+      const { verifier } = vault.open<{ verifier: string }>(found.sealed, found.key_version, [
+        found.connection_id,
+        "authorization"
+      ])
       const url = new URL(flow.authorizationUrl)
       url.searchParams.set("response_type", "code")
       url.searchParams.set("client_id", secret.client_id)
@@ -78,36 +85,47 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
     })
 
     /** The provider sent the browser back: exchange the code, store the tokens, activate the connection. */
-    const complete = Effect.fn("OAuthAuthorizations.complete")(function*(params: { code?: string; state?: string; error?: string; error_description?: string }) {
-      if (params.state === undefined) return yield* new AuthorizationFailed({ message: "The provider's answer has no state." })
-      const found = yield* repo.consumeAuthorization(hashState(params.state))
-      if (found === undefined) {
-        return yield* new AuthorizationFailed({ message: "This sign-in is unknown, already completed or expired. Start again." })
+    const complete = Effect.fn("OAuthAuthorizations.complete")(
+      function*(params: { code?: string; state?: string; error?: string; error_description?: string }) {
+        if (params.state === undefined) {
+          return yield* new AuthorizationFailed({ message: "The provider's answer has no state." })
+        }
+        const found = yield* repo.consumeAuthorization(hashState(params.state))
+        if (found === undefined) {
+          return yield* new AuthorizationFailed({
+            message: "This sign-in is unknown, already completed or expired. Start again."
+          })
+        }
+        if (params.error !== undefined || params.code === undefined) {
+          return yield* new AuthorizationFailed({
+            message: `The provider refused the sign-in: ${params.error ?? "no code"}${
+              params.error_description ? ` (${params.error_description})` : ""
+            }.`
+          })
+        }
+        const { flow, row, secret } = yield* load(found.connection_id)
+        const { verifier } = vault.open<{ verifier: string }>(found.sealed, found.key_version, [
+          found.connection_id,
+          "authorization"
+        ])
+        const tokens = yield* oauth.exchangeCode(flow.tokenUrl, secret, params.code, callbackUrl, verifier).pipe(
+          Effect.mapError((e) => new AuthorizationFailed({ message: `Exchanging the code failed: ${e.message}.` }))
+        )
+        const stored: StoredSecret = {
+          type: "oauth2",
+          client_id: secret.client_id,
+          client_secret: secret.client_secret,
+          ...(secret.scopes === undefined ? {} : { scopes: secret.scopes }),
+          access_token: tokens.access_token,
+          ...(tokens.refresh_token === undefined ? {} : { refresh_token: tokens.refresh_token }),
+          ...(tokens.expires_at === undefined ? {} : { expires_at: tokens.expires_at })
+        }
+        const sealed = vault.seal(stored, sealingContext(row))
+        yield* repo.storeSecret(row.id, { sealed: sealed.sealed, keyVersion: sealed.keyVersion }, "active")
+        yield* credentials.forget(row.id)
+        return { connectionName: row.name }
       }
-      if (params.error !== undefined || params.code === undefined) {
-        return yield* new AuthorizationFailed({
-          message: `The provider refused the sign-in: ${params.error ?? "no code"}${params.error_description ? ` (${params.error_description})` : ""}.`
-        })
-      }
-      const { flow, row, secret } = yield* load(found.connection_id)
-      const { verifier } = vault.open<{ verifier: string }>(found.sealed, found.key_version, [found.connection_id, "authorization"])
-      const tokens = yield* oauth.exchangeCode(flow.tokenUrl, secret, params.code, callbackUrl, verifier).pipe(
-        Effect.mapError((e) => new AuthorizationFailed({ message: `Exchanging the code failed: ${e.message}.` }))
-      )
-      const stored: StoredSecret = {
-        type: "oauth2",
-        client_id: secret.client_id,
-        client_secret: secret.client_secret,
-        ...(secret.scopes === undefined ? {} : { scopes: secret.scopes }),
-        access_token: tokens.access_token,
-        ...(tokens.refresh_token === undefined ? {} : { refresh_token: tokens.refresh_token }),
-        ...(tokens.expires_at === undefined ? {} : { expires_at: tokens.expires_at })
-      }
-      const sealed = vault.seal(stored, sealingContext(row))
-      yield* repo.storeSecret(row.id, { sealed: sealed.sealed, keyVersion: sealed.keyVersion }, "active")
-      yield* credentials.forget(row.id)
-      return { connectionName: row.name }
-    })
+    )
 
     return { begin, start, complete } as const
   }),

@@ -52,7 +52,9 @@ export class OAuthClient extends Effect.Service<OAuthClient>()("connectors/OAuth
           if (response.statusCode >= 400 || typeof body.access_token !== "string") {
             const error = typeof body.error === "string" ? body.error : `HTTP ${response.statusCode}`
             throw new TokenEndpointError({
-              message: `the token endpoint refused: ${error}${body.error_description ? ` (${body.error_description})` : ""}`,
+              message: `the token endpoint refused: ${error}${
+                body.error_description ? ` (${body.error_description})` : ""
+              }`,
               invalidGrant: error === "invalid_grant" || error === "invalid_client" || error === "unauthorized_client"
             })
           }
@@ -66,16 +68,33 @@ export class OAuthClient extends Effect.Service<OAuthClient>()("connectors/OAuth
         catch: (e) =>
           e instanceof TokenEndpointError
             ? e
-            : new TokenEndpointError({ message: `the token endpoint is unreachable: ${egress.explain(e)}`, invalidGrant: false })
+            : new TokenEndpointError({
+              message: `the token endpoint is unreachable: ${egress.explain(e)}`,
+              invalidGrant: false
+            })
       })
 
     return {
-      exchangeCode: (tokenUrl: string, client: ClientCredentials, code: string, redirectUri: string, verifier: string) =>
-        token(tokenUrl, client, { grant_type: "authorization_code", code, redirect_uri: redirectUri, code_verifier: verifier }),
+      exchangeCode: (
+        tokenUrl: string,
+        client: ClientCredentials,
+        code: string,
+        redirectUri: string,
+        verifier: string
+      ) =>
+        token(tokenUrl, client, {
+          grant_type: "authorization_code",
+          code,
+          redirect_uri: redirectUri,
+          code_verifier: verifier
+        }),
       refresh: (tokenUrl: string, client: ClientCredentials, refreshToken: string) =>
         token(tokenUrl, client, { grant_type: "refresh_token", refresh_token: refreshToken }),
       clientCredentials: (tokenUrl: string, client: ClientCredentials, scopes: ReadonlyArray<string>) =>
-        token(tokenUrl, client, { grant_type: "client_credentials", ...(scopes.length > 0 ? { scope: scopes.join(" ") } : {}) })
+        token(tokenUrl, client, {
+          grant_type: "client_credentials",
+          ...(scopes.length > 0 ? { scope: scopes.join(" ") } : {})
+        })
     } as const
   }),
   dependencies: []

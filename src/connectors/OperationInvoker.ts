@@ -1,6 +1,7 @@
 import { Duration, Effect, Redacted } from "effect"
 import type { Readable } from "node:stream"
 import { type FormData, request } from "undici"
+import type { ConnectionUnusable } from "../../cluster/ConnectionEntity.js"
 import type { InvokeOperation } from "../../schema/Connectors.js"
 import { BadGateway, BadRequest, Conflict, Forbidden, GatewayTimeout, Unprocessable } from "../../schema/Errors.js"
 import type { Principal } from "../../schema/Security.js"
@@ -9,8 +10,8 @@ import { ConnectionCredentials } from "./ConnectionCredentials.js"
 import type { ConnectionRow, ConnectorRow } from "./ConnectorRepo.js"
 import { Egress } from "./Egress.js"
 import { InvocationRecorder } from "./InvocationRecorder.js"
-import type { ImportedOperation } from "./openapi/OpenApiImport.js"
 import { validatorFor } from "./openapi/InputValidator.js"
+import type { ImportedOperation } from "./openapi/OpenApiImport.js"
 import { buildRequest } from "./RequestBuilder.js"
 
 export interface UpstreamResponse {
@@ -26,7 +27,16 @@ export interface InvokeTarget {
 }
 
 // hop-by-hop headers (RFC 9110 §7.6.1) belong to one connection, not to the message we pass on
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade"])
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade"
+])
 
 const passThroughHeaders = (headers: Record<string, string | Array<string> | undefined>) => {
   const out: Record<string, string | Array<string>> = {}
@@ -49,7 +59,10 @@ export class OperationInvoker extends Effect.Service<OperationInvoker>()("connec
     const recorder = yield* InvocationRecorder
     const timeoutMs = Math.max(1, Duration.toMillis(config.connectorTimeout))
 
-    const send = (url: string, init: { method: string; headers: Record<string, string>; body: string | FormData | undefined }) =>
+    const send = (
+      url: string,
+      init: { method: string; headers: Record<string, string>; body: string | FormData | undefined }
+    ) =>
       Effect.tryPromise({
         try: (signal) =>
           request(url, {
@@ -67,11 +80,19 @@ export class OperationInvoker extends Effect.Service<OperationInvoker>()("connec
         Effect.mapError((error: any) => {
           if (egress.refusal(error) !== undefined) return Forbidden.of(egress.explain(error), "egress_refused")
           if (error?.name === "TimeoutError" || error?.code === "UND_ERR_HEADERS_TIMEOUT") {
-            return GatewayTimeout.of(`The target API did not answer within ${timeoutMs / 1000} s (SWITCHYARD_CONNECTOR_TIMEOUT).`)
+            return GatewayTimeout.of(
+              `The target API did not answer within ${timeoutMs / 1000} s (SWITCHYARD_CONNECTOR_TIMEOUT).`
+            )
           }
           return BadGateway.of(`The target API could not be reached: ${egress.explain(error)}.`)
         })
       )
+
+    /** A connection that cannot be used now is the caller's to fix (409), unless its secret is unreadable: ours. */
+    const unusable = (e: ConnectionUnusable) =>
+      e.code === "connection_credentials_unreadable"
+        ? Effect.die(new Error(`connection credentials unreadable: ${e.message}`))
+        : Effect.fail(Conflict.of(e.message, e.code))
 
     const invoke = Effect.fn("OperationInvoker.invoke")(function*(
       principal: Principal,
@@ -85,14 +106,14 @@ export class OperationInvoker extends Effect.Service<OperationInvoker>()("connec
       if (!checked.ok) {
         const first = checked.issues[0]!
         return yield* BadRequest.of(
-          `\`${first.path}\`: ${first.message}${checked.issues.length > 1 ? ` (and ${checked.issues.length - 1} more)` : ""}`,
+          `\`${first.path}\`: ${first.message}${
+            checked.issues.length > 1 ? ` (and ${checked.issues.length - 1} more)` : ""
+          }`,
           { issues: checked.issues },
           "validation_failed"
         )
       }
-      const applied = yield* credentials.get(connection.id).pipe(
-        Effect.mapError((e) => Conflict.of(e.message, e.code))
-      )
+      const applied = yield* credentials.get(connection.id).pipe(Effect.catchAll(unusable))
       const built = buildRequest({
         baseUrl: connection.server_url ?? connector.server_url ?? connector.imported.servers[0],
         operation,
@@ -127,12 +148,13 @@ export class OperationInvoker extends Effect.Service<OperationInvoker>()("connec
       if (response.statusCode === 401 && connection.auth_type === "oauth2") {
         // the token may have been revoked early: refresh once (the entity makes it cluster-wide) and retry
         response.body.resume()
-        const fresh = yield* credentials.get(connection.id, { staleToken: true }).pipe(
-          Effect.mapError((e) => Conflict.of(e.message, e.code))
-        )
+        const fresh = yield* credentials.get(connection.id, { staleToken: true }).pipe(Effect.catchAll(unusable))
         const auth = fresh.headers["authorization"]
         if (auth !== undefined) {
-          response = yield* send(built.url, { ...built, headers: { ...built.headers, authorization: Redacted.value(auth) } })
+          response = yield* send(built.url, {
+            ...built,
+            headers: { ...built.headers, authorization: Redacted.value(auth) }
+          })
             .pipe(Effect.tapError(recordFailure))
         }
       }

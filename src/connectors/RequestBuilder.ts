@@ -15,9 +15,25 @@ export type BuildResult =
   | { readonly ok: false; readonly kind: "caller" | "connector"; readonly code: string; readonly message: string }
 
 // never taken from the caller: they describe the connection, not the message
-const RESERVED = new Set(["host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "upgrade", "trailer", "proxy-authorization", "proxy-authenticate"])
+const RESERVED = new Set([
+  "host",
+  "content-length",
+  "connection",
+  "keep-alive",
+  "transfer-encoding",
+  "te",
+  "upgrade",
+  "trailer",
+  "proxy-authorization",
+  "proxy-authenticate"
+])
 
-const scalar = (value: unknown) => typeof value === "string" ? value : typeof value === "object" && value !== null ? JSON.stringify(value) : String(value)
+const scalar = (value: unknown) =>
+  typeof value === "string"
+    ? value
+    : typeof value === "object" && value !== null
+    ? JSON.stringify(value)
+    : String(value)
 
 const appendQuery = (params: URLSearchParams, name: string, value: unknown, style: string, explode: boolean) => {
   if (value === undefined || value === null) return
@@ -50,7 +66,11 @@ export const buildRequest = (args: {
   readonly baseUrl: string | undefined
   readonly operation: ImportedOperation
   readonly input: InvokeOperation
-  readonly credentials: { headers: Record<string, string>; query: Record<string, string>; cookies: Record<string, string> }
+  readonly credentials: {
+    headers: Record<string, string>
+    query: Record<string, string>
+    cookies: Record<string, string>
+  }
 }): BuildResult => {
   const { credentials, input, operation } = args
   if (args.baseUrl === undefined || !/^https?:\/\//i.test(args.baseUrl)) {
@@ -67,7 +87,12 @@ export const buildRequest = (args: {
   const query = input.query_params ?? {}
   for (const [name, value] of Object.entries(query)) {
     if (name in credentials.query) {
-      return { ok: false, kind: "caller", code: "parameter_not_allowed", message: `\`query_params.${name}\` is set by the connection's credentials.` }
+      return {
+        ok: false,
+        kind: "caller",
+        code: "parameter_not_allowed",
+        message: `\`query_params.${name}\` is set by the connection's credentials.`
+      }
     }
     const declared = operation.parameters.find((p) => p.in === "query" && p.name === name)
     appendQuery(url.searchParams, name, value, declared?.style ?? "form", declared?.explode ?? true)
@@ -77,12 +102,19 @@ export const buildRequest = (args: {
   const headers: Record<string, string> = { "user-agent": "Switchyard/0.1" }
   for (const [rawName, value] of Object.entries(input.headers ?? {})) {
     const name = rawName.toLowerCase()
-    if (RESERVED.has(name) || name in credentials.headers || (name === "cookie" && Object.keys(credentials.cookies).length > 0)) {
+    if (
+      RESERVED.has(name) || name in credentials.headers ||
+      (name === "cookie" && Object.keys(credentials.cookies).length > 0)
+    ) {
       return {
         ok: false,
         kind: "caller",
         code: "header_not_allowed",
-        message: `The header \`${rawName}\` cannot be set: ${name in credentials.headers || name === "cookie" ? "the connection's credentials set it" : "it belongs to the connection"}.`
+        message: `The header \`${rawName}\` cannot be set: ${
+          name in credentials.headers || name === "cookie"
+            ? "the connection's credentials set it"
+            : "it belongs to the connection"
+        }.`
       }
     }
     headers[name] = value
@@ -94,7 +126,12 @@ export const buildRequest = (args: {
   let body: string | FormData | undefined
   if (input.body_params !== undefined) {
     if (operation.body === null) {
-      return { ok: false, kind: "caller", code: "body_not_accepted", message: `${operation.operationId} takes no \`body_params\`.` }
+      return {
+        ok: false,
+        kind: "caller",
+        code: "body_not_accepted",
+        message: `${operation.operationId} takes no \`body_params\`.`
+      }
     }
     body = encodeBody(operation.body.contentType, input.body_params)
     // FormData sets its own multipart boundary

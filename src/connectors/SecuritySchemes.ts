@@ -54,8 +54,11 @@ export const chooseScheme = (connector: ImportedConnector, credentials: Credenti
       ? { ok: true, authType: "api_key", scheme: credentials.scheme }
       : { ok: false, message: `'${credentials.scheme}' is not an API key security scheme of this connector.` }
   }
-  const fitting = entries.find(([, s]) => authTypesOf(s).includes(credentials.type) && (credentials.type !== "bearer" || s.type === "http"))
-    ?? entries.find(([, s]) => authTypesOf(s).includes(credentials.type))
+  const fitting =
+    entries.find(([, s]) =>
+      authTypesOf(s).includes(credentials.type) && (credentials.type !== "bearer" || s.type === "http")
+    )
+      ?? entries.find(([, s]) => authTypesOf(s).includes(credentials.type))
   return { ok: true, authType: credentials.type, scheme: fitting?.[0] ?? null }
 }
 
@@ -63,8 +66,12 @@ export const chooseScheme = (connector: ImportedConnector, credentials: Credenti
 export const oauthFlow = (connector: ImportedConnector, scheme: string | null) => {
   const s = scheme === null ? undefined : connector.securitySchemes[scheme]
   if (s?.type !== "oauth2") return undefined
-  if (s.flows.authorizationCode !== undefined) return { kind: "authorizationCode" as const, ...s.flows.authorizationCode }
-  if (s.flows.clientCredentials !== undefined) return { kind: "clientCredentials" as const, ...s.flows.clientCredentials }
+  if (s.flows.authorizationCode !== undefined) {
+    return { kind: "authorizationCode" as const, ...s.flows.authorizationCode }
+  }
+  if (s.flows.clientCredentials !== undefined) {
+    return { kind: "clientCredentials" as const, ...s.flows.clientCredentials }
+  }
   return undefined
 }
 
@@ -84,7 +91,9 @@ export const applySecret = (connector: ImportedConnector, scheme: string | null,
       applied.headers["authorization"] = `Bearer ${secret.token}`
       return applied
     case "basic":
-      applied.headers["authorization"] = `Basic ${Buffer.from(`${secret.username}:${secret.password}`).toString("base64")}`
+      applied.headers["authorization"] = `Basic ${
+        Buffer.from(`${secret.username}:${secret.password}`).toString("base64")
+      }`
       return applied
     case "oauth2":
       if (secret.access_token !== undefined) applied.headers["authorization"] = `Bearer ${secret.access_token}`

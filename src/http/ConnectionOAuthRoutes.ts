@@ -31,7 +31,9 @@ export const ConnectionOAuthRoutes = Layer.effectDiscard(
     yield* router.add("GET", "/oauth/connections/start", (request) => {
       const state = new URL(request.url, "http://x").searchParams.get("state") ?? ""
       return authorizations.start(state).pipe(
-        Effect.map((location) => HttpServerResponse.redirect(location, { status: 302, headers: { "cache-control": "no-store" } })),
+        Effect.map((location) =>
+          HttpServerResponse.redirect(location, { status: 302, headers: { "cache-control": "no-store" } })
+        ),
         Effect.catchTag("AuthorizationFailed", failed),
         Effect.orDie
       )

@@ -5,11 +5,11 @@ import * as Http from "node:http"
 import { Api } from "../../schema/Api.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { AuthenticationLive } from "./AuthenticationLive.js"
+import { ConnectionOAuthRoutes } from "./ConnectionOAuthRoutes.js"
 import { Drain } from "./Drain.js"
 import { IdentityHttpLive } from "./IdentityHttp.js"
 import { RequestPipelineLive } from "./RequestPipeline.js"
 import { SystemHttpLive } from "./SystemHttp.js"
-import { ConnectionOAuthRoutes } from "./ConnectionOAuthRoutes.js"
 import { ToolsHttpLive } from "./ToolsHttp.js"
 
 const ApiRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(

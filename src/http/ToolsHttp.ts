@@ -3,8 +3,8 @@ import { Effect, Layer } from "effect"
 import { Api } from "../../schema/Api.js"
 import { BadRequest } from "../../schema/Errors.js"
 import { Principal } from "../../schema/Security.js"
-import { ConnectorCatalog } from "../connectors/ConnectorCatalog.js"
 import { Connections } from "../connectors/Connections.js"
+import { ConnectorCatalog } from "../connectors/ConnectorCatalog.js"
 import { ConnectorsLive } from "../connectors/ConnectorsLive.js"
 import { orDieOnSql } from "./orDieOnSql.js"
 
@@ -31,18 +31,30 @@ export const ToolsHttpLive = HttpApiBuilder.group(Api, "tools", (handlers) =>
       .handle("replaceConnector", ({ path, payload }) => as((p) => catalog.replace(p, path.connector_id, payload)))
       .handle("archiveConnector", ({ path }) => as((p) => catalog.archive(p, path.connector_id)))
       .handle("listOperations", ({ path, urlParams }) =>
-        as((p) => catalog.operations(p, path.connector_id, { connectionId: urlParams.connection_id, query: urlParams.query })))
-      .handle("createConnection", ({ path, payload }) => as((p) => connections.create(p, path.connector_id, payload)))
+        as((p) =>
+          catalog.operations(p, path.connector_id, { connectionId: urlParams.connection_id, query: urlParams.query })
+        ))
+      .handle("createConnection", ({ path, payload }) =>
+        as((p) =>
+          connections.create(p, path.connector_id, payload)
+        ))
       .handle("listConnections", ({ path }) => as((p) => connections.list(p, path.connector_id)))
       .handle("getConnection", ({ path }) => as((p) => connections.get(p, path.connector_id, path.connection_id)))
       .handle("updateConnection", ({ path, payload }) =>
         as((p) => connections.update(p, path.connector_id, path.connection_id, payload)))
-      .handle("deleteConnection", ({ path }) => as((p) => connections.remove(p, path.connector_id, path.connection_id)))
+      .handle("deleteConnection", ({ path }) =>
+        as((p) => connections.remove(p, path.connector_id, path.connection_id)))
       .handle("authorizeConnection", ({ path }) => as((p) => connections.authorize(p, "_", path.connection_id)))
       .handle("operationSchema", ({ path }) =>
-        as((p) => connections.schema(p, path.connector_id, path.connection_id, path.operation_id)))
+        as((p) =>
+          connections.schema(p, path.connector_id, path.connection_id, path.operation_id)
+        ))
       .handle("invokeOperation", ({ path, payload }) =>
-        as((p) => connections.invoke(p, path.connector_id, path.connection_id, path.operation_id, payload)).pipe(
-          Effect.map((upstream) => HttpServerResponse.raw(upstream.body, { status: upstream.status, headers: upstream.headers as any }))
+        as((p) =>
+          connections.invoke(p, path.connector_id, path.connection_id, path.operation_id, payload)
+        ).pipe(
+          Effect.map((upstream) =>
+            HttpServerResponse.raw(upstream.body, { status: upstream.status, headers: upstream.headers as any })
+          )
         ))
   })).pipe(Layer.provide(ConnectorsLive))

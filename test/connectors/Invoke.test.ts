@@ -14,7 +14,10 @@ beforeAll(async () => {
   target = await startTargetServer()
   apiKey = (await node.bootstrap()).api_key
   connector = await createConnector(node, apiKey, petstore(target.url))
-  connection = await createConnection(node, apiKey, connector.id, { name: "main", credentials: { type: "api_key", value: "secret-123" } })
+  connection = await createConnection(node, apiKey, connector.id, {
+    name: "main",
+    credentials: { type: "api_key", value: "secret-123" }
+  })
 })
 afterAll(async () => {
   await node?.stop()
@@ -44,7 +47,9 @@ describe("invoking a connector operation", () => {
 
   it("serializes query parameters per their style", async () => {
     const before = target.requests.length
-    const response = await invoke(node, apiKey, connector.id, connection.id, "listPets", { query_params: { tags: ["a", "b"], limit: 5 } })
+    const response = await invoke(node, apiKey, connector.id, connection.id, "listPets", {
+      query_params: { tags: ["a", "b"], limit: 5 }
+    })
     expect(response.status).toBe(200)
     expect(target.requests[before]!.query.getAll("tags")).toEqual(["a", "b"])
     expect(target.requests[before]!.query.get("limit")).toBe("5")
@@ -52,14 +57,19 @@ describe("invoking a connector operation", () => {
 
   it("uses GET for a GET operation even though invoke is a POST, and encodes path parameters", async () => {
     const before = target.requests.length
-    const response = await invoke(node, apiKey, connector.id, connection.id, "getPet", { path_params: { petId: "a b/c" } })
+    const response = await invoke(node, apiKey, connector.id, connection.id, "getPet", {
+      path_params: { petId: "a b/c" }
+    })
     expect(response.status).toBe(200)
     expect(target.requests[before]!.method).toBe("GET")
     expect(target.requests[before]!.path).toBe("/pets/a%20b%2Fc")
   })
 
   it("accepts the operation's id as well as its operationId, and `_` for the connector", async () => {
-    const ops = await (await node.fetch(`/v1/tools/connectors/${connector.id}/operations?connection_id=${connection.id}`, { apiKey })).json()
+    const ops =
+      await (await node.fetch(`/v1/tools/connectors/${connector.id}/operations?connection_id=${connection.id}`, {
+        apiKey
+      })).json()
     const getPet = ops.find((o: any) => o.operationId === "getPet")
     expect(getPet).toMatchObject({ method: "get", path: "/pets/{petId}", pretty_name: "Get a pet" })
     const byId = await invoke(node, apiKey, connector.id, connection.id, getPet.id, { path_params: { petId: "1" } })
@@ -92,7 +102,9 @@ describe("invoking a connector operation", () => {
       res.end(bytes)
     }
     try {
-      const response = await invoke(node, apiKey, connector.id, connection.id, "getFile", { path_params: { name: "blob" } })
+      const response = await invoke(node, apiKey, connector.id, connection.id, "getFile", {
+        path_params: { name: "blob" }
+      })
       expect(response.status).toBe(200)
       expect(response.headers.get("content-type")).toBe("application/octet-stream")
       expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true)
@@ -102,7 +114,10 @@ describe("invoking a connector operation", () => {
   })
 
   it("refuses top-level fields outside the four, naming them", async () => {
-    const response = await invoke(node, apiKey, connector.id, connection.id, "createPet", { name: "Rex", body_params: { name: "x" } })
+    const response = await invoke(node, apiKey, connector.id, connection.id, "createPet", {
+      name: "Rex",
+      body_params: { name: "x" }
+    })
     expect(response.status).toBe(400)
     const body = await response.json()
     expect(body.error.code).toBe("validation_failed")
@@ -118,13 +133,17 @@ describe("invoking a connector operation", () => {
     expect(body.error.details.issues.map((i: any) => i.path)).toContain("body_params.name")
     const noPath = await invoke(node, apiKey, connector.id, connection.id, "getPet", {})
     expect(noPath.status).toBe(400)
-    const tooBig = await invoke(node, apiKey, connector.id, connection.id, "listPets", { query_params: { limit: 1000 } })
+    const tooBig = await invoke(node, apiKey, connector.id, connection.id, "listPets", {
+      query_params: { limit: 1000 }
+    })
     expect(tooBig.status).toBe(400)
     expect(target.requests.length).toBe(before)
   })
 
   it("does not let the caller override the credentials' header", async () => {
-    const response = await invoke(node, apiKey, connector.id, connection.id, "listPets", { headers: { "X-Api-Key": "mine" } })
+    const response = await invoke(node, apiKey, connector.id, connection.id, "listPets", {
+      headers: { "X-Api-Key": "mine" }
+    })
     expect(response.status).toBe(400)
     expect((await response.json()).error.code).toBe("header_not_allowed")
   })
@@ -155,7 +174,10 @@ describe("invoking a connector operation", () => {
     const gone = await startTargetServer()
     await gone.close()
     const other = await createConnector(node, apiKey, petstore(gone.url), { name: "Gone" })
-    const conn = await createConnection(node, apiKey, other.id, { name: "x", credentials: { type: "api_key", value: "k" } })
+    const conn = await createConnection(node, apiKey, other.id, {
+      name: "x",
+      credentials: { type: "api_key", value: "k" }
+    })
     const response = await invoke(node, apiKey, other.id, conn.id, "listPets")
     expect(response.status).toBe(502)
     expect(response.headers.get("x-switchyard-error")).toBe("true")
@@ -169,7 +191,10 @@ describe("egress guard", () => {
     try {
       const key = (await guarded.bootstrap()).api_key
       const c = await createConnector(guarded, key, petstore(target.url))
-      const conn = await createConnection(guarded, key, c.id, { name: "x", credentials: { type: "api_key", value: "k" } })
+      const conn = await createConnection(guarded, key, c.id, {
+        name: "x",
+        credentials: { type: "api_key", value: "k" }
+      })
       const before = target.requests.length
       const response = await invoke(guarded, key, c.id, conn.id, "listPets")
       expect(response.status).toBe(403)

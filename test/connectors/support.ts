@@ -1,7 +1,10 @@
 import type { TestNode } from "../support/TestNode.js"
 
 /** A small, realistic document for a target API: path/query/header params, JSON body, API key auth. */
-export const petstore = (serverUrl: string, security: Record<string, unknown> = { apiKey: { type: "apiKey", in: "header", name: "X-Api-Key" } }) => ({
+export const petstore = (
+  serverUrl: string,
+  security: Record<string, unknown> = { apiKey: { type: "apiKey", in: "header", name: "X-Api-Key" } }
+) => ({
   openapi: "3.0.3",
   info: { title: "Pet Store", version: "1.0", description: "Pets for tests." },
   servers: [{ url: serverUrl }],
@@ -29,7 +32,10 @@ export const petstore = (serverUrl: string, security: Record<string, unknown> = 
       },
       post: {
         operationId: "createPet",
-        requestBody: { required: true, content: { "application/json": { schema: { $ref: "#/components/schemas/NewPet" } } } },
+        requestBody: {
+          required: true,
+          content: { "application/json": { schema: { $ref: "#/components/schemas/NewPet" } } }
+        },
         responses: { "201": { description: "created" } }
       }
     },
@@ -49,19 +55,40 @@ export const petstore = (serverUrl: string, security: Record<string, unknown> = 
   }
 })
 
-export const json = (body: unknown) => ({ method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+export const json = (body: unknown) => ({
+  method: "POST",
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify(body)
+})
 
-export const createConnector = async (node: TestNode, apiKey: string, spec: unknown, extra: Record<string, unknown> = {}) => {
+export const createConnector = async (
+  node: TestNode,
+  apiKey: string,
+  spec: unknown,
+  extra: Record<string, unknown> = {}
+) => {
   const response = await node.fetch("/v1/tools/connectors", { ...json({ spec, ...extra }), apiKey })
   if (response.status !== 201) throw new Error(`create connector: ${response.status} ${await response.text()}`)
   return response.json()
 }
 
-export const createConnection = async (node: TestNode, apiKey: string, connectorId: string, body: Record<string, unknown>) => {
+export const createConnection = async (
+  node: TestNode,
+  apiKey: string,
+  connectorId: string,
+  body: Record<string, unknown>
+) => {
   const response = await node.fetch(`/v1/tools/connectors/${connectorId}/connections`, { ...json(body), apiKey })
   if (response.status !== 201) throw new Error(`create connection: ${response.status} ${await response.text()}`)
   return response.json()
 }
 
-export const invoke = (node: TestNode, apiKey: string, connectorId: string, connectionId: string, operation: string, body: unknown = {}) =>
+export const invoke = (
+  node: TestNode,
+  apiKey: string,
+  connectorId: string,
+  connectionId: string,
+  operation: string,
+  body: unknown = {}
+) =>
   node.fetch(`/v1/tools/connectors/${connectorId}/connections/${connectionId}/${operation}`, { ...json(body), apiKey })

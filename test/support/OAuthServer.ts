@@ -61,7 +61,8 @@ export const startOAuthServer = async (client: { id: string; secret: string }): 
       if (url.pathname === "/token") {
         const form = Object.fromEntries(new URLSearchParams(body))
         tokenRequests.push(form)
-        const [id, secret] = Buffer.from((req.headers.authorization ?? "").replace(/^Basic /, ""), "base64").toString().split(":")
+        const [id, secret] = Buffer.from((req.headers.authorization ?? "").replace(/^Basic /, ""), "base64").toString()
+          .split(":")
         if (decodeURIComponent(id ?? "") !== client.id || decodeURIComponent(secret ?? "") !== client.secret) {
           return json(res, 401, { error: "invalid_client" })
         }
@@ -75,7 +76,9 @@ export const startOAuthServer = async (client: { id: string; secret: string }): 
           return json(res, 200, issue())
         }
         if (form.grant_type === "refresh_token") {
-          if (state.refuseRefresh || !refreshTokens.delete(form.refresh_token ?? "")) return json(res, 400, { error: "invalid_grant" })
+          if (state.refuseRefresh || !refreshTokens.delete(form.refresh_token ?? "")) {
+            return json(res, 400, { error: "invalid_grant" })
+          }
           return json(res, 200, issue())
         }
         if (form.grant_type === "client_credentials") {
@@ -86,7 +89,9 @@ export const startOAuthServer = async (client: { id: string; secret: string }): 
       }
       if (url.pathname.startsWith("/api/")) {
         const token = (req.headers.authorization ?? "").replace(/^Bearer /, "")
-        if (!validTokens.has(token) || (expiry.get(token) ?? 0) < Date.now()) return json(res, 401, { error: "invalid_token" })
+        if (!validTokens.has(token) || (expiry.get(token) ?? 0) < Date.now()) {
+          return json(res, 401, { error: "invalid_token" })
+        }
         return json(res, 200, { ok: true, path: url.pathname, token })
       }
       json(res, 404, { error: "not_found" })

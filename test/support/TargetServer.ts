@@ -39,7 +39,13 @@ export const startTargetServer = async (reply: Reply = echo): Promise<TargetServ
     req.on("data", (c: Buffer) => chunks.push(c))
     req.on("end", () => {
       const url = new URL(req.url ?? "/", "http://target")
-      const recorded = { method: req.method ?? "", path: url.pathname, query: url.searchParams, headers: req.headers, body: Buffer.concat(chunks) }
+      const recorded = {
+        method: req.method ?? "",
+        path: url.pathname,
+        query: url.searchParams,
+        headers: req.headers,
+        body: Buffer.concat(chunks)
+      }
       requests.push(recorded)
       Promise.resolve(target.reply(recorded, res)).catch((e) => {
         res.writeHead(500)

@@ -28,16 +28,20 @@ export type ApiClient = Effect.Effect.Success<ReturnType<typeof makeClient>>
 const TEST_SECRET_KEY = Buffer.alloc(32, 7).toString("base64")
 
 /** Environment of a node under test: its own database, free ports, quiet logs. */
-export const testEnvironment = async (overrides: Record<string, string> = {}) => ({
-  DATABASE_URL: await freshDatabase(),
-  SWITCHYARD_SECRET_KEY: TEST_SECRET_KEY,
-  SWITCHYARD_HTTP_PORT: String(await freePort()),
-  SWITCHYARD_RUNNER_PORT: String(await freePort()),
-  SWITCHYARD_RUNNER_HOST: "127.0.0.1",
-  SWITCHYARD_DB_POOL_SIZE: "6",
-  SWITCHYARD_BOOTSTRAP_ON_FIRST_START: "false",
-  ...overrides
-})
+export const testEnvironment = async (overrides: Record<string, string> = {}) => {
+  const port = String(await freePort())
+  return {
+    DATABASE_URL: await freshDatabase(),
+    SWITCHYARD_SECRET_KEY: TEST_SECRET_KEY,
+    SWITCHYARD_HTTP_PORT: port,
+    SWITCHYARD_PUBLIC_URL: `http://127.0.0.1:${port}`,
+    SWITCHYARD_RUNNER_PORT: String(await freePort()),
+    SWITCHYARD_RUNNER_HOST: "127.0.0.1",
+    SWITCHYARD_DB_POOL_SIZE: "6",
+    SWITCHYARD_BOOTSTRAP_ON_FIRST_START: "false",
+    ...overrides
+  }
+}
 
 /** A whole node in this process: the same layers `switchyard serve` runs, on a real port. */
 export const startTestNode = async (overrides: Record<string, string> = {}): Promise<TestNode> => {

@@ -26,7 +26,9 @@ const parseText = (text: string): unknown => {
 /** The document as an object: a string is parsed as JSON, else as YAML. */
 export const readDocument = (input: unknown): JsonObject => {
   const value = typeof input === "string" ? parseText(input) : input
-  if (!isObject(value)) throw new OpenApiImportError(`An OpenAPI document must be an object, got ${describe(value)}`, "")
+  if (!isObject(value)) {
+    throw new OpenApiImportError(`An OpenAPI document must be an object, got ${describe(value)}`, "")
+  }
   return value
 }
 
@@ -53,9 +55,14 @@ export const detectVersion = (document: JsonObject): DetectedVersion => {
     )
   }
   if (openapi !== undefined) {
-    const notes = swagger === undefined ? [] : [{ pointer: "/swagger", message: "both openapi and swagger; swagger ignored" }]
+    const notes = swagger === undefined
+      ? []
+      : [{ pointer: "/swagger", message: "both openapi and swagger; swagger ignored" }]
     if (typeof openapi !== "string" && typeof openapi !== "number") {
-      throw new OpenApiImportError(`"openapi" must be a version string such as "3.1.0", got ${describe(openapi)}`, "/openapi")
+      throw new OpenApiImportError(
+        `"openapi" must be a version string such as "3.1.0", got ${describe(openapi)}`,
+        "/openapi"
+      )
     }
     const text = String(openapi)
     if (typeof openapi === "number") {

@@ -1,6 +1,6 @@
-import type { ErrorObject, ValidateFunction } from "ajv/dist/2020.js"
-import { Ajv2020 } from "ajv/dist/2020.js"
 import addFormatsModule from "ajv-formats"
+import type { ErrorObject } from "ajv/dist/2020.js"
+import { Ajv2020 } from "ajv/dist/2020.js"
 import type { ImportedOperation } from "./OpenApiImport.js"
 
 export interface InputIssue {
@@ -19,7 +19,10 @@ const INT32 = { min: -(2 ** 31), max: 2 ** 31 - 1 }
 const ajv = new Ajv2020({ strict: false, allErrors: true, logger: false })
 addFormats(ajv)
 // OpenAPI's own formats, so they validate instead of being unknown
-ajv.addFormat("int32", { type: "number", validate: (n: number) => Number.isInteger(n) && n >= INT32.min && n <= INT32.max })
+ajv.addFormat("int32", {
+  type: "number",
+  validate: (n: number) => Number.isInteger(n) && n >= INT32.min && n <= INT32.max
+})
 ajv.addFormat("int64", { type: "number", validate: (n: number) => Number.isInteger(n) })
 ajv.addFormat("float", { type: "number", validate: () => true })
 ajv.addFormat("double", { type: "number", validate: () => true })
@@ -58,28 +61,33 @@ const issueOf = (error: ErrorObject): InputIssue => {
   }
 }
 
-const cache = new WeakMap<object, ValidateFunction>()
+export type InputValidator = (value: unknown) => InputCheck
 
-const compile = (schema: object): ValidateFunction => {
-  const cached = cache.get(schema)
-  if (cached !== undefined) return cached
+const cache = new WeakMap<object, InputValidator>()
+
+const compile = (schema: object): InputValidator => {
   const validate = ajv.compile(schema)
-  // Ajv keeps every compiled schema in its own cache; the WeakMap above is the one that should own it
+  // Ajv keeps every compiled schema in a cache of its own; the WeakMap below is the one that should own it
   ajv.removeSchema(schema)
-  cache.set(schema, validate)
-  return validate
-}
-
-/** A validator for the invoke input of `operation` (compiled once per input schema). */
-export const validatorFor = (operation: ImportedOperation): (value: unknown) => InputCheck => {
-  const validate = compile(operation.input)
   return (value) => {
     if (validate(value)) return { ok: true }
     const seen = new Set<string>()
     const issues = (validate.errors ?? []).map(issueOf).filter((issue) => {
       const key = `${issue.path}\u0000${issue.message}`
-      return seen.has(key) ? false : (seen.add(key), true)
+      if (seen.has(key)) return false
+      seen.add(key)
+      return true
     })
     return { ok: false, issues }
   }
+}
+
+/** The validator of the invoke input of `operation`, compiled once per input schema object. */
+export const validatorFor = (operation: ImportedOperation): InputValidator => {
+  let validator = cache.get(operation.input)
+  if (validator === undefined) {
+    validator = compile(operation.input)
+    cache.set(operation.input, validator)
+  }
+  return validator
 }

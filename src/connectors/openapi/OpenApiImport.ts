@@ -46,8 +46,18 @@ export interface ImportedOperation {
 }
 
 export type SecurityScheme =
-  | { readonly type: "apiKey"; readonly in: "header" | "query" | "cookie"; readonly name: string; readonly description?: string }
-  | { readonly type: "http"; readonly scheme: "bearer" | "basic"; readonly bearerFormat?: string; readonly description?: string }
+  | {
+    readonly type: "apiKey"
+    readonly in: "header" | "query" | "cookie"
+    readonly name: string
+    readonly description?: string
+  }
+  | {
+    readonly type: "http"
+    readonly scheme: "bearer" | "basic"
+    readonly bearerFormat?: string
+    readonly description?: string
+  }
   | {
     readonly type: "oauth2"
     readonly flows: {
@@ -69,7 +79,9 @@ export type SecurityScheme =
 
 export interface ImportReport {
   readonly imported: number
-  readonly skipped: ReadonlyArray<{ readonly method: string; readonly path: string; readonly pointer: string; readonly reason: string }>
+  readonly skipped: ReadonlyArray<
+    { readonly method: string; readonly path: string; readonly pointer: string; readonly reason: string }
+  >
   readonly warnings: ReadonlyArray<{ readonly pointer: string; readonly message: string }>
 }
 
@@ -122,7 +134,10 @@ export const importOpenApi = (document: unknown): ImportedConnector => {
   const operations = nameOperations(ctx, operationDrafts(ctx, converter, paths, securitySchemes))
 
   if (isObject(source.webhooks) && Object.keys(source.webhooks).length > 0) {
-    ctx.warn("/webhooks", `${Object.keys(source.webhooks).length} webhook(s) not imported: a connector only calls the API`)
+    ctx.warn(
+      "/webhooks",
+      `${Object.keys(source.webhooks).length} webhook(s) not imported: a connector only calls the API`
+    )
   }
   if (operations.length === 0) ctx.warn("/paths", "the document has no importable operations")
   return {

@@ -2,7 +2,7 @@ import { type ImportContext, isObject, type JsonObject, pointer } from "./Import
 import { inputSchema } from "./InputSchema.js"
 import { operationSlug } from "./Naming.js"
 import type { HttpMethod, ImportedOperation, SecurityScheme } from "./OpenApiImport.js"
-import { declaredParameters, type DeclaredParameter, mergeParameters, standalone } from "./Parameters.js"
+import { type DeclaredParameter, declaredParameters, mergeParameters, standalone } from "./Parameters.js"
 import { type DeclaredBody, openApiBody, swaggerBody } from "./RequestBody.js"
 import type { SchemaConverter } from "./SchemaConverter.js"
 import { securityRequirementsOf } from "./Security.js"
@@ -75,8 +75,10 @@ export const operationDrafts = (
     for (const [key, operation] of Object.entries(item.fields)) {
       const method = key.toLowerCase() as HttpMethod
       if (!HTTP_METHODS.includes(method)) continue
-      const at = item.at(key)
-      if (key !== method) ctx.warn(at, `method "${key}" is not lower-case; imported as ${method}`)
+      // `at` is where the operation is used, `source` where it is written (they differ behind a path item $ref)
+      const at = pointer("/paths", path, key)
+      const source = item.at(key)
+      if (key !== method) ctx.warn(source, `method "${key}" is not lower-case; imported as ${method}`)
       if (!isObject(operation)) {
         ctx.skip(method, path, at, "operation is not an object")
         continue
@@ -87,7 +89,7 @@ export const operationDrafts = (
         ctx.skip(method, path, at, `operation id "${id}" is already used by ${owner}`)
         continue
       }
-      const draft = operationDraft(ctx, converter, { id, method, path, at, operation, shared, schemes })
+      const draft = operationDraft(ctx, converter, { id, method, path, at, source, operation, shared, schemes })
       if (draft === undefined) continue
       idOwners.set(id, `${method.toUpperCase()} ${path}`)
       drafts.push(draft)
@@ -101,16 +103,17 @@ interface DraftInput {
   readonly method: HttpMethod
   readonly path: string
   readonly at: string
+  readonly source: string
   readonly operation: JsonObject
   readonly shared: ReadonlyArray<DeclaredParameter>
   readonly schemes: Readonly<Record<string, SecurityScheme>>
 }
 
 const operationDraft = (ctx: ImportContext, converter: SchemaConverter, input: DraftInput) => {
-  const { at, id, method, operation, path, schemes, shared } = input
+  const { at, id, method, operation, path, schemes, shared, source } = input
   const declared = mergeParameters(
     shared,
-    declaredParameters(ctx, converter, operation.parameters, pointer(at, "parameters"))
+    declaredParameters(ctx, converter, operation.parameters, pointer(source, "parameters"))
   )
   const template = [...path.matchAll(/\{([^{}]+)\}/g)].map((match) => match[1] ?? "")
   const parameters = declared.flatMap((declaration) => declaration.kind === "parameter" ? [declaration] : [])
@@ -123,23 +126,26 @@ const operationDraft = (ctx: ImportContext, converter: SchemaConverter, input: D
   }
   const kept = parameters.filter(({ parameter }) => {
     if (parameter.in === "path" && !template.includes(parameter.name)) {
-      ctx.warn(pointer(at, "parameters"), `path parameter "${parameter.name}" is not in the path template; ignored`)
+      ctx.warn(pointer(source, "parameters"), `path parameter "${parameter.name}" is not in the path template; ignored`)
       return false
     }
     if (parameter.in === "cookie") {
       ctx.warn(
-        pointer(at, "parameters"),
+        pointer(source, "parameters"),
         `cookie parameter "${parameter.name}" is not part of the input; send it in headers.cookie`
       )
     }
     return true
   })
   if (operation.servers !== undefined) {
-    ctx.warn(pointer(at, "servers"), "operation-level servers are ignored; the connector uses the document's servers")
+    ctx.warn(
+      pointer(source, "servers"),
+      "operation-level servers are ignored; the connector uses the document's servers"
+    )
   }
   const body: DeclaredBody | null = ctx.version === "2.0"
-    ? swaggerBody(ctx, declared, operation, at)
-    : openApiBody(ctx, converter, operation.requestBody, pointer(at, "requestBody"))
+    ? swaggerBody(ctx, declared, operation, source)
+    : openApiBody(ctx, converter, operation.requestBody, pointer(source, "requestBody"))
   const draft: OperationDraft = {
     id,
     method,
@@ -153,7 +159,7 @@ const operationDraft = (ctx: ImportContext, converter: SchemaConverter, input: D
     body: body === null
       ? null
       : { contentType: body.contentType, required: body.required, schema: standalone(converter, body.core) },
-    security: securityRequirementsOf(ctx, operation.security, pointer(at, "security"), schemes) ?? null,
+    security: securityRequirementsOf(ctx, operation.security, pointer(source, "security"), schemes) ?? null,
     input: inputSchema(converter, kept, body)
   }
   return draft

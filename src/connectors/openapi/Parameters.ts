@@ -45,7 +45,8 @@ const defaultStyle = (location: Location) => location === "path" || location ===
 
 const warnStyle = (ctx: ImportContext, at: string, style: string, location: string, name: string) => {
   if (style !== "simple" && style !== "form") {
-    ctx.warn(pointer(at, "style"), `unsupported parameter style ${style} for ${location} parameter "${name}"; sent as form`)
+    const fallback = location === "path" || location === "header" ? "simple" : "form"
+    ctx.warn(at, `unsupported parameter style ${style} for ${location} parameter "${name}"; sent as ${fallback}`)
   }
 }
 
@@ -132,7 +133,7 @@ const openApiParameter = (
     ctx.warn(pointer(at, "content"), `parameter "${name}" is described by content (${mediaType}); sent as form`)
   }
   const style = typeof raw.style === "string" ? raw.style : defaultStyle(where)
-  warnStyle(ctx, at, style, where, name)
+  warnStyle(ctx, pointer(at, "style"), style, where, name)
   const parameter: ImportedParameter = {
     name,
     in: where,
@@ -192,7 +193,7 @@ const swaggerParameter = (
     return undefined
   }
   const { explode, style } = collectionStyle(raw, location)
-  warnStyle(ctx, at, style, location, name)
+  warnStyle(ctx, pointer(at, "collectionFormat"), style, location, name)
   const parameter: ImportedParameter = {
     name,
     in: location,

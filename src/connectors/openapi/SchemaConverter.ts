@@ -17,15 +17,20 @@ const SUBSCHEMA_LIST = ["allOf", "anyOf", "oneOf", "prefixItems"]
 const SUBSCHEMA_MAP = ["properties", "patternProperties", "dependentSchemas"]
 /** Keywords that may sit next to a `$ref` in OAS 3.0 / Swagger, where other siblings are ignored. */
 const ANNOTATIONS = new Set(["title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly"])
+/** Inline nesting within one schema, and nesting of refs inside refs; deeper is cut (it would exhaust the stack). */
 const MAX_DEPTH = 64
+const MAX_REF_CHAIN = 200
+/** Converted components larger than this many schema nodes go to `$defs` instead of being inlined at every use. */
+const INLINE_LIMIT = 200
 const DEFS_PREFIX = "#/$defs/"
 
 /**
  * Converts OAS 3.0 / 3.1 / Swagger 2.0 schemas into self-contained JSON Schema 2020-12.
  *
  * Local `$ref`s are inlined, which keeps the schemas readable for people and models; a reference that
- * recurses into itself is kept as `$ref: "#/$defs/Name"` instead, and the caller places the `$defs`
- * (see `defsFor`) at the root of the schema it assembles. One converter serves a whole document, so a
+ * recurses into itself, or whose schema is large (inlining large schemas used in many places grows the
+ * serialized form without bound), is kept as `$ref: "#/$defs/Name"` instead, and the caller places the
+ * `$defs` (see `defsFor`) at the root of the schema it assembles. One converter serves a whole document, so a
  * component is converted (and warned about) once.
  */
 export class SchemaConverter {
@@ -94,7 +99,7 @@ export class SchemaConverter {
     const ref = schema.$ref as string
     const located = this.ctx.locate(ref, resource)
     let target: Schema = {}
-    if (located.found) target = this.target(located.pointer, located.value, resource, depth)
+    if (located.found) target = this.target(located.pointer, located.value, resource)
     else this.ctx.warn(pointer(at, "$ref"), `unresolved $ref "${ref}": ${located.reason}; replaced by {}`)
 
     const siblings = Object.entries(schema).filter(([key]) =>
@@ -110,17 +115,22 @@ export class SchemaConverter {
     return { ...extra, allOf: [target, ...allOf] }
   }
 
-  private target(at: string, value: unknown, resource: Resource, depth: number): Schema {
+  private target(at: string, value: unknown, resource: Resource): Schema {
     const memo = this.memo.get(at)
     if (memo !== undefined) return memo
     if (this.expanding.includes(at)) {
       this.recursive.add(at)
       return { $ref: DEFS_PREFIX + this.nameFor(at) }
     }
+    if (this.expanding.length >= MAX_REF_CHAIN) {
+      this.ctx.warn(at, `$refs nested more than ${MAX_REF_CHAIN} deep; replaced by {}`)
+      return {}
+    }
     this.expanding.push(at)
-    const converted = this.walk(value, at, resourceFor(this.ctx, at, resource), depth + 1)
+    // a component is converted on its own, so its result does not depend on where it was first used
+    const converted = this.walk(value, at, resourceFor(this.ctx, at, resource), 0)
     this.expanding.pop()
-    if (!this.recursive.has(at)) {
+    if (!this.recursive.has(at) && !exceeds(converted, INLINE_LIMIT)) {
       this.memo.set(at, converted)
       return converted
     }
@@ -190,6 +200,17 @@ export class SchemaConverter {
 }
 
 type Resource = { readonly pointer: string; readonly value: unknown }
+
+/** Whether `schema` serializes to more than `limit` objects and arrays. */
+const exceeds = (schema: Schema, limit: number): boolean => {
+  let count = 0
+  const visit = (value: unknown): boolean => {
+    if (typeof value !== "object" || value === null) return false
+    if (++count > limit) return true
+    return (Array.isArray(value) ? value : Object.values(value)).some(visit)
+  }
+  return visit(schema)
+}
 
 /** The schema resource a component lives in, against which its relative `#/$defs/...` refs resolve. */
 const resourceFor = (ctx: ImportContext, at: string, current: Resource): Resource => {

@@ -33,7 +33,7 @@ export const isValidRegExp = (pattern: string) => {
 
 export type Warn = (keyword: string, message: string) => void
 
-/** Normalizes `type` (Swagger's `file` becomes a binary string); undefined when nothing valid is left. */
+/** Normalizes `type` (Swagger's `file` becomes a binary string); leaves it out when nothing valid is left. */
 export const normalizeType = (value: unknown, out: JsonObject, warn: Warn): void => {
   const given = Array.isArray(value) ? value : [value]
   const types: Array<string> = []
@@ -44,10 +44,10 @@ export const normalizeType = (value: unknown, out: JsonObject, warn: Warn): void
     } else {
       warn("type", `invalid type ${JSON.stringify(type)} ignored`)
     }
-    if (type === "file" && out.format === undefined) out.format = "binary"
   }
   if (types.length === 1) out.type = types[0]
   else if (types.length > 1) out.type = types
+  if (given.includes("file") && out.format === undefined) out.format = "binary"
 }
 
 /**
@@ -56,7 +56,8 @@ export const normalizeType = (value: unknown, out: JsonObject, warn: Warn): void
  */
 export const copyScalarKeyword = (keyword: string, schema: JsonObject, out: JsonObject, warn: Warn): boolean => {
   const value = schema[keyword]
-  const invalid = (expected: string) => warn(keyword, `invalid ${keyword} (${expected}, got ${describe(value)}) ignored`)
+  const got = typeof value === "number" || typeof value === "string" ? JSON.stringify(value) : describe(value)
+  const invalid = (expected: string) => warn(keyword, `invalid ${keyword} (${expected}, got ${got}) ignored`)
   if (NUMBER_KEYWORDS.has(keyword)) {
     if (keyword === "exclusiveMinimum" || keyword === "exclusiveMaximum") {
       // OAS 3.0 / Swagger boolean form: folded into minimum / maximum below

@@ -64,11 +64,16 @@ const openApiScheme = (ctx: ImportContext, raw: JsonObject, at: string): Securit
     case "oauth2": {
       const flows = isObject(raw.flows) ? raw.flows : {}
       for (const flow of ["implicit", "password"]) {
-        if (flows[flow] !== undefined) ctx.warn(pointer(at, "flows", flow), `oauth2 ${flow} flow is not supported; ignored`)
+        if (flows[flow] !== undefined) {
+          ctx.warn(pointer(at, "flows", flow), `oauth2 ${flow} flow is not supported; ignored`)
+        }
       }
       const code = authorizationCode(flows.authorizationCode, ctx, pointer(at, "flows", "authorizationCode"))
       const client = clientCredentials(flows.clientCredentials, ctx, pointer(at, "flows", "clientCredentials"))
-      const supported = { ...(code ? { authorizationCode: code } : {}), ...(client ? { clientCredentials: client } : {}) }
+      const supported = {
+        ...(code ? { authorizationCode: code } : {}),
+        ...(client ? { clientCredentials: client } : {})
+      }
       return oauth2(supported, description, ctx, at)
     }
     case "openIdConnect":
@@ -96,7 +101,10 @@ const swaggerScheme = (ctx: ImportContext, raw: JsonObject, at: string): Securit
       }
       const code = raw.flow === "accessCode" ? authorizationCode(raw, ctx, at) : undefined
       const client = raw.flow === "application" ? clientCredentials(raw, ctx, at) : undefined
-      const supported = { ...(code ? { authorizationCode: code } : {}), ...(client ? { clientCredentials: client } : {}) }
+      const supported = {
+        ...(code ? { authorizationCode: code } : {}),
+        ...(client ? { clientCredentials: client } : {})
+      }
       return oauth2(supported, description, ctx, at)
     }
     default:

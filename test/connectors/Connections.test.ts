@@ -1,0 +1,233 @@
+import pg from "pg"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
+import { startTestNode, type TestNode } from "../support/TestNode.js"
+import { createConnection, createConnector, invoke, json, petstore } from "./support.js"
+
+let node: TestNode
+let target: TargetServer
+beforeAll(async () => {
+  node = await startTestNode({ SWITCHYARD_EGRESS_ALLOW: "127.0.0.1" })
+  target = await startTargetServer()
+})
+afterAll(async () => {
+  await node?.stop()
+  await target?.close()
+})
+
+const lastRequest = () => target.requests[target.requests.length - 1]!
+
+describe("credentials per security scheme", () => {
+  const schemes: Array<
+    [string, Record<string, unknown>, Record<string, unknown>, (r: ReturnType<typeof lastRequest>) => void]
+  > = [
+    [
+      "API key in a header",
+      { k: { type: "apiKey", in: "header", name: "X-Key" } },
+      { type: "api_key", value: "h-1" },
+      (r) => expect(r.headers["x-key"]).toBe("h-1")
+    ],
+    [
+      "API key in the query",
+      { k: { type: "apiKey", in: "query", name: "api_key" } },
+      { type: "api_key", value: "q 1" },
+      (r) => expect(r.query.get("api_key")).toBe("q 1")
+    ],
+    [
+      "API key in a cookie",
+      { k: { type: "apiKey", in: "cookie", name: "session" } },
+      { type: "api_key", value: "c-1" },
+      (r) => expect(r.headers.cookie).toBe("session=c-1")
+    ],
+    [
+      "HTTP bearer",
+      { b: { type: "http", scheme: "bearer" } },
+      { type: "bearer", token: "tok" },
+      (r) => expect(r.headers.authorization).toBe("Bearer tok")
+    ],
+    [
+      "HTTP basic",
+      { b: { type: "http", scheme: "basic" } },
+      { type: "basic", username: "ada", password: "pw:1" },
+      (r) => expect(r.headers.authorization).toBe(`Basic ${Buffer.from("ada:pw:1").toString("base64")}`)
+    ]
+  ]
+  it.each(schemes)("applies %s", async (_, security, credentials, check) => {
+    const apiKey = (await node.bootstrap()).api_key
+    const connector = await createConnector(node, apiKey, petstore(target.url, security))
+    const connection = await createConnection(node, apiKey, connector.id, { name: "c", credentials })
+    expect(JSON.stringify(connection)).not.toMatch(/h-1|q 1|c-1|tok|pw:1/)
+    const response = await invoke(node, apiKey, connector.id, connection.id, "listPets")
+    expect(response.status).toBe(200)
+    check(lastRequest())
+  })
+
+  it("refuses credentials the connector does not accept, listing what it does", async () => {
+    const apiKey = (await node.bootstrap()).api_key
+    const connector = await createConnector(node, apiKey, petstore(target.url))
+    const response = await node.fetch(`/v1/tools/connectors/${connector.id}/connections`, {
+      ...json({ name: "c", credentials: { type: "basic", username: "a", password: "b" } }),
+      apiKey
+    })
+    expect(response.status).toBe(400)
+    const body = await response.json()
+    expect(body.error.code).toBe("credentials_not_accepted")
+    expect(body.error.message).toContain("api_key")
+  })
+
+  it("stores credentials encrypted and never returns them", async () => {
+    const apiKey = (await node.bootstrap()).api_key
+    const connector = await createConnector(node, apiKey, petstore(target.url))
+    const connection = await createConnection(node, apiKey, connector.id, {
+      name: "c",
+      credentials: { type: "api_key", value: "super-secret-value" }
+    })
+    const db = new pg.Client({ connectionString: node.databaseUrl })
+    await db.connect()
+    try {
+      const { rows } = await db.query("SELECT credentials::text AS c, key_version FROM connections WHERE id = $1", [
+        connection.id
+      ])
+      expect(rows[0].key_version).toBe(1)
+      expect(rows[0].c).not.toContain("super-secret-value")
+      expect(Buffer.from(rows[0].c.slice(2), "hex").toString("utf8")).not.toContain("super-secret")
+      // a sealed secret copied onto another connection does not open there
+      const other = await createConnection(node, apiKey, connector.id, {
+        name: "d",
+        credentials: { type: "api_key", value: "other" }
+      })
+      await db.query(
+        "UPDATE connections SET credentials = (SELECT credentials FROM connections WHERE id = $1) WHERE id = $2",
+        [connection.id, other.id]
+      )
+      const response = await invoke(node, apiKey, connector.id, other.id, "listPets")
+      expect(response.status).toBe(500)
+      expect(JSON.stringify(await response.json())).not.toContain("super-secret")
+    } finally {
+      await db.end()
+    }
+    for (
+      const path of [
+        `/v1/tools/connectors/${connector.id}/connections`,
+        `/v1/tools/connectors/${connector.id}`,
+        "/v1/tools?type=connector"
+      ]
+    ) {
+      expect(await (await node.fetch(path, { apiKey })).text()).not.toContain("super-secret-value")
+    }
+  })
+})
+
+describe("connection scope and isolation", () => {
+  it("keeps a personal connection private to its owner", async () => {
+    const org = await node.bootstrap()
+    const connector = await createConnector(node, org.api_key, petstore(target.url))
+    const memberRes = await node.fetch("/v1/members", {
+      ...json({ email: `p-${Date.now()}@example.com` }),
+      apiKey: org.api_key
+    })
+    const member = await memberRes.json()
+    const memberKey = (await (await node.fetch("/v1/api-keys", {
+      ...json({ name: "m", user_id: member.user.id }),
+      apiKey: org.api_key
+    })).json()).api_key
+    const personal = await createConnection(node, memberKey, connector.id, {
+      name: "mine",
+      access_scope: "personal",
+      credentials: { type: "api_key", value: "member-key" }
+    })
+    expect(personal).toMatchObject({ access_scope: "personal", owner_user_id: member.user.id })
+    // the owner sees and uses it; the admin does not even see it
+    expect((await invoke(node, memberKey, connector.id, personal.id, "listPets")).status).toBe(200)
+    expect((await invoke(node, org.api_key, connector.id, personal.id, "listPets")).status).toBe(404)
+    const adminView =
+      await (await node.fetch(`/v1/tools/connectors/${connector.id}/connections`, { apiKey: org.api_key })).json()
+    expect(adminView.map((c: any) => c.id)).not.toContain(personal.id)
+    const memberView = await (await node.fetch(`/v1/tools?type=connector&query=Pet`, { apiKey: memberKey })).json()
+    expect(memberView.items[0].connections.map((c: any) => c.id)).toContain(personal.id)
+    // members may not create organizational connections
+    const orgConn = await node.fetch(`/v1/tools/connectors/${connector.id}/connections`, {
+      ...json({ name: "x", credentials: { type: "api_key", value: "v" } }),
+      apiKey: memberKey
+    })
+    expect(orgConn.status).toBe(403)
+  })
+
+  it("never lets another organization read, use, change or delete a connection", async () => {
+    const a = await node.bootstrap()
+    const b = await node.bootstrap()
+    const connector = await createConnector(node, a.api_key, petstore(target.url))
+    const conn = await createConnection(node, a.api_key, connector.id, {
+      name: "a's",
+      credentials: { type: "api_key", value: "a-key" }
+    })
+    const base = `/v1/tools/connectors/${connector.id}`
+    expect((await node.fetch(base, { apiKey: b.api_key })).status).toBe(404)
+    expect((await node.fetch(`${base}/operations`, { apiKey: b.api_key })).status).toBe(404)
+    expect((await node.fetch(`${base}/connections`, { apiKey: b.api_key })).status).toBe(404)
+    expect((await node.fetch(`${base}/connections/${conn.id}`, { apiKey: b.api_key })).status).toBe(404)
+    expect((await node.fetch(`${base}/connections/${conn.id}/listPets/schema`, { apiKey: b.api_key })).status).toBe(404)
+    expect((await invoke(node, b.api_key, connector.id, conn.id, "listPets")).status).toBe(404)
+    expect((await invoke(node, b.api_key, "_", conn.id, "listPets")).status).toBe(404)
+    expect(
+      (await node.fetch(`${base}/connections/${conn.id}`, {
+        ...json({ name: "hijack" }),
+        method: "PATCH",
+        apiKey: b.api_key
+      })).status
+    ).toBe(404)
+    expect((await node.fetch(`${base}/connections/${conn.id}`, { method: "DELETE", apiKey: b.api_key })).status).toBe(
+      404
+    )
+    expect(
+      (await node.fetch(base, { ...json({ spec: petstore("http://x") }), method: "PUT", apiKey: b.api_key })).status
+    ).toBe(404)
+    expect((await node.fetch(base, { method: "DELETE", apiKey: b.api_key })).status).toBe(404)
+    // and it still works for its owner
+    expect((await invoke(node, a.api_key, connector.id, conn.id, "listPets")).status).toBe(200)
+  })
+
+  it("renames, re-keys and deletes a connection; a connection of another connector is refused", async () => {
+    const { api_key: apiKey } = await node.bootstrap()
+    const connector = await createConnector(node, apiKey, petstore(target.url))
+    const otherConnector = await createConnector(node, apiKey, petstore(target.url), { name: "Other" })
+    const conn = await createConnection(node, apiKey, connector.id, {
+      name: "old",
+      credentials: { type: "api_key", value: "v1" }
+    })
+    const base = `/v1/tools/connectors/${connector.id}/connections/${conn.id}`
+    const renamed = await node.fetch(base, {
+      ...json({ name: "new", credentials: { type: "api_key", value: "v2" } }),
+      method: "PATCH",
+      apiKey
+    })
+    expect((await renamed.json()).name).toBe("new")
+    await invoke(node, apiKey, connector.id, conn.id, "listPets")
+    expect(lastRequest().headers["x-api-key"]).toBe("v2")
+    expect((await invoke(node, apiKey, otherConnector.id, conn.id, "listPets")).status).toBe(404)
+    expect((await node.fetch(base, { method: "DELETE", apiKey })).status).toBe(204)
+    expect((await invoke(node, apiKey, connector.id, conn.id, "listPets")).status).toBe(404)
+    expect((await node.fetch(base, { apiKey })).status).toBe(404)
+  })
+
+  it("serves the operation input schema with both id forms", async () => {
+    const { api_key: apiKey } = await node.bootstrap()
+    const connector = await createConnector(node, apiKey, petstore(target.url))
+    const conn = await createConnection(node, apiKey, connector.id, {
+      name: "s",
+      credentials: { type: "api_key", value: "v" }
+    })
+    const schema =
+      await (await node.fetch(`/v1/tools/connectors/${connector.id}/connections/${conn.id}/createPet/schema`, {
+        apiKey
+      })).json()
+    expect(schema.input.type).toBe("object")
+    expect(schema.input.properties.body_params.required).toEqual(["name"])
+    expect(schema.input.required).toContain("body_params")
+    const ops = await (await node.fetch(`/v1/tools/connectors/${connector.id}/operations`, { apiKey })).json()
+    const getPet = ops.find((o: any) => o.operationId === "getPet")
+    const byId =
+      await (await node.fetch(`/v1/tools/connectors/_/connections/${conn.id}/${getPet.id}/schema`, { apiKey })).json()
+    expect(byId.input.properties.path_params.required).toEqual(["petId"])
+  })
+})

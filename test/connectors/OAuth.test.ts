@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type OAuthServer, startOAuthServer } from "../support/OAuthServer.js"
+import { startTestNode, type TestNode } from "../support/TestNode.js"
+import { createConnection, createConnector, invoke } from "./support.js"
+
+const client = { id: "switchyard-test", secret: "s3cret:&=" }
+let node: TestNode
+let provider: OAuthServer
+
+beforeAll(async () => {
+  node = await startTestNode({ SWITCHYARD_EGRESS_ALLOW: "127.0.0.1" })
+  provider = await startOAuthServer(client)
+})
+afterAll(async () => {
+  await node?.stop()
+  await provider?.close()
+})
+
+const oauthSpec = (flows: Record<string, unknown>) => ({
+  openapi: "3.0.3",
+  info: { title: "OAuth API", version: "1" },
+  servers: [{ url: `${provider.url}/api` }],
+  security: [{ oauth: ["read"] }],
+  components: { securitySchemes: { oauth: { type: "oauth2", flows } } },
+  paths: { "/me": { get: { operationId: "me", responses: { "200": { description: "ok" } } } } }
+})
+
+/** What the user's browser does with connector_page_url: through the provider and back to our callback. */
+const signIn = async (pageUrl: string) => {
+  const start = await fetch(pageUrl, { redirect: "manual" })
+  expect(start.status).toBe(302)
+  const authorize = new URL(start.headers.get("location")!)
+  expect(authorize.origin + authorize.pathname).toBe(provider.authorizationUrl)
+  expect(authorize.searchParams.get("code_challenge_method")).toBe("S256")
+  expect(authorize.searchParams.get("scope")).toBe("read")
+  const back = await fetch(authorize, { redirect: "manual" })
+  const callback = back.headers.get("location")!
+  expect(callback.startsWith(`${node.baseUrl}/oauth/connections/callback`)).toBe(true)
+  return fetch(callback)
+}
+
+const connectWithCode = async () => {
+  const { api_key: apiKey } = await node.bootstrap()
+  const connector = await createConnector(
+    node,
+    apiKey,
+    oauthSpec({
+      authorizationCode: {
+        authorizationUrl: provider.authorizationUrl,
+        tokenUrl: provider.tokenUrl,
+        scopes: { read: "Read" }
+      }
+    })
+  )
+  const created = await createConnection(node, apiKey, connector.id, {
+    name: "oauth",
+    credentials: { type: "oauth2", client_id: client.id, client_secret: client.secret }
+  })
+  return { apiKey, connector, created }
+}
+
+describe("OAuth2 connections", () => {
+  it("completes the authorization-code flow on the connector page and then calls with the token", async () => {
+    const { apiKey, connector, created } = await connectWithCode()
+    expect(created.status).toBe("pending_authorization")
+    expect(created.connector_page_url.startsWith(`${node.baseUrl}/oauth/connections/start?state=`)).toBe(true)
+    const early = await invoke(node, apiKey, connector.id, created.id, "me")
+    expect(early.status).toBe(409)
+    expect((await early.json()).error.code).toBe("connection_pending_authorization")
+
+    const done = await signIn(created.connector_page_url)
+    expect(done.status).toBe(200)
+    expect(await done.text()).toContain("ready")
+    const conn = await (await node.fetch(`/v1/tools/connectors/${connector.id}/connections/${created.id}`, { apiKey }))
+      .json()
+    expect(conn.status).toBe("active")
+    const response = await invoke(node, apiKey, connector.id, created.id, "me")
+    expect(response.status).toBe(200)
+    expect((await response.json()).ok).toBe(true)
+    // the link is single-use
+    expect((await fetch(created.connector_page_url, { redirect: "manual" })).status).toBe(400)
+  })
+
+  it("refreshes an expiring token once for many concurrent calls", async () => {
+    provider.accessTokenLifetime = 30 // inside the refresh margin: every use wants a fresh one
+    const { apiKey, connector, created } = await connectWithCode()
+    await signIn(created.connector_page_url)
+    provider.accessTokenLifetime = 3600
+    const before = provider.tokenRequests.filter((r) => r.grant_type === "refresh_token").length
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () => invoke(node, apiKey, connector.id, created.id, "me"))
+    )
+    expect(responses.map((r) => r.status)).toEqual(Array(20).fill(200))
+    const refreshes = provider.tokenRequests.filter((r) => r.grant_type === "refresh_token").length - before
+    expect(refreshes).toBe(1)
+  })
+
+  it("marks the connection for re-authentication when the refresh is refused, and re-authorizes", async () => {
+    provider.accessTokenLifetime = 30
+    const { apiKey, connector, created } = await connectWithCode()
+    await signIn(created.connector_page_url)
+    provider.refuseRefresh = true
+    try {
+      const response = await invoke(node, apiKey, connector.id, created.id, "me")
+      expect(response.status).toBe(409)
+      expect((await response.json()).error.code).toBe("connection_needs_reauthentication")
+      const conn =
+        await (await node.fetch(`/v1/tools/connectors/${connector.id}/connections/${created.id}`, { apiKey })).json()
+      expect(conn.status).toBe("needs_reauthentication")
+      provider.accessTokenLifetime = 3600
+      const again = await node.fetch(`/v1/tools/connections/${created.id}/authorize`, { method: "POST", apiKey })
+      expect(again.status).toBe(200)
+      expect((await signIn((await again.json()).connector_page_url)).status).toBe(200)
+      expect((await invoke(node, apiKey, connector.id, created.id, "me")).status).toBe(200)
+    } finally {
+      provider.refuseRefresh = false
+      provider.accessTokenLifetime = 3600
+    }
+  })
+
+  it("uses the client-credentials flow without a browser", async () => {
+    const { api_key: apiKey } = await node.bootstrap()
+    const connector = await createConnector(
+      node,
+      apiKey,
+      oauthSpec({ clientCredentials: { tokenUrl: provider.tokenUrl, scopes: {} } })
+    )
+    const created = await createConnection(node, apiKey, connector.id, {
+      name: "machine",
+      credentials: { type: "oauth2", client_id: client.id, client_secret: client.secret }
+    })
+    expect(created.status).toBe("active")
+    expect(created.connector_page_url).toBeUndefined()
+    expect((await invoke(node, apiKey, connector.id, created.id, "me")).status).toBe(200)
+  })
+
+  it("refuses a forged or unknown state on the callback", async () => {
+    const response = await fetch(`${node.baseUrl}/oauth/connections/callback?code=x&state=forged`)
+    expect(response.status).toBe(400)
+    expect(response.headers.get("content-security-policy")).toContain("frame-ancestors 'none'")
+  })
+})
