@@ -33,7 +33,7 @@ t = Date.now()
 const json = JSON.stringify(c.operations[0])
 console.log("json bytes", json.length, "ms", Date.now() - t)
 t = Date.now()
-for (const op of c.operations.slice(0, 50)) validatorFor(op)
+const depthOf = (v: unknown): number => typeof v !== "object" || v === null ? 0 : 1 + Math.max(0, ...Object.values(v).map(depthOf)); console.log("depth", depthOf(c.operations[0]!.input), "defs", Object.keys(c.operations[0]!.input.$defs as object).length, c.report.warnings.slice(0,3)); try { for (const op of c.operations.slice(0, 50)) validatorFor(op) } catch (e) { console.log(String(e)) }
 console.log("compile 50 ms", Date.now() - t)
 console.log("max defs", Math.max(...c.operations.map((o) => Object.keys((o.input.$defs as object) ?? {}).length)))
 const counts = new Map<string, number>()

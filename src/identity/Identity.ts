@@ -80,17 +80,9 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
     )
 
     const me = Effect.fn("Identity.me")(function*(principal: Principal) {
-      const organization = yield* repo.findOrganization(principal.organizationId)
-      const key = yield* repo.findApiKey(principal.organizationId, principal.keyId)
-      const user = principal.userId === null ? null : yield* repo.findUser(principal.userId)
-      if (organization === undefined || key === undefined) return yield* NotFound.of("API key", principal.keyId)
-      return new Me({
-        organization,
-        user: user ?? null,
-        key: toApiKey(key),
-        role: principal.role,
-        role_display: roleDisplayName[principal.role]
-      })
+      const caller = yield* repo.findCaller(principal.organizationId, principal.keyId)
+      if (caller === undefined) return yield* NotFound.of("API key", principal.keyId)
+      return new Me({ ...caller, role: principal.role, role_display: roleDisplayName[principal.role] })
     })
 
     const listMembers = Effect.fn("Identity.listMembers")(function*(principal: Principal) {

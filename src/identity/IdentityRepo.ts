@@ -68,12 +68,6 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
         Effect.map(([row]) => new Organization(row!))
       )
 
-    const findOrganization = (id: OrganizationId) =>
-      sql<{ id: OrganizationId; name: string; created_at: Date }>`
-        SELECT id, name, created_at FROM organizations WHERE id = ${id}`.pipe(
-        Effect.map(([row]) => row === undefined ? undefined : new Organization(row))
-      )
-
     const countOrganizations = sql<{ n: number }>`SELECT count(*)::int AS n FROM organizations`.pipe(
       Effect.map(([row]) => row!.n)
     )
@@ -88,11 +82,6 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
         SELECT id, email, name FROM inserted
         UNION ALL SELECT id, email, name FROM users WHERE lower(email) = lower(${email})
         LIMIT 1`.pipe(Effect.map(([row]) => new User(row!)))
-
-    const findUser = (id: UserId) =>
-      sql<{ id: UserId; email: string; name: string | null }>`SELECT id, email, name FROM users WHERE id = ${id}`.pipe(
-        Effect.map(([row]) => row === undefined ? undefined : new User(row))
-      )
 
     /** `false` when the user already belongs to the organization. */
     const insertMembership = (organizationId: OrganizationId, userId: UserId, role: Role) =>
@@ -154,14 +143,27 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
         UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
         WHERE organization_id = ${organizationId} AND id = ${id} RETURNING *`.pipe(Effect.map(([row]) => row))
 
+    /** The caller as `/v1/me` shows it, in one round trip. */
+    const findCaller = (organizationId: OrganizationId, keyId: ApiKeyId) =>
+      sql<ApiKeyRow & { org_name: string; org_created_at: Date; user_email: string | null; user_name: string | null }>`
+        SELECT k.*, o.name AS org_name, o.created_at AS org_created_at, u.email AS user_email, u.name AS user_name
+        FROM api_keys k JOIN organizations o ON o.id = k.organization_id LEFT JOIN users u ON u.id = k.user_id
+        WHERE k.organization_id = ${organizationId} AND k.id = ${keyId}`.pipe(
+        Effect.map(([row]) =>
+          row === undefined ? undefined : {
+            organization: new Organization({ id: row.organization_id, name: row.org_name, created_at: row.org_created_at }),
+            user: row.user_id === null ? null : new User({ id: row.user_id, email: row.user_email!, name: row.user_name }),
+            key: toApiKey(row)
+          }
+        )
+      )
+
     const touchApiKey = (id: ApiKeyId) => sql`UPDATE api_keys SET last_used_at = now() WHERE id = ${id}`
 
     return {
       insertOrganization,
-      findOrganization,
       countOrganizations,
       upsertUser,
-      findUser,
       insertMembership,
       findMember,
       listMembers,
@@ -170,7 +172,8 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
       findApiKey,
       listApiKeys,
       revokeApiKey,
-      touchApiKey
+      touchApiKey,
+      findCaller
     } as const
   })
 }) {}

@@ -1,18 +1,26 @@
 import type { JsonObject, Schema } from "./ImportContext.js"
 import type { ImportedParameter, JsonSchema } from "./OpenApiImport.js"
+import type { DraftParameter } from "./Parameters.js"
 import type { SchemaConverter } from "./SchemaConverter.js"
 
-/** A parameter together with its schema in core form (refs into the connector-wide `$defs`). */
+/** A parameter together with its finished schema, which may refer to `$defs` placed at the root. */
 export interface InputParameter {
-  readonly parameter: ImportedParameter
-  readonly core: Schema
+  readonly parameter: DraftParameter
+  readonly schema: Schema
 }
 
-const propertySchema = ({ core, parameter }: InputParameter): Schema => {
-  if (parameter.description === undefined) return core
-  if (core === true) return { description: parameter.description }
-  if (core === false) return { not: {}, description: parameter.description }
-  return { ...core, description: parameter.description }
+/** A schema usable on its own: an object, carrying the `$defs` it refers to. */
+export const standalone = (converter: SchemaConverter, schema: Schema): JsonObject => {
+  const object = schema === true ? {} : schema === false ? { not: {} } : schema
+  const defs = converter.defsFor([object])
+  return Object.keys(defs).length === 0 ? object : { ...object, $defs: defs }
+}
+
+const propertySchema = ({ parameter, schema }: InputParameter): Schema => {
+  if (parameter.description === undefined) return schema
+  if (schema === true) return { description: parameter.description }
+  if (schema === false) return { not: {}, description: parameter.description }
+  return { ...schema, description: parameter.description }
 }
 
 const group = (parameters: ReadonlyArray<InputParameter>, additionalProperties: Schema): JsonObject => {
@@ -33,7 +41,7 @@ const group = (parameters: ReadonlyArray<InputParameter>, additionalProperties: 
 export const inputSchema = (
   converter: SchemaConverter,
   parameters: ReadonlyArray<InputParameter>,
-  body: { readonly required: boolean; readonly core: Schema } | null
+  body: { readonly required: boolean; readonly schema: Schema } | null
 ): JsonSchema => {
   const inLocation = (location: ImportedParameter["in"]) =>
     parameters.filter(({ parameter }) => parameter.in === location)
@@ -52,13 +60,13 @@ export const inputSchema = (
     if (query.some(({ parameter }) => parameter.required)) required.push("query_params")
   }
   if (body !== null) {
-    properties.body_params = body.core
+    properties.body_params = body.schema
     if (body.required) required.push("body_params")
   }
   properties.headers = group(headers, { type: "string" })
   if (headers.some(({ parameter }) => parameter.required)) required.push("headers")
 
-  const defs = converter.defsFor(Object.values(properties))
+  const defs = converter.defsFor(Object.values(properties) as Array<Schema>)
   return {
     type: "object",
     properties,

@@ -1,6 +1,7 @@
 import { detectVersion, readDocument } from "./DocumentSource.js"
 import { describe, ImportContext, isObject, type JsonObject } from "./ImportContext.js"
 import { OpenApiImportError } from "./OpenApiImportError.js"
+import { assembleOperation } from "./OperationAssembly.js"
 import { nameOperations } from "./OperationNames.js"
 import { operationDrafts } from "./Operations.js"
 import { SchemaConverter } from "./SchemaConverter.js"
@@ -131,7 +132,10 @@ export const importOpenApi = (document: unknown): ImportedConnector => {
   const servers = serversOf(ctx)
   const securitySchemes = securitySchemesOf(ctx)
   const security = securityRequirementsOf(ctx, source.security, "/security", securitySchemes) ?? []
-  const operations = nameOperations(ctx, operationDrafts(ctx, converter, paths, securitySchemes))
+  const drafts = operationDrafts(ctx, converter, paths, securitySchemes)
+  converter.seal()
+  const operationIds = nameOperations(ctx, drafts)
+  const operations = drafts.map((draft, index) => assembleOperation(converter, draft, operationIds[index]!))
 
   if (isObject(source.webhooks) && Object.keys(source.webhooks).length > 0) {
     ctx.warn(

@@ -1,19 +1,15 @@
 import type { ImportContext } from "./ImportContext.js"
 import { pointer } from "./ImportContext.js"
-import { generatedOperationId, humanize, uniqueName } from "./Naming.js"
-import type { ImportedOperation } from "./OpenApiImport.js"
+import { generatedOperationId, uniqueName } from "./Naming.js"
 import type { OperationDraft } from "./Operations.js"
 
-const label = (draft: OperationDraft) => `${draft.method.toUpperCase()} ${draft.path}`
+export const label = (draft: OperationDraft) => `${draft.method.toUpperCase()} ${draft.path}`
 
 /**
  * Settles operationIds across the document: declared ones are reserved first (the first declaration
  * of a name keeps it, later ones get `name_2`, …), then missing ones are generated around them.
  */
-export const nameOperations = (
-  ctx: ImportContext,
-  drafts: ReadonlyArray<OperationDraft>
-): Array<ImportedOperation> => {
+export const nameOperations = (ctx: ImportContext, drafts: ReadonlyArray<OperationDraft>): Array<string> => {
   const declared = drafts.map((draft) => {
     const value = draft.declaredOperationId
     if (typeof value === "string" && value.trim() !== "") return value
@@ -52,18 +48,6 @@ export const nameOperations = (
         `operationId "${operationId}" equals the id of ${label(shadowed)}; lookups by that name are ambiguous`
       )
     }
-    return {
-      id: draft.id,
-      operationId,
-      method: draft.method,
-      path: draft.path,
-      pretty_name: draft.summary?.trim() ?? humanize(operationId),
-      pretty_description: draft.description ?? draft.summary ?? label(draft),
-      tags: draft.tags,
-      parameters: draft.parameters,
-      body: draft.body,
-      security: draft.security,
-      input: draft.input
-    }
+    return operationId
   })
 }

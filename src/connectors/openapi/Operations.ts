@@ -1,11 +1,10 @@
-import { type ImportContext, isObject, type JsonObject, pointer } from "./ImportContext.js"
-import { inputSchema } from "./InputSchema.js"
+import { type ImportContext, isObject, type JsonObject, pointer, type Schema } from "./ImportContext.js"
 import { operationSlug } from "./Naming.js"
-import type { HttpMethod, ImportedOperation, SecurityScheme } from "./OpenApiImport.js"
-import { type DeclaredParameter, declaredParameters, mergeParameters, standalone } from "./Parameters.js"
+import type { HttpMethod, SecurityScheme } from "./OpenApiImport.js"
+import { type DeclaredParameter, declaredParameters, type DraftParameter, mergeParameters } from "./Parameters.js"
 import { type DeclaredBody, openApiBody, swaggerBody } from "./RequestBody.js"
 import type { SchemaConverter } from "./SchemaConverter.js"
-import { securityRequirementsOf } from "./Security.js"
+import { type SecurityRequirement, securityRequirementsOf } from "./Security.js"
 
 export const HTTP_METHODS: ReadonlyArray<HttpMethod> = [
   "get",
@@ -18,12 +17,20 @@ export const HTTP_METHODS: ReadonlyArray<HttpMethod> = [
   "trace"
 ]
 
-/** An imported operation before its operationId and pretty name are settled across the document. */
-export type OperationDraft = Omit<ImportedOperation, "operationId" | "pretty_name" | "pretty_description"> & {
+/** An operation before its operationId is settled across the document and its schemas are finished. */
+export interface OperationDraft {
+  readonly id: string
+  readonly method: HttpMethod
+  readonly path: string
+  /** Where the operation is used in the document. */
   readonly at: string
   readonly declaredOperationId: unknown
   readonly summary: string | undefined
   readonly description: string | undefined
+  readonly tags: ReadonlyArray<string>
+  readonly parameters: ReadonlyArray<{ readonly parameter: DraftParameter; readonly core: Schema }>
+  readonly body: DeclaredBody | null
+  readonly security: ReadonlyArray<SecurityRequirement> | null
 }
 
 /** A path item with its `$ref` (if any) followed; `at` says where each field was written. */
@@ -155,12 +162,9 @@ const operationDraft = (ctx: ImportContext, converter: SchemaConverter, input: D
     summary: optionalText(operation.summary),
     description: optionalText(operation.description),
     tags: Array.isArray(operation.tags) ? operation.tags.filter((tag): tag is string => typeof tag === "string") : [],
-    parameters: kept.map(({ parameter }) => parameter),
-    body: body === null
-      ? null
-      : { contentType: body.contentType, required: body.required, schema: standalone(converter, body.core) },
-    security: securityRequirementsOf(ctx, operation.security, pointer(source, "security"), schemes) ?? null,
-    input: inputSchema(converter, kept, body)
+    parameters: kept.map(({ core, parameter }) => ({ parameter, core })),
+    body,
+    security: securityRequirementsOf(ctx, operation.security, pointer(source, "security"), schemes) ?? null
   }
   return draft
 }

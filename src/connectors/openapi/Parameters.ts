@@ -2,9 +2,12 @@ import { type ImportContext, isObject, type JsonObject, pointer, type Schema } f
 import type { ImportedParameter } from "./OpenApiImport.js"
 import type { SchemaConverter } from "./SchemaConverter.js"
 
+/** A parameter before its schema is finished (see SchemaConverter). */
+export type DraftParameter = Omit<ImportedParameter, "schema">
+
 /** A parameter as declared, before path-level and operation-level lists are merged. */
 export type DeclaredParameter =
-  | { readonly kind: "parameter"; readonly key: string; readonly parameter: ImportedParameter; readonly core: Schema }
+  | { readonly kind: "parameter"; readonly key: string; readonly parameter: DraftParameter; readonly core: Schema }
   | {
     readonly kind: "body" | "formData"
     readonly key: string
@@ -134,13 +137,12 @@ const openApiParameter = (
   }
   const style = typeof raw.style === "string" ? raw.style : defaultStyle(where)
   warnStyle(ctx, pointer(at, "style"), style, where, name)
-  const parameter: ImportedParameter = {
+  const parameter: DraftParameter = {
     name,
     in: where,
     required: where === "path" || raw.required === true,
     style,
     explode: typeof raw.explode === "boolean" ? raw.explode : style === "form",
-    schema: standalone(converter, core),
     ...withDescription(raw)
   }
   return { kind: "parameter", key: keyOf(where, name), parameter, core }
@@ -194,21 +196,13 @@ const swaggerParameter = (
   }
   const { explode, style } = collectionStyle(raw, location)
   warnStyle(ctx, pointer(at, "collectionFormat"), style, location, name)
-  const parameter: ImportedParameter = {
+  const parameter: DraftParameter = {
     name,
     in: location,
     required: location === "path" || raw.required === true,
     style,
     explode,
-    schema: standalone(converter, core),
     ...withDescription(raw)
   }
   return { kind: "parameter", key: keyOf(location, name), parameter, core }
-}
-
-/** A schema that can be used on its own: an object, carrying the `$defs` its recursive refs need. */
-export const standalone = (converter: SchemaConverter, schema: Schema): JsonObject => {
-  const object = schema === true ? {} : schema === false ? { not: {} } : schema
-  const defs = converter.defsFor([object])
-  return Object.keys(defs).length === 0 ? object : { ...object, $defs: defs }
 }

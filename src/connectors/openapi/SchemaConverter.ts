@@ -1,4 +1,5 @@
 import { type ImportContext, isObject, type JsonObject, pointer, type Schema } from "./ImportContext.js"
+import { backEdges, DEFS_PREFIX, exceeds, refsIn, replaceRefs, stronglyConnected } from "./SchemaGraph.js"
 import { applyNullable, copyScalarKeyword, isValidRegExp } from "./SchemaKeywords.js"
 
 const SUBSCHEMA = [
@@ -17,58 +18,119 @@ const SUBSCHEMA_LIST = ["allOf", "anyOf", "oneOf", "prefixItems"]
 const SUBSCHEMA_MAP = ["properties", "patternProperties", "dependentSchemas"]
 /** Keywords that may sit next to a `$ref` in OAS 3.0 / Swagger, where other siblings are ignored. */
 const ANNOTATIONS = new Set(["title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly"])
-/** Inline nesting within one schema, and nesting of refs inside refs; deeper is cut (it would exhaust the stack). */
+/** Inline nesting within one schema; deeper is cut (it would exhaust the stack). */
 const MAX_DEPTH = 64
-const MAX_REF_CHAIN = 200
-/** Converted components larger than this many schema nodes go to `$defs` instead of being inlined at every use. */
-const INLINE_LIMIT = 200
-const DEFS_PREFIX = "#/$defs/"
+/**
+ * Components larger (schema nodes) or deeper (levels) than this stay in `$defs` instead of being inlined
+ * at every use: inlining big schemas grows the serialized form without bound, deep ones exhaust the stack
+ * of Ajv's compiler.
+ */
+const INLINE_LIMIT = { nodes: 200, depth: 24 }
+
+type Resource = { readonly pointer: string; readonly value: unknown }
+
+interface Component {
+  readonly name: string
+  readonly pointer: string
+  readonly value: unknown
+  readonly resource: Resource
+  body: Schema
+  /** After `seal`: the body with inlinable components substituted, and whether it may itself be inlined. */
+  sealed?: { readonly schema: Schema; readonly inline: boolean; readonly refs: ReadonlyArray<string> }
+}
 
 /**
- * Converts OAS 3.0 / 3.1 / Swagger 2.0 schemas into self-contained JSON Schema 2020-12.
+ * Converts OAS 3.0 / 3.1 / Swagger 2.0 schemas into JSON Schema 2020-12, in two phases.
  *
- * Local `$ref`s are inlined, which keeps the schemas readable for people and models; a reference that
- * recurses into itself, or whose schema is large (inlining large schemas used in many places grows the
- * serialized form without bound), is kept as `$ref: "#/$defs/Name"` instead, and the caller places the
- * `$defs` (see `defsFor`) at the root of the schema it assembles. One converter serves a whole document, so a
- * component is converted (and warned about) once.
+ * `convert` turns every local `$ref` into a reference to a component converted once for the whole
+ * document (a work list, not recursion, so long chains of refs cannot exhaust the stack). `seal` then
+ * breaks cycles that never descend into a property or item (they would loop forever in a validator),
+ * and inlines the components that are neither recursive nor large, which keeps schemas readable for
+ * people and models. `finish` and `defsFor` give the final schemas; the caller places the `$defs` at the
+ * root of the schema it assembles.
  */
 export class SchemaConverter {
-  private readonly defs = new Map<string, Schema>()
-  private readonly names = new Map<string, string>()
-  private readonly memo = new Map<string, Schema>()
-  private readonly expanding: Array<string> = []
-  private readonly recursive = new Set<string>()
+  private readonly byPointer = new Map<string, Component>()
+  private readonly byName = new Map<string, Component>()
+  private readonly pending: Array<Component> = []
   private readonly onPath = new Set<object>()
+  private isSealed = false
 
   constructor(private readonly ctx: ImportContext) {}
 
-  /** Converts the schema found at `at` (a JSON pointer used for warnings). */
+  /** Phase 1: converts the schema found at `at` (a JSON pointer used for warnings). */
   convert(schema: unknown, at: string): Schema {
-    return this.walk(schema, at, { pointer: at, value: schema }, 0)
+    if (this.isSealed) throw new Error("SchemaConverter.convert after seal")
+    const converted = this.walk(schema, at, { pointer: at, value: schema }, 0)
+    for (let component = this.pending.pop(); component !== undefined; component = this.pending.pop()) {
+      component.body = this.walk(component.value, component.pointer, component.resource, 0)
+    }
+    return converted
   }
 
-  /** The `$defs` that `schemas` reference, transitively. */
-  defsFor(schemas: ReadonlyArray<unknown>): Record<string, Schema> {
-    const needed: Record<string, Schema> = {}
-    const visited = new Set<object>()
-    const scan = (value: unknown): void => {
-      if (typeof value !== "object" || value === null || visited.has(value)) return
-      visited.add(value)
-      if (Array.isArray(value)) return value.forEach(scan)
-      const ref = (value as JsonObject).$ref
-      if (typeof ref === "string" && ref.startsWith(DEFS_PREFIX)) {
-        const name = ref.slice(DEFS_PREFIX.length)
-        const def = this.defs.get(name)
-        if (def !== undefined && !(name in needed)) {
-          needed[name] = def
-          scan(def)
-        }
-      }
-      Object.values(value).forEach(scan)
+  /** Phase 2: settles which components are inlined. */
+  seal(): void {
+    this.isSealed = true
+    const components = [...this.byName.values()]
+    const targets = (component: Component, descending: boolean) =>
+      refsIn(component.body).filter((ref) => descending || !ref.descends).map((ref) => this.byName.get(ref.name)!)
+    // a cycle that never enters a property or item would make a validator loop forever: cut it once
+    for (const [from, to] of backEdges(components, (c) => targets(c, false))) {
+      this.ctx.warn(from.pointer, `circular $ref to ${to.pointer} that never descends into a property or item; replaced by {}`)
+      from.body = replaceRefs(from.body, (name, node, descends) => !descends && name === to.name ? {} : node)
     }
-    schemas.forEach(scan)
-    return needed
+    for (const members of stronglyConnected(components, (c) => targets(c, true))) {
+      const recursive = members.length > 1 || targets(members[0]!, true).includes(members[0]!)
+      for (const member of members) {
+        const schema = this.inline(member.body)
+        const refs = [...new Set(refsIn(schema).map((ref) => ref.name))]
+        member.sealed = { schema, inline: !recursive && !exceeds(schema, INLINE_LIMIT), refs }
+      }
+    }
+  }
+
+  /** A converted schema in its final form (after `seal`). */
+  finish(schema: Schema): Schema {
+    return this.inline(schema)
+  }
+
+  /** The `$defs` that finished `schemas` reference, transitively. */
+  defsFor(schemas: ReadonlyArray<Schema>): Record<string, Schema> {
+    const defs: Record<string, Schema> = {}
+    const queue = schemas.flatMap((schema) => refsIn(schema).map((ref) => ref.name))
+    for (let name = queue.pop(); name !== undefined; name = queue.pop()) {
+      if (name in defs) continue
+      const sealed = this.byName.get(name)?.sealed
+      if (sealed === undefined) continue
+      defs[name] = sealed.schema
+      queue.push(...sealed.refs)
+    }
+    return Object.fromEntries(Object.keys(defs).sort().map((name) => [name, defs[name]!]))
+  }
+
+  private inline(schema: Schema): Schema {
+    return replaceRefs(schema, (name, node) => {
+      const sealed = this.byName.get(name)?.sealed
+      if (sealed === undefined || !sealed.inline) return node
+      const { $ref: _, ...annotations } = node
+      if (Object.keys(annotations).length === 0) return sealed.schema
+      if (sealed.schema === true) return annotations
+      return sealed.schema === false ? { ...annotations, not: {} } : { ...sealed.schema, ...annotations }
+    })
+  }
+
+  private component(at: string, value: unknown, resource: Resource): Component {
+    const existing = this.byPointer.get(at)
+    if (existing !== undefined) return existing
+    const last = at.slice(at.lastIndexOf("/") + 1).replace(/~1/g, "/").replace(/~0/g, "~")
+    const base = last.replace(/[^A-Za-z0-9_.-]+/g, "_") || "schema"
+    let name = base
+    for (let n = 2; this.byName.has(name); n++) name = `${base}_${n}`
+    const component: Component = { name, pointer: at, value, resource: resourceFor(this.ctx, at, resource), body: {} }
+    this.byPointer.set(at, component)
+    this.byName.set(name, component)
+    this.pending.push(component)
+    return component
   }
 
   private walk(schema: unknown, at: string, resource: Resource, depth: number): Schema {
@@ -98,8 +160,8 @@ export class SchemaConverter {
   private reference(schema: JsonObject, at: string, resource: Resource, depth: number): Schema {
     const ref = schema.$ref as string
     const located = this.ctx.locate(ref, resource)
-    let target: Schema = {}
-    if (located.found) target = this.target(located.pointer, located.value, resource)
+    let target: JsonObject = {}
+    if (located.found) target = { $ref: DEFS_PREFIX + this.component(located.pointer, located.value, resource).name }
     else this.ctx.warn(pointer(at, "$ref"), `unresolved $ref "${ref}": ${located.reason}; replaced by {}`)
 
     const siblings = Object.entries(schema).filter(([key]) =>
@@ -108,51 +170,9 @@ export class SchemaConverter {
     if (siblings.length === 0) return target
     const extra = this.keywords(Object.fromEntries(siblings), at, resource, depth)
     if (typeof extra === "boolean") return target
-    const onlyAnnotations = Object.keys(extra).every((key) => ANNOTATIONS.has(key))
-    if (target === true) return extra
-    if (onlyAnnotations) return target === false ? { ...extra, not: {} } : { ...target, ...extra }
+    if (Object.keys(extra).every((key) => ANNOTATIONS.has(key))) return { ...target, ...extra }
     const allOf = Array.isArray(extra.allOf) ? extra.allOf : []
     return { ...extra, allOf: [target, ...allOf] }
-  }
-
-  private target(at: string, value: unknown, resource: Resource): Schema {
-    const memo = this.memo.get(at)
-    if (memo !== undefined) return memo
-    if (this.expanding.includes(at)) {
-      this.recursive.add(at)
-      return { $ref: DEFS_PREFIX + this.nameFor(at) }
-    }
-    if (this.expanding.length >= MAX_REF_CHAIN) {
-      this.ctx.warn(at, `$refs nested more than ${MAX_REF_CHAIN} deep; replaced by {}`)
-      return {}
-    }
-    this.expanding.push(at)
-    // a component is converted on its own, so its result does not depend on where it was first used
-    const converted = this.walk(value, at, resourceFor(this.ctx, at, resource), 0)
-    this.expanding.pop()
-    if (!this.recursive.has(at) && !exceeds(converted, INLINE_LIMIT)) {
-      this.memo.set(at, converted)
-      return converted
-    }
-    const name = this.nameFor(at)
-    const ref = { $ref: DEFS_PREFIX + name }
-    const selfOnly = isObject(converted) && Object.keys(converted).length === 1 && converted.$ref === ref.$ref
-    if (selfOnly) this.ctx.warn(at, "circular $ref with no schema in between; replaced by {}")
-    this.defs.set(name, selfOnly ? {} : converted)
-    this.memo.set(at, ref)
-    return ref
-  }
-
-  private nameFor(at: string): string {
-    const existing = this.names.get(at)
-    if (existing !== undefined) return existing
-    const last = at.slice(at.lastIndexOf("/") + 1).replace(/~1/g, "/").replace(/~0/g, "~")
-    const base = last.replace(/[^A-Za-z0-9_.-]+/g, "_") || "schema"
-    const taken = new Set(this.names.values())
-    let name = base
-    for (let n = 2; taken.has(name); n++) name = `${base}_${n}`
-    this.names.set(at, name)
-    return name
   }
 
   private keywords(schema: JsonObject, at: string, resource: Resource, depth: number): Schema {
@@ -197,19 +217,6 @@ export class SchemaConverter {
     dropReadOnlyFromRequired(out)
     return schema.nullable === true || schema["x-nullable"] === true ? applyNullable(out) : out
   }
-}
-
-type Resource = { readonly pointer: string; readonly value: unknown }
-
-/** Whether `schema` serializes to more than `limit` objects and arrays. */
-const exceeds = (schema: Schema, limit: number): boolean => {
-  let count = 0
-  const visit = (value: unknown): boolean => {
-    if (typeof value !== "object" || value === null) return false
-    if (++count > limit) return true
-    return (Array.isArray(value) ? value : Object.values(value)).some(visit)
-  }
-  return visit(schema)
 }
 
 /** The schema resource a component lives in, against which its relative `#/$defs/...` refs resolve. */

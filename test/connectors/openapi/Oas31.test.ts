@@ -70,7 +70,10 @@ describe("OpenAPI 3.1 library (YAML)", () => {
 
   it("handles mutually recursive schemas", () => {
     const start = operation(library, "post_threads")
-    expect(Object.keys(start.input.$defs as object)).toEqual(["Thread"])
+    // both sides of the cycle stay as definitions
+    expect(Object.keys(start.input.$defs as object)).toEqual(["Comment", "Thread"])
+    expect(start.input.properties).toMatchObject({ body_params: { $ref: "#/$defs/Thread" } })
+    expect((start.input.$defs as any).Comment.properties.replies).toEqual({ $ref: "#/$defs/Thread" })
     const thread = {
       title: "Best of 2024",
       comments: [{ text: "Hi", replies: { title: "re", comments: [{ text: "Yo" }] } }]

@@ -30,11 +30,34 @@ describe("$ref resolution", () => {
 
   it("cuts a cycle of bare refs to {} and keeps the result compilable", () => {
     const create = operation(refs, "post_widgets")
-    expect(warningsAt(refs, "/components/schemas/LoopA")).toEqual([
-      "circular $ref with no schema in between; replaced by {}"
+    expect(warningsAt(refs, "/components/schemas/LoopB")).toEqual([
+      "circular $ref to /components/schemas/LoopA that never descends into a property or item; replaced by {}"
     ])
-    expect(create.input.$defs).toEqual({ LoopA: {} })
+    expect((create.body!.schema as any).properties.loop).toEqual({})
+    expect(create.input.$defs).toBeUndefined()
     expect(issuesOf(create, { body_params: { size: "S", loop: [1, 2] } })).toBe("ok")
+  })
+
+  it("cuts a cycle through allOf / anyOf that would make a validator loop forever", () => {
+    const connector = importOpenApi({
+      openapi: "3.0.0",
+      info: { title: "Loops", version: "1" },
+      paths: { "/a": { post: { requestBody: { content: { "application/json": { schema: { $ref: "#/components/schemas/A" } } } } } } },
+      components: {
+        schemas: {
+          A: { allOf: [{ $ref: "#/components/schemas/B" }, { type: "object", properties: { a: { type: "string" } } }] },
+          B: { anyOf: [{ $ref: "#/components/schemas/A" }, { type: "object" }], properties: { kids: { type: "array", items: { $ref: "#/components/schemas/A" } } } }
+        }
+      }
+    })
+    const post = operation(connector, "post_a")
+    expect(warningsAt(connector, "/components/schemas/B")).toEqual([
+      "circular $ref to /components/schemas/A that never descends into a property or item; replaced by {}"
+    ])
+    // the cycle through items (a real tree) stays
+    expect(JSON.stringify(post.input)).toContain("\"items\":{\"$ref\":\"#/$defs/A\"}")
+    expect(issuesOf(post, { body_params: { a: "x", kids: [{ a: "y", kids: [] }] } })).toBe("ok")
+    expect(issuesOf(post, { body_params: { a: "x", kids: [{ a: 1 }] } })).toEqual(["body_params.kids.0.a: must be string"])
   })
 
   it("drops keyword values Ajv would reject, with a warning each", () => {
