@@ -9,10 +9,12 @@ export interface InputParameter {
   readonly schema: Schema
 }
 
+const asObject = (schema: Schema): JsonObject => schema === true ? {} : schema === false ? { not: {} } : schema
+
 /** A schema usable on its own: an object, carrying the `$defs` it refers to. */
-export const standalone = (converter: SchemaConverter, schema: Schema): JsonObject => {
-  const object = schema === true ? {} : schema === false ? { not: {} } : schema
-  const defs = converter.defsFor([object])
+export const standalone = (converter: SchemaConverter, schema: Schema, at: string): JsonObject => {
+  const { defs, roots } = converter.bundle([schema], 0, at)
+  const object = asObject(roots[0]!)
   return Object.keys(defs).length === 0 ? object : { ...object, $defs: defs }
 }
 
@@ -41,7 +43,8 @@ const group = (parameters: ReadonlyArray<InputParameter>, additionalProperties: 
 export const inputSchema = (
   converter: SchemaConverter,
   parameters: ReadonlyArray<InputParameter>,
-  body: { readonly required: boolean; readonly schema: Schema } | null
+  body: { readonly required: boolean; readonly schema: Schema } | null,
+  at: string
 ): JsonSchema => {
   const inLocation = (location: ImportedParameter["in"]) =>
     parameters.filter(({ parameter }) => parameter.in === location)
@@ -66,10 +69,12 @@ export const inputSchema = (
   properties.headers = group(headers, { type: "string" })
   if (headers.some(({ parameter }) => parameter.required)) required.push("headers")
 
-  const defs = converter.defsFor(Object.values(properties) as Array<Schema>)
+  // groups sit two levels below the root, their properties two more
+  const names = Object.keys(properties)
+  const { defs, roots } = converter.bundle(Object.values(properties) as Array<Schema>, 2, at)
   return {
     type: "object",
-    properties,
+    properties: Object.fromEntries(names.map((name, index) => [name, roots[index]])),
     required,
     additionalProperties: false,
     ...(Object.keys(defs).length > 0 ? { $defs: defs } : {})

@@ -21,11 +21,16 @@ export const assembleOperation = (
     pretty_name: draft.summary?.trim() ?? humanize(operationId),
     pretty_description: draft.description ?? draft.summary ?? label(draft),
     tags: draft.tags,
-    parameters: parameters.map(({ parameter, schema }) => ({ ...parameter, schema: standalone(converter, schema) })),
-    body: draft.body === null || body === null
-      ? null
-      : { contentType: draft.body.contentType, required: body.required, schema: standalone(converter, body.schema) },
+    parameters: parameters.map(({ parameter, schema }) => ({
+      ...parameter,
+      schema: standalone(converter, schema, draft.at)
+    })),
+    body: draft.body === null || body === null ? null : {
+      contentType: draft.body.contentType,
+      required: body.required,
+      schema: standalone(converter, body.schema, draft.at)
+    },
     security: draft.security,
-    input: inputSchema(converter, parameters, body)
+    input: inputSchema(converter, parameters, body, draft.at)
   }
 }

@@ -1,3 +1,4 @@
+import { type Bundle, bundle, costOf } from "./DefsBundle.js"
 import { type ImportContext, isObject, type JsonObject, pointer, type Schema } from "./ImportContext.js"
 import { backEdges, DEFS_PREFIX, exceeds, refsIn, replaceRefs, stronglyConnected } from "./SchemaGraph.js"
 import { applyNullable, copyScalarKeyword, isValidRegExp } from "./SchemaKeywords.js"
@@ -36,7 +37,13 @@ interface Component {
   readonly resource: Resource
   body: Schema
   /** After `seal`: the body with inlinable components substituted, and whether it may itself be inlined. */
-  sealed?: { readonly schema: Schema; readonly inline: boolean; readonly refs: ReadonlyArray<string> }
+  sealed?: {
+    readonly schema: Schema
+    readonly inline: boolean
+    readonly refs: ReadonlyArray<string>
+    readonly cost: number
+    readonly bound: number
+  }
 }
 
 /**
@@ -46,7 +53,7 @@ interface Component {
  * document (a work list, not recursion, so long chains of refs cannot exhaust the stack). `seal` then
  * breaks cycles that never descend into a property or item (they would loop forever in a validator),
  * and inlines the components that are neither recursive nor large, which keeps schemas readable for
- * people and models. `finish` and `defsFor` give the final schemas; the caller places the `$defs` at the
+ * people and models. `finish` and `bundle` give the final schemas; the caller places the `$defs` at the
  * root of the schema it assembles.
  */
 export class SchemaConverter {
@@ -79,13 +86,21 @@ export class SchemaConverter {
       this.ctx.warn(from.pointer, `circular $ref to ${to.pointer} that never descends into a property or item; replaced by {}`)
       from.body = replaceRefs(from.body, (name, node, descends) => !descends && name === to.name ? {} : node)
     }
+    // in reverse topological order, so every component a member refers to outside its cycle is sealed
     for (const members of stronglyConnected(components, (c) => targets(c, true))) {
       const recursive = members.length > 1 || targets(members[0]!, true).includes(members[0]!)
-      for (const member of members) {
+      const sealed = members.map((member) => {
         const schema = this.inline(member.body)
         const refs = [...new Set(refsIn(schema).map((ref) => ref.name))]
-        member.sealed = { schema, inline: !recursive && !exceeds(schema, INLINE_LIMIT), refs }
-      }
+        return { member, schema, refs, cost: costOf(schema), inline: !recursive && !exceeds(schema, INLINE_LIMIT) }
+      })
+      const inside = new Set(members.map((member) => member.name))
+      const beyond = Math.max(0, ...sealed.flatMap(({ refs }) =>
+        refs.filter((name) => !inside.has(name)).map((name) => this.byName.get(name)!.sealed!.bound)
+      ))
+      // a chain visits each member of a cycle at most once
+      const bound = sealed.reduce((sum, { cost }) => sum + cost, 0) + beyond
+      for (const { member, ...rest } of sealed) member.sealed = { ...rest, bound }
     }
   }
 
@@ -94,18 +109,22 @@ export class SchemaConverter {
     return this.inline(schema)
   }
 
-  /** The `$defs` that finished `schemas` reference, transitively. */
-  defsFor(schemas: ReadonlyArray<Schema>): Record<string, Schema> {
-    const defs: Record<string, Schema> = {}
-    const queue = schemas.flatMap((schema) => refsIn(schema).map((ref) => ref.name))
-    for (let name = queue.pop(); name !== undefined; name = queue.pop()) {
-      if (name in defs) continue
-      const sealed = this.byName.get(name)?.sealed
-      if (sealed === undefined) continue
-      defs[name] = sealed.schema
-      queue.push(...sealed.refs)
+  /**
+   * Finished `schemas` with the `$defs` they need, for a schema assembled around them `rootDepth` levels
+   * deep; references are cut (with a warning at `at`) where a validator could not compile the chain.
+   */
+  bundle(schemas: ReadonlyArray<Schema>, rootDepth: number, at: string): Bundle {
+    const sealed = (name: string) => this.byName.get(name)?.sealed
+    const result = bundle({
+      schema: (name) => sealed(name)?.schema,
+      refs: (name) => sealed(name)?.refs ?? [],
+      cost: (name) => sealed(name)?.cost ?? 0,
+      bound: (name) => sealed(name)?.bound ?? 0
+    }, schemas, rootDepth)
+    if (result.cut) {
+      this.ctx.warn(at, "schemas recurse too deeply for a validator; deep and circular references were replaced by {}")
     }
-    return Object.fromEntries(Object.keys(defs).sort().map((name) => [name, defs[name]!]))
+    return result
   }
 
   private inline(schema: Schema): Schema {
