@@ -24,11 +24,16 @@ export interface Bundle {
  * failures start above twice this value).
  */
 const COMPILE_BUDGET = 600
+/** A cut bundle keeps at most this many definitions (the nearest ones), which bounds its size. */
+const MAX_CUT_DEFS = 100
 
 const depthOf = (value: unknown): number => {
   if (typeof value !== "object" || value === null) return 0
-  return 1 + Math.max(0, ...(Array.isArray(value) ? value : Object.values(value)).map(depthOf))
+  return 1 + maxOf((Array.isArray(value) ? value : Object.values(value)).map(depthOf))
 }
+
+// not Math.max(...values): spreading a long array overflows the argument limit
+const maxOf = (values: ReadonlyArray<number>) => values.reduce((max, value) => Math.max(max, value), 0)
 
 const sorted = (entries: Iterable<readonly [string, Schema]>) =>
   Object.fromEntries([...entries].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0))
@@ -41,8 +46,8 @@ const sorted = (entries: Iterable<readonly [string, Schema]>) =>
 export const bundle = (source: DefsSource, roots: ReadonlyArray<Schema>, rootDepth: number): Bundle => {
   const first = [...new Set(roots.flatMap((root) => refsIn(root).map((ref) => ref.name)))]
     .filter((name) => source.schema(name) !== undefined)
-  const base = rootDepth + Math.max(0, ...roots.map(depthOf))
-  if (base + Math.max(0, ...first.map(source.bound)) <= COMPILE_BUDGET) {
+  const base = rootDepth + maxOf(roots.map(depthOf))
+  if (base + maxOf(first.map(source.bound)) <= COMPILE_BUDGET) {
     const names = new Set<string>()
     const queue = [...first]
     for (let name = queue.pop(); name !== undefined; name = queue.pop()) {
@@ -54,10 +59,10 @@ export const bundle = (source: DefsSource, roots: ReadonlyArray<Schema>, rootDep
   }
   const rank = new Map<string, number>()
   let spent = base
-  for (let level = 1, frontier = first; frontier.length > 0; level++) {
-    spent += Math.max(...frontier.map(source.cost))
+  for (let level = 1, frontier = first; frontier.length > 0 && rank.size < MAX_CUT_DEFS; level++) {
+    spent += maxOf(frontier.map(source.cost))
     if (spent > COMPILE_BUDGET) break
-    for (const name of frontier) rank.set(name, level)
+    for (const name of frontier.slice(0, MAX_CUT_DEFS - rank.size)) rank.set(name, level)
     frontier = [...new Set(frontier.flatMap(source.refs))]
       .filter((name) => !rank.has(name) && source.schema(name) !== undefined)
   }

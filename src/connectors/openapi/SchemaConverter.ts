@@ -1,4 +1,4 @@
-import { type Bundle, bundle, costOf } from "./DefsBundle.js"
+import { type Bundle, bundle, costOf, type DefsSource } from "./DefsBundle.js"
 import { type ImportContext, isObject, type JsonObject, pointer, type Schema } from "./ImportContext.js"
 import { backEdges, DEFS_PREFIX, exceeds, refsIn, replaceRefs, stronglyConnected } from "./SchemaGraph.js"
 import { applyNullable, copyScalarKeyword, isValidRegExp } from "./SchemaKeywords.js"
@@ -62,6 +62,12 @@ export class SchemaConverter {
   private readonly pending: Array<Component> = []
   private readonly onPath = new Set<object>()
   private isSealed = false
+  private readonly defsSource: DefsSource = {
+    schema: (name) => this.byName.get(name)?.sealed?.schema,
+    refs: (name) => this.byName.get(name)?.sealed?.refs ?? [],
+    cost: (name) => this.byName.get(name)?.sealed?.cost ?? 0,
+    bound: (name) => this.byName.get(name)?.sealed?.bound ?? 0
+  }
 
   constructor(private readonly ctx: ImportContext) {}
 
@@ -83,7 +89,10 @@ export class SchemaConverter {
       refsIn(component.body).filter((ref) => descending || !ref.descends).map((ref) => this.byName.get(ref.name)!)
     // a cycle that never enters a property or item would make a validator loop forever: cut it once
     for (const [from, to] of backEdges(components, (c) => targets(c, false))) {
-      this.ctx.warn(from.pointer, `circular $ref to ${to.pointer} that never descends into a property or item; replaced by {}`)
+      this.ctx.warn(
+        from.pointer,
+        `circular $ref to ${to.pointer} that never descends into a property or item; replaced by {}`
+      )
       from.body = replaceRefs(from.body, (name, node, descends) => !descends && name === to.name ? {} : node)
     }
     // in reverse topological order, so every component a member refers to outside its cycle is sealed
@@ -95,9 +104,11 @@ export class SchemaConverter {
         return { member, schema, refs, cost: costOf(schema), inline: !recursive && !exceeds(schema, INLINE_LIMIT) }
       })
       const inside = new Set(members.map((member) => member.name))
-      const beyond = Math.max(0, ...sealed.flatMap(({ refs }) =>
-        refs.filter((name) => !inside.has(name)).map((name) => this.byName.get(name)!.sealed!.bound)
-      ))
+      const beyond = sealed.reduce(
+        (max, { refs }) =>
+          refs.reduce((m, name) => inside.has(name) ? m : Math.max(m, this.byName.get(name)!.sealed!.bound), max),
+        0
+      )
       // a chain visits each member of a cycle at most once
       const bound = sealed.reduce((sum, { cost }) => sum + cost, 0) + beyond
       for (const { member, ...rest } of sealed) member.sealed = { ...rest, bound }
@@ -114,13 +125,7 @@ export class SchemaConverter {
    * deep; references are cut (with a warning at `at`) where a validator could not compile the chain.
    */
   bundle(schemas: ReadonlyArray<Schema>, rootDepth: number, at: string): Bundle {
-    const sealed = (name: string) => this.byName.get(name)?.sealed
-    const result = bundle({
-      schema: (name) => sealed(name)?.schema,
-      refs: (name) => sealed(name)?.refs ?? [],
-      cost: (name) => sealed(name)?.cost ?? 0,
-      bound: (name) => sealed(name)?.bound ?? 0
-    }, schemas, rootDepth)
+    const result = bundle(this.defsSource, schemas, rootDepth)
     if (result.cut) {
       this.ctx.warn(at, "schemas recurse too deeply for a validator; deep and circular references were replaced by {}")
     }

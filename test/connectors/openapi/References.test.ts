@@ -42,11 +42,18 @@ describe("$ref resolution", () => {
     const connector = importOpenApi({
       openapi: "3.0.0",
       info: { title: "Loops", version: "1" },
-      paths: { "/a": { post: { requestBody: { content: { "application/json": { schema: { $ref: "#/components/schemas/A" } } } } } } },
+      paths: {
+        "/a": {
+          post: { requestBody: { content: { "application/json": { schema: { $ref: "#/components/schemas/A" } } } } }
+        }
+      },
       components: {
         schemas: {
           A: { allOf: [{ $ref: "#/components/schemas/B" }, { type: "object", properties: { a: { type: "string" } } }] },
-          B: { anyOf: [{ $ref: "#/components/schemas/A" }, { type: "object" }], properties: { kids: { type: "array", items: { $ref: "#/components/schemas/A" } } } }
+          B: {
+            anyOf: [{ $ref: "#/components/schemas/A" }, { type: "object" }],
+            properties: { kids: { type: "array", items: { $ref: "#/components/schemas/A" } } }
+          }
         }
       }
     })
@@ -57,7 +64,9 @@ describe("$ref resolution", () => {
     // the cycle through items (a real tree) stays
     expect(JSON.stringify(post.input)).toContain("\"items\":{\"$ref\":\"#/$defs/A\"}")
     expect(issuesOf(post, { body_params: { a: "x", kids: [{ a: "y", kids: [] }] } })).toBe("ok")
-    expect(issuesOf(post, { body_params: { a: "x", kids: [{ a: 1 }] } })).toEqual(["body_params.kids.0.a: must be string"])
+    expect(issuesOf(post, { body_params: { a: "x", kids: [{ a: 1 }] } })).toEqual([
+      "body_params.kids.0.a: must be string"
+    ])
   })
 
   it("drops keyword values Ajv would reject, with a warning each", () => {
@@ -165,36 +174,5 @@ describe("$ref resolution", () => {
     expect(connector.report.warnings.some((w) => w.message === "schema nested deeper than 64 levels; replaced by {}"))
       .toBe(true)
     expect(() => referenceAjv().compile(operation(connector, "post_deep").input)).not.toThrow()
-  })
-
-  it("keeps a large component in $defs instead of inlining it at every use", () => {
-    const properties = Object.fromEntries(
-      Array.from({ length: 250 }, (_, i) => [`field${i}`, { type: "string", description: `Field ${i}` }])
-    )
-    const body = { content: { "application/json": { schema: { $ref: "#/components/schemas/Big" } } } }
-    const connector = importOpenApi({
-      openapi: "3.0.0",
-      info: { title: "Big", version: "1" },
-      paths: {
-        "/big": { post: { requestBody: body }, put: { requestBody: body } },
-        "/small": {
-          post: { requestBody: { content: { "application/json": { schema: { $ref: "#/components/schemas/Small" } } } } }
-        }
-      },
-      components: {
-        schemas: {
-          Big: { type: "object", properties },
-          Small: { type: "object", properties: { a: { type: "string" } } }
-        }
-      }
-    })
-    for (const id of ["post_big", "put_big"]) {
-      const op = operation(connector, id)
-      expect(op.input.properties).toMatchObject({ body_params: { $ref: "#/$defs/Big" } })
-      expect(Object.keys((op.input.$defs as any).Big.properties)).toHaveLength(250)
-      expect(issuesOf(op, { body_params: { field7: "x" } })).toBe("ok")
-      expect(issuesOf(op, { body_params: { field7: 7 } })).toEqual(["body_params.field7: must be string"])
-    }
-    expect(operation(connector, "post_small").input.$defs).toBeUndefined()
   })
 })
