@@ -1,5 +1,6 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { AgentsApi } from "./AgentsApi.js"
 import { ToolsApi } from "./ConnectorsApi.js"
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire, ServiceUnavailableWire } from "./Errors.js"
 import { ApiKey, CreateApiKey, CreatedApiKey, CreateMember, ListOf, Me, Member } from "./Identity.js"
@@ -81,6 +82,7 @@ export class Api extends HttpApi.make("switchyard")
   .add(SystemApi)
   .add(IdentityApi)
   .add(ToolsApi)
+  .add(AgentsApi)
   .annotate(OpenApi.Title, "Switchyard API")
   .annotate(OpenApi.Description, "Self-hostable platform for AI agents. Every REST call carries `x-api-key`.")
 {}

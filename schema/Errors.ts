@@ -90,3 +90,8 @@ export class GatewayTimeout extends Schema.TaggedError<GatewayTimeout>()("Gatewa
   static readonly of = (message: string) => new GatewayTimeout({ code: "upstream_timeout", message })
 }
 export const GatewayTimeoutWire = onTheWire(GatewayTimeout, "GatewayTimeout", 504)
+
+export class PaymentRequired extends Schema.TaggedError<PaymentRequired>()("PaymentRequired", fields) {
+  static readonly of = (message: string, details?: unknown) => new PaymentRequired({ code: "budget_exhausted", message, details })
+}
+export const PaymentRequiredWire = onTheWire(PaymentRequired, "PaymentRequired", 402)

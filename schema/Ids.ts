@@ -40,3 +40,9 @@ export const ConnectionId = Schema.UUID.pipe(
   })
 )
 export type ConnectionId = typeof ConnectionId.Type
+
+export const TaskId = Schema.UUID.pipe(
+  Schema.brand("TaskId"),
+  Schema.annotations({ description: "Identifier of a task (UUID)." })
+)
+export type TaskId = typeof TaskId.Type

@@ -78,6 +78,16 @@ export const config = Config.all({
   connectorTimeout: duration("CONNECTOR_TIMEOUT", "300 seconds"),
   connectorCacheTtl: duration("CONNECTOR_CACHE_TTL", "5 seconds"),
   shutdownGrace: duration("SHUTDOWN_GRACE", "20 seconds"),
+  taskTimeout: duration("TASK_TIMEOUT", "10 minutes"),
+  modelPrices: Config.string(env("MODEL_PRICES")).pipe(Config.withDefault("")),
+  models: Config.all({
+    openaiApiKey: optional(Config.redacted(env("OPENAI_API_KEY")), nonEmpty),
+    openaiBaseUrl: Config.string(env("OPENAI_BASE_URL")).pipe(Config.withDefault("https://api.openai.com/v1")),
+    chatApiKey: optional(Config.redacted(env("OPENAI_CHAT_API_KEY")), nonEmpty),
+    chatBaseUrl: optional(Config.string(env("OPENAI_CHAT_BASE_URL")), (s) => s.trim() !== ""),
+    anthropicApiKey: optional(Config.redacted(env("ANTHROPIC_API_KEY")), nonEmpty),
+    anthropicBaseUrl: Config.string(env("ANTHROPIC_BASE_URL")).pipe(Config.withDefault("https://api.anthropic.com"))
+  }),
   bootstrapOnFirstStart: Config.boolean(env("BOOTSTRAP_ON_FIRST_START")).pipe(Config.withDefault(true)),
   bootstrapOrganization: Config.string(env("BOOTSTRAP_ORG")).pipe(Config.withDefault("Default organization")),
   bootstrapEmail: Config.string(env("BOOTSTRAP_EMAIL")).pipe(Config.withDefault("admin@localhost")),

@@ -8,11 +8,13 @@ import { Effect, Layer } from "effect"
 import { ShardingSettings } from "../cluster/ShardingSettings.js"
 import identity from "./migrations/0001_identity.js"
 import connectors from "./migrations/0002_connectors.js"
+import agents from "./migrations/0003_agents.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
   "0001_identity": identity,
-  "0002_connectors": connectors
+  "0002_connectors": connectors,
+  "0003_agents": agents
 } as const
 
 export const latestMigration = Object.keys(migrations).length

@@ -4,6 +4,7 @@ import { Effect, Layer } from "effect"
 import * as Http from "node:http"
 import { Api } from "../../schema/Api.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { AgentsHttpLive } from "./AgentsHttp.js"
 import { AuthenticationLive } from "./AuthenticationLive.js"
 import { ConnectionOAuthRoutes } from "./ConnectionOAuthRoutes.js"
 import { Drain } from "./Drain.js"
@@ -13,7 +14,7 @@ import { SystemHttpLive } from "./SystemHttp.js"
 import { ToolsHttpLive } from "./ToolsHttp.js"
 
 const ApiRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([SystemHttpLive, IdentityHttpLive, ToolsHttpLive]),
+  Layer.provide([SystemHttpLive, IdentityHttpLive, ToolsHttpLive, AgentsHttpLive]),
   Layer.provide(AuthenticationLive)
 )
 

@@ -1,0 +1,186 @@
+import { Schema } from "effect"
+import { AgentId, ConnectionId, TaskId } from "./Ids.js"
+import { reportAllErrors } from "./Identity.js"
+import { Timestamp } from "./Timestamp.js"
+
+export const ModelProviderName = Schema.Literal("openai", "openai-chat", "anthropic", "scripted").annotations({
+  description: "`openai`: OpenAI Responses API. `openai-chat`: any OpenAI-compatible Chat Completions server " +
+    "(vLLM, Ollama, llama.cpp, LM Studio, LiteLLM). `anthropic`: Anthropic Messages. `scripted`: replays `script`."
+})
+export type ModelProviderName = typeof ModelProviderName.Type
+
+export const ScriptTurn = Schema.Union(
+  Schema.Struct({
+    text: Schema.String.annotations({ description: "A reply; `{{last_tool_result}}` is replaced by the previous tool result." }),
+    delay_ms: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 600_000)), { exact: true })
+  }),
+  Schema.Struct({
+    tool_calls: Schema.Array(Schema.Struct({ name: Schema.String, arguments: Schema.Unknown })),
+    delay_ms: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 600_000)), { exact: true })
+  })
+).annotations({ identifier: "ScriptTurn" })
+export type ScriptTurn = typeof ScriptTurn.Type
+
+export const ModelConfig = Schema.Struct({
+  provider: ModelProviderName,
+  name: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))).annotations({
+    description: "Model name, e.g. `gpt-4.1-mini`, `claude-sonnet-4-5`, `llama3.1`."
+  }),
+  base_url: Schema.optional(Schema.String).annotations({
+    description: "Provider endpoint for this agent (default: the organization's or the deployment's)."
+  }),
+  script: Schema.optional(Schema.Array(ScriptTurn)).annotations({ description: "`scripted` only: the turns to play." }),
+  temperature: Schema.optional(Schema.Number.pipe(Schema.between(0, 2))),
+  max_output_tokens: Schema.optional(Schema.Int.pipe(Schema.between(1, 200_000)))
+}).annotations({ identifier: "ModelConfig" })
+export type ModelConfig = typeof ModelConfig.Type
+
+export const AgentSkill = Schema.Struct({
+  connection_id: ConnectionId,
+  operation_ids: Schema.Array(Schema.String.pipe(Schema.minLength(1))).pipe(Schema.minItems(1)).annotations({
+    description: "Operations (their `id` or `operationId`); each becomes one tool named by its `operationId`."
+  })
+}).annotations({ identifier: "AgentSkill" })
+export type AgentSkill = typeof AgentSkill.Type
+
+export const BudgetPeriod = Schema.Literal("day", "month", "total")
+export const Budget = Schema.Struct({
+  limit_usd: Schema.Number.pipe(Schema.positive()),
+  period: Schema.optionalWith(BudgetPeriod, { default: () => "total" as const })
+}).annotations({ identifier: "Budget", description: "A spend cap in USD per UTC day, calendar month, or in total." })
+export type Budget = typeof Budget.Type
+
+const limits = {
+  max_steps: Schema.optional(Schema.Int.pipe(Schema.between(1, 100))).annotations({
+    description: "Most model calls in one task (default 10)."
+  }),
+  max_tokens: Schema.optional(Schema.Int.pipe(Schema.positive())).annotations({
+    description: "Most tokens (input + output) one task may use."
+  }),
+  timeout_seconds: Schema.optional(Schema.Int.pipe(Schema.between(1, 86_400))).annotations({
+    description: "Longest a task may run (default SWITCHYARD_TASK_TIMEOUT)."
+  })
+}
+
+export const CreateAgent = Schema.Struct({
+  name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  instructions: Schema.optional(Schema.String.pipe(Schema.maxLength(100_000))),
+  model: ModelConfig,
+  skills: Schema.optional(Schema.Array(AgentSkill)),
+  budget: Schema.optional(Budget),
+  ...limits
+}).annotations({ identifier: "CreateAgent", ...reportAllErrors })
+export type CreateAgent = typeof CreateAgent.Type
+
+export const UpdateAgent = Schema.Struct({
+  name: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))),
+  instructions: Schema.optional(Schema.String.pipe(Schema.maxLength(100_000))),
+  model: Schema.optional(ModelConfig),
+  skills: Schema.optional(Schema.Array(AgentSkill)),
+  budget: Schema.optional(Schema.NullOr(Budget)),
+  ...limits
+}).annotations({ identifier: "UpdateAgent", ...reportAllErrors })
+export type UpdateAgent = typeof UpdateAgent.Type
+
+export class Agent extends Schema.Class<Agent>("Agent")({
+  id: AgentId,
+  name: Schema.String,
+  instructions: Schema.String,
+  model: ModelConfig,
+  skills: Schema.Array(AgentSkill),
+  budget: Schema.NullOr(Budget),
+  spent_usd: Schema.Number.annotations({ description: "Spent in the current budget period." }),
+  max_steps: Schema.Int,
+  max_tokens: Schema.NullOr(Schema.Int),
+  timeout_seconds: Schema.NullOr(Schema.Int),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}) {}
+
+export const TaskStatus = Schema.Literal("pending", "executing", "completed", "error", "cancelled").annotations({
+  description: "`pending` → `executing` → `completed` | `error` | `cancelled`."
+})
+export type TaskStatus = typeof TaskStatus.Type
+
+export const TaskUser = Schema.Struct({ id: Schema.String, email: Schema.String })
+
+/** Spec 2.6. */
+export class Task extends Schema.Class<Task>("Task")({
+  id: TaskId,
+  agent_id: AgentId,
+  status: TaskStatus,
+  result: Schema.NullOr(Schema.String).annotations({ description: "The answer; on `error` the failure details." }),
+  source: Schema.Literal("api", "mcp"),
+  user: TaskUser,
+  created_at: Timestamp,
+  finished_at: Schema.NullOr(Timestamp)
+}) {}
+
+export const InvokeAgent = Schema.Struct({
+  input: Schema.Struct({
+    text: Schema.String.pipe(Schema.minLength(1)).annotations({ description: "The prompt." }),
+    user: Schema.Struct({
+      id: Schema.String.pipe(Schema.minLength(1)),
+      email: Schema.String.pipe(
+        Schema.pattern(/^[^\s@]+@[^\s@]+$/, { message: () => "is required: the user's e-mail address (a user with only `id` does not work)" })
+      )
+    })
+  }),
+  user_oidc_token: Schema.optional(Schema.String).annotations({
+    description: "The user's OAuth token, for tools that need it. Kept for the run only, never stored."
+  })
+}).annotations({ identifier: "InvokeAgent", ...reportAllErrors })
+export type InvokeAgent = typeof InvokeAgent.Type
+
+export class ThreadEvent extends Schema.Class<ThreadEvent>("ThreadEvent")({
+  seq: Schema.Int,
+  type: Schema.Literal("user_message", "model_call", "tool_call", "agent_message", "error", "cancelled"),
+  at: Timestamp,
+  user: TaskUser.annotations({ description: "The person who asked." }),
+  data: Schema.Unknown.annotations({
+    description: "user_message/agent_message: `{text}`. model_call: `{step, provider, model, input_tokens, " +
+      "output_tokens, cached_tokens, cost_usd, duration_ms, finish, text, tool_calls}`. tool_call: `{step, name, " +
+      "connection_id, operation_id, arguments, status, outcome, result, duration_ms}`. error/cancelled: `{message}`."
+  })
+}) {}
+
+export const Thread = Schema.Struct({ task_id: TaskId, events: Schema.Array(ThreadEvent) }).annotations({ identifier: "Thread" })
+
+export const UsageRecord = Schema.Struct({
+  seq: Schema.Int,
+  at: Timestamp,
+  provider: Schema.String,
+  model: Schema.String,
+  input_tokens: Schema.Int,
+  output_tokens: Schema.Int,
+  cached_tokens: Schema.Int,
+  cost_usd: Schema.Number
+})
+export const LlmUsage = Schema.Struct({
+  task_id: TaskId,
+  calls: Schema.Array(UsageRecord),
+  totals: Schema.Struct({
+    calls: Schema.Int,
+    input_tokens: Schema.Int,
+    output_tokens: Schema.Int,
+    cached_tokens: Schema.Int,
+    cost_usd: Schema.Number
+  })
+}).annotations({ identifier: "LlmUsage" })
+
+export const TaskPage = Schema.Struct({
+  items: Schema.Array(Task),
+  next_cursor: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "TaskPage" })
+
+export const SetModelProvider = Schema.Struct({
+  api_key: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
+  base_url: Schema.optional(Schema.String)
+}).annotations({ identifier: "SetModelProvider", ...reportAllErrors })
+
+export class ModelProviderSettings extends Schema.Class<ModelProviderSettings>("ModelProviderSettings")({
+  provider: Schema.Literal("openai", "openai-chat", "anthropic"),
+  base_url: Schema.NullOr(Schema.String),
+  has_api_key: Schema.Boolean,
+  updated_at: Timestamp
+}) {}

@@ -1,0 +1,107 @@
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import {
+  Agent,
+  CreateAgent,
+  InvokeAgent,
+  LlmUsage,
+  ModelProviderSettings,
+  SetModelProvider,
+  Task,
+  TaskPage,
+  TaskStatus,
+  Thread,
+  UpdateAgent
+} from "./Agents.js"
+import {
+  BadRequestWire,
+  ConflictWire,
+  ForbiddenWire,
+  NotFoundWire,
+  PaymentRequiredWire,
+  ServiceUnavailableWire
+} from "./Errors.js"
+import { ListOf } from "./Identity.js"
+import { AgentId, TaskId } from "./Ids.js"
+import { Authentication } from "./Security.js"
+
+const AgentPath = Schema.Struct({ agent_id: AgentId })
+const TaskPath = Schema.Struct({ task_id: TaskId })
+const ProviderPath = Schema.Struct({ provider: Schema.Literal("openai", "openai-chat", "anthropic") })
+
+/** The asynchronous invoke's answer: the task as accepted, `pending`; poll `GET /v1/tasks/{task_id}`. */
+export class TaskAccepted extends Schema.Class<TaskAccepted>("TaskAccepted")(Task.fields) {}
+
+export class AgentsApi extends HttpApiGroup.make("agents")
+  .add(HttpApiEndpoint.get("listAgents", "/agents").addSuccess(ListOf(Agent)).annotate(OpenApi.Description, "List agents."))
+  .add(
+    HttpApiEndpoint.post("createAgent", "/agents")
+      .setPayload(CreateAgent)
+      .addSuccess(Agent, { status: 201 })
+      .annotate(OpenApi.Description, "Create an agent (Admin+).")
+  )
+  .add(HttpApiEndpoint.get("getAgent", "/agents/:agent_id").setPath(AgentPath).addSuccess(Agent))
+  .add(HttpApiEndpoint.patch("updateAgent", "/agents/:agent_id").setPath(AgentPath).setPayload(UpdateAgent).addSuccess(Agent))
+  .add(HttpApiEndpoint.del("deleteAgent", "/agents/:agent_id").setPath(AgentPath).addSuccess(HttpApiSchema.NoContent))
+  .add(
+    HttpApiEndpoint.post("invokeAgent", "/agents/:agent_id/invoke")
+      .setPath(AgentPath)
+      .setUrlParams(Schema.Struct({
+        asynchronous: Schema.optional(Schema.String).annotations({
+          description: "`true`: return at once with the pending task (202). Otherwise wait for the answer."
+        })
+      }))
+      .setHeaders(Schema.Struct({
+        "idempotency-key": Schema.optional(Schema.String).annotations({
+          description: "The same key and body return the same task; the same key with another body is a 409."
+        })
+      }))
+      .setPayload(InvokeAgent)
+      .addSuccess(Task)
+      .addSuccess(TaskAccepted, { status: 202 })
+      .addError(PaymentRequiredWire)
+      .addError(ServiceUnavailableWire)
+      .annotate(OpenApi.Description, "Invoke an agent (spec 4.6): synchronous (200, the finished task) or asynchronous (202).")
+  )
+  .add(
+    HttpApiEndpoint.get("listTasks", "/tasks")
+      .setUrlParams(Schema.Struct({
+        agent_id: Schema.optional(AgentId),
+        status: Schema.optional(TaskStatus),
+        user_id: Schema.optional(Schema.String),
+        created_after: Schema.optional(Schema.DateFromString),
+        created_before: Schema.optional(Schema.DateFromString),
+        limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200))),
+        cursor: Schema.optional(Schema.String)
+      }))
+      .addSuccess(TaskPage)
+      .annotate(OpenApi.Description, "Tasks, newest first.")
+  )
+  .add(HttpApiEndpoint.get("getTask", "/tasks/:task_id").setPath(TaskPath).addSuccess(Task))
+  .add(
+    HttpApiEndpoint.post("cancelTask", "/tasks/:task_id/cancel")
+      .setPath(TaskPath)
+      .addSuccess(Task)
+      .annotate(OpenApi.Description, "Cancel a pending or running task: its model call and tool calls are interrupted.")
+  )
+  .add(HttpApiEndpoint.get("getThread", "/tasks/:task_id/thread").setPath(TaskPath).addSuccess(Thread))
+  .add(HttpApiEndpoint.get("getLlmUsage", "/tasks/:task_id/llm_usage").setPath(TaskPath).addSuccess(LlmUsage))
+  .add(HttpApiEndpoint.get("listModelProviders", "/model-providers").addSuccess(Schema.Array(ModelProviderSettings)))
+  .add(
+    HttpApiEndpoint.put("setModelProvider", "/model-providers/:provider")
+      .setPath(ProviderPath)
+      .setPayload(SetModelProvider)
+      .addSuccess(ModelProviderSettings)
+      .annotate(OpenApi.Description, "The organization's endpoint and key for a model provider (Admin+).")
+  )
+  .add(
+    HttpApiEndpoint.del("deleteModelProvider", "/model-providers/:provider").setPath(ProviderPath).addSuccess(HttpApiSchema.NoContent)
+  )
+  .addError(BadRequestWire)
+  .addError(ForbiddenWire)
+  .addError(NotFoundWire)
+  .addError(ConflictWire)
+  .middleware(Authentication)
+  .prefix("/v1")
+  .annotate(OpenApi.Title, "Agents and tasks")
+{}

@@ -1,0 +1,86 @@
+import { PgClient } from "@effect/sql-pg"
+import { Effect } from "effect"
+import type { AgentSkill, Budget, ModelConfig } from "../../schema/Agents.js"
+import type { AgentId, OrganizationId, UserId } from "../../schema/Ids.js"
+
+export interface AgentRow {
+  readonly id: AgentId
+  readonly organization_id: OrganizationId
+  readonly name: string
+  readonly instructions: string
+  readonly model: ModelConfig
+  readonly skills: ReadonlyArray<AgentSkill>
+  readonly budget: Budget | null
+  readonly max_steps: number
+  readonly max_tokens: number | null
+  readonly timeout_seconds: number | null
+  readonly created_by: UserId | null
+  readonly created_at: Date
+  readonly updated_at: Date
+}
+
+export type AgentFields = Omit<AgentRow, "id" | "organization_id" | "created_by" | "created_at" | "updated_at">
+
+/** Start of the budget period containing `at` (UTC); the epoch for `total`. */
+export const periodStart = (period: Budget["period"], at = new Date()) =>
+  period === "day"
+    ? new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate()))
+    : period === "month"
+    ? new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1))
+    : new Date(0)
+
+export class AgentRepo extends Effect.Service<AgentRepo>()("agents/AgentRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* PgClient.PgClient
+
+    const insert = (a: AgentFields & { id: AgentId; organization_id: OrganizationId; created_by: UserId | null }) =>
+      sql<AgentRow>`
+        INSERT INTO agents (id, organization_id, name, instructions, model, skills, budget, max_steps, max_tokens,
+          timeout_seconds, created_by)
+        VALUES (${a.id}, ${a.organization_id}, ${a.name}, ${a.instructions}, ${JSON.stringify(a.model)}::jsonb,
+          ${JSON.stringify(a.skills)}::jsonb, ${a.budget === null ? null : JSON.stringify(a.budget)}::jsonb,
+          ${a.max_steps}, ${a.max_tokens}, ${a.timeout_seconds}, ${a.created_by})
+        RETURNING *`.pipe(Effect.map(([row]) => row!))
+
+    const update = (organizationId: OrganizationId, id: AgentId, a: AgentFields) =>
+      sql<AgentRow>`
+        UPDATE agents SET name = ${a.name}, instructions = ${a.instructions}, model = ${JSON.stringify(a.model)}::jsonb,
+          skills = ${JSON.stringify(a.skills)}::jsonb, budget = ${a.budget === null ? null : JSON.stringify(a.budget)}::jsonb,
+          max_steps = ${a.max_steps}, max_tokens = ${a.max_tokens}, timeout_seconds = ${a.timeout_seconds},
+          updated_at = now()
+        WHERE id = ${id} AND organization_id = ${organizationId} AND deleted_at IS NULL
+        RETURNING *`.pipe(Effect.map(([row]): AgentRow | undefined => row))
+
+    const find = (organizationId: OrganizationId, id: AgentId) =>
+      sql<AgentRow>`SELECT * FROM agents WHERE id = ${id} AND organization_id = ${organizationId} AND deleted_at IS NULL`
+        .pipe(Effect.map(([row]): AgentRow | undefined => row))
+
+    /** For the Agent entity, which serves callers already authorized. */
+    const findById = (id: AgentId) =>
+      sql<AgentRow>`SELECT * FROM agents WHERE id = ${id}`.pipe(Effect.map(([row]): AgentRow | undefined => row))
+
+    const list = (organizationId: OrganizationId, only: ReadonlyArray<AgentId> | null) =>
+      sql<AgentRow>`
+        SELECT * FROM agents WHERE organization_id = ${organizationId} AND deleted_at IS NULL
+        ${only === null ? sql`` : only.length === 0 ? sql`AND false` : sql`AND id::text IN ${sql.in(only)}`}
+        ORDER BY created_at, id`
+
+    const remove = (organizationId: OrganizationId, id: AgentId) =>
+      sql`UPDATE agents SET deleted_at = now() WHERE id = ${id} AND organization_id = ${organizationId} AND deleted_at IS NULL
+          RETURNING id`.pipe(Effect.map((rows) => rows.length === 1))
+
+    const spent = (id: AgentId, budget: Budget | null) =>
+      budget === null
+        ? Effect.succeed(0)
+        : sql<{ spent: string }>`
+            SELECT spent_usd::text AS spent FROM agent_spend WHERE agent_id = ${id} AND period_start = ${periodStart(budget.period)}`
+          .pipe(Effect.map(([row]) => Number(row?.spent ?? 0)))
+
+    const addSpend = (id: AgentId, budget: Budget, usd: number) =>
+      sql`
+        INSERT INTO agent_spend (agent_id, period_start, spent_usd) VALUES (${id}, ${periodStart(budget.period)}, ${usd})
+        ON CONFLICT (agent_id, period_start) DO UPDATE SET spent_usd = agent_spend.spent_usd + excluded.spent_usd`
+
+    return { insert, update, find, findById, list, remove, spent, addSpend } as const
+  })
+}) {}

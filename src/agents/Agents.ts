@@ -1,0 +1,142 @@
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect } from "effect"
+import * as Crypto from "node:crypto"
+import { Agent, type CreateAgent, type ModelConfig, type UpdateAgent } from "../../schema/Agents.js"
+import { BadRequest, NotFound } from "../../schema/Errors.js"
+import type { AgentId } from "../../schema/Ids.js"
+import type { Principal } from "../../schema/Security.js"
+import { Connections } from "../connectors/Connections.js"
+import { requireRole } from "../identity/IdentityPolicy.js"
+import { type AgentFields, AgentRepo, type AgentRow } from "./AgentRepo.js"
+
+const DEFAULT_MAX_STEPS = 10
+
+const defaultModelName: Record<ModelConfig["provider"], string | undefined> = {
+  openai: "gpt-4.1-mini",
+  anthropic: "claude-sonnet-4-5",
+  "openai-chat": undefined,
+  scripted: "scripted"
+}
+
+export const toAgent = (row: AgentRow, spent: number) =>
+  new Agent({
+    id: row.id,
+    name: row.name,
+    instructions: row.instructions,
+    model: row.model,
+    skills: row.skills,
+    budget: row.budget,
+    spent_usd: spent,
+    max_steps: row.max_steps,
+    max_tokens: row.max_tokens,
+    timeout_seconds: row.timeout_seconds,
+    created_at: row.created_at,
+    updated_at: row.updated_at
+  })
+
+/** An organization key limited to agents sees only those; everything else looks absent. */
+export const mayUse = (principal: Principal, id: AgentId) => principal.agentIds === null || principal.agentIds.includes(id)
+
+/** Agents: a model, instructions, the skills (connector operations) it holds, limits and a budget. */
+export class Agents extends Effect.Service<Agents>()("agents/Agents", {
+  effect: Effect.gen(function*() {
+    const repo = yield* AgentRepo
+    const connections = yield* Connections
+
+    const checkModel = (model: ModelConfig) => {
+      if (model.provider === "scripted" && (model.script === undefined || model.script.length === 0)) {
+        return Effect.fail(BadRequest.of("A `scripted` model needs a `script`: a list of turns to play.", undefined, "validation_failed"))
+      }
+      if (model.provider !== "scripted" && model.script !== undefined) {
+        return Effect.fail(BadRequest.of("`script` is for the `scripted` provider only.", undefined, "validation_failed"))
+      }
+      if (model.name === undefined && defaultModelName[model.provider] === undefined) {
+        return Effect.fail(BadRequest.of("`model.name` is required for `openai-chat` (the model your server serves).", undefined, "validation_failed"))
+      }
+      if (model.base_url !== undefined && !(URL.canParse(model.base_url) && /^https?:$/.test(new URL(model.base_url).protocol))) {
+        return Effect.fail(BadRequest.of("`model.base_url` must be an absolute http(s) URL.", undefined, "validation_failed"))
+      }
+      return Effect.succeed({ ...model, name: model.name ?? defaultModelName[model.provider]! })
+    }
+
+    /** Every skill names a connection the creator may use and operations it has; tool names stay unique. */
+    const checkSkills = (principal: Principal, skills: CreateAgent["skills"]) =>
+      Effect.gen(function*() {
+        const names = new Set<string>()
+        for (const [i, skill] of (skills ?? []).entries()) {
+          for (const ref of skill.operation_ids) {
+            const target = yield* connections.target(principal, "_", skill.connection_id, ref).pipe(
+              Effect.mapError((e) => BadRequest.of(`\`skills[${i}]\`: ${e.message}`, undefined, "invalid_skill"))
+            )
+            if (names.has(target.operation.operationId)) {
+              return yield* BadRequest.of(
+                `\`skills[${i}]\`: two skills would both be the tool '${target.operation.operationId}'; give one agent only one.`,
+                undefined,
+                "invalid_skill"
+              )
+            }
+            names.add(target.operation.operationId)
+          }
+        }
+        return skills ?? []
+      })
+
+    const get = (principal: Principal, id: AgentId): Effect.Effect<AgentRow, NotFound | SqlError> =>
+      (mayUse(principal, id) ? repo.find(principal.organizationId, id) : Effect.succeed(undefined)).pipe(
+        Effect.flatMap((row) => row === undefined ? Effect.fail(NotFound.of("Agent", id)) : Effect.succeed(row))
+      )
+
+    const present = (row: AgentRow) => Effect.map(repo.spent(row.id, row.budget), (spent) => toAgent(row, spent))
+
+    const create = Effect.fn("Agents.create")(function*(principal: Principal, input: CreateAgent) {
+      yield* requireRole(principal, "admin", "create agents")
+      const fields: AgentFields = {
+        name: input.name,
+        instructions: input.instructions ?? "",
+        model: yield* checkModel(input.model),
+        skills: yield* checkSkills(principal, input.skills),
+        budget: input.budget ?? null,
+        max_steps: input.max_steps ?? DEFAULT_MAX_STEPS,
+        max_tokens: input.max_tokens ?? null,
+        timeout_seconds: input.timeout_seconds ?? null
+      }
+      const row = yield* repo.insert({ ...fields, id: Crypto.randomUUID() as AgentId, organization_id: principal.organizationId, created_by: principal.userId })
+      return toAgent(row, 0)
+    })
+
+    const update = Effect.fn("Agents.update")(function*(principal: Principal, id: AgentId, input: UpdateAgent) {
+      yield* requireRole(principal, "admin", "change agents")
+      const current = yield* get(principal, id)
+      const fields: AgentFields = {
+        name: input.name ?? current.name,
+        instructions: input.instructions ?? current.instructions,
+        model: input.model === undefined ? current.model : yield* checkModel(input.model),
+        skills: input.skills === undefined ? current.skills : yield* checkSkills(principal, input.skills),
+        budget: input.budget === undefined ? current.budget : input.budget,
+        max_steps: input.max_steps ?? current.max_steps,
+        max_tokens: input.max_tokens ?? current.max_tokens,
+        timeout_seconds: input.timeout_seconds ?? current.timeout_seconds
+      }
+      const row = yield* repo.update(principal.organizationId, id, fields)
+      if (row === undefined) return yield* NotFound.of("Agent", id)
+      return yield* present(row)
+    })
+
+    const list = Effect.fn("Agents.list")(function*(principal: Principal) {
+      const rows = yield* repo.list(principal.organizationId, principal.agentIds)
+      const items = yield* Effect.forEach(rows, present, { concurrency: 4 })
+      return { items, total: items.length }
+    })
+
+    const describe = (principal: Principal, id: AgentId) => Effect.flatMap(get(principal, id), present)
+
+    const remove = Effect.fn("Agents.remove")(function*(principal: Principal, id: AgentId) {
+      yield* requireRole(principal, "admin", "delete agents")
+      yield* get(principal, id)
+      yield* repo.remove(principal.organizationId, id)
+    })
+
+    return { create, update, list, describe, get, remove } as const
+  }),
+  dependencies: [AgentRepo.Default]
+}) {}

@@ -1,0 +1,19 @@
+import { Layer } from "effect"
+import { ConnectorsLive } from "../connectors/ConnectorsLive.js"
+import { TaskEntityLive } from "../tasks/TaskEntityLive.js"
+import { TaskRepo } from "../tasks/TaskRepo.js"
+import { TaskRunner } from "../tasks/TaskRunner.js"
+import { Tasks } from "../tasks/Tasks.js"
+import { AgentEntityLive } from "./AgentEntityLive.js"
+import { AgentRepo } from "./AgentRepo.js"
+import { Agents } from "./Agents.js"
+import { ModelGateway } from "./ModelGateway.js"
+import { ModelProviders } from "./ModelProviders.js"
+
+/** Agents and tasks: services, the Task and Agent entities, model access. */
+export const AgentsLive = Layer.mergeAll(Tasks.Default, TaskEntityLive, AgentEntityLive).pipe(
+  Layer.provideMerge(TaskRunner.Default),
+  Layer.provideMerge(Layer.mergeAll(Agents.Default, ModelGateway.Default, TaskRepo.Default)),
+  Layer.provideMerge(Layer.mergeAll(ModelProviders.Default, AgentRepo.Default)),
+  Layer.provideMerge(ConnectorsLive)
+)

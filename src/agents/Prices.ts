@@ -1,0 +1,54 @@
+/** USD per million tokens. */
+export interface Price {
+  readonly input: number
+  readonly output: number
+  readonly cached_input?: number
+}
+
+// list prices at the time of writing; override or extend with SWITCHYARD_MODEL_PRICES
+const BUILT_IN: Record<string, Price> = {
+  "gpt-4.1": { input: 2, output: 8, cached_input: 0.5 },
+  "gpt-4.1-mini": { input: 0.4, output: 1.6, cached_input: 0.1 },
+  "gpt-4.1-nano": { input: 0.1, output: 0.4, cached_input: 0.025 },
+  "gpt-4o": { input: 2.5, output: 10, cached_input: 1.25 },
+  "gpt-4o-mini": { input: 0.15, output: 0.6, cached_input: 0.075 },
+  "gpt-5": { input: 1.25, output: 10, cached_input: 0.125 },
+  "gpt-5-mini": { input: 0.25, output: 2, cached_input: 0.025 },
+  "o4-mini": { input: 1.1, output: 4.4, cached_input: 0.275 },
+  "claude-opus-4-1": { input: 15, output: 75, cached_input: 1.5 },
+  "claude-sonnet-4-5": { input: 3, output: 15, cached_input: 0.3 },
+  "claude-sonnet-4": { input: 3, output: 15, cached_input: 0.3 },
+  "claude-haiku-4-5": { input: 1, output: 5, cached_input: 0.1 },
+  "claude-3-5-haiku": { input: 0.8, output: 4, cached_input: 0.08 },
+  scripted: { input: 0, output: 0 }
+}
+
+export class PriceTableError extends Error {}
+
+/** The price table: built-in list prices, overridden by SWITCHYARD_MODEL_PRICES (JSON). */
+export const makePriceTable = (overrides: string) => {
+  let extra: Record<string, Price> = {}
+  if (overrides.trim() !== "") {
+    try {
+      extra = JSON.parse(overrides)
+    } catch {
+      throw new PriceTableError("SWITCHYARD_MODEL_PRICES must be JSON: {\"model\": {\"input\": 1, \"output\": 2, \"cached_input\": 0.5}}")
+    }
+    for (const [model, p] of Object.entries(extra)) {
+      if (typeof p?.input !== "number" || typeof p?.output !== "number") {
+        throw new PriceTableError(`SWITCHYARD_MODEL_PRICES: '${model}' needs numeric "input" and "output" (USD per million tokens)`)
+      }
+    }
+  }
+  const table: Record<string, Price> = { ...BUILT_IN, ...extra }
+  /** Exact name, else the longest known prefix (dated snapshots such as gpt-4.1-mini-2025-04-14). */
+  const priceOf = (model: string): Price | undefined =>
+    table[model] ?? Object.entries(table).filter(([name]) => model.startsWith(name)).sort((a, b) => b[0].length - a[0].length)[0]?.[1]
+  const cost = (model: string, usage: { input_tokens: number; output_tokens: number; cached_tokens: number }) => {
+    const p = priceOf(model)
+    if (p === undefined) return 0
+    const fresh = Math.max(0, usage.input_tokens - usage.cached_tokens)
+    return (fresh * p.input + usage.cached_tokens * (p.cached_input ?? p.input) + usage.output_tokens * p.output) / 1_000_000
+  }
+  return { priceOf, cost }
+}

@@ -1,0 +1,52 @@
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Effect, Layer, Schema } from "effect"
+import { Api } from "../../schema/Api.js"
+import type { Task } from "../../schema/Agents.js"
+import { TaskAccepted } from "../../schema/AgentsApi.js"
+import { Principal } from "../../schema/Security.js"
+import { Agents } from "../agents/Agents.js"
+import { AgentsLive } from "../agents/AgentsLive.js"
+import { ModelProviders } from "../agents/ModelProviders.js"
+import { Tasks } from "../tasks/Tasks.js"
+import { orDieOnSql } from "./orDieOnSql.js"
+
+const encodeAccepted = Schema.encode(TaskAccepted)
+
+export const AgentsHttpLive = HttpApiBuilder.group(Api, "agents", (handlers) =>
+  Effect.gen(function*() {
+    const agents = yield* Agents
+    const tasks = yield* Tasks
+    const providers = yield* ModelProviders
+    const as = <A, E, R>(f: (p: Principal) => Effect.Effect<A, E, R>) => Effect.flatMap(Principal, f).pipe(orDieOnSql)
+    return handlers
+      .handle("listAgents", () => as(agents.list))
+      .handle("createAgent", ({ payload }) => as((p) => agents.create(p, payload)))
+      .handle("getAgent", ({ path }) => as((p) => agents.describe(p, path.agent_id)))
+      .handle("updateAgent", ({ path, payload }) => as((p) => agents.update(p, path.agent_id, payload)))
+      .handle("deleteAgent", ({ path }) => as((p) => agents.remove(p, path.agent_id)))
+      .handle("invokeAgent", ({ headers, path, payload, urlParams }) =>
+        as((p) =>
+          tasks.invoke(p, path.agent_id, payload, {
+            asynchronous: urlParams.asynchronous === "true",
+            idempotencyKey: headers["idempotency-key"],
+            source: "api"
+          })
+        ).pipe(
+          Effect.flatMap(({ accepted, task }): Effect.Effect<HttpServerResponse.HttpServerResponse | Task> =>
+            accepted
+              ? encodeAccepted(new TaskAccepted(task)).pipe(
+                Effect.map((body) => HttpServerResponse.unsafeJson(body, { status: 202 })),
+                Effect.orDie
+              )
+              : Effect.succeed(task)
+          )
+        ))
+      .handle("listTasks", ({ urlParams }) => as((p) => tasks.list(p, urlParams)))
+      .handle("getTask", ({ path }) => as((p) => tasks.get(p, path.task_id)))
+      .handle("cancelTask", ({ path }) => as((p) => tasks.cancel(p, path.task_id)))
+      .handle("getThread", ({ path }) => as((p) => tasks.thread(p, path.task_id)))
+      .handle("getLlmUsage", ({ path }) => as((p) => tasks.usage(p, path.task_id)))
+      .handle("listModelProviders", () => as(providers.list))
+      .handle("setModelProvider", ({ path, payload }) => as((p) => providers.set(p, path.provider, payload)))
+      .handle("deleteModelProvider", ({ path }) => as((p) => providers.remove(p, path.provider)))
+  })).pipe(Layer.provide(AgentsLive))

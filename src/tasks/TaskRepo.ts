@@ -1,0 +1,152 @@
+import { PgClient } from "@effect/sql-pg"
+import { Effect } from "effect"
+import type { TaskStatus } from "../../schema/Agents.js"
+import type { AgentId, OrganizationId, TaskId } from "../../schema/Ids.js"
+import type { AgentRow } from "../agents/AgentRepo.js"
+
+export interface TaskRow {
+  readonly id: TaskId
+  readonly organization_id: OrganizationId
+  readonly agent_id: AgentId
+  readonly status: TaskStatus
+  readonly result: string | null
+  readonly source: "api" | "mcp"
+  readonly user_id: string
+  readonly user_email: string
+  readonly input: string
+  readonly agent_snapshot: AgentRow
+  readonly api_key_id: string | null
+  readonly oidc_token: Uint8Array | null
+  readonly idempotency_key: string | null
+  readonly request_hash: string | null
+  readonly created_at: Date
+  readonly started_at: Date | null
+  readonly finished_at: Date | null
+}
+
+export interface EventRow {
+  readonly seq: number
+  readonly type: string
+  readonly step_key: string | null
+  readonly at: Date
+  readonly data: any
+}
+
+export interface UsageRow {
+  readonly seq: number
+  readonly at: Date
+  readonly provider: string
+  readonly model: string
+  readonly input_tokens: number
+  readonly output_tokens: number
+  readonly cached_tokens: number
+  readonly cost_usd: string
+}
+
+const TERMINAL = ["completed", "error", "cancelled"] as const
+
+export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* PgClient.PgClient
+
+    /** A new task; with an idempotency key already used, the existing task instead (`created: false`). */
+    const insert = (t: Omit<TaskRow, "status" | "result" | "created_at" | "started_at" | "finished_at">) =>
+      sql<TaskRow & { inserted: boolean }>`
+        WITH inserted AS (
+          INSERT INTO tasks (id, organization_id, agent_id, status, source, user_id, user_email, input, agent_snapshot,
+            api_key_id, oidc_token, idempotency_key, request_hash)
+          VALUES (${t.id}, ${t.organization_id}, ${t.agent_id}, 'pending', ${t.source}, ${t.user_id}, ${t.user_email},
+            ${t.input}, ${JSON.stringify(t.agent_snapshot)}::jsonb, ${t.api_key_id}, ${t.oidc_token},
+            ${t.idempotency_key}, ${t.request_hash})
+          ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+          RETURNING *, true AS inserted
+        )
+        SELECT * FROM inserted
+        UNION ALL
+        SELECT *, false AS inserted FROM tasks
+        WHERE organization_id = ${t.organization_id} AND idempotency_key = ${t.idempotency_key}
+          AND NOT EXISTS (SELECT 1 FROM inserted)`.pipe(Effect.map(([row]) => row!))
+
+    const find = (organizationId: OrganizationId, id: TaskId) =>
+      sql<TaskRow>`SELECT * FROM tasks WHERE id = ${id} AND organization_id = ${organizationId}`.pipe(
+        Effect.map(([row]): TaskRow | undefined => row)
+      )
+
+    /** For the Task entity, which runs tasks already authorized at invoke. */
+    const findById = (id: TaskId) =>
+      sql<TaskRow>`SELECT * FROM tasks WHERE id = ${id}`.pipe(Effect.map(([row]): TaskRow | undefined => row))
+
+    const markExecuting = (id: TaskId) =>
+      sql`UPDATE tasks SET status = 'executing', started_at = coalesce(started_at, now())
+          WHERE id = ${id} AND status IN ('pending', 'executing')`
+
+    /** Ends a task once: a task already ended keeps its outcome. The user's token is erased with it. */
+    const finish = (id: TaskId, status: (typeof TERMINAL)[number], result: string) =>
+      sql<TaskRow>`
+        UPDATE tasks SET status = ${status}, result = ${result}, finished_at = now(), oidc_token = NULL
+        WHERE id = ${id} AND status NOT IN ${sql.in(TERMINAL)} RETURNING *`.pipe(Effect.map(([row]): TaskRow | undefined => row))
+
+    const cancel = (organizationId: OrganizationId, id: TaskId, result: string) =>
+      sql<TaskRow>`
+        UPDATE tasks SET status = 'cancelled', result = ${result}, finished_at = now(), oidc_token = NULL
+        WHERE id = ${id} AND organization_id = ${organizationId} AND status IN ('pending', 'executing')
+        RETURNING *`.pipe(Effect.map(([row]): TaskRow | undefined => row))
+
+    const list = (organizationId: OrganizationId, f: {
+      agentIds: ReadonlyArray<string> | null
+      agentId?: string | undefined
+      status?: string | undefined
+      userId?: string | undefined
+      createdAfter?: Date | undefined
+      createdBefore?: Date | undefined
+      after?: { at: Date; id: string } | undefined
+      limit: number
+    }) =>
+      sql<TaskRow>`
+        SELECT * FROM tasks WHERE organization_id = ${organizationId}
+        ${f.agentIds === null ? sql`` : f.agentIds.length === 0 ? sql`AND false` : sql`AND agent_id::text IN ${sql.in(f.agentIds)}`}
+        ${f.agentId === undefined ? sql`` : sql`AND agent_id::text = ${f.agentId}`}
+        ${f.status === undefined ? sql`` : sql`AND status = ${f.status}`}
+        ${f.userId === undefined ? sql`` : sql`AND user_id = ${f.userId}`}
+        ${f.createdAfter === undefined ? sql`` : sql`AND created_at > ${f.createdAfter}`}
+        ${f.createdBefore === undefined ? sql`` : sql`AND created_at < ${f.createdBefore}`}
+        ${f.after === undefined ? sql`` : sql`AND (created_at, id) < (${f.after.at}, ${f.after.id}::uuid)`}
+        ORDER BY created_at DESC, id DESC LIMIT ${f.limit}`
+
+    /** Appends to the thread; a step already recorded (same step key) is kept as it was. */
+    const appendEvent = (taskId: TaskId, type: string, stepKey: string | null, data: unknown) =>
+      sql`
+        INSERT INTO task_events (task_id, seq, type, step_key, data)
+        SELECT ${taskId}, coalesce(max(seq), 0) + 1, ${type}, ${stepKey}, ${JSON.stringify(data)}::jsonb
+        FROM task_events WHERE task_id = ${taskId}
+        ON CONFLICT DO NOTHING`
+
+    const events = (taskId: TaskId) =>
+      sql<EventRow>`SELECT seq, type, step_key, at, data FROM task_events WHERE task_id = ${taskId} ORDER BY seq`
+
+    const recordUsage = (u: {
+      taskId: TaskId
+      organizationId: OrganizationId
+      agentId: AgentId
+      provider: string
+      model: string
+      input: number
+      output: number
+      cached: number
+      cost: number
+    }) =>
+      sql`
+        INSERT INTO llm_usage (task_id, seq, organization_id, agent_id, provider, model, input_tokens, output_tokens,
+          cached_tokens, cost_usd)
+        SELECT ${u.taskId}, coalesce(max(seq), 0) + 1, ${u.organizationId}, ${u.agentId}, ${u.provider}, ${u.model},
+          ${u.input}, ${u.output}, ${u.cached}, ${u.cost}
+        FROM llm_usage WHERE task_id = ${u.taskId}`
+
+    const usage = (taskId: TaskId) =>
+      sql<UsageRow>`
+        SELECT seq, at, provider, model, input_tokens, output_tokens, cached_tokens, cost_usd::text AS cost_usd
+        FROM llm_usage WHERE task_id = ${taskId} ORDER BY seq`
+
+    return { insert, find, findById, markExecuting, finish, cancel, list, appendEvent, events, recordUsage, usage } as const
+  })
+}) {}

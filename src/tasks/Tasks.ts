@@ -1,0 +1,181 @@
+import { Effect } from "effect"
+import * as Crypto from "node:crypto"
+import { TaskEntity } from "../../cluster/TaskEntity.js"
+import { type InvokeAgent, Task, ThreadEvent } from "../../schema/Agents.js"
+import { BadRequest, Conflict, NotFound, PaymentRequired, ServiceUnavailable } from "../../schema/Errors.js"
+import type { AgentId, TaskId } from "../../schema/Ids.js"
+import type { Principal } from "../../schema/Security.js"
+import { AgentRepo } from "../agents/AgentRepo.js"
+import { Agents, mayUse } from "../agents/Agents.js"
+import { CredentialVault } from "../connectors/CredentialVault.js"
+import { type TaskRow, TaskRepo } from "./TaskRepo.js"
+
+/** The cluster could not take the message (a full mailbox, storage trouble): the caller may retry. */
+const unavailable = (e: { readonly _tag: string }) =>
+  Effect.fail(ServiceUnavailable.of(`The task could not be scheduled right now (${e._tag}); retry shortly.`))
+
+export const toTask = (row: TaskRow) =>
+  new Task({
+    id: row.id,
+    agent_id: row.agent_id,
+    status: row.status,
+    result: row.result,
+    source: row.source,
+    user: { id: row.user_id, email: row.user_email },
+    created_at: row.created_at,
+    finished_at: row.finished_at
+  })
+
+const decodeCursor = (cursor: string) => {
+  try {
+    const [at, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
+    const date = new Date(at)
+    return Number.isNaN(date.getTime()) || typeof id !== "string" ? undefined : { at: date, id }
+  } catch {
+    return undefined
+  }
+}
+
+/** Invoking agents (spec 4.6) and reading tasks (4.7): every invocation is a task on a Task entity. */
+export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
+  effect: Effect.gen(function*() {
+    const repo = yield* TaskRepo
+    const agents = yield* Agents
+    const agentRepo = yield* AgentRepo
+    const vault = yield* CredentialVault
+    const client = yield* TaskEntity.client
+
+    const find = (principal: Principal, id: TaskId) =>
+      Effect.flatMap(repo.find(principal.organizationId, id), (row) =>
+        row === undefined || !mayUse(principal, row.agent_id) ? Effect.fail(NotFound.of("Task", id)) : Effect.succeed(row))
+
+    const invoke = Effect.fn("Tasks.invoke")(function*(
+      principal: Principal,
+      agentId: AgentId,
+      body: InvokeAgent,
+      options: { readonly asynchronous: boolean; readonly idempotencyKey: string | undefined; readonly source: "api" | "mcp" }
+    ) {
+      const agent = yield* agents.get(principal, agentId)
+      if (agent.budget !== null) {
+        const spent = yield* agentRepo.spent(agent.id, agent.budget)
+        if (spent >= agent.budget.limit_usd) {
+          return yield* PaymentRequired.of(
+            `The agent's budget of $${agent.budget.limit_usd} per ${agent.budget.period} is exhausted ($${spent.toFixed(6)} spent). ` +
+              "Raise it with PATCH /v1/agents/{agent_id} or wait for the next period.",
+            { limit_usd: agent.budget.limit_usd, spent_usd: spent, period: agent.budget.period }
+          )
+        }
+      }
+      if (options.idempotencyKey !== undefined && !/^[\x21-\x7e]{1,255}$/.test(options.idempotencyKey)) {
+        return yield* BadRequest.of("`Idempotency-Key` must be 1–255 visible ASCII characters.", undefined, "invalid_idempotency_key")
+      }
+      const id = Crypto.randomUUID() as TaskId
+      const requestHash = Crypto.createHash("sha256").update(JSON.stringify([agentId, body.input])).digest("base64url")
+      const row = yield* repo.insert({
+        id,
+        organization_id: principal.organizationId,
+        agent_id: agent.id,
+        source: options.source,
+        user_id: body.input.user.id,
+        user_email: body.input.user.email,
+        input: body.input.text,
+        agent_snapshot: agent,
+        api_key_id: principal.keyId,
+        // the user's token lives sealed only while the task runs: ending the task erases it
+        oidc_token: body.user_oidc_token === undefined ? null : vault.seal(body.user_oidc_token, [principal.organizationId, id, "oidc"]).sealed,
+        idempotency_key: options.idempotencyKey ?? null,
+        request_hash: options.idempotencyKey === undefined ? null : requestHash
+      })
+      if (!row.inserted && row.request_hash !== requestHash) {
+        return yield* Conflict.of("This Idempotency-Key was used with a different request.", "idempotency_conflict")
+      }
+      if (options.asynchronous) {
+        yield* client(row.id).Run({ task_id: row.id }, { discard: true }).pipe(Effect.catchAll(unavailable))
+        return { task: toTask(row), accepted: true }
+      }
+      yield* client(row.id).Run({ task_id: row.id }).pipe(Effect.catchAll(unavailable))
+      return { task: toTask((yield* repo.findById(row.id))!), accepted: false }
+    })
+
+    const get = (principal: Principal, id: TaskId) => Effect.map(find(principal, id), toTask)
+
+    const list = Effect.fn("Tasks.list")(function*(principal: Principal, f: {
+      readonly agent_id?: string | undefined
+      readonly status?: string | undefined
+      readonly user_id?: string | undefined
+      readonly created_after?: Date | undefined
+      readonly created_before?: Date | undefined
+      readonly limit?: number | undefined
+      readonly cursor?: string | undefined
+    }) {
+      const after = f.cursor === undefined ? undefined : decodeCursor(f.cursor)
+      if (f.cursor !== undefined && after === undefined) {
+        return yield* BadRequest.of("`cursor` is not one this API returned; start again without it.", undefined, "invalid_cursor")
+      }
+      const limit = f.limit ?? 50
+      const rows = yield* repo.list(principal.organizationId, {
+        agentIds: principal.agentIds,
+        agentId: f.agent_id,
+        status: f.status,
+        userId: f.user_id,
+        createdAfter: f.created_after,
+        createdBefore: f.created_before,
+        after,
+        limit: limit + 1
+      })
+      const page = rows.slice(0, limit)
+      const last = page[page.length - 1]
+      return {
+        items: page.map(toTask),
+        next_cursor: rows.length > limit && last !== undefined
+          ? Buffer.from(JSON.stringify([last.created_at.toISOString(), last.id])).toString("base64url")
+          : null
+      }
+    })
+
+    const cancel = Effect.fn("Tasks.cancel")(function*(principal: Principal, id: TaskId) {
+      const row = yield* find(principal, id)
+      const cancelled = yield* repo.cancel(principal.organizationId, id, "Cancelled on request.")
+      if (cancelled === undefined) return toTask(row)
+      const interrupted = yield* client(id).Cancel().pipe(Effect.catchAllCause(() => Effect.succeed(false)))
+      if (!interrupted) yield* repo.appendEvent(id, "cancelled", "cancelled", { message: "Cancelled on request." })
+      return toTask((yield* repo.findById(id))!)
+    })
+
+    const thread = Effect.fn("Tasks.thread")(function*(principal: Principal, id: TaskId) {
+      const row = yield* find(principal, id)
+      const events = yield* repo.events(id)
+      const who = { id: row.user_id, email: row.user_email }
+      return {
+        task_id: id,
+        events: events.map((e) => {
+          const { content: _, user: __, ...data } = e.data ?? {}
+          return new ThreadEvent({ seq: e.seq, type: e.type as ThreadEvent["type"], at: e.at, user: who, data })
+        })
+      }
+    })
+
+    const usage = Effect.fn("Tasks.usage")(function*(principal: Principal, id: TaskId) {
+      yield* find(principal, id)
+      const rows = yield* repo.usage(id)
+      const calls = rows.map((r) => ({
+        seq: r.seq,
+        at: r.at,
+        provider: r.provider,
+        model: r.model,
+        input_tokens: r.input_tokens,
+        output_tokens: r.output_tokens,
+        cached_tokens: r.cached_tokens,
+        cost_usd: Number(r.cost_usd)
+      }))
+      const sum = (k: "input_tokens" | "output_tokens" | "cached_tokens" | "cost_usd") => calls.reduce((a, c) => a + c[k], 0)
+      return {
+        task_id: id,
+        calls,
+        totals: { calls: calls.length, input_tokens: sum("input_tokens"), output_tokens: sum("output_tokens"), cached_tokens: sum("cached_tokens"), cost_usd: sum("cost_usd") }
+      }
+    })
+
+    return { invoke, get, list, cancel, thread, usage } as const
+  })
+}) {}

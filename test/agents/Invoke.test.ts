@@ -1,0 +1,182 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createConnection, createConnector, json, petstore } from "../connectors/support.js"
+import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
+import { startTestNode, type TestNode } from "../support/TestNode.js"
+import { createAgent, invokeAgent, user, waitForTask } from "./support.js"
+
+let node: TestNode
+let target: TargetServer
+let apiKey: string
+let connection: any
+
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
+
+beforeAll(async () => {
+  node = await startTestNode({ SWITCHYARD_EGRESS_ALLOW: "127.0.0.1", SWITCHYARD_MODEL_PRICES: JSON.stringify({ scripted: { input: 1000, output: 2000 } }) })
+  target = await startTargetServer()
+  apiKey = (await node.bootstrap()).api_key
+  const connector = await createConnector(node, apiKey, petstore(target.url))
+  connection = await createConnection(node, apiKey, connector.id, { name: "pets", credentials: { type: "api_key", value: "k" } })
+})
+afterAll(async () => {
+  await node?.stop()
+  await target?.close()
+})
+
+const toolAgent = () =>
+  createAgent(node, apiKey, {
+    name: "Pet helper",
+    instructions: "Help with pets.",
+    model: {
+      provider: "scripted",
+      script: [
+        { tool_calls: [{ name: "getPet", arguments: { path_params: { petId: "7" } } }] },
+        { text: "Result: {{last_tool_result}}" }
+      ]
+    },
+    skills: [{ connection_id: connection.id, operation_ids: ["getPet"] }]
+  })
+
+describe("invoking an agent", () => {
+  it("runs synchronously: model → tool → model, and returns the task (spec 4.6)", async () => {
+    const agent = await toolAgent()
+    const before = target.requests.length
+    const response = await invokeAgent(node, apiKey, agent.id, "How is pet 7?")
+    expect(response.status).toBe(200)
+    const task = await response.json()
+    expect(Object.keys(task)).toEqual(expect.arrayContaining(["id", "agent_id", "status", "result", "source", "created_at", "finished_at"]))
+    expect(task).toMatchObject({ agent_id: agent.id, status: "completed", source: "api" })
+    expect(task.created_at).toMatch(TIMESTAMP)
+    expect(task.finished_at).toMatch(TIMESTAMP)
+    expect(task.result).toContain('"path":"/pets/7"')
+    expect(target.requests.length).toBe(before + 1)
+    expect(target.requests[before]!.headers["x-api-key"]).toBe("k")
+    // readable afterwards, with its thread and usage
+    const read = await (await node.fetch(`/v1/tasks/${task.id}`, { apiKey })).json()
+    expect(read).toEqual(task)
+    const thread = await (await node.fetch(`/v1/tasks/${task.id}/thread`, { apiKey })).json()
+    expect(thread.events.map((e: any) => e.type)).toEqual(["user_message", "model_call", "tool_call", "model_call", "agent_message"])
+    for (const e of thread.events) {
+      expect(e.user).toEqual(user)
+      expect(e.at).toMatch(TIMESTAMP)
+    }
+    const tool = thread.events[2].data
+    expect(tool).toMatchObject({ name: "getPet", arguments: { path_params: { petId: "7" } }, status: 200, outcome: "ok", connection_id: connection.id })
+    expect(thread.events[1].data.cost_usd).toBeGreaterThan(0)
+    const usage = await (await node.fetch(`/v1/tasks/${task.id}/llm_usage`, { apiKey })).json()
+    expect(usage.calls).toHaveLength(2)
+    expect(usage.totals.calls).toBe(2)
+    expect(usage.totals.cost_usd).toBeCloseTo(usage.calls[0].cost_usd + usage.calls[1].cost_usd, 10)
+    expect(usage.totals.input_tokens).toBeGreaterThan(0)
+  })
+
+  it("runs asynchronously: 202 with the pending task, then polling shows it completed", async () => {
+    const agent = await toolAgent()
+    const response = await invokeAgent(node, apiKey, agent.id, "Pet 7?", { async: true })
+    expect(response.status).toBe(202)
+    const accepted = await response.json()
+    expect(accepted).toMatchObject({ agent_id: agent.id, status: "pending", result: null, finished_at: null })
+    const done = await waitForTask(node, apiKey, accepted.id)
+    expect(done.status).toBe("completed")
+    const listed = await (await node.fetch(`/v1/tasks?agent_id=${agent.id}&status=completed`, { apiKey })).json()
+    expect(listed.items.map((t: any) => t.id)).toContain(accepted.id)
+  })
+
+  it("requires the user's e-mail and the prompt, with clear 400s", async () => {
+    const agent = await toolAgent()
+    const noEmail = await invokeAgent(node, apiKey, agent.id, "", { body: { input: { text: "hi", user: { id: "u" } } } })
+    expect(noEmail.status).toBe(400)
+    const body = await noEmail.json()
+    expect(body.error.details.issues.map((i: any) => i.path)).toContain("input.user.email")
+    expect(body.error.message).toContain("email")
+    const noText = await invokeAgent(node, apiKey, agent.id, "", { body: { input: { user } } })
+    expect(noText.status).toBe(400)
+    expect((await invokeAgent(node, apiKey, crypto.randomUUID(), "hi")).status).toBe(404)
+  })
+
+  it("ends in error with the details when the model fails, and says what to configure", async () => {
+    const agent = await createAgent(node, apiKey, { name: "no key", model: { provider: "openai" } })
+    const task = await (await invokeAgent(node, apiKey, agent.id, "hi")).json()
+    expect(task.status).toBe("error")
+    expect(task.result).toContain("SWITCHYARD_OPENAI_API_KEY")
+    expect(task.result).toContain("/v1/model-providers/openai")
+  })
+
+  it("reports tool errors to the model instead of failing", async () => {
+    const agent = await createAgent(node, apiKey, {
+      name: "bad tool",
+      model: { provider: "scripted", script: [{ tool_calls: [{ name: "getPet", arguments: {} }] }, { text: "saw: {{last_tool_result}}" }] },
+      skills: [{ connection_id: connection.id, operation_ids: ["getPet"] }]
+    })
+    const task = await (await invokeAgent(node, apiKey, agent.id, "?")).json()
+    expect(task.status).toBe("completed")
+    expect(task.result).toContain("path_params")
+    const thread = await (await node.fetch(`/v1/tasks/${task.id}/thread`, { apiKey })).json()
+    expect(thread.events[2].data.outcome).toBe("error")
+  })
+
+  it("stops at max_steps", async () => {
+    const loopTurn = { tool_calls: [{ name: "getPet", arguments: { path_params: { petId: "1" } } }] }
+    const agent = await createAgent(node, apiKey, {
+      name: "loops",
+      max_steps: 2,
+      model: { provider: "scripted", script: [loopTurn, loopTurn, loopTurn] },
+      skills: [{ connection_id: connection.id, operation_ids: ["getPet"] }]
+    })
+    const task = await (await invokeAgent(node, apiKey, agent.id, "?")).json()
+    expect(task.status).toBe("error")
+    expect(task.result).toContain("max_steps")
+  })
+
+  it("returns the same task for the same Idempotency-Key and body, 409 for another body", async () => {
+    const agent = await toolAgent()
+    const key = `idem-${Date.now()}`
+    const first = await (await invokeAgent(node, apiKey, agent.id, "once", { headers: { "idempotency-key": key } })).json()
+    const again = await (await invokeAgent(node, apiKey, agent.id, "once", { headers: { "idempotency-key": key } })).json()
+    expect(again.id).toBe(first.id)
+    expect(again.status).toBe("completed")
+    const other = await invokeAgent(node, apiKey, agent.id, "different", { headers: { "idempotency-key": key } })
+    expect(other.status).toBe(409)
+    expect((await other.json()).error.code).toBe("idempotency_conflict")
+  })
+})
+
+describe("agents", () => {
+  it("refuses skills on unknown connections or operations", async () => {
+    const bad = await node.fetch("/v1/agents", {
+      ...json({ name: "x", model: { provider: "scripted", script: [{ text: "hi" }] }, skills: [{ connection_id: connection.id, operation_ids: ["nope"] }] }),
+      apiKey
+    })
+    expect(bad.status).toBe(400)
+    expect((await bad.json()).error.code).toBe("invalid_skill")
+  })
+
+  it("lists, reads, updates and deletes agents; other organizations see none of it", async () => {
+    const agent = await toolAgent()
+    const list = await (await node.fetch("/v1/agents", { apiKey })).json()
+    expect(list.items.map((a: any) => a.id)).toContain(agent.id)
+    const patched = await node.fetch(`/v1/agents/${agent.id}`, { ...json({ name: "Renamed" }), method: "PATCH", apiKey })
+    expect((await patched.json()).name).toBe("Renamed")
+    const other = (await node.bootstrap()).api_key
+    expect((await node.fetch(`/v1/agents/${agent.id}`, { apiKey: other })).status).toBe(404)
+    expect((await invokeAgent(node, other, agent.id, "hi")).status).toBe(404)
+    const task = await (await invokeAgent(node, apiKey, agent.id, "hi")).json()
+    expect((await node.fetch(`/v1/tasks/${task.id}`, { apiKey: other })).status).toBe(404)
+    expect((await node.fetch(`/v1/tasks/${task.id}/thread`, { apiKey: other })).status).toBe(404)
+    expect((await node.fetch(`/v1/tasks/${task.id}/cancel`, { method: "POST", apiKey: other })).status).toBe(404)
+    const otherTasks = await (await node.fetch("/v1/tasks", { apiKey: other })).json()
+    expect(otherTasks.items).toEqual([])
+    expect((await node.fetch(`/v1/agents/${agent.id}`, { method: "DELETE", apiKey })).status).toBe(204)
+    expect((await node.fetch(`/v1/agents/${agent.id}`, { apiKey })).status).toBe(404)
+  })
+
+  it("limits an organization key to its agents", async () => {
+    const allowed = await toolAgent()
+    const hidden = await toolAgent()
+    const key = await (await node.fetch("/v1/api-keys", { ...json({ name: "limited", kind: "organization", agent_ids: [allowed.id] }), apiKey })).json()
+    const list = await (await node.fetch("/v1/agents", { apiKey: key.api_key })).json()
+    expect(list.items.map((a: any) => a.id)).toEqual([allowed.id])
+    expect((await invokeAgent(node, key.api_key, hidden.id, "hi")).status).toBe(404)
+    expect((await invokeAgent(node, key.api_key, allowed.id, "hi")).status).toBe(200)
+  })
+})

@@ -1,0 +1,28 @@
+import type { TestNode } from "../support/TestNode.js"
+import { json } from "../connectors/support.js"
+
+export const createAgent = async (node: TestNode, apiKey: string, body: Record<string, unknown>) => {
+  const response = await node.fetch("/v1/agents", { ...json(body), apiKey })
+  if (response.status !== 201) throw new Error(`create agent: ${response.status} ${await response.text()}`)
+  return response.json()
+}
+
+export const user = { id: "u-1", email: "ada@example.com" }
+
+export const invokeAgent = (node: TestNode, apiKey: string, agentId: string, text: string, options: { async?: boolean; headers?: Record<string, string>; body?: unknown } = {}) =>
+  node.fetch(`/v1/agents/${agentId}/invoke${options.async === true ? "?asynchronous=true" : ""}`, {
+    method: "POST",
+    apiKey,
+    headers: { "content-type": "application/json", ...options.headers },
+    body: JSON.stringify(options.body ?? { input: { text, user } })
+  })
+
+/** Polls a task until it ends (or the deadline passes). */
+export const waitForTask = async (node: TestNode, apiKey: string, taskId: string, timeoutMs = 30_000) => {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const task = await (await node.fetch(`/v1/tasks/${taskId}`, { apiKey })).json()
+    if (!["pending", "executing"].includes(task.status) || Date.now() > deadline) return task
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
