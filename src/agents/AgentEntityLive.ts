@@ -19,6 +19,7 @@ export const AgentEntityLive = AgentEntity.toLayer(
           if (agent === undefined || agent.budget === null) return
           const spent = yield* repo.spent(agentId, agent.budget)
           if (spent + reserved() + payload.estimate_usd > agent.budget.limit_usd) {
+            yield* repo.markExhausted(agentId, agent.budget)
             return yield* new BudgetExhausted({ limit_usd: agent.budget.limit_usd, spent_usd: spent, reserved_usd: reserved() })
           }
           reservations.set(payload.reservation, payload.estimate_usd)

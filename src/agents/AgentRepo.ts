@@ -69,18 +69,30 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("agents/AgentRepo", {
       sql`UPDATE agents SET deleted_at = now() WHERE id = ${id} AND organization_id = ${organizationId} AND deleted_at IS NULL
           RETURNING id`.pipe(Effect.map((rows) => rows.length === 1))
 
-    const spent = (id: AgentId, budget: Budget | null) =>
+    /** Spend in the current period, and whether a call was already refused for lack of budget in it. */
+    const spending = (id: AgentId, budget: Budget | null) =>
       budget === null
-        ? Effect.succeed(0)
-        : sql<{ spent: string }>`
-            SELECT spent_usd::text AS spent FROM agent_spend WHERE agent_id = ${id} AND period_start = ${periodStart(budget.period)}`
-          .pipe(Effect.map(([row]) => Number(row?.spent ?? 0)))
+        ? Effect.succeed({ spent: 0, exhausted: false })
+        : sql<{ spent: string; exhausted: boolean }>`
+            SELECT spent_usd::text AS spent, exhausted FROM agent_spend
+            WHERE agent_id = ${id} AND period_start = ${periodStart(budget.period)}`
+          .pipe(Effect.map(([row]) => ({ spent: Number(row?.spent ?? 0), exhausted: row?.exhausted ?? false })))
+
+    const spent = (id: AgentId, budget: Budget | null) => Effect.map(spending(id, budget), (s) => s.spent)
+
+    const markExhausted = (id: AgentId, budget: Budget) =>
+      sql`
+        INSERT INTO agent_spend (agent_id, period_start, exhausted) VALUES (${id}, ${periodStart(budget.period)}, true)
+        ON CONFLICT (agent_id, period_start) DO UPDATE SET exhausted = true`
+
+    /** A changed budget gets a fresh look: calls are tried again. */
+    const clearExhausted = (id: AgentId) => sql`UPDATE agent_spend SET exhausted = false WHERE agent_id = ${id}`
 
     const addSpend = (id: AgentId, budget: Budget, usd: number) =>
       sql`
         INSERT INTO agent_spend (agent_id, period_start, spent_usd) VALUES (${id}, ${periodStart(budget.period)}, ${usd})
         ON CONFLICT (agent_id, period_start) DO UPDATE SET spent_usd = agent_spend.spent_usd + excluded.spent_usd`
 
-    return { insert, update, find, findById, list, remove, spent, addSpend } as const
+    return { insert, update, find, findById, list, remove, spending, spent, addSpend, markExhausted, clearExhausted } as const
   })
 }) {}

@@ -119,6 +119,7 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
       }
       const row = yield* repo.update(principal.organizationId, id, fields)
       if (row === undefined) return yield* NotFound.of("Agent", id)
+      if (input.budget !== undefined) yield* repo.clearExhausted(id)
       return yield* present(row)
     })
 

@@ -57,8 +57,8 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
     ) {
       const agent = yield* agents.get(principal, agentId)
       if (agent.budget !== null) {
-        const spent = yield* agentRepo.spent(agent.id, agent.budget)
-        if (spent >= agent.budget.limit_usd) {
+        const { exhausted, spent } = yield* agentRepo.spending(agent.id, agent.budget)
+        if (exhausted || spent >= agent.budget.limit_usd) {
           return yield* PaymentRequired.of(
             `The agent's budget of $${agent.budget.limit_usd} per ${agent.budget.period} is exhausted ($${spent.toFixed(6)} spent). ` +
               "Raise it with PATCH /v1/agents/{agent_id} or wait for the next period.",

@@ -4,6 +4,7 @@
  * text reaches the user while it is generated, but accepts a plain JSON completion from servers that
  * ignore `stream`.
  */
+import { randomUUID } from "node:crypto"
 import { badResponse, bodyChunks, type ModelHttpResponse, parseJsonObject, postJson, readText } from "./ModelHttp.js"
 import { type Message, ModelError, type ModelProvider, type ModelRequest, type ModelResponse } from "./ModelProvider.js"
 import { serverSentEvents } from "./ServerSentEvents.js"
@@ -91,7 +92,7 @@ class Completion {
   /** One chunk of a stream, or (`whole`) a non-streamed completion whose choice holds `message`. */
   apply(json: JsonRecord, whole: boolean) {
     const error = json["error"]
-    if (error !== undefined) {
+    if (error !== undefined && error !== null) {
       // vLLM and LiteLLM report failures after the 200 has been sent as an error object in the stream
       throw new ModelError({
         code: "model_stream_error",
@@ -138,8 +139,9 @@ class Completion {
   result(): ModelResponse {
     const toolCalls = [...this.calls].sort(([a], [b]) => a - b).map(([index, call]) => {
       if (call.name === "") throw badResponse("tool call without a function name")
-      // llama.cpp has been seen omitting ids; the id only has to match the tool result we send back
-      return { id: call.id === "" ? `call_${index}` : call.id, name: call.name, arguments: parseArguments(call.args) }
+      // some servers omit ids; ours only has to be unique in the conversation and match the result we send back
+      const id = call.id === "" ? `call_${randomUUID().replaceAll("-", "").slice(0, 16)}_${index}` : call.id
+      return { id, name: call.name, arguments: parseArguments(call.args) }
     })
     const mapped = this.finish === undefined ? "other" : FINISH[this.finish] ?? "other"
     return {

@@ -76,6 +76,7 @@ export default Effect.gen(function*() {
       agent_id uuid NOT NULL REFERENCES agents(id),
       period_start timestamptz NOT NULL,
       spent_usd numeric(14, 8) NOT NULL DEFAULT 0,
+      exhausted boolean NOT NULL DEFAULT false,
       PRIMARY KEY (agent_id, period_start)
     )`
   yield* sql`

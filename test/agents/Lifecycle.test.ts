@@ -1,0 +1,143 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createConnection, createConnector, json, petstore } from "../connectors/support.js"
+import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
+import { startTestNode, type TestNode } from "../support/TestNode.js"
+import { createAgent, invokeAgent, waitForTask } from "./support.js"
+
+let node: TestNode
+let target: TargetServer
+let apiKey: string
+let connection: any
+
+beforeAll(async () => {
+  node = await startTestNode({
+    SWITCHYARD_EGRESS_ALLOW: "127.0.0.1",
+    // $0.001 per token: a budget is used up after a few calls
+    SWITCHYARD_MODEL_PRICES: JSON.stringify({ scripted: { input: 1000, output: 1000 } })
+  })
+  target = await startTargetServer()
+  apiKey = (await node.bootstrap()).api_key
+  const connector = await createConnector(node, apiKey, petstore(target.url))
+  connection = await createConnection(node, apiKey, connector.id, { name: "pets", credentials: { type: "api_key", value: "k" } })
+})
+afterAll(async () => {
+  await node?.stop()
+  await target?.close()
+})
+
+const cancel = (taskId: string) => node.fetch(`/v1/tasks/${taskId}/cancel`, { method: "POST", apiKey })
+const thread = async (taskId: string) => (await (await node.fetch(`/v1/tasks/${taskId}/thread`, { apiKey })).json()).events
+
+describe("cancellation", () => {
+  it("interrupts a model call in flight", async () => {
+    const agent = await createAgent(node, apiKey, { name: "slow model", model: { provider: "scripted", script: [{ text: "late", delay_ms: 20_000 }] } })
+    const accepted = await (await invokeAgent(node, apiKey, agent.id, "?", { async: true })).json()
+    await new Promise((r) => setTimeout(r, 300))
+    const started = Date.now()
+    const response = await cancel(accepted.id)
+    expect(response.status).toBe(200)
+    expect((await response.json()).status).toBe("cancelled")
+    const task = await waitForTask(node, apiKey, accepted.id)
+    expect(task.status).toBe("cancelled")
+    expect(Date.now() - started).toBeLessThan(5_000)
+    const events = await thread(accepted.id)
+    expect(events.map((e: any) => e.type)).toEqual(["user_message", "cancelled"])
+  })
+
+  it("interrupts a tool call in flight and keeps what was done", async () => {
+    let aborted = false
+    target.reply = (req, res) => {
+      if (req.path === "/pets/slow") res.on("close", () => (aborted = true))
+      else (async () => (await import("../support/TargetServer.js")).echo(req, res))()
+    }
+    try {
+      const agent = await createAgent(node, apiKey, {
+        name: "slow tool",
+        model: {
+          provider: "scripted",
+          script: [
+            { tool_calls: [{ name: "getPet", arguments: { path_params: { petId: "fast" } } }] },
+            { tool_calls: [{ name: "getPet", arguments: { path_params: { petId: "slow" } } }] },
+            { text: "never" }
+          ]
+        },
+        skills: [{ connection_id: connection.id, operation_ids: ["getPet"] }]
+      })
+      const accepted = await (await invokeAgent(node, apiKey, agent.id, "?", { async: true })).json()
+      const deadline = Date.now() + 10_000
+      while (!target.requests.some((r) => r.path === "/pets/slow") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+      await cancel(accepted.id)
+      const task = await waitForTask(node, apiKey, accepted.id)
+      expect(task.status).toBe("cancelled")
+      await new Promise((r) => setTimeout(r, 200))
+      expect(aborted).toBe(true)
+      const types = (await thread(accepted.id)).map((e: any) => e.type)
+      expect(types).toEqual(["user_message", "model_call", "tool_call", "model_call", "cancelled"])
+    } finally {
+      target.reply = (await import("../support/TargetServer.js")).echo
+    }
+  })
+
+  it("cancelling an ended task changes nothing", async () => {
+    const agent = await createAgent(node, apiKey, { name: "quick", model: { provider: "scripted", script: [{ text: "done" }] } })
+    const task = await (await invokeAgent(node, apiKey, agent.id, "?")).json()
+    const after = await (await cancel(task.id)).json()
+    expect(after).toMatchObject({ status: "completed", result: "done" })
+  })
+})
+
+describe("limits", () => {
+  it("ends a task that runs past its time limit in error", async () => {
+    const agent = await createAgent(node, apiKey, {
+      name: "too slow",
+      timeout_seconds: 1,
+      model: { provider: "scripted", script: [{ text: "late", delay_ms: 10_000 }] }
+    })
+    const task = await (await invokeAgent(node, apiKey, agent.id, "?")).json()
+    expect(task.status).toBe("error")
+    expect(task.result).toContain("longer than")
+  })
+
+  it("never spends past the budget under 50 concurrent invocations", async () => {
+    // each call costs about $0.02–0.03 here; a $0.20 budget admits only some of them
+    const agent = await createAgent(node, apiKey, {
+      name: "budgeted",
+      budget: { limit_usd: 0.2, period: "total" },
+      model: { provider: "scripted", script: [{ text: "an answer of a reasonable length", delay_ms: 50 }] }
+    })
+    const responses = await Promise.all(Array.from({ length: 50 }, () => invokeAgent(node, apiKey, agent.id, "spend a little")))
+    const statuses = responses.map((r) => r.status)
+    const bodies = await Promise.all(responses.map((r) => r.json()))
+    const completed = bodies.filter((b) => b.status === "completed").length
+    const stopped = bodies.filter((b) => b.status === "error" && String(b.result).includes("budget")).length
+    const refused = statuses.filter((s) => s === 402).length
+    expect(completed).toBeGreaterThan(0)
+    expect(completed + stopped + refused).toBe(50)
+    expect(stopped + refused).toBeGreaterThan(0)
+    const status = await (await node.fetch(`/v1/agents/${agent.id}`, { apiKey })).json()
+    expect(status.spent_usd).toBeLessThanOrEqual(0.2)
+    expect(status.spent_usd).toBeGreaterThan(0)
+    // a call was refused for lack of budget: new invocations are refused up front with 402
+    const again = await invokeAgent(node, apiKey, agent.id, "more")
+    expect(again.status).toBe(402)
+    expect((await again.json()).error.code).toBe("budget_exhausted")
+    for (const b of bodies.filter((b) => b.error !== undefined)) expect(b.error.code).toBe("budget_exhausted")
+  })
+
+  it("refuses new invocations with 402 once the budget is spent", async () => {
+    const agent = await createAgent(node, apiKey, {
+      name: "tiny budget",
+      budget: { limit_usd: 0.05 },
+      model: { provider: "scripted", script: [{ text: "x".repeat(200) }] }
+    })
+    const first = await (await invokeAgent(node, apiKey, agent.id, "spend")).json()
+    expect(["completed", "error"]).toContain(first.status)
+    const second = await invokeAgent(node, apiKey, agent.id, "spend")
+    expect(second.status).toBe(402)
+    const body = await second.json()
+    expect(body.error.code).toBe("budget_exhausted")
+    const raised = await node.fetch(`/v1/agents/${agent.id}`, { ...json({ budget: { limit_usd: 100 } }), method: "PATCH", apiKey })
+    expect(raised.status).toBe(200)
+    expect((await invokeAgent(node, apiKey, agent.id, "spend")).status).toBe(200)
+  })
+})
