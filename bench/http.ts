@@ -2,7 +2,8 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { type Latency, measureLatency, measureThroughput, type Target, type Throughput } from "./support/load.js"
-import { repoRoot, startBare, startNode, stopAll, tempDir } from "./support/processes.js"
+import { startBare, startNode, stopAll, tempDir } from "./support/processes.js"
+import { fmt, ratio, reportErrors, table, warnIfBusy, writeResults as write } from "./support/report.js"
 
 /**
  * HTTP overhead of a Switchyard node against a bare node:http server, measured in one run on 127.0.0.1:
@@ -47,60 +48,14 @@ const measureNode = async (baseUrl: string, logLevel: "info" | "warning", apiKey
   })
 ]
 
-const fmt = (n: number, digits = 0) =>
-  Number.isFinite(n)
-    ? n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
-    : "n/a"
-
-const ratio = (a: number, b: number) => (b > 0 ? a / b : Number.NaN)
-
-const table = (rows: ReadonlyArray<Row>): string => {
-  const header = ["target", `req/s (c=${settings.concurrency})`, "p50 ms", "p90 ms", "p99 ms", "max ms", "errors"]
-  const lines = rows.map((r) => [
-    r.label,
-    fmt(r.throughput.rps),
-    fmt(r.latency.p50Ms, 3),
-    fmt(r.latency.p90Ms, 3),
-    fmt(r.latency.p99Ms, 3),
-    fmt(r.latency.maxMs, 1),
-    String(r.throughput.errors + r.latency.errors)
-  ])
-  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)))
-  const render = (cells: ReadonlyArray<string>) =>
-    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")
-  return [render(header), widths.map((w) => "-".repeat(w)).join("  "), ...lines.map(render)].join("\n")
-}
-
-const machine = {
-  node: process.version,
-  platform: `${Os.platform()}-${Os.arch()}`,
-  cpus: Os.cpus().length,
-  cpuModel: Os.cpus()[0]?.model
-}
-
-/** Written on failure too (ok: false, error), so an older file is never taken for this run's results. */
-const writeResults = (json: Record<string, unknown>) => {
-  const resultsDir = Path.join(repoRoot, "bench/results")
-  Fs.mkdirSync(resultsDir, { recursive: true })
-  const file = Path.join(resultsDir, "http.json")
-  Fs.writeFileSync(
-    file,
-    JSON.stringify({ benchmark: name, date: new Date().toISOString(), machine, settings, ...json }, null, 2) + "\n"
-  )
-  console.log(`\nResults written to ${Path.relative(process.cwd(), file)}`)
-}
+const writeResults = (json: Record<string, unknown>) => write(name, settings, json)
 
 export const run = async (): Promise<{ readonly ok: boolean }> => {
   const tmp = tempDir("switchyard-bench-")
   const dataDir = Path.join(tmp, "data")
   Fs.mkdirSync(dataDir)
   // other work on the machine skews every number: say so up front and in the results
-  const loadBefore = Os.loadavg()[0]!
-  if (loadBefore > 0.5) {
-    console.log(
-      `Warning: load average ${loadBefore.toFixed(2)} before the run: the machine is busy, numbers are noisy.\n`
-    )
-  }
+  const loadBefore = warnIfBusy()
   const rows: Array<Row> = []
   const startup: Record<string, number> = {}
   try {
@@ -148,7 +103,7 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
   }
 
   const bare = rows[0]!
-  console.log(`\n${table(rows)}\n`)
+  console.log(`\n${table(rows, settings.concurrency)}\n`)
   console.log(`Against the bare baseline of this run (/v1/me is compared with bare /healthz, the only baseline):`)
   const ratios = rows.slice(1).map((r) => {
     const x = {
@@ -177,14 +132,7 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
       `the bare baseline is the one most bounded by the client, so the ratios understate Switchyard's overhead.`
   )
 
-  const failed = rows.filter((r) => r.throughput.errors + r.latency.errors > 0)
-  for (const r of failed) {
-    console.log(
-      `\n!!! ERRORS: ${r.label}: ${r.throughput.errors + r.latency.errors} failed requests ` +
-        `(throughput ${JSON.stringify(r.throughput.statuses)}, latency ${JSON.stringify(r.latency.statuses)}). ` +
-        `Its numbers are NOT valid.`
-    )
-  }
+  const failed = reportErrors(rows)
 
   writeResults({
     ok: failed.length === 0,

@@ -117,15 +117,26 @@ export class Connection {
   }
 }
 
-/** The request bytes, built once: a client that formats headers per request would spend the cores too. */
-export const requestBytes = (url: URL, headers: Readonly<Record<string, string>>): Buffer =>
-  Buffer.from(
+/**
+ * The request bytes, built once: a client that formats headers per request would spend the cores too.
+ * Without a body it is a bodiless GET (or `method`); with one it carries `content-length`.
+ */
+export const requestBytes = (
+  url: URL,
+  headers: Readonly<Record<string, string>>,
+  request: { readonly method?: string; readonly body?: string } = {}
+): Buffer => {
+  const body = request.body === undefined ? undefined : Buffer.from(request.body, "utf8")
+  const head = Buffer.from(
     [
-      `GET ${url.pathname}${url.search} HTTP/1.1`,
+      `${request.method ?? "GET"} ${url.pathname}${url.search} HTTP/1.1`,
       `host: ${url.host}`,
       ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+      ...(body === undefined ? [] : [`content-length: ${body.length}`]),
       "",
       ""
     ].join("\r\n"),
     "latin1"
   )
+  return body === undefined ? head : Buffer.concat([head, body])
+}

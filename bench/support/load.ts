@@ -10,6 +10,10 @@ export interface Target {
   readonly name: string
   readonly url: string
   readonly headers?: Readonly<Record<string, string>>
+  /** Default GET. */
+  readonly method?: string
+  /** Sent with a `content-length` (set `content-type` in `headers`). */
+  readonly body?: string
 }
 
 export interface Throughput {
@@ -35,7 +39,11 @@ export interface Latency {
 
 const connect = (target: Target) => {
   const url = new URL(target.url)
-  return new Connection(url.hostname, Number(url.port || 80), requestBytes(url, target.headers ?? {}))
+  const request = {
+    ...(target.method === undefined ? {} : { method: target.method }),
+    ...(target.body === undefined ? {} : { body: target.body })
+  }
+  return new Connection(url.hostname, Number(url.port || 80), requestBytes(url, target.headers ?? {}, request))
 }
 
 const tally = (statuses: Record<string, number>, outcome: Outcome) => {

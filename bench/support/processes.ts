@@ -90,12 +90,21 @@ const reapPostgres = async (dataDir: string) => {
 
 export interface Bare {
   readonly baseUrl: string
+  readonly pid: number
   readonly stop: () => Promise<void>
 }
 
-export const startBare = async (): Promise<Bare> => {
-  const child = spawn(process.execPath, ["--import", "tsx", Path.join(repoRoot, "bench/support/bareServer.ts")], {
+/**
+ * Runs a helper server from bench/support (`script`, e.g. "bareServer.ts") in its own process, so it does
+ * not share an event loop with the load generator; it must print `listening <port>` on stdout.
+ */
+export const startScript = async (
+  script: string,
+  env: Readonly<Record<string, string>> = {}
+): Promise<Bare> => {
+  const child = spawn(process.execPath, ["--import", "tsx", Path.join(repoRoot, "bench/support", script)], {
     cwd: repoRoot,
+    env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"]
   })
   const stop = async () => {
@@ -111,13 +120,18 @@ export const startBare = async (): Promise<Bare> => {
       const match = /listening (\d+)/.exec(out)
       if (match) resolve(Number(match[1]))
     })
-    child.once("exit", (code) => reject(new Error(`bare server exited early (code ${code})`)))
+    child.once("exit", (code) => reject(new Error(`${script} exited early (code ${code})`)))
   })
-  return { baseUrl: `http://127.0.0.1:${port}`, stop }
+  return { baseUrl: `http://127.0.0.1:${port}`, pid: child.pid!, stop }
 }
+
+/** The baseline of bench/http.ts: bare node:http answering what Switchyard's /healthz answers. */
+export const startBare = (): Promise<Bare> => startScript("bareServer.ts")
 
 export interface SwitchyardNode {
   readonly baseUrl: string
+  /** The node process (its embedded PostgreSQL runs as its descendants). */
+  readonly pid: number
   /** Spawn to first 200 on /readyz. */
   readonly startupMs: number
   /** Only on the first start of a fresh data dir (the banner prints it once). */
@@ -134,6 +148,10 @@ export const startNode = async (options: {
   /** Node logs (stderr) go to this file: a file sink, as in production, and readable after a failure. */
   readonly logFile: string
   readonly expectApiKey: boolean
+  /** More SWITCHYARD_* settings (e.g. SWITCHYARD_EGRESS_ALLOW); the four above are set from the options. */
+  readonly env?: Readonly<Record<string, string>>
+  /** Node.js flags before the script, e.g. `--cpu-prof`. */
+  readonly nodeArgs?: ReadonlyArray<string>
 }): Promise<SwitchyardNode> => {
   const [httpPort, runnerPort] = [await freePort(), await freePort()]
   // a clean environment: an inherited DATABASE_URL or SWITCHYARD_* would change what is measured
@@ -142,10 +160,11 @@ export const startNode = async (options: {
   )
   const logFd = Fs.openSync(options.logFile, "a")
   const started = performance.now()
-  const child = spawn(process.execPath, ["bin/switchyard.js", "serve"], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), "bin/switchyard.js", "serve"], {
     cwd: repoRoot,
     env: {
       ...env,
+      ...options.env,
       SWITCHYARD_DATA_DIR: options.dataDir,
       SWITCHYARD_HTTP_PORT: String(httpPort),
       SWITCHYARD_RUNNER_PORT: String(runnerPort),
@@ -193,5 +212,54 @@ export const startNode = async (options: {
   for (let i = 0; options.expectApiKey && !apiKeyPattern.test(stdout) && i < 200; i++) await sleep(50)
   const apiKey = apiKeyPattern.exec(stdout)?.[0]
   if (options.expectApiKey && apiKey === undefined) return fail("printed no API key on first start")
-  return { baseUrl, startupMs, apiKey, stop }
+  return { baseUrl, pid: child.pid!, startupMs, apiKey, stop }
+}
+
+/** USER_HZ: the unit of utime/stime in /proc/<pid>/stat (100 on every Linux this runs on). */
+const CLOCK_TICKS_PER_S = 100
+
+/** utime + stime (field 14 and 15) and ppid (field 4) from /proc/<pid>/stat; comm may hold spaces. */
+const procStat = (pid: string): { readonly ppid: number; readonly ticks: number } | undefined => {
+  try {
+    const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return { ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) }
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * CPU time (user + system, ms) used so far by these processes and all their live descendants (a node's
+ * embedded PostgreSQL and its backends), or only by the processes themselves with `descendants: false`.
+ * Linux only: undefined elsewhere. Resolution 10 ms.
+ */
+export const cpuTimeMs = (
+  pids: ReadonlyArray<number>,
+  options: { readonly descendants?: boolean } = {}
+): number | undefined => {
+  if (!Fs.existsSync("/proc/self/stat")) return undefined
+  const children = new Map<number, Array<number>>()
+  const ticks = new Map<number, number>()
+  for (const entry of Fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    const stat = procStat(entry)
+    if (stat === undefined) continue
+    const pid = Number(entry)
+    ticks.set(pid, stat.ticks)
+    const siblings = children.get(stat.ppid)
+    if (siblings === undefined) children.set(stat.ppid, [pid])
+    else siblings.push(pid)
+  }
+  let total = 0
+  const seen = new Set<number>()
+  const queue = [...pids]
+  while (queue.length > 0) {
+    const pid = queue.pop()!
+    if (seen.has(pid)) continue
+    seen.add(pid)
+    total += ticks.get(pid) ?? 0
+    if (options.descendants !== false) queue.push(...(children.get(pid) ?? []))
+  }
+  return (total * 1000) / CLOCK_TICKS_PER_S
 }

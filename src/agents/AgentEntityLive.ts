@@ -20,7 +20,11 @@ export const AgentEntityLive = AgentEntity.toLayer(
           const spent = yield* repo.spent(agentId, agent.budget)
           if (spent + reserved() + payload.estimate_usd > agent.budget.limit_usd) {
             yield* repo.markExhausted(agentId, agent.budget)
-            return yield* new BudgetExhausted({ limit_usd: agent.budget.limit_usd, spent_usd: spent, reserved_usd: reserved() })
+            return yield* new BudgetExhausted({
+              limit_usd: agent.budget.limit_usd,
+              spent_usd: spent,
+              reserved_usd: reserved()
+            })
           }
           reservations.set(payload.reservation, payload.estimate_usd)
         }).pipe(Effect.catchTag("SqlError", Effect.die)),
@@ -28,7 +32,9 @@ export const AgentEntityLive = AgentEntity.toLayer(
         Effect.gen(function*() {
           reservations.delete(payload.reservation)
           const agent = yield* repo.findById(agentId)
-          if (agent?.budget != null && payload.actual_usd > 0) yield* repo.addSpend(agentId, agent.budget, payload.actual_usd)
+          if (agent?.budget != null && payload.actual_usd > 0) {
+            yield* repo.addSpend(agentId, agent.budget, payload.actual_usd)
+          }
         }).pipe(Effect.orDie),
       Forget: () => Effect.sync(() => reservations.clear())
     }

@@ -45,14 +45,18 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("agents/AgentRepo", {
     const update = (organizationId: OrganizationId, id: AgentId, a: AgentFields) =>
       sql<AgentRow>`
         UPDATE agents SET name = ${a.name}, instructions = ${a.instructions}, model = ${JSON.stringify(a.model)}::jsonb,
-          skills = ${JSON.stringify(a.skills)}::jsonb, budget = ${a.budget === null ? null : JSON.stringify(a.budget)}::jsonb,
+          skills = ${JSON.stringify(a.skills)}::jsonb, budget = ${
+        a.budget === null ? null : JSON.stringify(a.budget)
+      }::jsonb,
           max_steps = ${a.max_steps}, max_tokens = ${a.max_tokens}, timeout_seconds = ${a.timeout_seconds},
           updated_at = now()
         WHERE id = ${id} AND organization_id = ${organizationId} AND deleted_at IS NULL
         RETURNING *`.pipe(Effect.map(([row]): AgentRow | undefined => row))
 
     const find = (organizationId: OrganizationId, id: AgentId) =>
-      sql<AgentRow>`SELECT * FROM agents WHERE id = ${id} AND organization_id = ${organizationId} AND deleted_at IS NULL`
+      sql<
+        AgentRow
+      >`SELECT * FROM agents WHERE id = ${id} AND organization_id = ${organizationId} AND deleted_at IS NULL`
         .pipe(Effect.map(([row]): AgentRow | undefined => row))
 
     /** For the Agent entity, which serves callers already authorized. */
@@ -90,9 +94,23 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("agents/AgentRepo", {
 
     const addSpend = (id: AgentId, budget: Budget, usd: number) =>
       sql`
-        INSERT INTO agent_spend (agent_id, period_start, spent_usd) VALUES (${id}, ${periodStart(budget.period)}, ${usd})
+        INSERT INTO agent_spend (agent_id, period_start, spent_usd) VALUES (${id}, ${
+        periodStart(budget.period)
+      }, ${usd})
         ON CONFLICT (agent_id, period_start) DO UPDATE SET spent_usd = agent_spend.spent_usd + excluded.spent_usd`
 
-    return { insert, update, find, findById, list, remove, spending, spent, addSpend, markExhausted, clearExhausted } as const
+    return {
+      insert,
+      update,
+      find,
+      findById,
+      list,
+      remove,
+      spending,
+      spent,
+      addSpend,
+      markExhausted,
+      clearExhausted
+    } as const
   })
 }) {}

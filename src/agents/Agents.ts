@@ -35,7 +35,8 @@ export const toAgent = (row: AgentRow, spent: number) =>
   })
 
 /** An organization key limited to agents sees only those; everything else looks absent. */
-export const mayUse = (principal: Principal, id: AgentId) => principal.agentIds === null || principal.agentIds.includes(id)
+export const mayUse = (principal: Principal, id: AgentId) =>
+  principal.agentIds === null || principal.agentIds.includes(id)
 
 /** Agents: a model, instructions, the skills (connector operations) it holds, limits and a budget. */
 export class Agents extends Effect.Service<Agents>()("agents/Agents", {
@@ -45,16 +46,31 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
 
     const checkModel = (model: ModelConfig) => {
       if (model.provider === "scripted" && (model.script === undefined || model.script.length === 0)) {
-        return Effect.fail(BadRequest.of("A `scripted` model needs a `script`: a list of turns to play.", undefined, "validation_failed"))
+        return Effect.fail(
+          BadRequest.of("A `scripted` model needs a `script`: a list of turns to play.", undefined, "validation_failed")
+        )
       }
       if (model.provider !== "scripted" && model.script !== undefined) {
-        return Effect.fail(BadRequest.of("`script` is for the `scripted` provider only.", undefined, "validation_failed"))
+        return Effect.fail(
+          BadRequest.of("`script` is for the `scripted` provider only.", undefined, "validation_failed")
+        )
       }
       if (model.name === undefined && defaultModelName[model.provider] === undefined) {
-        return Effect.fail(BadRequest.of("`model.name` is required for `openai-chat` (the model your server serves).", undefined, "validation_failed"))
+        return Effect.fail(
+          BadRequest.of(
+            "`model.name` is required for `openai-chat` (the model your server serves).",
+            undefined,
+            "validation_failed"
+          )
+        )
       }
-      if (model.base_url !== undefined && !(URL.canParse(model.base_url) && /^https?:$/.test(new URL(model.base_url).protocol))) {
-        return Effect.fail(BadRequest.of("`model.base_url` must be an absolute http(s) URL.", undefined, "validation_failed"))
+      if (
+        model.base_url !== undefined &&
+        !(URL.canParse(model.base_url) && /^https?:$/.test(new URL(model.base_url).protocol))
+      ) {
+        return Effect.fail(
+          BadRequest.of("`model.base_url` must be an absolute http(s) URL.", undefined, "validation_failed")
+        )
       }
       return Effect.succeed({ ...model, name: model.name ?? defaultModelName[model.provider]! })
     }
@@ -100,7 +116,12 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
         max_tokens: input.max_tokens ?? null,
         timeout_seconds: input.timeout_seconds ?? null
       }
-      const row = yield* repo.insert({ ...fields, id: Crypto.randomUUID() as AgentId, organization_id: principal.organizationId, created_by: principal.userId })
+      const row = yield* repo.insert({
+        ...fields,
+        id: Crypto.randomUUID() as AgentId,
+        organization_id: principal.organizationId,
+        created_by: principal.userId
+      })
       return toAgent(row, 0)
     })
 

@@ -4,10 +4,16 @@ import type { ModelConfig } from "../../schema/Agents.js"
 import type { OrganizationId } from "../../schema/Ids.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Egress } from "../connectors/Egress.js"
-import { providerFor } from "./models/index.js"
-import { ModelError, type ModelProvider, type ModelRequest, type ModelResponse, type ProviderConnection } from "./models/ModelProvider.js"
-import { scripted } from "./models/Scripted.js"
 import { ModelProviders } from "./ModelProviders.js"
+import { providerFor } from "./models/index.js"
+import {
+  ModelError,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelResponse,
+  type ProviderConnection
+} from "./models/ModelProvider.js"
+import { scripted } from "./models/Scripted.js"
 import { makePriceTable } from "./Prices.js"
 
 export interface ModelCallResult {
@@ -39,12 +45,19 @@ export class ModelGateway extends Effect.Service<ModelGateway>()("agents/ModelGa
       "openai-chat": { baseUrl: config.models.chatBaseUrl, apiKey: config.models.chatApiKey },
       anthropic: { baseUrl: Option.some(config.models.anthropicBaseUrl), apiKey: config.models.anthropicApiKey }
     } as const
-    const envName = { openai: "SWITCHYARD_OPENAI", "openai-chat": "SWITCHYARD_OPENAI_CHAT", anthropic: "SWITCHYARD_ANTHROPIC" } as const
+    const envName = {
+      openai: "SWITCHYARD_OPENAI",
+      "openai-chat": "SWITCHYARD_OPENAI_CHAT",
+      anthropic: "SWITCHYARD_ANTHROPIC"
+    } as const
 
     const resolve = (organizationId: OrganizationId, model: ModelConfig) =>
       Effect.gen(function*() {
         if (model.provider === "scripted") {
-          return { provider: scripted(model.script ?? []), connection: { baseUrl: "scripted:", apiKey: undefined, dispatcher: direct } }
+          return {
+            provider: scripted(model.script ?? []),
+            connection: { baseUrl: "scripted:", apiKey: undefined, dispatcher: direct }
+          }
         }
         const name = model.provider
         const org = yield* settings.settingsFor(organizationId, name).pipe(Effect.orDie)
@@ -82,8 +95,12 @@ export class ModelGateway extends Effect.Service<ModelGateway>()("agents/ModelGa
         const { connection, provider } = yield* resolve(organizationId, model)
         const started = performance.now()
         const response = yield* Effect.tryPromise({
-          try: (signal) => provider.call(connection, request, onTextDelta === undefined ? { signal } : { signal, onTextDelta }),
-          catch: (e) => e instanceof ModelError ? e : new ModelError({ code: "model_bad_response", message: String(e), retryable: false })
+          try: (signal) =>
+            provider.call(connection, request, onTextDelta === undefined ? { signal } : { signal, onTextDelta }),
+          catch: (e) =>
+            e instanceof ModelError
+              ? e
+              : new ModelError({ code: "model_bad_response", message: String(e), retryable: false })
         })
         return { response, cost: prices.cost(response.model, response.usage), durationMs: performance.now() - started }
       }).pipe(
@@ -92,7 +109,8 @@ export class ModelGateway extends Effect.Service<ModelGateway>()("agents/ModelGa
 
     /** A worst-case price for a call, reserved against the agent's budget before it is made. */
     const estimate = (model: ModelConfig, request: ModelRequest) => {
-      const chars = request.instructions.length + JSON.stringify(request.messages).length + JSON.stringify(request.tools).length
+      const chars = request.instructions.length + JSON.stringify(request.messages).length +
+        JSON.stringify(request.tools).length
       const input = Math.ceil(chars / 3) + 64
       const output = model.max_output_tokens ?? (model.provider === "scripted" ? Math.ceil(chars / 3) + 64 : 4096)
       return prices.cost(model.name ?? model.provider, { input_tokens: input, output_tokens: output, cached_tokens: 0 })

@@ -18,7 +18,12 @@ interface Row {
 }
 
 const present = (row: Row) =>
-  new ModelProviderSettings({ provider: row.provider, base_url: row.base_url, has_api_key: row.api_key !== null, updated_at: row.updated_at })
+  new ModelProviderSettings({
+    provider: row.provider,
+    base_url: row.base_url,
+    has_api_key: row.api_key !== null,
+    updated_at: row.updated_at
+  })
 
 /** An organization's own model provider settings: base URL and API key (sealed like connection credentials). */
 export class ModelProviders extends Effect.Service<ModelProviders>()("agents/ModelProviders", {
@@ -32,13 +37,20 @@ export class ModelProviders extends Effect.Service<ModelProviders>()("agents/Mod
       input: { readonly api_key?: string | undefined; readonly base_url?: string | undefined }
     ) {
       yield* requireRole(principal, "admin", "configure model providers")
-      if (input.base_url !== undefined && !(URL.canParse(input.base_url) && /^https?:$/.test(new URL(input.base_url).protocol))) {
+      if (
+        input.base_url !== undefined &&
+        !(URL.canParse(input.base_url) && /^https?:$/.test(new URL(input.base_url).protocol))
+      ) {
         return yield* BadRequest.of("`base_url` must be an absolute http(s) URL.", undefined, "validation_failed")
       }
-      const sealed = input.api_key === undefined ? null : vault.seal(input.api_key, [principal.organizationId, "model-provider", provider])
+      const sealed = input.api_key === undefined
+        ? null
+        : vault.seal(input.api_key, [principal.organizationId, "model-provider", provider])
       const [row] = yield* sql<Row>`
         INSERT INTO model_providers (organization_id, provider, base_url, api_key, key_version)
-        VALUES (${principal.organizationId}, ${provider}, ${input.base_url ?? null}, ${sealed?.sealed ?? null}, ${sealed?.keyVersion ?? null})
+        VALUES (${principal.organizationId}, ${provider}, ${input.base_url ?? null}, ${sealed?.sealed ?? null}, ${
+        sealed?.keyVersion ?? null
+      })
         ON CONFLICT (organization_id, provider) DO UPDATE SET base_url = excluded.base_url, api_key = excluded.api_key,
           key_version = excluded.key_version, updated_at = now()
         RETURNING provider, base_url, api_key, key_version, updated_at`
@@ -54,7 +66,8 @@ export class ModelProviders extends Effect.Service<ModelProviders>()("agents/Mod
 
     const remove = Effect.fn("ModelProviders.remove")(function*(principal: Principal, provider: HttpProvider) {
       yield* requireRole(principal, "admin", "configure model providers")
-      const rows = yield* sql`DELETE FROM model_providers WHERE organization_id = ${principal.organizationId} AND provider = ${provider} RETURNING provider`
+      const rows =
+        yield* sql`DELETE FROM model_providers WHERE organization_id = ${principal.organizationId} AND provider = ${provider} RETURNING provider`
       if (rows.length === 0) return yield* NotFound.of("Model provider settings", provider)
     })
 
@@ -66,7 +79,9 @@ export class ModelProviders extends Effect.Service<ModelProviders>()("agents/Mod
         Effect.map(([row]) =>
           row === undefined ? undefined : {
             baseUrl: row.base_url ?? undefined,
-            apiKey: row.api_key === null ? undefined : vault.open<string>(row.api_key, row.key_version ?? 1, [organizationId, "model-provider", provider])
+            apiKey: row.api_key === null
+              ? undefined
+              : vault.open<string>(row.api_key, row.key_version ?? 1, [organizationId, "model-provider", provider])
           }
         )
       )

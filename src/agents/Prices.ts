@@ -32,23 +32,29 @@ export const makePriceTable = (overrides: string) => {
     try {
       extra = JSON.parse(overrides)
     } catch {
-      throw new PriceTableError("SWITCHYARD_MODEL_PRICES must be JSON: {\"model\": {\"input\": 1, \"output\": 2, \"cached_input\": 0.5}}")
+      throw new PriceTableError(
+        "SWITCHYARD_MODEL_PRICES must be JSON: {\"model\": {\"input\": 1, \"output\": 2, \"cached_input\": 0.5}}"
+      )
     }
     for (const [model, p] of Object.entries(extra)) {
       if (typeof p?.input !== "number" || typeof p?.output !== "number") {
-        throw new PriceTableError(`SWITCHYARD_MODEL_PRICES: '${model}' needs numeric "input" and "output" (USD per million tokens)`)
+        throw new PriceTableError(
+          `SWITCHYARD_MODEL_PRICES: '${model}' needs numeric "input" and "output" (USD per million tokens)`
+        )
       }
     }
   }
   const table: Record<string, Price> = { ...BUILT_IN, ...extra }
   /** Exact name, else the longest known prefix (dated snapshots such as gpt-4.1-mini-2025-04-14). */
   const priceOf = (model: string): Price | undefined =>
-    table[model] ?? Object.entries(table).filter(([name]) => model.startsWith(name)).sort((a, b) => b[0].length - a[0].length)[0]?.[1]
+    table[model] ??
+      Object.entries(table).filter(([name]) => model.startsWith(name)).sort((a, b) => b[0].length - a[0].length)[0]?.[1]
   const cost = (model: string, usage: { input_tokens: number; output_tokens: number; cached_tokens: number }) => {
     const p = priceOf(model)
     if (p === undefined) return 0
     const fresh = Math.max(0, usage.input_tokens - usage.cached_tokens)
-    return (fresh * p.input + usage.cached_tokens * (p.cached_input ?? p.input) + usage.output_tokens * p.output) / 1_000_000
+    return (fresh * p.input + usage.cached_tokens * (p.cached_input ?? p.input) + usage.output_tokens * p.output) /
+      1_000_000
   }
   return { priceOf, cost }
 }

@@ -1,8 +1,8 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Schema } from "effect"
-import { Api } from "../../schema/Api.js"
 import type { Task } from "../../schema/Agents.js"
 import { TaskAccepted } from "../../schema/AgentsApi.js"
+import { Api } from "../../schema/Api.js"
 import { Principal } from "../../schema/Security.js"
 import { Agents } from "../agents/Agents.js"
 import { AgentsLive } from "../agents/AgentsLive.js"
@@ -35,7 +35,9 @@ export const AgentsHttpLive = HttpApiBuilder.group(Api, "agents", (handlers) =>
           Effect.flatMap(({ accepted, task }): Effect.Effect<HttpServerResponse.HttpServerResponse | Task> =>
             accepted
               ? encodeAccepted(new TaskAccepted(task)).pipe(
-                Effect.map((body) => HttpServerResponse.unsafeJson(body, { status: 202 })),
+                Effect.map((body) =>
+                  HttpServerResponse.unsafeJson(body, { status: 202 })
+                ),
                 Effect.orDie
               )
               : Effect.succeed(task)

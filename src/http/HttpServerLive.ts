@@ -34,6 +34,14 @@ export const HttpServerLive = Layer.unwrapEffect(
     const config = yield* SwitchyardConfig
     const server = Http.createServer()
     server.keepAliveTimeout = 65_000 // longer than common load-balancer idle timeouts
+    // the server listens before the routes are attached (layer order): a request arriving in between
+    // would wait forever, so until then it gets a 503 to retry
+    let attached = false
+    server.on("request", (_req, res) => {
+      if (attached) return
+      res.writeHead(503, { "content-type": "application/json", "retry-after": "1", "x-switchyard-error": "true" })
+      res.end(JSON.stringify({ error: { code: "unavailable", message: "This node is starting; retry shortly." } }))
+    })
     const served = HttpLayerRouter.serve(Routes, { disableLogger: true, disableListenLog: true }).pipe(
       Layer.provide(NodeHttpServer.layer(() => server, { port: config.httpPort, host: config.host })),
       Layer.provide(Etag.layerWeak)
@@ -41,6 +49,7 @@ export const HttpServerLive = Layer.unwrapEffect(
     const drainOnShutdown = Layer.scopedDiscard(
       Effect.gen(function*() {
         const drain = yield* Drain
+        attached = true
         yield* Effect.addFinalizer(() =>
           Effect.gen(function*() {
             yield* drain.begin

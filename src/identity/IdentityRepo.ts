@@ -151,8 +151,14 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
         WHERE k.organization_id = ${organizationId} AND k.id = ${keyId}`.pipe(
         Effect.map(([row]) =>
           row === undefined ? undefined : {
-            organization: new Organization({ id: row.organization_id, name: row.org_name, created_at: row.org_created_at }),
-            user: row.user_id === null ? null : new User({ id: row.user_id, email: row.user_email!, name: row.user_name }),
+            organization: new Organization({
+              id: row.organization_id,
+              name: row.org_name,
+              created_at: row.org_created_at
+            }),
+            user: row.user_id === null
+              ? null
+              : new User({ id: row.user_id, email: row.user_email!, name: row.user_name }),
             key: toApiKey(row)
           }
         )

@@ -84,7 +84,9 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     const finish = (id: TaskId, status: (typeof TERMINAL)[number], result: string) =>
       sql<TaskRow>`
         UPDATE tasks SET status = ${status}, result = ${result}, finished_at = now(), oidc_token = NULL
-        WHERE id = ${id} AND status NOT IN ${sql.in(TERMINAL)} RETURNING *`.pipe(Effect.map(([row]): TaskRow | undefined => row))
+        WHERE id = ${id} AND status NOT IN ${sql.in(TERMINAL)} RETURNING *`.pipe(
+        Effect.map(([row]): TaskRow | undefined => row)
+      )
 
     const cancel = (organizationId: OrganizationId, id: TaskId, result: string) =>
       sql<TaskRow>`
@@ -104,7 +106,13 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     }) =>
       sql<TaskRow>`
         SELECT * FROM tasks WHERE organization_id = ${organizationId}
-        ${f.agentIds === null ? sql`` : f.agentIds.length === 0 ? sql`AND false` : sql`AND agent_id::text IN ${sql.in(f.agentIds)}`}
+        ${
+        f.agentIds === null
+          ? sql``
+          : f.agentIds.length === 0
+          ? sql`AND false`
+          : sql`AND agent_id::text IN ${sql.in(f.agentIds)}`
+      }
         ${f.agentId === undefined ? sql`` : sql`AND agent_id::text = ${f.agentId}`}
         ${f.status === undefined ? sql`` : sql`AND status = ${f.status}`}
         ${f.userId === undefined ? sql`` : sql`AND user_id = ${f.userId}`}
@@ -147,6 +155,18 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         SELECT seq, at, provider, model, input_tokens, output_tokens, cached_tokens, cost_usd::text AS cost_usd
         FROM llm_usage WHERE task_id = ${taskId} ORDER BY seq`
 
-    return { insert, find, findById, markExecuting, finish, cancel, list, appendEvent, events, recordUsage, usage } as const
+    return {
+      insert,
+      find,
+      findById,
+      markExecuting,
+      finish,
+      cancel,
+      list,
+      appendEvent,
+      events,
+      recordUsage,
+      usage
+    } as const
   })
 }) {}

@@ -9,7 +9,7 @@ import { ModelGateway } from "../agents/ModelGateway.js"
 import type { Message, ToolCall, ToolSpec } from "../agents/models/ModelProvider.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Connections } from "../connectors/Connections.js"
-import { type TaskRow, TaskRepo } from "./TaskRepo.js"
+import { TaskRepo, type TaskRow } from "./TaskRepo.js"
 
 const TOOL_RESULT_LIMIT = 64 * 1024
 
@@ -59,29 +59,48 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
 
     const finish = (task: TaskRow, stop: Stop) =>
       Effect.gen(function*() {
-        yield* repo.appendEvent(task.id, stop.status === "completed" ? "agent_message" : "error", null, stop.status === "completed" ? { text: stop.result } : { message: stop.result })
+        yield* repo.appendEvent(
+          task.id,
+          stop.status === "completed" ? "agent_message" : "error",
+          null,
+          stop.status === "completed" ? { text: stop.result } : { message: stop.result }
+        )
         const ended = yield* repo.finish(task.id, stop.status, stop.result)
         const now = ended ?? (yield* repo.findById(task.id))!
         return { status: now.status, result: now.result } satisfies Outcome
       })
 
     const toolsOf = (task: TaskRow, principal: Principal) =>
-      Effect.forEach(task.agent_snapshot.skills.flatMap((s) => s.operation_ids.map((op) => [s.connection_id, op] as const)), ([connectionId, ref]) =>
-        connections.target(principal, "_", connectionId, ref).pipe(
-          Effect.map(({ operation }): Tool => ({
-            spec: { name: operation.operationId, description: operation.pretty_description || operation.pretty_name, parameters: operation.input },
-            connectionId,
-            operationId: operation.id
-          })),
-          Effect.mapError((e) => new Stop("error", `The agent's skill ${ref} on connection ${connectionId} cannot be used: ${e.message}`))
-        ))
+      Effect.forEach(
+        task.agent_snapshot.skills.flatMap((s) => s.operation_ids.map((op) => [s.connection_id, op] as const)),
+        ([connectionId, ref]) =>
+          connections.target(principal, "_", connectionId, ref).pipe(
+            Effect.map(({ operation }): Tool => ({
+              spec: {
+                name: operation.operationId,
+                description: operation.pretty_description || operation.pretty_name,
+                parameters: operation.input
+              },
+              connectionId,
+              operationId: operation.id
+            })),
+            Effect.mapError((e) =>
+              new Stop("error", `The agent's skill ${ref} on connection ${connectionId} cannot be used: ${e.message}`)
+            )
+          )
+      )
 
     const callTool = (task: TaskRow, principal: Principal, tool: Tool | undefined, call: ToolCall) =>
       Effect.gen(function*() {
         const started = performance.now()
-        if (tool === undefined) return { outcome: "error", status: null, content: `error: there is no tool named ${call.name}`, ms: 0 }
-        const args = (typeof call.arguments === "object" && call.arguments !== null ? call.arguments : {}) as InvokeOperation
-        return yield* connections.invoke(principal, "_", tool.connectionId as never, tool.operationId, args, { taskId: task.id }).pipe(
+        if (tool === undefined) {
+          return { outcome: "error", status: null, content: `error: there is no tool named ${call.name}`, ms: 0 }
+        }
+        const args =
+          (typeof call.arguments === "object" && call.arguments !== null ? call.arguments : {}) as InvokeOperation
+        return yield* connections.invoke(principal, "_", tool.connectionId as never, tool.operationId, args, {
+          taskId: task.id
+        }).pipe(
           Effect.flatMap((upstream) =>
             Effect.map(readBody(upstream.body), (body) => ({
               outcome: upstream.status < 400 ? "ok" : "error",
@@ -90,7 +109,14 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
               ms: performance.now() - started
             }))
           ),
-          Effect.catchAll((e) => Effect.succeed({ outcome: "error", status: null, content: `error: ${e.message}`, ms: performance.now() - started })),
+          Effect.catchAll((e) =>
+            Effect.succeed({
+              outcome: "error",
+              status: null,
+              content: `error: ${e.message}`,
+              ms: performance.now() - started
+            })
+          ),
           Effect.catchTag("SqlError" as never, Effect.die)
         )
       })
@@ -105,7 +131,9 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
           role: "member",
           agentIds: null
         }
-        const recorded = new Map((yield* repo.events(task.id)).filter((e) => e.step_key !== null).map((e) => [e.step_key!, e.data]))
+        const recorded = new Map(
+          (yield* repo.events(task.id)).filter((e) => e.step_key !== null).map((e) => [e.step_key!, e.data])
+        )
         const tools = yield* toolsOf(task, principal)
         const byName = new Map(tools.map((t) => [t.spec.name, t]))
         const messages: Array<Message> = [{ role: "user", text: task.input }]
@@ -113,29 +141,47 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         let tokens = 0
         for (let step = 1; step <= agent.max_steps; step++) {
           const key = `m:${step}`
-          let turn = recorded.get(key) as { text: string | null; tool_calls: Array<ToolCall>; input_tokens: number; output_tokens: number } | undefined
+          let turn = recorded.get(key) as {
+            text: string | null
+            tool_calls: Array<ToolCall>
+            input_tokens: number
+            output_tokens: number
+          } | undefined
           if (turn === undefined) {
             const request = {
               model: agent.model.name ?? agent.model.provider,
               instructions: agent.instructions,
               messages,
               tools: tools.map((t) => t.spec),
-              ...(agent.model.max_output_tokens === undefined ? {} : { maxOutputTokens: agent.model.max_output_tokens }),
+              ...(agent.model.max_output_tokens === undefined
+                ? {}
+                : { maxOutputTokens: agent.model.max_output_tokens }),
               ...(agent.model.temperature === undefined ? {} : { temperature: agent.model.temperature })
             }
             const reservation = `${task.id}:${step}`
             yield* agents(agent.id).Reserve({ reservation, estimate_usd: gateway.estimate(agent.model, request) }).pipe(
               Effect.catchTag("BudgetExhausted", (b) =>
-                Effect.fail(new Stop("error", `Stopped: the agent's budget of $${b.limit_usd} is exhausted ($${b.spent_usd.toFixed(6)} spent).`)))
+                Effect.fail(
+                  new Stop(
+                    "error",
+                    `Stopped: the agent's budget of $${b.limit_usd} is exhausted ($${b.spent_usd.toFixed(6)} spent).`
+                  )
+                ))
             )
             const result = yield* gateway.call(task.organization_id, agent.model, request).pipe(
               Effect.onExit((exit) =>
-                agents(agent.id).Settle({ reservation, actual_usd: exit._tag === "Success" ? exit.value.cost : 0 }).pipe(Effect.ignore)
+                agents(agent.id).Settle({ reservation, actual_usd: exit._tag === "Success" ? exit.value.cost : 0 })
+                  .pipe(Effect.ignore)
               ),
               Effect.mapError((e) => new Stop("error", `The model call failed (${e.code}): ${e.message}`))
             )
             const { response } = result
-            turn = { text: response.text, tool_calls: [...response.tool_calls], input_tokens: response.usage.input_tokens, output_tokens: response.usage.output_tokens }
+            turn = {
+              text: response.text,
+              tool_calls: [...response.tool_calls],
+              input_tokens: response.usage.input_tokens,
+              output_tokens: response.usage.output_tokens
+            }
             yield* repo.appendEvent(task.id, "model_call", key, {
               step,
               provider: agent.model.provider,
@@ -164,7 +210,10 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
           }
           tokens += turn.input_tokens + turn.output_tokens
           if (agent.max_tokens !== null && tokens > agent.max_tokens) {
-            return new Stop("error", `Stopped: the task used ${tokens} tokens, over the agent's max_tokens of ${agent.max_tokens}.`)
+            return new Stop(
+              "error",
+              `Stopped: the task used ${tokens} tokens, over the agent's max_tokens of ${agent.max_tokens}.`
+            )
           }
           messages.push({ role: "assistant", text: turn.text, tool_calls: turn.tool_calls })
           if (turn.tool_calls.length === 0) return new Stop("completed", turn.text ?? "")
@@ -199,16 +248,24 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     const run = Effect.fn("TaskRunner.run")(function*(taskId: TaskId) {
       const task = yield* repo.findById(taskId)
       if (task === undefined) return { status: "error", result: "unknown task" } satisfies Outcome
-      if (task.status !== "pending" && task.status !== "executing") return { status: task.status, result: task.result } satisfies Outcome
+      if (task.status !== "pending" && task.status !== "executing") {
+        return { status: task.status, result: task.result } satisfies Outcome
+      }
       if (task.status === "pending") {
         yield* repo.markExecuting(taskId)
-        yield* repo.appendEvent(taskId, "user_message", "user", { text: task.input, user: { id: task.user_id, email: task.user_email } })
+        yield* repo.appendEvent(taskId, "user_message", "user", {
+          text: task.input,
+          user: { id: task.user_id, email: task.user_email }
+        })
       }
       const limit = task.agent_snapshot.timeout_seconds === null
         ? config.taskTimeout
         : Duration.seconds(task.agent_snapshot.timeout_seconds)
       const stop = yield* loop(task).pipe(
-        Effect.timeoutFail({ duration: limit, onTimeout: () => new Stop("error", `Stopped: the task ran longer than ${Duration.format(limit)}.`) }),
+        Effect.timeoutFail({
+          duration: limit,
+          onTimeout: () => new Stop("error", `Stopped: the task ran longer than ${Duration.format(limit)}.`)
+        }),
         Effect.catchIf((e): e is Stop => e instanceof Stop, Effect.succeed)
       )
       return yield* finish(task, stop)
@@ -217,13 +274,21 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     /** After an interruption by Cancel: the thread says so. */
     const cancelled = Effect.fn("TaskRunner.cancelled")(function*(taskId: TaskId) {
       const task = yield* repo.findById(taskId)
-      if (task?.status === "cancelled") yield* repo.appendEvent(taskId, "cancelled", "cancelled", { message: task.result })
+      if (task?.status === "cancelled") {
+        yield* repo.appendEvent(taskId, "cancelled", "cancelled", { message: task.result })
+      }
       return { status: task?.status ?? "error", result: task?.result ?? null } satisfies Outcome
     })
 
     /** A defect in the loop ends the task in error instead of retrying it forever. */
     const failed = (taskId: TaskId, message: string) =>
-      Effect.flatMap(repo.findById(taskId), (task) => task === undefined ? Effect.succeed({ status: "error", result: message } as Outcome) : finish(task, new Stop("error", message)))
+      Effect.flatMap(
+        repo.findById(taskId),
+        (task) =>
+          task === undefined
+            ? Effect.succeed({ status: "error", result: message } as Outcome)
+            : finish(task, new Stop("error", message))
+      )
 
     return { run, cancelled, failed } as const
   })

@@ -8,7 +8,7 @@ import type { Principal } from "../../schema/Security.js"
 import { AgentRepo } from "../agents/AgentRepo.js"
 import { Agents, mayUse } from "../agents/Agents.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
-import { type TaskRow, TaskRepo } from "./TaskRepo.js"
+import { TaskRepo, type TaskRow } from "./TaskRepo.js"
 
 /** The cluster could not take the message (a full mailbox, storage trouble): the caller may retry. */
 const unavailable = (e: { readonly _tag: string }) =>
@@ -46,28 +46,43 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
     const client = yield* TaskEntity.client
 
     const find = (principal: Principal, id: TaskId) =>
-      Effect.flatMap(repo.find(principal.organizationId, id), (row) =>
-        row === undefined || !mayUse(principal, row.agent_id) ? Effect.fail(NotFound.of("Task", id)) : Effect.succeed(row))
+      Effect.flatMap(
+        repo.find(principal.organizationId, id),
+        (row) =>
+          row === undefined || !mayUse(principal, row.agent_id)
+            ? Effect.fail(NotFound.of("Task", id))
+            : Effect.succeed(row)
+      )
 
     const invoke = Effect.fn("Tasks.invoke")(function*(
       principal: Principal,
       agentId: AgentId,
       body: InvokeAgent,
-      options: { readonly asynchronous: boolean; readonly idempotencyKey: string | undefined; readonly source: "api" | "mcp" }
+      options: {
+        readonly asynchronous: boolean
+        readonly idempotencyKey: string | undefined
+        readonly source: "api" | "mcp"
+      }
     ) {
       const agent = yield* agents.get(principal, agentId)
       if (agent.budget !== null) {
         const { exhausted, spent } = yield* agentRepo.spending(agent.id, agent.budget)
         if (exhausted || spent >= agent.budget.limit_usd) {
           return yield* PaymentRequired.of(
-            `The agent's budget of $${agent.budget.limit_usd} per ${agent.budget.period} is exhausted ($${spent.toFixed(6)} spent). ` +
+            `The agent's budget of $${agent.budget.limit_usd} per ${agent.budget.period} is exhausted ($${
+              spent.toFixed(6)
+            } spent). ` +
               "Raise it with PATCH /v1/agents/{agent_id} or wait for the next period.",
             { limit_usd: agent.budget.limit_usd, spent_usd: spent, period: agent.budget.period }
           )
         }
       }
       if (options.idempotencyKey !== undefined && !/^[\x21-\x7e]{1,255}$/.test(options.idempotencyKey)) {
-        return yield* BadRequest.of("`Idempotency-Key` must be 1–255 visible ASCII characters.", undefined, "invalid_idempotency_key")
+        return yield* BadRequest.of(
+          "`Idempotency-Key` must be 1–255 visible ASCII characters.",
+          undefined,
+          "invalid_idempotency_key"
+        )
       }
       const id = Crypto.randomUUID() as TaskId
       const requestHash = Crypto.createHash("sha256").update(JSON.stringify([agentId, body.input])).digest("base64url")
@@ -82,7 +97,9 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
         agent_snapshot: agent,
         api_key_id: principal.keyId,
         // the user's token lives sealed only while the task runs: ending the task erases it
-        oidc_token: body.user_oidc_token === undefined ? null : vault.seal(body.user_oidc_token, [principal.organizationId, id, "oidc"]).sealed,
+        oidc_token: body.user_oidc_token === undefined
+          ? null
+          : vault.seal(body.user_oidc_token, [principal.organizationId, id, "oidc"]).sealed,
         idempotency_key: options.idempotencyKey ?? null,
         request_hash: options.idempotencyKey === undefined ? null : requestHash
       })
@@ -110,7 +127,11 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
     }) {
       const after = f.cursor === undefined ? undefined : decodeCursor(f.cursor)
       if (f.cursor !== undefined && after === undefined) {
-        return yield* BadRequest.of("`cursor` is not one this API returned; start again without it.", undefined, "invalid_cursor")
+        return yield* BadRequest.of(
+          "`cursor` is not one this API returned; start again without it.",
+          undefined,
+          "invalid_cursor"
+        )
       }
       const limit = f.limit ?? 50
       const rows = yield* repo.list(principal.organizationId, {
@@ -168,11 +189,18 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
         cached_tokens: r.cached_tokens,
         cost_usd: Number(r.cost_usd)
       }))
-      const sum = (k: "input_tokens" | "output_tokens" | "cached_tokens" | "cost_usd") => calls.reduce((a, c) => a + c[k], 0)
+      const sum = (k: "input_tokens" | "output_tokens" | "cached_tokens" | "cost_usd") =>
+        calls.reduce((a, c) => a + c[k], 0)
       return {
         task_id: id,
         calls,
-        totals: { calls: calls.length, input_tokens: sum("input_tokens"), output_tokens: sum("output_tokens"), cached_tokens: sum("cached_tokens"), cost_usd: sum("cost_usd") }
+        totals: {
+          calls: calls.length,
+          input_tokens: sum("input_tokens"),
+          output_tokens: sum("output_tokens"),
+          cached_tokens: sum("cached_tokens"),
+          cost_usd: sum("cost_usd")
+        }
       }
     })
 

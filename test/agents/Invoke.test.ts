@@ -12,11 +12,17 @@ let connection: any
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
 
 beforeAll(async () => {
-  node = await startTestNode({ SWITCHYARD_EGRESS_ALLOW: "127.0.0.1", SWITCHYARD_MODEL_PRICES: JSON.stringify({ scripted: { input: 1000, output: 2000 } }) })
+  node = await startTestNode({
+    SWITCHYARD_EGRESS_ALLOW: "127.0.0.1",
+    SWITCHYARD_MODEL_PRICES: JSON.stringify({ scripted: { input: 1000, output: 2000 } })
+  })
   target = await startTargetServer()
   apiKey = (await node.bootstrap()).api_key
   const connector = await createConnector(node, apiKey, petstore(target.url))
-  connection = await createConnection(node, apiKey, connector.id, { name: "pets", credentials: { type: "api_key", value: "k" } })
+  connection = await createConnection(node, apiKey, connector.id, {
+    name: "pets",
+    credentials: { type: "api_key", value: "k" }
+  })
 })
 afterAll(async () => {
   await node?.stop()
@@ -44,24 +50,38 @@ describe("invoking an agent", () => {
     const response = await invokeAgent(node, apiKey, agent.id, "How is pet 7?")
     expect(response.status).toBe(200)
     const task = await response.json()
-    expect(Object.keys(task)).toEqual(expect.arrayContaining(["id", "agent_id", "status", "result", "source", "created_at", "finished_at"]))
+    expect(Object.keys(task)).toEqual(
+      expect.arrayContaining(["id", "agent_id", "status", "result", "source", "created_at", "finished_at"])
+    )
     expect(task).toMatchObject({ agent_id: agent.id, status: "completed", source: "api" })
     expect(task.created_at).toMatch(TIMESTAMP)
     expect(task.finished_at).toMatch(TIMESTAMP)
-    expect(task.result).toContain('"path":"/pets/7"')
+    expect(task.result).toContain("\"path\":\"/pets/7\"")
     expect(target.requests.length).toBe(before + 1)
     expect(target.requests[before]!.headers["x-api-key"]).toBe("k")
     // readable afterwards, with its thread and usage
     const read = await (await node.fetch(`/v1/tasks/${task.id}`, { apiKey })).json()
     expect(read).toEqual(task)
     const thread = await (await node.fetch(`/v1/tasks/${task.id}/thread`, { apiKey })).json()
-    expect(thread.events.map((e: any) => e.type)).toEqual(["user_message", "model_call", "tool_call", "model_call", "agent_message"])
+    expect(thread.events.map((e: any) => e.type)).toEqual([
+      "user_message",
+      "model_call",
+      "tool_call",
+      "model_call",
+      "agent_message"
+    ])
     for (const e of thread.events) {
       expect(e.user).toEqual(user)
       expect(e.at).toMatch(TIMESTAMP)
     }
     const tool = thread.events[2].data
-    expect(tool).toMatchObject({ name: "getPet", arguments: { path_params: { petId: "7" } }, status: 200, outcome: "ok", connection_id: connection.id })
+    expect(tool).toMatchObject({
+      name: "getPet",
+      arguments: { path_params: { petId: "7" } },
+      status: 200,
+      outcome: "ok",
+      connection_id: connection.id
+    })
     expect(thread.events[1].data.cost_usd).toBeGreaterThan(0)
     const usage = await (await node.fetch(`/v1/tasks/${task.id}/llm_usage`, { apiKey })).json()
     expect(usage.calls).toHaveLength(2)
@@ -84,7 +104,9 @@ describe("invoking an agent", () => {
 
   it("requires the user's e-mail and the prompt, with clear 400s", async () => {
     const agent = await toolAgent()
-    const noEmail = await invokeAgent(node, apiKey, agent.id, "", { body: { input: { text: "hi", user: { id: "u" } } } })
+    const noEmail = await invokeAgent(node, apiKey, agent.id, "", {
+      body: { input: { text: "hi", user: { id: "u" } } }
+    })
     expect(noEmail.status).toBe(400)
     const body = await noEmail.json()
     expect(body.error.details.issues.map((i: any) => i.path)).toContain("input.user.email")
@@ -105,7 +127,10 @@ describe("invoking an agent", () => {
   it("reports tool errors to the model instead of failing", async () => {
     const agent = await createAgent(node, apiKey, {
       name: "bad tool",
-      model: { provider: "scripted", script: [{ tool_calls: [{ name: "getPet", arguments: {} }] }, { text: "saw: {{last_tool_result}}" }] },
+      model: {
+        provider: "scripted",
+        script: [{ tool_calls: [{ name: "getPet", arguments: {} }] }, { text: "saw: {{last_tool_result}}" }]
+      },
       skills: [{ connection_id: connection.id, operation_ids: ["getPet"] }]
     })
     const task = await (await invokeAgent(node, apiKey, agent.id, "?")).json()
@@ -131,8 +156,10 @@ describe("invoking an agent", () => {
   it("returns the same task for the same Idempotency-Key and body, 409 for another body", async () => {
     const agent = await toolAgent()
     const key = `idem-${Date.now()}`
-    const first = await (await invokeAgent(node, apiKey, agent.id, "once", { headers: { "idempotency-key": key } })).json()
-    const again = await (await invokeAgent(node, apiKey, agent.id, "once", { headers: { "idempotency-key": key } })).json()
+    const first = await (await invokeAgent(node, apiKey, agent.id, "once", { headers: { "idempotency-key": key } }))
+      .json()
+    const again = await (await invokeAgent(node, apiKey, agent.id, "once", { headers: { "idempotency-key": key } }))
+      .json()
     expect(again.id).toBe(first.id)
     expect(again.status).toBe("completed")
     const other = await invokeAgent(node, apiKey, agent.id, "different", { headers: { "idempotency-key": key } })
@@ -144,7 +171,11 @@ describe("invoking an agent", () => {
 describe("agents", () => {
   it("refuses skills on unknown connections or operations", async () => {
     const bad = await node.fetch("/v1/agents", {
-      ...json({ name: "x", model: { provider: "scripted", script: [{ text: "hi" }] }, skills: [{ connection_id: connection.id, operation_ids: ["nope"] }] }),
+      ...json({
+        name: "x",
+        model: { provider: "scripted", script: [{ text: "hi" }] },
+        skills: [{ connection_id: connection.id, operation_ids: ["nope"] }]
+      }),
       apiKey
     })
     expect(bad.status).toBe(400)
@@ -155,7 +186,11 @@ describe("agents", () => {
     const agent = await toolAgent()
     const list = await (await node.fetch("/v1/agents", { apiKey })).json()
     expect(list.items.map((a: any) => a.id)).toContain(agent.id)
-    const patched = await node.fetch(`/v1/agents/${agent.id}`, { ...json({ name: "Renamed" }), method: "PATCH", apiKey })
+    const patched = await node.fetch(`/v1/agents/${agent.id}`, {
+      ...json({ name: "Renamed" }),
+      method: "PATCH",
+      apiKey
+    })
     expect((await patched.json()).name).toBe("Renamed")
     const other = (await node.bootstrap()).api_key
     expect((await node.fetch(`/v1/agents/${agent.id}`, { apiKey: other })).status).toBe(404)
@@ -173,7 +208,10 @@ describe("agents", () => {
   it("limits an organization key to its agents", async () => {
     const allowed = await toolAgent()
     const hidden = await toolAgent()
-    const key = await (await node.fetch("/v1/api-keys", { ...json({ name: "limited", kind: "organization", agent_ids: [allowed.id] }), apiKey })).json()
+    const key = await (await node.fetch("/v1/api-keys", {
+      ...json({ name: "limited", kind: "organization", agent_ids: [allowed.id] }),
+      apiKey
+    })).json()
     const list = await (await node.fetch("/v1/agents", { apiKey: key.api_key })).json()
     expect(list.items.map((a: any) => a.id)).toEqual([allowed.id])
     expect((await invokeAgent(node, key.api_key, hidden.id, "hi")).status).toBe(404)

@@ -18,7 +18,10 @@ beforeAll(async () => {
   target = await startTargetServer()
   apiKey = (await node.bootstrap()).api_key
   const connector = await createConnector(node, apiKey, petstore(target.url))
-  connection = await createConnection(node, apiKey, connector.id, { name: "pets", credentials: { type: "api_key", value: "k" } })
+  connection = await createConnection(node, apiKey, connector.id, {
+    name: "pets",
+    credentials: { type: "api_key", value: "k" }
+  })
 })
 afterAll(async () => {
   await node?.stop()
@@ -26,11 +29,15 @@ afterAll(async () => {
 })
 
 const cancel = (taskId: string) => node.fetch(`/v1/tasks/${taskId}/cancel`, { method: "POST", apiKey })
-const thread = async (taskId: string) => (await (await node.fetch(`/v1/tasks/${taskId}/thread`, { apiKey })).json()).events
+const thread = async (taskId: string) =>
+  (await (await node.fetch(`/v1/tasks/${taskId}/thread`, { apiKey })).json()).events
 
 describe("cancellation", () => {
   it("interrupts a model call in flight", async () => {
-    const agent = await createAgent(node, apiKey, { name: "slow model", model: { provider: "scripted", script: [{ text: "late", delay_ms: 20_000 }] } })
+    const agent = await createAgent(node, apiKey, {
+      name: "slow model",
+      model: { provider: "scripted", script: [{ text: "late", delay_ms: 20_000 }] }
+    })
     const accepted = await (await invokeAgent(node, apiKey, agent.id, "?", { async: true })).json()
     await new Promise((r) => setTimeout(r, 300))
     const started = Date.now()
@@ -65,7 +72,9 @@ describe("cancellation", () => {
       })
       const accepted = await (await invokeAgent(node, apiKey, agent.id, "?", { async: true })).json()
       const deadline = Date.now() + 10_000
-      while (!target.requests.some((r) => r.path === "/pets/slow") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+      while (!target.requests.some((r) => r.path === "/pets/slow") && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 20))
+      }
       await cancel(accepted.id)
       const task = await waitForTask(node, apiKey, accepted.id)
       expect(task.status).toBe("cancelled")
@@ -79,7 +88,10 @@ describe("cancellation", () => {
   })
 
   it("cancelling an ended task changes nothing", async () => {
-    const agent = await createAgent(node, apiKey, { name: "quick", model: { provider: "scripted", script: [{ text: "done" }] } })
+    const agent = await createAgent(node, apiKey, {
+      name: "quick",
+      model: { provider: "scripted", script: [{ text: "done" }] }
+    })
     const task = await (await invokeAgent(node, apiKey, agent.id, "?")).json()
     const after = await (await cancel(task.id)).json()
     expect(after).toMatchObject({ status: "completed", result: "done" })
@@ -105,7 +117,9 @@ describe("limits", () => {
       budget: { limit_usd: 0.2, period: "total" },
       model: { provider: "scripted", script: [{ text: "an answer of a reasonable length", delay_ms: 50 }] }
     })
-    const responses = await Promise.all(Array.from({ length: 50 }, () => invokeAgent(node, apiKey, agent.id, "spend a little")))
+    const responses = await Promise.all(
+      Array.from({ length: 50 }, () => invokeAgent(node, apiKey, agent.id, "spend a little"))
+    )
     const statuses = responses.map((r) => r.status)
     const bodies = await Promise.all(responses.map((r) => r.json()))
     const completed = bodies.filter((b) => b.status === "completed").length
@@ -136,7 +150,11 @@ describe("limits", () => {
     expect(second.status).toBe(402)
     const body = await second.json()
     expect(body.error.code).toBe("budget_exhausted")
-    const raised = await node.fetch(`/v1/agents/${agent.id}`, { ...json({ budget: { limit_usd: 100 } }), method: "PATCH", apiKey })
+    const raised = await node.fetch(`/v1/agents/${agent.id}`, {
+      ...json({ budget: { limit_usd: 100 } }),
+      method: "PATCH",
+      apiKey
+    })
     expect(raised.status).toBe(200)
     expect((await invokeAgent(node, apiKey, agent.id, "spend")).status).toBe(200)
   })

@@ -1,5 +1,5 @@
-import type { TestNode } from "../support/TestNode.js"
 import { json } from "../connectors/support.js"
+import type { TestNode } from "../support/TestNode.js"
 
 export const createAgent = async (node: TestNode, apiKey: string, body: Record<string, unknown>) => {
   const response = await node.fetch("/v1/agents", { ...json(body), apiKey })
@@ -9,7 +9,13 @@ export const createAgent = async (node: TestNode, apiKey: string, body: Record<s
 
 export const user = { id: "u-1", email: "ada@example.com" }
 
-export const invokeAgent = (node: TestNode, apiKey: string, agentId: string, text: string, options: { async?: boolean; headers?: Record<string, string>; body?: unknown } = {}) =>
+export const invokeAgent = (
+  node: TestNode,
+  apiKey: string,
+  agentId: string,
+  text: string,
+  options: { async?: boolean; headers?: Record<string, string>; body?: unknown } = {}
+) =>
   node.fetch(`/v1/agents/${agentId}/invoke${options.async === true ? "?asynchronous=true" : ""}`, {
     method: "POST",
     apiKey,

@@ -16,7 +16,7 @@ export interface NodeProcess {
 /** `switchyard serve` as a real child process (signals, crash and restart behave as in production). */
 export const spawnNode = (env: Record<string, string>, args: ReadonlyArray<string> = ["serve"]): NodeProcess => {
   const child = spawn(process.execPath, [BIN, ...args], {
-    env: { ...process.env, SWITCHYARD_LOG_LEVEL: "warning", ...env },
+    env: { ...process.env, SWITCHYARD_LOG_LEVEL: process.env.NODE_LOG_LEVEL ?? "warning", ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
   let output = ""
@@ -50,7 +50,7 @@ export const spawnNode = (env: Record<string, string>, args: ReadonlyArray<strin
 export const runCli = (args: ReadonlyArray<string>, env: Record<string, string>) =>
   new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
     const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, SWITCHYARD_LOG_LEVEL: "warning", ...env },
+      env: { ...process.env, SWITCHYARD_LOG_LEVEL: process.env.NODE_LOG_LEVEL ?? "warning", ...env },
       stdio: ["ignore", "pipe", "pipe"]
     })
     let stdout = ""

@@ -1,0 +1,174 @@
+import { Agent } from "undici"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { chatCompletions } from "../../../src/agents/models/ChatCompletions.js"
+import type { ModelRequest } from "../../../src/agents/models/ModelProvider.js"
+import { type ModelServer, startModelServer } from "../../support/ModelServers.js"
+import { baseRequest, callRecording, connectionTo, rejectionOf, weatherTool } from "./harness.js"
+
+describe("Chat Completions", () => {
+  const dispatcher = new Agent()
+  let server: ModelServer
+  beforeAll(async () => {
+    server = await startModelServer("openai-chat")
+  })
+  afterAll(async () => {
+    await server.close()
+    await dispatcher.close()
+  })
+  beforeEach(() => {
+    server.script.length = 0
+    server.requests.length = 0
+  })
+
+  it("streams text through onTextDelta and reads usage from the final chunk", async () => {
+    server.script.push({ text: "It is sunny in Paris.", usage: { input: 900, output: 6, cached: 512 } })
+    const { deltas, response } = await callRecording(chatCompletions, connectionTo(server.url, dispatcher), {
+      ...baseRequest,
+      maxOutputTokens: 128
+    })
+
+    expect(deltas).toEqual(["It ", "is ", "sunny ", "in ", "Paris."])
+    expect(response).toEqual({
+      text: "It is sunny in Paris.",
+      tool_calls: [],
+      usage: { input_tokens: 900, output_tokens: 6, cached_tokens: 512 },
+      model: "test-model-2025-01-01",
+      finish: "stop"
+    })
+    const [sent] = server.requests
+    expect(sent!.path).toBe("/v1/chat/completions")
+    expect(sent!.headers["authorization"]).toBe("Bearer sk-test-key")
+    expect(sent!.body).toEqual({
+      model: "test-model",
+      messages: [
+        { role: "system", content: "You are terse." },
+        { role: "user", content: "Weather in Paris?" }
+      ],
+      tools: [{
+        type: "function",
+        function: { name: "get_weather", description: "Current weather for a city", parameters: weatherTool.parameters }
+      }],
+      max_tokens: 128,
+      stream: true,
+      stream_options: { include_usage: true }
+    })
+  })
+
+  it("assembles streamed tool-call fragments, then sends the calls and their results back", async () => {
+    server.script.push(
+      {
+        tool_calls: [
+          { name: "get_weather", arguments: { city: "Paris", unit: "celsius" } },
+          { name: "get_weather", arguments: { city: "Lyon" } }
+        ]
+      },
+      { text: "Paris 21, Lyon 24." }
+    )
+    const connection = connectionTo(server.url, dispatcher)
+    const first = await callRecording(chatCompletions, connection, baseRequest)
+    expect(first.deltas).toEqual([])
+    expect(first.response.finish).toBe("tool_calls")
+    expect(first.response.text).toBeNull()
+    expect(first.response.tool_calls).toEqual([
+      { id: "call_r1_0", name: "get_weather", arguments: { city: "Paris", unit: "celsius" } },
+      { id: "call_r1_1", name: "get_weather", arguments: { city: "Lyon" } }
+    ])
+
+    const followUp: ModelRequest = {
+      ...baseRequest,
+      messages: [
+        ...baseRequest.messages,
+        { role: "assistant", text: null, tool_calls: first.response.tool_calls },
+        { role: "tool", tool_call_id: "call_r1_0", name: "get_weather", content: "21" },
+        { role: "tool", tool_call_id: "call_r1_1", name: "get_weather", content: "24" }
+      ]
+    }
+    const second = await callRecording(chatCompletions, connection, followUp)
+    expect(second.response.text).toBe("Paris 21, Lyon 24.")
+    expect(server.requests[1]!.body.messages.slice(2)).toEqual([
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [
+          {
+            id: "call_r1_0",
+            type: "function",
+            function: { name: "get_weather", arguments: "{\"city\":\"Paris\",\"unit\":\"celsius\"}" }
+          },
+          { id: "call_r1_1", type: "function", function: { name: "get_weather", arguments: "{\"city\":\"Lyon\"}" } }
+        ]
+      },
+      { role: "tool", tool_call_id: "call_r1_0", content: "21" },
+      { role: "tool", tool_call_id: "call_r1_1", content: "24" }
+    ])
+  })
+
+  it("accepts a plain JSON completion from a server that ignores stream", async () => {
+    server.script.push({ text: "Plain answer", ignore_stream: true, usage: { input: 10, output: 2, cached: 4 } })
+    const { deltas, response } = await callRecording(chatCompletions, connectionTo(server.url, dispatcher), baseRequest)
+    expect(deltas).toEqual(["Plain answer"])
+    expect(response).toEqual({
+      text: "Plain answer",
+      tool_calls: [],
+      usage: { input_tokens: 10, output_tokens: 2, cached_tokens: 4 },
+      model: "test-model-2025-01-01",
+      finish: "stop"
+    })
+  })
+
+  it("parses tool calls from a plain JSON completion too", async () => {
+    server.script.push({ tool_calls: [{ name: "get_weather", arguments: { city: "Oslo" } }], ignore_stream: true })
+    const { response } = await callRecording(chatCompletions, connectionTo(server.url, dispatcher), baseRequest)
+    expect(response.tool_calls).toEqual([{ id: "call_r1_0", name: "get_weather", arguments: { city: "Oslo" } }])
+    expect(response.finish).toBe("tool_calls")
+  })
+
+  it("sends no Authorization without a key (local servers) and omits an empty system prompt", async () => {
+    server.script.push({ text: "ok", finish: "length" })
+    const { response } = await callRecording(
+      chatCompletions,
+      connectionTo(server.url, dispatcher, { apiKey: undefined }),
+      {
+        ...baseRequest,
+        instructions: "",
+        tools: []
+      }
+    )
+    expect(response.finish).toBe("length")
+    const [sent] = server.requests
+    expect(sent!.headers["authorization"]).toBeUndefined()
+    expect(sent!.body.messages).toEqual([{ role: "user", content: "Weather in Paris?" }])
+    expect(sent!.body.tools).toBeUndefined()
+  })
+
+  it("turns an error object inside the stream into a retryable ModelError", async () => {
+    server.script.push({ text: "Starting to answer", mid_stream: "error" })
+    const error = await rejectionOf(callRecording(chatCompletions, connectionTo(server.url, dispatcher), baseRequest))
+    expect(error).toMatchObject({ name: "ModelError", code: "model_stream_error", retryable: true })
+    expect(error.message).toBe("worker crashed")
+  })
+
+  it("reports a connection reset mid-stream as model_unreachable (retryable)", async () => {
+    server.script.push({ text: "Starting to answer", mid_stream: "reset" })
+    const error = await rejectionOf(callRecording(chatCompletions, connectionTo(server.url, dispatcher), baseRequest))
+    expect(error).toMatchObject({ name: "ModelError", code: "model_unreachable", retryable: true })
+  })
+
+  it("stops reading and rejects promptly when aborted mid-stream", async () => {
+    server.script.push({ text: "Starting to answer", mid_stream: "hang" })
+    const controller = new AbortController()
+    const deltas: Array<string> = []
+    const call = chatCompletions.call(connectionTo(server.url, dispatcher), baseRequest, {
+      signal: controller.signal,
+      onTextDelta: (delta) => {
+        deltas.push(delta)
+        controller.abort()
+      }
+    })
+    const started = Date.now()
+    const error = await rejectionOf(call)
+    expect(Date.now() - started).toBeLessThan(1000)
+    expect(error.name).toBe("AbortError")
+    expect(deltas).toEqual(["Starting "])
+  })
+})
