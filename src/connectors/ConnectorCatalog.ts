@@ -117,6 +117,15 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
     const ttl = Duration.toMillis((yield* SwitchyardConfig).connectorCacheTtl)
     const connectors = new TtlCache<ConnectorId, ConnectorRow>(ttl)
 
+    // an unchanged connector keeps its `imported` object, so validators compiled for it stay cached
+    const lastImported = new Map<ConnectorId, { readonly updatedAt: number; readonly imported: ImportedConnector }>()
+    const stable = (row: ConnectorRow): ConnectorRow => {
+      const last = lastImported.get(row.id)
+      if (last !== undefined && last.updatedAt === row.updated_at.getTime()) return { ...row, imported: last.imported }
+      lastImported.set(row.id, { updatedAt: row.updated_at.getTime(), imported: row.imported })
+      return row
+    }
+
     const withConnections = (principal: Principal, rows: ReadonlyArray<ConnectorRow>) =>
       Effect.map(
         repo.connectionsOf(principal.organizationId, rows.map((r) => r.id), principal.userId),
@@ -157,7 +166,9 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
         }
         return repo.findConnector(principal.organizationId, id).pipe(
           Effect.flatMap((row) =>
-            row === undefined ? Effect.fail(NotFound.of("Connector", id)) : Effect.succeed(connectors.set(id, row))
+            row === undefined
+              ? Effect.fail(NotFound.of("Connector", id))
+              : Effect.succeed(connectors.set(id, stable(row)))
           )
         )
       })

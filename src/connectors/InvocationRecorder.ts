@@ -33,7 +33,14 @@ export class InvocationRecorder extends Effect.Service<InvocationRecorder>()("co
         Effect.catchAllCause((cause) => Effect.logWarning(`lost ${batch.length} invocation records`, cause))
       )
 
-    const flush = Queue.takeBetween(queue, 1, BATCH).pipe(Effect.flatMap((c) => write(Chunk.toReadonlyArray(c))))
+    // wait for the first record, then gather for a moment: one INSERT per window, not per call
+    const flush = Queue.take(queue).pipe(
+      Effect.zipLeft(Effect.sleep("200 millis")),
+      Effect.flatMap((first) =>
+        Effect.map(Queue.takeUpTo(queue, BATCH - 1), (rest) => [first, ...Chunk.toReadonlyArray(rest)])
+      ),
+      Effect.flatMap(write)
+    )
     yield* flush.pipe(Effect.forever, Effect.forkScoped)
     // on shutdown, write what is still queued
     yield* Effect.addFinalizer(() => Queue.takeAll(queue).pipe(Effect.flatMap((c) => write(Chunk.toReadonlyArray(c)))))

@@ -1,4 +1,4 @@
-import { Etag, HttpApiScalar, HttpLayerRouter } from "@effect/platform"
+import { Etag, HttpApiScalar, HttpLayerRouter, HttpMiddleware } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import * as Http from "node:http"
@@ -43,6 +43,8 @@ export const HttpServerLive = Layer.unwrapEffect(
       res.end(JSON.stringify({ error: { code: "unavailable", message: "This node is starting; retry shortly." } }))
     })
     const served = HttpLayerRouter.serve(Routes, { disableLogger: true, disableListenLog: true }).pipe(
+      // no tracer exports spans here: skip building one per request
+      Layer.locally(HttpMiddleware.currentTracerDisabledWhen, () => true),
       Layer.provide(NodeHttpServer.layer(() => server, { port: config.httpPort, host: config.host })),
       Layer.provide(Etag.layerWeak)
     )

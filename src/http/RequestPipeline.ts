@@ -6,7 +6,7 @@ import {
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
-import { Cause, Effect, Option } from "effect"
+import { Cause, Effect, FiberRef, LogLevel, Option } from "effect"
 import * as Crypto from "node:crypto"
 import type { ErrorBody } from "../../schema/Errors.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
@@ -162,6 +162,8 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
     const config = yield* SwitchyardConfig
     const drain = yield* Drain
     const maxBody = Option.some(config.maxBodyBytes)
+    // the access log is built only when it would be written
+    const logRequests = LogLevel.lessThanEqual(yield* FiberRef.get(FiberRef.currentMinimumLogLevel), LogLevel.Info)
     return (
       handler: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
     ): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpServerRequest.HttpServerRequest> =>
@@ -203,16 +205,18 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
         const headers = drain.draining
           ? { "x-request-id": info.requestId, connection: "close" }
           : { "x-request-id": info.requestId }
-        yield* Effect.logInfo("http").pipe(
-          Effect.annotateLogs({
-            method: request.method,
-            path: request.url.split("?")[0],
-            status: response.status,
-            latency_ms: Math.round((performance.now() - started) * 100) / 100,
-            request_id: info.requestId,
-            ...(info.organizationId === undefined ? {} : { organization_id: info.organizationId })
-          })
-        )
+        if (logRequests) {
+          yield* Effect.logInfo("http").pipe(
+            Effect.annotateLogs({
+              method: request.method,
+              path: request.url.split("?")[0],
+              status: response.status,
+              latency_ms: Math.round((performance.now() - started) * 100) / 100,
+              request_id: info.requestId,
+              ...(info.organizationId === undefined ? {} : { organization_id: info.organizationId })
+            })
+          )
+        }
         return HttpServerResponse.setHeaders(response, Headers.fromInput(headers))
       })
   }),
