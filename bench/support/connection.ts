@@ -10,6 +10,8 @@ export interface Outcome {
   /** HTTP status, or "error:<reason>" when no usable response came back. */
   readonly status: string
   readonly ok: boolean
+  /** The complete response (head and body, a view of the socket's bytes) when one came back: see `responseBody`. */
+  readonly response?: Buffer
 }
 
 const headEnd = Buffer.from("\r\n\r\n")
@@ -52,6 +54,23 @@ const responseLength = (buf: Buffer): Parsed => {
   }
 }
 
+/** The body of a complete response (`Outcome.response`) as UTF-8 text, de-chunked when it was chunked. */
+export const responseBody = (response: Buffer): string => {
+  const end = response.indexOf(headEnd)
+  if (end < 0) return ""
+  const head = response.toString("latin1", 0, end)
+  if (!/\r\ntransfer-encoding:\s*chunked/i.test(head)) return response.toString("utf8", end + 4)
+  const chunks: Array<Buffer> = []
+  let pos = end + 4
+  for (;;) {
+    const lineEnd = response.indexOf("\r\n", pos)
+    const size = lineEnd < 0 ? 0 : Number.parseInt(response.toString("latin1", pos, lineEnd), 16)
+    if (!(size > 0)) return Buffer.concat(chunks).toString("utf8")
+    chunks.push(response.subarray(lineEnd + 2, lineEnd + 2 + size))
+    pos = lineEnd + 2 + size + 2
+  }
+}
+
 export class Connection {
   private socket: Net.Socket | undefined
   private buffer: Buffer = Buffer.alloc(0)
@@ -59,11 +78,12 @@ export class Connection {
 
   constructor(private readonly host: string, private readonly port: number, private readonly request: Buffer) {}
 
-  send(): Promise<Outcome> {
+  /** Sends the connection's request, or `request` (bytes from `requestBytes`) for this call only. */
+  send(request: Buffer = this.request): Promise<Outcome> {
     return new Promise((resolve) => {
       this.pending = resolve
       this.buffer = Buffer.alloc(0)
-      this.connected().write(this.request)
+      this.connected().write(request)
     })
   }
 
@@ -93,10 +113,11 @@ export class Connection {
         this.close()
         return this.settle({ status: "error:unparseable-response", ok: false })
       }
+      const response = this.buffer.subarray(0, length)
       this.buffer = this.buffer.subarray(length)
       // the server closes after this response: drop the socket now, or the next request races its FIN
       if (close) this.close()
-      this.settle({ status: String(status), ok: status >= 200 && status < 300 })
+      this.settle({ status: String(status), ok: status >= 200 && status < 300, response })
     })
     // a hung server must fail the request, not the whole run; idle sockets between requests are fine
     socket.setTimeout(10_000, () => {

@@ -83,13 +83,22 @@ export const measureThroughput = async (
   return { concurrency: options.concurrency, seconds, requests, rps: requests / seconds, errors, statuses }
 }
 
-const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
+export const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
   sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!
 
-/** One request at a time on one keep-alive socket: the server's own per-request cost, unqueued. */
+/**
+ * One request at a time on one keep-alive socket: the server's own per-request cost, unqueued.
+ * `check` may reject a 2xx response by its content (its reason is counted as the status, and as an
+ * error); `maxMs` ends the measured requests early when a slow target would take longer than that.
+ */
 export const measureLatency = async (
   target: Target,
-  options: { readonly warmup: number; readonly requests: number }
+  options: {
+    readonly warmup: number
+    readonly requests: number
+    readonly check?: (outcome: Outcome) => string | undefined
+    readonly maxMs?: number
+  }
 ): Promise<Latency> => {
   const connection = connect(target)
   const samples: Array<number> = []
@@ -97,10 +106,13 @@ export const measureLatency = async (
   let errors = 0
   try {
     for (let i = 0; i < options.warmup; i++) await connection.send()
-    for (let i = 0; i < options.requests; i++) {
+    const deadline = performance.now() + (options.maxMs ?? Number.POSITIVE_INFINITY)
+    for (let i = 0; i < options.requests && performance.now() < deadline; i++) {
       const t0 = process.hrtime.bigint()
-      const outcome = await connection.send()
+      const sent = await connection.send()
       samples.push(Number(process.hrtime.bigint() - t0) / 1e6)
+      const rejected = sent.ok && options.check !== undefined ? options.check(sent) : undefined
+      const outcome = rejected === undefined ? sent : { status: rejected, ok: false }
       if (!outcome.ok) errors++
       tally(statuses, outcome)
     }

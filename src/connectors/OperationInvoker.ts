@@ -146,7 +146,7 @@ export class OperationInvoker extends Effect.Service<OperationInvoker>()("connec
           ? Unprocessable.of(built.message, "connector_has_no_server_url")
           : BadRequest.of(built.message, undefined, built.code)
       }
-      const recordFailure = (e: { readonly code: string }) =>
+      const record = (outcome: { status: number | null; error_code: string | null; response_bytes: number | null }) =>
         recorder.record({
           organization_id: principal.organizationId,
           connector_id: connector.id,
@@ -155,12 +155,12 @@ export class OperationInvoker extends Effect.Service<OperationInvoker>()("connec
           api_key_id: principal.keyId,
           user_id: principal.userId,
           task_id: context.taskId ?? null,
-          status: null,
-          error_code: e.code,
           duration_ms: performance.now() - started,
           request_bytes: typeof built.body === "string" ? Buffer.byteLength(built.body) : 0,
-          response_bytes: null
+          ...outcome
         })
+      const recordFailure = (e: { readonly code: string }) =>
+        record({ status: null, error_code: e.code, response_bytes: null })
       let response = yield* send(built.url, built).pipe(Effect.tapError(recordFailure))
       if (response.statusCode === 401 && connection.auth_type === "oauth2") {
         // the token may have been revoked early: refresh once (the entity makes it cluster-wide) and retry
@@ -176,18 +176,9 @@ export class OperationInvoker extends Effect.Service<OperationInvoker>()("connec
         }
       }
       const length = Number(response.headers["content-length"])
-      yield* recorder.record({
-        organization_id: principal.organizationId,
-        connector_id: connector.id,
-        connection_id: connection.id,
-        operation_id: operation.id,
-        api_key_id: principal.keyId,
-        user_id: principal.userId,
-        task_id: context.taskId ?? null,
+      yield* record({
         status: response.statusCode,
         error_code: null,
-        duration_ms: performance.now() - started,
-        request_bytes: typeof built.body === "string" ? Buffer.byteLength(built.body) : 0,
         response_bytes: Number.isFinite(length) ? length : null
       })
       return {
