@@ -18,7 +18,7 @@ import { ConnectorCatalog, findOperation, toConnection } from "./ConnectorCatalo
 import { type ConnectionRow, ConnectorRepo } from "./ConnectorRepo.js"
 import { CredentialVault } from "./CredentialVault.js"
 import { OAuthAuthorizations } from "./OAuthAuthorizations.js"
-import { OperationInvoker } from "./OperationInvoker.js"
+import { type InvokeContext, OperationInvoker } from "./OperationInvoker.js"
 import { chooseScheme, oauthFlow } from "./SecuritySchemes.js"
 
 const checkServerUrl = (url: string | null | undefined) =>
@@ -226,7 +226,7 @@ export class Connections extends Effect.Service<Connections>()("connectors/Conne
       id: ConnectionId,
       operationRef: string,
       input: InvokeOperation,
-      context: { readonly taskId?: string } = {}
+      context: InvokeContext = {}
     ) =>
       Effect.flatMap(
         target(principal, connectorId, id, operationRef),

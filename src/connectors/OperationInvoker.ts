@@ -20,6 +20,22 @@ export interface UpstreamResponse {
   readonly body: Readable
 }
 
+export interface InvokeContext {
+  readonly taskId?: string
+  /** The end user's OAuth token (spec 5.1.6), for connections that sign in as the user. */
+  readonly userToken?: string
+}
+
+/**
+ * A connection with no credentials of its own, to an API that signs users in with OAuth2/OIDC, calls
+ * it with the token of the user who asked, when the caller has one.
+ */
+const wantsUserToken = (target: InvokeTarget) =>
+  target.connection.auth_type === "none" &&
+  Object.values(target.connector.imported.securitySchemes).some((s) =>
+    s.type === "oauth2" || s.type === "openIdConnect"
+  )
+
 export interface InvokeTarget {
   readonly connector: ConnectorRow
   readonly connection: ConnectionRow
@@ -115,7 +131,7 @@ export class OperationInvoker extends Effect.Service<OperationInvoker>()("connec
       principal: Principal,
       target: InvokeTarget,
       input: InvokeOperation,
-      context: { readonly taskId?: string } = {}
+      context: InvokeContext = {}
     ) {
       const { connection, connector, operation } = target
       const started = performance.now()
@@ -130,7 +146,10 @@ export class OperationInvoker extends Effect.Service<OperationInvoker>()("connec
           "validation_failed"
         )
       }
-      const applied = yield* credentials.get(connection.id).pipe(Effect.catchAll(unusable))
+      const stored = yield* credentials.get(connection.id).pipe(Effect.catchAll(unusable))
+      const applied = context.userToken !== undefined && wantsUserToken(target)
+        ? { ...stored, headers: { ...stored.headers, authorization: Redacted.make(`Bearer ${context.userToken}`) } }
+        : stored
       const built = buildRequest({
         baseUrl: connection.server_url ?? connector.server_url ?? connector.imported.servers[0],
         operation,

@@ -28,7 +28,9 @@ export const acceptedAuthTypes = (connector: ImportedConnector): ReadonlyArray<A
   const schemes = Object.values(connector.securitySchemes)
   const optional = connector.security.length === 0 || connector.security.some((r) => Object.keys(r).length === 0)
   const types = new Set<AuthType>(schemes.flatMap(authTypesOf))
-  if (optional || schemes.length === 0) types.add("none")
+  // `none` on an API that signs users in: calls carry the asking user's own token (user_oidc_token)
+  const signsUsersIn = schemes.some((s) => s.type === "oauth2" || s.type === "openIdConnect")
+  if (optional || schemes.length === 0 || signsUsersIn) types.add("none")
   return Array.from(types)
 }
 

@@ -9,6 +9,7 @@ import { ModelGateway } from "../agents/ModelGateway.js"
 import type { Message, ToolCall, ToolSpec } from "../agents/models/ModelProvider.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Connections } from "../connectors/Connections.js"
+import { CredentialVault } from "../connectors/CredentialVault.js"
 import { TaskRepo, type TaskRow } from "./TaskRepo.js"
 
 const TOOL_RESULT_LIMIT = 64 * 1024
@@ -56,6 +57,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     const connections = yield* Connections
     const agents = yield* AgentEntity.client
     const config = yield* SwitchyardConfig
+    const vault = yield* CredentialVault
 
     const finish = (task: TaskRow, stop: Stop) =>
       Effect.gen(function*() {
@@ -98,8 +100,12 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         }
         const args =
           (typeof call.arguments === "object" && call.arguments !== null ? call.arguments : {}) as InvokeOperation
+        const userToken = task.oidc_token === null
+          ? undefined
+          : vault.open<string>(task.oidc_token, 1, [task.organization_id, task.id, "oidc"])
         return yield* connections.invoke(principal, "_", tool.connectionId as never, tool.operationId, args, {
-          taskId: task.id
+          taskId: task.id,
+          ...(userToken === undefined ? {} : { userToken })
         }).pipe(
           Effect.flatMap((upstream) =>
             Effect.map(readBody(upstream.body), (body) => ({

@@ -218,3 +218,47 @@ describe("agents", () => {
     expect((await invokeAgent(node, key.api_key, allowed.id, "hi")).status).toBe(200)
   })
 })
+
+describe("user_oidc_token", () => {
+  it("is passed to tools that sign in as the user, never stored in plain text, and erased at the end", async () => {
+    const oidcApi = petstore(target.url, {
+      sso: { type: "openIdConnect", openIdConnectUrl: "https://idp.example.com/.well-known/openid-configuration" }
+    })
+    const connector = await createConnector(node, apiKey, oidcApi, { name: "As the user" })
+    const asUser = await createConnection(node, apiKey, connector.id, {
+      name: "as user",
+      credentials: { type: "none" }
+    })
+    const agent = await createAgent(node, apiKey, {
+      name: "on behalf",
+      model: {
+        provider: "scripted",
+        script: [{ tool_calls: [{ name: "getPet", arguments: { path_params: { petId: "me" } } }] }, { text: "ok" }]
+      },
+      skills: [{ connection_id: asUser.id, operation_ids: ["getPet"] }]
+    })
+    const token = `user-token-${Date.now()}`
+    // a target that does not echo what it got (the echo server would put the token in the tool result)
+    target.reply = (req, res) => {
+      res.writeHead(200, { "content-type": "application/json" })
+      res.end(JSON.stringify({ authorized: req.headers.authorization === `Bearer ${token}` }))
+    }
+    const task = await (await invokeAgent(node, apiKey, agent.id, "?", {
+      body: { input: { text: "?", user }, user_oidc_token: token }
+    })).json()
+    target.reply = (await import("../support/TargetServer.js")).echo
+    expect(task.status).toBe("completed")
+    expect(target.requests.at(-1)!.headers.authorization).toBe(`Bearer ${token}`)
+    const pg = (await import("pg")).default
+    const db = new pg.Client({ connectionString: node.databaseUrl })
+    await db.connect()
+    try {
+      const { rows } = await db.query("SELECT oidc_token FROM tasks WHERE id = $1", [task.id])
+      expect(rows[0].oidc_token).toBeNull()
+      const dump = await db.query("SELECT t::text AS t FROM tasks t UNION ALL SELECT e::text FROM task_events e")
+      expect(dump.rows.map((r: any) => r.t).join("\n")).not.toContain(token)
+    } finally {
+      await db.end()
+    }
+  })
+})

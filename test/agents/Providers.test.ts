@@ -6,7 +6,11 @@ import { startTestNode, type TestNode } from "../support/TestNode.js"
 import { createAgent, invokeAgent } from "./support.js"
 
 const kinds = ["openai", "openai-chat", "anthropic"] as const
-const models: Record<(typeof kinds)[number], string> = { openai: "gpt-4.1-mini", "openai-chat": "llama3.1", anthropic: "claude-sonnet-4-5" }
+const models: Record<(typeof kinds)[number], string> = {
+  openai: "gpt-4.1-mini",
+  "openai-chat": "llama3.1",
+  anthropic: "claude-sonnet-4-5"
+}
 
 let node: TestNode
 let target: TargetServer
@@ -28,7 +32,10 @@ beforeAll(async () => {
   target = await startTargetServer()
   apiKey = (await node.bootstrap()).api_key
   const connector = await createConnector(node, apiKey, petstore(target.url))
-  connection = await createConnection(node, apiKey, connector.id, { name: "pets", credentials: { type: "api_key", value: "k" } })
+  connection = await createConnection(node, apiKey, connector.id, {
+    name: "pets",
+    credentials: { type: "api_key", value: "k" }
+  })
 })
 afterAll(async () => {
   await node?.stop()
@@ -40,7 +47,10 @@ describe.each(kinds)("an agent on the %s protocol", (kind) => {
   it("calls a tool, sends its result back, and answers, with tokens and cost recorded", async () => {
     const server = servers[kind]!
     server.script.push(
-      { tool_calls: [{ name: "getPet", arguments: { path_params: { petId: "9" } } }], usage: { input: 120, output: 20, cached: 100 } },
+      {
+        tool_calls: [{ name: "getPet", arguments: { path_params: { petId: "9" } } }],
+        usage: { input: 120, output: 20, cached: 100 }
+      },
       { text: `The pet is fine (${kind}).`, usage: { input: 180, output: 12 } }
     )
     const before = server.requests.length
@@ -69,7 +79,10 @@ describe.each(kinds)("an agent on the %s protocol", (kind) => {
   it("ends the task in error with the provider's message when the model fails", async () => {
     const server = servers[kind]!
     server.script.push({ status: 401, error: "invalid api key for test" })
-    const agent = await createAgent(node, apiKey, { name: `${kind} failing`, model: { provider: kind, name: models[kind] } })
+    const agent = await createAgent(node, apiKey, {
+      name: `${kind} failing`,
+      model: { provider: kind, name: models[kind] }
+    })
     const task = await (await invokeAgent(node, apiKey, agent.id, "hi")).json()
     expect(task.status).toBe("error")
     expect(task.result).toContain("invalid api key for test")
@@ -79,7 +92,11 @@ describe.each(kinds)("an agent on the %s protocol", (kind) => {
 describe("organization model settings", () => {
   it("uses the organization's key over the deployment's and never shows it", async () => {
     const server = servers.openai!
-    const set = await node.fetch("/v1/model-providers/openai", { ...json({ api_key: "sk-organization" }), method: "PUT", apiKey })
+    const set = await node.fetch("/v1/model-providers/openai", {
+      ...json({ api_key: "sk-organization" }),
+      method: "PUT",
+      apiKey
+    })
     expect(set.status).toBe(200)
     const shown = await set.json()
     expect(shown).toMatchObject({ provider: "openai", has_api_key: true })

@@ -1,0 +1,657 @@
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import pg from "pg"
+import { Connection, type Outcome, requestBytes, responseBody } from "./support/connection.js"
+import { type Latency, measureLatency, percentile, type Target } from "./support/load.js"
+import { cpuTimeMs, type SwitchyardNode, startNode, stopAll, tempDir } from "./support/processes.js"
+import { fmt, ratio, warnIfBusy, writeResults as write } from "./support/report.js"
+
+/**
+ * Cost of an agent task against the database work it stands for, measured in one run on one node:
+ *   - baseline: the commits a task needs at the least, done directly with `pg` on the node's own
+ *     embedded PostgreSQL: INSERT pending, UPDATE executing, UPDATE completed (three autocommit
+ *     statements on a pool of 16 connections), one sequence at a time (latency) and from 16 concurrent
+ *     producers (throughput);
+ *   - sync invoke: `POST /v1/agents/{id}/invoke` of an agent whose scripted model answers at once (no
+ *     tools, no model latency), one at a time; every answer must be 200 with `status: "completed"`;
+ *   - async invoke: `POST …/invoke?asynchronous=true` (202, pending), then `GET /v1/tasks/{id}` every
+ *     20 ms until the task ends, from 16 concurrent producers: completed tasks per second, and the time
+ *     from the invoke to the poll that saw it completed.
+ * The node runs at log level warning (BENCH_TASKS_LOG_LEVEL=info for the production default).
+ *
+ * BENCH_ENTITY_MESSAGE_POLL_INTERVAL / BENCH_ENTITY_REPLY_POLL_INTERVAL (e.g. "50 millis") are passed to
+ * the node as SWITCHYARD_ENTITY_*_POLL_INTERVAL; such a run writes bench/results/tasks-overrides.json.
+ * BENCH_CPU_PROF=<dir> starts the node with `--cpu-prof` as in bench/connectors.ts (see
+ * bench/support/cpuProfile.ts; the measurement windows are printed at the end).
+ */
+export const name = "tasks"
+
+const settings = {
+  pollIntervalMs: 20,
+  producers: 16,
+  baseline: { poolSize: 16, warmup: 100, sequences: 1000, warmupMs: 1000, durationMs: 5000 },
+  sync: { warmup: 20, invokes: 400, maxMs: 25_000 },
+  async: { warmupMs: 2000, durationMs: 10_000, taskTimeoutMs: 30_000 }
+} as const
+
+/** Informational targets: printed as PASS/MISS, never a failure of the run. */
+const targets = {
+  /** Sync invoke p50 / baseline sequence p50, at most. */
+  syncP50VsBaseline: 3,
+  /** Async tasks/s / baseline sequences/s, at least. */
+  asyncVsBaseline: 0.5
+} as const
+
+const terminal = new Set(["completed", "error", "cancelled"])
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** The monotonic clock in µs, as V8 stamps .cpuprofile samples (see support/cpuProfile.ts). */
+const monotonicUs = () => process.hrtime.bigint() / 1000n
+const windows: Array<{ readonly label: string; readonly fromUs: string; readonly toUs: string }> = []
+
+/** Runs `f`, recording its window for BENCH_CPU_PROF. */
+const window = async <A>(label: string, f: () => Promise<A>): Promise<A> => {
+  const fromUs = monotonicUs()
+  try {
+    return await f()
+  } finally {
+    windows.push({ label, fromUs: String(fromUs), toUs: String(monotonicUs()) })
+  }
+}
+
+// --- the node's embedded PostgreSQL ---
+
+/** Port (line 4) and pid (line 1) of the node's PostgreSQL, from postmaster.pid; password from pg-password. */
+const postgresOf = (dataDir: string) => {
+  const lines = Fs.readFileSync(Path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")
+  return {
+    pid: Number(lines[0]),
+    port: Number(lines[3]),
+    password: Fs.readFileSync(Path.join(dataDir, "pg-password"), "utf8").trim()
+  }
+}
+
+/**
+ * Cumulative counters of the database (pg_stat_database, pg_stat_wal), to say how many commits and how
+ * much WAL a task costs. Backends report them with a delay of up to about a second, so a difference over
+ * a window of several seconds is approximate.
+ */
+interface DbCounters {
+  readonly commits: number
+  readonly inserted: number
+  readonly updated: number
+  readonly deleted: number
+  readonly walRecords: number
+  readonly walBytes: number
+}
+
+const dbCounters = async (pool: pg.Pool): Promise<DbCounters | undefined> => {
+  try {
+    const { rows } = await pool.query<Record<string, string>>(
+      `SELECT d.xact_commit AS commits, d.tup_inserted AS inserted, d.tup_updated AS updated,
+              d.tup_deleted AS deleted, w.wal_records AS wal_records, w.wal_bytes AS wal_bytes
+         FROM pg_stat_database d, pg_stat_wal w WHERE d.datname = current_database()`
+    )
+    const r = rows[0]!
+    return {
+      commits: Number(r["commits"]),
+      inserted: Number(r["inserted"]),
+      updated: Number(r["updated"]),
+      deleted: Number(r["deleted"]),
+      walRecords: Number(r["wal_records"]),
+      walBytes: Number(r["wal_bytes"])
+    }
+  } catch {
+    return undefined
+  }
+}
+
+type PerUnit = { readonly [K in keyof DbCounters]: number }
+
+const perUnit = (a: DbCounters | undefined, b: DbCounters | undefined, units: number): PerUnit | null => {
+  if (a === undefined || b === undefined || units === 0) return null
+  const d = (k: keyof DbCounters) => (b[k] - a[k]) / units
+  return {
+    commits: d("commits"),
+    inserted: d("inserted"),
+    updated: d("updated"),
+    deleted: d("deleted"),
+    walRecords: d("walRecords"),
+    walBytes: d("walBytes")
+  }
+}
+
+/** CPU time (ms) of the processes under test: the node's tree, and of it the PostgreSQL tree; and this process. */
+const cpuSnapshot = (nodePid: number, pgPid: number) => ({
+  node: cpuTimeMs([nodePid]),
+  pg: cpuTimeMs([pgPid]),
+  bench: (process.cpuUsage().user + process.cpuUsage().system) / 1000
+})
+type CpuSnapshot = ReturnType<typeof cpuSnapshot>
+
+interface CpuPerUnit {
+  /** The node with its PostgreSQL (the node's process tree). */
+  readonly nodeTreeMs: number | null
+  /** Of nodeTreeMs, PostgreSQL (the postmaster and its backends). */
+  readonly postgresMs: number | null
+  /** This process: the `pg` client of the baseline, the HTTP client of the invokes. */
+  readonly benchMs: number
+}
+
+const cpuPerUnit = (a: CpuSnapshot, b: CpuSnapshot, units: number): CpuPerUnit | null => {
+  if (units === 0) return null
+  const d = (x: number | undefined, y: number | undefined) => (x === undefined || y === undefined ? null : (y - x) / units)
+  return { nodeTreeMs: d(a.node, b.node), postgresMs: d(a.pg, b.pg), benchMs: (b.bench - a.bench) / units }
+}
+
+// --- results ---
+
+interface Row {
+  readonly label: string
+  readonly kind: "baseline" | "sync" | "async"
+  /** One unit at a time (c=1): a 3-commit sequence, or a sync invoke. */
+  readonly latency: Latency | null
+  readonly throughput: {
+    readonly concurrency: number
+    readonly seconds: number
+    /** Sequences, or tasks seen completed by a poll, inside the window. */
+    readonly completed: number
+    readonly perSecond: number
+    readonly failed: number
+  } | null
+  /** Async: invoke sent → poll saw it completed (client side, includes the poll interval). */
+  readonly invokeToCompletedMs: { readonly p50: number; readonly p90: number; readonly p99: number } | null
+  /** Async: the task's own created_at → finished_at (server side, ms precision). */
+  readonly serverDurationMs: { readonly p50: number; readonly p90: number; readonly p99: number } | null
+  readonly polls: number | null
+  readonly cpu: CpuPerUnit | null
+  readonly db: PerUnit | null
+  readonly statuses: Readonly<Record<string, number>>
+}
+
+const quantiles = (samples: ReadonlyArray<number>) => {
+  const sorted = [...samples].sort((a, b) => a - b)
+  return { p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99) }
+}
+
+const latencyOf = (samples: ReadonlyArray<number>, statuses: Record<string, number>, errors: number): Latency => {
+  const sorted = [...samples].sort((a, b) => a - b)
+  return {
+    requests: samples.length,
+    p50Ms: percentile(sorted, 50),
+    p90Ms: percentile(sorted, 90),
+    p99Ms: percentile(sorted, 99),
+    maxMs: sorted.at(-1) ?? Number.NaN,
+    meanMs: samples.reduce((a, b) => a + b, 0) / Math.max(1, samples.length),
+    errors,
+    statuses
+  }
+}
+
+const errorsOf = (r: Row) => (r.latency?.errors ?? 0) + (r.throughput?.failed ?? 0)
+
+const table = (rows: ReadonlyArray<Row>): string => {
+  const header = [
+    "target",
+    "p50 ms (c=1)",
+    "p99 ms (c=1)",
+    `per s (c=${settings.producers})`,
+    "done p50 ms",
+    "CPU ms/unit",
+    "commits/unit",
+    "errors"
+  ]
+  const lines = rows.map((r) => [
+    r.label,
+    r.latency === null ? "-" : fmt(r.latency.p50Ms, 3),
+    r.latency === null ? "-" : fmt(r.latency.p99Ms, 3),
+    r.throughput === null ? "-" : fmt(r.throughput.perSecond, 1),
+    r.invokeToCompletedMs === null ? "-" : fmt(r.invokeToCompletedMs.p50, 1),
+    r.cpu?.nodeTreeMs == null ? "-" : fmt(r.kind === "baseline" ? r.cpu.postgresMs ?? Number.NaN : r.cpu.nodeTreeMs, 3),
+    r.db === null ? "-" : fmt(r.db.commits, 1),
+    String(errorsOf(r))
+  ])
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)))
+  const render = (cells: ReadonlyArray<string>) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")
+  return [render(header), widths.map((w) => "-".repeat(w)).join("  "), ...lines.map(render)].join("\n")
+}
+
+// --- baseline ---
+
+const baselineTable = "bench_tasks"
+
+const measureBaseline = async (pool: pg.Pool, node: SwitchyardNode, pgPid: number): Promise<Row> => {
+  const { durationMs, sequences, warmup, warmupMs } = settings.baseline
+  await pool.query(`DROP TABLE IF EXISTS ${baselineTable}`)
+  await pool.query(
+    `CREATE TABLE ${baselineTable} (id uuid PRIMARY KEY, status text, result text,
+       created_at timestamptz DEFAULT now(), finished_at timestamptz)`
+  )
+  const statuses: Record<string, number> = {}
+  let failed = 0
+  /** One task's commits: three autocommit statements, each on a connection taken from the pool. */
+  const sequence = async (): Promise<boolean> => {
+    const id = crypto.randomUUID()
+    try {
+      await pool.query(`INSERT INTO ${baselineTable} (id, status) VALUES ($1, 'pending')`, [id])
+      await pool.query(`UPDATE ${baselineTable} SET status = 'executing' WHERE id = $1`, [id])
+      await pool.query(
+        `UPDATE ${baselineTable} SET status = 'completed', result = $2, finished_at = now() WHERE id = $1`,
+        [id, "done"]
+      )
+      return true
+    } catch (e) {
+      const key = `error:${e instanceof Error ? e.message : String(e)}`.slice(0, 80)
+      statuses[key] = (statuses[key] ?? 0) + 1
+      failed++
+      return false
+    }
+  }
+  try {
+    process.stdout.write(`  baseline: ${sequences} sequences one at a time ...`)
+    for (let i = 0; i < warmup; i++) await sequence()
+    const samples: Array<number> = []
+    await window("baseline latency", async () => {
+      for (let i = 0; i < sequences; i++) {
+        const t0 = process.hrtime.bigint()
+        const ok = await sequence()
+        samples.push(Number(process.hrtime.bigint() - t0) / 1e6)
+        if (ok) statuses["ok"] = (statuses["ok"] ?? 0) + 1
+      }
+    })
+    const latencyErrors = failed
+    const latency = latencyOf(samples, statuses, latencyErrors)
+    process.stdout.write(` p50 ${fmt(latency.p50Ms, 3)} ms\n`)
+
+    process.stdout.write(`  baseline: ${settings.producers} producers for ${durationMs / 1000} s ...`)
+    const start = performance.now()
+    const windowStart = start + warmupMs
+    const windowEnd = windowStart + durationMs
+    let completed = 0
+    let cpuStart: CpuSnapshot | undefined
+    let cpuEnd: CpuSnapshot | undefined
+    let dbStart: Promise<DbCounters | undefined> | undefined
+    let dbEnd: Promise<DbCounters | undefined> | undefined
+    const timers = [
+      setTimeout(() => {
+        cpuStart = cpuSnapshot(node.pid, pgPid)
+        dbStart = dbCounters(pool)
+      }, warmupMs),
+      setTimeout(() => {
+        cpuEnd = cpuSnapshot(node.pid, pgPid)
+        dbEnd = dbCounters(pool)
+      }, warmupMs + durationMs)
+    ]
+    const producer = async () => {
+      while (performance.now() < windowEnd) {
+        const ok = await sequence()
+        const now = performance.now()
+        if (!ok) await sleep(10)
+        else if (now >= windowStart && now <= windowEnd) completed++
+      }
+    }
+    await window("baseline throughput", () => Promise.all(Array.from({ length: settings.producers }, producer)))
+    for (const t of timers) clearTimeout(t)
+    const throughput = {
+      concurrency: settings.producers,
+      seconds: durationMs / 1000,
+      completed,
+      perSecond: completed / (durationMs / 1000),
+      failed: failed - latencyErrors
+    }
+    process.stdout.write(` ${fmt(throughput.perSecond, 0)} sequences/s\n`)
+    return {
+      label: "baseline: pg INSERT + UPDATE + UPDATE",
+      kind: "baseline",
+      latency,
+      throughput,
+      invokeToCompletedMs: null,
+      serverDurationMs: null,
+      polls: null,
+      cpu: cpuStart && cpuEnd ? cpuPerUnit(cpuStart, cpuEnd, completed) : null,
+      db: perUnit(await dbStart, await dbEnd, completed),
+      statuses
+    }
+  } finally {
+    await pool.query(`DROP TABLE IF EXISTS ${baselineTable}`)
+  }
+}
+
+// --- Switchyard ---
+
+interface TaskJson {
+  readonly id?: string
+  readonly status?: string
+  readonly created_at?: string
+  readonly finished_at?: string | null
+}
+
+const taskOf = (outcome: Outcome): TaskJson | undefined => {
+  if (outcome.response === undefined) return undefined
+  try {
+    return JSON.parse(responseBody(outcome.response)) as TaskJson
+  } catch {
+    return undefined
+  }
+}
+
+const createAgent = async (baseUrl: string, apiKey: string): Promise<string> => {
+  const response = await fetch(`${baseUrl}/v1/agents`, {
+    method: "POST",
+    headers: { "x-api-key": apiKey, "content-type": "application/json" },
+    body: JSON.stringify({ name: "bench", model: { provider: "scripted", script: [{ text: "done" }] } })
+  })
+  const text = await response.text()
+  if (response.status !== 201) throw new Error(`POST /v1/agents: ${response.status} ${text}`)
+  return (JSON.parse(text) as { readonly id: string }).id
+}
+
+const invokeBody = JSON.stringify({ input: { text: "hi", user: { id: "u1", email: "u1@example.com" } } })
+
+const invokeTarget = (baseUrl: string, apiKey: string, agentId: string, asynchronous: boolean): Target => ({
+  name: asynchronous ? "async invoke" : "sync invoke",
+  url: `${baseUrl}/v1/agents/${agentId}/invoke${asynchronous ? "?asynchronous=true" : ""}`,
+  method: "POST",
+  headers: { "x-api-key": apiKey, "content-type": "application/json" },
+  body: invokeBody
+})
+
+/** A sync invoke must answer the finished task: anything but `completed` is a failed task. */
+const completedTask = (outcome: Outcome): string | undefined => {
+  const task = taskOf(outcome)
+  return task?.status === "completed" ? undefined : `task:${task?.status ?? "unparseable"}`
+}
+
+const measureSync = async (target: Target, node: SwitchyardNode, pgPid: number, pool: pg.Pool): Promise<Row> => {
+  const { invokes, maxMs, warmup } = settings.sync
+  process.stdout.write(`  sync invoke: up to ${invokes} one at a time (at most ${maxMs / 1000} s) ...`)
+  // warm-up responses are not checked by measureLatency: one checked request first
+  const first = new Connection(
+    new URL(target.url).hostname,
+    Number(new URL(target.url).port),
+    requestBytes(new URL(target.url), target.headers ?? {}, { method: "POST", body: invokeBody })
+  )
+  const probe = await first.send()
+  first.close()
+  const rejected = probe.ok ? completedTask(probe) : probe.status
+  if (rejected !== undefined) {
+    throw new Error(`sync invoke: expected 200 with a completed task, got ${probe.status} (${rejected})`)
+  }
+  const measured = await window("sync invoke latency", async () => {
+    const cpuStart = cpuSnapshot(node.pid, pgPid)
+    const dbStart = await dbCounters(pool)
+    const latency = await measureLatency(target, { warmup, requests: invokes, maxMs, check: completedTask })
+    const cpuEnd = cpuSnapshot(node.pid, pgPid)
+    const dbEnd = await dbCounters(pool)
+    return {
+      latency,
+      cpu: cpuPerUnit(cpuStart, cpuEnd, latency.requests),
+      db: perUnit(dbStart, dbEnd, latency.requests)
+    }
+  })
+  process.stdout.write(` ${measured.latency.requests} invokes, p50 ${fmt(measured.latency.p50Ms, 3)} ms\n`)
+  return {
+    label: "switchyard sync invoke",
+    kind: "sync",
+    latency: measured.latency,
+    throughput: null,
+    invokeToCompletedMs: null,
+    serverDurationMs: null,
+    polls: null,
+    // measured around the warm-up too (a few percent of the requests): per measured invoke, roughly
+    cpu: measured.cpu,
+    db: measured.db,
+    statuses: measured.latency.statuses
+  }
+}
+
+const measureAsync = async (
+  target: Target,
+  baseUrl: string,
+  apiKey: string,
+  node: SwitchyardNode,
+  pgPid: number,
+  pool: pg.Pool
+): Promise<Row> => {
+  const { durationMs, taskTimeoutMs, warmupMs } = settings.async
+  process.stdout.write(
+    `  async invoke + poll every ${settings.pollIntervalMs} ms: ${settings.producers} producers for ${
+      durationMs / 1000
+    } s ...`
+  )
+  const url = new URL(target.url)
+  const invokeBytes = requestBytes(url, target.headers ?? {}, { method: "POST", body: invokeBody })
+  const start = performance.now()
+  const windowStart = start + warmupMs
+  const windowEnd = windowStart + durationMs
+  const statuses: Record<string, number> = {}
+  const tally = (status: string) => (statuses[status] = (statuses[status] ?? 0) + 1)
+  const toCompleted: Array<number> = []
+  const serverDurations: Array<number> = []
+  let completed = 0
+  let failed = 0
+  let polls = 0
+  let cpuStart: CpuSnapshot | undefined
+  let cpuEnd: CpuSnapshot | undefined
+  let dbStart: Promise<DbCounters | undefined> | undefined
+  let dbEnd: Promise<DbCounters | undefined> | undefined
+  const timers = [
+    setTimeout(() => {
+      cpuStart = cpuSnapshot(node.pid, pgPid)
+      dbStart = dbCounters(pool)
+    }, warmupMs),
+    setTimeout(() => {
+      cpuEnd = cpuSnapshot(node.pid, pgPid)
+      dbEnd = dbCounters(pool)
+    }, warmupMs + durationMs)
+  ]
+
+  /** One task: invoke, then poll until it ends; the status that ended it ("completed" is the only success). */
+  const oneTask = async (connection: Connection): Promise<{ status: string; task?: TaskJson }> => {
+    const accepted = await connection.send(invokeBytes)
+    if (accepted.status !== "202") return { status: `invoke:${accepted.status}` }
+    const pending = taskOf(accepted)
+    if (pending?.id === undefined) return { status: "invoke:unparseable" }
+    const pollBytes = requestBytes(new URL(`${baseUrl}/v1/tasks/${pending.id}`), { "x-api-key": apiKey })
+    const deadline = performance.now() + taskTimeoutMs
+    for (;;) {
+      await sleep(settings.pollIntervalMs)
+      const polled = await connection.send(pollBytes)
+      polls++
+      if (!polled.ok) return { status: `poll:${polled.status}` }
+      const task = taskOf(polled)
+      if (task?.status === undefined) return { status: "poll:unparseable" }
+      if (terminal.has(task.status)) return { status: task.status, task }
+      if (performance.now() > deadline) return { status: `timeout:${task.status}` }
+    }
+  }
+
+  const producer = async () => {
+    const connection = new Connection(url.hostname, Number(url.port), invokeBytes)
+    try {
+      while (performance.now() < windowEnd) {
+        const t0 = performance.now()
+        const { status, task } = await oneTask(connection)
+        const now = performance.now()
+        tally(status)
+        // a failed task is a failure wherever it happens; completions count inside the window only
+        if (status !== "completed") {
+          failed++
+          await sleep(10)
+          continue
+        }
+        if (now < windowStart || now > windowEnd) continue
+        completed++
+        toCompleted.push(now - t0)
+        if (task?.created_at && task.finished_at) {
+          serverDurations.push(Date.parse(task.finished_at) - Date.parse(task.created_at))
+        }
+      }
+    } finally {
+      connection.close()
+    }
+  }
+  await window("async throughput", () => Promise.all(Array.from({ length: settings.producers }, producer)))
+  for (const t of timers) clearTimeout(t)
+  const perSecond = completed / (durationMs / 1000)
+  process.stdout.write(` ${fmt(perSecond, 1)} tasks/s\n`)
+  return {
+    label: `switchyard async invoke + poll ${settings.pollIntervalMs} ms`,
+    kind: "async",
+    latency: null,
+    throughput: { concurrency: settings.producers, seconds: durationMs / 1000, completed, perSecond, failed },
+    invokeToCompletedMs: quantiles(toCompleted),
+    serverDurationMs: quantiles(serverDurations),
+    polls: completed > 0 ? polls : null,
+    cpu: cpuStart && cpuEnd ? cpuPerUnit(cpuStart, cpuEnd, completed) : null,
+    db: perUnit(await dbStart, await dbEnd, completed),
+    statuses
+  }
+}
+
+const verdict = (ok: boolean) => (ok ? "PASS" : "MISS")
+
+export const run = async (): Promise<{ readonly ok: boolean }> => {
+  const overrides: Record<string, string> = {}
+  for (const key of ["ENTITY_MESSAGE_POLL_INTERVAL", "ENTITY_REPLY_POLL_INTERVAL"]) {
+    const value = process.env[`BENCH_${key}`]
+    if (value !== undefined && value !== "") overrides[`SWITCHYARD_${key}`] = value
+  }
+  const logLevel = process.env["BENCH_TASKS_LOG_LEVEL"] === "info" ? "info" : "warning"
+  const resultsName = Object.keys(overrides).length > 0 ? `${name}-overrides` : name
+  const writeResults = (json: Record<string, unknown>) =>
+    write(resultsName, { ...settings, logLevel, nodeEnv: overrides }, json)
+
+  const tmp = tempDir("switchyard-bench-")
+  const dataDir = Path.join(tmp, "data")
+  Fs.mkdirSync(dataDir)
+  const loadBefore = warnIfBusy()
+  const profileDir = process.env["BENCH_CPU_PROF"]
+  const nodeArgs = profileDir === undefined || profileDir === ""
+    ? []
+    : ["--cpu-prof", `--cpu-prof-dir=${Path.resolve(profileDir)}`]
+  const rows: Array<Row> = []
+  let pool: pg.Pool | undefined
+  try {
+    const settingsText = Object.entries(overrides).map(([k, v]) => `, ${k}=${v}`).join("")
+    console.log(`Switchyard node (fresh data dir, log level ${logLevel}${settingsText})`)
+    const node = await startNode({
+      dataDir,
+      logLevel,
+      logFile: Path.join(tmp, `node-${logLevel}.log`),
+      expectApiKey: true,
+      env: overrides,
+      nodeArgs
+    })
+    console.log(`  ready after ${fmt(node.startupMs / 1000, 2)} s`)
+    const apiKey = node.apiKey!
+    const postgres = postgresOf(dataDir)
+    pool = new pg.Pool({
+      host: "127.0.0.1",
+      port: postgres.port,
+      user: "postgres",
+      password: postgres.password,
+      database: "postgres",
+      max: settings.baseline.poolSize
+    })
+
+    console.log(`Baseline: the node's embedded PostgreSQL through pg.Pool (${settings.baseline.poolSize} connections)`)
+    rows.push(await measureBaseline(pool, node, postgres.pid))
+
+    const agentId = await createAgent(node.baseUrl, apiKey)
+    console.log(`Switchyard: agent with a scripted model answering "done" at once (no tools)`)
+    rows.push(await measureSync(invokeTarget(node.baseUrl, apiKey, agentId, false), node, postgres.pid, pool))
+    rows.push(
+      await measureAsync(invokeTarget(node.baseUrl, apiKey, agentId, true), node.baseUrl, apiKey, node, postgres.pid, pool)
+    )
+    await pool.end()
+    pool = undefined
+    const stoppedMs = await node.stop()
+    console.log(`  node stopped in ${fmt(stoppedMs / 1000, 2)} s`)
+  } catch (e) {
+    writeResults({ ok: false, error: e instanceof Error ? e.message : String(e), loadAverageBefore: loadBefore, rows })
+    throw e
+  } finally {
+    await pool?.end().catch(() => undefined)
+    await stopAll()
+  }
+  const loadAfter = Os.loadavg()[0]!
+
+  const [baseline, sync, async_] = rows as [Row, Row, Row]
+  console.log(`\n${table(rows)}\n`)
+  console.log(
+    `(CPU ms/unit: PostgreSQL per sequence for the baseline, node + its PostgreSQL per task otherwise; ` +
+      `commits/unit from pg_stat_database, approximate)`
+  )
+  const syncVsBaseline = ratio(sync.latency!.p50Ms, baseline.latency!.p50Ms)
+  const syncP99VsBaseline = ratio(sync.latency!.p99Ms, baseline.latency!.p99Ms)
+  const asyncVsBaseline = ratio(async_.throughput!.perSecond, baseline.throughput!.perSecond)
+  const server = async_.serverDurationMs!
+  console.log(
+    `\nAsync: invoke → seen completed p50 ${fmt(async_.invokeToCompletedMs!.p50, 1)} ms, p99 ${
+      fmt(async_.invokeToCompletedMs!.p99, 1)
+    } ms (polls every ${settings.pollIntervalMs} ms; ${fmt((async_.polls ?? 0) / Math.max(1, async_.throughput!.completed), 1)} polls per task); ` +
+      `the task's own created_at → finished_at p50 ${fmt(server.p50, 0)} ms, p99 ${fmt(server.p99, 0)} ms.`
+  )
+  console.log(`\nPer unit (sequence or task):`)
+  for (const r of rows) {
+    const cpu = r.cpu === null
+      ? "CPU n/a"
+      : `CPU node+PostgreSQL ${r.kind === "baseline" ? "-" : fmt(r.cpu.nodeTreeMs ?? Number.NaN, 2)} ms, ` +
+        `PostgreSQL ${fmt(r.cpu.postgresMs ?? Number.NaN, 2)} ms, bench client ${fmt(r.cpu.benchMs, 2)} ms`
+    const db = r.db === null
+      ? "database counters n/a"
+      : `${fmt(r.db.commits, 1)} commits, ${fmt(r.db.inserted, 1)} rows inserted, ${fmt(r.db.updated, 1)} updated, ${
+        fmt(r.db.deleted, 1)
+      } deleted, ${fmt(r.db.walRecords, 0)} WAL records (${fmt(r.db.walBytes / 1024, 1)} KiB)`
+    console.log(`  ${r.label}: ${cpu}; ${db}`)
+  }
+
+  const latencyOk = syncVsBaseline <= targets.syncP50VsBaseline
+  const throughputOk = asyncVsBaseline >= targets.asyncVsBaseline
+  console.log(`\nTargets (log level ${logLevel}; informational, a miss does not fail the run):`)
+  console.log(
+    `  ${verdict(latencyOk)}  sync invoke p50 / baseline sequence p50 = ${fmt(syncVsBaseline, 1)}x ` +
+      `(target <= ${targets.syncP50VsBaseline}x; p99 ${fmt(syncP99VsBaseline, 1)}x)`
+  )
+  console.log(
+    `  ${verdict(throughputOk)}  async tasks/s / baseline sequences/s = ${fmt(asyncVsBaseline, 2)}x ` +
+      `(target >= ${targets.asyncVsBaseline}x)`
+  )
+  const pollCap = settings.producers * (1000 / settings.pollIntervalMs)
+  console.log(
+    `  (the ${settings.pollIntervalMs} ms poll caps async at ${fmt(pollCap, 0)} tasks/s with ${settings.producers} producers, ` +
+      `${fmt(ratio(pollCap, baseline.throughput!.perSecond), 2)}x the baseline)`
+  )
+  console.log(
+    `\nNote: ${Os.cpus().length} CPU core(s) shared by the load generator, the node and its embedded PostgreSQL; ` +
+      `load average ${fmt(loadBefore, 2)} before, ${fmt(loadAfter, 2)} after (it includes this run's own load).`
+  )
+  if (nodeArgs.length > 0) {
+    console.log(`\nCPU profile of the node is in ${profileDir}. Measurement windows:`)
+    for (const w of windows) {
+      console.log(`  ${w.label}: node --import tsx bench/support/cpuProfile.ts FILE --from ${w.fromUs} --to ${w.toUs}`)
+    }
+  }
+
+  const failed = rows.filter((r) => errorsOf(r) > 0)
+  for (const r of failed) {
+    console.log(`\n!!! ERRORS: ${r.label}: ${errorsOf(r)} failed (${JSON.stringify(r.statuses)}). Its numbers are NOT valid.`)
+  }
+  writeResults({
+    ok: failed.length === 0,
+    loadAverageBefore: loadBefore,
+    loadAverageAfter: loadAfter,
+    rows,
+    ratios: { syncP50VsBaseline: syncVsBaseline, syncP99VsBaseline, asyncVsBaseline },
+    ...(nodeArgs.length > 0 ? { profileWindows: windows } : {}),
+    targets: {
+      syncP50VsBaseline: { max: targets.syncP50VsBaseline, value: syncVsBaseline, pass: latencyOk },
+      asyncVsBaseline: { min: targets.asyncVsBaseline, value: asyncVsBaseline, pass: throughputOk }
+    }
+  })
+  return { ok: failed.length === 0 }
+}
