@@ -4,7 +4,7 @@ import * as Path from "node:path"
 import pg from "pg"
 import { Connection, type Outcome, requestBytes, responseBody } from "./support/connection.js"
 import { type Latency, measureLatency, percentile, type Target } from "./support/load.js"
-import { cpuTimeMs, type SwitchyardNode, startNode, stopAll, tempDir } from "./support/processes.js"
+import { cpuTimeMs, startNode, stopAll, type SwitchyardNode, tempDir } from "./support/processes.js"
 import { fmt, ratio, warnIfBusy, writeResults as write } from "./support/report.js"
 
 /**
@@ -108,6 +108,20 @@ const dbCounters = async (pool: pg.Pool): Promise<DbCounters | undefined> => {
   }
 }
 
+/**
+ * Backends report their counters when idle, at most once a second: this makes the pool's backends report
+ * now, so the baseline's counts do not land in the next measurement's window.
+ */
+const flushStats = async (pool: pg.Pool) => {
+  const clients = await Promise.all(Array.from({ length: settings.baseline.poolSize }, () => pool.connect()))
+  try {
+    await Promise.all(clients.map((c) => c.query("SELECT pg_stat_force_next_flush()").catch(() => undefined)))
+  } finally {
+    for (const c of clients) c.release()
+  }
+  await sleep(100)
+}
+
 type PerUnit = { readonly [K in keyof DbCounters]: number }
 
 const perUnit = (a: DbCounters | undefined, b: DbCounters | undefined, units: number): PerUnit | null => {
@@ -142,7 +156,10 @@ interface CpuPerUnit {
 
 const cpuPerUnit = (a: CpuSnapshot, b: CpuSnapshot, units: number): CpuPerUnit | null => {
   if (units === 0) return null
-  const d = (x: number | undefined, y: number | undefined) => (x === undefined || y === undefined ? null : (y - x) / units)
+  const d = (
+    x: number | undefined,
+    y: number | undefined
+  ) => (x === undefined || y === undefined ? null : (y - x) / units)
   return { nodeTreeMs: d(a.node, b.node), postgresMs: d(a.pg, b.pg), benchMs: (b.bench - a.bench) / units }
 }
 
@@ -200,7 +217,7 @@ const table = (rows: ReadonlyArray<Row>): string => {
     `per s (c=${settings.producers})`,
     "done p50 ms",
     "CPU ms/unit",
-    "commits/unit",
+    "xacts/unit",
     "errors"
   ]
   const lines = rows.map((r) => [
@@ -303,6 +320,7 @@ const measureBaseline = async (pool: pg.Pool, node: SwitchyardNode, pgPid: numbe
       failed: failed - latencyErrors
     }
     process.stdout.write(` ${fmt(throughput.perSecond, 0)} sequences/s\n`)
+    await flushStats(pool)
     return {
       label: "baseline: pg INSERT + UPDATE + UPDATE",
       kind: "baseline",
@@ -380,10 +398,14 @@ const measureSync = async (target: Target, node: SwitchyardNode, pgPid: number, 
   if (rejected !== undefined) {
     throw new Error(`sync invoke: expected 200 with a completed task, got ${probe.status} (${rejected})`)
   }
+  const warm = await measureLatency(target, { warmup: 0, requests: warmup, check: completedTask })
+  if (warm.errors > 0) {
+    throw new Error(`sync invoke: ${warm.errors} failed during warm-up: ${JSON.stringify(warm.statuses)}`)
+  }
   const measured = await window("sync invoke latency", async () => {
     const cpuStart = cpuSnapshot(node.pid, pgPid)
     const dbStart = await dbCounters(pool)
-    const latency = await measureLatency(target, { warmup, requests: invokes, maxMs, check: completedTask })
+    const latency = await measureLatency(target, { warmup: 0, requests: invokes, maxMs, check: completedTask })
     const cpuEnd = cpuSnapshot(node.pid, pgPid)
     const dbEnd = await dbCounters(pool)
     return {
@@ -401,7 +423,6 @@ const measureSync = async (target: Target, node: SwitchyardNode, pgPid: number, 
     invokeToCompletedMs: null,
     serverDurationMs: null,
     polls: null,
-    // measured around the warm-up too (a few percent of the requests): per measured invoke, roughly
     cpu: measured.cpu,
     db: measured.db,
     statuses: measured.latency.statuses
@@ -555,7 +576,9 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
       user: "postgres",
       password: postgres.password,
       database: "postgres",
-      max: settings.baseline.poolSize
+      max: settings.baseline.poolSize,
+      // backends that exit take their CPU time out of the process tree: keep them for the whole run
+      idleTimeoutMillis: 0
     })
 
     console.log(`Baseline: the node's embedded PostgreSQL through pg.Pool (${settings.baseline.poolSize} connections)`)
@@ -565,7 +588,14 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
     console.log(`Switchyard: agent with a scripted model answering "done" at once (no tools)`)
     rows.push(await measureSync(invokeTarget(node.baseUrl, apiKey, agentId, false), node, postgres.pid, pool))
     rows.push(
-      await measureAsync(invokeTarget(node.baseUrl, apiKey, agentId, true), node.baseUrl, apiKey, node, postgres.pid, pool)
+      await measureAsync(
+        invokeTarget(node.baseUrl, apiKey, agentId, true),
+        node.baseUrl,
+        apiKey,
+        node,
+        postgres.pid,
+        pool
+      )
     )
     await pool.end()
     pool = undefined
@@ -584,7 +614,7 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
   console.log(`\n${table(rows)}\n`)
   console.log(
     `(CPU ms/unit: PostgreSQL per sequence for the baseline, node + its PostgreSQL per task otherwise; ` +
-      `commits/unit from pg_stat_database, approximate)`
+      `xacts/unit: transactions committed per unit, reads included, from pg_stat_database, approximate)`
   )
   const syncVsBaseline = ratio(sync.latency!.p50Ms, baseline.latency!.p50Ms)
   const syncP99VsBaseline = ratio(sync.latency!.p99Ms, baseline.latency!.p99Ms)
@@ -593,7 +623,9 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
   console.log(
     `\nAsync: invoke → seen completed p50 ${fmt(async_.invokeToCompletedMs!.p50, 1)} ms, p99 ${
       fmt(async_.invokeToCompletedMs!.p99, 1)
-    } ms (polls every ${settings.pollIntervalMs} ms; ${fmt((async_.polls ?? 0) / Math.max(1, async_.throughput!.completed), 1)} polls per task); ` +
+    } ms (polls every ${settings.pollIntervalMs} ms; ${
+      fmt((async_.polls ?? 0) / Math.max(1, async_.throughput!.completed), 1)
+    } polls per task); ` +
       `the task's own created_at → finished_at p50 ${fmt(server.p50, 0)} ms, p99 ${fmt(server.p99, 0)} ms.`
   )
   console.log(`\nPer unit (sequence or task):`)
@@ -604,9 +636,11 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
         `PostgreSQL ${fmt(r.cpu.postgresMs ?? Number.NaN, 2)} ms, bench client ${fmt(r.cpu.benchMs, 2)} ms`
     const db = r.db === null
       ? "database counters n/a"
-      : `${fmt(r.db.commits, 1)} commits, ${fmt(r.db.inserted, 1)} rows inserted, ${fmt(r.db.updated, 1)} updated, ${
-        fmt(r.db.deleted, 1)
-      } deleted, ${fmt(r.db.walRecords, 0)} WAL records (${fmt(r.db.walBytes / 1024, 1)} KiB)`
+      : `${fmt(r.db.commits, 1)} transactions, ${fmt(r.db.inserted, 1)} rows inserted, ${
+        fmt(r.db.updated, 1)
+      } updated, ${fmt(r.db.deleted, 1)} deleted, ${fmt(r.db.walRecords, 0)} WAL records (${
+        fmt(r.db.walBytes / 1024, 1)
+      } KiB)`
     console.log(`  ${r.label}: ${cpu}; ${db}`)
   }
 
@@ -623,7 +657,9 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
   )
   const pollCap = settings.producers * (1000 / settings.pollIntervalMs)
   console.log(
-    `  (the ${settings.pollIntervalMs} ms poll caps async at ${fmt(pollCap, 0)} tasks/s with ${settings.producers} producers, ` +
+    `  (the ${settings.pollIntervalMs} ms poll caps async at ${
+      fmt(pollCap, 0)
+    } tasks/s with ${settings.producers} producers, ` +
       `${fmt(ratio(pollCap, baseline.throughput!.perSecond), 2)}x the baseline)`
   )
   console.log(
@@ -639,7 +675,9 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
 
   const failed = rows.filter((r) => errorsOf(r) > 0)
   for (const r of failed) {
-    console.log(`\n!!! ERRORS: ${r.label}: ${errorsOf(r)} failed (${JSON.stringify(r.statuses)}). Its numbers are NOT valid.`)
+    console.log(
+      `\n!!! ERRORS: ${r.label}: ${errorsOf(r)} failed (${JSON.stringify(r.statuses)}). Its numbers are NOT valid.`
+    )
   }
   writeResults({
     ok: failed.length === 0,

@@ -1,0 +1,93 @@
+import { type Dispatcher, type FormData, request } from "undici"
+import type { Egress } from "./Egress.js"
+
+// hop-by-hop headers (RFC 9110 §7.6.1) belong to one connection, not to the message we pass on
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade"
+])
+
+export const passThroughHeaders = (headers: Record<string, string | Array<string> | undefined>) => {
+  const out: Record<string, string | Array<string>> = {}
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value
+  }
+  return out
+}
+
+export interface UpstreamCall {
+  readonly response: Promise<Dispatcher.ResponseData>
+  /** Aborts the request (and the response body, if it is still streaming). */
+  readonly abort: () => void
+}
+
+/**
+ * Sends one request to a target API. One timer covers the whole exchange, streaming of the response
+ * included (spec 4.5: 300 s); it is cleared when the body is done.
+ */
+export const startUpstream = (
+  url: string,
+  init: {
+    readonly method: string
+    readonly headers: Record<string, string>
+    readonly body: string | FormData | undefined
+  },
+  dispatcher: Dispatcher,
+  timeoutMs: number
+): UpstreamCall => {
+  const controller = new AbortController()
+  const timer = setTimeout(() => controller.abort(new DOMException("timeout", "TimeoutError")), timeoutMs)
+  const response = request(url, {
+    method: init.method.toUpperCase() as "GET",
+    headers: init.headers,
+    body: init.body ?? null,
+    dispatcher,
+    signal: controller.signal,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs
+  }).then(
+    (r) => {
+      r.body.once("close", () => clearTimeout(timer))
+      return r
+    },
+    (error) => {
+      clearTimeout(timer)
+      throw error
+    }
+  )
+  return {
+    response,
+    abort: () => {
+      clearTimeout(timer)
+      controller.abort()
+    }
+  }
+}
+
+export interface CallFailure {
+  readonly status: 403 | 502 | 504
+  readonly code: "egress_refused" | "upstream_unreachable" | "upstream_timeout"
+  readonly message: string
+}
+
+/** Why a call to a target failed, as our error: refused by the egress guard, timed out, or unreachable. */
+export const classifyFailure = (error: any, egress: Egress, timeoutMs: number): CallFailure =>
+  egress.refusal(error) !== undefined
+    ? { status: 403, code: "egress_refused", message: egress.explain(error) }
+    : error?.name === "TimeoutError" || error?.code === "UND_ERR_HEADERS_TIMEOUT"
+    ? {
+      status: 504,
+      code: "upstream_timeout",
+      message: `The target API did not answer within ${timeoutMs / 1000} s (SWITCHYARD_CONNECTOR_TIMEOUT).`
+    }
+    : {
+      status: 502,
+      code: "upstream_unreachable",
+      message: `The target API could not be reached: ${egress.explain(error)}.`
+    }
