@@ -77,6 +77,7 @@ export const config = Config.all({
   egressAllow: Config.string(env("EGRESS_ALLOW")).pipe(Config.withDefault("")),
   connectorTimeout: duration("CONNECTOR_TIMEOUT", "300 seconds"),
   connectorCacheTtl: duration("CONNECTOR_CACHE_TTL", "5 seconds"),
+  connectorFastPath: Config.boolean(env("CONNECTOR_FAST_PATH")).pipe(Config.withDefault(true)),
   shutdownGrace: duration("SHUTDOWN_GRACE", "20 seconds"),
   taskTimeout: duration("TASK_TIMEOUT", "10 minutes"),
   modelPrices: Config.string(env("MODEL_PRICES")).pipe(Config.withDefault("")),

@@ -32,6 +32,12 @@ export class ConnectionCredentials extends Effect.Service<ConnectionCredentials>
         Effect.zipRight(client(id).Forget().pipe(Effect.ignore))
       )
 
-    return { get, forget } as const
+    /** For the fast path: this node's unexpired copy, else undefined. */
+    const peek = (id: ConnectionId) => {
+      const hit = cache.get(id)
+      return hit !== undefined && (hit.expires_at === null || hit.expires_at > Date.now()) ? hit : undefined
+    }
+
+    return { get, forget, peek } as const
   })
 }) {}

@@ -219,6 +219,19 @@ export class Connections extends Effect.Service<Connections>()("connectors/Conne
           : Effect.succeed({ connection, connector, operation })
       })
 
+    /** For the fast path: the call's target when everything about it is in this node's memory. */
+    const peekTarget = (principal: Principal, connectorId: string, id: ConnectionId, operationRef: string) => {
+      const connection = rows.get(id)
+      if (
+        connection === undefined || connection.organization_id !== principal.organizationId ||
+        (connection.access_scope === "personal" && connection.owner_user_id !== principal.userId) ||
+        (connectorId !== "_" && connectorId !== connection.connector_id)
+      ) return undefined
+      const connector = catalog.peek(principal, connection.connector_id)
+      const operation = connector === undefined ? undefined : findOperation(connector.imported, operationRef)
+      return operation === undefined ? undefined : { connection, connector: connector!, operation }
+    }
+
     /** Spec 4.5: the operation with its spec-defined method and the connection's stored credentials. */
     const invoke = (
       principal: Principal,
@@ -233,7 +246,7 @@ export class Connections extends Effect.Service<Connections>()("connectors/Conne
         (t) => invoker.invoke(principal, t, input, context)
       )
 
-    return { create, list, get, update, authorize, remove, schema, target, invoke } as const
+    return { create, list, get, update, authorize, remove, schema, target, peekTarget, invoke } as const
   }),
   dependencies: [ConnectorRepo.Default, ConnectorCatalog.Default]
 }) {}

@@ -173,6 +173,14 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
         )
       })
 
+    /** For the fast path: the connector if this node read it recently. */
+    const peek = (principal: Principal, id: ConnectorId) => {
+      const hit = connectors.get(id)
+      return hit !== undefined && (hit.organization_id === null || hit.organization_id === principal.organizationId)
+        ? hit
+        : undefined
+    }
+
     const describe = Effect.fn("ConnectorCatalog.describe")(function*(principal: Principal, id: ConnectorId) {
       const row = yield* get(principal, id)
       return (yield* withConnections(principal, [row]))[0]!
@@ -255,6 +263,7 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
     return {
       list,
       get,
+      peek,
       describe,
       create,
       replace,

@@ -46,7 +46,8 @@ export class InvocationRecorder extends Effect.Service<InvocationRecorder>()("co
     yield* Effect.addFinalizer(() => Queue.takeAll(queue).pipe(Effect.flatMap((c) => write(Chunk.toReadonlyArray(c)))))
 
     return {
-      record: (invocation: Invocation) => Effect.sync(() => queue.unsafeOffer(invocation))
+      record: (invocation: Invocation) => Effect.sync(() => queue.unsafeOffer(invocation)),
+      recordNow: (invocation: Invocation) => void queue.unsafeOffer(invocation)
     } as const
   })
 }) {}

@@ -8,7 +8,9 @@ import { AgentsHttpLive } from "./AgentsHttp.js"
 import { AuthenticationLive } from "./AuthenticationLive.js"
 import { ConnectionOAuthRoutes } from "./ConnectionOAuthRoutes.js"
 import { Drain } from "./Drain.js"
+import { FastInvokeLive } from "./FastInvoke.js"
 import { IdentityHttpLive } from "./IdentityHttp.js"
+import { gateRequests, NodeRequestGate } from "./NodeRequestGate.js"
 import { RequestPipelineLive } from "./RequestPipeline.js"
 import { SystemHttpLive } from "./SystemHttp.js"
 import { ToolsHttpLive } from "./ToolsHttp.js"
@@ -22,6 +24,7 @@ const Routes = Layer.mergeAll(
   ApiRoutes,
   HttpApiScalar.layerHttpLayerRouter({ api: Api, path: "/docs" }),
   ConnectionOAuthRoutes,
+  FastInvokeLive,
   RequestPipelineLive
 )
 
@@ -34,15 +37,11 @@ export const HttpServerLive = Layer.unwrapEffect(
     const config = yield* SwitchyardConfig
     const server = Http.createServer()
     server.keepAliveTimeout = 65_000 // longer than common load-balancer idle timeouts
-    // the server listens before the routes are attached (layer order): a request arriving in between
-    // would wait forever, so until then it gets a 503 to retry
-    let attached = false
-    server.on("request", (_req, res) => {
-      if (attached) return
-      res.writeHead(503, { "content-type": "application/json", "retry-after": "1", "x-switchyard-error": "true" })
-      res.end(JSON.stringify({ error: { code: "unavailable", message: "This node is starting; retry shortly." } }))
-    })
-    const served = HttpLayerRouter.serve(Routes, { disableLogger: true, disableListenLog: true }).pipe(
+    const gate = gateRequests(server)
+    const served = HttpLayerRouter.serve(Layer.provide(Routes, Layer.succeed(NodeRequestGate, gate)), {
+      disableLogger: true,
+      disableListenLog: true
+    }).pipe(
       // no tracer exports spans here: skip building one per request
       Layer.locally(HttpMiddleware.currentTracerDisabledWhen, () => true),
       Layer.provide(NodeHttpServer.layer(() => server, { port: config.httpPort, host: config.host })),
@@ -51,7 +50,6 @@ export const HttpServerLive = Layer.unwrapEffect(
     const drainOnShutdown = Layer.scopedDiscard(
       Effect.gen(function*() {
         const drain = yield* Drain
-        attached = true
         yield* Effect.addFinalizer(() =>
           Effect.gen(function*() {
             yield* drain.begin

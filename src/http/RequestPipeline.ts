@@ -16,6 +16,10 @@ import { allowedMethods } from "./RouteTable.js"
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
+/** A sane incoming `x-request-id` is kept (tracing across services); otherwise a new one. */
+export const requestIdOf = (incoming: string | undefined) =>
+  incoming !== undefined && REQUEST_ID.test(incoming) ? incoming : Crypto.randomUUID()
+
 const errorResponse = (
   status: number,
   info: RequestInfo,
@@ -119,10 +123,10 @@ const failureResponse = (
     })
   })
 
-const MAX_JSON_DEPTH = 64
+export const MAX_JSON_DEPTH = 64
 
 /** Nesting depth of a JSON text, strings skipped: deep input must not reach recursive decoders. */
-const jsonDepth = (text: string) => {
+export const jsonDepth = (text: string) => {
   let depth = 0
   let max = 0
   let inString = false
@@ -171,7 +175,7 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
         const request = yield* HttpServerRequest.HttpServerRequest
         const incoming = request.headers["x-request-id"]
         const info: RequestInfo = {
-          requestId: incoming !== undefined && REQUEST_ID.test(incoming) ? incoming : Crypto.randomUUID(),
+          requestId: requestIdOf(incoming),
           organizationId: undefined
         }
         const started = performance.now()

@@ -84,7 +84,19 @@ export class ApiKeyAuthenticator extends Effect.Service<ApiKeyAuthenticator>()("
 
     const forget = (id: ApiKeyId) => Effect.sync(() => cache.delete(id))
 
-    return { authenticate, forget } as const
+    /** For the fast path: the principal of a key verified recently on this node, else undefined. */
+    const peek = (raw: string | undefined) => {
+      const parsed = raw === undefined ? undefined : parseApiKey(raw.trim())
+      if (parsed === undefined) return undefined
+      const now = Date.now()
+      const entry = cache.get(parsed.id)
+      if (entry === undefined || entry.expires <= now || (touched.get(parsed.id) ?? 0) + TOUCH_EVERY_MS <= now) {
+        return undefined
+      }
+      return secretMatches(parsed.secret, entry.hash) ? entry.principal : undefined
+    }
+
+    return { authenticate, forget, peek } as const
   }),
   dependencies: [IdentityRepo.Default]
 }) {}

@@ -3,207 +3,217 @@ import { startTargetServer, type TargetServer } from "../support/TargetServer.js
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 import { createConnection, createConnector, invoke, petstore } from "./support.js"
 
-let node: TestNode
-let target: TargetServer
-let apiKey: string
-let connector: any
-let connection: any
+// every case runs against both ways a node answers an invoke: the in-memory fast path (once the key,
+// connection and credentials are cached) and the general stack
+describe.each([["fast path", "true"], ["general stack", "false"]])("invoke through the %s", (_, fastPath) => {
+  let node: TestNode
+  let target: TargetServer
+  let apiKey: string
+  let connector: any
+  let connection: any
 
-beforeAll(async () => {
-  node = await startTestNode({ SWITCHYARD_EGRESS_ALLOW: "127.0.0.1", SWITCHYARD_CONNECTOR_TIMEOUT: "1500 millis" })
-  target = await startTargetServer()
-  apiKey = (await node.bootstrap()).api_key
-  connector = await createConnector(node, apiKey, petstore(target.url))
-  connection = await createConnection(node, apiKey, connector.id, {
-    name: "main",
-    credentials: { type: "api_key", value: "secret-123" }
-  })
-})
-afterAll(async () => {
-  await node?.stop()
-  await target?.close()
-})
-
-describe("invoking a connector operation", () => {
-  it("sends the spec's method, path, query and body with the stored key, and passes the answer through", async () => {
-    const before = target.requests.length
-    const response = await invoke(node, apiKey, connector.id, connection.id, "createPet", {
-      body_params: { name: "Rex", tag: null },
-      headers: { "X-Trace": "t-1" }
+  beforeAll(async () => {
+    node = await startTestNode({
+      SWITCHYARD_EGRESS_ALLOW: "127.0.0.1",
+      SWITCHYARD_CONNECTOR_TIMEOUT: "1500 millis",
+      SWITCHYARD_CONNECTOR_FAST_PATH: fastPath
     })
-    expect(response.status).toBe(200)
-    expect(response.headers.get("x-upstream")).toBe("yes")
-    expect(response.headers.get("x-switchyard-error")).toBeNull()
-    const seen = target.requests[before]!
-    expect(seen.method).toBe("POST")
-    expect(seen.path).toBe("/pets")
-    expect(seen.headers["x-api-key"]).toBe("secret-123")
-    expect(seen.headers["x-trace"]).toBe("t-1")
-    expect(seen.headers["content-type"]).toBe("application/json")
-    expect(JSON.parse(seen.body.toString())).toEqual({ name: "Rex", tag: null })
-    // the caller's own key never reaches the target
-    expect(JSON.stringify(seen.headers)).not.toContain(apiKey)
-  })
-
-  it("serializes query parameters per their style", async () => {
-    const before = target.requests.length
-    const response = await invoke(node, apiKey, connector.id, connection.id, "listPets", {
-      query_params: { tags: ["a", "b"], limit: 5 }
+    target = await startTargetServer()
+    apiKey = (await node.bootstrap()).api_key
+    connector = await createConnector(node, apiKey, petstore(target.url))
+    connection = await createConnection(node, apiKey, connector.id, {
+      name: "main",
+      credentials: { type: "api_key", value: "secret-123" }
     })
-    expect(response.status).toBe(200)
-    expect(target.requests[before]!.query.getAll("tags")).toEqual(["a", "b"])
-    expect(target.requests[before]!.query.get("limit")).toBe("5")
+  })
+  afterAll(async () => {
+    await node?.stop()
+    await target?.close()
   })
 
-  it("uses GET for a GET operation even though invoke is a POST, and encodes path parameters", async () => {
-    const before = target.requests.length
-    const response = await invoke(node, apiKey, connector.id, connection.id, "getPet", {
-      path_params: { petId: "a b/c" }
-    })
-    expect(response.status).toBe(200)
-    expect(target.requests[before]!.method).toBe("GET")
-    expect(target.requests[before]!.path).toBe("/pets/a%20b%2Fc")
-  })
-
-  it("accepts the operation's id as well as its operationId, and `_` for the connector", async () => {
-    const ops =
-      await (await node.fetch(`/v1/tools/connectors/${connector.id}/operations?connection_id=${connection.id}`, {
-        apiKey
-      })).json()
-    const getPet = ops.find((o: any) => o.operationId === "getPet")
-    expect(getPet).toMatchObject({ method: "get", path: "/pets/{petId}", pretty_name: "Get a pet" })
-    const byId = await invoke(node, apiKey, connector.id, connection.id, getPet.id, { path_params: { petId: "1" } })
-    expect(byId.status).toBe(200)
-    const underscore = await invoke(node, apiKey, "_", connection.id, "getPet", { path_params: { petId: "2" } })
-    expect(underscore.status).toBe(200)
-  })
-
-  it("passes upstream errors through unchanged, without our marker", async () => {
-    target.reply = (_req, res) => {
-      res.writeHead(418, { "content-type": "application/json", "x-teapot": "1" })
-      res.end(JSON.stringify({ error: { code: "teapot", message: "I am one" } }))
-    }
-    try {
-      const response = await invoke(node, apiKey, connector.id, connection.id, "listPets")
-      expect(response.status).toBe(418)
-      expect(response.headers.get("x-teapot")).toBe("1")
-      expect(response.headers.get("x-switchyard-error")).toBeNull()
-      expect(await response.json()).toEqual({ error: { code: "teapot", message: "I am one" } })
-    } finally {
-      target.reply = (await import("../support/TargetServer.js")).echo
-    }
-  })
-
-  it("streams large and binary bodies intact", async () => {
-    const bytes = Buffer.alloc(5 * 1024 * 1024)
-    for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31 + 7) & 0xff
-    target.reply = (_req, res) => {
-      res.writeHead(200, { "content-type": "application/octet-stream" })
-      res.end(bytes)
-    }
-    try {
-      const response = await invoke(node, apiKey, connector.id, connection.id, "getFile", {
-        path_params: { name: "blob" }
+  describe("invoking a connector operation", () => {
+    it("sends the spec's method, path, query and body with the stored key, and passes the answer through", async () => {
+      const before = target.requests.length
+      const response = await invoke(node, apiKey, connector.id, connection.id, "createPet", {
+        body_params: { name: "Rex", tag: null },
+        headers: { "X-Trace": "t-1" }
       })
       expect(response.status).toBe(200)
-      expect(response.headers.get("content-type")).toBe("application/octet-stream")
-      expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true)
-    } finally {
-      target.reply = (await import("../support/TargetServer.js")).echo
-    }
-  })
-
-  it("refuses top-level fields outside the four, naming them", async () => {
-    const response = await invoke(node, apiKey, connector.id, connection.id, "createPet", {
-      name: "Rex",
-      body_params: { name: "x" }
+      expect(response.headers.get("x-upstream")).toBe("yes")
+      expect(response.headers.get("x-switchyard-error")).toBeNull()
+      const seen = target.requests[before]!
+      expect(seen.method).toBe("POST")
+      expect(seen.path).toBe("/pets")
+      expect(seen.headers["x-api-key"]).toBe("secret-123")
+      expect(seen.headers["x-trace"]).toBe("t-1")
+      expect(seen.headers["content-type"]).toBe("application/json")
+      expect(JSON.parse(seen.body.toString())).toEqual({ name: "Rex", tag: null })
+      // the caller's own key never reaches the target
+      expect(JSON.stringify(seen.headers)).not.toContain(apiKey)
     })
-    expect(response.status).toBe(400)
-    const body = await response.json()
-    expect(body.error.code).toBe("validation_failed")
-    expect(JSON.stringify(body.error.details)).toContain("name")
-  })
 
-  it("validates inputs against the operation schema before calling", async () => {
-    const before = target.requests.length
-    const missing = await invoke(node, apiKey, connector.id, connection.id, "createPet", { body_params: { tag: "x" } })
-    expect(missing.status).toBe(400)
-    const body = await missing.json()
-    expect(body.error.code).toBe("validation_failed")
-    expect(body.error.details.issues.map((i: any) => i.path)).toContain("body_params.name")
-    const noPath = await invoke(node, apiKey, connector.id, connection.id, "getPet", {})
-    expect(noPath.status).toBe(400)
-    const tooBig = await invoke(node, apiKey, connector.id, connection.id, "listPets", {
-      query_params: { limit: 1000 }
+    it("serializes query parameters per their style", async () => {
+      const before = target.requests.length
+      const response = await invoke(node, apiKey, connector.id, connection.id, "listPets", {
+        query_params: { tags: ["a", "b"], limit: 5 }
+      })
+      expect(response.status).toBe(200)
+      expect(target.requests[before]!.query.getAll("tags")).toEqual(["a", "b"])
+      expect(target.requests[before]!.query.get("limit")).toBe("5")
     })
-    expect(tooBig.status).toBe(400)
-    expect(target.requests.length).toBe(before)
-  })
 
-  it("does not let the caller override the credentials' header", async () => {
-    const response = await invoke(node, apiKey, connector.id, connection.id, "listPets", {
-      headers: { "X-Api-Key": "mine" }
+    it("uses GET for a GET operation even though invoke is a POST, and encodes path parameters", async () => {
+      const before = target.requests.length
+      const response = await invoke(node, apiKey, connector.id, connection.id, "getPet", {
+        path_params: { petId: "a b/c" }
+      })
+      expect(response.status).toBe(200)
+      expect(target.requests[before]!.method).toBe("GET")
+      expect(target.requests[before]!.path).toBe("/pets/a%20b%2Fc")
     })
-    expect(response.status).toBe(400)
-    expect((await response.json()).error.code).toBe("header_not_allowed")
-  })
 
-  it("answers unknown operations, connections and connectors with 404", async () => {
-    expect((await invoke(node, apiKey, connector.id, connection.id, "nope")).status).toBe(404)
-    expect((await invoke(node, apiKey, connector.id, crypto.randomUUID(), "listPets")).status).toBe(404)
-    expect((await invoke(node, apiKey, crypto.randomUUID(), connection.id, "listPets")).status).toBe(404)
-  })
-
-  it("times out with 504 and aborts the upstream request", async () => {
-    let aborted = false
-    target.reply = (_req, res) => {
-      res.on("close", () => (aborted = true))
-    }
-    try {
-      const response = await invoke(node, apiKey, connector.id, connection.id, "slow")
-      expect(response.status).toBe(504)
-      expect((await response.json()).error.code).toBe("upstream_timeout")
-      await new Promise((r) => setTimeout(r, 200))
-      expect(aborted).toBe(true)
-    } finally {
-      target.reply = (await import("../support/TargetServer.js")).echo
-    }
-  })
-
-  it("answers 502 when the target is unreachable", async () => {
-    const gone = await startTargetServer()
-    await gone.close()
-    const other = await createConnector(node, apiKey, petstore(gone.url), { name: "Gone" })
-    const conn = await createConnection(node, apiKey, other.id, {
-      name: "x",
-      credentials: { type: "api_key", value: "k" }
+    it("accepts the operation's id as well as its operationId, and `_` for the connector", async () => {
+      const ops =
+        await (await node.fetch(`/v1/tools/connectors/${connector.id}/operations?connection_id=${connection.id}`, {
+          apiKey
+        })).json()
+      const getPet = ops.find((o: any) => o.operationId === "getPet")
+      expect(getPet).toMatchObject({ method: "get", path: "/pets/{petId}", pretty_name: "Get a pet" })
+      const byId = await invoke(node, apiKey, connector.id, connection.id, getPet.id, { path_params: { petId: "1" } })
+      expect(byId.status).toBe(200)
+      const underscore = await invoke(node, apiKey, "_", connection.id, "getPet", { path_params: { petId: "2" } })
+      expect(underscore.status).toBe(200)
     })
-    const response = await invoke(node, apiKey, other.id, conn.id, "listPets")
-    expect(response.status).toBe(502)
-    expect(response.headers.get("x-switchyard-error")).toBe("true")
-    expect((await response.json()).error.code).toBe("upstream_unreachable")
-  })
-})
 
-describe("egress guard", () => {
-  it("refuses internal targets by default", async () => {
-    const guarded = await startTestNode()
-    try {
-      const key = (await guarded.bootstrap()).api_key
-      const c = await createConnector(guarded, key, petstore(target.url))
-      const conn = await createConnection(guarded, key, c.id, {
+    it("passes upstream errors through unchanged, without our marker", async () => {
+      target.reply = (_req, res) => {
+        res.writeHead(418, { "content-type": "application/json", "x-teapot": "1" })
+        res.end(JSON.stringify({ error: { code: "teapot", message: "I am one" } }))
+      }
+      try {
+        const response = await invoke(node, apiKey, connector.id, connection.id, "listPets")
+        expect(response.status).toBe(418)
+        expect(response.headers.get("x-teapot")).toBe("1")
+        expect(response.headers.get("x-switchyard-error")).toBeNull()
+        expect(await response.json()).toEqual({ error: { code: "teapot", message: "I am one" } })
+      } finally {
+        target.reply = (await import("../support/TargetServer.js")).echo
+      }
+    })
+
+    it("streams large and binary bodies intact", async () => {
+      const bytes = Buffer.alloc(5 * 1024 * 1024)
+      for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31 + 7) & 0xff
+      target.reply = (_req, res) => {
+        res.writeHead(200, { "content-type": "application/octet-stream" })
+        res.end(bytes)
+      }
+      try {
+        const response = await invoke(node, apiKey, connector.id, connection.id, "getFile", {
+          path_params: { name: "blob" }
+        })
+        expect(response.status).toBe(200)
+        expect(response.headers.get("content-type")).toBe("application/octet-stream")
+        expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true)
+      } finally {
+        target.reply = (await import("../support/TargetServer.js")).echo
+      }
+    })
+
+    it("refuses top-level fields outside the four, naming them", async () => {
+      const response = await invoke(node, apiKey, connector.id, connection.id, "createPet", {
+        name: "Rex",
+        body_params: { name: "x" }
+      })
+      expect(response.status).toBe(400)
+      const body = await response.json()
+      expect(body.error.code).toBe("validation_failed")
+      expect(JSON.stringify(body.error.details)).toContain("name")
+    })
+
+    it("validates inputs against the operation schema before calling", async () => {
+      const before = target.requests.length
+      const missing = await invoke(node, apiKey, connector.id, connection.id, "createPet", {
+        body_params: { tag: "x" }
+      })
+      expect(missing.status).toBe(400)
+      const body = await missing.json()
+      expect(body.error.code).toBe("validation_failed")
+      expect(body.error.details.issues.map((i: any) => i.path)).toContain("body_params.name")
+      const noPath = await invoke(node, apiKey, connector.id, connection.id, "getPet", {})
+      expect(noPath.status).toBe(400)
+      const tooBig = await invoke(node, apiKey, connector.id, connection.id, "listPets", {
+        query_params: { limit: 1000 }
+      })
+      expect(tooBig.status).toBe(400)
+      expect(target.requests.length).toBe(before)
+    })
+
+    it("does not let the caller override the credentials' header", async () => {
+      const response = await invoke(node, apiKey, connector.id, connection.id, "listPets", {
+        headers: { "X-Api-Key": "mine" }
+      })
+      expect(response.status).toBe(400)
+      expect((await response.json()).error.code).toBe("header_not_allowed")
+    })
+
+    it("answers unknown operations, connections and connectors with 404", async () => {
+      expect((await invoke(node, apiKey, connector.id, connection.id, "nope")).status).toBe(404)
+      expect((await invoke(node, apiKey, connector.id, crypto.randomUUID(), "listPets")).status).toBe(404)
+      expect((await invoke(node, apiKey, crypto.randomUUID(), connection.id, "listPets")).status).toBe(404)
+    })
+
+    it("times out with 504 and aborts the upstream request", async () => {
+      let aborted = false
+      target.reply = (_req, res) => {
+        res.on("close", () => (aborted = true))
+      }
+      try {
+        const response = await invoke(node, apiKey, connector.id, connection.id, "slow")
+        expect(response.status).toBe(504)
+        expect((await response.json()).error.code).toBe("upstream_timeout")
+        await new Promise((r) => setTimeout(r, 200))
+        expect(aborted).toBe(true)
+      } finally {
+        target.reply = (await import("../support/TargetServer.js")).echo
+      }
+    })
+
+    it("answers 502 when the target is unreachable", async () => {
+      const gone = await startTargetServer()
+      await gone.close()
+      const other = await createConnector(node, apiKey, petstore(gone.url), { name: "Gone" })
+      const conn = await createConnection(node, apiKey, other.id, {
         name: "x",
         credentials: { type: "api_key", value: "k" }
       })
-      const before = target.requests.length
-      const response = await invoke(guarded, key, c.id, conn.id, "listPets")
-      expect(response.status).toBe(403)
-      const body = await response.json()
-      expect(body.error.code).toBe("egress_refused")
-      expect(body.error.message).toContain("SWITCHYARD_EGRESS_ALLOW")
-      expect(target.requests.length).toBe(before)
-    } finally {
-      await guarded.stop()
-    }
+      const response = await invoke(node, apiKey, other.id, conn.id, "listPets")
+      expect(response.status).toBe(502)
+      expect(response.headers.get("x-switchyard-error")).toBe("true")
+      expect((await response.json()).error.code).toBe("upstream_unreachable")
+    })
+  })
+
+  describe("egress guard", () => {
+    it("refuses internal targets by default", async () => {
+      const guarded = await startTestNode()
+      try {
+        const key = (await guarded.bootstrap()).api_key
+        const c = await createConnector(guarded, key, petstore(target.url))
+        const conn = await createConnection(guarded, key, c.id, {
+          name: "x",
+          credentials: { type: "api_key", value: "k" }
+        })
+        const before = target.requests.length
+        const response = await invoke(guarded, key, c.id, conn.id, "listPets")
+        expect(response.status).toBe(403)
+        const body = await response.json()
+        expect(body.error.code).toBe("egress_refused")
+        expect(body.error.message).toContain("SWITCHYARD_EGRESS_ALLOW")
+        expect(target.requests.length).toBe(before)
+      } finally {
+        await guarded.stop()
+      }
+    })
   })
 })
