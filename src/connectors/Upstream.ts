@@ -21,6 +21,10 @@ export const passThroughHeaders = (headers: Record<string, string | Array<string
   return out
 }
 
+// one reason for every abort: a fresh DOMException per call would capture a stack trace each time
+const CALLER_GONE = Object.freeze(new Error("the caller went away"))
+const TIMED_OUT = Object.freeze(Object.assign(new Error("timeout"), { name: "TimeoutError" }))
+
 export interface UpstreamCall {
   readonly response: Promise<Dispatcher.ResponseData>
   /** Aborts the request (and the response body, if it is still streaming). */
@@ -42,7 +46,7 @@ export const startUpstream = (
   timeoutMs: number
 ): UpstreamCall => {
   const controller = new AbortController()
-  const timer = setTimeout(() => controller.abort(new DOMException("timeout", "TimeoutError")), timeoutMs)
+  const timer = setTimeout(() => controller.abort(TIMED_OUT), timeoutMs)
   const response = request(url, {
     method: init.method.toUpperCase() as "GET",
     headers: init.headers,
@@ -65,7 +69,7 @@ export const startUpstream = (
     response,
     abort: () => {
       clearTimeout(timer)
-      controller.abort()
+      controller.abort(CALLER_GONE)
     }
   }
 }

@@ -125,7 +125,8 @@ export const FastInvokeLive = Layer.effectDiscard(
         const base = invocationOf(principal, target, null, prepared.requestBytes)
         const { request } = prepared
         const call = startUpstream(request.url, request, egress.dispatcher, timeoutMs)
-        res.once("close", () => !res.writableFinished && call.abort())
+        let done = false
+        res.once("close", () => !done && call.abort())
         call.response.then(
           (upstream) => {
             const length = Number(upstream.headers["content-length"])
@@ -138,9 +139,11 @@ export const FastInvokeLive = Layer.effectDiscard(
             })
             res.writeHead(upstream.statusCode, { ...passThroughHeaders(upstream.headers), "x-request-id": requestId })
             accessLog(req, upstream.statusCode, started, requestId, principal)
+            upstream.body.once("end", () => (done = true))
             pipeline(upstream.body, res).catch(() => res.destroy())
           },
           (error) => {
+            done = true
             const failure = classifyFailure(error, egress, timeoutMs)
             recorder.recordNow({
               ...base,
