@@ -1,6 +1,6 @@
 import { Schema } from "effect"
-import { AgentId, ConnectionId, TaskId } from "./Ids.js"
 import { reportAllErrors } from "./Identity.js"
+import { AgentId, ConnectionId, TaskId } from "./Ids.js"
 import { Timestamp } from "./Timestamp.js"
 
 export const ModelProviderName = Schema.Literal("openai", "openai-chat", "anthropic", "scripted").annotations({
@@ -11,7 +11,9 @@ export type ModelProviderName = typeof ModelProviderName.Type
 
 export const ScriptTurn = Schema.Union(
   Schema.Struct({
-    text: Schema.String.annotations({ description: "A reply; `{{last_tool_result}}` is replaced by the previous tool result." }),
+    text: Schema.String.annotations({
+      description: "A reply; `{{last_tool_result}}` is replaced by the previous tool result."
+    }),
     delay_ms: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 600_000)), { exact: true })
   }),
   Schema.Struct({
@@ -122,7 +124,9 @@ export const InvokeAgent = Schema.Struct({
     user: Schema.Struct({
       id: Schema.String.pipe(Schema.minLength(1)),
       email: Schema.String.pipe(
-        Schema.pattern(/^[^\s@]+@[^\s@]+$/, { message: () => "is required: the user's e-mail address (a user with only `id` does not work)" })
+        Schema.pattern(/^[^\s@]+@[^\s@]+$/, {
+          message: () => "is required: the user's e-mail address (a user with only `id` does not work)"
+        })
       )
     })
   }),
@@ -144,7 +148,9 @@ export class ThreadEvent extends Schema.Class<ThreadEvent>("ThreadEvent")({
   })
 }) {}
 
-export const Thread = Schema.Struct({ task_id: TaskId, events: Schema.Array(ThreadEvent) }).annotations({ identifier: "Thread" })
+export const Thread = Schema.Struct({ task_id: TaskId, events: Schema.Array(ThreadEvent) }).annotations({
+  identifier: "Thread"
+})
 
 export const UsageRecord = Schema.Struct({
   seq: Schema.Int,

@@ -33,7 +33,9 @@ const ProviderPath = Schema.Struct({ provider: Schema.Literal("openai", "openai-
 export class TaskAccepted extends Schema.Class<TaskAccepted>("TaskAccepted")(Task.fields) {}
 
 export class AgentsApi extends HttpApiGroup.make("agents")
-  .add(HttpApiEndpoint.get("listAgents", "/agents").addSuccess(ListOf(Agent)).annotate(OpenApi.Description, "List agents."))
+  .add(
+    HttpApiEndpoint.get("listAgents", "/agents").addSuccess(ListOf(Agent)).annotate(OpenApi.Description, "List agents.")
+  )
   .add(
     HttpApiEndpoint.post("createAgent", "/agents")
       .setPayload(CreateAgent)
@@ -41,7 +43,11 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       .annotate(OpenApi.Description, "Create an agent (Admin+).")
   )
   .add(HttpApiEndpoint.get("getAgent", "/agents/:agent_id").setPath(AgentPath).addSuccess(Agent))
-  .add(HttpApiEndpoint.patch("updateAgent", "/agents/:agent_id").setPath(AgentPath).setPayload(UpdateAgent).addSuccess(Agent))
+  .add(
+    HttpApiEndpoint.patch("updateAgent", "/agents/:agent_id").setPath(AgentPath).setPayload(UpdateAgent).addSuccess(
+      Agent
+    )
+  )
   .add(HttpApiEndpoint.del("deleteAgent", "/agents/:agent_id").setPath(AgentPath).addSuccess(HttpApiSchema.NoContent))
   .add(
     HttpApiEndpoint.post("invokeAgent", "/agents/:agent_id/invoke")
@@ -61,7 +67,10 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       .addSuccess(TaskAccepted, { status: 202 })
       .addError(PaymentRequiredWire)
       .addError(ServiceUnavailableWire)
-      .annotate(OpenApi.Description, "Invoke an agent (spec 4.6): synchronous (200, the finished task) or asynchronous (202).")
+      .annotate(
+        OpenApi.Description,
+        "Invoke an agent (spec 4.6): synchronous (200, the finished task) or asynchronous (202)."
+      )
   )
   .add(
     HttpApiEndpoint.get("listTasks", "/tasks")
@@ -95,7 +104,9 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       .annotate(OpenApi.Description, "The organization's endpoint and key for a model provider (Admin+).")
   )
   .add(
-    HttpApiEndpoint.del("deleteModelProvider", "/model-providers/:provider").setPath(ProviderPath).addSuccess(HttpApiSchema.NoContent)
+    HttpApiEndpoint.del("deleteModelProvider", "/model-providers/:provider").setPath(ProviderPath).addSuccess(
+      HttpApiSchema.NoContent
+    )
   )
   .addError(BadRequestWire)
   .addError(ForbiddenWire)

@@ -92,6 +92,7 @@ export class GatewayTimeout extends Schema.TaggedError<GatewayTimeout>()("Gatewa
 export const GatewayTimeoutWire = onTheWire(GatewayTimeout, "GatewayTimeout", 504)
 
 export class PaymentRequired extends Schema.TaggedError<PaymentRequired>()("PaymentRequired", fields) {
-  static readonly of = (message: string, details?: unknown) => new PaymentRequired({ code: "budget_exhausted", message, details })
+  static readonly of = (message: string, details?: unknown) =>
+    new PaymentRequired({ code: "budget_exhausted", message, details })
 }
 export const PaymentRequiredWire = onTheWire(PaymentRequired, "PaymentRequired", 402)
