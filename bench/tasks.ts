@@ -3,7 +3,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import pg from "pg"
 import { Connection, type Outcome, requestBytes, responseBody } from "./support/connection.js"
-import { type Latency, measureLatency, percentile, type Target } from "./support/load.js"
+import { type Latency, measureLatency, measureThroughput, percentile, type Target } from "./support/load.js"
 import { cpuTimeMs, startNode, stopAll, type SwitchyardNode, tempDir } from "./support/processes.js"
 import { fmt, ratio, warnIfBusy, writeResults as write } from "./support/report.js"
 
@@ -17,11 +17,15 @@ import { fmt, ratio, warnIfBusy, writeResults as write } from "./support/report.
  *     tools, no model latency), one at a time; every answer must be 200 with `status: "completed"`;
  *   - async invoke: `POST …/invoke?asynchronous=true` (202, pending), then `GET /v1/tasks/{id}` every
  *     20 ms until the task ends, from 16 concurrent producers: completed tasks per second, and the time
- *     from the invoke to the poll that saw it completed.
- * The node runs at log level warning (BENCH_TASKS_LOG_LEVEL=info for the production default).
+ *     from the invoke to the poll that saw it completed;
+ *   - one poll: `GET /v1/tasks/{id}` of a finished task, to price the polls the async row pays for.
+ * Each measurement also records CPU time per unit (the node with its PostgreSQL, and PostgreSQL alone),
+ * database counters per unit (transactions, rows, WAL), and the cores the whole machine was busy, so
+ * load from other programs shows. The node runs at log level warning (BENCH_TASKS_LOG_LEVEL=info for the production default).
  *
  * BENCH_ENTITY_MESSAGE_POLL_INTERVAL / BENCH_ENTITY_REPLY_POLL_INTERVAL (e.g. "50 millis") are passed to
- * the node as SWITCHYARD_ENTITY_*_POLL_INTERVAL; such a run writes bench/results/tasks-overrides.json.
+ * the node as SWITCHYARD_ENTITY_*_POLL_INTERVAL; such a run writes bench/results/tasks-overrides.json
+ * (and an info run tasks-info.json), so that tasks.json always holds the default run.
  * BENCH_CPU_PROF=<dir> starts the node with `--cpu-prof` as in bench/connectors.ts (see
  * bench/support/cpuProfile.ts; the measurement windows are printed at the end).
  */
@@ -32,7 +36,8 @@ const settings = {
   producers: 16,
   baseline: { poolSize: 16, warmup: 100, sequences: 1000, warmupMs: 1000, durationMs: 5000 },
   sync: { warmup: 20, invokes: 400, maxMs: 25_000 },
-  async: { warmupMs: 2000, durationMs: 10_000, taskTimeoutMs: 30_000 }
+  async: { warmupMs: 2000, durationMs: 10_000, taskTimeoutMs: 30_000 },
+  poll: { warmupMs: 1000, durationMs: 3000, requests: 300 }
 } as const
 
 /** Informational targets: printed as PASS/MISS, never a failure of the run. */
@@ -109,17 +114,17 @@ const dbCounters = async (pool: pg.Pool): Promise<DbCounters | undefined> => {
 }
 
 /**
- * Backends report their counters when idle, at most once a second: this makes the pool's backends report
- * now, so the baseline's counts do not land in the next measurement's window.
+ * Backends report their counters when idle, at most once a second, some of them seconds later: asks the
+ * pool's backends to report now, then waits, so the baseline's counts do not land in the next window.
  */
-const flushStats = async (pool: pg.Pool) => {
+const settleStats = async (pool: pg.Pool) => {
   const clients = await Promise.all(Array.from({ length: settings.baseline.poolSize }, () => pool.connect()))
   try {
     await Promise.all(clients.map((c) => c.query("SELECT pg_stat_force_next_flush()").catch(() => undefined)))
   } finally {
     for (const c of clients) c.release()
   }
-  await sleep(100)
+  await sleep(2500)
 }
 
 type PerUnit = { readonly [K in keyof DbCounters]: number }
@@ -137,13 +142,54 @@ const perUnit = (a: DbCounters | undefined, b: DbCounters | undefined, units: nu
   }
 }
 
-/** CPU time (ms) of the processes under test: the node's tree, and of it the PostgreSQL tree; and this process. */
-const cpuSnapshot = (nodePid: number, pgPid: number) => ({
-  node: cpuTimeMs([nodePid]),
-  pg: cpuTimeMs([pgPid]),
-  bench: (process.cpuUsage().user + process.cpuUsage().system) / 1000
-})
+/**
+ * CPU time (ms) busy on the whole machine so far (Linux /proc/stat: user, nice, system, irq, softirq and
+ * steal of all cores, in USER_HZ = 10 ms ticks), to tell what other programs took during a window.
+ */
+const machineBusyMs = (): number | undefined => {
+  try {
+    const fields = Fs.readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number)
+    const [user, nice, system, , , irq, softirq, steal] = fields
+    return ((user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0)) * 10
+  } catch {
+    return undefined
+  }
+}
+
+/** CPU time (ms) of the processes under test: the node's tree, and of it the PostgreSQL tree; this process; the machine. */
+const cpuSnapshot = (nodePid: number, pgPid: number) => {
+  const usage = process.cpuUsage()
+  return {
+    node: cpuTimeMs([nodePid]),
+    pg: cpuTimeMs([pgPid]),
+    bench: (usage.user + usage.system) / 1000,
+    machine: machineBusyMs(),
+    wallMs: performance.now()
+  }
+}
 type CpuSnapshot = ReturnType<typeof cpuSnapshot>
+
+/**
+ * Cores in use on average over a window: the whole machine, the node's tree (with PostgreSQL), this
+ * process, and the rest (other programs, and the baseline's PostgreSQL backends are in the node's tree).
+ */
+interface Cores {
+  readonly machine: number
+  readonly nodeTree: number
+  readonly bench: number
+  readonly other: number
+}
+
+const coresDuring = (a: CpuSnapshot, b: CpuSnapshot): Cores | null => {
+  const wall = b.wallMs - a.wallMs
+  if (a.machine === undefined || b.machine === undefined || a.node === undefined || b.node === undefined || wall <= 0) {
+    return null
+  }
+  const machine = (b.machine - a.machine) / wall
+  const nodeTree = (b.node - a.node) / wall
+  const bench = (b.bench - a.bench) / wall
+  return { machine, nodeTree, bench, other: Math.max(0, machine - nodeTree - bench) }
+}
 
 interface CpuPerUnit {
   /** The node with its PostgreSQL (the node's process tree). */
@@ -167,7 +213,7 @@ const cpuPerUnit = (a: CpuSnapshot, b: CpuSnapshot, units: number): CpuPerUnit |
 
 interface Row {
   readonly label: string
-  readonly kind: "baseline" | "sync" | "async"
+  readonly kind: "baseline" | "sync" | "async" | "poll"
   /** One unit at a time (c=1): a 3-commit sequence, or a sync invoke. */
   readonly latency: Latency | null
   readonly throughput: {
@@ -184,6 +230,8 @@ interface Row {
   readonly serverDurationMs: { readonly p50: number; readonly p90: number; readonly p99: number } | null
   readonly polls: number | null
   readonly cpu: CpuPerUnit | null
+  /** Average cores busy over the measurement (null when not measured or not on Linux). */
+  readonly cores: Cores | null
   readonly db: PerUnit | null
   readonly statuses: Readonly<Record<string, number>>
 }
@@ -320,7 +368,6 @@ const measureBaseline = async (pool: pg.Pool, node: SwitchyardNode, pgPid: numbe
       failed: failed - latencyErrors
     }
     process.stdout.write(` ${fmt(throughput.perSecond, 0)} sequences/s\n`)
-    await flushStats(pool)
     return {
       label: "baseline: pg INSERT + UPDATE + UPDATE",
       kind: "baseline",
@@ -330,6 +377,7 @@ const measureBaseline = async (pool: pg.Pool, node: SwitchyardNode, pgPid: numbe
       serverDurationMs: null,
       polls: null,
       cpu: cpuStart && cpuEnd ? cpuPerUnit(cpuStart, cpuEnd, completed) : null,
+      cores: cpuStart && cpuEnd ? coresDuring(cpuStart, cpuEnd) : null,
       db: perUnit(await dbStart, await dbEnd, completed),
       statuses
     }
@@ -411,6 +459,7 @@ const measureSync = async (target: Target, node: SwitchyardNode, pgPid: number, 
     return {
       latency,
       cpu: cpuPerUnit(cpuStart, cpuEnd, latency.requests),
+      cores: coresDuring(cpuStart, cpuEnd),
       db: perUnit(dbStart, dbEnd, latency.requests)
     }
   })
@@ -424,6 +473,7 @@ const measureSync = async (target: Target, node: SwitchyardNode, pgPid: number, 
     serverDurationMs: null,
     polls: null,
     cpu: measured.cpu,
+    cores: measured.cores,
     db: measured.db,
     statuses: measured.latency.statuses
   }
@@ -528,8 +578,61 @@ const measureAsync = async (
     serverDurationMs: quantiles(serverDurations),
     polls: completed > 0 ? polls : null,
     cpu: cpuStart && cpuEnd ? cpuPerUnit(cpuStart, cpuEnd, completed) : null,
+    cores: cpuStart && cpuEnd ? coresDuring(cpuStart, cpuEnd) : null,
     db: perUnit(await dbStart, await dbEnd, completed),
     statuses
+  }
+}
+
+/**
+ * What one poll costs: `GET /v1/tasks/{id}` of a finished task, from the same 16 producers without pause
+ * (req/s and CPU per request), then one at a time. The async row pays this once per poll.
+ */
+const measurePoll = async (target: Target, node: SwitchyardNode, pgPid: number, pool: pg.Pool): Promise<Row> => {
+  const { durationMs, requests, warmupMs } = settings.poll
+  process.stdout.write(`  ${target.name}: ${settings.producers} producers for ${durationMs / 1000} s ...`)
+  let cpuStart: CpuSnapshot | undefined
+  let cpuEnd: CpuSnapshot | undefined
+  let dbStart: Promise<DbCounters | undefined> | undefined
+  let dbEnd: Promise<DbCounters | undefined> | undefined
+  const timers = [
+    setTimeout(() => {
+      cpuStart = cpuSnapshot(node.pid, pgPid)
+      dbStart = dbCounters(pool)
+    }, warmupMs),
+    setTimeout(() => {
+      cpuEnd = cpuSnapshot(node.pid, pgPid)
+      dbEnd = dbCounters(pool)
+    }, warmupMs + durationMs)
+  ]
+  const throughput = await window(
+    "poll throughput",
+    () => measureThroughput(target, { concurrency: settings.producers, warmupMs, durationMs })
+  )
+  for (const t of timers) clearTimeout(t)
+  const latency = await measureLatency(target, { warmup: 20, requests })
+  process.stdout.write(` ${fmt(throughput.rps, 0)} req/s, p50 ${fmt(latency.p50Ms, 3)} ms\n`)
+  return {
+    label: "switchyard GET /v1/tasks/{id} (one poll)",
+    kind: "poll",
+    latency,
+    throughput: {
+      concurrency: throughput.concurrency,
+      seconds: throughput.seconds,
+      completed: throughput.requests,
+      perSecond: throughput.rps,
+      failed: throughput.errors
+    },
+    invokeToCompletedMs: null,
+    serverDurationMs: null,
+    polls: null,
+    cpu: cpuStart && cpuEnd ? cpuPerUnit(cpuStart, cpuEnd, throughput.requests) : null,
+    cores: cpuStart && cpuEnd ? coresDuring(cpuStart, cpuEnd) : null,
+    db: perUnit(await dbStart, await dbEnd, throughput.requests),
+    statuses: {
+      ...throughput.statuses,
+      ...Object.fromEntries(Object.entries(latency.statuses).map(([k, v]) => [`c1:${k}`, v]))
+    }
   }
 }
 
@@ -542,7 +645,10 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
     if (value !== undefined && value !== "") overrides[`SWITCHYARD_${key}`] = value
   }
   const logLevel = process.env["BENCH_TASKS_LOG_LEVEL"] === "info" ? "info" : "warning"
-  const resultsName = Object.keys(overrides).length > 0 ? `${name}-overrides` : name
+  // only the default run writes tasks.json: a variant must not be taken for it
+  const variant = [logLevel === "info" ? "info" : "", Object.keys(overrides).length > 0 ? "overrides" : ""]
+    .filter((v) => v !== "")
+  const resultsName = [name, ...variant].join("-")
   const writeResults = (json: Record<string, unknown>) =>
     write(resultsName, { ...settings, logLevel, nodeEnv: overrides }, json)
 
@@ -583,6 +689,7 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
 
     console.log(`Baseline: the node's embedded PostgreSQL through pg.Pool (${settings.baseline.poolSize} connections)`)
     rows.push(await measureBaseline(pool, node, postgres.pid))
+    await settleStats(pool)
 
     const agentId = await createAgent(node.baseUrl, apiKey)
     console.log(`Switchyard: agent with a scripted model answering "done" at once (no tools)`)
@@ -597,6 +704,21 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
         pool
       )
     )
+    const finished = await fetch(`${node.baseUrl}/v1/agents/${agentId}/invoke`, {
+      method: "POST",
+      headers: { "x-api-key": apiKey, "content-type": "application/json" },
+      body: invokeBody
+    })
+    const task = (await finished.json()) as TaskJson
+    if (finished.status !== 200 || task.status !== "completed" || task.id === undefined) {
+      throw new Error(`sync invoke for the poll target: ${finished.status} ${JSON.stringify(task)}`)
+    }
+    const pollTarget: Target = {
+      name: "GET /v1/tasks/{id}",
+      url: `${node.baseUrl}/v1/tasks/${task.id}`,
+      headers: { "x-api-key": apiKey }
+    }
+    rows.push(await measurePoll(pollTarget, node, postgres.pid, pool))
     await pool.end()
     pool = undefined
     const stoppedMs = await node.stop()
@@ -610,10 +732,10 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
   }
   const loadAfter = Os.loadavg()[0]!
 
-  const [baseline, sync, async_] = rows as [Row, Row, Row]
+  const [baseline, sync, async_, poll] = rows as [Row, Row, Row, Row]
   console.log(`\n${table(rows)}\n`)
   console.log(
-    `(CPU ms/unit: PostgreSQL per sequence for the baseline, node + its PostgreSQL per task otherwise; ` +
+    `(CPU ms/unit: PostgreSQL per sequence for the baseline, node + its PostgreSQL per task or request otherwise; ` +
       `xacts/unit: transactions committed per unit, reads included, from pg_stat_database, approximate)`
   )
   const syncVsBaseline = ratio(sync.latency!.p50Ms, baseline.latency!.p50Ms)
@@ -642,6 +764,29 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
         fmt(r.db.walBytes / 1024, 1)
       } KiB)`
     console.log(`  ${r.label}: ${cpu}; ${db}`)
+  }
+  const pollsPerTask = (async_.polls ?? 0) / Math.max(1, async_.throughput!.completed)
+  const pollCpu = poll.cpu?.nodeTreeMs ?? Number.NaN
+  console.log(
+    `  => of the async task's ${fmt(async_.cpu?.nodeTreeMs ?? Number.NaN, 1)} ms, its ${fmt(pollsPerTask, 1)} polls ` +
+      `take about ${fmt(pollsPerTask * pollCpu, 1)} ms (${fmt(pollCpu, 2)} ms each); ` +
+      `the sync invoke's ${fmt(sync.cpu?.nodeTreeMs ?? Number.NaN, 1)} ms is the task itself`
+  )
+
+  console.log(`\nCores busy on average (of ${Os.cpus().length}) during each measurement:`)
+  let skewed = false
+  for (const r of rows) {
+    if (r.cores === null) continue
+    const c = r.cores
+    skewed ||= c.other > 0.25
+    console.log(
+      `  ${r.label}: machine ${fmt(c.machine, 2)}; node + PostgreSQL ${fmt(c.nodeTree, 2)}, bench process ${
+        fmt(c.bench, 2)
+      }, other programs ${fmt(c.other, 2)}`
+    )
+  }
+  if (skewed) {
+    console.log(`  !! other programs took a noticeable share of the cores: these numbers are skewed (low).`)
   }
 
   const latencyOk = syncVsBaseline <= targets.syncP50VsBaseline
@@ -685,6 +830,7 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
     loadAverageAfter: loadAfter,
     rows,
     ratios: { syncP50VsBaseline: syncVsBaseline, syncP99VsBaseline, asyncVsBaseline },
+    otherProgramsSkewed: skewed,
     ...(nodeArgs.length > 0 ? { profileWindows: windows } : {}),
     targets: {
       syncP50VsBaseline: { max: targets.syncP50VsBaseline, value: syncVsBaseline, pass: latencyOk },
