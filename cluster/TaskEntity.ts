@@ -5,7 +5,8 @@ import { TaskStatus } from "../schema/Agents.js"
 
 export const TaskOutcome = Schema.Struct({
   status: TaskStatus,
-  result: Schema.NullOr(Schema.String)
+  result: Schema.NullOr(Schema.String),
+  finished_at: Schema.NullOr(Schema.Date)
 })
 
 /**

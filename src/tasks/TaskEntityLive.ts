@@ -32,5 +32,6 @@ export const TaskEntityLive = TaskEntity.toLayer(
         })
     }
   }),
-  { concurrency: "unbounded", maxIdleTime: "1 minute" }
+  // a task's entity has nothing to do once its run ended: let it go soon
+  { concurrency: "unbounded", maxIdleTime: "5 seconds" }
 )

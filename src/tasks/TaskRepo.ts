@@ -155,7 +155,11 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         SELECT seq, at, provider, model, input_tokens, output_tokens, cached_tokens, cost_usd::text AS cost_usd
         FROM llm_usage WHERE task_id = ${taskId} ORDER BY seq`
 
+    /** Writes that belong together (a step and its usage, the end and its event) commit once. */
+    const inTransaction = sql.withTransaction
+
     return {
+      inTransaction,
       insert,
       find,
       findById,

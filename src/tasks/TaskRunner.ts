@@ -41,6 +41,8 @@ const readBody = (body: Readable) =>
     body.on("error", (e) => !truncated && resume(Effect.succeed(`[the response broke off: ${e.message}]`)))
   })
 
+const outcomeOf = (row: TaskRow): Outcome => ({ status: row.status, result: row.result, finished_at: row.finished_at })
+
 class Stop {
   constructor(readonly status: "error" | "completed", readonly result: string) {}
 }
@@ -61,15 +63,17 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
 
     const finish = (task: TaskRow, stop: Stop) =>
       Effect.gen(function*() {
-        yield* repo.appendEvent(
-          task.id,
-          stop.status === "completed" ? "agent_message" : "error",
-          null,
-          stop.status === "completed" ? { text: stop.result } : { message: stop.result }
-        )
-        const ended = yield* repo.finish(task.id, stop.status, stop.result)
+        const ended = yield* repo.inTransaction(Effect.zipRight(
+          repo.appendEvent(
+            task.id,
+            stop.status === "completed" ? "agent_message" : "error",
+            null,
+            stop.status === "completed" ? { text: stop.result } : { message: stop.result }
+          ),
+          repo.finish(task.id, stop.status, stop.result)
+        ))
         const now = ended ?? (yield* repo.findById(task.id))!
-        return { status: now.status, result: now.result } satisfies Outcome
+        return outcomeOf(now)
       })
 
     const toolsOf = (task: TaskRow, principal: Principal) =>
@@ -127,7 +131,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         )
       })
 
-    const loop = (task: TaskRow) =>
+    const loop = (task: TaskRow, fresh: boolean) =>
       Effect.gen(function*() {
         const agent = task.agent_snapshot
         const principal: Principal = {
@@ -137,9 +141,14 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
           role: "member",
           agentIds: null
         }
+        // a resumed run replays what its thread recorded; a fresh one has nothing to read
         const recorded = new Map(
-          (yield* repo.events(task.id)).filter((e) => e.step_key !== null).map((e) => [e.step_key!, e.data])
+          fresh
+            ? []
+            : (yield* repo.events(task.id)).filter((e) => e.step_key !== null).map((e) => [e.step_key!, e.data])
         )
+        // the budget is the agent's at invocation; without one there is nothing to reserve
+        const budgeted = agent.budget !== null
         const tools = yield* toolsOf(task, principal)
         const byName = new Map(tools.map((t) => [t.spec.name, t]))
         const messages: Array<Message> = [{ role: "user", text: task.input }]
@@ -165,7 +174,10 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
               ...(agent.model.temperature === undefined ? {} : { temperature: agent.model.temperature })
             }
             const reservation = `${task.id}:${step}`
-            yield* agents(agent.id).Reserve({ reservation, estimate_usd: gateway.estimate(agent.model, request) }).pipe(
+            const reserve = budgeted
+              ? agents(agent.id).Reserve({ reservation, estimate_usd: gateway.estimate(agent.model, request) })
+              : Effect.void
+            yield* reserve.pipe(
               Effect.catchTag("BudgetExhausted", (b) =>
                 Effect.fail(
                   new Stop(
@@ -176,8 +188,10 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             )
             const result = yield* gateway.call(task.organization_id, agent.model, request).pipe(
               Effect.onExit((exit) =>
-                agents(agent.id).Settle({ reservation, actual_usd: exit._tag === "Success" ? exit.value.cost : 0 })
-                  .pipe(Effect.ignore)
+                budgeted
+                  ? agents(agent.id).Settle({ reservation, actual_usd: exit._tag === "Success" ? exit.value.cost : 0 })
+                    .pipe(Effect.ignore)
+                  : Effect.void
               ),
               Effect.mapError((e) => new Stop("error", `The model call failed (${e.code}): ${e.message}`))
             )
@@ -188,31 +202,33 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
               input_tokens: response.usage.input_tokens,
               output_tokens: response.usage.output_tokens
             }
-            yield* repo.appendEvent(task.id, "model_call", key, {
-              step,
-              provider: agent.model.provider,
-              model: response.model,
-              input_tokens: response.usage.input_tokens,
-              output_tokens: response.usage.output_tokens,
-              cached_tokens: response.usage.cached_tokens,
-              cost_usd: result.cost,
-              duration_ms: Math.round(result.durationMs),
-              finish: response.finish,
-              text: response.text,
-              tool_calls: response.tool_calls,
-              user: who
-            })
-            yield* repo.recordUsage({
-              taskId: task.id,
-              organizationId: task.organization_id,
-              agentId: agent.id,
-              provider: agent.model.provider,
-              model: response.model,
-              input: response.usage.input_tokens,
-              output: response.usage.output_tokens,
-              cached: response.usage.cached_tokens,
-              cost: result.cost
-            })
+            yield* repo.inTransaction(Effect.zipRight(
+              repo.appendEvent(task.id, "model_call", key, {
+                step,
+                provider: agent.model.provider,
+                model: response.model,
+                input_tokens: response.usage.input_tokens,
+                output_tokens: response.usage.output_tokens,
+                cached_tokens: response.usage.cached_tokens,
+                cost_usd: result.cost,
+                duration_ms: Math.round(result.durationMs),
+                finish: response.finish,
+                text: response.text,
+                tool_calls: response.tool_calls,
+                user: who
+              }),
+              repo.recordUsage({
+                taskId: task.id,
+                organizationId: task.organization_id,
+                agentId: agent.id,
+                provider: agent.model.provider,
+                model: response.model,
+                input: response.usage.input_tokens,
+                output: response.usage.output_tokens,
+                cached: response.usage.cached_tokens,
+                cost: result.cost
+              })
+            ))
           }
           tokens += turn.input_tokens + turn.output_tokens
           if (agent.max_tokens !== null && tokens > agent.max_tokens) {
@@ -253,21 +269,22 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     /** Runs (or resumes) a task to its end; a task already ended returns its outcome. */
     const run = Effect.fn("TaskRunner.run")(function*(taskId: TaskId) {
       const task = yield* repo.findById(taskId)
-      if (task === undefined) return { status: "error", result: "unknown task" } satisfies Outcome
-      if (task.status !== "pending" && task.status !== "executing") {
-        return { status: task.status, result: task.result } satisfies Outcome
-      }
-      if (task.status === "pending") {
-        yield* repo.markExecuting(taskId)
-        yield* repo.appendEvent(taskId, "user_message", "user", {
-          text: task.input,
-          user: { id: task.user_id, email: task.user_email }
-        })
+      if (task === undefined) return { status: "error", result: "unknown task", finished_at: null } satisfies Outcome
+      if (task.status !== "pending" && task.status !== "executing") return outcomeOf(task)
+      const fresh = task.status === "pending"
+      if (fresh) {
+        yield* repo.inTransaction(Effect.zipRight(
+          repo.markExecuting(taskId),
+          repo.appendEvent(taskId, "user_message", "user", {
+            text: task.input,
+            user: { id: task.user_id, email: task.user_email }
+          })
+        ))
       }
       const limit = task.agent_snapshot.timeout_seconds === null
         ? config.taskTimeout
         : Duration.seconds(task.agent_snapshot.timeout_seconds)
-      const stop = yield* loop(task).pipe(
+      const stop = yield* loop(task, fresh).pipe(
         Effect.timeoutFail({
           duration: limit,
           onTimeout: () => new Stop("error", `Stopped: the task ran longer than ${Duration.format(limit)}.`)
@@ -283,7 +300,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
       if (task?.status === "cancelled") {
         yield* repo.appendEvent(taskId, "cancelled", "cancelled", { message: task.result })
       }
-      return { status: task?.status ?? "error", result: task?.result ?? null } satisfies Outcome
+      return task === undefined ? { status: "error" as const, result: null, finished_at: null } : outcomeOf(task)
     })
 
     /** A defect in the loop ends the task in error instead of retrying it forever. */
@@ -292,7 +309,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         repo.findById(taskId),
         (task) =>
           task === undefined
-            ? Effect.succeed({ status: "error", result: message } as Outcome)
+            ? Effect.succeed({ status: "error", result: message, finished_at: null } as Outcome)
             : finish(task, new Stop("error", message))
       )
 

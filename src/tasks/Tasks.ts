@@ -110,8 +110,8 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
         yield* client(row.id).Run({ task_id: row.id }, { discard: true }).pipe(Effect.catchAll(unavailable))
         return { task: toTask(row), accepted: true }
       }
-      yield* client(row.id).Run({ task_id: row.id }).pipe(Effect.catchAll(unavailable))
-      return { task: toTask((yield* repo.findById(row.id))!), accepted: false }
+      const outcome = yield* client(row.id).Run({ task_id: row.id }).pipe(Effect.catchAll(unavailable))
+      return { task: toTask({ ...row, ...outcome }), accepted: false }
     })
 
     const get = (principal: Principal, id: TaskId) => Effect.map(find(principal, id), toTask)
