@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createConnection, createConnector, json, petstore } from "../connectors/support.js"
-import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
-import { startTestNode, type TestNode } from "../support/TestNode.js"
-import { createAgent, invokeAgent, user, waitForTask } from "./support.js"
+import type { TargetServer } from "../support/TargetServer.js"
+import type { TestNode } from "../support/TestNode.js"
+import { createAgent, invokeAgent, startPetWorld, user, waitForTask } from "./support.js"
 
 let node: TestNode
 let target: TargetServer
@@ -11,23 +11,14 @@ let connection: any
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
 
+let world: Awaited<ReturnType<typeof startPetWorld>>
 beforeAll(async () => {
-  node = await startTestNode({
-    SWITCHYARD_EGRESS_ALLOW: "127.0.0.1",
+  world = await startPetWorld({
     SWITCHYARD_MODEL_PRICES: JSON.stringify({ scripted: { input: 1000, output: 2000 } })
   })
-  target = await startTargetServer()
-  apiKey = (await node.bootstrap()).api_key
-  const connector = await createConnector(node, apiKey, petstore(target.url))
-  connection = await createConnection(node, apiKey, connector.id, {
-    name: "pets",
-    credentials: { type: "api_key", value: "k" }
-  })
+  ;({ apiKey, connection, node, target } = world)
 })
-afterAll(async () => {
-  await node?.stop()
-  await target?.close()
-})
+afterAll(() => world?.stop())
 
 const toolAgent = () =>
   createAgent(node, apiKey, {

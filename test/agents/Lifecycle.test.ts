@@ -1,32 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createConnection, createConnector, json, petstore } from "../connectors/support.js"
-import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
-import { startTestNode, type TestNode } from "../support/TestNode.js"
-import { createAgent, invokeAgent, waitForTask } from "./support.js"
+import { json } from "../connectors/support.js"
+import type { TargetServer } from "../support/TargetServer.js"
+import type { TestNode } from "../support/TestNode.js"
+import { createAgent, invokeAgent, startPetWorld, waitForTask } from "./support.js"
 
 let node: TestNode
 let target: TargetServer
 let apiKey: string
 let connection: any
 
+let world: Awaited<ReturnType<typeof startPetWorld>>
 beforeAll(async () => {
-  node = await startTestNode({
-    SWITCHYARD_EGRESS_ALLOW: "127.0.0.1",
+  world = await startPetWorld({
     // $0.001 per token: a budget is used up after a few calls
     SWITCHYARD_MODEL_PRICES: JSON.stringify({ scripted: { input: 1000, output: 1000 } })
   })
-  target = await startTargetServer()
-  apiKey = (await node.bootstrap()).api_key
-  const connector = await createConnector(node, apiKey, petstore(target.url))
-  connection = await createConnection(node, apiKey, connector.id, {
-    name: "pets",
-    credentials: { type: "api_key", value: "k" }
-  })
+  ;({ apiKey, connection, node, target } = world)
 })
-afterAll(async () => {
-  await node?.stop()
-  await target?.close()
-})
+afterAll(() => world?.stop())
 
 const cancel = (taskId: string) => node.fetch(`/v1/tasks/${taskId}/cancel`, { method: "POST", apiKey })
 const thread = async (taskId: string) =>

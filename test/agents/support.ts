@@ -1,5 +1,6 @@
-import { json } from "../connectors/support.js"
-import type { TestNode } from "../support/TestNode.js"
+import { createConnection, createConnector, json, petstore } from "../connectors/support.js"
+import { startTargetServer } from "../support/TargetServer.js"
+import { startTestNode, type TestNode } from "../support/TestNode.js"
 
 export const createAgent = async (node: TestNode, apiKey: string, body: Record<string, unknown>) => {
   const response = await node.fetch("/v1/agents", { ...json(body), apiKey })
@@ -30,5 +31,27 @@ export const waitForTask = async (node: TestNode, apiKey: string, taskId: string
     const task = await (await node.fetch(`/v1/tasks/${taskId}`, { apiKey })).json()
     if (!["pending", "executing"].includes(task.status) || Date.now() > deadline) return task
     await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
+/** A node, a recording target API with a pet-store connector, and a connection to it. */
+export const startPetWorld = async (env: Record<string, string> = {}) => {
+  const node = await startTestNode({ SWITCHYARD_EGRESS_ALLOW: "127.0.0.1", ...env })
+  const target = await startTargetServer()
+  const apiKey = (await node.bootstrap()).api_key
+  const connector = await createConnector(node, apiKey, petstore(target.url))
+  const connection = await createConnection(node, apiKey, connector.id, {
+    name: "pets",
+    credentials: { type: "api_key", value: "k" }
+  })
+  return {
+    node,
+    target,
+    apiKey,
+    connection,
+    stop: async () => {
+      await node.stop()
+      await target.close()
+    }
   }
 }
