@@ -150,3 +150,32 @@ describe("limits", () => {
     expect((await invokeAgent(node, apiKey, agent.id, "spend")).status).toBe(200)
   })
 })
+
+describe("listing tasks", () => {
+  it("filters by agent, status and user, and pages newest first with a cursor", async () => {
+    const agent = await createAgent(node, apiKey, {
+      name: "lister",
+      model: { provider: "scripted", script: [{ text: "ok" }] }
+    })
+    const ids: Array<string> = []
+    for (const who of ["a", "b", "a", "a"]) {
+      const body = { input: { text: "hi", user: { id: `list-${who}`, email: `${who}@example.com` } } }
+      ids.push((await (await invokeAgent(node, apiKey, agent.id, "hi", { body })).json()).id)
+    }
+    const page1 = await (await node.fetch(`/v1/tasks?agent_id=${agent.id}&user_id=list-a&limit=2`, { apiKey })).json()
+    expect(page1.items.map((t: any) => t.id)).toEqual([ids[3], ids[2]])
+    const page2 =
+      await (await node.fetch(`/v1/tasks?agent_id=${agent.id}&user_id=list-a&limit=2&cursor=${page1.next_cursor}`, {
+        apiKey
+      })).json()
+    expect(page2.items.map((t: any) => t.id)).toEqual([ids[0]])
+    expect(page2.next_cursor).toBeNull()
+    const errors = await (await node.fetch(`/v1/tasks?agent_id=${agent.id}&status=error`, { apiKey })).json()
+    expect(errors.items).toEqual([])
+    const future = new Date(Date.now() + 60_000).toISOString()
+    const later = await (await node.fetch(`/v1/tasks?agent_id=${agent.id}&created_after=${future}`, { apiKey })).json()
+    expect(later.items).toEqual([])
+    expect((await node.fetch("/v1/tasks?status=nonsense", { apiKey })).status).toBe(400)
+    expect((await node.fetch("/v1/tasks?cursor=garbage", { apiKey })).status).toBe(400)
+  })
+})

@@ -24,39 +24,41 @@ describe("credentials per security scheme", () => {
     [
       "API key in a header",
       { k: { type: "apiKey", in: "header", name: "X-Key" } },
-      { type: "api_key", value: "h-1" },
-      (r) => expect(r.headers["x-key"]).toBe("h-1")
+      { type: "api_key", value: "hdr-secret-1" },
+      (r) => expect(r.headers["x-key"]).toBe("hdr-secret-1")
     ],
     [
       "API key in the query",
       { k: { type: "apiKey", in: "query", name: "api_key" } },
-      { type: "api_key", value: "q 1" },
-      (r) => expect(r.query.get("api_key")).toBe("q 1")
+      { type: "api_key", value: "qry secret 1" },
+      (r) => expect(r.query.get("api_key")).toBe("qry secret 1")
     ],
     [
       "API key in a cookie",
       { k: { type: "apiKey", in: "cookie", name: "session" } },
-      { type: "api_key", value: "c-1" },
-      (r) => expect(r.headers.cookie).toBe("session=c-1")
+      { type: "api_key", value: "cookie-secret-1" },
+      (r) => expect(r.headers.cookie).toBe("session=cookie-secret-1")
     ],
     [
       "HTTP bearer",
       { b: { type: "http", scheme: "bearer" } },
-      { type: "bearer", token: "tok" },
-      (r) => expect(r.headers.authorization).toBe("Bearer tok")
+      { type: "bearer", token: "bearer-secret-1" },
+      (r) => expect(r.headers.authorization).toBe("Bearer bearer-secret-1")
     ],
     [
       "HTTP basic",
       { b: { type: "http", scheme: "basic" } },
-      { type: "basic", username: "ada", password: "pw:1" },
-      (r) => expect(r.headers.authorization).toBe(`Basic ${Buffer.from("ada:pw:1").toString("base64")}`)
+      { type: "basic", username: "ada", password: "pw:secret-1" },
+      (r) => expect(r.headers.authorization).toBe(`Basic ${Buffer.from("ada:pw:secret-1").toString("base64")}`)
     ]
   ]
   it.each(schemes)("applies %s", async (_, security, credentials, check) => {
     const apiKey = (await node.bootstrap()).api_key
     const connector = await createConnector(node, apiKey, petstore(target.url, security))
     const connection = await createConnection(node, apiKey, connector.id, { name: "c", credentials })
-    expect(JSON.stringify(connection)).not.toMatch(/h-1|q 1|c-1|tok|pw:1/)
+    expect(JSON.stringify(connection)).not.toMatch(
+      /hdr-secret-1|qry secret 1|cookie-secret-1|bearer-secret-1|pw:secret-1/
+    )
     const response = await invoke(node, apiKey, connector.id, connection.id, "listPets")
     expect(response.status).toBe(200)
     check(lastRequest())
@@ -229,5 +231,47 @@ describe("connection scope and isolation", () => {
     const byId =
       await (await node.fetch(`/v1/tools/connectors/_/connections/${conn.id}/${getPet.id}/schema`, { apiKey })).json()
     expect(byId.input.properties.path_params.required).toEqual(["petId"])
+  })
+})
+
+describe("invocation records", () => {
+  it("records each call (who, what, outcome, timing, sizes) without its payloads", async () => {
+    const org = await node.bootstrap()
+    const connector = await createConnector(node, org.api_key, petstore(target.url))
+    const conn = await createConnection(node, org.api_key, connector.id, {
+      name: "r",
+      credentials: { type: "api_key", value: "v" }
+    })
+    expect(
+      (await invoke(node, org.api_key, connector.id, conn.id, "createPet", {
+        body_params: { name: "secret-pet-name" }
+      })).status
+    ).toBe(200)
+    expect((await invoke(node, org.api_key, connector.id, conn.id, "getPet", { path_params: { petId: "1" } })).status)
+      .toBe(200)
+    const db = new pg.Client({ connectionString: node.databaseUrl })
+    await db.connect()
+    try {
+      let rows: Array<any> = []
+      const deadline = Date.now() + 5_000
+      while (rows.length < 2 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 100))
+        rows =
+          (await db.query("SELECT * FROM connector_invocations WHERE connection_id = $1 ORDER BY id", [conn.id])).rows
+      }
+      expect(rows).toHaveLength(2)
+      expect(rows[0]).toMatchObject({
+        organization_id: org.organization_id,
+        connector_id: connector.id,
+        status: 200,
+        user_id: org.user_id
+      })
+      expect(rows[0].api_key_id).toBe(org.api_key.slice(3, 15))
+      expect(Number(rows[0].request_bytes)).toBeGreaterThan(0)
+      expect(rows[0].duration_ms).toBeGreaterThan(0)
+      expect(JSON.stringify(rows)).not.toContain("secret-pet-name")
+    } finally {
+      await db.end()
+    }
   })
 })
