@@ -76,18 +76,6 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     const findById = (id: TaskId) =>
       sql<TaskRow>`SELECT * FROM tasks WHERE id = ${id}`.pipe(Effect.map(([row]): TaskRow | undefined => row))
 
-    const markExecuting = (id: TaskId) =>
-      sql`UPDATE tasks SET status = 'executing', started_at = coalesce(started_at, now())
-          WHERE id = ${id} AND status IN ('pending', 'executing')`
-
-    /** Ends a task once: a task already ended keeps its outcome. The user's token is erased with it. */
-    const finish = (id: TaskId, status: (typeof TERMINAL)[number], result: string) =>
-      sql<TaskRow>`
-        UPDATE tasks SET status = ${status}, result = ${result}, finished_at = now(), oidc_token = NULL
-        WHERE id = ${id} AND status NOT IN ${sql.in(TERMINAL)} RETURNING *`.pipe(
-        Effect.map(([row]): TaskRow | undefined => row)
-      )
-
     const cancel = (organizationId: OrganizationId, id: TaskId, result: string) =>
       sql<TaskRow>`
         UPDATE tasks SET status = 'cancelled', result = ${result}, finished_at = now(), oidc_token = NULL
@@ -122,17 +110,45 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         ORDER BY created_at DESC, id DESC LIMIT ${f.limit}`
 
     /** Appends to the thread; a step already recorded (same step key) is kept as it was. */
-    const appendEvent = (taskId: TaskId, type: string, stepKey: string | null, data: unknown) =>
+    const eventInsert = (taskId: TaskId, type: string, stepKey: string | null, data: unknown) =>
       sql`
         INSERT INTO task_events (task_id, seq, type, step_key, data)
         SELECT ${taskId}, coalesce(max(seq), 0) + 1, ${type}, ${stepKey}, ${JSON.stringify(data)}::jsonb
         FROM task_events WHERE task_id = ${taskId}
         ON CONFLICT DO NOTHING`
 
+    /** Appends to the thread; a step already recorded (same step key) is kept as it was. */
+    const appendEvent = (taskId: TaskId, type: string, stepKey: string | null, data: unknown) =>
+      eventInsert(taskId, type, stepKey, data).pipe(Effect.asVoid)
+
+    // the writes that go together are one statement each (data-modifying CTEs): one round trip, one commit
+
+    /** The run starts: executing, and the user's message opens the thread. */
+    const start = (taskId: TaskId, userMessage: unknown) =>
+      sql`
+        WITH event AS (${eventInsert(taskId, "user_message", "user", userMessage)})
+        UPDATE tasks SET status = 'executing', started_at = coalesce(started_at, now())
+        WHERE id = ${taskId} AND status IN ('pending', 'executing')`
+
+    /** Ends a task once, with its last thread event; a task already ended keeps its outcome. The user's token is erased. */
+    const finishWith = (
+      id: TaskId,
+      status: (typeof TERMINAL)[number],
+      result: string,
+      event: { type: string; data: unknown }
+    ) =>
+      sql<TaskRow>`
+        WITH event AS (${eventInsert(id, event.type, null, event.data)})
+        UPDATE tasks SET status = ${status}, result = ${result}, finished_at = now(), oidc_token = NULL
+        WHERE id = ${id} AND status NOT IN ${sql.in(TERMINAL)} RETURNING *`.pipe(
+        Effect.map(([row]): TaskRow | undefined => row)
+      )
+
     const events = (taskId: TaskId) =>
       sql<EventRow>`SELECT seq, type, step_key, at, data FROM task_events WHERE task_id = ${taskId} ORDER BY seq`
 
-    const recordUsage = (u: {
+    /** A model call: its thread event and its usage record. */
+    const recordModelCall = (stepKey: string, data: unknown, u: {
       taskId: TaskId
       organizationId: OrganizationId
       agentId: AgentId
@@ -144,6 +160,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       cost: number
     }) =>
       sql`
+        WITH event AS (${eventInsert(u.taskId, "model_call", stepKey, data)})
         INSERT INTO llm_usage (task_id, seq, organization_id, agent_id, provider, model, input_tokens, output_tokens,
           cached_tokens, cost_usd)
         SELECT ${u.taskId}, coalesce(max(seq), 0) + 1, ${u.organizationId}, ${u.agentId}, ${u.provider}, ${u.model},
@@ -155,21 +172,17 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         SELECT seq, at, provider, model, input_tokens, output_tokens, cached_tokens, cost_usd::text AS cost_usd
         FROM llm_usage WHERE task_id = ${taskId} ORDER BY seq`
 
-    /** Writes that belong together (a step and its usage, the end and its event) commit once. */
-    const inTransaction = sql.withTransaction
-
     return {
-      inTransaction,
       insert,
       find,
       findById,
-      markExecuting,
-      finish,
+      start,
+      finishWith,
       cancel,
       list,
       appendEvent,
       events,
-      recordUsage,
+      recordModelCall,
       usage
     } as const
   })

@@ -63,15 +63,14 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
 
     const finish = (task: TaskRow, stop: Stop) =>
       Effect.gen(function*() {
-        const ended = yield* repo.inTransaction(Effect.zipRight(
-          repo.appendEvent(
-            task.id,
-            stop.status === "completed" ? "agent_message" : "error",
-            null,
-            stop.status === "completed" ? { text: stop.result } : { message: stop.result }
-          ),
-          repo.finish(task.id, stop.status, stop.result)
-        ))
+        const ended = yield* repo.finishWith(
+          task.id,
+          stop.status,
+          stop.result,
+          stop.status === "completed"
+            ? { type: "agent_message", data: { text: stop.result } }
+            : { type: "error", data: { message: stop.result } }
+        )
         const now = ended ?? (yield* repo.findById(task.id))!
         return outcomeOf(now)
       })
@@ -202,33 +201,30 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
               input_tokens: response.usage.input_tokens,
               output_tokens: response.usage.output_tokens
             }
-            yield* repo.inTransaction(Effect.zipRight(
-              repo.appendEvent(task.id, "model_call", key, {
-                step,
-                provider: agent.model.provider,
-                model: response.model,
-                input_tokens: response.usage.input_tokens,
-                output_tokens: response.usage.output_tokens,
-                cached_tokens: response.usage.cached_tokens,
-                cost_usd: result.cost,
-                duration_ms: Math.round(result.durationMs),
-                finish: response.finish,
-                text: response.text,
-                tool_calls: response.tool_calls,
-                user: who
-              }),
-              repo.recordUsage({
-                taskId: task.id,
-                organizationId: task.organization_id,
-                agentId: agent.id,
-                provider: agent.model.provider,
-                model: response.model,
-                input: response.usage.input_tokens,
-                output: response.usage.output_tokens,
-                cached: response.usage.cached_tokens,
-                cost: result.cost
-              })
-            ))
+            yield* repo.recordModelCall(key, {
+              step,
+              provider: agent.model.provider,
+              model: response.model,
+              input_tokens: response.usage.input_tokens,
+              output_tokens: response.usage.output_tokens,
+              cached_tokens: response.usage.cached_tokens,
+              cost_usd: result.cost,
+              duration_ms: Math.round(result.durationMs),
+              finish: response.finish,
+              text: response.text,
+              tool_calls: response.tool_calls,
+              user: who
+            }, {
+              taskId: task.id,
+              organizationId: task.organization_id,
+              agentId: agent.id,
+              provider: agent.model.provider,
+              model: response.model,
+              input: response.usage.input_tokens,
+              output: response.usage.output_tokens,
+              cached: response.usage.cached_tokens,
+              cost: result.cost
+            })
           }
           tokens += turn.input_tokens + turn.output_tokens
           if (agent.max_tokens !== null && tokens > agent.max_tokens) {
@@ -273,13 +269,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
       if (task.status !== "pending" && task.status !== "executing") return outcomeOf(task)
       const fresh = task.status === "pending"
       if (fresh) {
-        yield* repo.inTransaction(Effect.zipRight(
-          repo.markExecuting(taskId),
-          repo.appendEvent(taskId, "user_message", "user", {
-            text: task.input,
-            user: { id: task.user_id, email: task.user_email }
-          })
-        ))
+        yield* repo.start(taskId, { text: task.input, user: { id: task.user_id, email: task.user_email } })
       }
       const limit = task.agent_snapshot.timeout_seconds === null
         ? config.taskTimeout
