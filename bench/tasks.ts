@@ -23,7 +23,7 @@ import { fmt, ratio, warnIfBusy, writeResults as write } from "./support/report.
  * database counters per unit (transactions, rows, WAL), and the cores the whole machine was busy, so
  * load from other programs shows. The node runs at log level warning (BENCH_TASKS_LOG_LEVEL=info for the production default).
  *
- * BENCH_ENTITY_MESSAGE_POLL_INTERVAL / BENCH_ENTITY_REPLY_POLL_INTERVAL (e.g. "50 millis") are passed to
+ * BENCH_ENTITY_MESSAGE_POLL_INTERVAL / BENCH_ENTITY_REPLY_POLL_INTERVAL (e.g. "50 millis") and BENCH_SHARDS_PER_GROUP are passed to
  * the node as SWITCHYARD_ENTITY_*_POLL_INTERVAL; such a run writes bench/results/tasks-overrides.json
  * (and an info run tasks-info.json), so that tasks.json always holds the default run.
  * BENCH_CPU_PROF=<dir> starts the node with `--cpu-prof` as in bench/connectors.ts (see
@@ -640,7 +640,7 @@ const verdict = (ok: boolean) => (ok ? "PASS" : "MISS")
 
 export const run = async (): Promise<{ readonly ok: boolean }> => {
   const overrides: Record<string, string> = {}
-  for (const key of ["ENTITY_MESSAGE_POLL_INTERVAL", "ENTITY_REPLY_POLL_INTERVAL"]) {
+  for (const key of ["ENTITY_MESSAGE_POLL_INTERVAL", "ENTITY_REPLY_POLL_INTERVAL", "SHARDS_PER_GROUP"]) {
     const value = process.env[`BENCH_${key}`]
     if (value !== undefined && value !== "") overrides[`SWITCHYARD_${key}`] = value
   }
