@@ -7,6 +7,7 @@ import type { AgentId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { Connections } from "../connectors/Connections.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
+import { isHttpUrl } from "../support/HttpUrl.js"
 import { type AgentFields, AgentRepo, type AgentRow } from "./AgentRepo.js"
 
 const DEFAULT_MAX_STEPS = 10
@@ -66,7 +67,7 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
       }
       if (
         model.base_url !== undefined &&
-        !(URL.canParse(model.base_url) && /^https?:$/.test(new URL(model.base_url).protocol))
+        !isHttpUrl(model.base_url)
       ) {
         return Effect.fail(
           BadRequest.of("`model.base_url` must be an absolute http(s) URL.", undefined, "validation_failed")

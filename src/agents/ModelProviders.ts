@@ -6,6 +6,7 @@ import type { OrganizationId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
+import { isHttpUrl } from "../support/HttpUrl.js"
 
 export type HttpProvider = "openai" | "openai-chat" | "anthropic"
 
@@ -39,7 +40,7 @@ export class ModelProviders extends Effect.Service<ModelProviders>()("agents/Mod
       yield* requireRole(principal, "admin", "configure model providers")
       if (
         input.base_url !== undefined &&
-        !(URL.canParse(input.base_url) && /^https?:$/.test(new URL(input.base_url).protocol))
+        !isHttpUrl(input.base_url)
       ) {
         return yield* BadRequest.of("`base_url` must be an absolute http(s) URL.", undefined, "validation_failed")
       }

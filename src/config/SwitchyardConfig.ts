@@ -1,4 +1,5 @@
 import { Config, ConfigError, Context, Duration, Effect, Either, Layer, Option, Redacted } from "effect"
+import { isHttpUrl } from "../support/HttpUrl.js"
 
 const env = (name: string) => `SWITCHYARD_${name}`
 
@@ -63,7 +64,7 @@ export const config = Config.all({
       message: "must be an absolute http(s) URL, e.g. https://switchyard.example.com",
       validation: Option.match({
         onNone: () => true,
-        onSome: (s: string) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol)
+        onSome: isHttpUrl
       })
     })
   ),

@@ -11,6 +11,7 @@ import type { ConnectionId, ConnectorId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
+import { isHttpUrl } from "../support/HttpUrl.js"
 import { TtlCache } from "../support/TtlCache.js"
 import { ConnectionCredentials } from "./ConnectionCredentials.js"
 import { sealingContext } from "./ConnectionEntityLive.js"
@@ -22,7 +23,7 @@ import { type InvokeContext, OperationInvoker } from "./OperationInvoker.js"
 import { chooseScheme, oauthFlow } from "./SecuritySchemes.js"
 
 const checkServerUrl = (url: string | null | undefined) =>
-  url === undefined || url === null || (URL.canParse(url) && /^https?:$/.test(new URL(url).protocol))
+  url === undefined || url === null || isHttpUrl(url)
     ? Effect.void
     : Effect.fail(BadRequest.of("`server_url` must be an absolute http(s) URL.", undefined, "validation_failed"))
 

@@ -13,6 +13,7 @@ import type { ConnectionId, ConnectorId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
+import { isHttpUrl } from "../support/HttpUrl.js"
 import { TtlCache } from "../support/TtlCache.js"
 import { type ConnectionRow, ConnectorRepo, type ConnectorRow } from "./ConnectorRepo.js"
 import {
@@ -106,7 +107,7 @@ const parseDocument = (spec: CreateConnector["spec"]) =>
   })
 
 const checkServerUrl = (url: string | undefined) =>
-  url === undefined || (URL.canParse(url) && /^https?:$/.test(new URL(url).protocol))
+  url === undefined || isHttpUrl(url)
     ? Effect.void
     : Effect.fail(BadRequest.of("`server_url` must be an absolute http(s) URL.", undefined, "validation_failed"))
 

@@ -15,29 +15,16 @@ import { type InvokeTarget, prepareCall } from "../connectors/PreparedCall.js"
 import { classifyFailure, passThroughHeaders, startUpstream } from "../connectors/Upstream.js"
 import { ApiKeyAuthenticator } from "../identity/ApiKeyAuthenticator.js"
 import { Drain } from "./Drain.js"
+import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "./ErrorEnvelope.js"
 import { NodeRequestGate } from "./NodeRequestGate.js"
 import { jsonDepth, MAX_JSON_DEPTH, requestIdOf } from "./RequestPipeline.js"
 
 const ROUTE = /^\/v1\/tools\/connectors\/([^/?#]+)\/connections\/([0-9a-fA-F-]{36})\/([^/?#]+)$/
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/
 
-const writeError = (
-  res: Http.ServerResponse,
-  status: number,
-  requestId: string,
-  error: { readonly code: string; readonly message: string; readonly details?: unknown }
-) => {
-  res.writeHead(status, { "content-type": "application/json", "x-request-id": requestId, "x-switchyard-error": "true" })
-  res.end(
-    JSON.stringify({
-      error: {
-        code: error.code,
-        message: error.message,
-        request_id: requestId,
-        ...(error.details === undefined ? {} : { details: error.details })
-      }
-    })
-  )
+const writeError = (res: Http.ServerResponse, status: number, requestId: string, error: ErrorFields) => {
+  res.writeHead(status, { "content-type": "application/json", "x-request-id": requestId, ...OWN_ERROR_HEADER })
+  res.end(JSON.stringify(errorEnvelope(error, requestId)))
 }
 
 /**

@@ -8,9 +8,9 @@ import {
 } from "@effect/platform"
 import { Cause, Effect, FiberRef, LogLevel, Option } from "effect"
 import * as Crypto from "node:crypto"
-import type { ErrorBody } from "../../schema/Errors.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Drain } from "./Drain.js"
+import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "./ErrorEnvelope.js"
 import { CurrentRequest, type RequestInfo } from "./RequestContext.js"
 import { allowedMethods } from "./RouteTable.js"
 
@@ -20,15 +20,10 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 export const requestIdOf = (incoming: string | undefined) =>
   incoming !== undefined && REQUEST_ID.test(incoming) ? incoming : Crypto.randomUUID()
 
-const errorResponse = (
-  status: number,
-  info: RequestInfo,
-  error: { code: string; message: string; details?: unknown },
-  headers: Record<string, string> = {}
-) =>
-  HttpServerResponse.unsafeJson({ error: { ...error, request_id: info.requestId } } satisfies ErrorBody, {
+const errorResponse = (status: number, info: RequestInfo, error: ErrorFields, headers: Record<string, string> = {}) =>
+  HttpServerResponse.unsafeJson(errorEnvelope(error, info.requestId), {
     status,
-    headers: { ...headers, "x-switchyard-error": "true" }
+    headers: { ...headers, ...OWN_ERROR_HEADER }
   })
 
 interface DecodeIssue {
