@@ -86,7 +86,17 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       .addSuccess(TaskPage)
       .annotate(OpenApi.Description, "Tasks, newest first.")
   )
-  .add(HttpApiEndpoint.get("getTask", "/tasks/:task_id").setPath(TaskPath).addSuccess(Task))
+  .add(
+    HttpApiEndpoint.get("getTask", "/tasks/:task_id")
+      .setPath(TaskPath)
+      .setUrlParams(Schema.Struct({
+        wait: Schema.optional(Schema.NumberFromString.pipe(Schema.between(0, 60))).annotations({
+          description: "Long poll: hold the request up to this many seconds (0–60) until the task has ended."
+        })
+      }))
+      .addSuccess(Task)
+      .annotate(OpenApi.Description, "Read a task; with `wait`, answer as soon as it ends (or when `wait` runs out).")
+  )
   .add(
     HttpApiEndpoint.post("cancelTask", "/tasks/:task_id/cancel")
       .setPath(TaskPath)

@@ -1,5 +1,6 @@
 import { Layer } from "effect"
 import { ConnectorsLive } from "../connectors/ConnectorsLive.js"
+import { TaskCompletions } from "../tasks/TaskCompletions.js"
 import { TaskEntityLive } from "../tasks/TaskEntityLive.js"
 import { TaskRepo } from "../tasks/TaskRepo.js"
 import { TaskRunner } from "../tasks/TaskRunner.js"
@@ -13,7 +14,7 @@ import { ModelProviders } from "./ModelProviders.js"
 /** Agents and tasks: services, the Task and Agent entities, model access. */
 export const AgentsLive = Layer.mergeAll(Tasks.Default, TaskEntityLive, AgentEntityLive).pipe(
   Layer.provideMerge(TaskRunner.Default),
-  Layer.provideMerge(Layer.mergeAll(Agents.Default, ModelGateway.Default, TaskRepo.Default)),
+  Layer.provideMerge(Layer.mergeAll(Agents.Default, ModelGateway.Default, TaskRepo.Default, TaskCompletions.Default)),
   Layer.provideMerge(Layer.mergeAll(ModelProviders.Default, AgentRepo.Default)),
   Layer.provideMerge(ConnectorsLive)
 )

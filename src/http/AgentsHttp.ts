@@ -44,7 +44,7 @@ export const AgentsHttpLive = HttpApiBuilder.group(Api, "agents", (handlers) =>
           )
         ))
       .handle("listTasks", ({ urlParams }) => as((p) => tasks.list(p, urlParams)))
-      .handle("getTask", ({ path }) => as((p) => tasks.get(p, path.task_id)))
+      .handle("getTask", ({ path, urlParams }) => as((p) => tasks.get(p, path.task_id, urlParams.wait ?? 0)))
       .handle("cancelTask", ({ path }) => as((p) => tasks.cancel(p, path.task_id)))
       .handle("getThread", ({ path }) => as((p) => tasks.thread(p, path.task_id)))
       .handle("getLlmUsage", ({ path }) => as((p) => tasks.usage(p, path.task_id)))

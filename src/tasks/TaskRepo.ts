@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import type { TaskStatus } from "../../schema/Agents.js"
 import type { AgentId, OrganizationId, TaskId } from "../../schema/Ids.js"
 import type { AgentRow } from "../agents/AgentRepo.js"
+import { TASK_DONE_CHANNEL } from "./TaskCompletions.js"
 
 export interface TaskRow {
   readonly id: TaskId
@@ -78,9 +79,14 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
 
     const cancel = (organizationId: OrganizationId, id: TaskId, result: string) =>
       sql<TaskRow>`
-        UPDATE tasks SET status = 'cancelled', result = ${result}, finished_at = now(), oidc_token = NULL
-        WHERE id = ${id} AND organization_id = ${organizationId} AND status IN ('pending', 'executing')
-        RETURNING *`.pipe(Effect.map(([row]): TaskRow | undefined => row))
+        WITH ended AS (
+          UPDATE tasks SET status = 'cancelled', result = ${result}, finished_at = now(), oidc_token = NULL
+          WHERE id = ${id} AND organization_id = ${organizationId} AND status IN ('pending', 'executing')
+          RETURNING *
+        )
+        SELECT ended.*, pg_notify(${TASK_DONE_CHANNEL}, ended.id::text) FROM ended`.pipe(
+        Effect.map(([row]): TaskRow | undefined => row)
+      )
 
     const list = (organizationId: OrganizationId, f: {
       agentIds: ReadonlyArray<string> | null
@@ -138,9 +144,12 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       event: { type: string; data: unknown }
     ) =>
       sql<TaskRow>`
-        WITH event AS (${eventInsert(id, event.type, null, event.data)})
-        UPDATE tasks SET status = ${status}, result = ${result}, finished_at = now(), oidc_token = NULL
-        WHERE id = ${id} AND status NOT IN ${sql.in(TERMINAL)} RETURNING *`.pipe(
+        WITH event AS (${eventInsert(id, event.type, null, event.data)}),
+        ended AS (
+          UPDATE tasks SET status = ${status}, result = ${result}, finished_at = now(), oidc_token = NULL
+          WHERE id = ${id} AND status NOT IN ${sql.in(TERMINAL)} RETURNING *
+        )
+        SELECT ended.*, pg_notify(${TASK_DONE_CHANNEL}, ended.id::text) FROM ended`.pipe(
         Effect.map(([row]): TaskRow | undefined => row)
       )
 

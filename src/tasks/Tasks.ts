@@ -1,4 +1,5 @@
-import { Effect } from "effect"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Duration, Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { TaskEntity } from "../../cluster/TaskEntity.js"
 import { type InvokeAgent, Task, ThreadEvent } from "../../schema/Agents.js"
@@ -8,6 +9,7 @@ import type { Principal } from "../../schema/Security.js"
 import { AgentRepo } from "../agents/AgentRepo.js"
 import { Agents, mayUse } from "../agents/Agents.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
+import { TaskCompletions } from "./TaskCompletions.js"
 import { TaskRepo, type TaskRow } from "./TaskRepo.js"
 
 /** The cluster could not take the message (a full mailbox, storage trouble): the caller may retry. */
@@ -44,6 +46,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
     const agentRepo = yield* AgentRepo
     const vault = yield* CredentialVault
     const client = yield* TaskEntity.client
+    const completions = yield* TaskCompletions
 
     const find = (principal: Principal, id: TaskId) =>
       Effect.flatMap(
@@ -114,7 +117,17 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       return { task: toTask({ ...row, ...outcome }), accepted: false }
     })
 
-    const get = (principal: Principal, id: TaskId) => Effect.map(find(principal, id), toTask)
+    const TERMINAL = new Set(["completed", "error", "cancelled"])
+
+    /** With `waitSeconds`, a long poll: it answers as soon as the task ends, on whichever node it ran. */
+    const get = (principal: Principal, id: TaskId, waitSeconds = 0) =>
+      waitSeconds <= 0
+        ? Effect.map(find(principal, id), toTask)
+        : completions.waitFor(
+          id,
+          Duration.seconds(waitSeconds),
+          Effect.map(find(principal, id), (row) => ({ done: TERMINAL.has(row.status), value: toTask(row) }))
+        ) as Effect.Effect<Task, NotFound | SqlError>
 
     const list = Effect.fn("Tasks.list")(function*(principal: Principal, f: {
       readonly agent_id?: string | undefined

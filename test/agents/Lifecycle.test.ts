@@ -179,3 +179,34 @@ describe("listing tasks", () => {
     expect((await node.fetch("/v1/tasks?cursor=garbage", { apiKey })).status).toBe(400)
   })
 })
+
+describe("waiting for a task", () => {
+  it("answers a long poll as soon as the task ends, not when the wait runs out", async () => {
+    const agent = await createAgent(node, apiKey, {
+      name: "slowish",
+      model: { provider: "scripted", script: [{ text: "done", delay_ms: 700 }] }
+    })
+    const accepted = await (await invokeAgent(node, apiKey, agent.id, "?", { async: true })).json()
+    const started = Date.now()
+    const task = await (await node.fetch(`/v1/tasks/${accepted.id}?wait=20`, { apiKey })).json()
+    const waited = Date.now() - started
+    expect(task).toMatchObject({ id: accepted.id, status: "completed", result: "done" })
+    expect(waited).toBeLessThan(10_000)
+    // an ended task answers at once; a running one answers when the wait runs out
+    const again = await (await node.fetch(`/v1/tasks/${accepted.id}?wait=20`, { apiKey })).json()
+    expect(again.status).toBe("completed")
+    const slow = await createAgent(node, apiKey, {
+      name: "slow",
+      model: { provider: "scripted", script: [{ text: "late", delay_ms: 5000 }] }
+    })
+    const running = await (await invokeAgent(node, apiKey, slow.id, "?", { async: true })).json()
+    const partial = await (await node.fetch(`/v1/tasks/${running.id}?wait=1`, { apiKey })).json()
+    expect(["pending", "executing"]).toContain(partial.status)
+    expect((await node.fetch(`/v1/tasks/${running.id}?wait=61`, { apiKey })).status).toBe(400)
+    // a cancel wakes the waiter too
+    const waiting = node.fetch(`/v1/tasks/${running.id}?wait=20`, { apiKey }).then((r) => r.json())
+    await new Promise((r) => setTimeout(r, 200))
+    await node.fetch(`/v1/tasks/${running.id}/cancel`, { method: "POST", apiKey })
+    expect((await waiting).status).toBe("cancelled")
+  })
+})
