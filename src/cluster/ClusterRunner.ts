@@ -1,3 +1,4 @@
+import * as EntityId from "@effect/cluster/EntityId"
 import * as MessageStorage from "@effect/cluster/MessageStorage"
 import * as RunnerHealth from "@effect/cluster/RunnerHealth"
 import * as Runners from "@effect/cluster/Runners"
@@ -10,7 +11,7 @@ import * as SqlRunnerStorage from "@effect/cluster/SqlRunnerStorage"
 import { NodeClusterSocket } from "@effect/platform-node"
 import * as RpcSerialization from "@effect/rpc/RpcSerialization"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Option } from "effect"
+import { Duration, Effect, Layer, Option } from "effect"
 import { ShardingSettings } from "./ShardingSettings.js"
 
 /**
@@ -56,5 +57,20 @@ export const shardOwnership = Effect.gen(function*() {
     total: config.shardsPerGroup * config.availableShardGroups.length
   } satisfies ShardOwnership
 })
+
+/**
+ * Tasks on this node's shards that have waited longer than `after` to start: a stalled message loop
+ * (a known failure mode of SQL-backed sharding) shows as tasks standing still while the node looks fine.
+ */
+export const stalledTasks = (after: Duration.Duration) =>
+  Effect.gen(function*() {
+    const sharding = yield* Sharding.Sharding
+    const sql = yield* SqlClient.SqlClient
+    const seconds = Math.ceil(Duration.toSeconds(after))
+    const rows = yield* sql<{ id: string }>`
+      SELECT id FROM tasks WHERE status = 'pending' AND created_at < now() - make_interval(secs => ${seconds})
+      ORDER BY created_at LIMIT 500`
+    return rows.filter((r) => sharding.hasShardId(sharding.getShardId(EntityId.make(r.id), "default"))).length
+  })
 
 export type ClusterServices = Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage

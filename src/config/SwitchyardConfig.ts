@@ -81,6 +81,7 @@ export const config = Config.all({
   connectorFastPath: Config.boolean(env("CONNECTOR_FAST_PATH")).pipe(Config.withDefault(true)),
   shutdownGrace: duration("SHUTDOWN_GRACE", "20 seconds"),
   taskTimeout: duration("TASK_TIMEOUT", "10 minutes"),
+  readyStallAfter: duration("READY_STALL_AFTER", "30 seconds"),
   modelPrices: Config.string(env("MODEL_PRICES")).pipe(Config.withDefault("")),
   models: Config.all({
     openaiApiKey: optional(Config.redacted(env("OPENAI_API_KEY")), nonEmpty),

@@ -1,9 +1,10 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import { Api, Readiness } from "../../schema/Api.js"
 import { ServiceUnavailable } from "../../schema/Errors.js"
-import { shardOwnership } from "../cluster/ClusterRunner.js"
+import { shardOwnership, stalledTasks } from "../cluster/ClusterRunner.js"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { latestMigration, migrationsTable } from "../db/Migrations.js"
 import { Drain } from "./Drain.js"
 
@@ -11,6 +12,7 @@ export const SystemHttpLive = HttpApiBuilder.group(Api, "system", (handlers) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const drain = yield* Drain
+    const config = yield* SwitchyardConfig
     const readiness = Effect.gen(function*() {
       if (drain.draining) return yield* ServiceUnavailable.of("This node is shutting down.")
       const [row] = yield* sql<{ id: number | null }>`SELECT max(migration_id) AS id FROM ${sql(migrationsTable)}`.pipe(
@@ -32,13 +34,24 @@ export const SystemHttpLive = HttpApiBuilder.group(Api, "system", (handlers) =>
       if (shards.owned === 0) {
         return yield* ServiceUnavailable.of("This node owns no shards yet.", shards)
       }
+      const stalled = yield* stalledTasks(config.readyStallAfter).pipe(Effect.catchAll(() => Effect.succeed(0)))
+      if (stalled > 0) {
+        return yield* ServiceUnavailable.of(
+          `${stalled} task(s) on this node's shards have waited more than ${Duration.format(config.readyStallAfter)} ` +
+            "to start: its message loop looks stalled.",
+          { ...shards, stalled_tasks: stalled }
+        )
+      }
       return new Readiness({
         status: "ready",
         node: shards.address,
         shards_owned: shards.owned,
         shards_total: shards.total
       })
-    })
+    }).pipe(
+      // a node that turns unready says why in its log: the load balancer only sees the status
+      Effect.tapError((e) => Effect.logWarning(`not ready: ${e.message}`))
+    )
     return handlers
       .handle("healthz", () => Effect.succeed({ status: "ok" as const }))
       .handle("readyz", () => readiness)

@@ -133,3 +133,37 @@ describe("wire format", () => {
     expect(me.organization.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/)
   })
 })
+
+describe("readiness", () => {
+  it("turns unready while a task on this node's shards stands still, and ready again once it moves", async () => {
+    const stallNode = await startTestNode({ SWITCHYARD_READY_STALL_AFTER: "1 second" })
+    const pg = (await import("pg")).default
+    const db = new pg.Client({ connectionString: stallNode.databaseUrl })
+    await db.connect()
+    try {
+      const org = await stallNode.bootstrap()
+      const agentId = crypto.randomUUID()
+      const taskId = crypto.randomUUID()
+      await db.query(
+        `INSERT INTO agents (id, organization_id, name, model, max_steps) VALUES ($1, $2, 'a', '{"provider":"scripted"}', 1)`,
+        [agentId, org.organization_id]
+      )
+      // a task whose Run message never arrived: what a stalled message loop leaves behind
+      await db.query(
+        `INSERT INTO tasks (id, organization_id, agent_id, status, source, user_id, user_email, input, agent_snapshot, created_at)
+         VALUES ($1, $2, $3, 'pending', 'api', 'u', 'u@example.com', 'hi', '{}', now() - interval '5 seconds')`,
+        [taskId, org.organization_id, agentId]
+      )
+      const stalled = await stallNode.fetch("/readyz")
+      expect(stalled.status).toBe(503)
+      const body = await stalled.json()
+      expect(body.error.message).toContain("stalled")
+      expect(body.error.details.stalled_tasks).toBe(1)
+      await db.query("UPDATE tasks SET status = 'completed' WHERE id = $1", [taskId])
+      expect((await stallNode.fetch("/readyz")).status).toBe(200)
+    } finally {
+      await db.end()
+      await stallNode.stop()
+    }
+  })
+})
