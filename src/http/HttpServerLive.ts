@@ -53,10 +53,23 @@ export const HttpServerLive = Layer.unwrapEffect(
         yield* Effect.addFinalizer(() =>
           Effect.gen(function*() {
             yield* drain.begin
-            server.close()
-            server.closeIdleConnections()
             yield* Effect.logInfo(`draining ${drain.inFlight} request(s) in flight`)
-            yield* drain.idle.pipe(Effect.timeout(config.shutdownGrace), Effect.ignore)
+            // keep serving until every connection is gone: a request on an open keep-alive connection is
+            // answered normally, with `Connection: close`, instead of finding the application gone
+            const closed = Effect.async<void>((resume) => {
+              const sweep = setInterval(() => server.closeIdleConnections(), 50)
+              server.close(() => {
+                clearInterval(sweep)
+                resume(Effect.void)
+              })
+              server.closeIdleConnections()
+              return Effect.sync(() => clearInterval(sweep))
+            })
+            yield* closed.pipe(
+              Effect.zipRight(drain.idle),
+              Effect.timeout(config.shutdownGrace),
+              Effect.ignore
+            )
           })
         )
       })

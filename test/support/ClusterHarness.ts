@@ -46,13 +46,14 @@ export const startCluster = async (
 
   let next = 0
   const live = () => nodes.filter((n) => n.process.child.exitCode === null && n.process.child.signalCode === null)
-  const forward = (req: Http.IncomingMessage, body: Buffer, res: Http.ServerResponse, attempt: number) => {
-    const candidates = live()
-    if (candidates.length === 0 || attempt >= 3) {
+  const forward = (req: Http.IncomingMessage, body: Buffer, res: Http.ServerResponse, tried: Set<number>) => {
+    const candidates = live().filter((n) => !tried.has(n.index))
+    if (candidates.length === 0) {
       res.writeHead(502, { "content-type": "application/json" })
       return res.end(JSON.stringify({ error: { code: "no_backend", message: "no node could take the request" } }))
     }
     const node = candidates[next++ % candidates.length]!
+    tried.add(node.index)
     const upstream = Http.request(
       node.process.baseUrl + (req.url ?? "/"),
       { method: req.method, headers: req.headers },
@@ -61,18 +62,19 @@ export const startCluster = async (
         answer.pipe(res)
       }
     )
-    // a dead node refuses at once: retry elsewhere, since the request never reached it
-    upstream.on(
-      "error",
-      (e: NodeJS.ErrnoException) =>
-        e.code === "ECONNREFUSED" && !res.headersSent ? forward(req, body, res, attempt + 1) : res.destroy()
-    )
+    // retry elsewhere when the request cannot have been read: a refused connection (a dead or closing
+    // node), or a reset of a reused keep-alive socket the node had just closed as idle (Node's advice)
+    upstream.on("error", (e: NodeJS.ErrnoException) => {
+      const unread = e.code === "ECONNREFUSED" || (e.code === "ECONNRESET" && upstream.reusedSocket)
+      if (unread && !res.headersSent) return forward(req, body, res, tried)
+      res.destroy()
+    })
     upstream.end(body)
   }
   const proxy = Http.createServer((req, res) => {
     const chunks: Array<Buffer> = []
     req.on("data", (c: Buffer) => chunks.push(c))
-    req.on("end", () => forward(req, Buffer.concat(chunks), res, 0))
+    req.on("end", () => forward(req, Buffer.concat(chunks), res, new Set()))
   })
   await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve))
 
