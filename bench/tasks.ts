@@ -3,7 +3,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import pg from "pg"
 import { Connection, type Outcome, requestBytes, responseBody } from "./support/connection.js"
-import { type Latency, measureLatency, measureThroughput, percentile, type Target } from "./support/load.js"
+import { type Latency, latencyOf, measureLatency, measureThroughput, percentile, type Target } from "./support/load.js"
 import { cpuTimeMs, startNode, stopAll, type SwitchyardNode, tempDir } from "./support/processes.js"
 import { fmt, ratio, warnIfBusy, writeResults as write } from "./support/report.js"
 
@@ -239,20 +239,6 @@ interface Row {
 const quantiles = (samples: ReadonlyArray<number>) => {
   const sorted = [...samples].sort((a, b) => a - b)
   return { p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99) }
-}
-
-const latencyOf = (samples: ReadonlyArray<number>, statuses: Record<string, number>, errors: number): Latency => {
-  const sorted = [...samples].sort((a, b) => a - b)
-  return {
-    requests: samples.length,
-    p50Ms: percentile(sorted, 50),
-    p90Ms: percentile(sorted, 90),
-    p99Ms: percentile(sorted, 99),
-    maxMs: sorted.at(-1) ?? Number.NaN,
-    meanMs: samples.reduce((a, b) => a + b, 0) / Math.max(1, samples.length),
-    errors,
-    statuses
-  }
 }
 
 const errorsOf = (r: Row) => (r.latency?.errors ?? 0) + (r.throughput?.failed ?? 0)

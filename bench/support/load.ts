@@ -91,6 +91,25 @@ export const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
  * `check` may reject a 2xx response by its content (its reason is counted as the status, and as an
  * error); `maxMs` ends the measured requests early when a slow target would take longer than that.
  */
+/** Latency statistics of a set of samples (milliseconds). */
+export const latencyOf = (
+  samples: ReadonlyArray<number>,
+  statuses: Record<string, number>,
+  errors: number
+): Latency => {
+  const sorted = [...samples].sort((a, b) => a - b)
+  return {
+    requests: samples.length,
+    p50Ms: percentile(sorted, 50),
+    p90Ms: percentile(sorted, 90),
+    p99Ms: percentile(sorted, 99),
+    maxMs: sorted.at(-1) ?? Number.NaN,
+    meanMs: samples.reduce((a, b) => a + b, 0) / Math.max(1, samples.length),
+    errors,
+    statuses
+  }
+}
+
 export const measureLatency = async (
   target: Target,
   options: {
@@ -119,15 +138,5 @@ export const measureLatency = async (
   } finally {
     connection.close()
   }
-  const sorted = [...samples].sort((a, b) => a - b)
-  return {
-    requests: samples.length,
-    p50Ms: percentile(sorted, 50),
-    p90Ms: percentile(sorted, 90),
-    p99Ms: percentile(sorted, 99),
-    maxMs: sorted.at(-1) ?? Number.NaN,
-    meanMs: samples.reduce((a, b) => a + b, 0) / Math.max(1, samples.length),
-    errors,
-    statuses
-  }
+  return latencyOf(samples, statuses, errors)
 }

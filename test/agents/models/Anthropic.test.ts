@@ -1,28 +1,14 @@
-import { Agent } from "undici"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { anthropic } from "../../../src/agents/models/Anthropic.js"
 import type { ModelRequest } from "../../../src/agents/models/ModelProvider.js"
-import { type ModelServer, startModelServer } from "../../support/ModelServers.js"
-import { baseRequest, callRecording, connectionTo, rejectionOf, weatherTool } from "./harness.js"
+import { baseRequest, callRecording, connectionTo, rejectionOf, useModelServer, weatherTool } from "./harness.js"
 
 describe("Anthropic Messages", () => {
-  const dispatcher = new Agent()
-  let server: ModelServer
-  beforeAll(async () => {
-    server = await startModelServer("anthropic")
-  })
-  afterAll(async () => {
-    await server.close()
-    await dispatcher.close()
-  })
-  beforeEach(() => {
-    server.script.length = 0
-    server.requests.length = 0
-  })
+  const fixture = useModelServer("anthropic")
 
   it("streams text, counts cache reads into input and cached tokens, and sends the documented request", async () => {
-    server.script.push({ text: "Sunny and mild.", usage: { input: 2000, output: 5, cached: 1500 } })
-    const { deltas, response } = await callRecording(anthropic, connectionTo(server.url, dispatcher), {
+    fixture.server.script.push({ text: "Sunny and mild.", usage: { input: 2000, output: 5, cached: 1500 } })
+    const { deltas, response } = await callRecording(anthropic, connectionTo(fixture.server.url, fixture.dispatcher), {
       ...baseRequest,
       temperature: 0
     })
@@ -35,7 +21,7 @@ describe("Anthropic Messages", () => {
       model: "test-model-2025-01-01",
       finish: "stop"
     })
-    const [sent] = server.requests
+    const [sent] = fixture.server.requests
     expect(sent!.path).toBe("/v1/messages")
     expect(sent!.headers["x-api-key"]).toBe("sk-test-key")
     expect(sent!.headers["anthropic-version"]).toBe("2023-06-01")
@@ -52,7 +38,7 @@ describe("Anthropic Messages", () => {
   })
 
   it("assembles tool_use input from JSON deltas and merges the tool results into one user turn", async () => {
-    server.script.push(
+    fixture.server.script.push(
       {
         text: "Let me check.",
         tool_calls: [
@@ -62,7 +48,7 @@ describe("Anthropic Messages", () => {
       },
       { text: "Paris 21, Rome 27." }
     )
-    const connection = connectionTo(server.url, dispatcher)
+    const connection = connectionTo(fixture.server.url, fixture.dispatcher)
     const first = await callRecording(anthropic, connection, { ...baseRequest, maxOutputTokens: 300 })
     expect(first.deltas).toEqual(["Let ", "me ", "check."])
     expect(first.response).toMatchObject({
@@ -86,7 +72,7 @@ describe("Anthropic Messages", () => {
     }
     const second = await callRecording(anthropic, connection, followUp)
     expect(second.response.text).toBe("Paris 21, Rome 27.")
-    const sent = server.requests[1]!.body
+    const sent = fixture.server.requests[1]!.body
     expect(sent.max_tokens).toBe(300)
     expect(sent.messages).toEqual([
       { role: "user", content: [{ type: "text", text: "Weather in Paris?" }] },
@@ -109,25 +95,35 @@ describe("Anthropic Messages", () => {
   })
 
   it("maps max_tokens to length and accepts a base URL that already ends in /v1", async () => {
-    server.script.push({ text: "Truncat", finish: "length" })
-    const { response } = await callRecording(anthropic, connectionTo(`${server.url}/v1/`, dispatcher), baseRequest)
+    fixture.server.script.push({ text: "Truncat", finish: "length" })
+    const { response } = await callRecording(
+      anthropic,
+      connectionTo(`${fixture.server.url}/v1/`, fixture.dispatcher),
+      baseRequest
+    )
     expect(response.finish).toBe("length")
-    expect(server.requests[0]!.path).toBe("/v1/messages")
+    expect(fixture.server.requests[0]!.path).toBe("/v1/messages")
   })
 
   it("turns an error event in the stream into a ModelError judged by its type", async () => {
-    server.script.push({ text: "Starting to answer", mid_stream: "error" })
-    const error = await rejectionOf(callRecording(anthropic, connectionTo(server.url, dispatcher), baseRequest))
+    fixture.server.script.push({ text: "Starting to answer", mid_stream: "error" })
+    const error = await rejectionOf(
+      callRecording(anthropic, connectionTo(fixture.server.url, fixture.dispatcher), baseRequest)
+    )
     expect(error).toMatchObject({ code: "model_stream_error", status: 529, retryable: true, message: "Overloaded" })
   })
 
   it("accepts a whole JSON message from a proxy that does not stream", async () => {
-    server.script.push({
+    fixture.server.script.push({
       tool_calls: [{ name: "get_weather", arguments: { city: "Oslo" } }],
       ignore_stream: true,
       usage: { input: 50, output: 9, cached: 20 }
     })
-    const { response } = await callRecording(anthropic, connectionTo(server.url, dispatcher), baseRequest)
+    const { response } = await callRecording(
+      anthropic,
+      connectionTo(fixture.server.url, fixture.dispatcher),
+      baseRequest
+    )
     expect(response).toEqual({
       text: null,
       tool_calls: [{ id: "toolu_r1_0", name: "get_weather", arguments: { city: "Oslo" } }],
@@ -138,9 +134,9 @@ describe("Anthropic Messages", () => {
   })
 
   it("stops reading and rejects promptly when aborted mid-stream", async () => {
-    server.script.push({ text: "Starting to answer", mid_stream: "hang" })
+    fixture.server.script.push({ text: "Starting to answer", mid_stream: "hang" })
     const controller = new AbortController()
-    const call = anthropic.call(connectionTo(server.url, dispatcher), baseRequest, {
+    const call = anthropic.call(connectionTo(fixture.server.url, fixture.dispatcher), baseRequest, {
       signal: controller.signal,
       onTextDelta: () => controller.abort()
     })

@@ -1,31 +1,21 @@
-import { Agent } from "undici"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { chatCompletions } from "../../../src/agents/models/ChatCompletions.js"
 import type { ModelRequest } from "../../../src/agents/models/ModelProvider.js"
-import { type ModelServer, startModelServer } from "../../support/ModelServers.js"
-import { baseRequest, callRecording, connectionTo, rejectionOf, weatherTool } from "./harness.js"
+import { baseRequest, callRecording, connectionTo, rejectionOf, useModelServer, weatherTool } from "./harness.js"
 
 describe("Chat Completions", () => {
-  const dispatcher = new Agent()
-  let server: ModelServer
-  beforeAll(async () => {
-    server = await startModelServer("openai-chat")
-  })
-  afterAll(async () => {
-    await server.close()
-    await dispatcher.close()
-  })
-  beforeEach(() => {
-    server.script.length = 0
-    server.requests.length = 0
-  })
+  const fixture = useModelServer("openai-chat")
 
   it("streams text through onTextDelta and reads usage from the final chunk", async () => {
-    server.script.push({ text: "It is sunny in Paris.", usage: { input: 900, output: 6, cached: 512 } })
-    const { deltas, response } = await callRecording(chatCompletions, connectionTo(server.url, dispatcher), {
-      ...baseRequest,
-      maxOutputTokens: 128
-    })
+    fixture.server.script.push({ text: "It is sunny in Paris.", usage: { input: 900, output: 6, cached: 512 } })
+    const { deltas, response } = await callRecording(
+      chatCompletions,
+      connectionTo(fixture.server.url, fixture.dispatcher),
+      {
+        ...baseRequest,
+        maxOutputTokens: 128
+      }
+    )
 
     expect(deltas).toEqual(["It ", "is ", "sunny ", "in ", "Paris."])
     expect(response).toEqual({
@@ -35,7 +25,7 @@ describe("Chat Completions", () => {
       model: "test-model-2025-01-01",
       finish: "stop"
     })
-    const [sent] = server.requests
+    const [sent] = fixture.server.requests
     expect(sent!.path).toBe("/v1/chat/completions")
     expect(sent!.headers["authorization"]).toBe("Bearer sk-test-key")
     expect(sent!.body).toEqual({
@@ -55,7 +45,7 @@ describe("Chat Completions", () => {
   })
 
   it("assembles streamed tool-call fragments, then sends the calls and their results back", async () => {
-    server.script.push(
+    fixture.server.script.push(
       {
         tool_calls: [
           { name: "get_weather", arguments: { city: "Paris", unit: "celsius" } },
@@ -64,7 +54,7 @@ describe("Chat Completions", () => {
       },
       { text: "Paris 21, Lyon 24." }
     )
-    const connection = connectionTo(server.url, dispatcher)
+    const connection = connectionTo(fixture.server.url, fixture.dispatcher)
     const first = await callRecording(chatCompletions, connection, baseRequest)
     expect(first.deltas).toEqual([])
     expect(first.response.finish).toBe("tool_calls")
@@ -85,7 +75,7 @@ describe("Chat Completions", () => {
     }
     const second = await callRecording(chatCompletions, connection, followUp)
     expect(second.response.text).toBe("Paris 21, Lyon 24.")
-    expect(server.requests[1]!.body.messages.slice(2)).toEqual([
+    expect(fixture.server.requests[1]!.body.messages.slice(2)).toEqual([
       {
         role: "assistant",
         content: null,
@@ -104,8 +94,16 @@ describe("Chat Completions", () => {
   })
 
   it("accepts a plain JSON completion from a server that ignores stream", async () => {
-    server.script.push({ text: "Plain answer", ignore_stream: true, usage: { input: 10, output: 2, cached: 4 } })
-    const { deltas, response } = await callRecording(chatCompletions, connectionTo(server.url, dispatcher), baseRequest)
+    fixture.server.script.push({
+      text: "Plain answer",
+      ignore_stream: true,
+      usage: { input: 10, output: 2, cached: 4 }
+    })
+    const { deltas, response } = await callRecording(
+      chatCompletions,
+      connectionTo(fixture.server.url, fixture.dispatcher),
+      baseRequest
+    )
     expect(deltas).toEqual(["Plain answer"])
     expect(response).toEqual({
       text: "Plain answer",
@@ -117,17 +115,24 @@ describe("Chat Completions", () => {
   })
 
   it("parses tool calls from a plain JSON completion too", async () => {
-    server.script.push({ tool_calls: [{ name: "get_weather", arguments: { city: "Oslo" } }], ignore_stream: true })
-    const { response } = await callRecording(chatCompletions, connectionTo(server.url, dispatcher), baseRequest)
+    fixture.server.script.push({
+      tool_calls: [{ name: "get_weather", arguments: { city: "Oslo" } }],
+      ignore_stream: true
+    })
+    const { response } = await callRecording(
+      chatCompletions,
+      connectionTo(fixture.server.url, fixture.dispatcher),
+      baseRequest
+    )
     expect(response.tool_calls).toEqual([{ id: "call_r1_0", name: "get_weather", arguments: { city: "Oslo" } }])
     expect(response.finish).toBe("tool_calls")
   })
 
   it("sends no Authorization without a key (local servers) and omits an empty system prompt", async () => {
-    server.script.push({ text: "ok", finish: "length" })
+    fixture.server.script.push({ text: "ok", finish: "length" })
     const { response } = await callRecording(
       chatCompletions,
-      connectionTo(server.url, dispatcher, { apiKey: undefined }),
+      connectionTo(fixture.server.url, fixture.dispatcher, { apiKey: undefined }),
       {
         ...baseRequest,
         instructions: "",
@@ -135,30 +140,34 @@ describe("Chat Completions", () => {
       }
     )
     expect(response.finish).toBe("length")
-    const [sent] = server.requests
+    const [sent] = fixture.server.requests
     expect(sent!.headers["authorization"]).toBeUndefined()
     expect(sent!.body.messages).toEqual([{ role: "user", content: "Weather in Paris?" }])
     expect(sent!.body.tools).toBeUndefined()
   })
 
   it("turns an error object inside the stream into a retryable ModelError", async () => {
-    server.script.push({ text: "Starting to answer", mid_stream: "error" })
-    const error = await rejectionOf(callRecording(chatCompletions, connectionTo(server.url, dispatcher), baseRequest))
+    fixture.server.script.push({ text: "Starting to answer", mid_stream: "error" })
+    const error = await rejectionOf(
+      callRecording(chatCompletions, connectionTo(fixture.server.url, fixture.dispatcher), baseRequest)
+    )
     expect(error).toMatchObject({ name: "ModelError", code: "model_stream_error", retryable: true })
     expect(error.message).toBe("worker crashed")
   })
 
   it("reports a connection reset mid-stream as model_unreachable (retryable)", async () => {
-    server.script.push({ text: "Starting to answer", mid_stream: "reset" })
-    const error = await rejectionOf(callRecording(chatCompletions, connectionTo(server.url, dispatcher), baseRequest))
+    fixture.server.script.push({ text: "Starting to answer", mid_stream: "reset" })
+    const error = await rejectionOf(
+      callRecording(chatCompletions, connectionTo(fixture.server.url, fixture.dispatcher), baseRequest)
+    )
     expect(error).toMatchObject({ name: "ModelError", code: "model_unreachable", retryable: true })
   })
 
   it("stops reading and rejects promptly when aborted mid-stream", async () => {
-    server.script.push({ text: "Starting to answer", mid_stream: "hang" })
+    fixture.server.script.push({ text: "Starting to answer", mid_stream: "hang" })
     const controller = new AbortController()
     const deltas: Array<string> = []
-    const call = chatCompletions.call(connectionTo(server.url, dispatcher), baseRequest, {
+    const call = chatCompletions.call(connectionTo(fixture.server.url, fixture.dispatcher), baseRequest, {
       signal: controller.signal,
       onTextDelta: (delta) => {
         deltas.push(delta)

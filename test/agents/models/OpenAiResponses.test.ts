@@ -1,32 +1,22 @@
-import { Agent } from "undici"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import type { ModelRequest } from "../../../src/agents/models/ModelProvider.js"
 import { openAiResponses } from "../../../src/agents/models/OpenAiResponses.js"
-import { type ModelServer, startModelServer } from "../../support/ModelServers.js"
-import { baseRequest, callRecording, connectionTo, weatherTool } from "./harness.js"
+import { baseRequest, callRecording, connectionTo, useModelServer, weatherTool } from "./harness.js"
 
 describe("OpenAI Responses API", () => {
-  const dispatcher = new Agent()
-  let server: ModelServer
-  beforeAll(async () => {
-    server = await startModelServer("openai")
-  })
-  afterAll(async () => {
-    await server.close()
-    await dispatcher.close()
-  })
-  beforeEach(() => {
-    server.script.length = 0
-    server.requests.length = 0
-  })
+  const fixture = useModelServer("openai")
 
   it("sends instructions, input, tools and limits, and reads text, usage and the served model", async () => {
-    server.script.push({ text: "Sunny in Paris.", usage: { input: 1200, output: 7, cached: 1024 } })
-    const { deltas, response } = await callRecording(openAiResponses, connectionTo(server.url, dispatcher), {
-      ...baseRequest,
-      maxOutputTokens: 256,
-      temperature: 0.2
-    })
+    fixture.server.script.push({ text: "Sunny in Paris.", usage: { input: 1200, output: 7, cached: 1024 } })
+    const { deltas, response } = await callRecording(
+      openAiResponses,
+      connectionTo(fixture.server.url, fixture.dispatcher),
+      {
+        ...baseRequest,
+        maxOutputTokens: 256,
+        temperature: 0.2
+      }
+    )
 
     expect(response).toEqual({
       text: "Sunny in Paris.",
@@ -37,7 +27,7 @@ describe("OpenAI Responses API", () => {
     })
     // a non-streaming answer still reaches onTextDelta, in one piece
     expect(deltas).toEqual(["Sunny in Paris."])
-    const [sent] = server.requests
+    const [sent] = fixture.server.requests
     expect(sent!.path).toBe("/v1/responses")
     expect(sent!.headers["authorization"]).toBe("Bearer sk-test-key")
     expect(sent!.body).toEqual({
@@ -58,8 +48,10 @@ describe("OpenAI Responses API", () => {
   })
 
   it("returns tool calls, then sends them back with their outputs as input items", async () => {
-    server.script.push({ tool_calls: [{ name: "get_weather", arguments: { city: "Paris" } }] }, { text: "21°C." })
-    const connection = connectionTo(server.url, dispatcher)
+    fixture.server.script.push({ tool_calls: [{ name: "get_weather", arguments: { city: "Paris" } }] }, {
+      text: "21°C."
+    })
+    const connection = connectionTo(fixture.server.url, fixture.dispatcher)
     const first = await callRecording(openAiResponses, connection, baseRequest)
     expect(first.response.finish).toBe("tool_calls")
     expect(first.response.text).toBeNull()
@@ -75,7 +67,7 @@ describe("OpenAI Responses API", () => {
     }
     const second = await callRecording(openAiResponses, connection, followUp)
     expect(second.response).toMatchObject({ text: "21°C.", finish: "stop", tool_calls: [] })
-    expect(server.requests[1]!.body.input).toEqual([
+    expect(fixture.server.requests[1]!.body.input).toEqual([
       { role: "user", content: [{ type: "input_text", text: "Weather in Paris?" }] },
       { role: "assistant", content: [{ type: "output_text", text: "Checking." }] },
       { type: "function_call", call_id: "call_r1_0", name: "get_weather", arguments: "{\"city\":\"Paris\"}" },
@@ -84,10 +76,10 @@ describe("OpenAI Responses API", () => {
   })
 
   it("omits instructions, tools and the key when there are none, and maps an incomplete answer to length", async () => {
-    server.script.push({ text: "Partial", finish: "length" })
+    fixture.server.script.push({ text: "Partial", finish: "length" })
     const { response } = await callRecording(
       openAiResponses,
-      connectionTo(server.url, dispatcher, { apiKey: undefined }),
+      connectionTo(fixture.server.url, fixture.dispatcher, { apiKey: undefined }),
       {
         ...baseRequest,
         instructions: "",
@@ -95,13 +87,13 @@ describe("OpenAI Responses API", () => {
       }
     )
     expect(response.finish).toBe("length")
-    const [sent] = server.requests
+    const [sent] = fixture.server.requests
     expect(sent!.headers["authorization"]).toBeUndefined()
     expect(Object.keys(sent!.body).sort()).toEqual(["input", "model", "store"])
   })
 
   it("keeps invalid tool arguments as the raw string", async () => {
-    server.script.push({
+    fixture.server.script.push({
       raw: JSON.stringify({
         model: "m",
         status: "completed",
@@ -109,7 +101,11 @@ describe("OpenAI Responses API", () => {
         usage: { input_tokens: 3, output_tokens: 2 }
       })
     })
-    const { response } = await callRecording(openAiResponses, connectionTo(server.url, dispatcher), baseRequest)
+    const { response } = await callRecording(
+      openAiResponses,
+      connectionTo(fixture.server.url, fixture.dispatcher),
+      baseRequest
+    )
     expect(response.tool_calls).toEqual([{ id: "c1", name: "get_weather", arguments: "{city: Paris" }])
     expect(response.usage).toEqual({ input_tokens: 3, output_tokens: 2, cached_tokens: 0 })
   })

@@ -1,5 +1,6 @@
 /** What the provider tests share: a request with a tool, a connection to a test server, and a recording call. */
 import { Agent } from "undici"
+import { afterAll, beforeAll, beforeEach } from "vitest"
 import type {
   CallOptions,
   ModelProvider,
@@ -8,6 +9,7 @@ import type {
   ProviderConnection,
   ToolSpec
 } from "../../../src/agents/models/ModelProvider.js"
+import { type ModelServer, type ModelServerKind, startModelServer } from "../../support/ModelServers.js"
 
 export const weatherTool: ToolSpec = {
   name: "get_weather",
@@ -52,4 +54,30 @@ export const rejectionOf = async (promise: Promise<unknown>): Promise<any> => {
     return error
   }
   throw new Error("expected the call to fail, it succeeded")
+}
+
+/**
+ * A protocol test server for one describe block: started before its tests, emptied before each, closed
+ * after, with the dispatcher the calls go through.
+ */
+export const useModelServer = (kind: ModelServerKind) => {
+  const dispatcher = new Agent()
+  let server: ModelServer | undefined
+  beforeAll(async () => {
+    server = await startModelServer(kind)
+  })
+  afterAll(async () => {
+    await server?.close()
+    await dispatcher.close()
+  })
+  beforeEach(() => {
+    server!.script.length = 0
+    server!.requests.length = 0
+  })
+  return {
+    dispatcher,
+    get server(): ModelServer {
+      return server!
+    }
+  }
 }
