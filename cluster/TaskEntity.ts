@@ -10,17 +10,17 @@ export const TaskOutcome = Schema.Struct({
 })
 
 /**
- * One entity per task. `Run` is persisted: if the node running it dies, the message is delivered again
- * to the task's new owner, which resumes the run (recorded steps are replayed, not re-executed).
- * `Cancel` interrupts the run wherever it is.
+ * One entity per task. The durable record of "run this task" is the task's own row, committed with the
+ * task itself: `Run` is a plain (not persisted) message, delivered in memory when the task's shard is
+ * local. A run lost with its node is started again by the new owner of the shard, which finds the task
+ * unfinished in its sweep (src/tasks/TaskRecovery.ts) and replays the recorded steps. `Run` is
+ * idempotent: a second `Run` joins the run in progress. `Cancel` interrupts the run wherever it is.
  */
 export const TaskEntity = Entity.make("Task", [
   Rpc.make("Run", {
     payload: { task_id: Schema.String },
-    success: TaskOutcome,
-    primaryKey: ({ task_id }) => task_id
+    success: TaskOutcome
   })
-    .annotate(ClusterSchema.Persisted, true)
     // a caller that stops waiting (a closed HTTP connection) must not interrupt the run itself
     .annotate(ClusterSchema.Uninterruptible, "client"),
   Rpc.make("Cancel", { success: Schema.Boolean })

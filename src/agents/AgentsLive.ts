@@ -2,6 +2,7 @@ import { Layer } from "effect"
 import { ConnectorsLive } from "../connectors/ConnectorsLive.js"
 import { TaskCompletions } from "../tasks/TaskCompletions.js"
 import { TaskEntityLive } from "../tasks/TaskEntityLive.js"
+import { LocalTasks, TaskRecoveryLive } from "../tasks/TaskRecovery.js"
 import { TaskRepo } from "../tasks/TaskRepo.js"
 import { TaskRunner } from "../tasks/TaskRunner.js"
 import { Tasks } from "../tasks/Tasks.js"
@@ -12,8 +13,8 @@ import { ModelGateway } from "./ModelGateway.js"
 import { ModelProviders } from "./ModelProviders.js"
 
 /** Agents and tasks: services, the Task and Agent entities, model access. */
-export const AgentsLive = Layer.mergeAll(Tasks.Default, TaskEntityLive, AgentEntityLive).pipe(
-  Layer.provideMerge(TaskRunner.Default),
+export const AgentsLive = Layer.mergeAll(Tasks.Default, TaskEntityLive, TaskRecoveryLive, AgentEntityLive).pipe(
+  Layer.provideMerge(Layer.mergeAll(TaskRunner.Default, LocalTasks.Default)),
   Layer.provideMerge(Layer.mergeAll(Agents.Default, ModelGateway.Default, TaskRepo.Default, TaskCompletions.Default)),
   Layer.provideMerge(Layer.mergeAll(ModelProviders.Default, AgentRepo.Default)),
   Layer.provideMerge(ConnectorsLive)

@@ -82,6 +82,7 @@ export const config = Config.all({
   shutdownGrace: duration("SHUTDOWN_GRACE", "20 seconds"),
   taskTimeout: duration("TASK_TIMEOUT", "10 minutes"),
   readyStallAfter: duration("READY_STALL_AFTER", "30 seconds"),
+  taskSweepInterval: duration("TASK_SWEEP_INTERVAL", "1 second"),
   modelPrices: Config.string(env("MODEL_PRICES")).pipe(Config.withDefault("")),
   models: Config.all({
     openaiApiKey: optional(Config.redacted(env("OPENAI_API_KEY")), nonEmpty),

@@ -9,15 +9,18 @@ import { ShardingSettings } from "../cluster/ShardingSettings.js"
 import identity from "./migrations/0001_identity.js"
 import connectors from "./migrations/0002_connectors.js"
 import agents from "./migrations/0003_agents.js"
+import taskRecovery from "./migrations/0004_task_recovery.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
   "0001_identity": identity,
   "0002_connectors": connectors,
-  "0003_agents": agents
+  "0003_agents": agents,
+  "0004_task_recovery": taskRecovery
 } as const
 
-export const latestMigration = Object.keys(migrations).length
+/** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */
+export const latestMigration = Math.max(...Object.keys(migrations).map((name) => Number.parseInt(name, 10)))
 
 export const migrationsTable = "switchyard_migrations"
 

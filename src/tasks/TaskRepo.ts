@@ -46,6 +46,23 @@ export interface UsageRow {
 
 const TERMINAL = ["completed", "error", "cancelled"] as const
 
+/** A model call: its thread event (under its step key) and its usage record. */
+export interface ModelCallRecord {
+  readonly stepKey: string
+  readonly data: unknown
+  readonly usage: {
+    readonly taskId: TaskId
+    readonly organizationId: OrganizationId
+    readonly agentId: AgentId
+    readonly provider: string
+    readonly model: string
+    readonly input: number
+    readonly output: number
+    readonly cached: number
+    readonly cost: number
+  }
+}
+
 export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* PgClient.PgClient
@@ -136,18 +153,49 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         UPDATE tasks SET status = 'executing', started_at = coalesce(started_at, now())
         WHERE id = ${taskId} AND status IN ('pending', 'executing')`
 
-    /** Ends a task once, with its last thread event; a task already ended keeps its outcome. The user's token is erased. */
+    const usageInsert = ({ usage: u }: ModelCallRecord) =>
+      sql`
+        INSERT INTO llm_usage (task_id, seq, organization_id, agent_id, provider, model, input_tokens, output_tokens,
+          cached_tokens, cost_usd)
+        SELECT ${u.taskId}, coalesce(max(seq), 0) + 1, ${u.organizationId}, ${u.agentId}, ${u.provider}, ${u.model},
+          ${u.input}, ${u.output}, ${u.cached}, ${u.cost}
+        FROM llm_usage WHERE task_id = ${u.taskId}`
+
+    /**
+     * Ends a task once, with its last thread event, and records the model call that ended it, if any: one
+     * commit for all. A task already ended keeps its outcome (the model call is still recorded: it was made
+     * and paid for). The user's token is erased.
+     */
     const finishWith = (
       id: TaskId,
       status: (typeof TERMINAL)[number],
       result: string,
-      event: { type: string; data: unknown }
+      event: { type: string; data: unknown },
+      modelCall?: ModelCallRecord
     ) =>
       sql<TaskRow>`
-        WITH event AS (${eventInsert(id, event.type, null, event.data)}),
-        ended AS (
+        WITH ended AS (
           UPDATE tasks SET status = ${status}, result = ${result}, finished_at = now(), oidc_token = NULL
           WHERE id = ${id} AND status NOT IN ${sql.in(TERMINAL)} RETURNING *
+        ),
+        base AS (SELECT coalesce(max(seq), 0) AS seq FROM task_events WHERE task_id = ${id}),
+        ${
+        modelCall === undefined
+          ? sql``
+          : sql`model_event AS (
+          INSERT INTO task_events (task_id, seq, type, step_key, data)
+          SELECT ${id}, base.seq + 1, 'model_call', ${modelCall.stepKey}, ${JSON.stringify(modelCall.data)}::jsonb
+          FROM base
+          ON CONFLICT DO NOTHING
+        ),
+        usage AS (${usageInsert(modelCall)}),`
+      }
+        last_event AS (
+          INSERT INTO task_events (task_id, seq, type, step_key, data)
+          SELECT ${id}, base.seq + ${modelCall === undefined ? 1 : 2}, ${event.type}, NULL,
+            ${JSON.stringify(event.data)}::jsonb
+          FROM base, ended
+          ON CONFLICT DO NOTHING
         )
         SELECT ended.*, pg_notify(${TASK_DONE_CHANNEL}, ended.id::text) FROM ended`.pipe(
         Effect.map(([row]): TaskRow | undefined => row)
@@ -156,25 +204,11 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     const events = (taskId: TaskId) =>
       sql<EventRow>`SELECT seq, type, step_key, at, data FROM task_events WHERE task_id = ${taskId} ORDER BY seq`
 
-    /** A model call: its thread event and its usage record. */
-    const recordModelCall = (stepKey: string, data: unknown, u: {
-      taskId: TaskId
-      organizationId: OrganizationId
-      agentId: AgentId
-      provider: string
-      model: string
-      input: number
-      output: number
-      cached: number
-      cost: number
-    }) =>
+    /** A model call: its thread event and its usage record, in one statement. */
+    const recordModelCall = (record: ModelCallRecord) =>
       sql`
-        WITH event AS (${eventInsert(u.taskId, "model_call", stepKey, data)})
-        INSERT INTO llm_usage (task_id, seq, organization_id, agent_id, provider, model, input_tokens, output_tokens,
-          cached_tokens, cost_usd)
-        SELECT ${u.taskId}, coalesce(max(seq), 0) + 1, ${u.organizationId}, ${u.agentId}, ${u.provider}, ${u.model},
-          ${u.input}, ${u.output}, ${u.cached}, ${u.cost}
-        FROM llm_usage WHERE task_id = ${u.taskId}`
+        WITH event AS (${eventInsert(record.usage.taskId, "model_call", record.stepKey, record.data)})
+        ${usageInsert(record)}`
 
     const usage = (taskId: TaskId) =>
       sql<UsageRow>`

@@ -10,7 +10,7 @@ import type { Message, ToolCall, ToolSpec } from "../agents/models/ModelProvider
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Connections } from "../connectors/Connections.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
-import { TaskRepo, type TaskRow } from "./TaskRepo.js"
+import { type ModelCallRecord, TaskRepo, type TaskRow } from "./TaskRepo.js"
 
 const TOOL_RESULT_LIMIT = 64 * 1024
 
@@ -44,7 +44,12 @@ const readBody = (body: Readable) =>
 const outcomeOf = (row: TaskRow): Outcome => ({ status: row.status, result: row.result, finished_at: row.finished_at })
 
 class Stop {
-  constructor(readonly status: "error" | "completed", readonly result: string) {}
+  constructor(
+    readonly status: "error" | "completed",
+    readonly result: string,
+    /** The model call that ended the run, recorded together with the end (one commit). */
+    readonly modelCall?: ModelCallRecord
+  ) {}
 }
 
 /**
@@ -69,7 +74,8 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
           stop.result,
           stop.status === "completed"
             ? { type: "agent_message", data: { text: stop.result } }
-            : { type: "error", data: { message: stop.result } }
+            : { type: "error", data: { message: stop.result } },
+          stop.modelCall
         )
         const now = ended ?? (yield* repo.findById(task.id))!
         return outcomeOf(now)
@@ -155,6 +161,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         let tokens = 0
         for (let step = 1; step <= agent.max_steps; step++) {
           const key = `m:${step}`
+          let record: ModelCallRecord | undefined
           let turn = recorded.get(key) as {
             text: string | null
             tool_calls: Array<ToolCall>
@@ -201,40 +208,50 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
               input_tokens: response.usage.input_tokens,
               output_tokens: response.usage.output_tokens
             }
-            yield* repo.recordModelCall(key, {
-              step,
-              provider: agent.model.provider,
-              model: response.model,
-              input_tokens: response.usage.input_tokens,
-              output_tokens: response.usage.output_tokens,
-              cached_tokens: response.usage.cached_tokens,
-              cost_usd: result.cost,
-              duration_ms: Math.round(result.durationMs),
-              finish: response.finish,
-              text: response.text,
-              tool_calls: response.tool_calls,
-              user: who
-            }, {
-              taskId: task.id,
-              organizationId: task.organization_id,
-              agentId: agent.id,
-              provider: agent.model.provider,
-              model: response.model,
-              input: response.usage.input_tokens,
-              output: response.usage.output_tokens,
-              cached: response.usage.cached_tokens,
-              cost: result.cost
-            })
+            record = {
+              stepKey: key,
+              data: {
+                step,
+                provider: agent.model.provider,
+                model: response.model,
+                input_tokens: response.usage.input_tokens,
+                output_tokens: response.usage.output_tokens,
+                cached_tokens: response.usage.cached_tokens,
+                cost_usd: result.cost,
+                duration_ms: Math.round(result.durationMs),
+                finish: response.finish,
+                text: response.text,
+                tool_calls: response.tool_calls,
+                user: who
+              },
+              usage: {
+                taskId: task.id,
+                organizationId: task.organization_id,
+                agentId: agent.id,
+                provider: agent.model.provider,
+                model: response.model,
+                input: response.usage.input_tokens,
+                output: response.usage.output_tokens,
+                cached: response.usage.cached_tokens,
+                cost: result.cost
+              }
+            }
+            // a turn that calls tools is recorded now, before the tools run; a last turn goes with the end
+            if (turn.tool_calls.length > 0) {
+              yield* repo.recordModelCall(record)
+              record = undefined
+            }
           }
           tokens += turn.input_tokens + turn.output_tokens
           if (agent.max_tokens !== null && tokens > agent.max_tokens) {
             return new Stop(
               "error",
-              `Stopped: the task used ${tokens} tokens, over the agent's max_tokens of ${agent.max_tokens}.`
+              `Stopped: the task used ${tokens} tokens, over the agent's max_tokens of ${agent.max_tokens}.`,
+              record
             )
           }
           messages.push({ role: "assistant", text: turn.text, tool_calls: turn.tool_calls })
-          if (turn.tool_calls.length === 0) return new Stop("completed", turn.text ?? "")
+          if (turn.tool_calls.length === 0) return new Stop("completed", turn.text ?? "", record)
           for (const [i, call] of turn.tool_calls.entries()) {
             const toolKey = `t:${step}:${i}`
             let done = recorded.get(toolKey) as { content: string } | undefined

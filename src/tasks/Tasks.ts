@@ -3,18 +3,15 @@ import { Duration, Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { TaskEntity } from "../../cluster/TaskEntity.js"
 import { type InvokeAgent, Task, ThreadEvent } from "../../schema/Agents.js"
-import { BadRequest, Conflict, NotFound, PaymentRequired, ServiceUnavailable } from "../../schema/Errors.js"
+import { BadRequest, Conflict, NotFound, PaymentRequired } from "../../schema/Errors.js"
 import type { AgentId, TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { AgentRepo } from "../agents/AgentRepo.js"
 import { Agents, mayUse } from "../agents/Agents.js"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { TaskCompletions } from "./TaskCompletions.js"
 import { TaskRepo, type TaskRow } from "./TaskRepo.js"
-
-/** The cluster could not take the message (a full mailbox, storage trouble): the caller may retry. */
-const unavailable = (e: { readonly _tag: string }) =>
-  Effect.fail(ServiceUnavailable.of(`The task could not be scheduled right now (${e._tag}); retry shortly.`))
 
 export const toTask = (row: TaskRow) =>
   new Task({
@@ -38,6 +35,11 @@ const decodeCursor = (cursor: string) => {
   }
 }
 
+const TERMINAL = new Set(["completed", "error", "cancelled"])
+
+/** How long an async invoke waits to hand its task over; past it, the owner's sweep starts the task. */
+const DELIVERY_TIMEOUT = Duration.seconds(2)
+
 /** Invoking agents (spec 4.6) and reading tasks (4.7): every invocation is a task on a Task entity. */
 export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
   effect: Effect.gen(function*() {
@@ -47,6 +49,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
     const vault = yield* CredentialVault
     const client = yield* TaskEntity.client
     const completions = yield* TaskCompletions
+    const config = yield* SwitchyardConfig
 
     const find = (principal: Principal, id: TaskId) =>
       Effect.flatMap(
@@ -109,15 +112,33 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       if (!row.inserted && row.request_hash !== requestHash) {
         return yield* Conflict.of("This Idempotency-Key was used with a different request.", "idempotency_conflict")
       }
+      // the task row is committed: from here on the task runs even if this delivery fails (the owner's
+      // sweep finds it), so delivery problems never fail the request
       if (options.asynchronous) {
-        yield* client(row.id).Run({ task_id: row.id }, { discard: true }).pipe(Effect.catchAll(unavailable))
+        yield* client(row.id).Run({ task_id: row.id }, { discard: true }).pipe(
+          Effect.timeout(DELIVERY_TIMEOUT),
+          Effect.catchAllCause(() => Effect.void)
+        )
         return { task: toTask(row), accepted: true }
       }
-      const outcome = yield* client(row.id).Run({ task_id: row.id }).pipe(Effect.catchAll(unavailable))
-      return { task: toTask({ ...row, ...outcome }), accepted: false }
+      const outcome = yield* client(row.id).Run({ task_id: row.id }).pipe(
+        Effect.map((o) => toTask({ ...row, ...o })),
+        // the run's node went away mid-run (or the shard is moving): wait for the task to end wherever it resumes
+        Effect.catchAllCause(() => awaitEnd(row.id, config.taskTimeout))
+      )
+      return { task: outcome, accepted: false }
     })
 
-    const TERMINAL = new Set(["completed", "error", "cancelled"])
+    const awaitEnd = (id: TaskId, timeout: Duration.DurationInput) =>
+      completions.waitFor(
+        id,
+        timeout,
+        Effect.map(repo.findById(id), (row) => ({ done: row === undefined || TERMINAL.has(row.status), value: row }))
+      ).pipe(
+        Effect.flatMap((row) =>
+          row === undefined ? Effect.dieMessage(`task ${id} vanished`) : Effect.succeed(toTask(row))
+        )
+      ) as Effect.Effect<Task, SqlError>
 
     /** With `waitSeconds`, a long poll: it answers as soon as the task ends, on whichever node it ran. */
     const get = (principal: Principal, id: TaskId, waitSeconds = 0) =>
