@@ -14,7 +14,8 @@ import { ModelProviders } from "./ModelProviders.js"
 
 /** Agents and tasks: services, the Task and Agent entities, model access. */
 export const AgentsLive = Layer.mergeAll(Tasks.Default, TaskEntityLive, TaskRecoveryLive, AgentEntityLive).pipe(
-  Layer.provideMerge(Layer.mergeAll(TaskRunner.Default, LocalTasks.Default)),
+  Layer.provideMerge(TaskRunner.Default),
+  Layer.provideMerge(LocalTasks.Default),
   Layer.provideMerge(Layer.mergeAll(Agents.Default, ModelGateway.Default, TaskRepo.Default, TaskCompletions.Default)),
   Layer.provideMerge(Layer.mergeAll(ModelProviders.Default, AgentRepo.Default)),
   Layer.provideMerge(ConnectorsLive)

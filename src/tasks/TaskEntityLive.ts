@@ -16,7 +16,7 @@ export const TaskEntityLive = TaskEntity.toLayer(
     let cancelling = false
 
     const runOnce = Effect.gen(function*() {
-      local.add(taskId)
+      local.running.add(taskId)
       const fiber = yield* Effect.fork(runner.run(taskId))
       loop = fiber
       const exit = yield* Fiber.await(fiber)
@@ -30,7 +30,7 @@ export const TaskEntityLive = TaskEntity.toLayer(
     }).pipe(
       Effect.ensuring(Effect.sync(() => {
         running = undefined
-        local.delete(taskId)
+        local.running.delete(taskId)
       })),
       Effect.orDie
     )

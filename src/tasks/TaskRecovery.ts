@@ -4,10 +4,37 @@ import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Layer, Schedule } from "effect"
 import { TaskEntity } from "../../cluster/TaskEntity.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import type { TaskRow } from "./TaskRepo.js"
 
-/** The tasks whose run is in progress on this node (their Task entity is running them). */
+const HANDOFF_TTL_MS = 30_000
+
+/**
+ * What this node knows about its tasks in memory: which runs are in progress here (their Task entity
+ * is running them), and rows just inserted by an invoke on this node, handed to the local entity so
+ * that a fresh run does not read back what was just written.
+ */
 export class LocalTasks extends Effect.Service<LocalTasks>()("tasks/LocalTasks", {
-  succeed: new Set<string>()
+  sync: () => {
+    const running = new Set<string>()
+    const handoff = new Map<string, { readonly row: TaskRow; readonly at: number }>()
+    return {
+      running,
+      offer: (row: TaskRow) => {
+        const now = Date.now()
+        // rows nobody took (the run went elsewhere) age out; the Map iterates oldest first
+        for (const [id, entry] of handoff) {
+          if (now - entry.at < HANDOFF_TTL_MS) break
+          handoff.delete(id)
+        }
+        handoff.set(row.id, { row, at: now })
+      },
+      take: (id: string): TaskRow | undefined => {
+        const entry = handoff.get(id)
+        handoff.delete(id)
+        return entry?.row
+      }
+    }
+  }
 }) {}
 
 const PAGE = 500
@@ -37,7 +64,7 @@ export const TaskRecoveryLive = Layer.scopedDiscard(
             AND created_at < now() - make_interval(secs => ${graceSeconds})
           ORDER BY id LIMIT ${PAGE}`
         for (const { id } of rows) {
-          if (local.has(id) || !sharding.hasShardId(sharding.getShardId(EntityId.make(id), "default"))) continue
+          if (local.running.has(id) || !sharding.hasShardId(sharding.getShardId(EntityId.make(id), "default"))) continue
           revived++
           yield* client(id).Run({ task_id: id }, { discard: true }).pipe(Effect.ignore)
         }

@@ -102,7 +102,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
           RETURNING *
         )
         SELECT ended.*, pg_notify(${TASK_DONE_CHANNEL}, ended.id::text) FROM ended`.pipe(
-        Effect.map(([row]): TaskRow | undefined => row)
+        Effect.map(([row]) => row)
       )
 
     const list = (organizationId: OrganizationId, f: {
@@ -146,12 +146,14 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
 
     // the writes that go together are one statement each (data-modifying CTEs): one round trip, one commit
 
-    /** The run starts: executing, and the user's message opens the thread. */
+    /** The run starts: executing, and the user's message opens the thread. False: the task had ended. */
     const start = (taskId: TaskId, userMessage: unknown) =>
-      sql`
+      sql<{ id: string }>`
         WITH event AS (${eventInsert(taskId, "user_message", "user", userMessage)})
         UPDATE tasks SET status = 'executing', started_at = coalesce(started_at, now())
-        WHERE id = ${taskId} AND status IN ('pending', 'executing')`
+        WHERE id = ${taskId} AND status IN ('pending', 'executing') RETURNING id`.pipe(
+        Effect.map((rows) => rows.length > 0)
+      )
 
     const usageInsert = ({ usage: u }: ModelCallRecord) =>
       sql`
@@ -173,10 +175,10 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       event: { type: string; data: unknown },
       modelCall?: ModelCallRecord
     ) =>
-      sql<TaskRow>`
+      sql<Pick<TaskRow, "id" | "status" | "result" | "finished_at">>`
         WITH ended AS (
           UPDATE tasks SET status = ${status}, result = ${result}, finished_at = now(), oidc_token = NULL
-          WHERE id = ${id} AND status NOT IN ${sql.in(TERMINAL)} RETURNING *
+          WHERE id = ${id} AND status NOT IN ${sql.in(TERMINAL)} RETURNING id, status, result, finished_at
         ),
         base AS (SELECT coalesce(max(seq), 0) AS seq FROM task_events WHERE task_id = ${id}),
         ${
@@ -198,7 +200,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
           ON CONFLICT DO NOTHING
         )
         SELECT ended.*, pg_notify(${TASK_DONE_CHANNEL}, ended.id::text) FROM ended`.pipe(
-        Effect.map(([row]): TaskRow | undefined => row)
+        Effect.map(([row]) => row)
       )
 
     const events = (taskId: TaskId) =>

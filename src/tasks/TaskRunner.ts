@@ -10,6 +10,7 @@ import type { Message, ToolCall, ToolSpec } from "../agents/models/ModelProvider
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Connections } from "../connectors/Connections.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
+import { LocalTasks } from "./TaskRecovery.js"
 import { type ModelCallRecord, TaskRepo, type TaskRow } from "./TaskRepo.js"
 
 const TOOL_RESULT_LIMIT = 64 * 1024
@@ -41,7 +42,11 @@ const readBody = (body: Readable) =>
     body.on("error", (e) => !truncated && resume(Effect.succeed(`[the response broke off: ${e.message}]`)))
   })
 
-const outcomeOf = (row: TaskRow): Outcome => ({ status: row.status, result: row.result, finished_at: row.finished_at })
+const outcomeOf = (row: Pick<TaskRow, "status" | "result" | "finished_at">): Outcome => ({
+  status: row.status,
+  result: row.result,
+  finished_at: row.finished_at
+})
 
 class Stop {
   constructor(
@@ -65,6 +70,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     const agents = yield* AgentEntity.client
     const config = yield* SwitchyardConfig
     const vault = yield* CredentialVault
+    const local = yield* LocalTasks
 
     const finish = (task: TaskRow, stop: Stop) =>
       Effect.gen(function*() {
@@ -281,12 +287,18 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
 
     /** Runs (or resumes) a task to its end; a task already ended returns its outcome. */
     const run = Effect.fn("TaskRunner.run")(function*(taskId: TaskId) {
-      const task = yield* repo.findById(taskId)
+      // a task invoked on this node comes as its inserted row; any other is read
+      const task = local.take(taskId) ?? (yield* repo.findById(taskId))
       if (task === undefined) return { status: "error", result: "unknown task", finished_at: null } satisfies Outcome
       if (task.status !== "pending" && task.status !== "executing") return outcomeOf(task)
       const fresh = task.status === "pending"
       if (fresh) {
-        yield* repo.start(taskId, { text: task.input, user: { id: task.user_id, email: task.user_email } })
+        const started = yield* repo.start(taskId, {
+          text: task.input,
+          user: { id: task.user_id, email: task.user_email }
+        })
+        // it ended meanwhile (a cancel before the run began)
+        if (!started) return outcomeOf((yield* repo.findById(taskId))!)
       }
       const limit = task.agent_snapshot.timeout_seconds === null
         ? config.taskTimeout

@@ -1,3 +1,5 @@
+import * as EntityId from "@effect/cluster/EntityId"
+import * as Sharding from "@effect/cluster/Sharding"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Duration, Effect } from "effect"
 import * as Crypto from "node:crypto"
@@ -11,6 +13,7 @@ import { Agents, mayUse } from "../agents/Agents.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { TaskCompletions } from "./TaskCompletions.js"
+import { LocalTasks } from "./TaskRecovery.js"
 import { TaskRepo, type TaskRow } from "./TaskRepo.js"
 
 export const toTask = (row: TaskRow) =>
@@ -50,6 +53,8 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
     const client = yield* TaskEntity.client
     const completions = yield* TaskCompletions
     const config = yield* SwitchyardConfig
+    const sharding = yield* Sharding.Sharding
+    const local = yield* LocalTasks
 
     const find = (principal: Principal, id: TaskId) =>
       Effect.flatMap(
@@ -111,6 +116,9 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       })
       if (!row.inserted && row.request_hash !== requestHash) {
         return yield* Conflict.of("This Idempotency-Key was used with a different request.", "idempotency_conflict")
+      }
+      if (row.inserted && sharding.hasShardId(sharding.getShardId(EntityId.make(row.id), "default"))) {
+        local.offer(row)
       }
       // the task row is committed: from here on the task runs even if this delivery fails (the owner's
       // sweep finds it), so delivery problems never fail the request
