@@ -5,6 +5,7 @@ import { ToolsApi } from "./ConnectorsApi.js"
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire, ServiceUnavailableWire } from "./Errors.js"
 import { ApiKey, CreateApiKey, CreatedApiKey, CreateMember, ListOf, Me, Member } from "./Identity.js"
 import { ApiKeyId } from "./Ids.js"
+import { OAuthApi } from "./OAuth.js"
 import { Authentication } from "./Security.js"
 
 export class Readiness extends Schema.Class<Readiness>("Readiness")({
@@ -83,6 +84,7 @@ export class Api extends HttpApi.make("switchyard")
   .add(IdentityApi)
   .add(ToolsApi)
   .add(AgentsApi)
+  .add(OAuthApi)
   .annotate(OpenApi.Title, "Switchyard API")
   .annotate(OpenApi.Description, "Self-hostable platform for AI agents. Every REST call carries `x-api-key`.")
 {}

@@ -6,6 +6,7 @@ import { DatabaseForCommandLive } from "./db/Database.js"
 import { migrate } from "./db/Migrations.js"
 import { Identity } from "./identity/Identity.js"
 import { NodeLive } from "./Node.js"
+import { usersCommand } from "./oauth/UsersCommand.js"
 
 const CommandDatabase = DatabaseForCommandLive.pipe(Layer.provideMerge(SwitchyardConfig.layer))
 
@@ -44,7 +45,7 @@ const bootstrap = Command.make(
 
 const switchyard = Command.make("switchyard").pipe(
   Command.withDescription("Switchyard: a self-hostable platform for AI agents."),
-  Command.withSubcommands([serve, migrateCommand, bootstrap])
+  Command.withSubcommands([serve, migrateCommand, bootstrap, usersCommand])
 )
 
 const cli = Command.run(switchyard, { name: "switchyard", version: "0.1.0" })

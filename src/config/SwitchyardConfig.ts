@@ -69,6 +69,21 @@ export const config = Config.all({
     })
   ),
   databaseUrl,
+  appUrl: optional(Config.string(env("APP_URL")), (s) => s.trim() !== "").pipe(
+    Config.validate({
+      message: "must be an absolute http(s) URL: the origin that serves /oauth_login",
+      validation: Option.match({ onNone: () => true, onSome: isHttpUrl })
+    })
+  ),
+  signInPages: Config.boolean(env("SIGN_IN_PAGES")).pipe(Config.withDefault(true)),
+  mcpPublicUrl: optional(Config.string(env("MCP_PUBLIC_URL")), (s) => s.trim() !== "").pipe(
+    Config.validate({
+      message: "must be an absolute http(s) URL, e.g. https://switchyard.example.com",
+      validation: Option.match({ onNone: () => true, onSome: isHttpUrl })
+    })
+  ),
+  oauthAccessTokenTtl: duration("OAUTH_ACCESS_TOKEN_TTL", "1 hour"),
+  oauthRefreshTokenTtl: duration("OAUTH_REFRESH_TOKEN_TTL", "30 days"),
   dataDir: Config.string(env("DATA_DIR")).pipe(Config.withDefault("./.switchyard")),
   embeddedPostgresPort: port(env("EMBEDDED_PG_PORT"), 0),
   secretKey,
@@ -119,6 +134,8 @@ export const config = Config.all({
 export type SwitchyardSettings = Config.Config.Success<typeof config> & {
   /** `{base_url}`: SWITCHYARD_PUBLIC_URL, else http://localhost:<port>. */
   readonly baseUrl: string
+  /** Origin of the sign-in page `/oauth_login`: SWITCHYARD_APP_URL, else `baseUrl`. */
+  readonly appBaseUrl: string
 }
 
 export class SwitchyardConfig
@@ -126,9 +143,9 @@ export class SwitchyardConfig
 {
   static readonly layer = Layer.effect(
     SwitchyardConfig,
-    Effect.map(config, (c) => ({
-      ...c,
-      baseUrl: Option.getOrElse(c.publicUrl, () => `http://localhost:${c.httpPort}`).replace(/\/+$/, "")
-    }))
+    Effect.map(config, (c) => {
+      const baseUrl = Option.getOrElse(c.publicUrl, () => `http://localhost:${c.httpPort}`).replace(/\/+$/, "")
+      return { ...c, baseUrl, appBaseUrl: Option.getOrElse(c.appUrl, () => baseUrl).replace(/\/+$/, "") }
+    })
   )
 }

@@ -10,13 +10,15 @@ import identity from "./migrations/0001_identity.js"
 import connectors from "./migrations/0002_connectors.js"
 import agents from "./migrations/0003_agents.js"
 import taskRecovery from "./migrations/0004_task_recovery.js"
+import oauth from "./migrations/0005_oauth.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
   "0001_identity": identity,
   "0002_connectors": connectors,
   "0003_agents": agents,
-  "0004_task_recovery": taskRecovery
+  "0004_task_recovery": taskRecovery,
+  "0005_oauth": oauth
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

@@ -4,6 +4,10 @@ import { Effect, Layer } from "effect"
 import * as Http from "node:http"
 import { Api } from "../../schema/Api.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { McpRoutes } from "../mcp/McpEndpoint.js"
+import { OAuthHttpLive } from "../oauth/OAuthHttp.js"
+import { OAuthRoutes } from "../oauth/OAuthRoutes.js"
+import { SignInPages } from "../web/SignInPages.js"
 import { AgentsHttpLive } from "./AgentsHttp.js"
 import { AuthenticationLive } from "./AuthenticationLive.js"
 import { ConnectionOAuthRoutes } from "./ConnectionOAuthRoutes.js"
@@ -16,7 +20,7 @@ import { SystemHttpLive } from "./SystemHttp.js"
 import { ToolsHttpLive } from "./ToolsHttp.js"
 
 const ApiRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([SystemHttpLive, IdentityHttpLive, ToolsHttpLive, AgentsHttpLive]),
+  Layer.provide([SystemHttpLive, IdentityHttpLive, ToolsHttpLive, AgentsHttpLive, OAuthHttpLive]),
   Layer.provide(AuthenticationLive)
 )
 
@@ -24,6 +28,9 @@ const Routes = Layer.mergeAll(
   ApiRoutes,
   HttpApiScalar.layerHttpLayerRouter({ api: Api, path: "/docs" }),
   ConnectionOAuthRoutes,
+  OAuthRoutes,
+  SignInPages,
+  McpRoutes,
   FastInvokeLive,
   RequestPipelineLive
 )

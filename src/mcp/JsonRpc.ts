@@ -1,0 +1,56 @@
+/** JSON-RPC 2.0 as MCP uses it: ids are strings or integers; a message without `method` is a response. */
+export type JsonRpcId = string | number
+
+export interface JsonRpcRequest {
+  readonly jsonrpc: "2.0"
+  readonly id?: JsonRpcId
+  readonly method: string
+  readonly params?: Record<string, unknown>
+}
+
+export const ErrorCodes = {
+  parseError: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internalError: -32603
+} as const
+
+export const result = (id: JsonRpcId, value: unknown) => ({ jsonrpc: "2.0" as const, id, result: value })
+
+export const failure = (id: JsonRpcId | null, code: number, message: string, data?: unknown) => ({
+  jsonrpc: "2.0" as const,
+  id,
+  error: { code, message, ...(data === undefined ? {} : { data }) }
+})
+
+export type Classified =
+  | { readonly _tag: "Request"; readonly message: JsonRpcRequest & { readonly id: JsonRpcId } }
+  | { readonly _tag: "Notification"; readonly message: JsonRpcRequest }
+  | { readonly _tag: "Response" }
+  | { readonly _tag: "Invalid"; readonly reason: string }
+
+const isId = (id: unknown): id is JsonRpcId =>
+  typeof id === "string" || (typeof id === "number" && Number.isInteger(id))
+
+export const classify = (message: unknown): Classified => {
+  if (typeof message !== "object" || message === null || Array.isArray(message)) {
+    return {
+      _tag: "Invalid",
+      reason: "A message is one JSON-RPC object (batches are not part of MCP since 2025-06-18)."
+    }
+  }
+  const m = message as Record<string, unknown>
+  if (m["jsonrpc"] !== "2.0") return { _tag: "Invalid", reason: "`jsonrpc` must be \"2.0\"." }
+  if (
+    m["params"] !== undefined && (typeof m["params"] !== "object" || m["params"] === null || Array.isArray(m["params"]))
+  ) {
+    return { _tag: "Invalid", reason: "`params` must be an object." }
+  }
+  if (typeof m["method"] !== "string") {
+    return "result" in m || "error" in m ? { _tag: "Response" } : { _tag: "Invalid", reason: "No `method`." }
+  }
+  if (!("id" in m)) return { _tag: "Notification", message: m as unknown as JsonRpcRequest }
+  if (!isId(m["id"])) return { _tag: "Invalid", reason: "`id` must be a string or an integer." }
+  return { _tag: "Request", message: m as unknown as JsonRpcRequest & { id: JsonRpcId } }
+}

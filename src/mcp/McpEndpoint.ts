@@ -1,0 +1,307 @@
+import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Cause, Effect, Exit, FiberRef, Layer, Mailbox, ParseResult, Schedule, Stream } from "effect"
+import * as Fs from "node:fs"
+import { AgentsLive } from "../agents/AgentsLive.js"
+import { Drain } from "../http/Drain.js"
+import { CurrentRequest } from "../http/RequestContext.js"
+import { extraRoutes } from "../http/RouteTable.js"
+import { OAuthLive } from "../oauth/OAuthLive.js"
+import { oauthSettings, type ProtectedResource, SCOPES } from "../oauth/Resources.js"
+import { type McpCaller, TokenVerifier } from "../oauth/TokenVerifier.js"
+import { classify, ErrorCodes, failure, type JsonRpcId, type JsonRpcRequest, result } from "./JsonRpc.js"
+import { McpSessions } from "./McpSessions.js"
+import { type ToolContext, type ToolFailure, type ToolServices, ToolText } from "./McpTool.js"
+import { type LoadedTool, loadTools } from "./ToolRegistry.js"
+
+/** Newest first: what `initialize` answers a client asking for a version we do not speak. */
+export const PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18"] as const
+const VERSION: string = JSON.parse(Fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version
+const GET_STREAM_MAX_MS = 5 * 60_000
+const KEEPALIVE_EVERY_S = 15
+
+const httpError = (status: number, code: string, message: string, headers: Record<string, string> = {}) =>
+  HttpServerResponse.unsafeJson({ error: { code, message } }, { status, headers })
+
+const rpcResponse = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
+  HttpServerResponse.unsafeJson(body, { status, headers })
+
+const sse = (message: unknown) => `event: message\ndata: ${JSON.stringify(message)}\n\n`
+
+const toolError = (error: ToolFailure) => ({
+  content: [{ type: "text", text: JSON.stringify({ error }) }],
+  structuredContent: { error },
+  isError: true
+})
+
+const asStructured = (value: unknown) =>
+  typeof value === "object" && value !== null && !Array.isArray(value) ? value : { items: value }
+
+/**
+ * The MCP endpoint (spec 4.8): Streamable HTTP with a hand-rolled JSON-RPC dispatcher (building an SDK
+ * server per request is several times slower, DESIGN §4), sessions in PostgreSQL, OAuth bearer tokens
+ * bound to this endpoint's URL (spec 5.2).
+ */
+export const McpRoutes = Layer.effectDiscard(
+  Effect.gen(function*() {
+    const router = yield* HttpLayerRouter.HttpRouter
+    const settings = yield* oauthSettings
+    const verifier = yield* TokenVerifier
+    const sessions = yield* McpSessions
+    const drain = yield* Drain
+    const registry = yield* loadTools
+    const services = yield* Effect.context<ToolServices>()
+    const allowedOrigins = new Set(
+      [settings.issuer, settings.appUrl, ...settings.resources.map((r) => r.resource)].map((u) => new URL(u).origin)
+    )
+
+    const challenge = (resource: ProtectedResource, extra = "") =>
+      `Bearer resource_metadata="${resource.metadataUrl}", scope="${SCOPES.join(" ")}"${extra}`
+
+    /** Who calls, from `Authorization: Bearer`; anything else is a 401 pointing at the resource metadata. */
+    const authenticate = (resource: ProtectedResource, request: HttpServerRequest.HttpServerRequest) =>
+      Effect.gen(function*() {
+        const header = request.headers["authorization"] ?? ""
+        const match = /^Bearer\s+([A-Za-z0-9._~+/=-]+)\s*$/i.exec(header)
+        if (match === null) {
+          const apiKey = request.headers["x-api-key"] !== undefined
+          return yield* Effect.fail(httpError(
+            401,
+            apiKey ? "api_key_not_accepted" : "missing_token",
+            apiKey
+              ? "The MCP endpoint does not accept x-api-key: sign in with OAuth and send Authorization: Bearer."
+              : "Send an OAuth access token: Authorization: Bearer <token>. See the resource metadata to get one.",
+            { "www-authenticate": challenge(resource) }
+          ))
+        }
+        const caller = yield* verifier.verify(match[1]!, resource.resource).pipe(
+          Effect.catchTag("SqlError", Effect.die),
+          Effect.mapError((e) =>
+            httpError(401, "invalid_token", e.message, {
+              "www-authenticate": challenge(
+                resource,
+                `, error="invalid_token", error_description="${e.message.replace(/"/g, "'")}"`
+              )
+            })
+          )
+        )
+        const info = yield* FiberRef.get(CurrentRequest)
+        if (info !== undefined) info.organizationId = caller.principal.organizationId
+        return caller
+      })
+
+    /** Checks that apply to every method: Origin (DNS rebinding), token, protocol version. */
+    const admit = (resource: ProtectedResource, request: HttpServerRequest.HttpServerRequest) =>
+      Effect.gen(function*() {
+        const origin = request.headers["origin"]
+        if (origin !== undefined && !allowedOrigins.has(origin)) {
+          return yield* Effect.fail(
+            httpError(403, "forbidden_origin", `Requests from the origin ${origin} are not accepted.`)
+          )
+        }
+        const caller = yield* authenticate(resource, request)
+        const version = request.headers["mcp-protocol-version"]
+        if (version !== undefined && !(PROTOCOL_VERSIONS as ReadonlyArray<string>).includes(version)) {
+          return yield* Effect.fail(httpError(
+            400,
+            "unsupported_protocol_version",
+            `MCP-Protocol-Version ${version} is not supported; use one of ${PROTOCOL_VERSIONS.join(", ")}.`
+          ))
+        }
+        return caller
+      })
+
+    const session = (caller: McpCaller, request: HttpServerRequest.HttpServerRequest) =>
+      Effect.gen(function*() {
+        const id = request.headers["mcp-session-id"]
+        if (id === undefined) {
+          return yield* Effect.fail(
+            httpError(400, "session_required", "Send the Mcp-Session-Id that initialize returned.")
+          )
+        }
+        const found = yield* sessions.find(caller, id).pipe(Effect.catchTag("SqlError", Effect.die))
+        if (found === undefined) {
+          return yield* Effect.fail(httpError(404, "session_not_found", "No such session: initialize a new one."))
+        }
+        return id
+      })
+
+    const mayCall = (caller: McpCaller, loaded: LoadedTool) =>
+      loaded.tool.annotations.readOnlyHint
+        ? caller.scopes.includes("mcp:read") || caller.scopes.includes("mcp:write")
+        : caller.scopes.includes("mcp:write")
+
+    /** One tool call: decode against the contract, run the service as the caller, encode to the wire form. */
+    const runTool = (loaded: LoadedTool, args: unknown, context: ToolContext) =>
+      Effect.gen(function*() {
+        const input = yield* loaded.decode(args).pipe(Effect.either)
+        if (input._tag === "Left") {
+          const issues = ParseResult.ArrayFormatter.formatErrorSync(input.left).map((i) => ({
+            path: i.path.map(String).join("."),
+            message: i.message
+          }))
+          return toolError({
+            code: "validation_failed",
+            message: issues.map((i) => `${i.path === "" ? "arguments" : `\`${i.path}\``}: ${i.message}`).join("; "),
+            details: { issues }
+          })
+        }
+        const exit = yield* loaded.tool.run(input.right, context).pipe(Effect.provide(services), Effect.exit)
+        if (Exit.isSuccess(exit)) {
+          const out = exit.value instanceof ToolText ? exit.value : undefined
+          const encoded = yield* loaded.encode(out === undefined ? exit.value : out.value).pipe(Effect.orDie)
+          const json = JSON.stringify(encoded)
+          return {
+            content: [{ type: "text", text: out === undefined ? json : `${out.text}\n\n${json}` }],
+            structuredContent: asStructured(encoded)
+          }
+        }
+        const failed = Cause.failureOption(exit.cause)
+        if (failed._tag === "Some") {
+          const { code, details, message } = failed.value
+          return toolError({ code, message, ...(details === undefined ? {} : { details }) })
+        }
+        yield* Effect.logError(`MCP tool ${loaded.tool.name} failed`, exit.cause)
+        return toolError({ code: "internal_error", message: "The tool failed on our side; try again later." })
+      })
+
+    const toolsCall = (
+      resource: ProtectedResource,
+      caller: McpCaller,
+      message: JsonRpcRequest & { readonly id: JsonRpcId },
+      request: HttpServerRequest.HttpServerRequest
+    ) =>
+      Effect.gen(function*() {
+        const params = message.params ?? {}
+        const loaded = typeof params["name"] === "string" ? registry.byName.get(params["name"]) : undefined
+        if (loaded === undefined) {
+          return rpcResponse(failure(message.id, ErrorCodes.invalidParams, `Unknown tool: ${String(params["name"])}`))
+        }
+        if (!mayCall(caller, loaded)) {
+          const needed = loaded.tool.annotations.readOnlyHint ? "mcp:read" : "mcp:write"
+          return httpError(403, "insufficient_scope", `The tool ${loaded.tool.name} needs the scope ${needed}.`, {
+            "www-authenticate": `Bearer error="insufficient_scope", scope="${
+              [...new Set([...caller.scopes, needed])].join(" ")
+            }", resource_metadata="${resource.metadataUrl}"`
+          })
+        }
+        const meta = params["_meta"] as Record<string, unknown> | undefined
+        const token = meta?.["progressToken"]
+        const streaming = (typeof token === "string" || typeof token === "number") &&
+          (request.headers["accept"] ?? "").includes("text/event-stream")
+        const args = params["arguments"] ?? {}
+        if (!streaming) {
+          const value = yield* runTool(loaded, args, { caller, wantsProgress: false, progress: () => Effect.void })
+          return rpcResponse(result(message.id, value))
+        }
+        // an SSE answer: progress notifications while the tool runs, then its result
+        const mailbox = yield* Mailbox.make<string>()
+        const progress = (n: number, text?: string) =>
+          mailbox.offer(sse({
+            jsonrpc: "2.0",
+            method: "notifications/progress",
+            params: { progressToken: token, progress: n, ...(text === undefined ? {} : { message: text }) }
+          })).pipe(Effect.asVoid)
+        yield* runTool(loaded, args, { caller, wantsProgress: true, progress }).pipe(
+          Effect.flatMap((value) => mailbox.offer(sse(result(message.id, value)))),
+          Effect.ensuring(mailbox.end),
+          Effect.forkDaemon
+        )
+        return HttpServerResponse.stream(Stream.encodeText(Mailbox.toStream(mailbox)), {
+          contentType: "text/event-stream",
+          headers: { "cache-control": "no-cache" }
+        })
+      })
+
+    const post = (resource: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
+      Effect.gen(function*() {
+        const caller = yield* admit(resource, request)
+        const type = (request.headers["content-type"] ?? "").toLowerCase()
+        if (!type.startsWith("application/json")) {
+          return httpError(415, "unsupported_media_type", "POST JSON-RPC messages with Content-Type: application/json.")
+        }
+        let body: unknown
+        try {
+          body = JSON.parse(yield* request.text.pipe(Effect.orDie))
+        } catch {
+          return rpcResponse(failure(null, ErrorCodes.parseError, "The body is not valid JSON."), 400)
+        }
+        const classified = classify(body)
+        if (classified._tag === "Invalid") {
+          return rpcResponse(failure(null, ErrorCodes.invalidRequest, classified.reason), 400)
+        }
+        if (classified._tag === "Request" && classified.message.method === "initialize") {
+          const params = classified.message.params ?? {}
+          const asked = params["protocolVersion"]
+          const version = PROTOCOL_VERSIONS.find((v) => v === asked) ?? PROTOCOL_VERSIONS[0]
+          const id = yield* sessions.open(caller, version, params["clientInfo"]).pipe(
+            Effect.catchTag("SqlError", Effect.die)
+          )
+          return rpcResponse(
+            result(classified.message.id, {
+              protocolVersion: version,
+              capabilities: { tools: { listChanged: false } },
+              serverInfo: { name: resource.serverName, title: resource.serverName, version: VERSION },
+              instructions: "Switchyard's API as tools: agents, tasks (threads, usage) and connectors. " +
+                "Every tool runs as you, in your organization, with your role's permissions."
+            }),
+            200,
+            { "mcp-session-id": id }
+          )
+        }
+        yield* session(caller, request)
+        if (classified._tag !== "Request") return HttpServerResponse.empty({ status: 202 })
+        const message = classified.message
+        switch (message.method) {
+          case "ping":
+            return rpcResponse(result(message.id, {}))
+          case "tools/list":
+            return rpcResponse(result(message.id, { tools: registry.list }))
+          case "tools/call":
+            return yield* toolsCall(resource, caller, message, request)
+          default:
+            return rpcResponse(failure(message.id, ErrorCodes.methodNotFound, `Method not found: ${message.method}`))
+        }
+      }).pipe(Effect.merge)
+
+    /** The server-to-client stream: we send nothing unprompted yet, so it carries keep-alives until it ends. */
+    const get = (resource: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
+      Effect.gen(function*() {
+        const caller = yield* admit(resource, request)
+        yield* session(caller, request)
+        if (!(request.headers["accept"] ?? "").includes("text/event-stream")) {
+          return httpError(406, "not_acceptable", "GET opens an event stream: send Accept: text/event-stream.")
+        }
+        const endAt = Date.now() + GET_STREAM_MAX_MS
+        // ends at a drain too, so a stopping node is not held open by idle streams (clients reconnect)
+        const ticks = Stream.fromSchedule(Schedule.spaced("1 second")).pipe(
+          Stream.takeWhile(() => !drain.draining && Date.now() < endAt),
+          Stream.filter((n) => n % KEEPALIVE_EVERY_S === KEEPALIVE_EVERY_S - 1),
+          Stream.map(() => ": keep-alive\n\n")
+        )
+        return HttpServerResponse.stream(Stream.encodeText(Stream.concat(Stream.make(": stream open\n\n"), ticks)), {
+          contentType: "text/event-stream",
+          headers: { "cache-control": "no-cache" }
+        })
+      }).pipe(Effect.merge)
+
+    const del = (resource: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
+      Effect.gen(function*() {
+        const caller = yield* admit(resource, request)
+        const id = yield* session(caller, request)
+        yield* sessions.end(id).pipe(Effect.catchTag("SqlError", Effect.die))
+        return HttpServerResponse.empty({ status: 204 })
+      }).pipe(Effect.merge)
+
+    for (const resource of settings.resources) {
+      const path = resource.path as `/${string}`
+      yield* router.add("POST", path, post(resource))
+      yield* router.add("GET", path, get(resource))
+      yield* router.add("DELETE", path, del(resource))
+      for (const method of ["POST", "GET", "DELETE"]) extraRoutes(method, new RegExp(`^${path.replace(/\/$/, "")}/?$`))
+    }
+  })
+).pipe(
+  Layer.provide(McpSessions.DefaultWithoutDependencies),
+  Layer.provide(OAuthLive),
+  Layer.provide(AgentsLive)
+)

@@ -1,0 +1,53 @@
+import type { Effect, Schema } from "effect"
+import type { Agents } from "../agents/Agents.js"
+import type { Connections } from "../connectors/Connections.js"
+import type { ConnectorCatalog } from "../connectors/ConnectorCatalog.js"
+import type { McpCaller } from "../oauth/TokenVerifier.js"
+import type { Tasks } from "../tasks/Tasks.js"
+
+/** The services a tool may call: the same ones the REST handlers call, with the caller's Principal. */
+export type ToolServices = Agents | Tasks | Connections | ConnectorCatalog
+
+export interface ToolContext {
+  readonly caller: McpCaller
+  /** Whether the client asked for progress notifications (and will wait longer for them). */
+  readonly wantsProgress: boolean
+  /** Sends `notifications/progress` when the client asked for it (a `progressToken`); otherwise nothing. */
+  readonly progress: (progress: number, message?: string) => Effect.Effect<void>
+}
+
+/** A failure a tool reports to the model as its result (`isError`), in the REST error's terms. */
+export interface ToolFailure {
+  readonly code: string
+  readonly message: string
+  readonly details?: unknown
+}
+
+export interface ToolAnnotations {
+  readonly title: string
+  readonly readOnlyHint: boolean
+  readonly destructiveHint: boolean
+  readonly idempotentHint: boolean
+  readonly openWorldHint: boolean
+}
+
+/**
+ * One MCP tool = one API call. `input` is built from the contract's schemas in `schema/` (its JSON Schema is
+ * derived, never written by hand); `output` encodes the result to its REST wire form.
+ */
+export interface McpTool<I = any, O = any> {
+  readonly name: string
+  readonly description: string
+  readonly input: Schema.Schema<I, any, never>
+  readonly output: Schema.Schema<O, any, never>
+  readonly annotations: ToolAnnotations
+  readonly run: (input: I, context: ToolContext) => Effect.Effect<O | ToolText<O>, ToolFailure, ToolServices>
+}
+
+/** A result with a person-readable text besides its structured form (e.g. an agent's answer). */
+export class ToolText<O> {
+  constructor(readonly text: string, readonly value: O) {}
+}
+
+/** Identity helper that keeps `I` and `O` inferred from the schemas. */
+export const defineTool = <I, O>(tool: McpTool<I, O>): McpTool<I, O> => tool

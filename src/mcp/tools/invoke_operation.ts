@@ -1,0 +1,61 @@
+import { Effect, Schema } from "effect"
+import { InvokeOperation } from "../../../schema/Connectors.js"
+import { ConnectionId, ConnectorId } from "../../../schema/Ids.js"
+import { Connections } from "../../connectors/Connections.js"
+import { orDieOnSql } from "../../http/orDieOnSql.js"
+import { defineTool } from "../McpTool.js"
+
+// a tool result goes to a model: a larger answer is cut, with a note saying so
+const MAX_BODY_CHARS = 1_000_000
+
+const UpstreamAnswer = Schema.Struct({
+  status: Schema.Int,
+  content_type: Schema.NullOr(Schema.String),
+  body: Schema.Unknown.annotations({ description: "Parsed JSON when the target answered JSON, else text." }),
+  truncated: Schema.Boolean
+})
+
+export default defineTool({
+  name: "invoke_operation",
+  description: "Invoke a connector operation on a connection with its stored credentials, as you " +
+    "(POST /v1/tools/connectors/{connector_id}/connections/{connection_id}/{operation_id}). The answer is the " +
+    "target's status and body.",
+  input: Schema.Struct({
+    connector_id: Schema.Union(ConnectorId, Schema.Literal("_")).annotations({
+      description: "The connector id, or `_` to take it from the connection."
+    }),
+    connection_id: ConnectionId,
+    operation_id: Schema.String.annotations({ description: "The operation's `id` or `operationId`." }),
+    ...InvokeOperation.fields
+  }),
+  output: UpstreamAnswer,
+  annotations: {
+    title: "Invoke a connector operation",
+    readOnlyHint: false,
+    destructiveHint: true,
+    idempotentHint: false,
+    openWorldHint: true
+  },
+  run: ({ connection_id, connector_id, operation_id, ...input }, { caller }) =>
+    Effect.gen(function*() {
+      const connections = yield* Connections
+      const upstream = yield* connections.invoke(caller.principal, connector_id, connection_id, operation_id, input)
+      const text = yield* Effect.promise(async () => {
+        const chunks: Array<Buffer> = []
+        for await (const chunk of upstream.body) chunks.push(chunk as Buffer)
+        return Buffer.concat(chunks).toString("utf8")
+      })
+      const contentType = upstream.headers["content-type"]
+      const type = Array.isArray(contentType) ? contentType[0] ?? null : contentType ?? null
+      const truncated = text.length > MAX_BODY_CHARS
+      let body: unknown = truncated ? text.slice(0, MAX_BODY_CHARS) : text
+      if (!truncated && type !== null && /[/+]json\b/i.test(type) && text !== "") {
+        try {
+          body = JSON.parse(text)
+        } catch {
+          // the target said JSON and sent something else: pass its text on
+        }
+      }
+      return { status: upstream.status, content_type: type, body, truncated }
+    }).pipe(orDieOnSql)
+})

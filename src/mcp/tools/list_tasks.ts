@@ -1,0 +1,29 @@
+import { Effect, Schema } from "effect"
+import { TaskPage, TaskStatus } from "../../../schema/Agents.js"
+import { AgentId } from "../../../schema/Ids.js"
+import { orDieOnSql } from "../../http/orDieOnSql.js"
+import { Tasks } from "../../tasks/Tasks.js"
+import { defineTool } from "../McpTool.js"
+
+export default defineTool({
+  name: "list_tasks",
+  description: "Tasks of your organization, newest first, with filters and paging (GET /v1/tasks).",
+  input: Schema.Struct({
+    agent_id: Schema.optional(AgentId),
+    status: Schema.optional(TaskStatus),
+    user_id: Schema.optional(Schema.String),
+    created_after: Schema.optional(Schema.DateFromString).annotations({ description: "ISO 8601 timestamp." }),
+    created_before: Schema.optional(Schema.DateFromString).annotations({ description: "ISO 8601 timestamp." }),
+    limit: Schema.optional(Schema.Int.pipe(Schema.between(1, 200))),
+    cursor: Schema.optional(Schema.String).annotations({ description: "`next_cursor` of the previous page." })
+  }),
+  output: TaskPage,
+  annotations: {
+    title: "List tasks",
+    readOnlyHint: true,
+    destructiveHint: false,
+    idempotentHint: true,
+    openWorldHint: false
+  },
+  run: (filters, { caller }) => Effect.flatMap(Tasks, (tasks) => tasks.list(caller.principal, filters)).pipe(orDieOnSql)
+})

@@ -1,0 +1,11 @@
+import { Data } from "effect"
+
+/** An RFC 6749 / 7591 error: answered as `{"error", "error_description"}`, the shape OAuth clients parse. */
+export class OAuthError extends Data.TaggedError("OAuthError")<{
+  readonly error: string
+  readonly description: string
+  readonly status: number
+}> {
+  static readonly of = (error: string, description: string, status = 400) =>
+    new OAuthError({ error, description, status })
+}

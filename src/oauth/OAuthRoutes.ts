@@ -1,0 +1,159 @@
+import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { extraRoutes } from "../http/RouteTable.js"
+import { AuthorizationServer } from "./AuthorizationServer.js"
+import { Clients } from "./Clients.js"
+import type { OAuthError } from "./OAuthError.js"
+import { OAuthLive } from "./OAuthLive.js"
+import { BUILTIN_MCP_PATH, oauthSettings, type ProtectedResource, SCOPES } from "./Resources.js"
+
+// browser-based MCP clients read metadata and call these endpoints cross-origin; none of them uses cookies
+const CORS = {
+  "access-control-allow-origin": "*",
+  "access-control-allow-methods": "GET, POST, OPTIONS",
+  "access-control-allow-headers": "authorization, content-type, mcp-protocol-version",
+  "access-control-max-age": "600"
+}
+const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" }
+
+const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
+  HttpServerResponse.unsafeJson(body, { status, headers: { ...CORS, ...headers } })
+
+const oauthError = (e: OAuthError) =>
+  Effect.succeed(json({ error: e.error, error_description: e.description }, e.status, NO_STORE))
+
+const formOf = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.gen(function*() {
+    const type = (request.headers["content-type"] ?? "").toLowerCase()
+    const text = yield* request.text.pipe(Effect.orElseSucceed(() => ""))
+    if (!type.startsWith("application/x-www-form-urlencoded")) return undefined
+    return new URLSearchParams(text)
+  })
+
+const protectedResourceMetadata = (r: ProtectedResource, issuer: string) => ({
+  resource: r.resource,
+  authorization_servers: [issuer],
+  scopes_supported: SCOPES,
+  bearer_methods_supported: ["header"],
+  resource_name: r.serverName
+})
+
+const PATHS = {
+  prm: "/.well-known/oauth-protected-resource",
+  asm: "/.well-known/oauth-authorization-server",
+  register: "/oauth/register",
+  authorize: "/oauth/authorize",
+  token: "/oauth/token",
+  revoke: "/oauth/revoke"
+} as const
+
+/**
+ * The authorization server's HTTP side: RFC 9728 resource metadata, RFC 8414 server metadata, RFC 7591
+ * registration, the authorization endpoint (which hands the browser to the sign-in page), the token
+ * endpoint and RFC 7009 revocation.
+ */
+export const OAuthRoutes = Layer.effectDiscard(
+  Effect.gen(function*() {
+    const router = yield* HttpLayerRouter.HttpRouter
+    const settings = yield* oauthSettings
+    const server = yield* AuthorizationServer
+    const clients = yield* Clients
+
+    const serverMetadata = {
+      issuer: settings.issuer,
+      authorization_endpoint: `${settings.issuer}${PATHS.authorize}`,
+      token_endpoint: `${settings.issuer}${PATHS.token}`,
+      registration_endpoint: `${settings.issuer}${PATHS.register}`,
+      revocation_endpoint: `${settings.issuer}${PATHS.revoke}`,
+      scopes_supported: SCOPES,
+      response_types_supported: ["code"],
+      response_modes_supported: ["query"],
+      grant_types_supported: ["authorization_code", "refresh_token"],
+      token_endpoint_auth_methods_supported: ["none", "client_secret_basic", "client_secret_post"],
+      revocation_endpoint_auth_methods_supported: ["none", "client_secret_basic", "client_secret_post"],
+      code_challenge_methods_supported: ["S256"],
+      client_id_metadata_document_supported: true,
+      authorization_response_iss_parameter_supported: true
+    }
+
+    const notFound = json({ error: "not_found", error_description: "No such resource on this server." }, 404)
+    const mcpMetadata = Effect.succeed(json(protectedResourceMetadata(settings.mcp, settings.issuer)))
+    yield* router.add("GET", PATHS.prm, mcpMetadata)
+    yield* router.add("GET", `${PATHS.prm}/mcp` as const, mcpMetadata)
+    yield* router.add(
+      "GET",
+      `${PATHS.prm}${BUILTIN_MCP_PATH.replace(/\/$/, "")}` as `/${string}`,
+      Effect.succeed(
+        settings.builtin === undefined ? notFound : json(protectedResourceMetadata(settings.builtin, settings.issuer))
+      )
+    )
+    yield* router.add("GET", PATHS.asm, Effect.succeed(json(serverMetadata)))
+
+    yield* router.add("POST", PATHS.register, (request) =>
+      Effect.gen(function*() {
+        const body = yield* request.json.pipe(Effect.option)
+        if (body._tag === "None") {
+          return json({ error: "invalid_client_metadata", error_description: "Send the client metadata as JSON." }, 400)
+        }
+        return yield* clients.register(body.value).pipe(
+          Effect.map((created) => json(created, 201, NO_STORE)),
+          Effect.catchTag("OAuthError", oauthError)
+        )
+      }).pipe(Effect.catchTag("SqlError", Effect.die)))
+
+    yield* router.add("GET", PATHS.authorize, (request) => {
+      const query = new URL(request.url, "http://x").search
+      return server.validate(new URLSearchParams(query)).pipe(
+        Effect.map(() => HttpServerResponse.redirect(`${settings.appUrl}/oauth_login${query}`, { status: 302 })),
+        Effect.catchAll((failure) =>
+          Effect.succeed(
+            failure._tag === "Redirect"
+              ? HttpServerResponse.redirect(failure.location, { status: 302 })
+              : json({ error: "invalid_request", error_description: failure.message }, 400)
+          )
+        )
+      )
+    })
+
+    const formEndpoint = (
+      handle: (authorization: string | undefined, form: URLSearchParams) => Effect.Effect<unknown, OAuthError>
+    ) =>
+    (request: HttpServerRequest.HttpServerRequest) =>
+      Effect.gen(function*() {
+        const form = yield* formOf(request)
+        if (form === undefined) {
+          return json(
+            {
+              error: "invalid_request",
+              error_description: "Send the parameters as application/x-www-form-urlencoded."
+            },
+            400,
+            NO_STORE
+          )
+        }
+        return yield* handle(request.headers["authorization"], form).pipe(
+          Effect.map((body) => json(body ?? {}, 200, NO_STORE)),
+          Effect.catchTag("OAuthError", oauthError)
+        )
+      })
+    yield* router.add("POST", PATHS.token, formEndpoint(server.token))
+    yield* router.add("POST", PATHS.revoke, formEndpoint(server.revoke))
+
+    const preflight = Effect.succeed(HttpServerResponse.empty({ status: 204, headers: CORS }))
+    for (const path of [PATHS.prm, `${PATHS.prm}/mcp` as const, PATHS.asm, PATHS.register, PATHS.token, PATHS.revoke]) {
+      yield* router.add("OPTIONS", path, preflight)
+    }
+    for (
+      const [method, path] of [
+        ["GET", PATHS.prm],
+        ["GET", PATHS.asm],
+        ["POST", PATHS.register],
+        ["GET", PATHS.authorize],
+        ["POST", PATHS.token],
+        ["POST", PATHS.revoke]
+      ] as const
+    ) {
+      extraRoutes(method, new RegExp(`^${path.replace(/\./g, "\\.")}/?$`))
+    }
+  })
+).pipe(Layer.provide(OAuthLive))

@@ -1,0 +1,45 @@
+import { Command, Options } from "@effect/cli"
+import { Console, Effect, Layer } from "effect"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { DatabaseForCommandLive } from "../db/Database.js"
+import { migrate } from "../db/Migrations.js"
+import { OAuthRepo } from "./OAuthRepo.js"
+import { hashPassword, MIN_PASSWORD_LENGTH } from "./Passwords.js"
+
+/** The whole of standard input: a password never appears in argv (visible in `ps`) or shell history. */
+const readStdin = Effect.promise(async () => {
+  const chunks: Array<Buffer> = []
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "")
+})
+
+const setPassword = Command.make(
+  "set-password",
+  { email: Options.text("email").pipe(Options.withDescription("E-mail of the user (an existing member).")) },
+  ({ email }) =>
+    Effect.gen(function*() {
+      const password = yield* readStdin
+      if (password.length < MIN_PASSWORD_LENGTH) {
+        yield* Console.error(
+          `switchyard: the password (read from standard input) needs ${MIN_PASSWORD_LENGTH}+ characters`
+        )
+        return yield* Effect.sync(() => void (process.exitCode = 1))
+      }
+      yield* migrate
+      const repo = yield* OAuthRepo
+      const found = yield* repo.setPassword(email, yield* Effect.promise(() => hashPassword(password)))
+      if (!found) {
+        yield* Console.error(`switchyard: no user has the e-mail ${email}`)
+        return yield* Effect.sync(() => void (process.exitCode = 1))
+      }
+      yield* Console.log(`Password set for ${email}: they can now sign in to authorize MCP clients.`)
+    }).pipe(
+      Effect.provide(OAuthRepo.Default),
+      Effect.provide(DatabaseForCommandLive.pipe(Layer.provideMerge(SwitchyardConfig.layer)))
+    )
+).pipe(Command.withDescription("Set a user's sign-in password, read from standard input."))
+
+export const usersCommand = Command.make("users").pipe(
+  Command.withDescription("Manage users' sign-in."),
+  Command.withSubcommands([setPassword])
+)

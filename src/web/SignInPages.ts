@@ -1,0 +1,154 @@
+import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Duration, Effect, Layer } from "effect"
+import type { OrganizationId, UserId } from "../../schema/Ids.js"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { extraRoutes } from "../http/RouteTable.js"
+import { AuthorizationServer, type AuthorizeRequest } from "../oauth/AuthorizationServer.js"
+import { OAuthLive } from "../oauth/OAuthLive.js"
+import { OAuthRepo } from "../oauth/OAuthRepo.js"
+import { decoyHash, verifyPassword } from "../oauth/Passwords.js"
+import { oauthSettings } from "../oauth/Resources.js"
+import { hashOf, randomSecret, sameSecret } from "../oauth/Secrets.js"
+import { page, seeOther, type SetCookie } from "./Html.js"
+import { consentPage, errorPage, signInPage } from "./Views.js"
+
+const PATH = "/oauth_login"
+const SESSION_HOURS = 12
+
+/**
+ * The sign-in and consent pages of the authorization server (spec 5.2.3 d), at `${APP_URL}/oauth_login`
+ * with the authorization request's query string. Plain forms, no JavaScript; every post carries a CSRF
+ * token that must match its cookie (and a same-origin `Origin` when the browser sends one).
+ */
+export const SignInPages = Layer.effectDiscard(
+  Effect.gen(function*() {
+    const router = yield* HttpLayerRouter.HttpRouter
+    const config = yield* SwitchyardConfig
+    const settings = yield* oauthSettings
+    const server = yield* AuthorizationServer
+    const repo = yield* OAuthRepo
+
+    extraRoutes("GET", /^\/oauth_login\/?$/)
+    extraRoutes("POST", /^\/oauth_login\/?$/)
+    if (!config.signInPages) {
+      // a separate UI serves the page: this host answers as spec section 7 describes
+      const notFound = Effect.succeed(HttpServerResponse.unsafeJson({ detail: "Not Found" }, { status: 404 }))
+      yield* router.add("GET", PATH, notFound)
+      yield* router.add("POST", PATH, notFound)
+      return
+    }
+
+    // __Host- cookies need Secure, which needs https: plain names on a local http install
+    const secure = settings.appUrl.startsWith("https://")
+    const names = secure
+      ? { session: "__Host-sy_session", csrf: "__Host-sy_csrf" }
+      : { session: "sy_session", csrf: "sy_csrf" }
+    const cookie = (name: string, value: string, maxAge: Duration.DurationInput): SetCookie => [name, value, {
+      path: "/",
+      httpOnly: true,
+      secure,
+      sameSite: "lax",
+      maxAge
+    }]
+    const appOrigin = new URL(settings.appUrl).origin
+
+    const currentUser = (request: HttpServerRequest.HttpServerRequest) => {
+      const token = request.cookies[names.session]
+      return token === undefined ? Effect.succeed(undefined) : repo.findWebSession(hashOf(token))
+    }
+
+    const show = (request: HttpServerRequest.HttpServerRequest, query: string, notice?: string, status = 200) =>
+      Effect.gen(function*() {
+        const params = new URLSearchParams(query)
+        const validated = yield* server.validate(params).pipe(Effect.either)
+        if (validated._tag === "Left") {
+          return validated.left._tag === "Redirect"
+            ? HttpServerResponse.redirect(validated.left.location, { status: 302 })
+            : page("Sign-in request not valid", errorPage(validated.left.message), { status: 400 })
+        }
+        const csrf = request.cookies[names.csrf] ?? randomSecret()
+        const cookies = [cookie(names.csrf, csrf, Duration.hours(SESSION_HOURS))]
+        const user = yield* currentUser(request)
+        if (user === undefined) {
+          return page("Sign in", signInPage({ query, csrf, notice, client: clientLabel(validated.right) }), {
+            status,
+            cookies
+          })
+        }
+        const organizations = yield* repo.organizationsOf(user.user_id)
+        return page("Authorize access", consentPage({ query, csrf, request: validated.right, user, organizations }), {
+          status,
+          cookies
+        })
+      })
+
+    yield* router.add("GET", PATH, (request) => show(request, new URL(request.url, "http://x").search.slice(1)))
+
+    const refuse = (message: string) => Effect.succeed(page("Request refused", errorPage(message), { status: 403 }))
+
+    yield* router.add("POST", PATH, (request) =>
+      Effect.gen(function*() {
+        const form = new URLSearchParams(yield* request.text)
+        const query = form.get("request") ?? ""
+        const origin = request.headers["origin"]
+        if (origin !== undefined && origin !== appOrigin) {
+          return yield* refuse("This form was sent from another site.")
+        }
+        const expected = request.cookies[names.csrf]
+        const sent = form.get("csrf")
+        if (expected === undefined || sent === null || !sameSecret(expected, sent)) {
+          return yield* refuse("The form expired or was not sent from this page. Go back and try again.")
+        }
+        const again = `${PATH}?${query}`
+        switch (form.get("action")) {
+          case "sign_in": {
+            const userId = yield* checkPassword(form.get("email") ?? "", form.get("password") ?? "")
+            if (userId === undefined) return yield* show(request, query, "Wrong e-mail or password.", 401)
+            const session = randomSecret()
+            yield* repo.insertWebSession(
+              hashOf(session),
+              userId,
+              new Date(Date.now() + SESSION_HOURS * 3600_000)
+            )
+            // a new CSRF token with the new session: one seen before sign-in is not trusted after it
+            return seeOther(again, [
+              cookie(names.session, session, Duration.hours(SESSION_HOURS)),
+              cookie(names.csrf, randomSecret(), Duration.hours(SESSION_HOURS))
+            ])
+          }
+          case "sign_out": {
+            const token = request.cookies[names.session]
+            if (token !== undefined) yield* repo.deleteWebSession(hashOf(token))
+            return seeOther(again, [cookie(names.session, "", 0)])
+          }
+          case "approve":
+          case "deny": {
+            const user = yield* currentUser(request)
+            if (user === undefined) return yield* show(request, query, "Sign in first.", 401)
+            const validated = yield* server.validate(new URLSearchParams(query)).pipe(Effect.either)
+            if (validated._tag === "Left") return yield* show(request, query)
+            if (form.get("action") === "deny") return seeOther(server.deny(validated.right))
+            const organizations = yield* repo.organizationsOf(user.user_id)
+            const chosen = organizations.find((o) => o.id === form.get("organization_id"))
+            if (chosen === undefined) return yield* show(request, query, "Choose one of your organizations.", 400)
+            return seeOther(yield* server.approve(validated.right, user.user_id as UserId, chosen.id as OrganizationId))
+          }
+          default:
+            return yield* show(request, query, undefined, 400)
+        }
+      }).pipe(Effect.catchTag("SqlError", Effect.die)))
+
+    const checkPassword = (email: string, password: string) =>
+      Effect.gen(function*() {
+        const row = yield* repo.findPassword(email.trim())
+        const matches = yield* Effect.promise(() =>
+          row === undefined
+            ? decoyHash().then((h) => verifyPassword(password, h)).then(() => false)
+            : verifyPassword(password, row.hash)
+        )
+        return matches && row !== undefined ? row.user_id : undefined
+      })
+  })
+).pipe(Layer.provide(OAuthLive))
+
+export const clientLabel = (request: AuthorizeRequest) => request.client.name ?? request.client.id

@@ -1,0 +1,158 @@
+import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js"
+import type {
+  OAuthClientInformationMixed,
+  OAuthClientMetadata,
+  OAuthTokens
+} from "@modelcontextprotocol/sdk/shared/auth.js"
+import * as Crypto from "node:crypto"
+import pg from "pg"
+import { hashPassword } from "../../src/oauth/Passwords.js"
+import type { TestNode } from "../support/TestNode.js"
+
+export const PASSWORD = "correct horse battery staple"
+
+/** A bootstrapped organization whose Super admin can sign in with PASSWORD. */
+export const signedUpAdmin = async (node: TestNode, organization?: string) => {
+  const created = await node.bootstrap(organization)
+  const me = await (await node.fetch("/v1/me", { apiKey: created.api_key })).json()
+  await setPassword(node, me.user.email, PASSWORD)
+  return { ...created, email: me.user.email as string }
+}
+
+export const setPassword = async (node: TestNode, email: string, password: string) => {
+  const client = new pg.Client({ connectionString: node.databaseUrl })
+  await client.connect()
+  try {
+    await client.query(
+      `INSERT INTO user_passwords (user_id, hash) SELECT id, $2 FROM users WHERE lower(email) = lower($1)
+       ON CONFLICT (user_id) DO UPDATE SET hash = excluded.hash`,
+      [email, await hashPassword(password)]
+    )
+  } finally {
+    await client.end()
+  }
+}
+
+/** A cookie jar and form helpers: a browser, minus the rendering. */
+export class Browser {
+  readonly cookies = new Map<string, string>()
+
+  async get(url: string, init: RequestInit = {}) {
+    return this.send(url, { ...init, method: "GET" })
+  }
+
+  async post(url: string, form: Record<string, string>, headers: Record<string, string> = {}) {
+    return this.send(url, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+      body: new URLSearchParams(form).toString()
+    })
+  }
+
+  private async send(url: string, init: RequestInit) {
+    const headers = new Headers(init.headers)
+    if (this.cookies.size > 0) {
+      headers.set("cookie", Array.from(this.cookies, ([k, v]) => `${k}=${v}`).join("; "))
+    }
+    const response = await fetch(url, { ...init, headers, redirect: "manual" })
+    for (const line of response.headers.getSetCookie()) {
+      const [pair] = line.split(";")
+      const eq = pair!.indexOf("=")
+      const name = pair!.slice(0, eq)
+      const value = pair!.slice(eq + 1)
+      if (value === "" || /max-age=0/i.test(line)) this.cookies.delete(name)
+      else this.cookies.set(name, value)
+    }
+    return response
+  }
+}
+
+export const hiddenField = (html: string, name: string) => {
+  const match = new RegExp(`name="${name}" value="([^"]*)"`).exec(html)
+  if (match === null) throw new Error(`no field ${name} in page:\n${html}`)
+  return match[1]!.replace(/&#(\d+);/g, (_, c) => String.fromCharCode(Number(c)))
+}
+
+/**
+ * What a person does in a browser after the client opens `/oauth/authorize`: follow it to the sign-in
+ * page, sign in, and approve (or deny) on the consent page. Returns the final redirect to the client.
+ */
+export const signInAndConsent = async (
+  authorizationUrl: string,
+  email: string,
+  options: { password?: string; decision?: "approve" | "deny"; browser?: Browser } = {}
+) => {
+  const browser = options.browser ?? new Browser()
+  const authorize = await browser.get(authorizationUrl)
+  if (authorize.status !== 302) throw new Error(`authorize: ${authorize.status} ${await authorize.text()}`)
+  const loginUrl = authorize.headers.get("location")!
+  const signIn = await browser.get(loginUrl)
+  const signInHtml = await signIn.text()
+  if (signIn.status !== 200) throw new Error(`sign-in page: ${signIn.status} ${signInHtml}`)
+  const posted = await browser.post(new URL("/oauth_login", loginUrl).toString(), {
+    request: hiddenField(signInHtml, "request"),
+    csrf: hiddenField(signInHtml, "csrf"),
+    action: "sign_in",
+    email,
+    password: options.password ?? PASSWORD
+  })
+  if (posted.status !== 303) throw new Error(`sign in: ${posted.status} ${await posted.text()}`)
+  const consent = await browser.get(new URL(posted.headers.get("location")!, loginUrl).toString())
+  const consentHtml = await consent.text()
+  const decided = await browser.post(new URL("/oauth_login", loginUrl).toString(), {
+    request: hiddenField(consentHtml, "request"),
+    csrf: hiddenField(consentHtml, "csrf"),
+    organization_id: hiddenField(consentHtml, "organization_id"),
+    action: options.decision ?? "approve"
+  })
+  if (decided.status !== 303) throw new Error(`consent: ${decided.status} ${await decided.text()}`)
+  return { location: decided.headers.get("location")!, consentHtml, browser }
+}
+
+export const REDIRECT_URI = "http://127.0.0.1:53682/callback"
+
+/** The SDK's client-side OAuth hooks, kept in memory; the "browser redirect" is recorded for the test. */
+export class TestOAuthProvider implements OAuthClientProvider {
+  client: OAuthClientInformationMixed | undefined
+  saved: OAuthTokens | undefined
+  verifier = ""
+  authorizationUrl: URL | undefined
+  readonly redirectUrl: string
+  readonly clientMetadata: OAuthClientMetadata
+
+  constructor(redirectUrl = REDIRECT_URI, metadata: Partial<OAuthClientMetadata> = {}) {
+    this.redirectUrl = redirectUrl
+    this.clientMetadata = {
+      client_name: "Test MCP client",
+      redirect_uris: [redirectUrl],
+      token_endpoint_auth_method: "none",
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      ...metadata
+    }
+  }
+  state() {
+    return Crypto.randomBytes(8).toString("hex")
+  }
+  clientInformation() {
+    return this.client
+  }
+  saveClientInformation(info: OAuthClientInformationMixed) {
+    this.client = info
+  }
+  tokens() {
+    return this.saved
+  }
+  saveTokens(tokens: OAuthTokens) {
+    this.saved = tokens
+  }
+  redirectToAuthorization(url: URL) {
+    this.authorizationUrl = url
+  }
+  saveCodeVerifier(verifier: string) {
+    this.verifier = verifier
+  }
+  codeVerifier() {
+    return this.verifier
+  }
+}
