@@ -59,8 +59,9 @@ export const shardOwnership = Effect.gen(function*() {
 })
 
 /**
- * Tasks on this node's shards that have waited longer than `after` to start: a stalled message loop
- * (a known failure mode of SQL-backed sharding) shows as tasks standing still while the node looks fine.
+ * Tasks on this node's shards that have waited longer than `after` to start. The node's task sweep
+ * starts any it finds within seconds, so such tasks mean its loops (sweep, entities, database access)
+ * are stalled while the node otherwise looks fine.
  */
 export const stalledTasks = (after: Duration.Duration) =>
   Effect.gen(function*() {

@@ -38,7 +38,7 @@ export const SystemHttpLive = HttpApiBuilder.group(Api, "system", (handlers) =>
       if (stalled > 0) {
         return yield* ServiceUnavailable.of(
           `${stalled} task(s) on this node's shards have waited more than ${Duration.format(config.readyStallAfter)} ` +
-            "to start: its message loop looks stalled.",
+            "to start: its task loops look stalled.",
           { ...shards, stalled_tasks: stalled }
         )
       }

@@ -136,7 +136,11 @@ describe("wire format", () => {
 
 describe("readiness", () => {
   it("turns unready while a task on this node's shards stands still, and ready again once it moves", async () => {
-    const stallNode = await startTestNode({ SWITCHYARD_READY_STALL_AFTER: "1 second" })
+    // the node's sweep would start the task below: with its next sweep an hour away, it stands still
+    const stallNode = await startTestNode({
+      SWITCHYARD_READY_STALL_AFTER: "1 second",
+      SWITCHYARD_TASK_SWEEP_INTERVAL: "1 hour"
+    })
     const pg = (await import("pg")).default
     const db = new pg.Client({ connectionString: stallNode.databaseUrl })
     await db.connect()
@@ -148,7 +152,7 @@ describe("readiness", () => {
         `INSERT INTO agents (id, organization_id, name, model, max_steps) VALUES ($1, $2, 'a', '{"provider":"scripted"}', 1)`,
         [agentId, org.organization_id]
       )
-      // a task whose Run message never arrived: what a stalled message loop leaves behind
+      // a task nothing runs: what stalled task loops leave behind
       await db.query(
         `INSERT INTO tasks (id, organization_id, agent_id, status, source, user_id, user_email, input, agent_snapshot, created_at)
          VALUES ($1, $2, $3, 'pending', 'api', 'u', 'u@example.com', 'hi', '{}', now() - interval '5 seconds')`,

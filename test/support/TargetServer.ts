@@ -7,6 +7,8 @@ export interface RecordedRequest {
   readonly query: URLSearchParams
   readonly headers: Http.IncomingHttpHeaders
   readonly body: Buffer
+  /** When it arrived (ms since the epoch). */
+  readonly at: number
 }
 
 export type Reply = (request: RecordedRequest, response: Http.ServerResponse) => void | Promise<void>
@@ -44,7 +46,8 @@ export const startTargetServer = async (reply: Reply = echo): Promise<TargetServ
         path: url.pathname,
         query: url.searchParams,
         headers: req.headers,
-        body: Buffer.concat(chunks)
+        body: Buffer.concat(chunks),
+        at: Date.now()
       }
       requests.push(recorded)
       Promise.resolve(target.reply(recorded, res)).catch((e) => {

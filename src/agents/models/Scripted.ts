@@ -43,6 +43,16 @@ const sleep = (ms: number, signal: AbortSignal) =>
     signal.addEventListener("abort", onAbort, { once: true })
   })
 
+/** `{{input}}` in a string argument becomes the task's input text: one script, a different call per task. */
+const withInput = (value: unknown, input: string): unknown =>
+  typeof value === "string"
+    ? value.replaceAll("{{input}}", input)
+    : Array.isArray(value)
+    ? value.map((v) => withInput(v, input))
+    : typeof value === "object" && value !== null
+    ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withInput(v, input)]))
+    : value
+
 export const scripted = (script: ReadonlyArray<ScriptTurn>): ModelProvider => ({
   call: async (_connection, request, { onTextDelta, signal }): Promise<ModelResponse> => {
     signal.throwIfAborted()
@@ -66,10 +76,11 @@ export const scripted = (script: ReadonlyArray<ScriptTurn>): ModelProvider => ({
     })
 
     if ("tool_calls" in step) {
+      const input = request.messages.find((message) => message.role === "user")?.text ?? ""
       const calls = step.tool_calls.map((call, index) => ({
         id: `call_${turn}_${index}`,
         name: call.name,
-        arguments: call.arguments
+        arguments: withInput(call.arguments, input)
       }))
       const outputChars = calls.reduce(
         (sum, call) => sum + call.name.length + serializeArguments(call.arguments).length,

@@ -41,6 +41,15 @@ describe("Scripted provider", () => {
     expect(second.deltas).toEqual(["The weather service said: noon"])
   })
 
+  it("puts the task's input where a tool call's string arguments say {{input}}", async () => {
+    const perTask = scripted([{
+      tool_calls: [{ name: "lookup", arguments: { path_params: { id: "pet-{{input}}" }, tags: ["{{input}}", 3] } }]
+    }])
+    const request: ModelRequest = { ...baseRequest, messages: [{ role: "user", text: "42" }] }
+    const { response } = await callRecording(perTask, connection, request)
+    expect(response.tool_calls[0]!.arguments).toEqual({ path_params: { id: "pet-42" }, tags: ["42", 3] })
+  })
+
   it("counts tokens as a quarter of the characters", async () => {
     const request: ModelRequest = {
       model: "any",

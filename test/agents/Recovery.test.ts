@@ -1,0 +1,91 @@
+import pg from "pg"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { TargetServer } from "../support/TargetServer.js"
+import type { TestNode } from "../support/TestNode.js"
+import { createAgent, invokeAgent, startPetWorld, waitForTask } from "./support.js"
+
+let world: Awaited<ReturnType<typeof startPetWorld>>
+let node: TestNode
+let target: TargetServer
+let apiKey: string
+let connection: any
+let db: pg.Client
+beforeAll(async () => {
+  world = await startPetWorld({ SWITCHYARD_TASK_SWEEP_INTERVAL: "300 millis" })
+  ;({ apiKey, connection, node, target } = world)
+  db = new pg.Client({ connectionString: node.databaseUrl })
+  await db.connect()
+})
+afterAll(async () => {
+  await db?.end()
+  await world?.stop()
+})
+
+/**
+ * A copy of a finished task, put back as `status` with the given thread: what a node that died leaves
+ * behind (accepted and never delivered, or stopped half-way), with no Run message anywhere.
+ */
+const orphanLike = async (taskId: string, status: "pending" | "executing", keepEvents: number) => {
+  const id = crypto.randomUUID()
+  await db.query(
+    `INSERT INTO tasks (id, organization_id, agent_id, status, source, user_id, user_email, input, agent_snapshot,
+       api_key_id, created_at, started_at)
+     SELECT $1, organization_id, agent_id, $2, source, user_id, user_email, input, agent_snapshot, api_key_id,
+       now() - interval '5 seconds', CASE WHEN $2 = 'executing' THEN now() END
+     FROM tasks WHERE id = $3`,
+    [id, status, taskId]
+  )
+  await db.query(
+    `INSERT INTO task_events (task_id, seq, type, step_key, at, data)
+     SELECT $1, seq, type, step_key, at, data FROM task_events WHERE task_id = $2 AND seq <= $3`,
+    [id, taskId, keepEvents]
+  )
+  return id
+}
+
+const toolAgent = () =>
+  createAgent(node, apiKey, {
+    name: "recoverable",
+    model: {
+      provider: "scripted",
+      script: [
+        { tool_calls: [{ name: "getPet", arguments: { path_params: { petId: "{{input}}" } } }] },
+        { text: "Result: {{last_tool_result}}" }
+      ]
+    },
+    skills: [{ connection_id: connection.id, operation_ids: ["getPet"] }]
+  })
+
+describe("the task sweep", () => {
+  it("starts a pending task that no node was told to run", async () => {
+    const agent = await toolAgent()
+    const done = await (await invokeAgent(node, apiKey, agent.id, "first")).json()
+    expect(done.status).toBe("completed")
+    const orphan = await orphanLike(done.id, "pending", 0)
+    const task = await waitForTask(node, apiKey, orphan)
+    expect(task.status).toBe("completed")
+    expect(task.result).toContain("/pets/first")
+  })
+
+  it("resumes an executing task half-way, replaying the tool call it had recorded", async () => {
+    const agent = await toolAgent()
+    const done = await (await invokeAgent(node, apiKey, agent.id, "second")).json()
+    const calls = () => target.requests.filter((r) => r.path === "/pets/second").length
+    expect(calls()).toBe(1)
+    // user message, model call, tool call: the node died before the last model call
+    const orphan = await orphanLike(done.id, "executing", 3)
+    const task = await waitForTask(node, apiKey, orphan)
+    expect(task.status).toBe("completed")
+    expect(task.result).toContain("/pets/second")
+    expect(calls()).toBe(1)
+    const thread = await (await node.fetch(`/v1/tasks/${orphan}/thread`, { apiKey }))
+      .json()
+    expect(thread.events.map((e: any) => e.type)).toEqual([
+      "user_message",
+      "model_call",
+      "tool_call",
+      "model_call",
+      "agent_message"
+    ])
+  })
+})

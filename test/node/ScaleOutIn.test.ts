@@ -1,0 +1,40 @@
+import { afterAll, describe, expect, it } from "vitest"
+import { type Scenario, startScenario, steppedScript } from "../support/ClusterScenario.js"
+
+let scenario: Scenario | undefined
+afterAll(() => scenario?.stop())
+
+const ownedShards = async (baseUrl: string) => {
+  const ready = await fetch(`${baseUrl}/readyz`).then((r) => r.json()) as any
+  return ready.shards_owned as number | undefined
+}
+
+describe("scaling out and in under load (2 → 3 → 2 nodes)", () => {
+  it("moves shards to the new node and back, and completes every task", async () => {
+    scenario = await startScenario({ nodes: 2, script: steppedScript(200) })
+    const { cluster } = scenario
+    const accepted = [...await scenario.invoke(Array.from({ length: 30 }, (_, n) => n))]
+
+    const third = await cluster.add()
+    // the new node takes a share of the shards
+    const deadline = Date.now() + 30_000
+    let owned = 0
+    while (Date.now() < deadline && !(owned > 0)) {
+      owned = (await ownedShards(third.process.baseUrl)) ?? 0
+      if (owned === 0) await new Promise((r) => setTimeout(r, 250))
+    }
+    expect(owned).toBeGreaterThan(0)
+    accepted.push(...await scenario.invoke(Array.from({ length: 30 }, (_, n) => 100 + n)))
+
+    // scale in: the first node leaves gracefully while tasks run
+    await cluster.nodes[0]!.process.stop()
+    accepted.push(...await scenario.invoke(Array.from({ length: 30 }, (_, n) => 200 + n)))
+
+    expect(accepted.map((a) => a.status)).toEqual(accepted.map(() => 202))
+    const ends = await scenario.ends(accepted)
+    expect(ends.map((e) => e.body.status)).toEqual(accepted.map(() => "completed"))
+    // the two nodes left own every shard between them
+    const left = await Promise.all([1, 2].map((i) => ownedShards(cluster.nodes[i]!.process.baseUrl)))
+    expect((left[0] ?? 0) + (left[1] ?? 0)).toBe(300)
+  }, 180_000)
+})

@@ -1,0 +1,89 @@
+import { petstore } from "../connectors/support.js"
+import { type Cluster, startCluster } from "./ClusterHarness.js"
+import { runCli } from "./NodeProcess.js"
+import { startTargetServer, type TargetServer } from "./TargetServer.js"
+import { testEnvironment } from "./TestNode.js"
+
+export interface Answer {
+  readonly status: number
+  readonly body: any
+}
+
+export interface Scenario {
+  readonly cluster: Cluster
+  readonly target: TargetServer
+  readonly agentId: string
+  readonly call: (method: string, path: string, body?: unknown) => Promise<Answer>
+  /** Async invokes of the agent, input `t<n>` for each n (scripts use `{{input}}` to tag their tool calls). */
+  readonly invoke: (ns: ReadonlyArray<number>) => Promise<Array<Answer>>
+  /** Long-polls each task to its end. */
+  readonly ends: (accepted: ReadonlyArray<Answer>) => Promise<Array<Answer>>
+  /** How many times the target saw `/pets/<id>`. */
+  readonly callsTo: (id: string) => number
+  readonly stop: () => Promise<void>
+}
+
+/** Pauses between a task's steps, so that faults land while tasks are in flight. */
+export const steppedScript = (stepMs: number) => [
+  { tool_calls: [{ name: "getPet", arguments: { path_params: { petId: "{{input}}-a" } } }], delay_ms: stepMs },
+  { tool_calls: [{ name: "getPet", arguments: { path_params: { petId: "{{input}}-b" } } }], delay_ms: stepMs },
+  { text: "done: {{last_tool_result}}", delay_ms: stepMs }
+]
+
+/**
+ * N node processes behind the round-robin proxy, one organization, a connector to a real target server
+ * that records every call, and an agent whose scripted model calls a tool tagged with the task's input.
+ */
+export const startScenario = async (options: {
+  readonly nodes: number
+  readonly env?: Record<string, string>
+  readonly script: ReadonlyArray<unknown>
+}): Promise<Scenario> => {
+  const target = await startTargetServer()
+  const env = await testEnvironment({
+    SWITCHYARD_EGRESS_ALLOW: "127.0.0.1",
+    SWITCHYARD_SHARD_LOCK_EXPIRATION: "3 seconds",
+    SWITCHYARD_SHARD_LOCK_REFRESH_INTERVAL: "1 second",
+    ...options.env
+  })
+  const cluster = await startCluster({ nodes: options.nodes, env })
+  const { api_key: apiKey } = JSON.parse(
+    (await runCli(["bootstrap", "--org", "Chaos", "--email", "c@o.test", "--json"], env)).stdout
+  )
+  const call = (method: string, path: string, body?: unknown): Promise<Answer> =>
+    fetch(cluster.url + path, {
+      method,
+      headers: { "x-api-key": apiKey, "content-type": "application/json" },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) })
+    }).then(async (r) => ({ status: r.status, body: await r.json() }))
+
+  const connector = await call("POST", "/v1/tools/connectors", { spec: petstore(target.url) })
+  const connection = await call("POST", `/v1/tools/connectors/${connector.body.id}/connections`, {
+    name: "pets",
+    credentials: { type: "api_key", value: "k" }
+  })
+  const agent = await call("POST", "/v1/agents", {
+    name: "steady",
+    model: { provider: "scripted", script: options.script },
+    skills: [{ connection_id: connection.body.id, operation_ids: ["getPet"] }]
+  })
+  if (agent.status !== 201) throw new Error(`agent: ${agent.status} ${JSON.stringify(agent.body)}`)
+  return {
+    cluster,
+    target,
+    agentId: agent.body.id,
+    call,
+    invoke: (ns) =>
+      Promise.all(ns.map((n) =>
+        call("POST", `/v1/agents/${agent.body.id}/invoke?asynchronous=true`, {
+          input: { text: `t${n}`, user: { id: `u${n}`, email: `u${n}@example.com` } }
+        })
+      )),
+    ends: (accepted) => Promise.all(accepted.map((a) => call("GET", `/v1/tasks/${a.body.id}?wait=60`))),
+    callsTo: (id) => target.requests.filter((r) => r.path === `/pets/${id}`).length,
+    stop: async () => {
+      await cluster.stop()
+      await target.close()
+    }
+  }
+}
