@@ -1,10 +1,12 @@
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { GroupsApi } from "./AccessApi.js"
 import { AgentsApi } from "./AgentsApi.js"
+import { AuditApi } from "./AuditApi.js"
 import { ToolsApi } from "./ConnectorsApi.js"
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire, ServiceUnavailableWire } from "./Errors.js"
-import { ApiKey, CreateApiKey, CreatedApiKey, CreateMember, ListOf, Me, Member } from "./Identity.js"
-import { ApiKeyId } from "./Ids.js"
+import { ApiKey, CreateApiKey, CreatedApiKey, CreateMember, ListOf, Me, Member, UpdateMember } from "./Identity.js"
+import { ApiKeyId, UserId } from "./Ids.js"
 import { OAuthApi } from "./OAuth.js"
 import { Authentication } from "./Security.js"
 
@@ -52,6 +54,28 @@ export class IdentityApi extends HttpApiGroup.make("identity")
       .annotate(OpenApi.Description, "Add a person to the organization (Admin and above).")
   )
   .add(
+    HttpApiEndpoint.patch("updateMember", "/members/:user_id")
+      .setPath(Schema.Struct({ user_id: UserId }))
+      .setPayload(UpdateMember)
+      .addSuccess(Member)
+      .addError(ConflictWire)
+      .annotate(
+        OpenApi.Description,
+        "Change a member's role (Admin and above; only a Super admin grants or removes Super admin). " +
+          "409 `last_super_admin` when it would leave the organization without one."
+      )
+  )
+  .add(
+    HttpApiEndpoint.del("removeMember", "/members/:user_id")
+      .setPath(Schema.Struct({ user_id: UserId }))
+      .addSuccess(HttpApiSchema.NoContent)
+      .addError(ConflictWire)
+      .annotate(
+        OpenApi.Description,
+        "Remove a member from the organization: their personal keys are revoked, their groups left."
+      )
+  )
+  .add(
     HttpApiEndpoint.get("listApiKeys", "/api-keys")
       .addSuccess(ListOf(ApiKey))
       .annotate(
@@ -85,6 +109,8 @@ export class Api extends HttpApi.make("switchyard")
   .add(ToolsApi)
   .add(AgentsApi)
   .add(OAuthApi)
+  .add(GroupsApi)
+  .add(AuditApi)
   .annotate(OpenApi.Title, "Switchyard API")
   .annotate(OpenApi.Description, "Self-hostable platform for AI agents. Every REST call carries `x-api-key`.")
 {}

@@ -2,19 +2,21 @@ import { Schema } from "effect"
 import { AgentId, ApiKeyId, OrganizationId, UserId } from "./Ids.js"
 import { Timestamp } from "./Timestamp.js"
 
-export const Role = Schema.Literal("super_admin", "admin", "member").annotations({
+export const Role = Schema.Literal("super_admin", "admin", "builder", "member").annotations({
   identifier: "Role",
-  description: "Organization role: `super_admin` (Super admin), `admin` (Admin) or `member` (Member)."
+  description:
+    "Organization role, strongest first: `super_admin` (Super admin), `admin` (Admin), `builder` (Builder), `member` (Member)."
 })
 export type Role = typeof Role.Type
 
 export const roleDisplayName: Record<Role, string> = {
   super_admin: "Super admin",
   admin: "Admin",
+  builder: "Builder",
   member: "Member"
 }
 
-const roleRank: Record<Role, number> = { member: 0, admin: 1, super_admin: 2 }
+const roleRank: Record<Role, number> = { member: 0, builder: 1, admin: 2, super_admin: 3 }
 /** Whether `role` is at least as strong as `minimum`. */
 export const roleAtLeast = (role: Role, minimum: Role): boolean => roleRank[role] >= roleRank[minimum]
 
@@ -52,6 +54,11 @@ export const CreateMember = Schema.Struct({
   role: Schema.optionalWith(Role, { default: () => "member" as const })
 }).annotations({ identifier: "CreateMember", ...reportAllErrors })
 export type CreateMember = typeof CreateMember.Type
+
+export const UpdateMember = Schema.Struct({
+  role: Role
+}).annotations({ identifier: "UpdateMember", ...reportAllErrors })
+export type UpdateMember = typeof UpdateMember.Type
 
 export const ApiKeyKind = Schema.Literal("organization", "personal").annotations({
   description: "`organization`: for applications and pipelines, optionally limited to agents. " +

@@ -1,6 +1,7 @@
 import { Command, Options } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { ConfigError, Console, Effect, Layer, Logger, LogLevel } from "effect"
+import { auditCommand } from "./audit/AuditCommand.js"
 import { SwitchyardConfig } from "./config/SwitchyardConfig.js"
 import { DatabaseForCommandLive } from "./db/Database.js"
 import { migrate } from "./db/Migrations.js"
@@ -45,7 +46,7 @@ const bootstrap = Command.make(
 
 const switchyard = Command.make("switchyard").pipe(
   Command.withDescription("Switchyard: a self-hostable platform for AI agents."),
-  Command.withSubcommands([serve, migrateCommand, bootstrap, usersCommand])
+  Command.withSubcommands([serve, migrateCommand, bootstrap, auditCommand, usersCommand])
 )
 
 const cli = Command.run(switchyard, { name: "switchyard", version: "0.1.0" })

@@ -5,6 +5,7 @@ import { Agent, type CreateAgent, type ModelConfig, type UpdateAgent } from "../
 import { BadRequest, NotFound } from "../../schema/Errors.js"
 import type { AgentId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
+import { AuditLog } from "../audit/AuditLog.js"
 import { Connections } from "../connectors/Connections.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
@@ -44,6 +45,7 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
   effect: Effect.gen(function*() {
     const repo = yield* AgentRepo
     const connections = yield* Connections
+    const audit = yield* AuditLog
 
     const checkModel = (model: ModelConfig) => {
       if (model.provider === "scripted" && (model.script === undefined || model.script.length === 0)) {
@@ -106,7 +108,7 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
     const present = (row: AgentRow) => Effect.map(repo.spent(row.id, row.budget), (spent) => toAgent(row, spent))
 
     const create = Effect.fn("Agents.create")(function*(principal: Principal, input: CreateAgent) {
-      yield* requireRole(principal, "admin", "create agents")
+      yield* requireRole(principal, "builder", "create agents")
       const fields: AgentFields = {
         name: input.name,
         instructions: input.instructions ?? "",
@@ -122,12 +124,15 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
         id: Crypto.randomUUID() as AgentId,
         organization_id: principal.organizationId,
         created_by: principal.userId
-      })
+      }).pipe(audit.recorded(principal, (row) => ({
+        action: "CREATE_AGENT",
+        targets: [{ type: "agent", id: row.id, name: row.name }]
+      })))
       return toAgent(row, 0)
     })
 
     const update = Effect.fn("Agents.update")(function*(principal: Principal, id: AgentId, input: UpdateAgent) {
-      yield* requireRole(principal, "admin", "change agents")
+      yield* requireRole(principal, "builder", "change agents")
       const current = yield* get(principal, id)
       const fields: AgentFields = {
         name: input.name ?? current.name,
@@ -139,7 +144,14 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
         max_tokens: input.max_tokens ?? current.max_tokens,
         timeout_seconds: input.timeout_seconds ?? current.timeout_seconds
       }
-      const row = yield* repo.update(principal.organizationId, id, fields)
+      const row = yield* repo.update(principal.organizationId, id, fields).pipe(
+        audit.recorded(principal, (row) =>
+          row === undefined ? undefined : {
+            action: "UPDATE_AGENT",
+            targets: [{ type: "agent", id, name: row.name }],
+            details: { changed: Object.keys(input).filter((k) => (input as any)[k] !== undefined).sort() }
+          })
+      )
       if (row === undefined) return yield* NotFound.of("Agent", id)
       if (input.budget !== undefined) yield* repo.clearExhausted(id)
       return yield* present(row)
@@ -154,12 +166,18 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
     const describe = (principal: Principal, id: AgentId) => Effect.flatMap(get(principal, id), present)
 
     const remove = Effect.fn("Agents.remove")(function*(principal: Principal, id: AgentId) {
-      yield* requireRole(principal, "admin", "delete agents")
-      yield* get(principal, id)
-      yield* repo.remove(principal.organizationId, id)
+      yield* requireRole(principal, "builder", "delete agents")
+      const current = yield* get(principal, id)
+      yield* repo.remove(principal.organizationId, id).pipe(
+        audit.recorded(
+          principal,
+          (removed) =>
+            removed ? { action: "DELETE_AGENT", targets: [{ type: "agent", id, name: current.name }] } : undefined
+        )
+      )
     })
 
     return { create, update, list, describe, get, remove } as const
   }),
-  dependencies: [AgentRepo.Default]
+  dependencies: [AgentRepo.Default, AuditLog.Default]
 }) {}

@@ -9,6 +9,7 @@ import {
 import { BadRequest, NotFound } from "../../schema/Errors.js"
 import type { ConnectionId, ConnectorId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
+import { AuditLog } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
@@ -33,7 +34,7 @@ const mayManage = (principal: Principal, row: Pick<ConnectionRow, "access_scope"
     ? row.owner_user_id === principal.userId
       ? Effect.void
       : Effect.fail(NotFound.of("Connection"))
-    : requireRole(principal, "admin", "manage organizational connections")
+    : requireRole(principal, "builder", "manage organizational connections")
 
 /** Connections (spec 4.2): an organization's authenticated access to a connector. */
 export class Connections extends Effect.Service<Connections>()("connectors/Connections", {
@@ -44,6 +45,12 @@ export class Connections extends Effect.Service<Connections>()("connectors/Conne
     const credentials = yield* ConnectionCredentials
     const authorizations = yield* OAuthAuthorizations
     const invoker = yield* OperationInvoker
+    const audit = yield* AuditLog
+    const connectionTarget = (row: Pick<ConnectionRow, "id" | "name">) => ({
+      type: "connection",
+      id: row.id,
+      name: row.name
+    })
     const ttl = Duration.toMillis((yield* SwitchyardConfig).connectorCacheTtl)
     const rows = new TtlCache<ConnectionId, ConnectionRow>(ttl)
 
@@ -88,7 +95,7 @@ export class Connections extends Effect.Service<Connections>()("connectors/Conne
           )
         }
         if (input.access_scope === "organizational") {
-          yield* requireRole(principal, "admin", "create organizational connections")
+          yield* requireRole(principal, "builder", "create organizational connections")
         }
         yield* checkServerUrl(input.server_url)
         const choice = chooseScheme(connector.imported, input.credentials)
@@ -122,7 +129,11 @@ export class Connections extends Effect.Service<Connections>()("connectors/Conne
           credentials: sealed.sealed,
           key_version: sealed.keyVersion,
           created_by: principal.userId
-        })
+        }).pipe(audit.recorded(principal, (row) => ({
+          action: "CREATE_CONNECTION",
+          targets: [connectionTarget(row), { type: "connector", id: connectorId, name: connector.name }],
+          details: { access_scope: row.access_scope, auth_type: row.auth_type }
+        })))
         const pageUrl = flow?.kind === "authorizationCode" ? yield* authorizations.begin(row) : undefined
         return new ConnectionCreated({
           ...toConnection(row),
@@ -162,7 +173,14 @@ export class Connections extends Effect.Service<Connections>()("connectors/Conne
             status: flow?.kind === "authorizationCode" ? "pending_authorization" : "active"
           }
         }
-        const row = yield* repo.updateConnection(principal.organizationId, id, patch)
+        const row = yield* repo.updateConnection(principal.organizationId, id, patch).pipe(
+          audit.recorded(principal, (row) =>
+            row === undefined ? undefined : {
+              action: "UPDATE_CONNECTION",
+              targets: [connectionTarget(row)],
+              details: { changed: Object.keys(input).filter((k) => (input as any)[k] !== undefined).sort() }
+            })
+        )
         if (row === undefined) return yield* NotFound.of("Connection", id)
         rows.delete(id)
         yield* credentials.forget(id)
@@ -197,7 +215,17 @@ export class Connections extends Effect.Service<Connections>()("connectors/Conne
       function*(principal: Principal, connectorId: ConnectorId, id: ConnectionId) {
         const { connection } = yield* ofConnector(principal, connectorId, id)
         yield* mayManage(principal, connection)
-        if (!(yield* repo.deleteConnection(principal.organizationId, id))) return yield* NotFound.of("Connection", id)
+        const deleted = yield* repo.deleteConnection(principal.organizationId, id).pipe(
+          audit.recorded(principal, (deleted) =>
+            deleted
+              ? {
+                action: "DELETE_CONNECTION",
+                targets: [connectionTarget(connection)],
+                details: { access_scope: connection.access_scope }
+              }
+              : undefined)
+        )
+        if (!deleted) return yield* NotFound.of("Connection", id)
         rows.delete(id)
         yield* credentials.forget(id)
       }
@@ -249,5 +277,5 @@ export class Connections extends Effect.Service<Connections>()("connectors/Conne
 
     return { create, list, get, update, authorize, remove, schema, target, peekTarget, invoke } as const
   }),
-  dependencies: [ConnectorRepo.Default, ConnectorCatalog.Default]
+  dependencies: [ConnectorRepo.Default, ConnectorCatalog.Default, AuditLog.Default]
 }) {}

@@ -11,6 +11,7 @@ import {
 import { BadRequest, NotFound } from "../../schema/Errors.js"
 import type { ConnectionId, ConnectorId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
+import { AuditLog } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
@@ -115,6 +116,7 @@ const checkServerUrl = (url: string | undefined) =>
 export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connectors/ConnectorCatalog", {
   effect: Effect.gen(function*() {
     const repo = yield* ConnectorRepo
+    const audit = yield* AuditLog
     const ttl = Duration.toMillis((yield* SwitchyardConfig).connectorCacheTtl)
     const connectors = new TtlCache<ConnectorId, ConnectorRow>(ttl)
 
@@ -188,7 +190,7 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
     })
 
     const create = Effect.fn("ConnectorCatalog.create")(function*(principal: Principal, input: CreateConnector) {
-      yield* requireRole(principal, "admin", "add connectors")
+      yield* requireRole(principal, "builder", "add connectors")
       yield* checkServerUrl(input.server_url)
       const { document, imported } = yield* parseDocument(input.spec)
       const row = yield* repo.insertConnector({
@@ -200,14 +202,17 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
         imported,
         serverUrl: input.server_url ?? null,
         createdBy: principal.userId
-      })
+      }).pipe(audit.recorded(principal, (row) => ({
+        action: "CREATE_CONNECTOR",
+        targets: [{ type: "connector", id: row.id, name: row.name }]
+      })))
       return new ConnectorImported({ ...toConnector(row, []), import_report: imported.report })
     })
 
     /** Replaces the document; connections stay. */
     const replace = Effect.fn("ConnectorCatalog.replace")(
       function*(principal: Principal, id: ConnectorId, input: CreateConnector) {
-        yield* requireRole(principal, "admin", "change connectors")
+        yield* requireRole(principal, "builder", "change connectors")
         yield* checkServerUrl(input.server_url)
         const current = yield* get(principal, id)
         if (current.built_in) {
@@ -220,7 +225,10 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
           document,
           imported,
           serverUrl: input.server_url ?? current.server_url
-        })
+        }).pipe(audit.recorded(principal, (row) =>
+          row === undefined
+            ? undefined
+            : { action: "UPDATE_CONNECTOR", targets: [{ type: "connector", id, name: row.name }] }))
         if (row === undefined) return yield* NotFound.of("Connector", id)
         connectors.delete(id)
         const [withConns] = yield* withConnections(principal, [row])
@@ -229,12 +237,17 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
     )
 
     const archive = Effect.fn("ConnectorCatalog.archive")(function*(principal: Principal, id: ConnectorId) {
-      yield* requireRole(principal, "admin", "remove connectors")
+      yield* requireRole(principal, "builder", "remove connectors")
       const current = yield* get(principal, id)
       if (current.built_in) {
         return yield* BadRequest.of("Built-in connectors cannot be removed.", undefined, "built_in_connector")
       }
-      const row = yield* repo.archiveConnector(principal.organizationId, id)
+      const row = yield* repo.archiveConnector(principal.organizationId, id).pipe(
+        audit.recorded(principal, (row) =>
+          row === undefined
+            ? undefined
+            : { action: "ARCHIVE_CONNECTOR", targets: [{ type: "connector", id, name: row.name }] })
+      )
       if (row === undefined) return yield* NotFound.of("Connector", id)
       connectors.delete(id)
       return toConnector(row, [])
@@ -273,5 +286,5 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
       forget: (id: ConnectorId) => connectors.delete(id)
     } as const
   }),
-  dependencies: [ConnectorRepo.Default]
+  dependencies: [ConnectorRepo.Default, AuditLog.Default]
 }) {}

@@ -11,6 +11,7 @@ import connectors from "./migrations/0002_connectors.js"
 import agents from "./migrations/0003_agents.js"
 import taskRecovery from "./migrations/0004_task_recovery.js"
 import oauth from "./migrations/0005_oauth.js"
+import access from "./migrations/0006_access.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -18,7 +19,8 @@ export const migrations = {
   "0002_connectors": connectors,
   "0003_agents": agents,
   "0004_task_recovery": taskRecovery,
-  "0005_oauth": oauth
+  "0005_oauth": oauth,
+  "0006_access": access
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

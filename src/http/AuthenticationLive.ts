@@ -2,6 +2,7 @@ import { HttpServerRequest } from "@effect/platform"
 import { Effect, FiberRef, Layer, Redacted } from "effect"
 import { Unauthenticated } from "../../schema/Errors.js"
 import { Authentication } from "../../schema/Security.js"
+import { CurrentAuditRequest } from "../audit/DeniedRequests.js"
 import { ApiKeyAuthenticator } from "../identity/ApiKeyAuthenticator.js"
 import { CurrentRequest } from "./RequestContext.js"
 
@@ -19,9 +20,20 @@ export const AuthenticationLive = Layer.effect(
               "bearer_not_supported"
             )
           }
-          const principal = yield* authenticator.authenticate(key).pipe(Effect.catchTag("SqlError", Effect.die))
+          const audit = yield* FiberRef.get(CurrentAuditRequest)
+          const principal = yield* authenticator.authenticate(key).pipe(
+            Effect.tapError((e) =>
+              audit === undefined || (e._tag === "Unauthenticated" && e.code === "missing_api_key")
+                ? Effect.void
+                : Effect.map(authenticator.organizationOf(key), (refused) => {
+                  audit.refusedKey = refused
+                })
+            ),
+            Effect.catchTag("SqlError", Effect.die)
+          )
           const info = yield* FiberRef.get(CurrentRequest)
           if (info !== undefined) info.organizationId = principal.organizationId
+          if (audit !== undefined) audit.principal = principal
           return principal
         })
     }

@@ -3,6 +3,9 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import * as Http from "node:http"
 import { Api } from "../../schema/Api.js"
+import { GroupsHttpLive } from "../access/GroupsHttp.js"
+import { AuditHttpLive } from "../audit/AuditHttp.js"
+import { DeniedRequestsLive } from "../audit/DeniedRequests.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { McpRoutes } from "../mcp/McpEndpoint.js"
 import { OAuthHttpLive } from "../oauth/OAuthHttp.js"
@@ -20,7 +23,7 @@ import { SystemHttpLive } from "./SystemHttp.js"
 import { ToolsHttpLive } from "./ToolsHttp.js"
 
 const ApiRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([SystemHttpLive, IdentityHttpLive, ToolsHttpLive, AgentsHttpLive, OAuthHttpLive]),
+  Layer.provide([SystemHttpLive, IdentityHttpLive, ToolsHttpLive, AgentsHttpLive, GroupsHttpLive, AuditHttpLive, OAuthHttpLive]),
   Layer.provide(AuthenticationLive)
 )
 
@@ -32,8 +35,9 @@ const Routes = Layer.mergeAll(
   SignInPages,
   McpRoutes,
   FastInvokeLive,
-  RequestPipelineLive
-)
+  // added after the pipeline, so it runs inside it (request id and error bodies in place)
+  DeniedRequestsLive
+).pipe(Layer.provideMerge(RequestPipelineLive))
 
 /**
  * The HTTP front end. On shutdown, before the server and the cluster go down: turn unready, stop

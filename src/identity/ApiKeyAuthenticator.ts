@@ -84,6 +84,17 @@ export class ApiKeyAuthenticator extends Effect.Service<ApiKeyAuthenticator>()("
 
     const forget = (id: ApiKeyId) => Effect.sync(() => cache.delete(id))
 
+    /** The organization a refused key names, if the key exists (for the audit record of the refusal). */
+    const organizationOf = (apiKey: Redacted.Redacted<string>) =>
+      Effect.gen(function*() {
+        const parsed = parseApiKey(Redacted.value(apiKey).trim())
+        if (parsed === undefined) return undefined
+        const cached = cache.get(parsed.id)
+        if (cached !== undefined) return { organizationId: cached.principal.organizationId, keyId: parsed.id }
+        const row = yield* repo.findApiKeyForAuth(parsed.id)
+        return row === undefined ? undefined : { organizationId: row.organization_id, keyId: row.id }
+      })
+
     /** For the fast path: the principal of a key verified recently on this node, else undefined. */
     const peek = (raw: string | undefined) => {
       const parsed = raw === undefined ? undefined : parseApiKey(raw.trim())
@@ -96,7 +107,7 @@ export class ApiKeyAuthenticator extends Effect.Service<ApiKeyAuthenticator>()("
       return secretMatches(parsed.secret, entry.hash) ? entry.principal : undefined
     }
 
-    return { authenticate, forget, peek } as const
+    return { authenticate, forget, peek, organizationOf } as const
   }),
   dependencies: [IdentityRepo.Default]
 }) {}

@@ -8,10 +8,13 @@ import {
   type CreateMember,
   Me,
   roleAtLeast,
-  roleDisplayName
+  roleDisplayName,
+  type UpdateMember
 } from "../../schema/Identity.js"
 import type { ApiKeyId, OrganizationId, UserId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
+import { checkRoleChange } from "../access/RolePolicy.js"
+import { AuditLog } from "../audit/AuditLog.js"
 import { generateApiKey } from "./ApiKeySecret.js"
 import { requireRole } from "./IdentityPolicy.js"
 import { IdentityRepo, toApiKey } from "./IdentityRepo.js"
@@ -29,6 +32,7 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
   effect: Effect.gen(function*() {
     const repo = yield* IdentityRepo
     const sql = yield* SqlClient.SqlClient
+    const audit = yield* AuditLog
 
     const createKey = (
       organizationId: OrganizationId,
@@ -64,6 +68,17 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
           user.id,
           null
         )
+        yield* audit.record({
+          organizationId: organization.id,
+          actor: { type: "system", id: "bootstrap", key_id: null }
+        }, {
+          action: "CREATE_ORGANIZATION",
+          targets: [
+            { type: "organization", id: organization.id, name: organization.name },
+            { type: "member", id: user.id, name: user.email }
+          ],
+          details: { role: "super_admin", api_key_id: key.id }
+        })
         return { organization_id: organization.id, user_id: user.id, api_key: key.api_key } satisfies Bootstrapped
       },
       sql.withTransaction
@@ -93,22 +108,85 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
 
     const createMember = Effect.fn("Identity.createMember")(function*(principal: Principal, input: CreateMember) {
       yield* requireRole(principal, "admin", "add members")
-      if (!roleAtLeast(principal.role, input.role)) {
-        return yield* Forbidden.of(`You cannot grant the role '${input.role}', which is above your own.`)
-      }
+      yield* checkRoleChange(principal, undefined, input.role)
       const user = yield* repo.upsertUser(Crypto.randomUUID() as UserId, input.email, input.name ?? null)
       const added = yield* repo.insertMembership(principal.organizationId, user.id, input.role)
       if (!added) {
         return yield* Conflict.of(`${input.email} is already a member of this organization.`, "already_member")
       }
+      yield* audit.record(principal, {
+        action: "ADD_MEMBER",
+        targets: [{ type: "member", id: user.id, name: user.email }],
+        details: { role: input.role }
+      })
       return (yield* repo.findMember(principal.organizationId, user.id))!
     }, sql.withTransaction)
+
+    /** The one Super admin left may not go: an organization always keeps one. */
+    const keepsSuperAdmin = (principal: Principal, current: string, next: string | undefined) =>
+      Effect.gen(function*() {
+        if (current !== "super_admin" || next === "super_admin") return
+        if ((yield* repo.countSuperAdmins(principal.organizationId)) <= 1) {
+          return yield* Conflict.of(
+            "This is the organization's last Super admin; make someone else Super admin first.",
+            "last_super_admin"
+          )
+        }
+      })
+
+    const updateMember = Effect.fn("Identity.updateMember")(
+      function*(principal: Principal, userId: UserId, input: UpdateMember) {
+        yield* requireRole(principal, "admin", "change members' roles")
+        yield* repo.lockOrganization(principal.organizationId)
+        const member = yield* repo.findMember(principal.organizationId, userId)
+        if (member === undefined) return yield* NotFound.of("Member", userId)
+        yield* checkRoleChange(principal, member.role, input.role)
+        if (member.role === input.role) return member
+        yield* keepsSuperAdmin(principal, member.role, input.role)
+        yield* repo.updateMembershipRole(principal.organizationId, userId, input.role)
+        yield* audit.record(principal, {
+          action: "UPDATE_MEMBER_ROLE",
+          targets: [{ type: "member", id: userId, name: member.user.email }],
+          details: { from: member.role, to: input.role }
+        })
+        return (yield* repo.findMember(principal.organizationId, userId))!
+      },
+      sql.withTransaction
+    )
+
+    /** Out of the organization and its groups; their personal keys here are revoked. */
+    const removeMember = Effect.fn("Identity.removeMember")(function*(principal: Principal, userId: UserId) {
+      yield* requireRole(principal, "admin", "remove members")
+      yield* repo.lockOrganization(principal.organizationId)
+      const member = yield* repo.findMember(principal.organizationId, userId)
+      if (member === undefined) return yield* NotFound.of("Member", userId)
+      yield* checkRoleChange(principal, member.role, undefined)
+      yield* keepsSuperAdmin(principal, member.role, undefined)
+      const revoked = yield* repo.revokePersonalKeys(principal.organizationId, userId)
+      yield* repo.deleteMembership(principal.organizationId, userId)
+      yield* audit.record(principal, {
+        action: "REMOVE_MEMBER",
+        targets: [{ type: "member", id: userId, name: member.user.email }],
+        details: { role: member.role, revoked_api_keys: revoked }
+      })
+      return revoked
+    }, sql.withTransaction)
+
+    /** Ids of a member's personal keys, for forgetting cached principals after a role change. */
+    const personalKeyIds = (principal: Principal, userId: UserId) =>
+      Effect.map(repo.listApiKeys(principal.organizationId, userId), (rows) => rows.map((r) => r.id))
 
     const listApiKeys = Effect.fn("Identity.listApiKeys")(function*(principal: Principal) {
       const everyone = roleAtLeast(principal.role, "admin")
       if (!everyone && principal.userId === null) return { items: [], total: 0 }
       const rows = yield* repo.listApiKeys(principal.organizationId, everyone ? null : principal.userId)
       return { items: rows.map(toApiKey), total: rows.length }
+    })
+
+    const keyCreated = (key: CreatedApiKey) => ({
+      action: "CREATE_API_KEY",
+      targets: [{ type: "api_key", id: key.id, name: key.name }],
+      details: { kind: key.kind, role: key.role, user_id: key.user_id, agent_ids: key.agent_ids }
     })
 
     const createApiKey = Effect.fn("Identity.createApiKey")(function*(principal: Principal, input: CreateApiKey) {
@@ -120,7 +198,9 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
         if (input.role !== undefined && !roleAtLeast(principal.role, input.role)) {
           return yield* Forbidden.of(`You cannot create a key with the role '${input.role}', which is above your own.`)
         }
-        return yield* createKey(principal.organizationId, input, null, principal.userId)
+        return yield* createKey(principal.organizationId, input, null, principal.userId).pipe(
+          audit.recorded(principal, keyCreated)
+        )
       }
       if (input.agent_ids !== undefined || input.role !== undefined) {
         return yield* BadRequest.of(
@@ -136,7 +216,9 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       if (userId !== principal.userId) yield* requireRole(principal, "admin", "issue keys for other members")
       const member = yield* repo.findMember(principal.organizationId, userId)
       if (member === undefined) return yield* NotFound.of("Member", userId)
-      return yield* createKey(principal.organizationId, { ...input, role: member.role }, userId, principal.userId)
+      return yield* createKey(principal.organizationId, { ...input, role: member.role }, userId, principal.userId).pipe(
+        audit.recorded(principal, keyCreated)
+      )
     })
 
     const revokeApiKey = Effect.fn("Identity.revokeApiKey")(function*(principal: Principal, id: ApiKeyId) {
@@ -145,7 +227,16 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       const manageable = key !== undefined &&
         (roleAtLeast(principal.role, "admin") || (key.user_id !== null && key.user_id === principal.userId))
       if (!manageable) return yield* NotFound.of("API key", id)
-      return toApiKey((yield* repo.revokeApiKey(principal.organizationId, id))!)
+      if (key.revoked_at !== null) return toApiKey(key)
+      const revoked = yield* repo.revokeApiKey(principal.organizationId, id).pipe(
+        audit.recorded(principal, (row) =>
+          row === undefined ? undefined : {
+            action: "REVOKE_API_KEY",
+            targets: [{ type: "api_key", id, name: key.name }],
+            details: { kind: key.kind, user_id: key.user_id }
+          })
+      )
+      return toApiKey(revoked!)
     })
 
     return {
@@ -154,10 +245,13 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       me,
       listMembers,
       createMember,
+      updateMember,
+      removeMember,
+      personalKeyIds,
       listApiKeys,
       createApiKey,
       revokeApiKey
     } as const
   }),
-  dependencies: [IdentityRepo.Default]
+  dependencies: [IdentityRepo.Default, AuditLog.Default]
 }) {}

@@ -164,6 +164,33 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
         )
       )
 
+    /** Serializes role changes in an organization (keeps it from losing its last Super admin in a race). */
+    const lockOrganization = (organizationId: OrganizationId) =>
+      sql`SELECT id FROM organizations WHERE id = ${organizationId} FOR NO KEY UPDATE`
+
+    const countSuperAdmins = (organizationId: OrganizationId) =>
+      sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM memberships WHERE organization_id = ${organizationId} AND role = 'super_admin'`
+        .pipe(Effect.map(([row]) => row!.n))
+
+    const updateMembershipRole = (organizationId: OrganizationId, userId: UserId, role: Role) =>
+      sql`
+        UPDATE memberships SET role = ${role} WHERE organization_id = ${organizationId} AND user_id = ${userId}
+        RETURNING user_id`.pipe(Effect.map((rows) => rows.length === 1))
+
+    /** Leaves the organization (and, by cascade, its groups). */
+    const deleteMembership = (organizationId: OrganizationId, userId: UserId) =>
+      sql`DELETE FROM memberships WHERE organization_id = ${organizationId} AND user_id = ${userId} RETURNING user_id`
+        .pipe(Effect.map((rows) => rows.length === 1))
+
+    /** Revokes a user's personal keys in one organization; their ids. */
+    const revokePersonalKeys = (organizationId: OrganizationId, userId: UserId) =>
+      sql<{ id: ApiKeyId }>`
+        UPDATE api_keys SET revoked_at = now()
+        WHERE organization_id = ${organizationId} AND user_id = ${userId} AND revoked_at IS NULL RETURNING id`.pipe(
+        Effect.map((rows) => rows.map((r) => r.id))
+      )
+
     const touchApiKey = (id: ApiKeyId) => sql`UPDATE api_keys SET last_used_at = now() WHERE id = ${id}`
 
     return {
@@ -179,7 +206,12 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
       listApiKeys,
       revokeApiKey,
       touchApiKey,
-      findCaller
+      findCaller,
+      lockOrganization,
+      countSuperAdmins,
+      updateMembershipRole,
+      deleteMembership,
+      revokePersonalKeys
     } as const
   })
 }) {}

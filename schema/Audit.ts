@@ -1,0 +1,113 @@
+import { Schema } from "effect"
+import { OrganizationId } from "./Ids.js"
+import { Timestamp } from "./Timestamp.js"
+
+/**
+ * The actions written today. The list is open: an area that changes access adds its own
+ * (`UPDATE_SKILL_ACCESS`, `PUBLISH_SKILL`, `ARCHIVE_SKILL`, `UPDATE_SSO_SETTINGS` are reserved for skills and SSO).
+ */
+export const auditActions = [
+  "CREATE_ORGANIZATION",
+  "ADD_MEMBER",
+  "UPDATE_MEMBER_ROLE",
+  "REMOVE_MEMBER",
+  "CREATE_API_KEY",
+  "REVOKE_API_KEY",
+  "CREATE_GROUP",
+  "UPDATE_GROUP",
+  "DELETE_GROUP",
+  "ADD_GROUP_MEMBER",
+  "REMOVE_GROUP_MEMBER",
+  "CREATE_AGENT",
+  "UPDATE_AGENT",
+  "DELETE_AGENT",
+  "CREATE_CONNECTOR",
+  "UPDATE_CONNECTOR",
+  "ARCHIVE_CONNECTOR",
+  "CREATE_CONNECTION",
+  "UPDATE_CONNECTION",
+  "DELETE_CONNECTION",
+  "ACCESS_DENIED",
+  "AUTHENTICATION_FAILED",
+  "UPDATE_SKILL_ACCESS",
+  "PUBLISH_SKILL",
+  "ARCHIVE_SKILL",
+  "UPDATE_SSO_SETTINGS"
+] as const
+
+export const AuditAction = Schema.String.pipe(
+  Schema.pattern(/^[A-Z][A-Z0-9_]{0,63}$/, { message: () => "must be an event type like CREATE_AGENT" })
+).annotations({ description: `Event type, e.g. ${auditActions.slice(0, 6).join(", ")}, … (see the README).` })
+
+export const AuditActorType = Schema.Literal("user", "api_key", "oauth_client", "system")
+export type AuditActorType = typeof AuditActorType.Type
+
+export const AuditActor = Schema.Struct({
+  type: AuditActorType,
+  id: Schema.String.annotations({ description: "User id, API key id, OAuth client id, or the system part's name." }),
+  key_id: Schema.NullOr(Schema.String).annotations({ description: "The API key the request carried, if any." })
+}).annotations({ identifier: "AuditActor" })
+export type AuditActor = typeof AuditActor.Type
+
+export const AuditTarget = Schema.Struct({
+  type: Schema.String.annotations({ description: "What was acted on: `agent`, `member`, `api_key`, `route`, …" }),
+  id: Schema.String,
+  name: Schema.optional(Schema.String)
+}).annotations({ identifier: "AuditTarget" })
+export type AuditTarget = typeof AuditTarget.Type
+
+export const AuditOutcome = Schema.Literal("success", "denied", "failure").annotations({
+  description: "`success`: the change was made. `denied`: refused by authentication or authorization. " +
+    "`failure`: attempted and failed for another reason."
+})
+export type AuditOutcome = typeof AuditOutcome.Type
+
+export class AuditEvent extends Schema.Class<AuditEvent>("AuditEvent")({
+  id: Schema.UUID,
+  seq: Schema.Int.annotations({ description: "Position in the organization's chain, from 1." }),
+  time: Timestamp,
+  organization_id: OrganizationId,
+  actor: AuditActor,
+  action: Schema.String,
+  targets: Schema.Array(AuditTarget),
+  outcome: AuditOutcome,
+  ip: Schema.NullOr(Schema.String),
+  user_agent: Schema.NullOr(Schema.String),
+  request_id: Schema.NullOr(Schema.String),
+  details: Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  prev_hash: Schema.String.annotations({ description: "The previous record's `hash` (64 zeros for the first)." }),
+  hash: Schema.String.annotations({
+    description: "SHA-256 (hex) of the record's canonical JSON, `prev_hash` included."
+  })
+}) {}
+
+export const AuditFilters = {
+  event_type: Schema.optional(AuditAction).annotations({ description: "Only this event type." }),
+  actor: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))).annotations({
+    description: "Only events by this actor: a user id, API key id or OAuth client id (the key a request carried " +
+      "matches too)."
+  }),
+  from: Schema.optional(Schema.Date).annotations({ description: "From this time (inclusive), ISO 8601." }),
+  to: Schema.optional(Schema.Date).annotations({ description: "Before this time (exclusive), ISO 8601." })
+}
+
+export const AuditListParams = Schema.Struct({
+  ...AuditFilters,
+  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 500))).annotations({
+    description: "Page size, 1–500 (default 100)."
+  }),
+  cursor: Schema.optional(Schema.String).annotations({ description: "The previous page's `next_cursor`." })
+})
+
+export const AuditExportParams = Schema.Struct({
+  ...AuditFilters,
+  format: Schema.optionalWith(Schema.Literal("csv", "json", "ndjson"), { default: () => "json" as const })
+    .annotations({
+      description: "`json`: one JSON array; `ndjson`: one JSON object a line; `csv`: RFC 4180 with a header row."
+    })
+})
+
+export const AuditPage = Schema.Struct({
+  items: Schema.Array(AuditEvent),
+  next_cursor: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "AuditPage" })

@@ -1,0 +1,264 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import * as Crypto from "node:crypto"
+import type { AddGroupMember, CreateGroup, GroupId, UpdateGroup } from "../../schema/Access.js"
+import { BadRequest, Conflict, NotFound } from "../../schema/Errors.js"
+import { Member, type Role, roleDisplayName, User } from "../../schema/Identity.js"
+import type { UserId } from "../../schema/Ids.js"
+import type { Principal } from "../../schema/Security.js"
+import { AuditLog } from "../audit/AuditLog.js"
+import { requireRole } from "../identity/IdentityPolicy.js"
+import { IdentityRepo } from "../identity/IdentityRepo.js"
+import { type GroupFields, GroupRepo, isUniqueViolation, type Position, toGroup } from "./GroupRepo.js"
+import { checkRoleChange, raisedRole } from "./RolePolicy.js"
+
+export const encodePosition = (p: Position) =>
+  Buffer.from(JSON.stringify([p.at.toISOString(), p.id])).toString("base64url")
+
+export const decodePosition = (cursor: string | undefined) =>
+  Effect.suspend(() => {
+    if (cursor === undefined) return Effect.succeed(undefined)
+    try {
+      const [at, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
+      const date = new Date(at)
+      if (!Number.isNaN(date.getTime()) && typeof id === "string" && /^[0-9a-f-]{36}$/i.test(id)) {
+        return Effect.succeed({ at: date, id })
+      }
+    } catch {
+      // answered below
+    }
+    return Effect.fail(
+      BadRequest.of("`cursor` is not one this API returned; start again without it.", undefined, "invalid_cursor")
+    )
+  })
+
+const nameTaken = (name: string) =>
+  Conflict.of(`A group named '${name}' already exists in this organization.`, "group_name_taken")
+
+/** Groups: members who share defaults. Admins and above manage them; every change is audited. */
+export class Groups extends Effect.Service<Groups>()("access/Groups", {
+  effect: Effect.gen(function*() {
+    const repo = yield* GroupRepo
+    const identity = yield* IdentityRepo
+    const audit = yield* AuditLog
+    const sql = yield* SqlClient.SqlClient
+
+    const find = (principal: Principal, id: GroupId) =>
+      Effect.flatMap(
+        repo.find(principal.organizationId, id),
+        (row) => row === undefined ? Effect.fail(NotFound.of("Group", id)) : Effect.succeed(row)
+      )
+
+    /** A default role is one the caller could grant; default agents are live agents of the organization. */
+    const checkFields = (principal: Principal, fields: GroupFields) =>
+      Effect.gen(function*() {
+        if (fields.default_role !== null) yield* checkRoleChange(principal, undefined, fields.default_role)
+        const unique = Array.from(new Set(fields.agent_ids))
+        const known = yield* repo.existingAgents(principal.organizationId, unique)
+        const unknown = unique.filter((id) => !known.has(id))
+        if (unknown.length > 0) {
+          return yield* BadRequest.of(
+            `\`agent_ids\`: no agent ${unknown.map((id) => `'${id}'`).join(", ")} in this organization.`,
+            { unknown_agent_ids: unknown },
+            "unknown_agent"
+          )
+        }
+        return { ...fields, agent_ids: unique } as GroupFields
+      })
+
+    const list = Effect.fn("Groups.list")(
+      function*(
+        principal: Principal,
+        page: { readonly limit?: number | undefined; readonly cursor?: string | undefined }
+      ) {
+        yield* requireRole(principal, "admin", "manage groups")
+        const after = yield* decodePosition(page.cursor)
+        const limit = page.limit ?? 50
+        const rows = yield* repo.list(principal.organizationId, after, limit + 1)
+        const items = rows.slice(0, limit)
+        const last = items[items.length - 1]
+        return {
+          items: items.map(toGroup),
+          next_cursor: rows.length > limit && last !== undefined
+            ? encodePosition({ at: last.created_at, id: last.id })
+            : null
+        }
+      }
+    )
+
+    const get = Effect.fn("Groups.get")(function*(principal: Principal, id: GroupId) {
+      yield* requireRole(principal, "admin", "manage groups")
+      return toGroup(yield* find(principal, id))
+    })
+
+    const create = Effect.fn("Groups.create")(function*(principal: Principal, input: CreateGroup) {
+      yield* requireRole(principal, "admin", "manage groups")
+      const fields = yield* checkFields(principal, {
+        name: input.name,
+        description: input.description ?? "",
+        default_role: input.default_role ?? null,
+        agent_ids: input.agent_ids ?? []
+      })
+      const id = Crypto.randomUUID() as GroupId
+      const row = yield* repo.insert(principal.organizationId, id, fields, principal.userId).pipe(
+        audit.recorded(principal, (row) =>
+          row === undefined ? undefined : {
+            action: "CREATE_GROUP",
+            targets: [{ type: "group", id, name: fields.name }],
+            details: { default_role: fields.default_role, agent_ids: fields.agent_ids }
+          })
+      )
+      if (row === undefined) return yield* nameTaken(fields.name)
+      return toGroup(row)
+    })
+
+    const update = Effect.fn("Groups.update")(function*(principal: Principal, id: GroupId, input: UpdateGroup) {
+      yield* requireRole(principal, "admin", "manage groups")
+      const current = yield* find(principal, id)
+      const fields = yield* checkFields(principal, {
+        name: input.name ?? current.name,
+        description: input.description ?? current.description,
+        default_role: input.default_role === undefined ? current.default_role : input.default_role,
+        agent_ids: input.agent_ids ?? current.agent_ids
+      })
+      const row = yield* repo.update(principal.organizationId, id, fields).pipe(
+        audit.recorded(principal, (row) =>
+          row === undefined ? undefined : {
+            action: "UPDATE_GROUP",
+            targets: [{ type: "group", id, name: fields.name }],
+            details: {
+              changed: Object.keys(input).filter((k) => (input as Record<string, unknown>)[k] !== undefined).sort()
+            }
+          }),
+        Effect.catchIf(isUniqueViolation, () => nameTaken(fields.name))
+      )
+      if (row === undefined) return yield* NotFound.of("Group", id)
+      return toGroup(row)
+    })
+
+    const remove = Effect.fn("Groups.remove")(function*(principal: Principal, id: GroupId) {
+      yield* requireRole(principal, "admin", "manage groups")
+      const current = yield* find(principal, id)
+      const removed = yield* repo.remove(principal.organizationId, id).pipe(
+        audit.recorded(principal, (removed) =>
+          removed
+            ? {
+              action: "DELETE_GROUP",
+              targets: [{ type: "group", id, name: current.name }],
+              details: { members: current.member_count }
+            }
+            : undefined)
+      )
+      if (!removed) return yield* NotFound.of("Group", id)
+    })
+
+    const members = Effect.fn("Groups.members")(function*(
+      principal: Principal,
+      id: GroupId,
+      page: { readonly limit?: number | undefined; readonly cursor?: string | undefined }
+    ) {
+      yield* requireRole(principal, "admin", "manage groups")
+      yield* find(principal, id)
+      const after = yield* decodePosition(page.cursor)
+      const limit = page.limit ?? 50
+      const rows = yield* repo.members(principal.organizationId, id, after, limit + 1)
+      const items = rows.slice(0, limit)
+      const last = items[items.length - 1]
+      return {
+        items: items.map((r) =>
+          new Member({
+            user: new User({ id: r.id, email: r.email, name: r.name }),
+            role: r.role,
+            role_display: roleDisplayName[r.role],
+            created_at: r.created_at
+          })
+        ),
+        next_cursor: rows.length > limit && last !== undefined
+          ? encodePosition({ at: last.added_at, id: last.id })
+          : null
+      }
+    })
+
+    /**
+     * Adds a member (or a person, by e-mail, to the organization first). The group's default role applies
+     * when it is above theirs; each change (joining the organization, a raised role, joining the group) is
+     * its own record, all in one transaction.
+     */
+    const addMember = Effect.fn("Groups.addMember")(
+      function*(principal: Principal, id: GroupId, input: AddGroupMember) {
+        yield* requireRole(principal, "admin", "manage groups")
+        if ((input.user_id === undefined) === (input.email === undefined)) {
+          return yield* BadRequest.of(
+            "Give either `user_id` (a member) or `email` (a person).",
+            undefined,
+            "validation_failed"
+          )
+        }
+        yield* identity.lockOrganization(principal.organizationId)
+        const group = yield* find(principal, id)
+        let userId: UserId
+        let current: Role | undefined
+        let email: string
+        if (input.user_id !== undefined) {
+          const member = yield* identity.findMember(principal.organizationId, input.user_id)
+          if (member === undefined) return yield* NotFound.of("Member", input.user_id)
+          userId = member.user.id
+          current = member.role
+          email = member.user.email
+        } else {
+          const user = yield* identity.upsertUser(Crypto.randomUUID() as UserId, input.email!, input.name ?? null)
+          const member = yield* identity.findMember(principal.organizationId, user.id)
+          userId = user.id
+          current = member?.role
+          email = user.email
+        }
+        const role = raisedRole(current, group.default_role)
+        const target = { type: "member", id: userId, name: email }
+        if (current === undefined) {
+          yield* checkRoleChange(principal, undefined, role)
+          yield* identity.insertMembership(principal.organizationId, userId, role)
+          yield* audit.record(principal, {
+            action: "ADD_MEMBER",
+            targets: [target],
+            details: { role, group_id: id }
+          })
+        } else if (role !== current) {
+          yield* checkRoleChange(principal, current, role)
+          yield* identity.updateMembershipRole(principal.organizationId, userId, role)
+          yield* audit.record(principal, {
+            action: "UPDATE_MEMBER_ROLE",
+            targets: [target],
+            details: { from: current, to: role, group_id: id }
+          })
+        }
+        if (!(yield* repo.addMember(principal.organizationId, id, userId))) {
+          return yield* Conflict.of(`${email} is already in the group '${group.name}'.`, "already_in_group")
+        }
+        yield* audit.record(principal, {
+          action: "ADD_GROUP_MEMBER",
+          targets: [{ type: "group", id, name: group.name }, target]
+        })
+        return (yield* identity.findMember(principal.organizationId, userId))!
+      },
+      sql.withTransaction
+    )
+
+    const removeMember = Effect.fn("Groups.removeMember")(function*(principal: Principal, id: GroupId, userId: UserId) {
+      yield* requireRole(principal, "admin", "manage groups")
+      const group = yield* find(principal, id)
+      const removed = yield* repo.removeMember(principal.organizationId, id, userId).pipe(
+        audit.recorded(principal, (removed) =>
+          removed
+            ? {
+              action: "REMOVE_GROUP_MEMBER",
+              targets: [{ type: "group", id, name: group.name }, { type: "member", id: userId }]
+            }
+            : undefined)
+      )
+      if (!removed) return yield* NotFound.of(`Member '${userId}' of group`, id)
+    })
+
+    return { list, get, create, update, remove, members, addMember, removeMember } as const
+  }),
+  dependencies: [GroupRepo.Default, IdentityRepo.Default, AuditLog.Default]
+}) {}

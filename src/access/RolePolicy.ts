@@ -1,0 +1,32 @@
+import { Effect } from "effect"
+import { Forbidden } from "../../schema/Errors.js"
+import { type Role, roleAtLeast, roleDisplayName } from "../../schema/Identity.js"
+import type { Principal } from "../../schema/Security.js"
+
+/**
+ * May the caller move someone from `current` (`undefined`: not yet a member) to `next` (`undefined`: out of
+ * the organization)? Nobody grants above their own role or changes someone above it, and only a Super admin
+ * grants or removes Super admin. The caller is already known to be an Admin or above.
+ */
+export const checkRoleChange = (principal: Principal, current: Role | undefined, next: Role | undefined) => {
+  if ((next === "super_admin" || current === "super_admin") && principal.role !== "super_admin") {
+    return Effect.fail(Forbidden.of("Only a Super admin may grant or remove the Super admin role."))
+  }
+  if (next !== undefined && !roleAtLeast(principal.role, next)) {
+    return Effect.fail(Forbidden.of(`You cannot grant the role '${next}', which is above your own.`))
+  }
+  if (current !== undefined && !roleAtLeast(principal.role, current)) {
+    return Effect.fail(
+      Forbidden.of(`You cannot change a ${roleDisplayName[current]}, whose role is above your own.`)
+    )
+  }
+  return Effect.void
+}
+
+/** A group's default role raises a member's role, never lowers it. */
+export const raisedRole = (current: Role | undefined, groupDefault: Role | null): Role =>
+  groupDefault === null
+    ? current ?? "member"
+    : current === undefined || !roleAtLeast(current, groupDefault)
+    ? groupDefault
+    : current
