@@ -156,3 +156,114 @@ export class TestOAuthProvider implements OAuthClientProvider {
     return this.verifier
   }
 }
+
+export const pkce = () => {
+  const verifier = Crypto.randomBytes(32).toString("base64url")
+  return { verifier, challenge: Crypto.createHash("sha256").update(verifier).digest("base64url") }
+}
+
+export const registerClient = async (node: TestNode, body: Record<string, unknown> = {}) => {
+  const response = await fetch(`${node.baseUrl}/oauth/register`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      client_name: "Raw client",
+      redirect_uris: [REDIRECT_URI],
+      token_endpoint_auth_method: "none",
+      ...body
+    })
+  })
+  return { status: response.status, body: await response.json() }
+}
+
+export const authorizeUrl = (
+  node: TestNode,
+  params: { client_id: string; challenge?: string | undefined } & Record<string, string | undefined>
+) => {
+  const url = new URL(`${node.baseUrl}/oauth/authorize`)
+  const { challenge, ...rest } = params
+  const all: Record<string, string | undefined> = {
+    response_type: "code",
+    redirect_uri: REDIRECT_URI,
+    code_challenge: challenge,
+    code_challenge_method: "S256",
+    state: "st-123",
+    resource: `${node.baseUrl}/mcp/`,
+    ...rest
+  }
+  for (const [k, v] of Object.entries(all)) if (v !== undefined) url.searchParams.set(k, v)
+  return url.toString()
+}
+
+export const token = async (node: TestNode, form: Record<string, string>, headers: Record<string, string> = {}) => {
+  const response = await fetch(`${node.baseUrl}/oauth/token`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+    body: new URLSearchParams(form).toString()
+  })
+  return { status: response.status, headers: response.headers, body: await response.json() }
+}
+
+/** The whole flow over plain HTTP: a registered public client and its first tokens. */
+export const obtainTokens = async (
+  node: TestNode,
+  email: string,
+  options: { scope?: string; resource?: string } = {}
+) => {
+  const client = (await registerClient(node)).body
+  const { challenge, verifier } = pkce()
+  const { location } = await signInAndConsent(
+    authorizeUrl(node, {
+      client_id: client.client_id,
+      challenge,
+      scope: options.scope,
+      resource: options.resource ?? `${node.baseUrl}/mcp/`
+    }),
+    email
+  )
+  const code = new URL(location).searchParams.get("code")!
+  const exchanged = await token(node, {
+    grant_type: "authorization_code",
+    code,
+    code_verifier: verifier,
+    client_id: client.client_id,
+    redirect_uri: REDIRECT_URI
+  })
+  if (exchanged.status !== 200) throw new Error(`token: ${JSON.stringify(exchanged.body)}`)
+  return { client, code, verifier, tokens: exchanged.body as { access_token: string; refresh_token: string } }
+}
+
+/** A raw JSON-RPC POST to an MCP endpoint. */
+export const mcpPost = (
+  baseUrl: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+  path = "/mcp/"
+) =>
+  fetch(`${baseUrl}${path}`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...headers
+    },
+    body: JSON.stringify(body)
+  })
+
+export const initialize = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: {
+    protocolVersion: "2025-11-25",
+    capabilities: {},
+    clientInfo: { name: "raw", version: "1" }
+  }
+}
+
+/** Opens a session with a token; returns its id. */
+export const openSession = async (baseUrl: string, accessToken: string, path = "/mcp/") => {
+  const response = await mcpPost(baseUrl, initialize, { authorization: `Bearer ${accessToken}` }, path)
+  if (response.status !== 200) throw new Error(`initialize: ${response.status} ${await response.text()}`)
+  return response.headers.get("mcp-session-id")!
+}

@@ -1,0 +1,224 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createAgent } from "../agents/support.js"
+import { createConnection, createConnector, petstore } from "../connectors/support.js"
+import { freePort } from "../support/ports.js"
+import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
+import { startTestNode, type TestNode } from "../support/TestNode.js"
+import { initialize, mcpPost, obtainTokens, openSession, signedUpAdmin } from "./support.js"
+
+let node: TestNode
+let target: TargetServer
+let admin: Awaited<ReturnType<typeof signedUpAdmin>>
+let accessToken: string
+let bearer: Record<string, string>
+beforeAll(async () => {
+  const port = String(await freePort())
+  const url = `http://127.0.0.1:${port}`
+  // the built-in agent's endpoint is served once SWITCHYARD_MCP_PUBLIC_URL says where it is public
+  node = await startTestNode({
+    SWITCHYARD_HTTP_PORT: port,
+    SWITCHYARD_PUBLIC_URL: url,
+    SWITCHYARD_MCP_PUBLIC_URL: url,
+    SWITCHYARD_EGRESS_ALLOW: "127.0.0.1"
+  })
+  target = await startTargetServer()
+  admin = await signedUpAdmin(node)
+  accessToken = (await obtainTokens(node, admin.email)).tokens.access_token
+  bearer = { authorization: `Bearer ${accessToken}` }
+})
+afterAll(async () => {
+  await node?.stop()
+  await target?.close()
+})
+
+const call = (session: string, name: string, args: unknown, headers: Record<string, string> = bearer) =>
+  mcpPost(node.baseUrl, { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name, arguments: args } }, {
+    ...headers,
+    "mcp-session-id": session,
+    "mcp-protocol-version": "2025-11-25"
+  })
+
+describe("authentication of /mcp/", () => {
+  const metadata = () => `resource_metadata="${node.baseUrl}/.well-known/oauth-protected-resource"`
+
+  it("answers no token with 401 pointing at the resource metadata", async () => {
+    const response = await mcpPost(node.baseUrl, initialize)
+    expect(response.status).toBe(401)
+    expect(response.headers.get("www-authenticate")).toContain(`Bearer ${metadata()}`)
+    expect((await response.json()).error.code).toBe("missing_token")
+  })
+
+  it("refuses x-api-key, even a valid one", async () => {
+    const response = await mcpPost(node.baseUrl, initialize, { "x-api-key": admin.api_key })
+    expect(response.status).toBe(401)
+    expect(response.headers.get("www-authenticate")).toContain(metadata())
+    expect((await response.json()).error.code).toBe("api_key_not_accepted")
+  })
+
+  it("refuses unknown tokens and API keys sent as bearer tokens", async () => {
+    for (const token of ["sy_at_nope", admin.api_key]) {
+      const response = await mcpPost(node.baseUrl, initialize, { authorization: `Bearer ${token}` })
+      expect(response.status).toBe(401)
+      expect(response.headers.get("www-authenticate")).toContain(`error="invalid_token"`)
+    }
+  })
+
+  it("refuses a token issued for another resource (the built-in agent's endpoint)", async () => {
+    const other = (await obtainTokens(node, admin.email, { resource: `${node.baseUrl}/switchyard-mcp/` })).tokens
+    const onMcp = await mcpPost(node.baseUrl, initialize, { authorization: `Bearer ${other.access_token}` })
+    expect(onMcp.status).toBe(401)
+    const onItsOwn = await mcpPost(
+      node.baseUrl,
+      initialize,
+      { authorization: `Bearer ${other.access_token}` },
+      "/switchyard-mcp/"
+    )
+    expect(onItsOwn.status).toBe(200)
+    expect((await onItsOwn.json()).result.serverInfo.name).toBe("Switchyard agent MCP")
+    const ours = await mcpPost(node.baseUrl, initialize, bearer, "/switchyard-mcp/")
+    expect(ours.status).toBe(401)
+    expect(ours.headers.get("www-authenticate")).toContain("/.well-known/oauth-protected-resource/switchyard-mcp")
+  })
+
+  it("refuses a foreign Origin and an unsupported protocol version", async () => {
+    const foreign = await mcpPost(node.baseUrl, initialize, { ...bearer, origin: "https://evil.example" })
+    expect(foreign.status).toBe(403)
+    const session = await openSession(node.baseUrl, accessToken)
+    const old = await mcpPost(node.baseUrl, { jsonrpc: "2.0", id: 2, method: "ping" }, {
+      ...bearer,
+      "mcp-session-id": session,
+      "mcp-protocol-version": "2024-01-01"
+    })
+    expect(old.status).toBe(400)
+    expect((await old.json()).error.code).toBe("unsupported_protocol_version")
+    const same = await mcpPost(node.baseUrl, initialize, { ...bearer, origin: node.baseUrl })
+    expect(same.status).toBe(200)
+  })
+})
+
+describe("sessions", () => {
+  it("negotiates the protocol version and names the server", async () => {
+    const response = await mcpPost(node.baseUrl, {
+      ...initialize,
+      params: { ...initialize.params, protocolVersion: "2025-06-18" }
+    }, bearer)
+    const body = await response.json()
+    expect(body.result).toMatchObject({ protocolVersion: "2025-06-18", serverInfo: { name: "Switchyard MCP" } })
+    expect(response.headers.get("mcp-session-id")).toMatch(/^mcp_[A-Za-z0-9_-]{43}$/)
+  })
+
+  it("are bound to the user: another user's session id is not found", async () => {
+    const session = await openSession(node.baseUrl, accessToken)
+    const other = await signedUpAdmin(node)
+    const theirs = (await obtainTokens(node, other.email)).tokens.access_token
+    const response = await call(session, "list_agents", {}, { authorization: `Bearer ${theirs}` })
+    expect(response.status).toBe(404)
+    expect((await response.json()).error.code).toBe("session_not_found")
+  })
+
+  it("need a session id after initialize, and end with DELETE", async () => {
+    const missing = await mcpPost(node.baseUrl, { jsonrpc: "2.0", id: 2, method: "tools/list" }, bearer)
+    expect(missing.status).toBe(400)
+    const session = await openSession(node.baseUrl, accessToken)
+    expect((await call(session, "list_agents", {})).status).toBe(200)
+    const ended = await fetch(`${node.baseUrl}/mcp/`, {
+      method: "DELETE",
+      headers: { ...bearer, "mcp-session-id": session }
+    })
+    expect(ended.status).toBe(204)
+    expect((await call(session, "list_agents", {})).status).toBe(404)
+  })
+
+  it("offers the server-to-client event stream on GET", async () => {
+    const session = await openSession(node.baseUrl, accessToken)
+    const controller = new AbortController()
+    const response = await fetch(`${node.baseUrl}/mcp/`, {
+      headers: { ...bearer, "mcp-session-id": session, accept: "text/event-stream" },
+      signal: controller.signal
+    })
+    expect(response.status).toBe(200)
+    expect(response.headers.get("content-type")).toContain("text/event-stream")
+    controller.abort()
+  })
+
+  it("answers notifications with 202 and unknown methods with a JSON-RPC error", async () => {
+    const session = await openSession(node.baseUrl, accessToken)
+    const headers = { ...bearer, "mcp-session-id": session }
+    const note = await mcpPost(node.baseUrl, { jsonrpc: "2.0", method: "notifications/initialized" }, headers)
+    expect(note.status).toBe(202)
+    const unknown = await (await mcpPost(node.baseUrl, { jsonrpc: "2.0", id: 3, method: "nope" }, headers)).json()
+    expect(unknown.error.code).toBe(-32601)
+    const junk = await fetch(`${node.baseUrl}/mcp/`, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json" },
+      body: "{"
+    })
+    expect(junk.status).toBe(400)
+  })
+})
+
+describe("tools", () => {
+  it("run with the token's user: agents, tasks and connectors, on the same code path as REST", async () => {
+    const session = await openSession(node.baseUrl, accessToken)
+    const agent = await createAgent(node, admin.api_key, {
+      name: "Echo",
+      model: { provider: "scripted", script: [{ text: "done" }] }
+    })
+    const listed = await (await call(session, "list_agents", {})).json()
+    expect(listed.result.structuredContent.items.map((a: { id: string }) => a.id)).toContain(agent.id)
+    const invoked = (await (await call(session, "invoke_agent", { agent_id: agent.id, text: "go", asynchronous: true }))
+      .json()).result
+    expect(invoked.structuredContent).toMatchObject({ status: "pending", source: "mcp" })
+    const taskId = invoked.structuredContent.id
+    const got = (await (await call(session, "get_task", { task_id: taskId, wait: 10 })).json()).result
+    expect(got.structuredContent).toMatchObject({ id: taskId, status: "completed", result: "done" })
+    const thread = (await (await call(session, "get_task_thread", { task_id: taskId })).json()).result
+    expect(thread.structuredContent.events[0]).toMatchObject({ type: "user_message", user: { email: admin.email } })
+
+    const connector = await createConnector(node, admin.api_key, petstore(target.url))
+    const connection = await createConnection(node, admin.api_key, connector.id, {
+      name: "pets",
+      credentials: { type: "api_key", value: "k-mcp" }
+    })
+    const found = (await (await call(session, "search_connectors", { query: "pet" })).json()).result
+    expect(found.structuredContent.items[0].id).toBe(connector.id)
+    const schema = (await (await call(session, "get_operation_schema", {
+      connector_id: "_",
+      connection_id: connection.id,
+      operation_id: "createPet"
+    })).json()).result
+    expect(schema.structuredContent.input.required).toEqual(["body_params"])
+    const created = (await (await call(session, "invoke_operation", {
+      connector_id: connector.id,
+      connection_id: connection.id,
+      operation_id: "createPet",
+      body_params: { name: "Rex" }
+    })).json()).result
+    expect(created.structuredContent).toMatchObject({ status: 200, body: { method: "POST", path: "/pets" } })
+    expect(target.requests.at(-1)!.headers["x-api-key"]).toBe("k-mcp")
+  })
+
+  it("report bad arguments and refusals as tool errors with the REST error codes", async () => {
+    const session = await openSession(node.baseUrl, accessToken)
+    const bad = (await (await call(session, "get_task", { task_id: "not-a-uuid" })).json()).result
+    expect(bad.isError).toBe(true)
+    expect(bad.structuredContent.error.code).toBe("validation_failed")
+    const extra = (await (await call(session, "get_task", { task_id: crypto.randomUUID(), surprise: 1 })).json()).result
+    expect(extra.isError).toBe(true)
+    const missing = (await (await call(session, "get_task", { task_id: crypto.randomUUID() })).json()).result
+    expect(missing.structuredContent.error.code).toBe("not_found")
+    const unknown = await (await call(session, "no_such_tool", {})).json()
+    expect(unknown.error.code).toBe(-32602)
+  })
+
+  it("need the write scope to change anything: 403 insufficient_scope", async () => {
+    const readOnly = (await obtainTokens(node, admin.email, { scope: "mcp:read" })).tokens.access_token
+    const session = await openSession(node.baseUrl, readOnly)
+    const headers = { authorization: `Bearer ${readOnly}` }
+    expect((await call(session, "list_agents", {}, headers)).status).toBe(200)
+    const refused = await call(session, "invoke_agent", { agent_id: "a", text: "x" }, headers)
+    expect(refused.status).toBe(403)
+    expect(refused.headers.get("www-authenticate")).toContain(`error="insufficient_scope"`)
+    expect(refused.headers.get("www-authenticate")).toContain("mcp:write")
+  })
+})
