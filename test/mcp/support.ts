@@ -54,7 +54,10 @@ export class Browser {
     if (this.cookies.size > 0) {
       headers.set("cookie", Array.from(this.cookies, ([k, v]) => `${k}=${v}`).join("; "))
     }
-    const response = await fetch(url, { ...init, headers, redirect: "manual" })
+    // a node without SWITCHYARD_PUBLIC_URL names itself localhost, which fetch may resolve to ::1 while the
+    // node listens on 127.0.0.1
+    const target = url.replace(/^http:\/\/localhost:/, "http://127.0.0.1:")
+    const response = await fetch(target, { ...init, headers, redirect: "manual" })
     for (const line of response.headers.getSetCookie()) {
       const [pair] = line.split(";")
       const eq = pair!.indexOf("=")
@@ -208,7 +211,7 @@ export const token = async (node: TestNode, form: Record<string, string>, header
 export const obtainTokens = async (
   node: TestNode,
   email: string,
-  options: { scope?: string; resource?: string } = {}
+  options: { scope?: string; resource?: string; password?: string } = {}
 ) => {
   const client = (await registerClient(node)).body
   const { challenge, verifier } = pkce()
@@ -219,7 +222,8 @@ export const obtainTokens = async (
       scope: options.scope,
       resource: options.resource ?? `${node.baseUrl}/mcp/`
     }),
-    email
+    email,
+    options.password === undefined ? {} : { password: options.password }
   )
   const code = new URL(location).searchParams.get("code")!
   const exchanged = await token(node, {

@@ -1,0 +1,186 @@
+import { spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { obtainTokens, openSession } from "../test/mcp/support.js"
+import type { TestNode } from "../test/support/TestNode.js"
+import { measureLatency, measureThroughput, type Target } from "./support/load.js"
+import { repoRoot, startNode, startScript, stopAll, tempDir } from "./support/processes.js"
+import { fmt, ratio, reportErrors, table, warnIfBusy, writeResults as write } from "./support/report.js"
+
+/**
+ * A connector operation called as an MCP tool against the same call over REST, in one run on 127.0.0.1:
+ *   - rest (the baseline): `POST /v1/tools/connectors/{id}/connections/{id}/getItem` with `x-api-key`;
+ *   - mcp: `POST /mcp/` with a bearer token from the OAuth flow, an open session, and the JSON-RPC
+ *     `tools/call` of `invoke_operation` for the same operation (the answer wrapped as a tool result).
+ * Sequential latency (concurrency 1) and throughput at concurrency 50; the node at log level warning.
+ */
+export const name = "mcp"
+
+const settings = {
+  concurrency: 50,
+  warmupMs: 1000,
+  durationMs: 5000,
+  latencyWarmup: 200,
+  latencyRequests: 2000
+} as const
+/** Informational targets from the issue: MCP p50 / REST p50 at most, MCP req/s / REST req/s at least. */
+const targets = { latency: 1.5, throughput: 0.5 } as const
+const PASSWORD = "bench password 1234"
+
+const post = async (url: string, apiKey: string, body: unknown) => {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "x-api-key": apiKey, "content-type": "application/json" },
+    body: JSON.stringify(body)
+  })
+  if (response.status !== 201) throw new Error(`POST ${url}: ${response.status} ${await response.text()}`)
+  return (await response.json()) as { readonly id: string }
+}
+
+/** `switchyard users set-password` next to the running node (it uses the node's embedded PostgreSQL). */
+const setPassword = (dataDir: string, email: string) =>
+  new Promise<void>((resolve, reject) => {
+    const child = spawn(process.execPath, ["bin/switchyard.js", "users", "set-password", "--email", email], {
+      cwd: repoRoot,
+      env: { ...process.env, SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_LOG_LEVEL: "warning" },
+      stdio: ["pipe", "ignore", "inherit"]
+    })
+    child.stdin.end(`${PASSWORD}\n`)
+    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`set-password exited ${code}`))))
+  })
+
+export const run = async (): Promise<{ readonly ok: boolean }> => {
+  const tmp = tempDir("switchyard-bench-mcp-")
+  const dataDir = Path.join(tmp, "data")
+  Fs.mkdirSync(dataDir)
+  const loadBefore = warnIfBusy()
+  const rows: Array<{ label: string } & Awaited<ReturnType<typeof measureBoth>>> = []
+  const measureBoth = async (target: Target) => {
+    process.stdout.write(`  ${target.name} ...`)
+    const throughput = await measureThroughput(target, settings)
+    const latency = await measureLatency(target, { warmup: settings.latencyWarmup, requests: settings.latencyRequests })
+    process.stdout.write(` ${Math.round(throughput.rps)} req/s, p50 ${latency.p50Ms.toFixed(3)} ms\n`)
+    return { throughput, latency }
+  }
+  try {
+    const upstream = await startScript("upstreamServer.ts")
+    const node = await startNode({
+      dataDir,
+      logLevel: "warning",
+      logFile: Path.join(tmp, "node.log"),
+      expectApiKey: true,
+      env: { SWITCHYARD_EGRESS_ALLOW: "127.0.0.1" }
+    })
+    const apiKey = node.apiKey!
+    const connector = await post(`${node.baseUrl}/v1/tools/connectors`, apiKey, {
+      spec: {
+        openapi: "3.0.3",
+        info: { title: "Bench items", version: "1.0" },
+        servers: [{ url: upstream.baseUrl }],
+        security: [{ apiKey: [] }],
+        components: { securitySchemes: { apiKey: { type: "apiKey", in: "header", name: "X-Api-Key" } } },
+        paths: {
+          "/items/{id}": {
+            get: {
+              operationId: "getItem",
+              parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }],
+              responses: { "200": { description: "the item" } }
+            }
+          }
+        }
+      }
+    })
+    const connection = await post(`${node.baseUrl}/v1/tools/connectors/${connector.id}/connections`, apiKey, {
+      name: "bench",
+      credentials: { type: "api_key", value: "k" }
+    })
+    const email = "admin@localhost"
+    await setPassword(dataDir, email)
+    // the resource is the node's public URL (http://localhost:<port>/mcp/ here), as clients read it
+    const { resource } = await (await fetch(`${node.baseUrl}/.well-known/oauth-protected-resource`)).json()
+    const { tokens } = await obtainTokens({ baseUrl: node.baseUrl } as TestNode, email, {
+      password: PASSWORD,
+      resource
+    })
+    const session = await openSession(node.baseUrl, tokens.access_token)
+
+    const rest: Target = {
+      name: "REST invoke getItem",
+      url: `${node.baseUrl}/v1/tools/connectors/${connector.id}/connections/${connection.id}/getItem`,
+      method: "POST",
+      headers: { "x-api-key": apiKey, "content-type": "application/json" },
+      body: JSON.stringify({ path_params: { id: "42" } })
+    }
+    const mcp: Target = {
+      name: "MCP tools/call invoke_operation getItem",
+      url: `${node.baseUrl}/mcp/`,
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${tokens.access_token}`,
+        "mcp-session-id": session,
+        "mcp-protocol-version": "2025-11-25",
+        accept: "application/json, text/event-stream",
+        "content-type": "application/json"
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: {
+          name: "invoke_operation",
+          arguments: {
+            connector_id: connector.id,
+            connection_id: connection.id,
+            operation_id: "getItem",
+            path_params: { id: "42" }
+          }
+        }
+      })
+    }
+    const restBody = await (await fetch(rest.url, { method: "POST", headers: rest.headers!, body: rest.body! })).json()
+    const mcpAnswer = await (await fetch(mcp.url, { method: "POST", headers: mcp.headers!, body: mcp.body! })).json()
+    if (JSON.stringify(mcpAnswer.result?.structuredContent?.body) !== JSON.stringify(restBody)) {
+      throw new Error(`the MCP answer differs from the REST one: ${JSON.stringify(mcpAnswer).slice(0, 300)}`)
+    }
+    console.log(`Node at log level warning; upstream ~1 KB JSON; the MCP call carries the same upstream body`)
+    rows.push({ label: rest.name, ...(await measureBoth(rest)) })
+    rows.push({ label: mcp.name, ...(await measureBoth(mcp)) })
+    await node.stop()
+    await upstream.stop()
+  } finally {
+    await stopAll()
+  }
+  const [rest, mcp] = rows as [(typeof rows)[0], (typeof rows)[0]]
+  console.log(`\n${table(rows, settings.concurrency)}\n`)
+  const latency = ratio(mcp.latency.p50Ms, rest.latency.p50Ms)
+  const p99 = ratio(mcp.latency.p99Ms, rest.latency.p99Ms)
+  const throughput = ratio(mcp.throughput.rps, rest.throughput.rps)
+  const verdict = (ok: boolean) => (ok ? "PASS" : "MISS")
+  console.log(`Targets (informational; a miss does not fail the run):`)
+  console.log(
+    `  ${verdict(latency <= targets.latency)}  MCP p50 / REST p50 = ${
+      fmt(latency, 2)
+    }x (target <= ${targets.latency}x; p99 ${fmt(p99, 2)}x)`
+  )
+  console.log(
+    `  ${verdict(throughput >= targets.throughput)}  MCP req/s / REST req/s = ${
+      fmt(throughput, 2)
+    }x (target >= ${targets.throughput}x)`
+  )
+  console.log(
+    `\nNote: ${Os.cpus().length} core(s) shared by the load generator, the node, its PostgreSQL and the upstream.`
+  )
+  const failed = reportErrors(rows)
+  write(name, settings, {
+    ok: failed.length === 0,
+    loadAverageBefore: loadBefore,
+    rows,
+    ratios: { p50: latency, p99, throughput },
+    targets: {
+      latency: { max: targets.latency, value: latency, pass: latency <= targets.latency },
+      throughput: { min: targets.throughput, value: throughput, pass: throughput >= targets.throughput }
+    }
+  })
+  return { ok: failed.length === 0 }
+}
