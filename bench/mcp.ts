@@ -70,7 +70,11 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
       logLevel: "warning",
       logFile: Path.join(tmp, "node.log"),
       expectApiKey: true,
-      env: { SWITCHYARD_EGRESS_ALLOW: "127.0.0.1" }
+      env: { SWITCHYARD_EGRESS_ALLOW: "127.0.0.1" },
+      // BENCH_CPU_PROF=<dir>: a .cpuprofile of the node (read it with bench/support/cpuProfile.ts)
+      nodeArgs: process.env["BENCH_CPU_PROF"]
+        ? ["--cpu-prof", `--cpu-prof-dir=${Path.resolve(process.env["BENCH_CPU_PROF"])}`]
+        : []
     })
     const apiKey = node.apiKey!
     const connector = await post(`${node.baseUrl}/v1/tools/connectors`, apiKey, {
