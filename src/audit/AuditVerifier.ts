@@ -48,8 +48,14 @@ export class AuditVerifier extends Effect.Service<AuditVerifier>()("audit/AuditV
       }
       const head = yield* repo.head(organizationId)
       const last = expectedSeq - 1
-      if (head !== undefined && (head.seq !== last || head.hash !== prevHash)) {
+      if (head !== undefined && head.seq > last) {
         return fail(last + 1, null, `the chain ends at record ${last} but ${head.seq} were written (records removed)`)
+      }
+      if (head !== undefined && head.seq < last) {
+        return fail(head.seq + 1, null, `records after #${head.seq} were not written by the audit log`)
+      }
+      if (head !== undefined && head.hash !== prevHash) {
+        return fail(last, null, "it is not the record the audit log wrote last (replaced)")
       }
       return { organization_id: organizationId, records: last } satisfies ChainReport
     })

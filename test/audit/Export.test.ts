@@ -1,0 +1,144 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { call, expectError, withDatabase } from "../access/support.js"
+import { startTestNode, type TestNode } from "../support/TestNode.js"
+
+let node: TestNode
+beforeAll(async () => {
+  node = await startTestNode()
+})
+afterAll(() => node?.stop())
+
+/** RFC 4180 reader: quoted fields may hold commas, doubled quotes and line breaks. */
+const parseCsv = (text: string): Array<Array<string>> => {
+  const rows: Array<Array<string>> = []
+  let row: Array<string> = []
+  let field = ""
+  let quoted = false
+  const endField = () => {
+    row.push(field)
+    field = ""
+  }
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!
+    if (quoted) {
+      if (c === "\"" && text[i + 1] === "\"") {
+        field += "\""
+        i++
+      } else if (c === "\"") quoted = false
+      else field += c
+    } else if (c === "\"") quoted = true
+    else if (c === ",") endField()
+    else if (c === "\r" && text[i + 1] === "\n") {
+      endField()
+      rows.push(row)
+      row = []
+      i++
+    } else field += c
+  }
+  if (field !== "" || row.length > 0) {
+    endField()
+    rows.push(row)
+  }
+  return rows
+}
+
+const exportAs = async (apiKey: string, query: string) => {
+  const response = await node.fetch(`/v1/audit-logs/export?${query}`, { apiKey })
+  return { status: response.status, type: response.headers.get("content-type"), text: await response.text() }
+}
+
+const TRICKY = "Ops, \"core\"\nteam"
+
+describe("audit log export", () => {
+  it("exports CSV with quoting, a JSON array and NDJSON, oldest first, the same records", async () => {
+    const org = await node.bootstrap()
+    expect((await call(node, org.api_key, "POST", "/v1/groups", { name: TRICKY, description: "a,b" })).status).toBe(201)
+    expect((await call(node, org.api_key, "POST", "/v1/groups", { name: "Plain" })).status).toBe(201)
+
+    const csv = await exportAs(org.api_key, "format=csv")
+    expect(csv.status).toBe(200)
+    expect(csv.type).toContain("text/csv")
+    const [header, ...rows] = parseCsv(csv.text)
+    expect(header).toContain("targets")
+    expect(rows.map((r) => r[header!.indexOf("action")])).toEqual([
+      "CREATE_ORGANIZATION",
+      "CREATE_GROUP",
+      "CREATE_GROUP"
+    ])
+    const targets = JSON.parse(rows[1]![header!.indexOf("targets")]!)
+    expect(targets[0].name).toBe(TRICKY)
+
+    const json = await exportAs(org.api_key, "format=json")
+    expect(json.type).toContain("application/json")
+    const events = JSON.parse(json.text)
+    expect(events.map((e: any) => e.seq)).toEqual([1, 2, 3])
+    expect(events[1].targets[0].name).toBe(TRICKY)
+    expect(events[2].prev_hash).toBe(events[1].hash)
+    expect(events[0].time).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/)
+
+    const ndjson = await exportAs(org.api_key, "format=ndjson")
+    expect(ndjson.type).toContain("application/x-ndjson")
+    const lines = ndjson.text.trim().split("\n").map((l) => JSON.parse(l))
+    expect(lines).toEqual(events)
+    // the list endpoint shows the same records, newest first
+    const listed = await call(node, org.api_key, "GET", "/v1/audit-logs")
+    expect(listed.body.items).toEqual([...events].reverse())
+  })
+
+  it("exports an empty range as an empty array, and ranges far longer than a page", async () => {
+    const org = await node.bootstrap()
+    expect(JSON.parse((await exportAs(org.api_key, "format=json&event_type=NOTHING_LIKE_THIS")).text)).toEqual([])
+    // many records, written directly (their chain is not under test here)
+    await withDatabase(node, (db) =>
+      db.query(
+        `INSERT INTO audit_events (organization_id, seq, id, time, actor_type, actor_id, action, targets, outcome,
+                                   prev_hash, hash)
+         SELECT $1, 1 + n, gen_random_uuid(), now(), 'system', 'test', 'BULK', '[]', 'success', '', ''
+         FROM generate_series(1, 1234) AS n`,
+        [org.organization_id]
+      ))
+    const csv = parseCsv((await exportAs(org.api_key, "format=csv&event_type=BULK")).text)
+    expect(csv.length).toBe(1 + 1234)
+    const json = JSON.parse((await exportAs(org.api_key, "format=json&event_type=BULK")).text)
+    expect(new Set(json.map((e: any) => e.seq)).size).toBe(1234)
+  })
+
+  it("filters by event type, actor and time, and pages with a cursor", async () => {
+    const org = await node.bootstrap()
+    const t0 = new Date()
+    for (let i = 0; i < 5; i++) await call(node, org.api_key, "POST", "/v1/groups", { name: `G${i}` })
+    const all = await call(node, org.api_key, "GET", "/v1/audit-logs?event_type=CREATE_GROUP")
+    expect(all.body.items).toHaveLength(5)
+    const byActor = await call(node, org.api_key, "GET", `/v1/audit-logs?actor=${org.user_id}`)
+    expect(byActor.body.items).toHaveLength(5)
+    const bySystem = await call(node, org.api_key, "GET", "/v1/audit-logs?actor=bootstrap")
+    expect(bySystem.body.items.map((e: any) => e.action)).toEqual(["CREATE_ORGANIZATION"])
+    const later = await call(node, org.api_key, "GET", `/v1/audit-logs?from=${t0.toISOString()}`)
+    expect(later.body.items.every((e: any) => e.action === "CREATE_GROUP")).toBe(true)
+    const none = await call(node, org.api_key, "GET", `/v1/audit-logs?to=2000-01-01T00:00:00Z`)
+    expect(none.body.items).toEqual([])
+
+    const seen: Array<number> = []
+    let cursor: string | null = null
+    do {
+      const page: any = await call(
+        node,
+        org.api_key,
+        "GET",
+        `/v1/audit-logs?limit=2${cursor === null ? "" : `&cursor=${cursor}`}`
+      )
+      seen.push(...page.body.items.map((e: any) => e.seq))
+      cursor = page.body.next_cursor
+    } while (cursor !== null)
+    expect(seen).toEqual([6, 5, 4, 3, 2, 1])
+  })
+
+  it("answers bad parameters with 400", async () => {
+    const org = await node.bootstrap()
+    expectError(await call(node, org.api_key, "GET", "/v1/audit-logs?from=yesterday"), 400, "validation_failed")
+    expectError(await call(node, org.api_key, "GET", "/v1/audit-logs?limit=0"), 400, "validation_failed")
+    expectError(await call(node, org.api_key, "GET", "/v1/audit-logs?cursor=nope"), 400, "invalid_cursor")
+    expectError(await call(node, org.api_key, "GET", "/v1/audit-logs?event_type=lower"), 400, "validation_failed")
+    expectError(await call(node, org.api_key, "GET", "/v1/audit-logs/export?format=xml"), 400, "validation_failed")
+  })
+})
