@@ -2,6 +2,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import pg from "pg"
+import { commitBaseline } from "./support/commitBaseline.js"
 import { Connection, type Outcome, requestBytes, responseBody } from "./support/connection.js"
 import { type Latency, latencyOf, measureLatency, measureThroughput, percentile, type Target } from "./support/load.js"
 import { cpuTimeMs, startNode, stopAll, type SwitchyardNode, tempDir } from "./support/processes.js"
@@ -272,27 +273,14 @@ const table = (rows: ReadonlyArray<Row>): string => {
 
 // --- baseline ---
 
-const baselineTable = "bench_tasks"
-
 const measureBaseline = async (pool: pg.Pool, node: SwitchyardNode, pgPid: number): Promise<Row> => {
   const { durationMs, sequences, warmup, warmupMs } = settings.baseline
-  await pool.query(`DROP TABLE IF EXISTS ${baselineTable}`)
-  await pool.query(
-    `CREATE TABLE ${baselineTable} (id uuid PRIMARY KEY, status text, result text,
-       created_at timestamptz DEFAULT now(), finished_at timestamptz)`
-  )
+  const baseline = await commitBaseline(pool)
   const statuses: Record<string, number> = {}
   let failed = 0
-  /** One task's commits: three autocommit statements, each on a connection taken from the pool. */
   const sequence = async (): Promise<boolean> => {
-    const id = crypto.randomUUID()
     try {
-      await pool.query(`INSERT INTO ${baselineTable} (id, status) VALUES ($1, 'pending')`, [id])
-      await pool.query(`UPDATE ${baselineTable} SET status = 'executing' WHERE id = $1`, [id])
-      await pool.query(
-        `UPDATE ${baselineTable} SET status = 'completed', result = $2, finished_at = now() WHERE id = $1`,
-        [id, "done"]
-      )
+      await baseline.sequence()
       return true
     } catch (e) {
       const key = `error:${e instanceof Error ? e.message : String(e)}`.slice(0, 80)
@@ -368,7 +356,7 @@ const measureBaseline = async (pool: pg.Pool, node: SwitchyardNode, pgPid: numbe
       statuses
     }
   } finally {
-    await pool.query(`DROP TABLE IF EXISTS ${baselineTable}`)
+    await baseline.drop()
   }
 }
 

@@ -138,6 +138,8 @@ export interface SwitchyardNode {
   readonly apiKey: string | undefined
   /** SIGTERM and wait for exit; returns how long the graceful shutdown took. */
   readonly stop: () => Promise<number>
+  /** SIGKILL, as a crash: the node gets no chance to hand anything over. */
+  readonly kill: () => Promise<void>
 }
 
 const apiKeyPattern = /sy_[a-z0-9]{12}_[A-Za-z0-9_-]{43}/
@@ -212,7 +214,13 @@ export const startNode = async (options: {
   for (let i = 0; options.expectApiKey && !apiKeyPattern.test(stdout) && i < 200; i++) await sleep(50)
   const apiKey = apiKeyPattern.exec(stdout)?.[0]
   if (options.expectApiKey && apiKey === undefined) return fail("printed no API key on first start")
-  return { baseUrl, pid: child.pid!, startupMs, apiKey, stop }
+  const kill = async () => {
+    live.delete(cleanup)
+    child.kill("SIGKILL")
+    await exited(child, 10_000)
+    await reapPostgres(options.dataDir)
+  }
+  return { baseUrl, pid: child.pid!, startupMs, apiKey, stop, kill }
 }
 
 /** USER_HZ: the unit of utime/stime in /proc/<pid>/stat (100 on every Linux this runs on). */

@@ -13,6 +13,8 @@ export interface Scenario {
   readonly cluster: Cluster
   readonly target: TargetServer
   readonly agentId: string
+  /** `POST` path of the connector operation `getPet` on the scenario's connection. */
+  readonly getPetPath: string
   readonly call: (method: string, path: string, body?: unknown) => Promise<Answer>
   /** Async invokes of the agent, input `t<n>` for each n (scripts use `{{input}}` to tag their tool calls). */
   readonly invoke: (ns: ReadonlyArray<number>) => Promise<Array<Answer>>
@@ -72,6 +74,7 @@ export const startScenario = async (options: {
     cluster,
     target,
     agentId: agent.body.id,
+    getPetPath: `/v1/tools/connectors/${connector.body.id}/connections/${connection.body.id}/getPet`,
     call,
     invoke: (ns) =>
       Promise.all(ns.map((n) =>
