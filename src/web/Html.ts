@@ -24,12 +24,14 @@ const STYLE = "body{font:16px/1.5 system-ui,sans-serif;max-width:30rem;margin:3r
   "h1{font-size:1.4rem}label{display:block;margin:.8rem 0 .2rem}input,select{width:100%;padding:.5rem;font:inherit;" +
   "box-sizing:border-box}button{padding:.55rem 1.2rem;font:inherit;margin:1rem .5rem 0 0;cursor:pointer}" +
   ".primary{background:#1d4ed8;color:#fff;border:0;border-radius:4px}.warn{background:#fff7e0;border:1px solid #e0b000;" +
-  "padding:.6rem;border-radius:4px}.error{color:#b00020}dt{font-weight:600;margin-top:.6rem}dd{margin:0;word-break:break-all}" +
+  "padding:.6rem;border-radius:4px}.error{color:#b00020}dt{font-weight:600;margin-top:.6rem}dd{margin:0;overflow-wrap:anywhere}" +
   ".link{background:none;border:0;color:#1d4ed8;padding:0;text-decoration:underline}"
 
 /**
  * A server-rendered page: no script at all, no framing (`frame-ancestors 'none'`, against clickjacking of
- * the consent button), nothing cached, no referrer leaking the authorization request.
+ * the consent button), nothing cached, no referrer leaking the authorization request to other sites.
+ * (`same-origin`, not `no-referrer`: under `no-referrer` browsers send `Origin: null` with the form posts,
+ * and the pages check that the Origin is their own.)
  */
 export const page = (
   title: string,
@@ -49,7 +51,7 @@ export const page = (
         "x-frame-options": "DENY",
         "x-content-type-options": "nosniff",
         "cache-control": "no-store",
-        "referrer-policy": "no-referrer"
+        "referrer-policy": "same-origin"
       }
     }
   )
