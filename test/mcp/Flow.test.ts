@@ -1,9 +1,11 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { spawn } from "node:child_process"
+import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createAgent } from "../agents/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
-import { signedUpAdmin, signInAndConsent, TestOAuthProvider } from "./support.js"
+import { obtainTokens, signedUpAdmin, signInAndConsent, TestOAuthProvider } from "./support.js"
 
 let node: TestNode
 beforeAll(async () => {
@@ -68,5 +70,50 @@ describe("the MCP SDK's own client against a real node", () => {
     const overRest = await (await node.fetch(`/v1/tasks/${task.id}`, { apiKey: admin.api_key })).json()
     expect(overRest).toMatchObject({ id: task.id, status: "completed", source: "mcp", user: { email: admin.email } })
     await client.close()
+  })
+})
+
+describe("without SWITCHYARD_MCP_PUBLIC_URL", () => {
+  it("the built-in agent's endpoint and its metadata answer 404", async () => {
+    expect((await fetch(`${node.baseUrl}/switchyard-mcp/`, { method: "POST" })).status).toBe(404)
+    expect((await fetch(`${node.baseUrl}/.well-known/oauth-protected-resource/switchyard-mcp`)).status).toBe(404)
+  })
+})
+
+describe("switchyard users set-password", () => {
+  const setPassword = (email: string, password: string) =>
+    new Promise<{ code: number | null; output: string }>((resolve) => {
+      const child = spawn(process.execPath, [
+        Path.resolve(import.meta.dirname, "../../bin/switchyard.js"),
+        "users",
+        "set-password",
+        "--email",
+        email
+      ], {
+        env: {
+          ...process.env,
+          DATABASE_URL: node.databaseUrl,
+          SWITCHYARD_SECRET_KEY: Buffer.alloc(32, 7).toString("base64"),
+          SWITCHYARD_LOG_LEVEL: "warning"
+        },
+        stdio: ["pipe", "pipe", "pipe"]
+      })
+      let output = ""
+      child.stdout.on("data", (c) => (output += c))
+      child.stderr.on("data", (c) => (output += c))
+      child.stdin.end(`${password}\n`)
+      child.on("exit", (code) => resolve({ code, output }))
+    })
+
+  it("sets a password from standard input, with which the person can then sign in", async () => {
+    const created = await node.bootstrap()
+    const email = (await (await node.fetch("/v1/me", { apiKey: created.api_key })).json()).user.email
+    expect((await setPassword(email, "short")).code).toBe(1)
+    const set = await setPassword(email, "a long enough password")
+    expect(set.code).toBe(0)
+    expect(set.output).toContain(email)
+    const { tokens } = await obtainTokens(node, email, { password: "a long enough password" })
+    expect(tokens.access_token).toMatch(/^sy_at_/)
+    expect((await setPassword("nobody@example.com", "a long enough password")).code).toBe(1)
   })
 })
