@@ -41,6 +41,16 @@ describe("groups", () => {
     expectError(await call(node, org.api_key, "DELETE", `/v1/groups/${id}`), 404, "not_found")
   })
 
+  it("is in the OpenAPI document, with the audit log and member role endpoints", async () => {
+    const doc = await (await node.fetch("/openapi.json")).json()
+    for (
+      const path of ["/v1/groups", "/v1/groups/{group_id}/members/{user_id}", "/v1/audit-logs", "/v1/audit-logs/export"]
+    ) {
+      expect(Object.keys(doc.paths)).toContain(path)
+    }
+    expect(Object.keys(doc.paths["/v1/members/{user_id}"]).sort()).toEqual(["delete", "patch"])
+  })
+
   it("answers bad input with 400 naming the field", async () => {
     const org = await node.bootstrap()
     const bad = await call(node, org.api_key, "POST", "/v1/groups", { name: "", default_role: "wizard" })
