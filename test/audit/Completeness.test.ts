@@ -291,3 +291,33 @@ describe("members", () => {
     )
   })
 })
+
+describe("behind a load balancer", () => {
+  it("takes the caller's IP from the last X-Forwarded-For hop with SWITCHYARD_TRUST_PROXY=true", async () => {
+    const proxied = await startTestNode({ SWITCHYARD_TRUST_PROXY: "true" })
+    try {
+      const org = await proxied.bootstrap()
+      const response = await proxied.fetch("/v1/groups", {
+        method: "POST",
+        apiKey: org.api_key,
+        headers: { "content-type": "application/json", "x-forwarded-for": "203.0.113.9, 198.51.100.7" },
+        body: JSON.stringify({ name: "Edge" })
+      })
+      expect(response.status).toBe(201)
+      const [event] = (await auditEvents(proxied, org.organization_id)).filter((e) => e.action === "CREATE_GROUP")
+      expect(event.ip).toBe("198.51.100.7")
+    } finally {
+      await proxied.stop()
+    }
+    // by default the header is not believed
+    const org = await node.bootstrap()
+    await node.fetch("/v1/groups", {
+      method: "POST",
+      apiKey: org.api_key,
+      headers: { "content-type": "application/json", "x-forwarded-for": "203.0.113.9" },
+      body: JSON.stringify({ name: "Direct" })
+    })
+    const [event] = (await auditEvents(node, org.organization_id)).filter((e) => e.action === "CREATE_GROUP")
+    expect(event.ip).not.toContain("203.0.113.9")
+  })
+})
