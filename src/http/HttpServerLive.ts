@@ -23,7 +23,15 @@ import { SystemHttpLive } from "./SystemHttp.js"
 import { ToolsHttpLive } from "./ToolsHttp.js"
 
 const ApiRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([SystemHttpLive, IdentityHttpLive, ToolsHttpLive, AgentsHttpLive, GroupsHttpLive, AuditHttpLive, OAuthHttpLive]),
+  Layer.provide([
+    SystemHttpLive,
+    IdentityHttpLive,
+    ToolsHttpLive,
+    AgentsHttpLive,
+    GroupsHttpLive,
+    AuditHttpLive,
+    OAuthHttpLive
+  ]),
   Layer.provide(AuthenticationLive)
 )
 
