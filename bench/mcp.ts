@@ -56,10 +56,15 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
   Fs.mkdirSync(dataDir)
   const loadBefore = warnIfBusy()
   const rows: Array<{ label: string } & Awaited<ReturnType<typeof measureBoth>>> = []
+  // with BENCH_CPU_PROF: each measurement's window on the monotonic clock (µs), for cpuProfile.ts --from/--to
+  const windows: Array<{ readonly label: string; readonly fromUs: bigint; readonly toUs: bigint }> = []
+  const monotonicUs = () => process.hrtime.bigint() / 1000n
   const measureBoth = async (target: Target) => {
     process.stdout.write(`  ${target.name} ...`)
+    const fromUs = monotonicUs()
     const throughput = await measureThroughput(target, settings)
     const latency = await measureLatency(target, { warmup: settings.latencyWarmup, requests: settings.latencyRequests })
+    windows.push({ label: target.name, fromUs, toUs: monotonicUs() })
     process.stdout.write(` ${Math.round(throughput.rps)} req/s, p50 ${latency.p50Ms.toFixed(3)} ms\n`)
     return { throughput, latency }
   }
@@ -175,6 +180,12 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
   console.log(
     `\nNote: ${Os.cpus().length} core(s) shared by the load generator, the node, its PostgreSQL and the upstream.`
   )
+  if (process.env["BENCH_CPU_PROF"]) {
+    console.log(`\nCPU profile of the node is in ${Path.resolve(process.env["BENCH_CPU_PROF"])}. Windows:`)
+    for (const w of windows) {
+      console.log(`  ${w.label}: node --import tsx bench/support/cpuProfile.ts FILE --from ${w.fromUs} --to ${w.toUs}`)
+    }
+  }
   const failed = reportErrors(rows)
   write(name, settings, {
     ok: failed.length === 0,

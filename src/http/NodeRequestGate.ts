@@ -5,17 +5,18 @@ import type * as Http from "node:http"
 export type FastPath = (request: Http.IncomingMessage, response: Http.ServerResponse) => boolean
 
 export class NodeRequestGate extends Context.Tag("http/NodeRequestGate")<NodeRequestGate, {
+  /** Adds a fast path; each is asked in the order added until one takes the request. */
   readonly setFastPath: (fastPath: FastPath) => void
 }>() {}
 
 /**
- * Puts one "request" listener on the Node server in front of the application's: a fast path may take a
+ * Puts one "request" listener on the Node server in front of the application's: fast paths may take a
  * request first; until the application's handler is attached (the server listens before the routes are
  * built) a request gets a 503 to retry instead of waiting forever.
  */
 export const gateRequests = (server: Http.Server): Context.Tag.Service<NodeRequestGate> => {
   let app: ((req: Http.IncomingMessage, res: Http.ServerResponse) => void) | undefined
-  let fast: FastPath | undefined
+  const fast: Array<FastPath> = []
   const on = server.on.bind(server)
   const off = server.off.bind(server)
   server.on = ((event: string, listener: (...args: Array<any>) => void) => {
@@ -29,12 +30,12 @@ export const gateRequests = (server: Http.Server): Context.Tag.Service<NodeReque
     return server
   }) as typeof server.off
   on("request", (req, res) => {
-    if (fast !== undefined && fast(req, res)) return
+    for (let i = 0; i < fast.length; i++) if (fast[i]!(req, res)) return
     if (app !== undefined) return app(req, res)
     res.writeHead(503, { "content-type": "application/json", "retry-after": "1", "x-switchyard-error": "true" })
     res.end(
       JSON.stringify({ error: { code: "unavailable", message: "This node is starting or stopping; retry shortly." } })
     )
   })
-  return { setFastPath: (f) => void (fast = f) }
+  return { setFastPath: (f) => void fast.push(f) }
 }

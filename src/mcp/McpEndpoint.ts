@@ -9,6 +9,7 @@ import { OAuthLive } from "../oauth/OAuthLive.js"
 import { oauthSettings, type ProtectedResource, SCOPES } from "../oauth/Resources.js"
 import { type McpCaller, TokenVerifier } from "../oauth/TokenVerifier.js"
 import { classify, ErrorCodes, failure, type JsonRpcId, type JsonRpcRequest, result } from "./JsonRpc.js"
+import { installFastPath } from "./McpFastPath.js"
 import { McpSessions } from "./McpSessions.js"
 import { type ToolContext, type ToolFailure, type ToolServices, ToolText } from "./McpTool.js"
 import { type LoadedTool, loadTools } from "./ToolRegistry.js"
@@ -16,30 +17,95 @@ import { type LoadedTool, loadTools } from "./ToolRegistry.js"
 /** Newest first: what `initialize` answers a client asking for a version we do not speak. */
 export const PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18"] as const
 const VERSION: string = JSON.parse(Fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version
+const BEARER = /^Bearer\s+([A-Za-z0-9._~+/=-]+)\s*$/i
 const GET_STREAM_MAX_MS = 5 * 60_000
 const KEEPALIVE_EVERY_S = 15
 
-const httpError = (status: number, code: string, message: string, headers: Record<string, string> = {}) =>
-  HttpServerResponse.unsafeJson({ error: { code, message } }, { status, headers })
+/**
+ * What a request is answered, before it becomes an HTTP response: the Effect route and the plain-Node fast
+ * path (McpFastPath.ts) both write the same answers from it.
+ */
+export type Answer =
+  | { readonly _tag: "Json"; readonly status: number; readonly body: unknown; readonly headers: Record<string, string> }
+  | { readonly _tag: "Empty"; readonly status: number }
+  /** An SSE stream: `run` sends events, then the stream ends. */
+  | { readonly _tag: "Events"; readonly run: (send: (event: string) => Effect.Effect<void>) => Effect.Effect<void> }
 
-const rpcResponse = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
-  HttpServerResponse.unsafeJson(body, { status, headers })
+const httpError = (status: number, code: string, message: string, headers: Record<string, string> = {}): Answer => ({
+  _tag: "Json",
+  status,
+  body: { error: { code, message } },
+  headers
+})
 
-const sse = (message: unknown) => `event: message\ndata: ${JSON.stringify(message)}\n\n`
+const rpcResponse = (body: unknown, status = 200, headers: Record<string, string> = {}): Answer => ({
+  _tag: "Json",
+  status,
+  body,
+  headers
+})
 
-const toolError = (error: ToolFailure) => ({
+export const sse = (message: unknown) => `event: message\ndata: ${JSON.stringify(message)}\n\n`
+
+export const toolError = (error: ToolFailure) => ({
   content: [{ type: "text", text: JSON.stringify({ error }) }],
   structuredContent: { error },
   isError: true
 })
 
-const asStructured = (value: unknown) =>
+export const asStructured = (value: unknown) =>
   typeof value === "object" && value !== null && !Array.isArray(value) ? value : { items: value }
+
+/** A tool's encoded output as its `tools/call` result. */
+export const toolResult = (encoded: unknown, text?: string) => {
+  const json = JSON.stringify(encoded)
+  return {
+    content: [{ type: "text", text: text === undefined ? json : `${text}\n\n${json}` }],
+    structuredContent: asStructured(encoded)
+  }
+}
+
+/** Arguments that do not match a tool's input schema, as the tool error a model reads. */
+export const validationFailed = (error: ParseResult.ParseError) => {
+  const issues = ParseResult.ArrayFormatter.formatErrorSync(error).map((i) => ({
+    path: i.path.map(String).join("."),
+    message: i.message
+  }))
+  return toolError({
+    code: "validation_failed",
+    message: issues.map((i) => `${i.path === "" ? "arguments" : `\`${i.path}\``}: ${i.message}`).join("; "),
+    details: { issues }
+  })
+}
+
+const toResponse = (answer: Answer) =>
+  Effect.gen(function*() {
+    switch (answer._tag) {
+      case "Json":
+        return HttpServerResponse.unsafeJson(answer.body, { status: answer.status, headers: answer.headers })
+      case "Empty":
+        return HttpServerResponse.empty({ status: answer.status })
+      case "Events": {
+        const mailbox = yield* Mailbox.make<string>()
+        yield* answer.run((event) => mailbox.offer(event).pipe(Effect.asVoid)).pipe(
+          Effect.ensuring(mailbox.end),
+          Effect.forkDaemon
+        )
+        return HttpServerResponse.stream(Stream.encodeText(Mailbox.toStream(mailbox)), {
+          contentType: "text/event-stream",
+          headers: { "cache-control": "no-cache" }
+        })
+      }
+    }
+  })
+
+type Headers = Readonly<Record<string, string | undefined>>
 
 /**
  * The MCP endpoint (spec 4.8): Streamable HTTP with a hand-rolled JSON-RPC dispatcher (building an SDK
  * server per request is several times slower, DESIGN §4), sessions in PostgreSQL, OAuth bearer tokens
- * bound to this endpoint's URL (spec 5.2).
+ * bound to this endpoint's URL (spec 5.2). A POST whose token and session this node holds is answered
+ * in plain Node (McpFastPath.ts) from the same code.
  */
 export const McpRoutes = Layer.effectDiscard(
   Effect.gen(function*() {
@@ -58,12 +124,12 @@ export const McpRoutes = Layer.effectDiscard(
       `Bearer resource_metadata="${resource.metadataUrl}", scope="${SCOPES.join(" ")}"${extra}`
 
     /** Who calls, from `Authorization: Bearer`; anything else is a 401 pointing at the resource metadata. */
-    const authenticate = (resource: ProtectedResource, request: HttpServerRequest.HttpServerRequest) =>
+    const authenticate = (resource: ProtectedResource, headers: Headers) =>
       Effect.gen(function*() {
-        const header = request.headers["authorization"] ?? ""
-        const match = /^Bearer\s+([A-Za-z0-9._~+/=-]+)\s*$/i.exec(header)
+        const header = headers["authorization"] ?? ""
+        const match = BEARER.exec(header)
         if (match === null) {
-          const apiKey = request.headers["x-api-key"] !== undefined
+          const apiKey = headers["x-api-key"] !== undefined
           return yield* Effect.fail(httpError(
             401,
             apiKey ? "api_key_not_accepted" : "missing_token",
@@ -89,18 +155,22 @@ export const McpRoutes = Layer.effectDiscard(
         return caller
       })
 
+    const originAllowed = (origin: string | undefined) => origin === undefined || allowedOrigins.has(origin)
+    const versionSupported = (version: string | undefined) =>
+      version === undefined || (PROTOCOL_VERSIONS as ReadonlyArray<string>).includes(version)
+
     /** Checks that apply to every method: Origin (DNS rebinding), token, protocol version. */
-    const admit = (resource: ProtectedResource, request: HttpServerRequest.HttpServerRequest) =>
+    const admit = (resource: ProtectedResource, headers: Headers) =>
       Effect.gen(function*() {
-        const origin = request.headers["origin"]
-        if (origin !== undefined && !allowedOrigins.has(origin)) {
+        const origin = headers["origin"]
+        if (!originAllowed(origin)) {
           return yield* Effect.fail(
             httpError(403, "forbidden_origin", `Requests from the origin ${origin} are not accepted.`)
           )
         }
-        const caller = yield* authenticate(resource, request)
-        const version = request.headers["mcp-protocol-version"]
-        if (version !== undefined && !(PROTOCOL_VERSIONS as ReadonlyArray<string>).includes(version)) {
+        const caller = yield* authenticate(resource, headers)
+        const version = headers["mcp-protocol-version"]
+        if (!versionSupported(version)) {
           return yield* Effect.fail(httpError(
             400,
             "unsupported_protocol_version",
@@ -110,9 +180,9 @@ export const McpRoutes = Layer.effectDiscard(
         return caller
       })
 
-    const session = (caller: McpCaller, request: HttpServerRequest.HttpServerRequest) =>
+    const session = (caller: McpCaller, headers: Headers) =>
       Effect.gen(function*() {
-        const id = request.headers["mcp-session-id"]
+        const id = headers["mcp-session-id"]
         if (id === undefined) {
           return yield* Effect.fail(
             httpError(400, "session_required", "Send the Mcp-Session-Id that initialize returned.")
@@ -134,26 +204,12 @@ export const McpRoutes = Layer.effectDiscard(
     const runTool = (loaded: LoadedTool, args: unknown, context: ToolContext) =>
       Effect.gen(function*() {
         const input = yield* loaded.decode(args).pipe(Effect.either)
-        if (input._tag === "Left") {
-          const issues = ParseResult.ArrayFormatter.formatErrorSync(input.left).map((i) => ({
-            path: i.path.map(String).join("."),
-            message: i.message
-          }))
-          return toolError({
-            code: "validation_failed",
-            message: issues.map((i) => `${i.path === "" ? "arguments" : `\`${i.path}\``}: ${i.message}`).join("; "),
-            details: { issues }
-          })
-        }
+        if (input._tag === "Left") return validationFailed(input.left)
         const exit = yield* loaded.tool.run(input.right, context).pipe(Effect.provide(services), Effect.exit)
         if (Exit.isSuccess(exit)) {
           const out = exit.value instanceof ToolText ? exit.value : undefined
           const encoded = yield* loaded.encode(out === undefined ? exit.value : out.value).pipe(Effect.orDie)
-          const json = JSON.stringify(encoded)
-          return {
-            content: [{ type: "text", text: out === undefined ? json : `${out.text}\n\n${json}` }],
-            structuredContent: asStructured(encoded)
-          }
+          return toolResult(encoded, out?.text)
         }
         const failed = Cause.failureOption(exit.cause)
         if (failed._tag === "Some") {
@@ -164,64 +220,85 @@ export const McpRoutes = Layer.effectDiscard(
         return toolError({ code: "internal_error", message: "The tool failed on our side; try again later." })
       })
 
+    /** The tool a `tools/call` names, or the JSON-RPC / scope error that answers it instead. */
+    const toolFor = (
+      resource: ProtectedResource,
+      caller: McpCaller,
+      message: JsonRpcRequest & { readonly id: JsonRpcId }
+    ): LoadedTool | Answer => {
+      const params = message.params ?? {}
+      const loaded = typeof params["name"] === "string" ? registry.byName.get(params["name"]) : undefined
+      if (loaded === undefined) {
+        return rpcResponse(failure(message.id, ErrorCodes.invalidParams, `Unknown tool: ${String(params["name"])}`))
+      }
+      if (!mayCall(caller, loaded)) {
+        const needed = loaded.tool.annotations.readOnlyHint ? "mcp:read" : "mcp:write"
+        return httpError(403, "insufficient_scope", `The tool ${loaded.tool.name} needs the scope ${needed}.`, {
+          "www-authenticate": `Bearer error="insufficient_scope", scope="${
+            [...new Set([...caller.scopes, needed])].join(" ")
+          }", resource_metadata="${resource.metadataUrl}"`
+        })
+      }
+      return loaded
+    }
+
+    /** The progress token of a call that wants an SSE answer with progress notifications, if any. */
+    const progressTokenOf = (message: JsonRpcRequest, headers: Headers) => {
+      const meta = message.params?.["_meta"] as Record<string, unknown> | undefined
+      const token = meta?.["progressToken"]
+      return (typeof token === "string" || typeof token === "number") &&
+          (headers["accept"] ?? "").includes("text/event-stream")
+        ? token
+        : undefined
+    }
+
     const toolsCall = (
       resource: ProtectedResource,
       caller: McpCaller,
       message: JsonRpcRequest & { readonly id: JsonRpcId },
-      request: HttpServerRequest.HttpServerRequest
+      headers: Headers
     ) =>
       Effect.gen(function*() {
-        const params = message.params ?? {}
-        const loaded = typeof params["name"] === "string" ? registry.byName.get(params["name"]) : undefined
-        if (loaded === undefined) {
-          return rpcResponse(failure(message.id, ErrorCodes.invalidParams, `Unknown tool: ${String(params["name"])}`))
-        }
-        if (!mayCall(caller, loaded)) {
-          const needed = loaded.tool.annotations.readOnlyHint ? "mcp:read" : "mcp:write"
-          return httpError(403, "insufficient_scope", `The tool ${loaded.tool.name} needs the scope ${needed}.`, {
-            "www-authenticate": `Bearer error="insufficient_scope", scope="${
-              [...new Set([...caller.scopes, needed])].join(" ")
-            }", resource_metadata="${resource.metadataUrl}"`
-          })
-        }
-        const meta = params["_meta"] as Record<string, unknown> | undefined
-        const token = meta?.["progressToken"]
-        const streaming = (typeof token === "string" || typeof token === "number") &&
-          (request.headers["accept"] ?? "").includes("text/event-stream")
-        const args = params["arguments"] ?? {}
-        if (!streaming) {
+        const loaded = toolFor(resource, caller, message)
+        if ("_tag" in loaded) return loaded
+        const token = progressTokenOf(message, headers)
+        const args = message.params?.["arguments"] ?? {}
+        if (token === undefined) {
           const value = yield* runTool(loaded, args, { caller, wantsProgress: false, progress: () => Effect.void })
           return rpcResponse(result(message.id, value))
         }
         // an SSE answer: progress notifications while the tool runs, then its result
-        const mailbox = yield* Mailbox.make<string>()
-        const progress = (n: number, text?: string) =>
-          mailbox.offer(sse({
-            jsonrpc: "2.0",
-            method: "notifications/progress",
-            params: { progressToken: token, progress: n, ...(text === undefined ? {} : { message: text }) }
-          })).pipe(Effect.asVoid)
-        yield* runTool(loaded, args, { caller, wantsProgress: true, progress }).pipe(
-          Effect.flatMap((value) => mailbox.offer(sse(result(message.id, value)))),
-          Effect.ensuring(mailbox.end),
-          Effect.forkDaemon
-        )
-        return HttpServerResponse.stream(Stream.encodeText(Mailbox.toStream(mailbox)), {
-          contentType: "text/event-stream",
-          headers: { "cache-control": "no-cache" }
-        })
+        return {
+          _tag: "Events",
+          run: (send) => {
+            const progress = (n: number, text?: string) =>
+              send(sse({
+                jsonrpc: "2.0",
+                method: "notifications/progress",
+                params: { progressToken: token, progress: n, ...(text === undefined ? {} : { message: text }) }
+              }))
+            return runTool(loaded, args, { caller, wantsProgress: true, progress }).pipe(
+              Effect.flatMap((value) => send(sse(result(message.id, value))))
+            )
+          }
+        } satisfies Answer
       })
 
-    const post = (resource: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
+    /**
+     * A POSTed message of an admitted caller with a JSON content type. `sessionChecked`: the fast path has
+     * already found the caller's session.
+     */
+    const handleMessage = (
+      resource: ProtectedResource,
+      caller: McpCaller,
+      text: string,
+      headers: Headers,
+      sessionChecked: boolean
+    ) =>
       Effect.gen(function*() {
-        const caller = yield* admit(resource, request)
-        const type = (request.headers["content-type"] ?? "").toLowerCase()
-        if (!type.startsWith("application/json")) {
-          return httpError(415, "unsupported_media_type", "POST JSON-RPC messages with Content-Type: application/json.")
-        }
         let body: unknown
         try {
-          body = JSON.parse(yield* request.text.pipe(Effect.orDie))
+          body = JSON.parse(text)
         } catch {
           return rpcResponse(failure(null, ErrorCodes.parseError, "The body is not valid JSON."), 400)
         }
@@ -248,8 +325,8 @@ export const McpRoutes = Layer.effectDiscard(
             { "mcp-session-id": id }
           )
         }
-        yield* session(caller, request)
-        if (classified._tag !== "Request") return HttpServerResponse.empty({ status: 202 })
+        if (!sessionChecked) yield* session(caller, headers)
+        if (classified._tag !== "Request") return { _tag: "Empty", status: 202 } satisfies Answer
         const message = classified.message
         switch (message.method) {
           case "ping":
@@ -257,19 +334,32 @@ export const McpRoutes = Layer.effectDiscard(
           case "tools/list":
             return rpcResponse(result(message.id, { tools: registry.list }))
           case "tools/call":
-            return yield* toolsCall(resource, caller, message, request)
+            return yield* toolsCall(resource, caller, message, headers)
           default:
             return rpcResponse(failure(message.id, ErrorCodes.methodNotFound, `Method not found: ${message.method}`))
         }
       }).pipe(Effect.merge)
 
+    const post = (resource: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
+      Effect.gen(function*() {
+        const caller = yield* admit(resource, request.headers)
+        const type = (request.headers["content-type"] ?? "").toLowerCase()
+        if (!type.startsWith("application/json")) {
+          return httpError(415, "unsupported_media_type", "POST JSON-RPC messages with Content-Type: application/json.")
+        }
+        const text = yield* request.text.pipe(Effect.orDie)
+        return yield* handleMessage(resource, caller, text, request.headers, false)
+      }).pipe(Effect.merge, Effect.flatMap(toResponse))
+
     /** The server-to-client stream: we send nothing unprompted yet, so it carries keep-alives until it ends. */
     const get = (resource: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function*() {
-        const caller = yield* admit(resource, request)
-        yield* session(caller, request)
+        const caller = yield* admit(resource, request.headers)
+        yield* session(caller, request.headers)
         if (!(request.headers["accept"] ?? "").includes("text/event-stream")) {
-          return httpError(406, "not_acceptable", "GET opens an event stream: send Accept: text/event-stream.")
+          return yield* toResponse(
+            httpError(406, "not_acceptable", "GET opens an event stream: send Accept: text/event-stream.")
+          )
         }
         const endAt = Date.now() + GET_STREAM_MAX_MS
         // ends at a drain too, so a stopping node is not held open by idle streams (clients reconnect)
@@ -282,15 +372,15 @@ export const McpRoutes = Layer.effectDiscard(
           contentType: "text/event-stream",
           headers: { "cache-control": "no-cache" }
         })
-      }).pipe(Effect.merge)
+      }).pipe(Effect.catchAll(toResponse))
 
     const del = (resource: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function*() {
-        const caller = yield* admit(resource, request)
-        const id = yield* session(caller, request)
+        const caller = yield* admit(resource, request.headers)
+        const id = yield* session(caller, request.headers)
         yield* sessions.end(id).pipe(Effect.catchTag("SqlError", Effect.die))
-        return HttpServerResponse.empty({ status: 204 })
-      }).pipe(Effect.merge)
+        return { _tag: "Empty", status: 204 } satisfies Answer
+      }).pipe(Effect.merge, Effect.flatMap(toResponse))
 
     for (const resource of settings.resources) {
       const path = resource.path as `/${string}`
@@ -299,6 +389,22 @@ export const McpRoutes = Layer.effectDiscard(
       yield* router.add("DELETE", path, del(resource))
       for (const method of ["POST", "GET", "DELETE"]) extraRoutes(method, new RegExp(`^${path.replace(/\/$/, "")}/?$`))
     }
+
+    yield* installFastPath({
+      resources: settings.resources,
+      originAllowed,
+      versionSupported,
+      bearer: (headers) => BEARER.exec(headers["authorization"] ?? "")?.[1],
+      peekCaller: verifier.peek,
+      peekSession: sessions.peek,
+      toolFor,
+      progressTokenOf,
+      runTool,
+      toolError,
+      toolResult,
+      validationFailed,
+      handleMessage
+    })
   })
 ).pipe(
   Layer.provide(McpSessions.DefaultWithoutDependencies),

@@ -42,9 +42,11 @@ export class McpSessions extends Effect.Service<McpSessions>()("mcp/McpSessions"
         if (!SESSION_ID.test(id)) return undefined
         const hash = hashOf(id)
         const key = hash.toString("base64")
-        const row = cache.get(key) ?? (yield* repo.findSession(hash))
+        const cached = cache.get(key)
+        const row = cached ?? (yield* repo.findSession(hash))
         if (row === undefined) return undefined
-        cache.set(key, row)
+        // only a fresh read restarts the TTL: an end on another node is seen within it
+        if (cached === undefined) cache.set(key, row)
         const mine = row.ended_at === null && row.user_id === caller.principal.userId &&
           row.organization_id === caller.principal.organizationId && row.resource === caller.resource
         if (!mine) return undefined
@@ -57,6 +59,16 @@ export class McpSessions extends Effect.Service<McpSessions>()("mcp/McpSessions"
         return row
       })
 
+    /** For the fast path: the caller's session when this node holds it and no touch is due; else undefined. */
+    const peek = (caller: McpCaller, id: string | undefined) => {
+      if (id === undefined || !SESSION_ID.test(id)) return undefined
+      const key = hashOf(id).toString("base64")
+      const row = cache.get(key)
+      const mine = row !== undefined && row.ended_at === null && row.user_id === caller.principal.userId &&
+        row.organization_id === caller.principal.organizationId && row.resource === caller.resource
+      return mine && (touched.get(key) ?? 0) + TOUCH_EVERY_MS > Date.now() ? row : undefined
+    }
+
     const end = (id: string) =>
       Effect.gen(function*() {
         const hash = hashOf(id)
@@ -64,7 +76,7 @@ export class McpSessions extends Effect.Service<McpSessions>()("mcp/McpSessions"
         yield* repo.endSession(hash)
       })
 
-    return { open, find, end } as const
+    return { open, find, peek, end } as const
   }),
   dependencies: [OAuthRepo.Default]
 }) {}

@@ -1,4 +1,4 @@
-import { Effect, JSONSchema, ParseResult, Schema } from "effect"
+import { Effect, type Either, JSONSchema, ParseResult, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
@@ -27,6 +27,9 @@ export interface LoadedTool {
   readonly tool: McpTool
   readonly decode: (input: unknown) => Effect.Effect<any, ParseResult.ParseError>
   readonly encode: (output: unknown) => Effect.Effect<unknown, ParseResult.ParseError>
+  /** The same, synchronously (tool schemas have no asynchronous parts), for the fast path. */
+  readonly decodeEither: (input: unknown) => Either.Either<any, ParseResult.ParseError>
+  readonly encodeEither: (output: unknown) => Either.Either<unknown, ParseResult.ParseError>
 }
 
 /**
@@ -49,7 +52,9 @@ export const loadTools = Effect.promise(async () => {
     tools.map((tool) => [tool.name, {
       tool,
       decode: Schema.decodeUnknown(tool.input, { errors: "all", onExcessProperty: "error" }),
-      encode: Schema.encodeUnknown(tool.output)
+      encode: Schema.encodeUnknown(tool.output),
+      decodeEither: Schema.decodeUnknownEither(tool.input, { errors: "all", onExcessProperty: "error" }),
+      encodeEither: Schema.encodeUnknownEither(tool.output)
     }])
   )
   return { byName, list: tools.map(describe) }

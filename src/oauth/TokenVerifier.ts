@@ -18,6 +18,20 @@ export class TokenRejected extends Data.TaggedError("TokenRejected")<{ readonly 
 
 const TOUCH_EVERY_MS = 60_000
 
+const callerOf = (row: AccessRow): McpCaller => ({
+  principal: {
+    organizationId: row.organization_id,
+    userId: row.user_id,
+    keyId: row.grant_id as ApiKeyId,
+    role: row.role!,
+    agentIds: null
+  },
+  email: row.email,
+  scopes: row.scope.split(" "),
+  grantId: row.grant_id,
+  resource: row.resource
+})
+
 /**
  * Verifies access tokens: by hash, unexpired, unrevoked, bound to the resource being called, and held
  * by someone still a member. Verified tokens are cached like API keys (SWITCHYARD_API_KEY_CACHE_TTL), so a
@@ -64,20 +78,24 @@ export class TokenVerifier extends Effect.Service<TokenVerifier>()("oauth/TokenV
           touched.set(row.grant_id, now)
           yield* repo.touchGrant(row.grant_id).pipe(Effect.ignoreLogged, Effect.forkDaemon)
         }
-        return {
-          principal: {
-            organizationId: row.organization_id,
-            userId: row.user_id,
-            keyId: row.grant_id as ApiKeyId,
-            role: row.role,
-            agentIds: null
-          },
-          email: row.email,
-          scopes: row.scope.split(" "),
-          grantId: row.grant_id,
-          resource: row.resource
-        } satisfies McpCaller
+        return callerOf(row)
       })
+
+    /**
+     * For the MCP fast path: the caller of a token this node verified recently, when it is still valid for
+     * this resource and no touch is due; undefined means "ask verify" (which also gives the error).
+     */
+    const peek = (token: string, resource: string): McpCaller | undefined => {
+      const cached = cache.get(hashOf(token).toString("base64"))
+      const now = Date.now()
+      if (cached === undefined || cached.until <= now) return undefined
+      const row = cached.row
+      if (
+        row.revoked_at !== null || row.expires_at.getTime() <= now || row.resource !== resource || row.role === null ||
+        (touched.get(row.grant_id) ?? 0) + TOUCH_EVERY_MS <= now
+      ) return undefined
+      return callerOf(row)
+    }
 
     /** Drops this node's cached tokens of a grant (after its revocation). */
     const forgetGrant = (grantId: string) =>
@@ -85,7 +103,7 @@ export class TokenVerifier extends Effect.Service<TokenVerifier>()("oauth/TokenV
         for (const [key, entry] of cache) if (entry.row.grant_id === grantId) cache.delete(key)
       })
 
-    return { verify, forgetGrant } as const
+    return { verify, peek, forgetGrant } as const
   }),
   dependencies: [OAuthRepo.Default]
 }) {}

@@ -4,16 +4,7 @@ import { ConnectionId, ConnectorId } from "../../../schema/Ids.js"
 import { Connections } from "../../connectors/Connections.js"
 import { orDieOnSql } from "../../http/orDieOnSql.js"
 import { defineTool } from "../McpTool.js"
-
-// a tool result goes to a model: a larger answer is cut, with a note saying so
-const MAX_BODY_CHARS = 1_000_000
-
-const UpstreamAnswer = Schema.Struct({
-  status: Schema.Int,
-  content_type: Schema.NullOr(Schema.String),
-  body: Schema.Unknown.annotations({ description: "Parsed JSON when the target answered JSON, else text." }),
-  truncated: Schema.Boolean
-})
+import { UpstreamAnswer, upstreamAnswer } from "../UpstreamAnswer.js"
 
 export default defineTool({
   name: "invoke_operation",
@@ -45,17 +36,6 @@ export default defineTool({
         for await (const chunk of upstream.body) chunks.push(chunk as Buffer)
         return Buffer.concat(chunks).toString("utf8")
       })
-      const contentType = upstream.headers["content-type"]
-      const type = Array.isArray(contentType) ? contentType[0] ?? null : contentType ?? null
-      const truncated = text.length > MAX_BODY_CHARS
-      let body: unknown = truncated ? text.slice(0, MAX_BODY_CHARS) : text
-      if (!truncated && type !== null && /[/+]json\b/i.test(type) && text !== "") {
-        try {
-          body = JSON.parse(text)
-        } catch {
-          // the target said JSON and sent something else: pass its text on
-        }
-      }
-      return { status: upstream.status, content_type: type, body, truncated }
+      return upstreamAnswer(upstream.status, upstream.headers["content-type"], text)
     }).pipe(orDieOnSql)
 })
