@@ -99,8 +99,16 @@ export class Agent extends Schema.Class<Agent>("Agent")({
   updated_at: Timestamp
 }) {}
 
-export const TaskStatus = Schema.Literal("pending", "executing", "completed", "error", "cancelled").annotations({
-  description: "`pending` → `executing` → `completed` | `error` | `cancelled`."
+export const TaskStatus = Schema.Literal(
+  "pending",
+  "executing",
+  "waiting_approval",
+  "completed",
+  "error",
+  "cancelled"
+).annotations({
+  description: "`pending` → `executing` → `completed` | `error` | `cancelled`. `waiting_approval`: the run is " +
+    "paused until a person approves or rejects a tool call (`GET /v1/approvals`); it then goes on `executing`."
 })
 export type TaskStatus = typeof TaskStatus.Type
 
@@ -138,13 +146,24 @@ export type InvokeAgent = typeof InvokeAgent.Type
 
 export class ThreadEvent extends Schema.Class<ThreadEvent>("ThreadEvent")({
   seq: Schema.Int,
-  type: Schema.Literal("user_message", "model_call", "tool_call", "agent_message", "error", "cancelled"),
+  type: Schema.Literal(
+    "user_message",
+    "model_call",
+    "tool_call",
+    "approval_requested",
+    "approval_decided",
+    "agent_message",
+    "error",
+    "cancelled"
+  ),
   at: Timestamp,
   user: TaskUser.annotations({ description: "The person who asked." }),
   data: Schema.Unknown.annotations({
     description: "user_message/agent_message: `{text}`. model_call: `{step, provider, model, input_tokens, " +
       "output_tokens, cached_tokens, cost_usd, duration_ms, finish, text, tool_calls}`. tool_call: `{step, name, " +
-      "connection_id, operation_id, arguments, status, outcome, result, duration_ms}`. error/cancelled: `{message}`."
+      "connection_id, operation_id, arguments, status, outcome, result, duration_ms}` (outcome `rejected` when a person " +
+      "rejected it). approval_requested: `{approval_id, name, arguments, skill_id}`. approval_decided: " +
+      "`{approval_id, status, by, reason}`. error/cancelled: `{message}`."
   })
 }) {}
 

@@ -9,6 +9,7 @@ import { ApiKey, CreateApiKey, CreatedApiKey, CreateMember, ListOf, Me, Member, 
 import { ApiKeyId, UserId } from "./Ids.js"
 import { OAuthApi } from "./OAuth.js"
 import { Authentication } from "./Security.js"
+import { ApprovalsApi, SkillsApi } from "./SkillsApi.js"
 
 export class Readiness extends Schema.Class<Readiness>("Readiness")({
   status: Schema.Literal("ready"),
@@ -111,6 +112,8 @@ export class Api extends HttpApi.make("switchyard")
   .add(OAuthApi)
   .add(GroupsApi)
   .add(AuditApi)
+  .add(SkillsApi)
+  .add(ApprovalsApi)
   .annotate(OpenApi.Title, "Switchyard API")
   .annotate(OpenApi.Description, "Self-hostable platform for AI agents. Every REST call carries `x-api-key`.")
 {}

@@ -1,5 +1,7 @@
 import { Layer } from "effect"
 import { ConnectorsLive } from "../connectors/ConnectorsLive.js"
+import { Approvals } from "../skills/Approvals.js"
+import { Skills } from "../skills/Skills.js"
 import { TaskCompletions } from "../tasks/TaskCompletions.js"
 import { TaskEntityLive } from "../tasks/TaskEntityLive.js"
 import { LocalTasks, TaskRecoveryLive } from "../tasks/TaskRecovery.js"
@@ -15,7 +17,7 @@ import { ModelProviders } from "./ModelProviders.js"
 /** Agents and tasks: services, the Task and Agent entities, model access. */
 export const AgentsLive = Layer.mergeAll(Tasks.Default, TaskEntityLive, TaskRecoveryLive, AgentEntityLive).pipe(
   Layer.provideMerge(TaskRunner.Default),
-  Layer.provideMerge(LocalTasks.Default),
+  Layer.provideMerge(Layer.mergeAll(LocalTasks.Default, Skills.Default, Approvals.Default)),
   Layer.provideMerge(Layer.mergeAll(Agents.Default, ModelGateway.Default, TaskRepo.Default, TaskCompletions.Default)),
   Layer.provideMerge(Layer.mergeAll(ModelProviders.Default, AgentRepo.Default)),
   Layer.provideMerge(ConnectorsLive)

@@ -12,6 +12,7 @@ import agents from "./migrations/0003_agents.js"
 import taskRecovery from "./migrations/0004_task_recovery.js"
 import oauth from "./migrations/0005_oauth.js"
 import access from "./migrations/0006_access.js"
+import skills from "./migrations/0007_skills.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -20,7 +21,8 @@ export const migrations = {
   "0003_agents": agents,
   "0004_task_recovery": taskRecovery,
   "0005_oauth": oauth,
-  "0006_access": access
+  "0006_access": access,
+  "0007_skills": skills
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

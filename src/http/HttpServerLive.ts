@@ -5,6 +5,7 @@ import * as Http from "node:http"
 import { Api } from "../../schema/Api.js"
 import { GroupsHttpLive } from "../access/GroupsHttp.js"
 import { AuditHttpLive } from "../audit/AuditHttp.js"
+import { ApprovalsHttpLive, SkillsHttpLive } from "./SkillsHttp.js"
 import { DeniedRequestsLive } from "../audit/DeniedRequests.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { McpRoutes } from "../mcp/McpEndpoint.js"
@@ -29,6 +30,8 @@ const ApiRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json"
     ToolsHttpLive,
     AgentsHttpLive,
     GroupsHttpLive,
+    SkillsHttpLive,
+    ApprovalsHttpLive,
     AuditHttpLive,
     OAuthHttpLive
   ]),

@@ -4,6 +4,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Layer, Schedule } from "effect"
 import { TaskEntity } from "../../cluster/TaskEntity.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { Approvals } from "../skills/Approvals.js"
 import type { TaskRow } from "./TaskRepo.js"
 
 const HANDOFF_TTL_MS = 30_000
@@ -52,6 +53,7 @@ export const TaskRecoveryLive = Layer.scopedDiscard(
     const config = yield* SwitchyardConfig
     const local = yield* LocalTasks
     const client = yield* TaskEntity.client
+    const approvals = yield* Approvals
     const graceSeconds = Math.max(1, Duration.toSeconds(config.taskSweepInterval))
 
     const sweep = Effect.gen(function*() {
@@ -72,6 +74,8 @@ export const TaskRecoveryLive = Layer.scopedDiscard(
         after = rows[rows.length - 1]!.id
       }
       if (revived > 0) yield* Effect.logInfo(`resumed ${revived} unfinished task(s) on this node's shards`)
+      // requests for approval past their time: their tasks go on, to end as documented
+      yield* approvals.expireDue
     })
 
     yield* sweep.pipe(

@@ -98,8 +98,14 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       sql<TaskRow>`
         WITH ended AS (
           UPDATE tasks SET status = 'cancelled', result = ${result}, finished_at = now(), oidc_token = NULL
-          WHERE id = ${id} AND organization_id = ${organizationId} AND status IN ('pending', 'executing')
+          WHERE id = ${id} AND organization_id = ${organizationId}
+            AND status IN ('pending', 'executing', 'waiting_approval')
           RETURNING *
+        ),
+        -- nobody needs to decide for a task that is gone
+        withdrawn AS (
+          UPDATE approvals SET status = 'expired', decided_at = now(), reason = 'The task was cancelled.'
+          WHERE task_id IN (SELECT id FROM ended) AND status = 'pending'
         )
         SELECT ended.*, pg_notify(${TASK_DONE_CHANNEL}, ended.id::text) FROM ended`.pipe(
         Effect.map(([row]) => row)

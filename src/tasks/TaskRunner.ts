@@ -10,6 +10,8 @@ import type { Message, ToolCall, ToolSpec } from "../agents/models/ModelProvider
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Connections } from "../connectors/Connections.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
+import { Approvals, conditionHolds } from "../skills/Approvals.js"
+import { Skills, type SkillTool } from "../skills/Skills.js"
 import { LocalTasks } from "./TaskRecovery.js"
 import { type ModelCallRecord, TaskRepo, type TaskRow } from "./TaskRepo.js"
 
@@ -21,6 +23,8 @@ interface Tool {
   readonly spec: ToolSpec
   readonly connectionId: string
   readonly operationId: string
+  /** Where it comes from and what it asks for: approval, a recorded violation on use. */
+  readonly source: SkillTool
 }
 
 /** Reads a tool's response for the model: at most TOOL_RESULT_LIMIT bytes, then stops the download. */
@@ -57,6 +61,11 @@ class Stop {
   ) {}
 }
 
+/** The run stops here until a person approves or rejects a tool call. */
+class Pause {
+  readonly _tag = "Pause"
+}
+
 /**
  * The agent loop of one task: model call → tool calls → … → answer. Every model and tool call is
  * recorded under a step key before the loop moves on; a run resumed on another node replays recorded
@@ -71,6 +80,8 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     const config = yield* SwitchyardConfig
     const vault = yield* CredentialVault
     const local = yield* LocalTasks
+    const skills = yield* Skills
+    const approvals = yield* Approvals
 
     const finish = (task: TaskRow, stop: Stop) =>
       Effect.gen(function*() {
@@ -87,25 +98,89 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         return outcomeOf(now)
       })
 
+    /** The run's tools: the agent's own skills and its attached skills as the visibility mode allows now. */
     const toolsOf = (task: TaskRow, principal: Principal) =>
-      Effect.forEach(
-        task.agent_snapshot.skills.flatMap((s) => s.operation_ids.map((op) => [s.connection_id, op] as const)),
-        ([connectionId, ref]) =>
-          connections.target(principal, "_", connectionId, ref).pipe(
-            Effect.map(({ operation }): Tool => ({
-              spec: {
-                name: operation.operationId,
-                description: operation.pretty_description || operation.pretty_name,
-                parameters: operation.input
-              },
-              connectionId,
-              operationId: operation.id
-            })),
-            Effect.mapError((e) =>
-              new Stop("error", `The agent's skill ${ref} on connection ${connectionId} cannot be used: ${e.message}`)
-            )
-          )
+      Effect.flatMap(
+        skills.toolsFor(task.agent_snapshot),
+        (sources) =>
+          Effect.forEach(sources, (source) =>
+            connections.target(principal, "_", source.connectionId, source.operationRef).pipe(
+              Effect.map(({ operation }): Tool => ({
+                spec: {
+                  name: operation.operationId,
+                  description: operation.pretty_description || operation.pretty_name,
+                  parameters: operation.input
+                },
+                connectionId: source.connectionId,
+                operationId: operation.id,
+                source
+              })),
+              Effect.mapError((e) =>
+                new Stop(
+                  "error",
+                  `The agent's ${
+                    source.skillId === null ? "skill" : `skill ${source.skillId}, action`
+                  } ${source.operationRef} ` +
+                    `on connection ${source.connectionId} cannot be used: ${e.message}`
+                )
+              )
+            ))
+      ).pipe(
+        // one tool per name: the agent's own skills come first, then attached skills in the order added
+        Effect.map((tools) =>
+          [...new Map(tools.reverse().map((t) => [t.spec.name, t])).values()].reverse()
+        )
       )
+
+    /**
+     * Before a call that needs approval: ask (and pause), keep waiting, or go on as decided. A rejection
+     * becomes the tool's result for the model; an expired request ends the task.
+     */
+    const approvalGate = (task: TaskRow, tool: Tool, call: ToolCall, stepKey: string, who: unknown) =>
+      Effect.gen(function*() {
+        const { approvalCondition, requiresApproval } = tool.source
+        if (
+          !requiresApproval || (approvalCondition !== undefined && !conditionHolds(approvalCondition, call.arguments))
+        ) {
+          return "call" as const
+        }
+        const approval = yield* approvals.forStep(task.id, stepKey)
+        if (approval === undefined) {
+          yield* approvals.request({
+            organizationId: task.organization_id,
+            taskId: task.id,
+            stepKey,
+            agentId: task.agent_id,
+            skillId: tool.source.skillId,
+            tool: call.name,
+            connectionId: tool.connectionId,
+            operationId: tool.operationId,
+            arguments: call.arguments,
+            user: who
+          })
+          return new Pause()
+        }
+        switch (approval.status) {
+          case "pending":
+            yield* approvals.pause(task.id)
+            return new Pause()
+          case "approved":
+            return "call" as const
+          case "rejected":
+            return {
+              content: `The call to ${call.name} was rejected by a reviewer${
+                approval.reason === null ? "" : `: ${approval.reason}`
+              }. It was not made; do not try it again.`
+            }
+          case "expired":
+            return new Stop(
+              "error",
+              `Stopped: the call to ${call.name} needed approval, and none was given within ${
+                Duration.format(approvals.timeout)
+              } (SWITCHYARD_APPROVAL_TIMEOUT).`
+            )
+        }
+      })
 
     const callTool = (task: TaskRow, principal: Principal, tool: Tool | undefined, call: ToolCall) =>
       Effect.gen(function*() {
@@ -263,6 +338,35 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             let done = recorded.get(toolKey) as { content: string } | undefined
             if (done === undefined) {
               const tool = byName.get(call.name)
+              const gate = tool === undefined ? "call" : yield* approvalGate(task, tool, call, toolKey, who)
+              if (gate instanceof Pause || gate instanceof Stop) return gate
+              if (gate !== "call") {
+                done = { content: gate.content }
+                yield* repo.appendEvent(task.id, "tool_call", toolKey, {
+                  step,
+                  name: call.name,
+                  connection_id: tool?.connectionId ?? null,
+                  operation_id: tool?.operationId ?? null,
+                  arguments: call.arguments,
+                  status: null,
+                  outcome: "rejected",
+                  result: gate.content,
+                  content: gate.content,
+                  duration_ms: 0,
+                  user: who
+                })
+                messages.push({ role: "tool", tool_call_id: call.id, name: call.name, content: done.content })
+                continue
+              }
+              if (tool?.source.violation === true) {
+                yield* skills.recordUse({
+                  organizationId: task.organization_id,
+                  skillId: tool.source.skillId!,
+                  agentId: agent.id,
+                  taskId: task.id,
+                  tool: call.name
+                })
+              }
               const r = yield* callTool(task, principal, tool, call)
               done = { content: r.content }
               yield* repo.appendEvent(task.id, "tool_call", toolKey, {
@@ -310,6 +414,10 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         }),
         Effect.catchIf((e): e is Stop => e instanceof Stop, Effect.succeed)
       )
+      // paused for a person's decision: the task waits in the database, not in this run
+      if (stop instanceof Pause) {
+        return { status: "waiting_approval", result: null, finished_at: null } satisfies Outcome
+      }
       return yield* finish(task, stop)
     }, Effect.catchTag("SqlError" as never, Effect.die))
 

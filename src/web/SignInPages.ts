@@ -9,8 +9,10 @@ import { OAuthRepo } from "../oauth/OAuthRepo.js"
 import { decoyHash, verifyPassword } from "../oauth/Passwords.js"
 import { oauthSettings } from "../oauth/Resources.js"
 import { hashOf, randomSecret, sameSecret } from "../oauth/Secrets.js"
-import { page, seeOther, type SetCookie } from "./Html.js"
-import { consentPage, errorPage, signInPage } from "./Views.js"
+import { SSO_CALLBACK_PATH } from "../sso/SsoPaths.js"
+import { SsoSignIn } from "../sso/SsoSignIn.js"
+import { page, seeOther, type SetCookie, withCookies } from "./Html.js"
+import { consentPage, errorPage, signInPage, ssoChoicePage } from "./Views.js"
 
 const PATH = "/oauth_login"
 const SESSION_HOURS = 12
@@ -27,22 +29,25 @@ export const SignInPages = Layer.effectDiscard(
     const settings = yield* oauthSettings
     const server = yield* AuthorizationServer
     const repo = yield* OAuthRepo
+    const sso = yield* SsoSignIn
 
     extraRoutes("GET", /^\/oauth_login\/?$/)
     extraRoutes("POST", /^\/oauth_login\/?$/)
+    extraRoutes("GET", /^\/oauth_login\/sso\/callback\/?$/)
     if (!config.signInPages) {
       // a separate UI serves the page: this host answers as spec section 7 describes
       const notFound = Effect.succeed(HttpServerResponse.unsafeJson({ detail: "Not Found" }, { status: 404 }))
       yield* router.add("GET", PATH, notFound)
       yield* router.add("POST", PATH, notFound)
+      yield* router.add("GET", SSO_CALLBACK_PATH, notFound)
       return
     }
 
     // __Host- cookies need Secure, which needs https: plain names on a local http install
     const secure = settings.appUrl.startsWith("https://")
     const names = secure
-      ? { session: "__Host-sy_session", csrf: "__Host-sy_csrf" }
-      : { session: "sy_session", csrf: "sy_csrf" }
+      ? { session: "__Host-sy_session", csrf: "__Host-sy_csrf", sso: "__Host-sy_sso" }
+      : { session: "sy_session", csrf: "sy_csrf", sso: "sy_sso" }
     const cookie = (name: string, value: string, maxAge: Duration.DurationInput): SetCookie => [name, value, {
       path: "/",
       httpOnly: true,
@@ -57,6 +62,14 @@ export const SignInPages = Layer.effectDiscard(
       return token === undefined ? Effect.succeed(undefined) : repo.findWebSession(hashOf(token))
     }
 
+    /** A session opened through an organization's identity provider acts in that organization only. */
+    const organizationsFor = (request: HttpServerRequest.HttpServerRequest, userId: UserId) =>
+      Effect.gen(function*() {
+        const all = yield* repo.organizationsOf(userId)
+        const scope = yield* sso.sessionOrganization(hashOf(request.cookies[names.session]!))
+        return scope === null ? all : all.filter((o) => o.id === scope)
+      })
+
     const show = (request: HttpServerRequest.HttpServerRequest, query: string, notice?: string, status = 200) =>
       Effect.gen(function*() {
         const params = new URLSearchParams(query)
@@ -70,12 +83,13 @@ export const SignInPages = Layer.effectDiscard(
         const cookies = [cookie(names.csrf, csrf, Duration.hours(SESSION_HOURS))]
         const user = yield* currentUser(request)
         if (user === undefined) {
-          return page("Sign in", signInPage({ query, csrf, notice, client: clientLabel(validated.right) }), {
+          const offerSso = yield* sso.anyEnabled
+          return page("Sign in", signInPage({ query, csrf, notice, client: clientLabel(validated.right), offerSso }), {
             status,
             cookies
           })
         }
-        const organizations = yield* repo.organizationsOf(user.user_id)
+        const organizations = yield* organizationsFor(request, user.user_id as UserId)
         return page("Authorize access", consentPage({ query, csrf, request: validated.right, user, organizations }), {
           status,
           cookies
@@ -128,15 +142,53 @@ export const SignInPages = Layer.effectDiscard(
             const validated = yield* server.validate(new URLSearchParams(query)).pipe(Effect.either)
             if (validated._tag === "Left") return yield* show(request, query)
             if (form.get("action") === "deny") return seeOther(server.deny(validated.right))
-            const organizations = yield* repo.organizationsOf(user.user_id)
+            const organizations = yield* organizationsFor(request, user.user_id as UserId)
             const chosen = organizations.find((o) => o.id === form.get("organization_id"))
             if (chosen === undefined) return yield* show(request, query, "Choose one of your organizations.", 400)
             return seeOther(yield* server.approve(validated.right, user.user_id as UserId, chosen.id as OrganizationId))
           }
+          case "sso": {
+            const email = form.get("email") ?? ""
+            const started = yield* sso.start(email, query, form.get("organization_id") ?? undefined)
+            switch (started._tag) {
+              case "Notice":
+                return yield* show(request, query, started.message, 400)
+              case "Choose":
+                return page(
+                  "Choose your organization",
+                  ssoChoicePage({ query, csrf: expected, email, organizations: started.organizations })
+                )
+              case "Redirect":
+                // binds the provider's answer to this browser: a callback without this cookie is refused
+                return seeOther(started.location, [cookie(names.sso, started.browserToken, Duration.minutes(10))])
+            }
+          }
+          // falls through only for an unknown action
           default:
             return yield* show(request, query, undefined, 400)
         }
       }).pipe(Effect.catchTag("SqlError", Effect.die)))
+
+    // the identity provider sends the browser back here; the authorization request continues as after a password
+    yield* router.add("GET", SSO_CALLBACK_PATH, (request) =>
+      Effect.gen(function*() {
+        const params = new URL(request.url, "http://x").searchParams
+        const finished = yield* sso.finish(params, request.cookies[names.sso]).pipe(Effect.either)
+        const clearSso = cookie(names.sso, "", 0)
+        if (finished._tag === "Left") {
+          return withCookies(
+            page("Single sign-on refused", errorPage(finished.left.message), { status: finished.left.status }),
+            [clearSso]
+          )
+        }
+        const session = randomSecret()
+        yield* sso.openSession(hashOf(session), finished.right, new Date(Date.now() + SESSION_HOURS * 3600_000))
+        return seeOther(`${PATH}?${finished.right.request}`, [
+          cookie(names.session, session, Duration.hours(SESSION_HOURS)),
+          cookie(names.csrf, randomSecret(), Duration.hours(SESSION_HOURS)),
+          clearSso
+        ])
+      }))
 
     const checkPassword = (email: string, password: string) =>
       Effect.gen(function*() {
@@ -149,6 +201,6 @@ export const SignInPages = Layer.effectDiscard(
         return matches && row !== undefined ? row.user_id : undefined
       })
   })
-).pipe(Layer.provide(OAuthLive))
+).pipe(Layer.provide(OAuthLive), Layer.provide(SsoSignIn.Default))
 
 export const clientLabel = (request: AuthorizeRequest) => request.client.name ?? request.client.id

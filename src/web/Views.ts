@@ -14,7 +14,9 @@ export const errorPage = (message: string) =>
   html`<h1>This sign-in request cannot be completed</h1><p class="error">${message}</p>
 <p>Start again from the application that sent you here.</p>`
 
-export const signInPage = (p: { query: string; csrf: string; notice: string | undefined; client: string }) =>
+export const signInPage = (
+  p: { query: string; csrf: string; notice: string | undefined; client: string; offerSso: boolean }
+) =>
   html`<h1>Sign in to Switchyard</h1>
 <p><strong>${p.client}</strong> asks to use Switchyard on your behalf.</p>
 ${p.notice === undefined ? "" : html`<p class="error" role="alert">${p.notice}</p>`}
@@ -22,7 +24,32 @@ ${p.notice === undefined ? "" : html`<p class="error" role="alert">${p.notice}</
 <input type="hidden" name="action" value="sign_in">
 <label for="email">E-mail</label><input id="email" name="email" type="email" autocomplete="username" required autofocus>
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
-<button class="primary" type="submit">Sign in</button></form>`
+<button class="primary" type="submit">Sign in</button></form>
+${p.offerSso ? ssoForm(p.query, p.csrf) : ""}`
+
+/** Single sign-on: the e-mail's domain picks the organization whose identity provider signs the person in. */
+const ssoForm = (query: string, csrf: string) =>
+  html`<hr><form method="post" action="/oauth_login">${hidden(query, csrf)}
+<input type="hidden" name="action" value="sso">
+<label for="sso-email">Or sign in with your organization's single sign-on</label>
+<input id="sso-email" name="email" type="email" autocomplete="username" placeholder="you@company.com" required>
+<button type="submit">Sign in with SSO</button></form>`
+
+export const ssoChoicePage = (p: {
+  query: string
+  csrf: string
+  email: string
+  organizations: ReadonlyArray<{ readonly id: string; readonly name: string }>
+}) =>
+  html`<h1>Choose your organization</h1>
+<p>Several organizations sign in people from this e-mail domain. Which one is yours?</p>
+<form method="post" action="/oauth_login">${hidden(p.query, p.csrf)}
+<input type="hidden" name="action" value="sso"><input type="hidden" name="email" value="${p.email}">
+${
+    p.organizations.map((o) =>
+      html`<button class="primary" type="submit" name="organization_id" value="${o.id}">Sign in with ${o.name} SSO</button>`
+    )
+  }</form>`
 
 export const consentPage = (p: {
   query: string

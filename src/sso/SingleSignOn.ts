@@ -1,0 +1,138 @@
+import { Effect, Redacted } from "effect"
+import { BadRequest, NotFound, Unprocessable } from "../../schema/Errors.js"
+import type { Principal } from "../../schema/Security.js"
+import { type PutSsoSettings, SsoSettings } from "../../schema/Sso.js"
+import { checkRoleChange } from "../access/RolePolicy.js"
+import { AuditLog } from "../audit/AuditLog.js"
+import { requireRole } from "../identity/IdentityPolicy.js"
+import { IdentityProviders } from "./IdentityProviders.js"
+import { ssoRedirectUri } from "./SsoPaths.js"
+import { SsoRepo, type SsoRow } from "./SsoRepo.js"
+
+const notConfigured = NotFound.of("Single sign-on settings")
+
+/** An organization's OIDC settings: Admin and above read and change them; every change is audited. */
+export class SingleSignOn extends Effect.Service<SingleSignOn>()("sso/SingleSignOn", {
+  effect: Effect.gen(function*() {
+    const repo = yield* SsoRepo
+    const providers = yield* IdentityProviders
+    const audit = yield* AuditLog
+    const redirectUri = yield* ssoRedirectUri
+
+    const toSettings = (row: SsoRow) =>
+      new SsoSettings({
+        issuer: row.issuer,
+        client_id: row.client_id,
+        client_secret_set: row.client_secret.length > 0,
+        allowed_email_domains: row.allowed_email_domains,
+        group_claim: row.group_claim,
+        group_mapping: row.group_mapping,
+        enabled: row.enabled,
+        redirect_uri: redirectUri,
+        created_at: row.created_at,
+        updated_at: row.updated_at
+      })
+
+    const get = Effect.fn("SingleSignOn.get")(function*(principal: Principal) {
+      yield* requireRole(principal, "admin", "manage single sign-on")
+      const row = yield* repo.find(principal.organizationId)
+      if (row === undefined) return yield* notConfigured
+      return toSettings(row)
+    })
+
+    /** Mapped groups must be this organization's, with a default role the caller could grant. */
+    const checkMapping = (principal: Principal, input: PutSsoSettings) =>
+      Effect.gen(function*() {
+        const ids = Array.from(new Set(input.group_mapping.map((m) => m.group_id)))
+        const found = yield* repo.existingGroups(principal.organizationId, ids)
+        const unknown = ids.filter((id) => !found.some((g) => g.id === id))
+        if (unknown.length > 0) {
+          return yield* BadRequest.of(
+            `\`group_mapping\`: no group ${unknown.map((id) => `'${id}'`).join(", ")} in this organization.`,
+            { unknown_group_ids: unknown },
+            "unknown_group"
+          )
+        }
+        // signing in through a mapped group grants its default role: no more than the caller could grant
+        for (const group of found) {
+          if (group.default_role !== null) yield* checkRoleChange(principal, undefined, group.default_role)
+        }
+      })
+
+    const put = Effect.fn("SingleSignOn.put")(function*(principal: Principal, input: PutSsoSettings) {
+      yield* requireRole(principal, "admin", "manage single sign-on")
+      const current = yield* repo.find(principal.organizationId)
+      if (input.client_secret === undefined && current === undefined) {
+        return yield* BadRequest.of(
+          "`client_secret`: required when single sign-on is first set up.",
+          { issues: [{ path: "client_secret", message: "is missing" }] },
+          "validation_failed"
+        )
+      }
+      yield* checkMapping(principal, input)
+      const secret = input.client_secret === undefined
+        ? providers.openSecret(current!)
+        : Redacted.value(input.client_secret)
+      // a provider we cannot reach or that is not OIDC would leave every sign-in broken: refuse it now
+      yield* providers.discover(input.issuer, input.client_id, secret).pipe(
+        Effect.mapError((problem) =>
+          Unprocessable.of(
+            problem.message,
+            problem.kind === "unreachable" ? "sso_issuer_unreachable" : "sso_issuer_not_oidc",
+            { issuer: input.issuer }
+          )
+        )
+      )
+      const sealed = input.client_secret === undefined
+        ? { sealed: current!.client_secret, keyVersion: current!.secret_key_version }
+        : providers.sealSecret(principal.organizationId, secret)
+      const domains = Array.from(new Set(input.allowed_email_domains))
+      const row = yield* repo.upsert(principal.organizationId, {
+        issuer: input.issuer,
+        client_id: input.client_id,
+        client_secret: sealed.sealed,
+        secret_key_version: sealed.keyVersion,
+        allowed_email_domains: domains,
+        group_claim: input.group_claim,
+        group_mapping: input.group_mapping,
+        enabled: input.enabled
+      }).pipe(
+        audit.recorded(principal, (row) => ({
+          action: "UPDATE_SSO_SETTINGS",
+          targets: [{ type: "sso_settings", id: principal.organizationId, name: input.issuer }],
+          // never the secret: only whether it changed
+          details: {
+            created: row.inserted,
+            issuer: input.issuer,
+            client_id: input.client_id,
+            client_secret_changed: input.client_secret !== undefined,
+            allowed_email_domains: domains,
+            group_claim: input.group_claim,
+            group_mapping: input.group_mapping,
+            enabled: input.enabled
+          }
+        }))
+      )
+      yield* providers.forget(principal.organizationId)
+      return toSettings(row)
+    })
+
+    const remove = Effect.fn("SingleSignOn.remove")(function*(principal: Principal) {
+      yield* requireRole(principal, "admin", "manage single sign-on")
+      const removed = yield* repo.remove(principal.organizationId).pipe(
+        audit.recorded(principal, (removed) =>
+          removed
+            ? {
+              action: "DELETE_SSO_SETTINGS",
+              targets: [{ type: "sso_settings", id: principal.organizationId }]
+            }
+            : undefined)
+      )
+      if (!removed) return yield* notConfigured
+      yield* providers.forget(principal.organizationId)
+    })
+
+    return { get, put, remove } as const
+  }).pipe(Effect.annotateLogs("area", "sso")),
+  dependencies: [SsoRepo.Default, IdentityProviders.Default, AuditLog.Default]
+}) {}
