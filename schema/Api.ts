@@ -10,6 +10,7 @@ import { ApiKeyId, UserId } from "./Ids.js"
 import { OAuthApi } from "./OAuth.js"
 import { Authentication } from "./Security.js"
 import { ApprovalsApi, SkillsApi } from "./SkillsApi.js"
+import { SsoApi } from "./SsoApi.js"
 
 export class Readiness extends Schema.Class<Readiness>("Readiness")({
   status: Schema.Literal("ready"),
@@ -114,6 +115,7 @@ export class Api extends HttpApi.make("switchyard")
   .add(AuditApi)
   .add(SkillsApi)
   .add(ApprovalsApi)
+  .add(SsoApi)
   .annotate(OpenApi.Title, "Switchyard API")
   .annotate(OpenApi.Description, "Self-hostable platform for AI agents. Every REST call carries `x-api-key`.")
 {}

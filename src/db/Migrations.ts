@@ -13,6 +13,7 @@ import taskRecovery from "./migrations/0004_task_recovery.js"
 import oauth from "./migrations/0005_oauth.js"
 import access from "./migrations/0006_access.js"
 import skills from "./migrations/0007_skills.js"
+import sso from "./migrations/0008_sso.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -22,7 +23,8 @@ export const migrations = {
   "0004_task_recovery": taskRecovery,
   "0005_oauth": oauth,
   "0006_access": access,
-  "0007_skills": skills
+  "0007_skills": skills,
+  "0008_sso": sso
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

@@ -11,6 +11,7 @@ import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { McpRoutes } from "../mcp/McpEndpoint.js"
 import { OAuthHttpLive } from "../oauth/OAuthHttp.js"
 import { OAuthRoutes } from "../oauth/OAuthRoutes.js"
+import { SsoHttpLive } from "../sso/SsoHttp.js"
 import { SignInPages } from "../web/SignInPages.js"
 import { AgentsHttpLive } from "./AgentsHttp.js"
 import { AuthenticationLive } from "./AuthenticationLive.js"
@@ -33,7 +34,8 @@ const ApiRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json"
     SkillsHttpLive,
     ApprovalsHttpLive,
     AuditHttpLive,
-    OAuthHttpLive
+    OAuthHttpLive,
+    SsoHttpLive
   ]),
   Layer.provide(AuthenticationLive)
 )
