@@ -84,7 +84,7 @@ const invalid = (problems: ReadonlyArray<Problem>) =>
 /** Parses and checks the manifest; every problem names its field and line. */
 export const parseManifest = (text: string) => {
   const counter = new Yaml.LineCounter()
-  const doc = Yaml.parseDocument(text, { lineCounter: counter, prettyErrors: false })
+  const doc = Yaml.parseDocument(text, { lineCounter: counter })
   if (doc.errors.length > 0) {
     return Either.left(doc.errors.map((e): Problem => ({
       field: "",

@@ -1,0 +1,153 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { call, expectError } from "../access/support.js"
+import { startTestNode } from "../support/TestNode.js"
+import { publishedSkill, run, type SkillWorld, startSkillWorld, threadOf, toolAgent } from "./support.js"
+
+/** An agent holding a skill whose `listPets` needs approval when `limit` is above 10. */
+const guardedAgent = async (w: SkillWorld, limit: number) => {
+  const agent = await toolAgent(w, w.admin, "listPets", { query_params: { limit } }, `lists ${limit}`)
+  const skill = await publishedSkill(w, w.admin, {
+    name: `guarded ${limit} ${Math.random()}`,
+    visibility: "organization",
+    actions: [{
+      connection_id: w.connectionId,
+      operation_id: "listPets",
+      requires_approval: true,
+      approval_condition: { argument: "query_params.limit", op: "gt", value: 10 }
+    }]
+  })
+  const attached = await call(w.node, w.admin, "PUT", `/v1/agents/${agent.id}/skills/${skill.id}`)
+  expect(attached.status).toBe(200)
+  return agent
+}
+
+const invokeAsync = async (w: SkillWorld, agentId: string) =>
+  (await call(w.node, w.admin, "POST", `/v1/agents/${agentId}/invoke?asynchronous=true`, {
+    input: { text: "list", user: { id: "u", email: "u@example.com" } }
+  })).body
+
+const waitStatus = async (w: SkillWorld, taskId: string, statuses: Array<string>) => {
+  const deadline = Date.now() + 20_000
+  for (;;) {
+    const task = (await call(w.node, w.admin, "GET", `/v1/tasks/${taskId}`)).body
+    if (statuses.includes(task.status) || Date.now() > deadline) return task
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
+const listCalls = (w: SkillWorld, limit: number) =>
+  w.target.requests.filter((r) => r.path === "/pets" && r.query.get("limit") === String(limit)).length
+
+describe("approvals", () => {
+  let w: SkillWorld
+  beforeAll(async () => {
+    w = await startSkillWorld()
+  })
+  afterAll(() => w?.stop())
+
+  it("a call whose arguments do not meet the condition needs no approval", async () => {
+    const agent = await guardedAgent(w, 5)
+    const task = await run(w, w.admin, agent.id)
+    expect(task.body.status).toBe("completed")
+    expect(listCalls(w, 5)).toBe(1)
+    expect((await call(w.node, w.admin, "GET", `/v1/approvals?task_id=${task.body.id}`)).body.items).toEqual([])
+  })
+
+  it("pauses the task until an admin approves, then makes the call", async () => {
+    const agent = await guardedAgent(w, 50)
+    const accepted = await invokeAsync(w, agent.id)
+    const waiting = await waitStatus(w, accepted.id, ["waiting_approval"])
+    expect(waiting.status).toBe("waiting_approval")
+    expect(listCalls(w, 50)).toBe(0)
+    const events = await threadOf(w, w.admin, accepted.id)
+    const requested = events.find((e) => e.type === "approval_requested")
+    expect(requested.data).toMatchObject({ name: "listPets", arguments: { query_params: { limit: 50 } } })
+    const pending = (await call(w.node, w.admin, "GET", `/v1/approvals?status=pending&task_id=${accepted.id}`)).body
+    expect(pending.items).toHaveLength(1)
+    const approvalId = pending.items[0].id
+    expect(approvalId).toBe(requested.data.approval_id)
+    // a member may not decide
+    expectError(await call(w.node, w.member.key, "POST", `/v1/approvals/${approvalId}/approve`, {}), 403, "forbidden")
+    const approved = await call(w.node, w.admin, "POST", `/v1/approvals/${approvalId}/approve`, { reason: "fine" })
+    expect(approved.body).toMatchObject({ status: "approved", reason: "fine" })
+    const done = await waitStatus(w, accepted.id, ["completed", "error"])
+    expect(done.status).toBe("completed")
+    expect(listCalls(w, 50)).toBe(1)
+    const types = (await threadOf(w, w.admin, accepted.id)).map((e) => e.type)
+    expect(types).toEqual([
+      "user_message",
+      "model_call",
+      "approval_requested",
+      "approval_decided",
+      "tool_call",
+      "model_call",
+      "agent_message"
+    ])
+    expectError(await call(w.node, w.admin, "POST", `/v1/approvals/${approvalId}/reject`, {}), 409, "approval_decided")
+  })
+
+  it("a rejection is reported to the model and recorded; the call is never made", async () => {
+    const agent = await guardedAgent(w, 60)
+    const accepted = await invokeAsync(w, agent.id)
+    await waitStatus(w, accepted.id, ["waiting_approval"])
+    const [pending] = (await call(w.node, w.admin, "GET", `/v1/approvals?task_id=${accepted.id}`)).body.items
+    await call(w.node, w.admin, "POST", `/v1/approvals/${pending.id}/reject`, { reason: "too many" })
+    const done = await waitStatus(w, accepted.id, ["completed", "error"])
+    expect(done.status).toBe("completed")
+    expect(done.result).toContain("rejected by a reviewer: too many")
+    expect(listCalls(w, 60)).toBe(0)
+    const toolCall = (await threadOf(w, w.admin, accepted.id)).find((e) => e.type === "tool_call")
+    expect(toolCall.data.outcome).toBe("rejected")
+  })
+
+  it("cancelling a waiting task withdraws its request", async () => {
+    const agent = await guardedAgent(w, 70)
+    const accepted = await invokeAsync(w, agent.id)
+    await waitStatus(w, accepted.id, ["waiting_approval"])
+    const cancelled = await call(w.node, w.admin, "POST", `/v1/tasks/${accepted.id}/cancel`)
+    expect(cancelled.body.status).toBe("cancelled")
+    const [request] = (await call(w.node, w.admin, "GET", `/v1/approvals?task_id=${accepted.id}`)).body.items
+    expect(request.status).toBe("expired")
+  })
+})
+
+describe("approvals over time and restarts", () => {
+  it("an unanswered request expires after SWITCHYARD_APPROVAL_TIMEOUT and ends the task in error", async () => {
+    const w = await startSkillWorld({
+      SWITCHYARD_APPROVAL_TIMEOUT: "1 second",
+      SWITCHYARD_TASK_SWEEP_INTERVAL: "300 millis"
+    })
+    try {
+      const agent = await guardedAgent(w, 80)
+      const accepted = await invokeAsync(w, agent.id)
+      const done = await waitStatus(w, accepted.id, ["completed", "error"])
+      expect(done.status).toBe("error")
+      expect(done.result).toContain("needed approval, and none was given")
+      expect(listCalls(w, 80)).toBe(0)
+    } finally {
+      await w.stop()
+    }
+  })
+
+  it("a task waiting for approval survives its node: another node on the database takes the decision", async () => {
+    const w = await startSkillWorld()
+    let second: Awaited<ReturnType<typeof startTestNode>> | undefined
+    try {
+      const agent = await guardedAgent(w, 90)
+      const accepted = await invokeAsync(w, agent.id)
+      await waitStatus(w, accepted.id, ["waiting_approval"])
+      await w.node.stop()
+      second = await startTestNode({ DATABASE_URL: w.node.databaseUrl, SWITCHYARD_EGRESS_ALLOW: "127.0.0.1" })
+      const on2 = { ...w, node: second }
+      const [pending] = (await call(second, w.admin, "GET", `/v1/approvals?task_id=${accepted.id}`)).body.items
+      expect(pending.status).toBe("pending")
+      await call(second, w.admin, "POST", `/v1/approvals/${pending.id}/approve`, {})
+      const done = await waitStatus(on2, accepted.id, ["completed", "error"])
+      expect(done.status).toBe("completed")
+      expect(listCalls(w, 90)).toBe(1)
+    } finally {
+      await second?.stop()
+      await w.target.close()
+    }
+  })
+})
