@@ -28,6 +28,13 @@ export interface SsoSignedIn {
   readonly request: string
 }
 
+/** openid-client wraps the precise reason (e.g. which claim did not match) in `cause`. */
+const reasonOf = (e: unknown) => {
+  const error = e as { message?: string; cause?: { message?: string } }
+  const cause = error?.cause?.message
+  return cause === undefined || cause === error.message ? String(error?.message ?? e) : `${error.message} (${cause})`
+}
+
 /** `groups` as providers send it: a list of names, or one name. */
 const groupsOf = (value: unknown): ReadonlyArray<string> =>
   Array.isArray(value)
@@ -160,7 +167,7 @@ export class SsoSignIn extends Effect.Service<SsoSignIn>()("sso/SsoSignIn", {
               idTokenExpected: true
             }),
           catch: (e) =>
-            new SsoSignInRefused(403, `The identity provider's answer could not be verified: ${(e as Error).message}`)
+            new SsoSignInRefused(403, `The identity provider's answer could not be verified: ${reasonOf(e)}.`)
         })
         const claims: Record<string, unknown> = { ...tokens.claims()! }
         if (claims[row.group_claim] === undefined && config.serverMetadata().userinfo_endpoint !== undefined) {
