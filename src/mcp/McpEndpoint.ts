@@ -2,17 +2,18 @@ import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse } from "@ef
 import { Cause, Effect, Exit, FiberRef, Layer, Mailbox, ParseResult, Schedule, Stream } from "effect"
 import * as Fs from "node:fs"
 import { AgentsLive } from "../agents/AgentsLive.js"
+import { makeAskTool } from "../builtin/BuiltinAgent.js"
 import { Drain } from "../http/Drain.js"
 import { CurrentRequest } from "../http/RequestContext.js"
 import { extraRoutes } from "../http/RouteTable.js"
 import { OAuthLive } from "../oauth/OAuthLive.js"
-import { oauthSettings, type ProtectedResource, SCOPES } from "../oauth/Resources.js"
+import { BUILTIN_MCP_PATH, oauthSettings, type ProtectedResource, SCOPES } from "../oauth/Resources.js"
 import { type McpCaller, TokenVerifier } from "../oauth/TokenVerifier.js"
 import { classify, ErrorCodes, failure, type JsonRpcId, type JsonRpcRequest, result } from "./JsonRpc.js"
 import { installFastPath } from "./McpFastPath.js"
 import { McpSessions } from "./McpSessions.js"
 import { type ToolContext, type ToolFailure, type ToolServices, ToolText } from "./McpTool.js"
-import { type LoadedTool, loadTools } from "./ToolRegistry.js"
+import { type LoadedTool, loadTools, registryOf } from "./ToolRegistry.js"
 
 /** Newest first: what `initialize` answers a client asking for a version we do not speak. */
 export const PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18"] as const
@@ -220,6 +221,27 @@ export const McpRoutes = Layer.effectDiscard(
         return toolError({ code: "internal_error", message: "The tool failed on our side; try again later." })
       })
 
+    // the built-in agent's endpoint offers the agent itself; it reads through the read-only tools of /mcp/
+    const readOnly = registry.list.filter((t) => t.annotations.readOnlyHint)
+    const ask = yield* makeAskTool({
+      specs: readOnly.map((t) => ({ name: t.name, description: t.description, parameters: t.inputSchema })),
+      run: (name, args, context) => {
+        const loaded = registry.byName.get(name)
+        if (loaded === undefined || !loaded.tool.annotations.readOnlyHint) {
+          return Effect.succeed({ isError: true, text: `error: there is no tool named ${name}` })
+        }
+        if (!mayCall(context.caller, loaded)) {
+          return Effect.succeed({ isError: true, text: `error: your token does not allow ${name}` })
+        }
+        return Effect.map(
+          runTool(loaded, args, { caller: context.caller, wantsProgress: false, progress: () => Effect.void }),
+          (value) => ({ isError: "isError" in value, text: value.content[0]!.text })
+        )
+      }
+    })
+    const builtinRegistry = registryOf([ask])
+    const registryFor = (resource: ProtectedResource) => resource.path === BUILTIN_MCP_PATH ? builtinRegistry : registry
+
     /** The tool a `tools/call` names, or the JSON-RPC / scope error that answers it instead. */
     const toolFor = (
       resource: ProtectedResource,
@@ -227,7 +249,7 @@ export const McpRoutes = Layer.effectDiscard(
       message: JsonRpcRequest & { readonly id: JsonRpcId }
     ): LoadedTool | Answer => {
       const params = message.params ?? {}
-      const loaded = typeof params["name"] === "string" ? registry.byName.get(params["name"]) : undefined
+      const loaded = typeof params["name"] === "string" ? registryFor(resource).byName.get(params["name"]) : undefined
       if (loaded === undefined) {
         return rpcResponse(failure(message.id, ErrorCodes.invalidParams, `Unknown tool: ${String(params["name"])}`))
       }
@@ -318,8 +340,11 @@ export const McpRoutes = Layer.effectDiscard(
               protocolVersion: version,
               capabilities: { tools: { listChanged: false } },
               serverInfo: { name: resource.serverName, title: resource.serverName, version: VERSION },
-              instructions: "Switchyard's API as tools: agents, tasks (threads, usage) and connectors. " +
-                "Every tool runs as you, in your organization, with your role's permissions."
+              instructions: resource.path === BUILTIN_MCP_PATH
+                ? "Switchyard's built-in agent: `ask` it about your organization (agents, tasks, connectors). " +
+                  "It only reads, through tools that run as you, with your role's permissions."
+                : "Switchyard's API as tools: agents, tasks (threads, usage) and connectors. " +
+                  "Every tool runs as you, in your organization, with your role's permissions."
             }),
             200,
             { "mcp-session-id": id }
@@ -332,7 +357,7 @@ export const McpRoutes = Layer.effectDiscard(
           case "ping":
             return rpcResponse(result(message.id, {}))
           case "tools/list":
-            return rpcResponse(result(message.id, { tools: registry.list }))
+            return rpcResponse(result(message.id, { tools: registryFor(resource).list }))
           case "tools/call":
             return yield* toolsCall(resource, caller, message, headers)
           default:

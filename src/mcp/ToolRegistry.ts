@@ -7,7 +7,7 @@ import type { McpTool } from "./McpTool.js"
 const TOOLS_DIR = Path.join(import.meta.dirname, "tools")
 
 /** `tools/list` entry: the JSON Schema comes from the tool's Effect Schema, the contract's own shapes. */
-const describe = (tool: McpTool) => {
+export const describe = (tool: McpTool) => {
   const { $schema: _, ...inputSchema } = JSONSchema.make(tool.input, {
     target: "jsonSchema2020-12"
   }) as unknown as Record<
@@ -48,6 +48,11 @@ export const loadTools = Effect.promise(async () => {
     if (tools.some((t) => t.name === tool.name)) throw new Error(`two MCP tools are named ${tool.name}`)
     tools.push(tool)
   }
+  return registryOf(tools)
+})
+
+/** A registry of the given tools (the built-in agent's endpoint has its own). */
+export const registryOf = (tools: ReadonlyArray<McpTool>) => {
   const byName = new Map<string, LoadedTool>(
     tools.map((tool) => [tool.name, {
       tool,
@@ -58,5 +63,5 @@ export const loadTools = Effect.promise(async () => {
     }])
   )
   return { byName, list: tools.map(describe) }
-})
-export type ToolRegistry = Effect.Effect.Success<typeof loadTools>
+}
+export type ToolRegistry = ReturnType<typeof registryOf>
