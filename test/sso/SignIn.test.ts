@@ -187,6 +187,23 @@ describe("the answer from the provider is checked", () => {
   })
 })
 
+describe("the ID token's signature", () => {
+  it("is checked against the provider's JWKS", async () => {
+    const { org, domain } = await ssoOrganization()
+    const account = `forged-${counter}`
+    idp.users.set(account, { email: `oscar@${domain}`, email_verified: true, groups: ["eng"] })
+    idp.forgeJwks = true
+    try {
+      const forged = await signInWithSso(node, `oscar@${domain}`, account)
+      expect(forged.response.status).toBe(403)
+      expect(forged.html).toContain("could not be verified")
+    } finally {
+      idp.forgeJwks = false
+    }
+    expect(await membership(org.organization_id, `oscar@${domain}`)).toBeUndefined()
+  })
+})
+
 describe("organizations stay apart", () => {
   it("a session from one organization's provider acts in that organization only", async () => {
     const a = await ssoOrganization()

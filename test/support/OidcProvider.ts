@@ -17,6 +17,8 @@ export interface TestIdp {
   readonly clientSecret: string
   /** People by account id (the ID token's `sub`); change them between sign-ins. */
   readonly users: Map<string, IdpUser>
+  /** When set, the JWKS document publishes another key under the signing key's id (a forged signature). */
+  forgeJwks: boolean
   readonly stop: () => Promise<void>
 }
 
@@ -111,8 +113,12 @@ export const startOidcProvider = async (options: {
     await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true })
   }
 
+  const impostor = Crypto.generateKeyPairSync("rsa", { modulusLength: 2048 }).publicKey.export({ format: "jwk" })
   server.on("request", (req, res) => {
-    if (req.url?.startsWith("/interaction/")) {
+    if (idp.forgeJwks && req.url === "/jwks") {
+      res.writeHead(200, { "content-type": "application/jwk-set+json" })
+      res.end(JSON.stringify({ keys: [{ ...impostor, kid: "test-key", alg: "RS256", use: "sig" }] }))
+    } else if (req.url?.startsWith("/interaction/")) {
       interaction(req, res).catch((e) => {
         res.writeHead(500, { "content-type": "text/plain" })
         res.end(String(e))
@@ -122,15 +128,17 @@ export const startOidcProvider = async (options: {
     }
   })
 
-  return {
+  const idp: TestIdp = {
     issuer,
     clientId,
     clientSecret,
     users,
+    forgeJwks: false,
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections()
         server.close(() => resolve())
       })
   }
+  return idp
 }
