@@ -2,6 +2,7 @@ import { Duration, Effect, Redacted } from "effect"
 import { Unauthenticated } from "../../schema/Errors.js"
 import type { ApiKeyId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
+import { agentsForPerson } from "../access/GroupAgents.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { parseApiKey, secretMatches } from "./ApiKeySecret.js"
 import { IdentityRepo } from "./IdentityRepo.js"
@@ -50,7 +51,8 @@ export class ApiKeyAuthenticator extends Effect.Service<ApiKeyAuthenticator>()("
           userId: row.user_id,
           keyId: row.id,
           role: row.kind === "personal" ? row.member_role! : row.role,
-          agentIds: row.agent_ids
+          // an organization key is limited by its own list; a person by their groups' default agents
+          agentIds: row.kind === "personal" ? agentsForPerson(row.member_role!, row.group_agents) : row.agent_ids
         },
         hash: row.secret_hash,
         expires: now + ttl

@@ -10,6 +10,7 @@ import {
   User
 } from "../../schema/Identity.js"
 import type { AgentId, ApiKeyId, OrganizationId, UserId } from "../../schema/Ids.js"
+import { groupAgentsOf } from "../access/GroupAgents.js"
 
 interface ApiKeyRow {
   readonly id: ApiKeyId
@@ -122,8 +123,9 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
 
     /** Lookup for authentication: by key id only, since the key itself names its organization. */
     const findApiKeyForAuth = (id: ApiKeyId) =>
-      sql<ApiKeyRow & { member_role: Role | null }>`
-        SELECT k.*, m.role AS member_role FROM api_keys k
+      sql<ApiKeyRow & { member_role: Role | null; group_agents: ReadonlyArray<AgentId> | null }>`
+        SELECT k.*, m.role AS member_role, ${groupAgentsOf(sql, sql`k.organization_id`, sql`k.user_id`)} AS group_agents
+        FROM api_keys k
         LEFT JOIN memberships m ON m.organization_id = k.organization_id AND m.user_id = k.user_id
         WHERE k.id = ${id}`.pipe(Effect.map(([row]) => row))
 

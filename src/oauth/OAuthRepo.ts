@@ -1,7 +1,8 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import type { Role } from "../../schema/Identity.js"
-import type { OrganizationId, UserId } from "../../schema/Ids.js"
+import type { AgentId, OrganizationId, UserId } from "../../schema/Ids.js"
+import { groupAgentsOf } from "../access/GroupAgents.js"
 
 export interface ClientRow {
   readonly id: string
@@ -53,6 +54,8 @@ export interface AccessRow {
   readonly expires_at: Date
   readonly revoked_at: Date | null
   readonly role: Role | null
+  /** The default agents of the user's groups (null: none named). */
+  readonly group_agents: ReadonlyArray<AgentId> | null
 }
 
 export interface SessionRow {
@@ -178,7 +181,8 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
     const findAccess = (hash: Uint8Array) =>
       sql<AccessRow>`
         SELECT g.id AS grant_id, g.client_id, g.organization_id, g.user_id, u.email, g.resource, g.scope,
-               t.expires_at, g.revoked_at, m.role
+               t.expires_at, g.revoked_at, m.role,
+               ${groupAgentsOf(sql, sql`g.organization_id`, sql`g.user_id`)} AS group_agents
         FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id
         LEFT JOIN memberships m ON m.organization_id = g.organization_id AND m.user_id = g.user_id
         WHERE t.token_hash = ${hash} AND t.kind = 'access'`.pipe(Effect.map(first))

@@ -1,6 +1,7 @@
 import { Data, Duration, Effect } from "effect"
 import type { ApiKeyId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
+import { agentsForPerson } from "../access/GroupAgents.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { type AccessRow, OAuthRepo } from "./OAuthRepo.js"
 import { hashOf } from "./Secrets.js"
@@ -24,7 +25,7 @@ const callerOf = (row: AccessRow): McpCaller => ({
     userId: row.user_id,
     keyId: row.grant_id as ApiKeyId,
     role: row.role!,
-    agentIds: null
+    agentIds: agentsForPerson(row.role!, row.group_agents)
   },
   email: row.email,
   scopes: row.scope.split(" "),
