@@ -6,9 +6,6 @@ import type { Message, ToolSpec } from "../agents/models/ModelProvider.js"
 import { defineTool, type McpTool, type ToolContext, ToolText } from "../mcp/McpTool.js"
 import type { McpCaller } from "../oauth/TokenVerifier.js"
 
-/** The built-in agent's name; its endpoint is `/<name>-mcp/` (src/oauth/Resources.ts). */
-export { BUILTIN_AGENT_NAME } from "../oauth/Resources.js"
-
 const MAX_STEPS = 10
 const TOOL_RESULT_LIMIT = 64 * 1024
 const DEFAULT_MODEL: Record<"openai" | "anthropic", string> = {
@@ -62,12 +59,12 @@ const modelFor = (caller: McpCaller, override: Option.Option<string>) =>
   })
 
 /**
- * The built-in agent, "switchyard", available in every organization without being stored: it answers
- * questions about the organization by calling the read-only tools of `/mcp/` **as the person asking**
- * (their token's user, organization, role and scope), in this process, through the same services and
- * authorization checks as REST. It holds no credential of its own and cannot do more than the person
- * could with those tools; it cannot change anything. Its model calls go to the organization's own model
- * provider settings.
+ * The built-in agent, "switchyard" (BUILTIN_AGENT_NAME in src/oauth/Resources.ts), available in every
+ * organization without being stored: it answers questions about the organization by calling the read-only
+ * tools of `/mcp/` **as the person asking** (their token's user, organization, role and scope), in this
+ * process, through the same services and authorization checks as REST. It holds no credential of its own
+ * and cannot do more than the person could with those tools; it cannot change anything. Its model calls
+ * go to the organization's own model provider settings.
  */
 export const makeAskTool = (tools: ReadTools) =>
   Effect.gen(function*() {
@@ -105,6 +102,8 @@ export const makeAskTool = (tools: ReadTools) =>
           const messages: Array<Message> = [{ role: "user", text: question }]
           const trace: Array<typeof ToolCallTrace.Type> = []
           const usage = { model_calls: 0, input_tokens: 0, output_tokens: 0 }
+          // MCP progress must increase with every notification: one per lookup
+          let lookups = 0
           for (let step = 1; step <= MAX_STEPS; step++) {
             const { response } = yield* gateway.call(context.caller.principal.organizationId, model, {
               model: model.name,
@@ -121,7 +120,7 @@ export const makeAskTool = (tools: ReadTools) =>
               return new ToolText(answer, { answer, model, tool_calls: trace, usage })
             }
             for (const call of response.tool_calls) {
-              yield* context.progress(step, `calling ${call.name}`)
+              yield* context.progress(++lookups, `looking up: ${call.name}`)
               const done = yield* tools.run(call.name, call.arguments, context)
               trace.push({ name: call.name, arguments: call.arguments, is_error: done.isError })
               const content = done.text.length > TOOL_RESULT_LIMIT

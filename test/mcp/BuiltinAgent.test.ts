@@ -141,6 +141,35 @@ describe("the built-in agent at /switchyard-mcp/", () => {
     expect(tasks.items ?? []).toEqual([])
   })
 
+  it("streams a progress notification per lookup when asked with a progressToken", async () => {
+    const { headers } = await organization()
+    model.script.push(
+      { tool_calls: [{ name: "list_agents", arguments: {} }, { name: "list_tasks", arguments: {} }] },
+      { text: "Nothing yet." }
+    )
+    const response = await mcpPost(
+      node.baseUrl,
+      {
+        jsonrpc: "2.0",
+        id: 9,
+        method: "tools/call",
+        params: { name: "ask", arguments: { question: "What is there?" }, _meta: { progressToken: "p-1" } }
+      },
+      headers,
+      PATH
+    )
+    expect(response.headers.get("content-type")).toContain("text/event-stream")
+    const events = (await response.text()).split("\n").filter((l) => l.startsWith("data: ")).map((l) =>
+      JSON.parse(l.slice(6))
+    )
+    const progress = events.filter((e) => e.method === "notifications/progress").map((e) => e.params)
+    expect(progress).toEqual([
+      { progressToken: "p-1", progress: 1, message: "looking up: list_agents" },
+      { progressToken: "p-1", progress: 2, message: "looking up: list_tasks" }
+    ])
+    expect(events.at(-1)).toMatchObject({ id: 9, result: { structuredContent: { answer: "Nothing yet." } } })
+  })
+
   it("reports a model failure as a tool error", async () => {
     const { ask } = await organization()
     model.script.push({ status: 401, error: "invalid api key for test" })
