@@ -28,7 +28,12 @@ export interface Cluster {
  * and restart any node.
  */
 export const startCluster = async (
-  options: { readonly nodes: number; readonly env: Record<string, string> }
+  options: {
+    readonly nodes: number
+    readonly env: Record<string, string>
+    /** The proxy's port, when the nodes must know their public address (SWITCHYARD_PUBLIC_URL) up front. */
+    readonly proxyPort?: number
+  }
 ): Promise<Cluster> => {
   const nodes: Array<ClusterNode> = []
   const start = async (index: number): Promise<ClusterNode> => {
@@ -76,7 +81,7 @@ export const startCluster = async (
     req.on("data", (c: Buffer) => chunks.push(c))
     req.on("end", () => forward(req, Buffer.concat(chunks), res, new Set()))
   })
-  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve))
+  await new Promise<void>((resolve) => proxy.listen(options.proxyPort ?? 0, "127.0.0.1", resolve))
 
   return {
     url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
