@@ -2,12 +2,13 @@ import { PgClient } from "@effect/sql-pg"
 import { Config, Duration, Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { TaskEntity } from "../../cluster/TaskEntity.js"
-import { BadRequest, Conflict, NotFound } from "../../schema/Errors.js"
+import { Conflict, NotFound } from "../../schema/Errors.js"
 import type { AgentId, OrganizationId, TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { Approval, type ApprovalCondition, type ApprovalId } from "../../schema/Skills.js"
 import { actorOf, AuditLog } from "../audit/AuditLog.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
+import { pageOf, positionOf } from "../support/Cursor.js"
 import { isUuid } from "./Skills.js"
 
 export interface ApprovalRow {
@@ -79,16 +80,6 @@ export const conditionHolds = (condition: ApprovalCondition, args: unknown) => {
 export const approvalTimeoutConfig = Config.duration("SWITCHYARD_APPROVAL_TIMEOUT").pipe(
   Config.withDefault(Duration.hours(24))
 )
-
-const decodeCursor = (cursor: string) => {
-  try {
-    const [at, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
-    const date = new Date(at)
-    return Number.isNaN(date.getTime()) || typeof id !== "string" ? undefined : { at: date, id }
-  } catch {
-    return undefined
-  }
-}
 
 /**
  * Requests for approval of tool calls. A run that reaches a call needing approval records the request and
@@ -205,14 +196,7 @@ export class Approvals extends Effect.Service<Approvals>()("skills/Approvals", {
       readonly cursor?: string | undefined
     }) {
       yield* requireRole(principal, "admin", "list approval requests")
-      const after = f.cursor === undefined ? undefined : decodeCursor(f.cursor)
-      if (f.cursor !== undefined && after === undefined) {
-        return yield* BadRequest.of(
-          "`cursor` is not one this API returned; start again without it.",
-          undefined,
-          "invalid_cursor"
-        )
-      }
+      const after = yield* positionOf(f.cursor)
       if (f.task_id !== undefined && !isUuid(f.task_id)) return { items: [], next_cursor: null }
       const limit = f.limit ?? 50
       const rows = yield* sql<ApprovalRow>`
@@ -221,14 +205,7 @@ export class Approvals extends Effect.Service<Approvals>()("skills/Approvals", {
         ${f.task_id === undefined ? sql`` : sql`AND task_id = ${f.task_id}::uuid`}
         ${after === undefined ? sql`` : sql`AND (requested_at, id) < (${after.at}, ${after.id}::uuid)`}
         ORDER BY requested_at DESC, id DESC LIMIT ${limit + 1}`
-      const page = rows.slice(0, limit)
-      const last = page[page.length - 1]
-      return {
-        items: page.map(toApproval),
-        next_cursor: rows.length > limit && last !== undefined
-          ? Buffer.from(JSON.stringify([last.requested_at.toISOString(), last.id])).toString("base64url")
-          : null
-      }
+      return pageOf(rows, limit, (row) => row.requested_at, toApproval)
     })
 
     /** Requests past their time: expired, and their tasks started again (to end in `error`, documented). */

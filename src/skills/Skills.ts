@@ -21,7 +21,11 @@ import { AgentRepo, type AgentRow } from "../agents/AgentRepo.js"
 import { actorOf, AuditLog } from "../audit/AuditLog.js"
 import { Connections } from "../connectors/Connections.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
+import { pageOf, positionOf } from "../support/Cursor.js"
 import { SkillRepo, type SkillRow } from "./SkillRepo.js"
+
+/** What the runtime filter needs of an attached skill (a read of its own, or the run's start statement). */
+export type AttachedRow = Pick<SkillRow, "id" | "status" | "visibility" | "owner_id" | "allowlist" | "actions">
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 export const isUuid = (s: string) => UUID.test(s)
@@ -63,16 +67,6 @@ export interface SkillTool {
   readonly skillId: SkillId | null
   /** Used under `report` although the skill's visibility does not admit the agent: each use is recorded. */
   readonly violation: boolean
-}
-
-const decodeCursor = (cursor: string) => {
-  try {
-    const [at, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
-    const date = new Date(at)
-    return Number.isNaN(date.getTime()) || typeof id !== "string" ? undefined : { at: date, id }
-  } catch {
-    return undefined
-  }
 }
 
 /**
@@ -173,14 +167,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
       readonly limit?: number | undefined
       readonly cursor?: string | undefined
     }) {
-      const after = f.cursor === undefined ? undefined : decodeCursor(f.cursor)
-      if (f.cursor !== undefined && after === undefined) {
-        return yield* BadRequest.of(
-          "`cursor` is not one this API returned; start again without it.",
-          undefined,
-          "invalid_cursor"
-        )
-      }
+      const after = yield* positionOf(f.cursor)
       const limit = f.limit ?? 50
       const rows = yield* repo.list(principal.organizationId, {
         viewer: isAdmin(principal) ? null : principal.userId,
@@ -188,14 +175,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
         after,
         limit: limit + 1
       })
-      const page = rows.slice(0, limit)
-      const last = page[page.length - 1]
-      return {
-        items: page.map(toSkill),
-        next_cursor: rows.length > limit && last !== undefined
-          ? Buffer.from(JSON.stringify([last.created_at.toISOString(), last.id])).toString("base64url")
-          : null
-      }
+      return pageOf(rows, limit, (row) => row.created_at, toSkill)
     })
 
     const get = (principal: Principal, id: string) => Effect.map(find(principal, id), toSkill)
@@ -384,8 +364,11 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
      * applies from the next run). Its own `skills` always; attached skills when published, and under
      * `enforce` only those whose visibility admits the agent.
      */
-    const toolsFor = (agent: AgentRow): Effect.Effect<Array<SkillTool>, SqlError> =>
-      Effect.map(repo.attachedTo(agent.id), (rows) => [
+    const toolsFor = (
+      agent: AgentRow,
+      attached?: ReadonlyArray<AttachedRow>
+    ): Effect.Effect<Array<SkillTool>, SqlError> =>
+      Effect.map(attached === undefined ? repo.attachedTo(agent.id) : Effect.succeed(attached), (rows) => [
         ...agent.skills.flatMap((s) =>
           s.operation_ids.map((op): SkillTool => ({
             connectionId: s.connection_id,

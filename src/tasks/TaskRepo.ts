@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import type { TaskStatus } from "../../schema/Agents.js"
 import type { AgentId, OrganizationId, TaskId } from "../../schema/Ids.js"
 import type { AgentRow } from "../agents/AgentRepo.js"
+import type { AttachedRow } from "../skills/Skills.js"
 import { TASK_DONE_CHANNEL } from "./TaskCompletions.js"
 
 export interface TaskRow {
@@ -152,14 +153,25 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
 
     // the writes that go together are one statement each (data-modifying CTEs): one round trip, one commit
 
-    /** The run starts: executing, and the user's message opens the thread. False: the task had ended. */
-    const start = (taskId: TaskId, userMessage: unknown) =>
-      sql<{ id: string }>`
-        WITH event AS (${eventInsert(taskId, "user_message", "user", userMessage)})
-        UPDATE tasks SET status = 'executing', started_at = coalesce(started_at, now())
-        WHERE id = ${taskId} AND status IN ('pending', 'executing') RETURNING id`.pipe(
-        Effect.map((rows) => rows.length > 0)
-      )
+    /**
+     * The run starts: executing, and the user's message opens the thread; in the same round trip, the
+     * agent's attached skills as they are now (the runtime filter's input). `started` false: the task had
+     * ended.
+     */
+    const start = (taskId: TaskId, agentId: AgentId, userMessage: unknown) =>
+      sql<{ started: boolean; attached: ReadonlyArray<AttachedRow> }>`
+        WITH event AS (${eventInsert(taskId, "user_message", "user", userMessage)}),
+        started AS (
+          UPDATE tasks SET status = 'executing', started_at = coalesce(started_at, now())
+          WHERE id = ${taskId} AND status IN ('pending', 'executing') RETURNING id
+        )
+        SELECT EXISTS (SELECT 1 FROM started) AS started,
+          coalesce((
+            SELECT jsonb_agg(jsonb_build_object('id', s.id, 'status', s.status, 'visibility', s.visibility,
+              'owner_id', s.owner_id, 'allowlist', to_jsonb(s.allowlist), 'actions', s.actions)
+              ORDER BY a.attached_at, s.id)
+            FROM agent_skills a JOIN skills s ON s.id = a.skill_id WHERE a.agent_id = ${agentId}::uuid
+          ), '[]'::jsonb) AS attached`.pipe(Effect.map(([row]) => row!))
 
     const usageInsert = ({ usage: u }: ModelCallRecord) =>
       sql`

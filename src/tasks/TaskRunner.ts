@@ -11,7 +11,7 @@ import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Connections } from "../connectors/Connections.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { Approvals, conditionHolds } from "../skills/Approvals.js"
-import { Skills, type SkillTool } from "../skills/Skills.js"
+import { type AttachedRow, Skills, type SkillTool } from "../skills/Skills.js"
 import { LocalTasks } from "./TaskRecovery.js"
 import { type ModelCallRecord, TaskRepo, type TaskRow } from "./TaskRepo.js"
 
@@ -99,37 +99,38 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
       })
 
     /** The run's tools: the agent's own skills and its attached skills as the visibility mode allows now. */
-    const toolsOf = (task: TaskRow, principal: Principal) =>
+    const toolsOf = (task: TaskRow, principal: Principal, attached: ReadonlyArray<AttachedRow> | undefined) =>
       Effect.flatMap(
-        skills.toolsFor(task.agent_snapshot),
+        skills.toolsFor(task.agent_snapshot, attached),
         (sources) =>
-          Effect.forEach(sources, (source) =>
-            connections.target(principal, "_", source.connectionId, source.operationRef).pipe(
-              Effect.map(({ operation }): Tool => ({
-                spec: {
-                  name: operation.operationId,
-                  description: operation.pretty_description || operation.pretty_name,
-                  parameters: operation.input
-                },
-                connectionId: source.connectionId,
-                operationId: operation.id,
-                source
-              })),
-              Effect.mapError((e) =>
-                new Stop(
-                  "error",
-                  `The agent's ${
-                    source.skillId === null ? "skill" : `skill ${source.skillId}, action`
-                  } ${source.operationRef} ` +
-                    `on connection ${source.connectionId} cannot be used: ${e.message}`
+          Effect.forEach(
+            sources,
+            (source) =>
+              connections.target(principal, "_", source.connectionId, source.operationRef).pipe(
+                Effect.map(({ operation }): Tool => ({
+                  spec: {
+                    name: operation.operationId,
+                    description: operation.pretty_description || operation.pretty_name,
+                    parameters: operation.input
+                  },
+                  connectionId: source.connectionId,
+                  operationId: operation.id,
+                  source
+                })),
+                Effect.mapError((e) =>
+                  new Stop(
+                    "error",
+                    `The agent's ${
+                      source.skillId === null ? "skill" : `skill ${source.skillId}, action`
+                    } ${source.operationRef} ` +
+                      `on connection ${source.connectionId} cannot be used: ${e.message}`
+                  )
                 )
               )
-            ))
+          )
       ).pipe(
         // one tool per name: the agent's own skills come first, then attached skills in the order added
-        Effect.map((tools) =>
-          [...new Map(tools.reverse().map((t) => [t.spec.name, t])).values()].reverse()
-        )
+        Effect.map((tools) => [...new Map(tools.reverse().map((t) => [t.spec.name, t])).values()].reverse())
       )
 
     /**
@@ -217,7 +218,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         )
       })
 
-    const loop = (task: TaskRow, fresh: boolean) =>
+    const loop = (task: TaskRow, fresh: boolean, attached: ReadonlyArray<AttachedRow> | undefined) =>
       Effect.gen(function*() {
         const agent = task.agent_snapshot
         const principal: Principal = {
@@ -235,7 +236,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         )
         // the budget is the agent's at invocation; without one there is nothing to reserve
         const budgeted = agent.budget !== null
-        const tools = yield* toolsOf(task, principal)
+        const tools = yield* toolsOf(task, principal, attached)
         const byName = new Map(tools.map((t) => [t.spec.name, t]))
         const messages: Array<Message> = [{ role: "user", text: task.input }]
         const who = { id: task.user_id, email: task.user_email }
@@ -340,25 +341,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
               const tool = byName.get(call.name)
               const gate = tool === undefined ? "call" : yield* approvalGate(task, tool, call, toolKey, who)
               if (gate instanceof Pause || gate instanceof Stop) return gate
-              if (gate !== "call") {
-                done = { content: gate.content }
-                yield* repo.appendEvent(task.id, "tool_call", toolKey, {
-                  step,
-                  name: call.name,
-                  connection_id: tool?.connectionId ?? null,
-                  operation_id: tool?.operationId ?? null,
-                  arguments: call.arguments,
-                  status: null,
-                  outcome: "rejected",
-                  result: gate.content,
-                  content: gate.content,
-                  duration_ms: 0,
-                  user: who
-                })
-                messages.push({ role: "tool", tool_call_id: call.id, name: call.name, content: done.content })
-                continue
-              }
-              if (tool?.source.violation === true) {
+              if (gate === "call" && tool?.source.violation === true) {
                 yield* skills.recordUse({
                   organizationId: task.organization_id,
                   skillId: tool.source.skillId!,
@@ -367,7 +350,10 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
                   tool: call.name
                 })
               }
-              const r = yield* callTool(task, principal, tool, call)
+              // a rejected call is not made: the reviewer's answer is its result
+              const r = gate === "call"
+                ? yield* callTool(task, principal, tool, call)
+                : { outcome: "rejected", status: null, content: gate.content, ms: 0 }
               done = { content: r.content }
               yield* repo.appendEvent(task.id, "tool_call", toolKey, {
                 step,
@@ -396,18 +382,20 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
       if (task === undefined) return { status: "error", result: "unknown task", finished_at: null } satisfies Outcome
       if (task.status !== "pending" && task.status !== "executing") return outcomeOf(task)
       const fresh = task.status === "pending"
+      let attached: ReadonlyArray<AttachedRow> | undefined
       if (fresh) {
-        const started = yield* repo.start(taskId, {
+        const start = yield* repo.start(taskId, task.agent_id, {
           text: task.input,
           user: { id: task.user_id, email: task.user_email }
         })
         // it ended meanwhile (a cancel before the run began)
-        if (!started) return outcomeOf((yield* repo.findById(taskId))!)
+        if (!start.started) return outcomeOf((yield* repo.findById(taskId))!)
+        attached = start.attached
       }
       const limit = task.agent_snapshot.timeout_seconds === null
         ? config.taskTimeout
         : Duration.seconds(task.agent_snapshot.timeout_seconds)
-      const stop = yield* loop(task, fresh).pipe(
+      const stop = yield* loop(task, fresh, attached).pipe(
         Effect.timeoutFail({
           duration: limit,
           onTimeout: () => new Stop("error", `Stopped: the task ran longer than ${Duration.format(limit)}.`)

@@ -12,6 +12,7 @@ import { AgentRepo } from "../agents/AgentRepo.js"
 import { Agents, mayUse } from "../agents/Agents.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
+import { pageOf, positionOf } from "../support/Cursor.js"
 import { TaskCompletions } from "./TaskCompletions.js"
 import { LocalTasks } from "./TaskRecovery.js"
 import { TaskRepo, type TaskRow } from "./TaskRepo.js"
@@ -27,16 +28,6 @@ export const toTask = (row: TaskRow) =>
     created_at: row.created_at,
     finished_at: row.finished_at
   })
-
-const decodeCursor = (cursor: string) => {
-  try {
-    const [at, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
-    const date = new Date(at)
-    return Number.isNaN(date.getTime()) || typeof id !== "string" ? undefined : { at: date, id }
-  } catch {
-    return undefined
-  }
-}
 
 const TERMINAL = new Set(["completed", "error", "cancelled"])
 
@@ -167,14 +158,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       readonly limit?: number | undefined
       readonly cursor?: string | undefined
     }) {
-      const after = f.cursor === undefined ? undefined : decodeCursor(f.cursor)
-      if (f.cursor !== undefined && after === undefined) {
-        return yield* BadRequest.of(
-          "`cursor` is not one this API returned; start again without it.",
-          undefined,
-          "invalid_cursor"
-        )
-      }
+      const after = yield* positionOf(f.cursor)
       const limit = f.limit ?? 50
       const rows = yield* repo.list(principal.organizationId, {
         agentIds: principal.agentIds,
@@ -186,14 +170,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
         after,
         limit: limit + 1
       })
-      const page = rows.slice(0, limit)
-      const last = page[page.length - 1]
-      return {
-        items: page.map(toTask),
-        next_cursor: rows.length > limit && last !== undefined
-          ? Buffer.from(JSON.stringify([last.created_at.toISOString(), last.id])).toString("base64url")
-          : null
-      }
+      return pageOf(rows, limit, (row) => row.created_at, toTask)
     })
 
     const cancel = Effect.fn("Tasks.cancel")(function*(principal: Principal, id: TaskId) {
