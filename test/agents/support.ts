@@ -38,7 +38,7 @@ export const waitForTask = async (node: TestNode, apiKey: string, taskId: string
 export const startPetWorld = async (env: Record<string, string> = {}) => {
   const node = await startTestNode({ SWITCHYARD_EGRESS_ALLOW: "127.0.0.1", ...env })
   const target = await startTargetServer()
-  const apiKey = (await node.bootstrap()).api_key
+  const { api_key: apiKey, organization_id: organizationId } = await node.bootstrap()
   const connector = await createConnector(node, apiKey, petstore(target.url))
   const connection = await createConnection(node, apiKey, connector.id, {
     name: "pets",
@@ -48,6 +48,7 @@ export const startPetWorld = async (env: Record<string, string> = {}) => {
     node,
     target,
     apiKey,
+    organizationId,
     connection,
     stop: async () => {
       await node.stop()

@@ -1,7 +1,7 @@
 import { addMember, call } from "../access/support.js"
-import { createConnection, createConnector, petstore } from "../connectors/support.js"
-import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
-import { startTestNode, type TestNode } from "../support/TestNode.js"
+import { startPetWorld } from "../agents/support.js"
+import type { TargetServer } from "../support/TargetServer.js"
+import type { TestNode } from "../support/TestNode.js"
 
 export interface SkillWorld {
   readonly node: TestNode
@@ -18,28 +18,17 @@ export interface SkillWorld {
 
 /** A node (with these settings), a real target API behind a connection, and people in each role. */
 export const startSkillWorld = async (env: Record<string, string> = {}): Promise<SkillWorld> => {
-  const node = await startTestNode({ SWITCHYARD_EGRESS_ALLOW: "127.0.0.1", ...env })
-  const target = await startTargetServer()
-  const org = await node.bootstrap()
-  const admin = org.api_key
-  const connector = await createConnector(node, admin, petstore(target.url))
-  const connection = await createConnection(node, admin, connector.id, {
-    name: "pets",
-    credentials: { type: "api_key", value: "k" }
-  })
+  const { apiKey: admin, connection, node, organizationId, stop, target } = await startPetWorld(env)
   return {
     node,
     target,
     admin,
-    organizationId: org.organization_id,
+    organizationId,
     owner: await addMember(node, admin, "builder"),
     other: await addMember(node, admin, "builder"),
     member: await addMember(node, admin, "member"),
     connectionId: connection.id,
-    stop: async () => {
-      await node.stop()
-      await target.close()
-    }
+    stop
   }
 }
 
