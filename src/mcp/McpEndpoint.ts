@@ -2,6 +2,7 @@ import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse } from "@ef
 import { Cause, Effect, Exit, FiberRef, Layer, Mailbox, ParseResult, Schedule, Stream } from "effect"
 import * as Fs from "node:fs"
 import { AgentsLive } from "../agents/AgentsLive.js"
+import { AuditLog } from "../audit/AuditLog.js"
 import { makeAskTool } from "../builtin/BuiltinAgent.js"
 import { Drain } from "../http/Drain.js"
 import { CurrentRequest } from "../http/RequestContext.js"
@@ -117,6 +118,15 @@ export const McpRoutes = Layer.effectDiscard(
     const drain = yield* Drain
     const registry = yield* loadTools
     const services = yield* Effect.context<ToolServices>()
+    const audit = yield* AuditLog
+    /** A refusal on the MCP endpoint is recorded like one on REST (ACCESS_DENIED), in its own transaction. */
+    const denied = (caller: McpCaller, tool: string, reason: string) =>
+      audit.record(caller.principal, {
+        action: "ACCESS_DENIED",
+        outcome: "denied",
+        targets: [{ type: "mcp_tool", id: tool }],
+        details: { reason, grant_id: caller.grantId }
+      }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("could not record a refusal", cause)))
     const allowedOrigins = new Set(
       [settings.issuer, settings.appUrl, ...settings.resources.map((r) => r.resource)].map((u) => new URL(u).origin)
     )
@@ -207,6 +217,12 @@ export const McpRoutes = Layer.effectDiscard(
         const input = yield* loaded.decode(args).pipe(Effect.either)
         if (input._tag === "Left") return validationFailed(input.left)
         const exit = yield* loaded.tool.run(input.right, context).pipe(Effect.provide(services), Effect.exit)
+        if (Exit.isFailure(exit)) {
+          const refused = Cause.failureOption(exit.cause)
+          if (refused._tag === "Some" && refused.value.code === "forbidden") {
+            yield* denied(context.caller, loaded.tool.name, refused.value.message)
+          }
+        }
         if (Exit.isSuccess(exit)) {
           const out = exit.value instanceof ToolText ? exit.value : undefined
           const encoded = yield* loaded.encode(out === undefined ? exit.value : out.value).pipe(Effect.orDie)
@@ -282,7 +298,12 @@ export const McpRoutes = Layer.effectDiscard(
     ) =>
       Effect.gen(function*() {
         const loaded = toolFor(resource, caller, message)
-        if ("_tag" in loaded) return loaded
+        if ("_tag" in loaded) {
+          if (loaded._tag === "Json" && loaded.status === 403) {
+            yield* denied(caller, String(message.params?.["name"]), "insufficient_scope")
+          }
+          return loaded
+        }
         const token = progressTokenOf(message, headers)
         const args = message.params?.["arguments"] ?? {}
         if (token === undefined) {
@@ -434,5 +455,6 @@ export const McpRoutes = Layer.effectDiscard(
 ).pipe(
   Layer.provide(McpSessions.DefaultWithoutDependencies),
   Layer.provide(OAuthLive),
-  Layer.provide(AgentsLive)
+  Layer.provide(AgentsLive),
+  Layer.provide(AuditLog.Default)
 )
