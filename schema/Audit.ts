@@ -3,8 +3,7 @@ import { OrganizationId } from "./Ids.js"
 import { Timestamp } from "./Timestamp.js"
 
 /**
- * The actions written today. The list is open: an area that changes access adds its own
- * (`UPDATE_SKILL_ACCESS`, `PUBLISH_SKILL`, `ARCHIVE_SKILL`, `UPDATE_SSO_SETTINGS` are reserved for skills and SSO).
+ * The actions written today. The list is open: an area that changes access adds its own.
  */
 export const auditActions = [
   "CREATE_ORGANIZATION",
@@ -29,10 +28,20 @@ export const auditActions = [
   "DELETE_CONNECTION",
   "ACCESS_DENIED",
   "AUTHENTICATION_FAILED",
+  "CREATE_SKILL",
+  "UPDATE_SKILL",
   "UPDATE_SKILL_ACCESS",
   "PUBLISH_SKILL",
   "ARCHIVE_SKILL",
-  "UPDATE_SSO_SETTINGS"
+  "ATTACH_SKILL",
+  "DETACH_SKILL",
+  "APPROVE_TOOL_CALL",
+  "REJECT_TOOL_CALL",
+  "UPDATE_SSO_SETTINGS",
+  "DELETE_SSO_SETTINGS",
+  "SSO_SIGN_IN",
+  "UPDATE_MODEL_PROVIDER",
+  "DELETE_MODEL_PROVIDER"
 ] as const
 
 export const AuditAction = Schema.String.pipe(

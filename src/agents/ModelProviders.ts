@@ -4,6 +4,7 @@ import { ModelProviderSettings } from "../../schema/Agents.js"
 import { BadRequest, NotFound } from "../../schema/Errors.js"
 import type { OrganizationId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
+import { AuditLog } from "../audit/AuditLog.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
@@ -31,6 +32,7 @@ export class ModelProviders extends Effect.Service<ModelProviders>()("agents/Mod
   effect: Effect.gen(function*() {
     const sql = yield* PgClient.PgClient
     const vault = yield* CredentialVault
+    const audit = yield* AuditLog
 
     const set = Effect.fn("ModelProviders.set")(function*(
       principal: Principal,
@@ -47,14 +49,23 @@ export class ModelProviders extends Effect.Service<ModelProviders>()("agents/Mod
       const sealed = input.api_key === undefined
         ? null
         : vault.seal(input.api_key, [principal.organizationId, "model-provider", provider])
-      const [row] = yield* sql<Row>`
+      const [row] = yield* sql.withTransaction(sql<Row>`
         INSERT INTO model_providers (organization_id, provider, base_url, api_key, key_version)
         VALUES (${principal.organizationId}, ${provider}, ${input.base_url ?? null}, ${sealed?.sealed ?? null}, ${
         sealed?.keyVersion ?? null
       })
         ON CONFLICT (organization_id, provider) DO UPDATE SET base_url = excluded.base_url, api_key = excluded.api_key,
           key_version = excluded.key_version, updated_at = now()
-        RETURNING provider, base_url, api_key, key_version, updated_at`
+        RETURNING provider, base_url, api_key, key_version, updated_at`.pipe(
+        Effect.tap(() =>
+          audit.record(principal, {
+            action: "UPDATE_MODEL_PROVIDER",
+            targets: [{ type: "model_provider", id: provider }],
+            // never the key itself: whether one is set
+            details: { base_url: input.base_url ?? null, api_key_set: input.api_key !== undefined }
+          })
+        )
+      ))
       return present(row!)
     })
 
@@ -67,8 +78,18 @@ export class ModelProviders extends Effect.Service<ModelProviders>()("agents/Mod
 
     const remove = Effect.fn("ModelProviders.remove")(function*(principal: Principal, provider: HttpProvider) {
       yield* requireRole(principal, "admin", "configure model providers")
-      const rows =
-        yield* sql`DELETE FROM model_providers WHERE organization_id = ${principal.organizationId} AND provider = ${provider} RETURNING provider`
+      const rows = yield* sql.withTransaction(Effect.gen(function*() {
+        const rows = yield* sql`
+          DELETE FROM model_providers WHERE organization_id = ${principal.organizationId} AND provider = ${provider}
+          RETURNING provider`
+        if (rows.length > 0) {
+          yield* audit.record(principal, {
+            action: "DELETE_MODEL_PROVIDER",
+            targets: [{ type: "model_provider", id: provider }]
+          })
+        }
+        return rows
+      }))
       if (rows.length === 0) return yield* NotFound.of("Model provider settings", provider)
     })
 
@@ -88,5 +109,6 @@ export class ModelProviders extends Effect.Service<ModelProviders>()("agents/Mod
       )
 
     return { set, list, remove, settingsFor } as const
-  })
+  }),
+  dependencies: [AuditLog.Default]
 }) {}
