@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Config, Effect } from "effect"
 import * as Crypto from "node:crypto"
-import { BadRequest, Forbidden, NotFound } from "../../schema/Errors.js"
+import { BadRequest, Conflict, Forbidden, NotFound } from "../../schema/Errors.js"
 import { roleAtLeast } from "../../schema/Identity.js"
 import type { AgentId, ConnectionId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
@@ -17,6 +17,7 @@ import {
   type UpdateSkill,
   type VisibilityMode
 } from "../../schema/Skills.js"
+import { isUniqueViolation } from "../access/GroupRepo.js"
 import { AgentRepo, type AgentRow } from "../agents/AgentRepo.js"
 import { actorOf, AuditLog } from "../audit/AuditLog.js"
 import { Connections } from "../connectors/Connections.js"
@@ -101,6 +102,14 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
         return row
       })
 
+    const nameTaken = (name: string) =>
+      Effect.fail(
+        Conflict.of(
+          `A skill named '${name}' exists already; skill names are unique in an organization.`,
+          "skill_name_taken"
+        )
+      )
+
     const mayChange = (p: Principal, row: SkillRow, what: string) =>
       isAdmin(p) || (p.userId !== null && row.owner_id === p.userId)
         ? Effect.void
@@ -137,9 +146,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
       yield* checkActions(principal, input.actions)
       yield* checkAllowlist(principal, input.allowlist)
       const existing = yield* repo.findByName(principal.organizationId, input.name)
-      if (existing !== undefined) {
-        return yield* BadRequest.of(`A skill named '${input.name}' exists already.`, undefined, "skill_name_taken")
-      }
+      if (existing !== undefined) return yield* nameTaken(input.name)
       const row = yield* sql.withTransaction(Effect.gen(function*() {
         const row = yield* repo.insert({
           id: Crypto.randomUUID() as SkillId,
@@ -158,7 +165,10 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
           details: { visibility: row.visibility, allowlist: row.allowlist }
         })
         return row
-      }))
+      })).pipe(
+        // two creations of one name at once: the unique index decides
+        Effect.catchIf(isUniqueViolation, () => nameTaken(input.name))
+      )
       return toSkill(row)
     })
 
@@ -193,9 +203,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
       if (input.actions !== undefined) yield* checkActions(principal, input.actions)
       if (input.name !== undefined && input.name.toLowerCase() !== row.name.toLowerCase()) {
         const taken = yield* repo.findByName(principal.organizationId, input.name)
-        if (taken !== undefined) {
-          return yield* BadRequest.of(`A skill named '${input.name}' exists already.`, undefined, "skill_name_taken")
-        }
+        if (taken !== undefined) return yield* nameTaken(input.name)
       }
       const updated = yield* sql.withTransaction(Effect.gen(function*() {
         const next = yield* repo.updateContent(principal.organizationId, row.id, {
@@ -209,7 +217,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
           details: { version: next!.version }
         })
         return next!
-      }))
+      })).pipe(Effect.catchIf(isUniqueViolation, () => nameTaken(input.name ?? row.name)))
       return toSkill(updated)
     })
 

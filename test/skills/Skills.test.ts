@@ -59,6 +59,13 @@ describe("skills: lifecycle and who may do what", () => {
       actions: [{ connection_id: w.connectionId, operation_id: "getPet" }]
     })
     expectError(unknownAgent, 400, "unknown_agent")
+    const twice = { name: "Twice", actions: [{ connection_id: w.connectionId, operation_id: "getPet" }] }
+    expect((await call(w.node, w.owner.key, "POST", "/v1/skills", twice)).status).toBe(201)
+    expectError(
+      await call(w.node, w.other.key, "POST", "/v1/skills", { ...twice, name: "twice" }),
+      409,
+      "skill_name_taken"
+    )
     expectError(await call(w.node, w.owner.key, "GET", "/v1/skills/not-a-uuid"), 404, "not_found")
     expectError(await call(w.node, w.owner.key, "PUT", "/v1/agents/not-a-uuid/skills/not-a-uuid"), 404, "not_found")
   })
