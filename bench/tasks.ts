@@ -271,6 +271,35 @@ const table = (rows: ReadonlyArray<Row>): string => {
   return [render(header), widths.map((w) => "-".repeat(w)).join("  "), ...lines.map(render)].join("\n")
 }
 
+/**
+ * CPU and database counters over a measurement's window (from `warmupMs` to `warmupMs + durationMs` after
+ * now), divided by the units done in it.
+ */
+const measuredWindow = (node: SwitchyardNode, pgPid: number, pool: pg.Pool, warmupMs: number, durationMs: number) => {
+  let cpuStart: CpuSnapshot | undefined
+  let cpuEnd: CpuSnapshot | undefined
+  let dbStart: Promise<DbCounters | undefined> | undefined
+  let dbEnd: Promise<DbCounters | undefined> | undefined
+  const timers = [
+    setTimeout(() => {
+      cpuStart = cpuSnapshot(node.pid, pgPid)
+      dbStart = dbCounters(pool)
+    }, warmupMs),
+    setTimeout(() => {
+      cpuEnd = cpuSnapshot(node.pid, pgPid)
+      dbEnd = dbCounters(pool)
+    }, warmupMs + durationMs)
+  ]
+  return {
+    stop: () => timers.forEach(clearTimeout),
+    per: async (units: number) => ({
+      cpu: cpuStart && cpuEnd ? cpuPerUnit(cpuStart, cpuEnd, units) : null,
+      cores: cpuStart && cpuEnd ? coresDuring(cpuStart, cpuEnd) : null,
+      db: perUnit(await dbStart, await dbEnd, units)
+    })
+  }
+}
+
 // --- baseline ---
 
 const measureBaseline = async (pool: pg.Pool, node: SwitchyardNode, pgPid: number): Promise<Row> => {
@@ -310,20 +339,7 @@ const measureBaseline = async (pool: pg.Pool, node: SwitchyardNode, pgPid: numbe
     const windowStart = start + warmupMs
     const windowEnd = windowStart + durationMs
     let completed = 0
-    let cpuStart: CpuSnapshot | undefined
-    let cpuEnd: CpuSnapshot | undefined
-    let dbStart: Promise<DbCounters | undefined> | undefined
-    let dbEnd: Promise<DbCounters | undefined> | undefined
-    const timers = [
-      setTimeout(() => {
-        cpuStart = cpuSnapshot(node.pid, pgPid)
-        dbStart = dbCounters(pool)
-      }, warmupMs),
-      setTimeout(() => {
-        cpuEnd = cpuSnapshot(node.pid, pgPid)
-        dbEnd = dbCounters(pool)
-      }, warmupMs + durationMs)
-    ]
+    const costs = measuredWindow(node, pgPid, pool, warmupMs, durationMs)
     const producer = async () => {
       while (performance.now() < windowEnd) {
         const ok = await sequence()
@@ -333,7 +349,7 @@ const measureBaseline = async (pool: pg.Pool, node: SwitchyardNode, pgPid: numbe
       }
     }
     await window("baseline throughput", () => Promise.all(Array.from({ length: settings.producers }, producer)))
-    for (const t of timers) clearTimeout(t)
+    costs.stop()
     const throughput = {
       concurrency: settings.producers,
       seconds: durationMs / 1000,
@@ -350,9 +366,7 @@ const measureBaseline = async (pool: pg.Pool, node: SwitchyardNode, pgPid: numbe
       invokeToCompletedMs: null,
       serverDurationMs: null,
       polls: null,
-      cpu: cpuStart && cpuEnd ? cpuPerUnit(cpuStart, cpuEnd, completed) : null,
-      cores: cpuStart && cpuEnd ? coresDuring(cpuStart, cpuEnd) : null,
-      db: perUnit(await dbStart, await dbEnd, completed),
+      ...(await costs.per(completed)),
       statuses
     }
   } finally {
@@ -479,20 +493,7 @@ const measureAsync = async (
   let completed = 0
   let failed = 0
   let polls = 0
-  let cpuStart: CpuSnapshot | undefined
-  let cpuEnd: CpuSnapshot | undefined
-  let dbStart: Promise<DbCounters | undefined> | undefined
-  let dbEnd: Promise<DbCounters | undefined> | undefined
-  const timers = [
-    setTimeout(() => {
-      cpuStart = cpuSnapshot(node.pid, pgPid)
-      dbStart = dbCounters(pool)
-    }, warmupMs),
-    setTimeout(() => {
-      cpuEnd = cpuSnapshot(node.pid, pgPid)
-      dbEnd = dbCounters(pool)
-    }, warmupMs + durationMs)
-  ]
+  const costs = measuredWindow(node, pgPid, pool, warmupMs, durationMs)
 
   /** One task: invoke, then long-poll until it ends; the status that ended it ("completed" is the only success). */
   const oneTask = async (connection: Connection): Promise<{ status: string; task?: TaskJson }> => {
@@ -541,7 +542,7 @@ const measureAsync = async (
     }
   }
   await window("async throughput", () => Promise.all(Array.from({ length: settings.producers }, producer)))
-  for (const t of timers) clearTimeout(t)
+  costs.stop()
   const perSecond = completed / (durationMs / 1000)
   process.stdout.write(` ${fmt(perSecond, 1)} tasks/s\n`)
   return {
@@ -552,9 +553,7 @@ const measureAsync = async (
     invokeToCompletedMs: quantiles(toCompleted),
     serverDurationMs: quantiles(serverDurations),
     polls: completed > 0 ? polls : null,
-    cpu: cpuStart && cpuEnd ? cpuPerUnit(cpuStart, cpuEnd, completed) : null,
-    cores: cpuStart && cpuEnd ? coresDuring(cpuStart, cpuEnd) : null,
-    db: perUnit(await dbStart, await dbEnd, completed),
+    ...(await costs.per(completed)),
     statuses
   }
 }
@@ -566,25 +565,12 @@ const measureAsync = async (
 const measurePoll = async (target: Target, node: SwitchyardNode, pgPid: number, pool: pg.Pool): Promise<Row> => {
   const { durationMs, requests, warmupMs } = settings.poll
   process.stdout.write(`  ${target.name}: ${settings.producers} producers for ${durationMs / 1000} s ...`)
-  let cpuStart: CpuSnapshot | undefined
-  let cpuEnd: CpuSnapshot | undefined
-  let dbStart: Promise<DbCounters | undefined> | undefined
-  let dbEnd: Promise<DbCounters | undefined> | undefined
-  const timers = [
-    setTimeout(() => {
-      cpuStart = cpuSnapshot(node.pid, pgPid)
-      dbStart = dbCounters(pool)
-    }, warmupMs),
-    setTimeout(() => {
-      cpuEnd = cpuSnapshot(node.pid, pgPid)
-      dbEnd = dbCounters(pool)
-    }, warmupMs + durationMs)
-  ]
+  const costs = measuredWindow(node, pgPid, pool, warmupMs, durationMs)
   const throughput = await window(
     "poll throughput",
     () => measureThroughput(target, { concurrency: settings.producers, warmupMs, durationMs })
   )
-  for (const t of timers) clearTimeout(t)
+  costs.stop()
   const latency = await measureLatency(target, { warmup: 20, requests })
   process.stdout.write(` ${fmt(throughput.rps, 0)} req/s, p50 ${fmt(latency.p50Ms, 3)} ms\n`)
   return {
@@ -601,9 +587,7 @@ const measurePoll = async (target: Target, node: SwitchyardNode, pgPid: number, 
     invokeToCompletedMs: null,
     serverDurationMs: null,
     polls: null,
-    cpu: cpuStart && cpuEnd ? cpuPerUnit(cpuStart, cpuEnd, throughput.requests) : null,
-    cores: cpuStart && cpuEnd ? coresDuring(cpuStart, cpuEnd) : null,
-    db: perUnit(await dbStart, await dbEnd, throughput.requests),
+    ...(await costs.per(throughput.requests)),
     statuses: {
       ...throughput.statuses,
       ...Object.fromEntries(Object.entries(latency.statuses).map(([k, v]) => [`c1:${k}`, v]))
