@@ -2,7 +2,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { type Latency, measureLatency, measureThroughput, type Target, type Throughput } from "./support/load.js"
-import { type Bare, cpuTimeMs, startNode, startScript, stopAll, tempDir } from "./support/processes.js"
+import { type Bare, cpuProfiling, cpuTimeMs, startNode, startScript, stopAll, tempDir } from "./support/processes.js"
 import { fmt, ratio, reportErrors, table, warnIfBusy, writeResults as write } from "./support/report.js"
 
 /**
@@ -197,10 +197,7 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
   const dataDir = Path.join(tmp, "data")
   Fs.mkdirSync(dataDir)
   const loadBefore = warnIfBusy()
-  const profileDir = process.env["BENCH_CPU_PROF"]
-  const nodeArgs = profileDir === undefined || profileDir === ""
-    ? []
-    : ["--cpu-prof", `--cpu-prof-dir=${Path.resolve(profileDir)}`]
+  const { dir: profileDir, nodeArgs } = cpuProfiling()
   const nodeEnv = { SWITCHYARD_EGRESS_ALLOW: "127.0.0.1" }
   const rows: Array<Row> = []
   let upstream: Bare | undefined

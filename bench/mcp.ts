@@ -5,7 +5,7 @@ import * as Path from "node:path"
 import { obtainTokens, openSession } from "../test/mcp/support.js"
 import type { TestNode } from "../test/support/TestNode.js"
 import { measureLatency, measureThroughput, type Target } from "./support/load.js"
-import { repoRoot, startNode, startScript, stopAll, tempDir } from "./support/processes.js"
+import { cpuProfiling, repoRoot, startNode, startScript, stopAll, tempDir } from "./support/processes.js"
 import { fmt, ratio, reportErrors, table, warnIfBusy, writeResults as write } from "./support/report.js"
 
 /**
@@ -77,9 +77,7 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
       expectApiKey: true,
       env: { SWITCHYARD_EGRESS_ALLOW: "127.0.0.1" },
       // BENCH_CPU_PROF=<dir>: a .cpuprofile of the node (read it with bench/support/cpuProfile.ts)
-      nodeArgs: process.env["BENCH_CPU_PROF"]
-        ? ["--cpu-prof", `--cpu-prof-dir=${Path.resolve(process.env["BENCH_CPU_PROF"])}`]
-        : []
+      nodeArgs: cpuProfiling().nodeArgs
     })
     const apiKey = node.apiKey!
     const connector = await post(`${node.baseUrl}/v1/tools/connectors`, apiKey, {

@@ -5,7 +5,7 @@ import pg from "pg"
 import { commitBaseline } from "./support/commitBaseline.js"
 import { Connection, type Outcome, requestBytes, responseBody } from "./support/connection.js"
 import { type Latency, latencyOf, measureLatency, measureThroughput, percentile, type Target } from "./support/load.js"
-import { cpuTimeMs, startNode, stopAll, type SwitchyardNode, tempDir } from "./support/processes.js"
+import { cpuProfiling, cpuTimeMs, startNode, stopAll, type SwitchyardNode, tempDir } from "./support/processes.js"
 import { fmt, ratio, warnIfBusy, writeResults as write } from "./support/report.js"
 
 /**
@@ -615,10 +615,7 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
   const dataDir = Path.join(tmp, "data")
   Fs.mkdirSync(dataDir)
   const loadBefore = warnIfBusy()
-  const profileDir = process.env["BENCH_CPU_PROF"]
-  const nodeArgs = profileDir === undefined || profileDir === ""
-    ? []
-    : ["--cpu-prof", `--cpu-prof-dir=${Path.resolve(profileDir)}`]
+  const { dir: profileDir, nodeArgs } = cpuProfiling()
   const rows: Array<Row> = []
   let pool: pg.Pool | undefined
   try {

@@ -128,6 +128,14 @@ export const startScript = async (
 /** The baseline of bench/http.ts: bare node:http answering what Switchyard's /healthz answers. */
 export const startBare = (): Promise<Bare> => startScript("bareServer.ts")
 
+/** BENCH_CPU_PROF=<dir>: the node flags that write a .cpuprofile per node process there (none when unset). */
+export const cpuProfiling = () => {
+  const dir = process.env["BENCH_CPU_PROF"]
+  return dir === undefined || dir === ""
+    ? { dir: undefined, nodeArgs: [] as Array<string> }
+    : { dir: Path.resolve(dir), nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${Path.resolve(dir)}`] }
+}
+
 export interface SwitchyardNode {
   readonly baseUrl: string
   /** The node process (its embedded PostgreSQL runs as its descendants). */
