@@ -128,7 +128,9 @@ export class Task extends Schema.Class<Task>("Task")({
 
 export const InvokeAgent = Schema.Struct({
   input: Schema.Struct({
-    text: Schema.String.pipe(Schema.minLength(1)).annotations({ description: "The prompt." }),
+    text: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty: the prompt" })).annotations({
+      description: "The prompt."
+    }),
     user: Schema.Struct({
       id: Schema.String.pipe(Schema.minLength(1)),
       email: Schema.String.pipe(

@@ -94,6 +94,7 @@ export const config = Config.all({
   connectorTimeout: duration("CONNECTOR_TIMEOUT", "300 seconds"),
   connectorCacheTtl: duration("CONNECTOR_CACHE_TTL", "5 seconds"),
   connectorFastPath: Config.boolean(env("CONNECTOR_FAST_PATH")).pipe(Config.withDefault(true)),
+  taskFastPath: Config.boolean(env("TASK_FAST_PATH")).pipe(Config.withDefault(true)),
   shutdownGrace: duration("SHUTDOWN_GRACE", "20 seconds"),
   taskTimeout: duration("TASK_TIMEOUT", "10 minutes"),
   readyStallAfter: duration("READY_STALL_AFTER", "30 seconds"),

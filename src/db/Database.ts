@@ -1,10 +1,15 @@
+import { Reactivity } from "@effect/experimental"
+import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Option } from "effect"
+import { SqlError } from "@effect/sql/SqlError"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import * as Pg from "pg"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import * as EmbeddedPostgres from "./EmbeddedPostgres.js"
+import { PgPool } from "./PgPool.js"
 
 const make = (attach: boolean) =>
-  Layer.unwrapScoped(
+  Layer.scopedContext(
     Effect.gen(function*() {
       const config = yield* SwitchyardConfig
       const url = yield* Option.match(config.databaseUrl, {
@@ -14,15 +19,36 @@ const make = (attach: boolean) =>
             Effect.map((pg) => pg.url)
           )
       })
-      return PgClient.layer({
-        url,
-        maxConnections: config.dbPoolSize,
-        // a node must notice a dead database instead of hanging on it
-        connectTimeout: "10 seconds",
-        idleTimeout: "60 seconds"
-      })
+      // one pool for PgClient and for the prepared statements of the hot paths (PgPool)
+      const pool = yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          const pool = new Pg.Pool({
+            connectionString: Redacted.value(url),
+            max: config.dbPoolSize,
+            // a node must notice a dead database instead of hanging on it
+            connectionTimeoutMillis: 10_000,
+            idleTimeoutMillis: 60_000,
+            application_name: "switchyard"
+          })
+          pool.on("error", () => undefined)
+          return pool
+        }),
+        (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
+      )
+      yield* Effect.tryPromise({
+        try: () => pool.query("SELECT 1"),
+        catch: (cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })
+      }).pipe(Effect.timeoutFail({
+        duration: "10 seconds",
+        onTimeout: () => new SqlError({ cause: new Error("timed out"), message: "PgClient: Connection timed out" })
+      }))
+      const client = yield* PgClient.fromPool({ acquire: Effect.succeed(pool) })
+      return Context.make(PgClient.PgClient, client).pipe(
+        Context.add(SqlClient.SqlClient, client),
+        Context.add(PgPool, pool)
+      )
     })
-  )
+  ).pipe(Layer.provide(Reactivity.layer))
 
 /**
  * The node's PostgreSQL: `DATABASE_URL` when set, otherwise an embedded server in SWITCHYARD_DATA_DIR

@@ -17,6 +17,7 @@ import { AuthenticationLive } from "./AuthenticationLive.js"
 import { ConnectionOAuthRoutes } from "./ConnectionOAuthRoutes.js"
 import { Drain } from "./Drain.js"
 import { FastInvokeLive } from "./FastInvoke.js"
+import { FastTasksLive } from "./FastTasks.js"
 import { IdentityHttpLive } from "./IdentityHttp.js"
 import { gateRequests, NodeRequestGate } from "./NodeRequestGate.js"
 import { RequestPipelineLive } from "./RequestPipeline.js"
@@ -48,6 +49,7 @@ const Routes = Layer.mergeAll(
   SignInPages,
   McpRoutes,
   FastInvokeLive,
+  FastTasksLive,
   // added after the pipeline, so it runs inside it (request id and error bodies in place)
   DeniedRequestsLive
 ).pipe(Layer.provideMerge(RequestPipelineLive))

@@ -32,7 +32,7 @@ interface DecodeIssue {
 }
 
 /** HttpApi's own decode error becomes our `validation_failed` body, with the failing field paths. */
-const validationError = (issues: ReadonlyArray<DecodeIssue>) => {
+export const validationError = (issues: ReadonlyArray<DecodeIssue>) => {
   const fields = issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message }))
   const first = fields[0]
   const summary = first === undefined

@@ -1,42 +1,10 @@
-import * as EntityId from "@effect/cluster/EntityId"
-import * as Sharding from "@effect/cluster/Sharding"
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Layer, Schedule } from "effect"
-import { TaskEntity } from "../../cluster/TaskEntity.js"
+import type { TaskId } from "../../schema/Ids.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Approvals } from "../skills/Approvals.js"
-import type { TaskRow } from "./TaskRepo.js"
-
-const HANDOFF_TTL_MS = 30_000
-
-/**
- * What this node knows about its tasks in memory: which runs are in progress here (their Task entity
- * is running them), and rows just inserted by an invoke on this node, handed to the local entity so
- * that a fresh run does not read back what was just written.
- */
-export class LocalTasks extends Effect.Service<LocalTasks>()("tasks/LocalTasks", {
-  sync: () => {
-    const running = new Set<string>()
-    const handoff = new Map<string, { readonly row: TaskRow; readonly at: number }>()
-    return {
-      running,
-      offer: (row: TaskRow) => {
-        const now = Date.now()
-        // rows nobody took (the run went elsewhere) age out; the Map iterates oldest first
-        for (const [id, entry] of handoff) {
-          if (now - entry.at < HANDOFF_TTL_MS) break
-          handoff.delete(id)
-        }
-        handoff.set(row.id, { row, at: now })
-      },
-      take: (id: string): TaskRow | undefined => {
-        const entry = handoff.get(id)
-        handoff.delete(id)
-        return entry?.row
-      }
-    }
-  }
-}) {}
+import { LocalTasks } from "./LocalTasks.js"
+import { TaskRuns } from "./TaskRuns.js"
 
 const PAGE = 500
 
@@ -49,10 +17,9 @@ const PAGE = 500
 export const TaskRecoveryLive = Layer.scopedDiscard(
   Effect.gen(function*() {
     const sql = yield* PgClient.PgClient
-    const sharding = yield* Sharding.Sharding
     const config = yield* SwitchyardConfig
     const local = yield* LocalTasks
-    const client = yield* TaskEntity.client
+    const runs = yield* TaskRuns
     const approvals = yield* Approvals
     const graceSeconds = Math.max(1, Duration.toSeconds(config.taskSweepInterval))
 
@@ -66,9 +33,9 @@ export const TaskRecoveryLive = Layer.scopedDiscard(
             AND created_at < now() - make_interval(secs => ${graceSeconds})
           ORDER BY id LIMIT ${PAGE}`
         for (const { id } of rows) {
-          if (local.running.has(id) || !sharding.hasShardId(sharding.getShardId(EntityId.make(id), "default"))) continue
+          if (local.running.has(id) || !runs.shardIsHere(id)) continue
           revived++
-          yield* client(id).Run({ task_id: id }, { discard: true }).pipe(Effect.ignore)
+          yield* runs.start(id as TaskId)
         }
         if (rows.length < PAGE) break
         after = rows[rows.length - 1]!.id

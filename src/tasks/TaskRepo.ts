@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import type { TaskStatus } from "../../schema/Agents.js"
 import type { AgentId, OrganizationId, TaskId } from "../../schema/Ids.js"
 import type { AgentRow } from "../agents/AgentRepo.js"
+import { PgPool, prepared } from "../db/PgPool.js"
 import type { AttachedRow } from "../skills/Skills.js"
 import { TASK_DONE_CHANNEL } from "./TaskCompletions.js"
 
@@ -67,33 +68,66 @@ export interface ModelCallRecord {
 export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* PgClient.PgClient
+    const pool = yield* PgPool
 
-    /** A new task; with an idempotency key already used, the existing task instead (`created: false`). */
-    const insert = (t: Omit<TaskRow, "status" | "result" | "created_at" | "started_at" | "finished_at">) =>
-      sql<TaskRow & { inserted: boolean }>`
-        WITH inserted AS (
-          INSERT INTO tasks (id, organization_id, agent_id, status, source, user_id, user_email, input, agent_snapshot,
-            api_key_id, oidc_token, idempotency_key, request_hash)
-          VALUES (${t.id}, ${t.organization_id}, ${t.agent_id}, 'pending', ${t.source}, ${t.user_id}, ${t.user_email},
-            ${t.input}, ${JSON.stringify(t.agent_snapshot)}::jsonb, ${t.api_key_id}, ${t.oidc_token},
-            ${t.idempotency_key}, ${t.request_hash})
-          ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-          RETURNING *, true AS inserted
-        )
+    // the statements every task runs are prepared (src/db/PgPool.ts); the rest go through PgClient
+
+    // the agent is read and snapshotted in the statement that inserts its task: one round trip
+    const insertTask = prepared<(TaskRow & { inserted: boolean }) | { id: null; agent: AgentRow | null }>(
+      pool,
+      "task_insert",
+      `WITH agent AS (
+        SELECT * FROM agents WHERE id = $3 AND organization_id = $2 AND deleted_at IS NULL
+      ),
+      inserted AS (
+        INSERT INTO tasks (id, organization_id, agent_id, status, source, user_id, user_email, input, agent_snapshot,
+          api_key_id, oidc_token, idempotency_key, request_hash)
+        SELECT $1, $2, agent.id, 'pending', $4, $5, $6, $7, to_jsonb(agent), $8, $9, $10, $11
+        FROM agent WHERE agent.budget IS NULL OR $12::boolean
+        ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING *, true AS inserted
+      ),
+      task AS (
         SELECT * FROM inserted
         UNION ALL
         SELECT *, false AS inserted FROM tasks
-        WHERE organization_id = ${t.organization_id} AND idempotency_key = ${t.idempotency_key}
-          AND NOT EXISTS (SELECT 1 FROM inserted)`.pipe(Effect.map(([row]) => row!))
-
-    const find = (organizationId: OrganizationId, id: TaskId) =>
-      sql<TaskRow>`SELECT * FROM tasks WHERE id = ${id} AND organization_id = ${organizationId}`.pipe(
-        Effect.map(([row]): TaskRow | undefined => row)
+        WHERE organization_id = $2 AND idempotency_key = $10 AND NOT EXISTS (SELECT 1 FROM inserted)
       )
+      SELECT task.*, (SELECT to_jsonb(agent) FROM agent) AS agent FROM (SELECT) AS one LEFT JOIN task ON true`
+    )
 
+    /**
+     * A new task of the organization's agent, with the agent as it is now for its snapshot; with an
+     * idempotency key already used, the existing task instead (`inserted: false`). Without a task: the agent
+     * is missing (`agent` null), or it has a budget and `budgetChecked` was false, so its spending must be
+     * checked first.
+     */
+    const insert = (
+      t: Omit<TaskRow, "status" | "result" | "agent_snapshot" | "created_at" | "started_at" | "finished_at">,
+      budgetChecked: boolean
+    ) =>
+      insertTask.effect([
+        t.id,
+        t.organization_id,
+        t.agent_id,
+        t.source,
+        t.user_id,
+        t.user_email,
+        t.input,
+        t.api_key_id,
+        t.oidc_token,
+        t.idempotency_key,
+        t.request_hash,
+        budgetChecked
+      ]).pipe(Effect.map(([row]) => row!.id === null ? { task: undefined, agent: row!.agent } : { task: row! }))
+
+    const findTask = prepared<TaskRow>(pool, "task_find", "SELECT * FROM tasks WHERE id = $1 AND organization_id = $2")
+    const find = (organizationId: OrganizationId, id: TaskId) =>
+      findTask.effect([id, organizationId]).pipe(Effect.map(([row]): TaskRow | undefined => row))
+
+    const findTaskById = prepared<TaskRow>(pool, "task_find_by_id", "SELECT * FROM tasks WHERE id = $1")
     /** For the Task entity, which runs tasks already authorized at invoke. */
-    const findById = (id: TaskId) =>
-      sql<TaskRow>`SELECT * FROM tasks WHERE id = ${id}`.pipe(Effect.map(([row]): TaskRow | undefined => row))
+    const findById = (id: TaskId) => findTaskById.effect([id]).pipe(Effect.map(([row]): TaskRow | undefined => row))
 
     const cancel = (organizationId: OrganizationId, id: TaskId, result: string) =>
       sql<TaskRow>`
@@ -139,19 +173,38 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         ${f.after === undefined ? sql`` : sql`AND (created_at, id) < (${f.after.at}, ${f.after.id}::uuid)`}
         ORDER BY created_at DESC, id DESC LIMIT ${f.limit}`
 
-    /** Appends to the thread; a step already recorded (same step key) is kept as it was. */
-    const eventInsert = (taskId: TaskId, type: string, stepKey: string | null, data: unknown) =>
-      sql`
-        INSERT INTO task_events (task_id, seq, type, step_key, data)
-        SELECT ${taskId}, coalesce(max(seq), 0) + 1, ${type}, ${stepKey}, ${JSON.stringify(data)}::jsonb
-        FROM task_events WHERE task_id = ${taskId}
-        ON CONFLICT DO NOTHING`
+    /**
+     * Appends to the thread ($1 task, $2 type, $3 step key, $4 data); a step already recorded (same step
+     * key) is kept as it was. Also the first part of the statements below.
+     */
+    const EVENT_INSERT = `
+      INSERT INTO task_events (task_id, seq, type, step_key, data)
+      SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4::jsonb FROM task_events WHERE task_id = $1
+      ON CONFLICT DO NOTHING`
+    const insertEvent = prepared(pool, "task_event_insert", EVENT_INSERT)
 
     /** Appends to the thread; a step already recorded (same step key) is kept as it was. */
     const appendEvent = (taskId: TaskId, type: string, stepKey: string | null, data: unknown) =>
-      eventInsert(taskId, type, stepKey, data).pipe(Effect.asVoid)
+      insertEvent.effect([taskId, type, stepKey, JSON.stringify(data)]).pipe(Effect.asVoid)
 
     // the writes that go together are one statement each (data-modifying CTEs): one round trip, one commit
+
+    const startTask = prepared<{ started: boolean; attached: ReadonlyArray<AttachedRow> }>(
+      pool,
+      "task_start",
+      `WITH event AS (${EVENT_INSERT}),
+      started AS (
+        UPDATE tasks SET status = 'executing', started_at = coalesce(started_at, now())
+        WHERE id = $1 AND status IN ('pending', 'executing') RETURNING id
+      )
+      SELECT EXISTS (SELECT 1 FROM started) AS started,
+        coalesce((
+          SELECT jsonb_agg(jsonb_build_object('id', s.id, 'status', s.status, 'visibility', s.visibility,
+            'owner_id', s.owner_id, 'allowlist', to_jsonb(s.allowlist), 'actions', s.actions)
+            ORDER BY a.attached_at, s.id)
+          FROM agent_skills a JOIN skills s ON s.id = a.skill_id WHERE a.agent_id = $5::uuid
+        ), '[]'::jsonb) AS attached`
+    )
 
     /**
      * The run starts: executing, and the user's message opens the thread; in the same round trip, the
@@ -159,27 +212,63 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
      * ended.
      */
     const start = (taskId: TaskId, agentId: AgentId, userMessage: unknown) =>
-      sql<{ started: boolean; attached: ReadonlyArray<AttachedRow> }>`
-        WITH event AS (${eventInsert(taskId, "user_message", "user", userMessage)}),
-        started AS (
-          UPDATE tasks SET status = 'executing', started_at = coalesce(started_at, now())
-          WHERE id = ${taskId} AND status IN ('pending', 'executing') RETURNING id
-        )
-        SELECT EXISTS (SELECT 1 FROM started) AS started,
-          coalesce((
-            SELECT jsonb_agg(jsonb_build_object('id', s.id, 'status', s.status, 'visibility', s.visibility,
-              'owner_id', s.owner_id, 'allowlist', to_jsonb(s.allowlist), 'actions', s.actions)
-              ORDER BY a.attached_at, s.id)
-            FROM agent_skills a JOIN skills s ON s.id = a.skill_id WHERE a.agent_id = ${agentId}::uuid
-          ), '[]'::jsonb) AS attached`.pipe(Effect.map(([row]) => row!))
+      startTask.effect([taskId, "user_message", "user", JSON.stringify(userMessage), agentId]).pipe(
+        Effect.map(([row]) => row!)
+      )
 
-    const usageInsert = ({ usage: u }: ModelCallRecord) =>
-      sql`
-        INSERT INTO llm_usage (task_id, seq, organization_id, agent_id, provider, model, input_tokens, output_tokens,
-          cached_tokens, cost_usd)
-        SELECT ${u.taskId}, coalesce(max(seq), 0) + 1, ${u.organizationId}, ${u.agentId}, ${u.provider}, ${u.model},
-          ${u.input}, ${u.output}, ${u.cached}, ${u.cost}
-        FROM llm_usage WHERE task_id = ${u.taskId}`
+    /** A model call's usage record: $1 the task, then `usageValues` from $`first` on. */
+    const usageInsert = (first: number) => `
+      INSERT INTO llm_usage (task_id, seq, organization_id, agent_id, provider, model, input_tokens, output_tokens,
+        cached_tokens, cost_usd)
+      SELECT $1, coalesce(max(seq), 0) + 1, ${Array.from({ length: 8 }, (_, i) => `$${first + i}`).join(", ")}
+      FROM llm_usage WHERE task_id = $1`
+    const usageValues = ({ usage: u }: ModelCallRecord) => [
+      u.organizationId,
+      u.agentId,
+      u.provider,
+      u.model,
+      u.input,
+      u.output,
+      u.cached,
+      u.cost
+    ]
+
+    const ENDED = `
+      ended AS (
+        UPDATE tasks SET status = $2, result = $3, finished_at = now(), oidc_token = NULL
+        WHERE id = $1 AND status NOT IN ${"('" + TERMINAL.join("', '") + "')"} RETURNING id, status, result, finished_at
+      ),
+      base AS (SELECT coalesce(max(seq), 0) AS seq FROM task_events WHERE task_id = $1)`
+    type Ended = Pick<TaskRow, "id" | "status" | "result" | "finished_at">
+    // $1 task, $2 status, $3 result, $4 last event's type, then the model call's step key, data and usage
+    const finishTask = prepared<Ended>(
+      pool,
+      "task_finish",
+      `WITH ${ENDED},
+      last_event AS (
+        INSERT INTO task_events (task_id, seq, type, step_key, data)
+        SELECT $1, base.seq + 1, $4, NULL, $5::jsonb FROM base, ended
+        ON CONFLICT DO NOTHING
+      )
+      SELECT ended.*, pg_notify('${TASK_DONE_CHANNEL}', ended.id::text) FROM ended`
+    )
+    const finishTaskWithModelCall = prepared<Ended>(
+      pool,
+      "task_finish_with_model_call",
+      `WITH ${ENDED},
+      model_event AS (
+        INSERT INTO task_events (task_id, seq, type, step_key, data)
+        SELECT $1, base.seq + 1, 'model_call', $5, $6::jsonb FROM base
+        ON CONFLICT DO NOTHING
+      ),
+      usage AS (${usageInsert(7)}),
+      last_event AS (
+        INSERT INTO task_events (task_id, seq, type, step_key, data)
+        SELECT $1, base.seq + 2, $4, NULL, $15::jsonb FROM base, ended
+        ON CONFLICT DO NOTHING
+      )
+      SELECT ended.*, pg_notify('${TASK_DONE_CHANNEL}', ended.id::text) FROM ended`
+    )
 
     /**
      * Ends a task once, with its last thread event, and records the model call that ended it, if any: one
@@ -193,42 +282,40 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       event: { type: string; data: unknown },
       modelCall?: ModelCallRecord
     ) =>
-      sql<Pick<TaskRow, "id" | "status" | "result" | "finished_at">>`
-        WITH ended AS (
-          UPDATE tasks SET status = ${status}, result = ${result}, finished_at = now(), oidc_token = NULL
-          WHERE id = ${id} AND status NOT IN ${sql.in(TERMINAL)} RETURNING id, status, result, finished_at
-        ),
-        base AS (SELECT coalesce(max(seq), 0) AS seq FROM task_events WHERE task_id = ${id}),
-        ${
-        modelCall === undefined
-          ? sql``
-          : sql`model_event AS (
-          INSERT INTO task_events (task_id, seq, type, step_key, data)
-          SELECT ${id}, base.seq + 1, 'model_call', ${modelCall.stepKey}, ${JSON.stringify(modelCall.data)}::jsonb
-          FROM base
-          ON CONFLICT DO NOTHING
-        ),
-        usage AS (${usageInsert(modelCall)}),`
-      }
-        last_event AS (
-          INSERT INTO task_events (task_id, seq, type, step_key, data)
-          SELECT ${id}, base.seq + ${modelCall === undefined ? 1 : 2}, ${event.type}, NULL,
-            ${JSON.stringify(event.data)}::jsonb
-          FROM base, ended
-          ON CONFLICT DO NOTHING
-        )
-        SELECT ended.*, pg_notify(${TASK_DONE_CHANNEL}, ended.id::text) FROM ended`.pipe(
-        Effect.map(([row]) => row)
-      )
+      (modelCall === undefined
+        ? finishTask.effect([id, status, result, event.type, JSON.stringify(event.data)])
+        : finishTaskWithModelCall.effect([
+          id,
+          status,
+          result,
+          event.type,
+          modelCall.stepKey,
+          JSON.stringify(modelCall.data),
+          ...usageValues(modelCall),
+          JSON.stringify(event.data)
+        ])).pipe(Effect.map(([row]): Ended | undefined => row))
 
-    const events = (taskId: TaskId) =>
-      sql<EventRow>`SELECT seq, type, step_key, at, data FROM task_events WHERE task_id = ${taskId} ORDER BY seq`
+    const listEvents = prepared<EventRow>(
+      pool,
+      "task_events",
+      "SELECT seq, type, step_key, at, data FROM task_events WHERE task_id = $1 ORDER BY seq"
+    )
+    const events = (taskId: TaskId) => listEvents.effect([taskId])
 
+    const insertModelCall = prepared(
+      pool,
+      "task_model_call",
+      `WITH event AS (${EVENT_INSERT}) ${usageInsert(5)}`
+    )
     /** A model call: its thread event and its usage record, in one statement. */
     const recordModelCall = (record: ModelCallRecord) =>
-      sql`
-        WITH event AS (${eventInsert(record.usage.taskId, "model_call", record.stepKey, record.data)})
-        ${usageInsert(record)}`
+      insertModelCall.effect([
+        record.usage.taskId,
+        "model_call",
+        record.stepKey,
+        JSON.stringify(record.data),
+        ...usageValues(record)
+      ]).pipe(Effect.asVoid)
 
     const usage = (taskId: TaskId) =>
       sql<UsageRow>`

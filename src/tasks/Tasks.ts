@@ -1,5 +1,3 @@
-import * as EntityId from "@effect/cluster/EntityId"
-import * as Sharding from "@effect/cluster/Sharding"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Duration, Effect } from "effect"
 import * as Crypto from "node:crypto"
@@ -8,14 +6,15 @@ import { type InvokeAgent, Task, ThreadEvent } from "../../schema/Agents.js"
 import { BadRequest, Conflict, NotFound, PaymentRequired } from "../../schema/Errors.js"
 import type { AgentId, TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
-import { AgentRepo } from "../agents/AgentRepo.js"
-import { Agents, mayUse } from "../agents/Agents.js"
+import { AgentRepo, type AgentRow } from "../agents/AgentRepo.js"
+import { mayUse } from "../agents/Agents.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
+import { LocalTasks } from "./LocalTasks.js"
 import { TaskCompletions } from "./TaskCompletions.js"
-import { LocalTasks } from "./TaskRecovery.js"
 import { TaskRepo, type TaskRow } from "./TaskRepo.js"
+import { TaskRuns } from "./TaskRuns.js"
 
 export const toTask = (row: TaskRow) =>
   new Task({
@@ -38,14 +37,13 @@ const DELIVERY_TIMEOUT = Duration.seconds(2)
 export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
   effect: Effect.gen(function*() {
     const repo = yield* TaskRepo
-    const agents = yield* Agents
     const agentRepo = yield* AgentRepo
     const vault = yield* CredentialVault
     const client = yield* TaskEntity.client
     const completions = yield* TaskCompletions
     const config = yield* SwitchyardConfig
-    const sharding = yield* Sharding.Sharding
     const local = yield* LocalTasks
+    const runs = yield* TaskRuns
 
     const find = (principal: Principal, id: TaskId) =>
       Effect.flatMap(
@@ -55,6 +53,23 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
             ? Effect.fail(NotFound.of("Task", id))
             : Effect.succeed(row)
       )
+
+    /** Fails with 402 when the agent's budget for this period is spent; a missing agent is a 404. */
+    const budgetRoom = (agentId: AgentId, agent: AgentRow | null) =>
+      Effect.gen(function*() {
+        if (agent === null) return yield* NotFound.of("Agent", agentId)
+        if (agent.budget === null) return
+        const { exhausted, spent } = yield* agentRepo.spending(agent.id, agent.budget)
+        if (exhausted || spent >= agent.budget.limit_usd) {
+          return yield* PaymentRequired.of(
+            `The agent's budget of $${agent.budget.limit_usd} per ${agent.budget.period} is exhausted ($${
+              spent.toFixed(6)
+            } spent). ` +
+              "Raise it with PATCH /v1/agents/{agent_id} or wait for the next period.",
+            { limit_usd: agent.budget.limit_usd, spent_usd: spent, period: agent.budget.period }
+          )
+        }
+      })
 
     const invoke = Effect.fn("Tasks.invoke")(function*(
       principal: Principal,
@@ -66,19 +81,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
         readonly source: "api" | "mcp"
       }
     ) {
-      const agent = yield* agents.get(principal, agentId)
-      if (agent.budget !== null) {
-        const { exhausted, spent } = yield* agentRepo.spending(agent.id, agent.budget)
-        if (exhausted || spent >= agent.budget.limit_usd) {
-          return yield* PaymentRequired.of(
-            `The agent's budget of $${agent.budget.limit_usd} per ${agent.budget.period} is exhausted ($${
-              spent.toFixed(6)
-            } spent). ` +
-              "Raise it with PATCH /v1/agents/{agent_id} or wait for the next period.",
-            { limit_usd: agent.budget.limit_usd, spent_usd: spent, period: agent.budget.period }
-          )
-        }
-      }
+      if (!mayUse(principal, agentId)) return yield* NotFound.of("Agent", agentId)
       if (options.idempotencyKey !== undefined && !/^[\x21-\x7e]{1,255}$/.test(options.idempotencyKey)) {
         return yield* BadRequest.of(
           "`Idempotency-Key` must be 1–255 visible ASCII characters.",
@@ -88,15 +91,14 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       }
       const id = Crypto.randomUUID() as TaskId
       const requestHash = Crypto.createHash("sha256").update(JSON.stringify([agentId, body.input])).digest("base64url")
-      const row = yield* repo.insert({
+      const fields = {
         id,
         organization_id: principal.organizationId,
-        agent_id: agent.id,
+        agent_id: agentId,
         source: options.source,
         user_id: body.input.user.id,
         user_email: body.input.user.email,
         input: body.input.text,
-        agent_snapshot: agent,
         api_key_id: principal.keyId,
         // the user's token lives sealed only while the task runs: ending the task erases it
         oidc_token: body.user_oidc_token === undefined
@@ -104,23 +106,29 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
           : vault.seal(body.user_oidc_token, [principal.organizationId, id, "oidc"]).sealed,
         idempotency_key: options.idempotencyKey ?? null,
         request_hash: options.idempotencyKey === undefined ? null : requestHash
-      })
+      }
+      const first = yield* repo.insert(fields, false)
+      // an agent with a budget: its task is inserted once the budget is known to have room
+      const row = first.task ??
+        (yield* Effect.flatMap(budgetRoom(agentId, first.agent), () => repo.insert(fields, true)))
+          .task
+      if (row === undefined) return yield* NotFound.of("Agent", agentId)
       if (!row.inserted && row.request_hash !== requestHash) {
         return yield* Conflict.of("This Idempotency-Key was used with a different request.", "idempotency_conflict")
       }
-      if (row.inserted && sharding.hasShardId(sharding.getShardId(EntityId.make(row.id), "default"))) {
-        local.offer(row)
-      }
+      // a task on this node's shards runs here directly; any other goes to its Task entity's node
+      const here = runs.shardIsHere(row.id)
+      if (row.inserted && here) local.offer(row)
       // the task row is committed: from here on the task runs even if this delivery fails (the owner's
       // sweep finds it), so delivery problems never fail the request
       if (options.asynchronous) {
-        yield* client(row.id).Run({ task_id: row.id }, { discard: true }).pipe(
+        yield* (here ? runs.start(row.id) : client(row.id).Run({ task_id: row.id }, { discard: true })).pipe(
           Effect.timeout(DELIVERY_TIMEOUT),
           Effect.catchAllCause(() => Effect.void)
         )
         return { task: toTask(row), accepted: true }
       }
-      const outcome = yield* client(row.id).Run({ task_id: row.id }).pipe(
+      const outcome = yield* (here ? runs.run(row.id) : client(row.id).Run({ task_id: row.id })).pipe(
         Effect.map((o) => toTask({ ...row, ...o })),
         // the run's node went away mid-run (or the shard is moving): wait for the task to end wherever it resumes
         Effect.catchAllCause(() => awaitEnd(row.id, config.taskTimeout))

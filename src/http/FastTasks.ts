@@ -1,0 +1,195 @@
+import { Cause, Effect, Exit, FiberRef, Layer, LogLevel, Option, ParseResult, Runtime, Schema } from "effect"
+import type * as Http from "node:http"
+import { InvokeAgent, Task } from "../../schema/Agents.js"
+import { TaskAccepted } from "../../schema/AgentsApi.js"
+import { statusOfError } from "../../schema/Errors.js"
+import type { AgentId, TaskId } from "../../schema/Ids.js"
+import type { Principal } from "../../schema/Security.js"
+import { AgentsLive } from "../agents/AgentsLive.js"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { ApiKeyAuthenticator } from "../identity/ApiKeyAuthenticator.js"
+import { Tasks } from "../tasks/Tasks.js"
+import { Drain } from "./Drain.js"
+import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "./ErrorEnvelope.js"
+import { NodeRequestGate } from "./NodeRequestGate.js"
+import { jsonDepth, MAX_JSON_DEPTH, requestIdOf, validationError } from "./RequestPipeline.js"
+
+const UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+const INVOKE = new RegExp(`^/v1/agents/(${UUID})/invoke(?:\\?asynchronous=(true|false))?$`)
+const GET_TASK = new RegExp(`^/v1/tasks/(${UUID})(?:\\?wait=([0-9]{1,2}))?$`)
+
+const decodeInvoke = Schema.decodeUnknownEither(InvokeAgent, { errors: "all" })
+const encodeTask = Schema.encodeSync(Task)
+const encodeAccepted = Schema.encodeSync(TaskAccepted)
+
+interface Reply {
+  readonly status: number
+  readonly body: unknown
+}
+
+/**
+ * Invoking an agent and reading a task (spec 4.6, 4.7) with the HTTP layer in plain Node, for requests
+ * whose API key this node has verified recently: the same Tasks service answers, so both stacks give the
+ * same answers; only the routing, authentication middleware and response encoding of the general stack
+ * are skipped, which cost several times the task's own work. Anything unusual (another query parameter,
+ * a body of unknown size, an unverified key) is declined before the body is read and the general stack
+ * answers it.
+ */
+export const FastTasksLive = Layer.effectDiscard(
+  Effect.gen(function*() {
+    const gate = yield* NodeRequestGate
+    const config = yield* SwitchyardConfig
+    const drain = yield* Drain
+    const authenticator = yield* ApiKeyAuthenticator
+    const tasks = yield* Tasks
+    const runtime = yield* Effect.runtime<never>()
+    const runExit = Runtime.runPromiseExit(runtime)
+    const logRequests = LogLevel.lessThanEqual(yield* FiberRef.get(FiberRef.currentMinimumLogLevel), LogLevel.Info)
+
+    const respond = (
+      req: Http.IncomingMessage,
+      res: Http.ServerResponse,
+      requestId: string,
+      started: number,
+      principal: Principal,
+      reply: Reply,
+      own = false
+    ) => {
+      if (res.destroyed) return
+      res.writeHead(reply.status, {
+        "content-type": "application/json",
+        "x-request-id": requestId,
+        ...(own ? OWN_ERROR_HEADER : {})
+      })
+      res.end(JSON.stringify(reply.body))
+      if (logRequests) {
+        Runtime.runFork(runtime)(
+          Effect.logInfo("http").pipe(Effect.annotateLogs({
+            method: req.method,
+            path: req.url,
+            status: reply.status,
+            latency_ms: Math.round((performance.now() - started) * 100) / 100,
+            request_id: requestId,
+            organization_id: principal.organizationId
+          }))
+        )
+      }
+    }
+
+    const errorReply = (status: number, error: ErrorFields, requestId: string): Reply => ({
+      status,
+      body: errorEnvelope(error, requestId)
+    })
+
+    /** What the general stack answers for a failure: our error classes by their status, else 503 or 500. */
+    const failureReply = (cause: Cause.Cause<unknown>, requestId: string): Effect.Effect<Reply> => {
+      const failure = Option.getOrUndefined(Cause.failureOption(cause)) as
+        | (ErrorFields & { readonly _tag: string })
+        | undefined
+      const status = failure === undefined ? undefined : statusOfError.get(failure._tag)
+      if (failure !== undefined && status !== undefined) return Effect.succeed(errorReply(status, failure, requestId))
+      if (Cause.isInterruptedOnly(cause)) {
+        return Effect.succeed(
+          errorReply(503, { code: "unavailable", message: "The request was interrupted; retry it." }, requestId)
+        )
+      }
+      return Effect.as(
+        Effect.logError("unhandled error", cause),
+        errorReply(500, {
+          code: "internal_error",
+          message: `Something went wrong on our side. Quote the request id ${requestId} when reporting it.`
+        }, requestId)
+      )
+    }
+
+    /** One request: its id, held open against a drain; answer it with a reply or by running an effect. */
+    const serve = (req: Http.IncomingMessage, res: Http.ServerResponse, principal: Principal) => {
+      const started = performance.now()
+      const requestId = requestIdOf(req.headers["x-request-id"] as string | undefined)
+      const release = drain.enter()
+      res.once("close", release)
+      const reply = (reply: Reply, own = false) => respond(req, res, requestId, started, principal, reply, own)
+      return {
+        requestId,
+        reply,
+        run: <A>(effect: Effect.Effect<A, unknown>, toReply: (a: A) => Reply) =>
+          void runExit(effect).then((exit) =>
+            Exit.isSuccess(exit)
+              ? reply(toReply(exit.value))
+              : runExit(failureReply(exit.cause, requestId)).then((r) => Exit.isSuccess(r) && reply(r.value, true))
+          )
+      }
+    }
+
+    const invoke = (
+      req: Http.IncomingMessage,
+      res: Http.ServerResponse,
+      principal: Principal,
+      agentId: AgentId,
+      asynchronous: boolean
+    ) => {
+      const chunks: Array<Buffer> = []
+      req.on("data", (c: Buffer) => chunks.push(c))
+      req.on("error", () => res.destroy())
+      req.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8")
+        const idempotencyKey = req.headers["idempotency-key"] as string | undefined
+        let payload: unknown
+        let problem: ErrorFields | undefined
+        try {
+          payload = JSON.parse(text)
+          if (jsonDepth(text) > MAX_JSON_DEPTH) {
+            problem = { code: "invalid_json", message: `The request body nests deeper than ${MAX_JSON_DEPTH} levels.` }
+          }
+        } catch {
+          problem = { code: "invalid_json", message: "The request body is not valid JSON." }
+        }
+        const call = serve(req, res, principal)
+        if (problem !== undefined) return call.reply(errorReply(400, problem, call.requestId), true)
+        const decoded = decodeInvoke(payload)
+        if (decoded._tag === "Left") {
+          const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
+          return call.reply(errorReply(400, validationError(issues), call.requestId), true)
+        }
+        call.run(
+          tasks.invoke(principal, agentId, decoded.right, { asynchronous, idempotencyKey, source: "api" }),
+          ({ accepted, task }) =>
+            accepted
+              ? { status: 202, body: encodeAccepted(new TaskAccepted(task)) }
+              : { status: 200, body: encodeTask(task) }
+        )
+      })
+    }
+
+    if (!config.taskFastPath) return
+    gate.setFastPath((req, res) => {
+      if (drain.draining) return false
+      const url = req.url ?? ""
+      if (req.method === "GET") {
+        const match = GET_TASK.exec(url)
+        if (match === null) return false
+        const wait = match[2] === undefined ? 0 : Number(match[2])
+        if (wait > 60) return false
+        const principal = authenticator.peek(req.headers["x-api-key"] as string | undefined)
+        if (principal === undefined) return false
+        serve(req, res, principal).run(tasks.get(principal, match[1] as TaskId, wait), (task) => ({
+          status: 200,
+          body: encodeTask(task)
+        }))
+        return true
+      }
+      if (req.method !== "POST") return false
+      const match = INVOKE.exec(url)
+      if (match === null) return false
+      // bodies of a declared size, JSON: anything else is the general stack's to answer
+      const length = Number(req.headers["content-length"] ?? "")
+      if (req.headers["transfer-encoding"] !== undefined || !(length > 0 && length <= config.maxBodyBytes)) return false
+      const contentType = req.headers["content-type"]
+      if (contentType === undefined || !/[/+]json\b/i.test(contentType)) return false
+      const principal = authenticator.peek(req.headers["x-api-key"] as string | undefined)
+      if (principal === undefined) return false
+      invoke(req, res, principal, match[1] as AgentId, match[2] === "true")
+      return true
+    })
+  })
+).pipe(Layer.provide([AgentsLive, ApiKeyAuthenticator.Default]))
