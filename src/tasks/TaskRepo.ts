@@ -239,18 +239,20 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         WHERE id = $1 AND status NOT IN ${"('" + TERMINAL.join("', '") + "')"} RETURNING id, status, result, finished_at
       ),
       base AS (SELECT coalesce(max(seq), 0) AS seq FROM task_events WHERE task_id = $1)`
+    /** The ending event after `offset` new ones (only if the task ended here), and the answer with its notice. */
+    const lastEvent = (offset: number, data: string) => `
+      last_event AS (
+        INSERT INTO task_events (task_id, seq, type, step_key, data)
+        SELECT $1, base.seq + ${offset}, $4, NULL, ${data}::jsonb FROM base, ended
+        ON CONFLICT DO NOTHING
+      )
+      SELECT ended.*, pg_notify('${TASK_DONE_CHANNEL}', ended.id::text) FROM ended`
     type Ended = Pick<TaskRow, "id" | "status" | "result" | "finished_at">
     // $1 task, $2 status, $3 result, $4 last event's type, then the model call's step key, data and usage
     const finishTask = prepared<Ended>(
       pool,
       "task_finish",
-      `WITH ${ENDED},
-      last_event AS (
-        INSERT INTO task_events (task_id, seq, type, step_key, data)
-        SELECT $1, base.seq + 1, $4, NULL, $5::jsonb FROM base, ended
-        ON CONFLICT DO NOTHING
-      )
-      SELECT ended.*, pg_notify('${TASK_DONE_CHANNEL}', ended.id::text) FROM ended`
+      `WITH ${ENDED}, ${lastEvent(1, "$5")}`
     )
     const finishTaskWithModelCall = prepared<Ended>(
       pool,
@@ -262,12 +264,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         ON CONFLICT DO NOTHING
       ),
       usage AS (${usageInsert(7)}),
-      last_event AS (
-        INSERT INTO task_events (task_id, seq, type, step_key, data)
-        SELECT $1, base.seq + 2, $4, NULL, $15::jsonb FROM base, ended
-        ON CONFLICT DO NOTHING
-      )
-      SELECT ended.*, pg_notify('${TASK_DONE_CHANNEL}', ended.id::text) FROM ended`
+      ${lastEvent(2, "$15")}`
     )
 
     /**
