@@ -1,4 +1,4 @@
-import { Duration, Effect, FiberRef, Layer, LogLevel, Runtime } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import type * as Http from "node:http"
 import { pipeline } from "node:stream/promises"
 import type { AppliedCredentials } from "../../cluster/ConnectionEntity.js"
@@ -16,6 +16,7 @@ import { classifyFailure, passThroughHeaders, startUpstream } from "../connector
 import { ApiKeyAuthenticator } from "../identity/ApiKeyAuthenticator.js"
 import { Drain } from "./Drain.js"
 import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "./ErrorEnvelope.js"
+import { makeFastAccessLog } from "./FastAccessLog.js"
 import { NodeRequestGate } from "./NodeRequestGate.js"
 import { jsonDepth, MAX_JSON_DEPTH, requestIdOf } from "./RequestPipeline.js"
 
@@ -44,28 +45,8 @@ export const FastInvokeLive = Layer.effectDiscard(
     const credentials = yield* ConnectionCredentials
     const recorder = yield* InvocationRecorder
     const egress = yield* Egress
-    const runtime = yield* Effect.runtime<never>()
-    const logRequests = LogLevel.lessThanEqual(yield* FiberRef.get(FiberRef.currentMinimumLogLevel), LogLevel.Info)
+    const logAccess = yield* makeFastAccessLog
     const timeoutMs = Math.max(1, Duration.toMillis(config.connectorTimeout))
-
-    const accessLog = (
-      req: Http.IncomingMessage,
-      status: number,
-      started: number,
-      requestId: string,
-      principal: Principal
-    ) =>
-      logRequests &&
-      Runtime.runFork(runtime)(
-        Effect.logInfo("http").pipe(Effect.annotateLogs({
-          method: "POST",
-          path: req.url,
-          status,
-          latency_ms: Math.round((performance.now() - started) * 100) / 100,
-          request_id: requestId,
-          organization_id: principal.organizationId
-        }))
-      )
 
     const handle = (
       req: Http.IncomingMessage,
@@ -80,7 +61,7 @@ export const FastInvokeLive = Layer.effectDiscard(
       res.once("close", release)
       const fail = (status: number, error: { code: string; message: string; details?: unknown }) => {
         writeError(res, status, requestId, error)
-        accessLog(req, status, started, requestId, principal)
+        logAccess(req, status, started, requestId, principal.organizationId)
       }
       const chunks: Array<Buffer> = []
       req.on("data", (c: Buffer) => chunks.push(c))
@@ -125,7 +106,7 @@ export const FastInvokeLive = Layer.effectDiscard(
               duration_ms: performance.now() - started
             })
             res.writeHead(upstream.statusCode, { ...passThroughHeaders(upstream.headers), "x-request-id": requestId })
-            accessLog(req, upstream.statusCode, started, requestId, principal)
+            logAccess(req, upstream.statusCode, started, requestId, principal.organizationId)
             upstream.body.once("end", () => (done = true))
             pipeline(upstream.body, res).catch(() => res.destroy())
           },

@@ -1,4 +1,4 @@
-import { Cause, Effect, Exit, FiberRef, Layer, LogLevel, Option, ParseResult, Runtime, Schema } from "effect"
+import { Cause, Effect, Exit, Layer, Option, ParseResult, Runtime, Schema } from "effect"
 import type * as Http from "node:http"
 import { InvokeAgent, Task } from "../../schema/Agents.js"
 import { TaskAccepted } from "../../schema/AgentsApi.js"
@@ -11,8 +11,9 @@ import { ApiKeyAuthenticator } from "../identity/ApiKeyAuthenticator.js"
 import { Tasks } from "../tasks/Tasks.js"
 import { Drain } from "./Drain.js"
 import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "./ErrorEnvelope.js"
+import { makeFastAccessLog } from "./FastAccessLog.js"
 import { NodeRequestGate } from "./NodeRequestGate.js"
-import { jsonDepth, MAX_JSON_DEPTH, requestIdOf, validationError } from "./RequestPipeline.js"
+import { jsonDepth, MAX_JSON_DEPTH, requestIdOf, unexpectedFailure, validationError } from "./RequestPipeline.js"
 
 const UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 const INVOKE = new RegExp(`^/v1/agents/(${UUID})/invoke(?:\\?asynchronous=(true|false))?$`)
@@ -25,6 +26,7 @@ const encodeAccepted = Schema.encodeSync(TaskAccepted)
 interface Reply {
   readonly status: number
   readonly body: unknown
+  readonly headers?: Readonly<Record<string, string>>
 }
 
 /**
@@ -44,7 +46,7 @@ export const FastTasksLive = Layer.effectDiscard(
     const tasks = yield* Tasks
     const runtime = yield* Effect.runtime<never>()
     const runExit = Runtime.runPromiseExit(runtime)
-    const logRequests = LogLevel.lessThanEqual(yield* FiberRef.get(FiberRef.currentMinimumLogLevel), LogLevel.Info)
+    const logAccess = yield* makeFastAccessLog
 
     const respond = (
       req: Http.IncomingMessage,
@@ -59,21 +61,11 @@ export const FastTasksLive = Layer.effectDiscard(
       res.writeHead(reply.status, {
         "content-type": "application/json",
         "x-request-id": requestId,
+        ...reply.headers,
         ...(own ? OWN_ERROR_HEADER : {})
       })
       res.end(JSON.stringify(reply.body))
-      if (logRequests) {
-        Runtime.runFork(runtime)(
-          Effect.logInfo("http").pipe(Effect.annotateLogs({
-            method: req.method,
-            path: req.url,
-            status: reply.status,
-            latency_ms: Math.round((performance.now() - started) * 100) / 100,
-            request_id: requestId,
-            organization_id: principal.organizationId
-          }))
-        )
-      }
+      logAccess(req, reply.status, started, requestId, principal.organizationId)
     }
 
     const errorReply = (status: number, error: ErrorFields, requestId: string): Reply => ({
@@ -88,18 +80,10 @@ export const FastTasksLive = Layer.effectDiscard(
         | undefined
       const status = failure === undefined ? undefined : statusOfError.get(failure._tag)
       if (failure !== undefined && status !== undefined) return Effect.succeed(errorReply(status, failure, requestId))
-      if (Cause.isInterruptedOnly(cause)) {
-        return Effect.succeed(
-          errorReply(503, { code: "unavailable", message: "The request was interrupted; retry it." }, requestId)
-        )
-      }
-      return Effect.as(
-        Effect.logError("unhandled error", cause),
-        errorReply(500, {
-          code: "internal_error",
-          message: `Something went wrong on our side. Quote the request id ${requestId} when reporting it.`
-        }, requestId)
-      )
+      return Effect.map(unexpectedFailure(cause, requestId), (answer) => ({
+        ...errorReply(answer.status, answer.error, requestId),
+        headers: answer.headers
+      }))
     }
 
     /** One request: its id, held open against a drain; answer it with a reply or by running an effect. */

@@ -101,21 +101,40 @@ const failureResponse = (
         message: "The request body is not valid JSON."
       })
     }
+    const answer = yield* unexpectedFailure(cause, info.requestId)
+    return errorResponse(answer.status, info, answer.error, answer.headers)
+  })
+
+/**
+ * What a request gets for a failure that is not one of our errors: interrupted (503), the database gone
+ * (503, logged) or a defect (500, logged with the cause, which is never sent). Also for the fast paths.
+ */
+export const unexpectedFailure = (cause: Cause.Cause<unknown>, requestId: string) =>
+  Effect.gen(function*() {
     if (Cause.isInterruptedOnly(cause)) {
-      return errorResponse(503, info, { code: "unavailable", message: "The request was interrupted; retry it." })
+      return {
+        status: 503,
+        error: { code: "unavailable", message: "The request was interrupted; retry it." },
+        headers: {}
+      }
     }
-    if (isConnectionError(failure)) {
+    if (isConnectionError(Cause.squash(cause))) {
       yield* Effect.logError("database unavailable", cause)
-      return errorResponse(503, info, {
-        code: "database_unavailable",
-        message: "The database is unavailable right now; retry shortly."
-      }, { "retry-after": "2" })
+      return {
+        status: 503,
+        error: { code: "database_unavailable", message: "The database is unavailable right now; retry shortly." },
+        headers: { "retry-after": "2" }
+      }
     }
     yield* Effect.logError("unhandled error", cause)
-    return errorResponse(500, info, {
-      code: "internal_error",
-      message: `Something went wrong on our side. Quote the request id ${info.requestId} when reporting it.`
-    })
+    return {
+      status: 500,
+      error: {
+        code: "internal_error",
+        message: `Something went wrong on our side. Quote the request id ${requestId} when reporting it.`
+      },
+      headers: {}
+    }
   })
 
 export const MAX_JSON_DEPTH = 64

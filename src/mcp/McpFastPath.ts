@@ -1,4 +1,4 @@
-import { Cause, Duration, Effect, Exit, Fiber, FiberRef, LogLevel, type ParseResult, Runtime } from "effect"
+import { Cause, Duration, Effect, Exit, Fiber, type ParseResult, Runtime } from "effect"
 import type * as Http from "node:http"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { ConnectionCredentials } from "../connectors/ConnectionCredentials.js"
@@ -10,6 +10,7 @@ import { prepareCall } from "../connectors/PreparedCall.js"
 import { classifyFailure, startUpstream } from "../connectors/Upstream.js"
 import { Drain } from "../http/Drain.js"
 import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "../http/ErrorEnvelope.js"
+import { makeFastAccessLog } from "../http/FastAccessLog.js"
 import { NodeRequestGate } from "../http/NodeRequestGate.js"
 import { jsonDepth, MAX_JSON_DEPTH, requestIdOf } from "../http/RequestPipeline.js"
 import type { ProtectedResource } from "../oauth/Resources.js"
@@ -76,7 +77,7 @@ export const installFastPath = (core: McpCore) =>
     const recorder = yield* InvocationRecorder
     const egress = yield* Egress
     const runtime = yield* Effect.runtime<never>()
-    const logRequests = LogLevel.lessThanEqual(yield* FiberRef.get(FiberRef.currentMinimumLogLevel), LogLevel.Info)
+    const logAccess = yield* makeFastAccessLog
     const timeoutMs = Math.max(1, Duration.toMillis(config.connectorTimeout))
     const byPath = new Map(core.resources.map((r) => [r.path, r]))
 
@@ -168,18 +169,7 @@ export const installFastPath = (core: McpCore) =>
       const release = drain.enter()
       res.once("close", release)
 
-      const accessLog = (status: number) =>
-        logRequests &&
-        Runtime.runFork(runtime)(
-          Effect.logInfo("http").pipe(Effect.annotateLogs({
-            method: "POST",
-            path: req.url,
-            status,
-            latency_ms: Math.round((performance.now() - started) * 100) / 100,
-            request_id: requestId,
-            organization_id: caller.principal.organizationId
-          }))
-        )
+      const accessLog = (status: number) => logAccess(req, status, started, requestId, caller.principal.organizationId)
       const ids = () =>
         drain.draining ? { "x-request-id": requestId, connection: "close" } : { "x-request-id": requestId }
       const writeJson = (status: number, body: unknown, extra: Record<string, string> = {}) => {
