@@ -4,16 +4,13 @@ import type { TaskRow } from "./TaskRepo.js"
 const HANDOFF_TTL_MS = 30_000
 
 /**
- * What this node knows about its tasks in memory: which runs are in progress here (their Task entity
- * is running them), and rows just inserted by an invoke on this node, handed to the local entity so
- * that a fresh run does not read back what was just written.
+ * Rows just inserted by an invoke on this node, handed to the local run so that a fresh run does not
+ * read back what was just written.
  */
 export class LocalTasks extends Effect.Service<LocalTasks>()("tasks/LocalTasks", {
   sync: () => {
-    const running = new Set<string>()
     const handoff = new Map<string, { readonly row: TaskRow; readonly at: number }>()
     return {
-      running,
       offer: (row: TaskRow) => {
         const now = Date.now()
         // rows nobody took (the run went elsewhere) age out; the Map iterates oldest first

@@ -3,7 +3,6 @@ import { Duration, Effect, Layer, Schedule } from "effect"
 import type { TaskId } from "../../schema/Ids.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Approvals } from "../skills/Approvals.js"
-import { LocalTasks } from "./LocalTasks.js"
 import { TaskRuns } from "./TaskRuns.js"
 
 const PAGE = 500
@@ -18,7 +17,6 @@ export const TaskRecoveryLive = Layer.scopedDiscard(
   Effect.gen(function*() {
     const sql = yield* PgClient.PgClient
     const config = yield* SwitchyardConfig
-    const local = yield* LocalTasks
     const runs = yield* TaskRuns
     const approvals = yield* Approvals
     const graceSeconds = Math.max(1, Duration.toSeconds(config.taskSweepInterval))
@@ -33,7 +31,7 @@ export const TaskRecoveryLive = Layer.scopedDiscard(
             AND created_at < now() - make_interval(secs => ${graceSeconds})
           ORDER BY id LIMIT ${PAGE}`
         for (const { id } of rows) {
-          if (local.running.has(id) || !runs.shardIsHere(id)) continue
+          if (runs.isRunning(id) || !runs.shardIsHere(id)) continue
           revived++
           yield* runs.start(id as TaskId)
         }

@@ -106,7 +106,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       t: Omit<TaskRow, "status" | "result" | "agent_snapshot" | "created_at" | "started_at" | "finished_at">,
       budgetChecked: boolean
     ) =>
-      insertTask.effect([
+      insertTask([
         t.id,
         t.organization_id,
         t.agent_id,
@@ -123,11 +123,11 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
 
     const findTask = prepared<TaskRow>(pool, "task_find", "SELECT * FROM tasks WHERE id = $1 AND organization_id = $2")
     const find = (organizationId: OrganizationId, id: TaskId) =>
-      findTask.effect([id, organizationId]).pipe(Effect.map(([row]): TaskRow | undefined => row))
+      findTask([id, organizationId]).pipe(Effect.map(([row]): TaskRow | undefined => row))
 
     const findTaskById = prepared<TaskRow>(pool, "task_find_by_id", "SELECT * FROM tasks WHERE id = $1")
     /** For the Task entity, which runs tasks already authorized at invoke. */
-    const findById = (id: TaskId) => findTaskById.effect([id]).pipe(Effect.map(([row]): TaskRow | undefined => row))
+    const findById = (id: TaskId) => findTaskById([id]).pipe(Effect.map(([row]): TaskRow | undefined => row))
 
     const cancel = (organizationId: OrganizationId, id: TaskId, result: string) =>
       sql<TaskRow>`
@@ -185,7 +185,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
 
     /** Appends to the thread; a step already recorded (same step key) is kept as it was. */
     const appendEvent = (taskId: TaskId, type: string, stepKey: string | null, data: unknown) =>
-      insertEvent.effect([taskId, type, stepKey, JSON.stringify(data)]).pipe(Effect.asVoid)
+      insertEvent([taskId, type, stepKey, JSON.stringify(data)]).pipe(Effect.asVoid)
 
     // the writes that go together are one statement each (data-modifying CTEs): one round trip, one commit
 
@@ -212,7 +212,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
      * ended.
      */
     const start = (taskId: TaskId, agentId: AgentId, userMessage: unknown) =>
-      startTask.effect([taskId, "user_message", "user", JSON.stringify(userMessage), agentId]).pipe(
+      startTask([taskId, "user_message", "user", JSON.stringify(userMessage), agentId]).pipe(
         Effect.map(([row]) => row!)
       )
 
@@ -280,8 +280,8 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       modelCall?: ModelCallRecord
     ) =>
       (modelCall === undefined
-        ? finishTask.effect([id, status, result, event.type, JSON.stringify(event.data)])
-        : finishTaskWithModelCall.effect([
+        ? finishTask([id, status, result, event.type, JSON.stringify(event.data)])
+        : finishTaskWithModelCall([
           id,
           status,
           result,
@@ -297,7 +297,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       "task_events",
       "SELECT seq, type, step_key, at, data FROM task_events WHERE task_id = $1 ORDER BY seq"
     )
-    const events = (taskId: TaskId) => listEvents.effect([taskId])
+    const events = (taskId: TaskId) => listEvents([taskId])
 
     const insertModelCall = prepared(
       pool,
@@ -306,7 +306,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     )
     /** A model call: its thread event and its usage record, in one statement. */
     const recordModelCall = (record: ModelCallRecord) =>
-      insertModelCall.effect([
+      insertModelCall([
         record.usage.taskId,
         "model_call",
         record.stepKey,

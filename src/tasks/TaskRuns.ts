@@ -3,13 +3,12 @@ import * as Sharding from "@effect/cluster/Sharding"
 import { Cause, Effect, Exit, Fiber, Schedule } from "effect"
 import type { TaskOutcome } from "../../cluster/TaskEntity.js"
 import type { TaskId } from "../../schema/Ids.js"
-import { LocalTasks } from "./LocalTasks.js"
 import { TaskRunner } from "./TaskRunner.js"
 
 type Outcome = typeof TaskOutcome.Type
 
 interface Run {
-  /** The run as every caller sees it (join it for the outcome). */
+  /** The run as every caller sees it (await it for the outcome). */
   readonly fiber: Fiber.RuntimeFiber<Outcome>
   /** The agent loop inside it, which a cancel interrupts. */
   loop: Fiber.RuntimeFiber<Outcome, unknown> | undefined
@@ -29,7 +28,6 @@ const SHARD_CHECK = "250 millis"
 export class TaskRuns extends Effect.Service<TaskRuns>()("tasks/TaskRuns", {
   scoped: Effect.gen(function*() {
     const runner = yield* TaskRunner
-    const local = yield* LocalTasks
     const sharding = yield* Sharding.Sharding
     const scope = yield* Effect.scope
     const runs = new Map<string, Run>()
@@ -38,7 +36,6 @@ export class TaskRuns extends Effect.Service<TaskRuns>()("tasks/TaskRuns", {
 
     const runOnce = (taskId: TaskId, self: () => Run) =>
       Effect.gen(function*() {
-        local.running.add(taskId)
         const loop = yield* Effect.fork(runner.run(taskId))
         self().loop = loop
         const exit = yield* Fiber.await(loop)
@@ -50,10 +47,7 @@ export class TaskRuns extends Effect.Service<TaskRuns>()("tasks/TaskRuns", {
         yield* Effect.logError("task run failed", exit.cause)
         return yield* runner.failed(taskId, "The task failed inside Switchyard; see the node's logs.")
       }).pipe(
-        Effect.ensuring(Effect.sync(() => {
-          runs.delete(taskId)
-          local.running.delete(taskId)
-        })),
+        Effect.ensuring(Effect.sync(() => runs.delete(taskId))),
         Effect.orDie
       )
 
@@ -93,6 +87,9 @@ export class TaskRuns extends Effect.Service<TaskRuns>()("tasks/TaskRuns", {
       )
     ).pipe(Effect.repeat(Schedule.spaced(SHARD_CHECK)), Effect.forkScoped)
 
-    return { shardIsHere, start, run, cancel } as const
+    /** Whether the task's run is in progress here. */
+    const isRunning = (taskId: string) => runs.has(taskId)
+
+    return { shardIsHere, isRunning, start, run, cancel } as const
   })
 }) {}

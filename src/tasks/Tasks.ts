@@ -122,7 +122,8 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       // the task row is committed: from here on the task runs even if this delivery fails (the owner's
       // sweep finds it), so delivery problems never fail the request
       if (options.asynchronous) {
-        yield* (here ? runs.start(row.id) : client(row.id).Run({ task_id: row.id }, { discard: true })).pipe(
+        // starting a local run only forks it; a delivery to another node is bounded
+        yield* here ? runs.start(row.id) : client(row.id).Run({ task_id: row.id }, { discard: true }).pipe(
           Effect.timeout(DELIVERY_TIMEOUT),
           Effect.catchAllCause(() => Effect.void)
         )
