@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { reportAllErrors } from "./Identity.js"
 import { AgentId, ConnectionId, TaskId } from "./Ids.js"
-import { Timestamp } from "./Timestamp.js"
+import { formatTimestamp, Timestamp } from "./Timestamp.js"
 
 export const ModelProviderName = Schema.Literal("openai", "openai-chat", "anthropic", "scripted").annotations({
   description: "`openai`: OpenAI Responses API. `openai-chat`: any OpenAI-compatible Chat Completions server " +
@@ -125,6 +125,21 @@ export class Task extends Schema.Class<Task>("Task")({
   created_at: Timestamp,
   finished_at: Schema.NullOr(Timestamp)
 }) {}
+
+/**
+ * A task's wire form, built without a pass through Schema for the per-request hot paths (src/http/FastTasks.ts).
+ * It is what `Schema.encode(Task)` gives, key order included; test/agents/FastPath.test.ts compares the two.
+ */
+export const taskJson = (task: Task) => ({
+  id: task.id,
+  agent_id: task.agent_id,
+  status: task.status,
+  result: task.result,
+  source: task.source,
+  user: { id: task.user.id, email: task.user.email },
+  created_at: formatTimestamp(task.created_at),
+  finished_at: task.finished_at === null ? null : formatTimestamp(task.finished_at)
+})
 
 export const InvokeAgent = Schema.Struct({
   input: Schema.Struct({

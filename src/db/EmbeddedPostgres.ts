@@ -198,7 +198,7 @@ const startServer = (
     if (ids.uid !== undefined) Fs.fchownSync(log, ids.uid, ids.gid!)
     const flags = Object.entries({
       listen_addresses: "127.0.0.1",
-      unix_socket_directories: "",
+      unix_socket_directories: socketDirOf(clusterDir, port) ?? "",
       max_connections: "200",
       ...settings
     }).flatMap(([k, v]) => ["-c", `${k}=${v}`])
@@ -239,6 +239,22 @@ const stopServer = (child: ChildProcess) =>
     child.kill("SIGINT") // fast shutdown: ends sessions, checkpoints, exits
   })
 
+/**
+ * The node talks to its own server over a Unix socket in the cluster directory: a statement costs the
+ * node and the server fewer system calls than over TCP on 127.0.0.1 (the hot paths run several per task).
+ * A path too long for a socket address (107 bytes) leaves TCP only.
+ */
+const socketDirOf = (clusterDir: string, port: number): string | undefined =>
+  Os.platform() !== "win32" && Buffer.byteLength(Path.join(clusterDir, `.s.PGSQL.${port}`)) <= 107
+    ? clusterDir
+    : undefined
+
+const urlOf = (password: string, port: number, socketDir?: string) =>
+  Redacted.make(
+    `postgres://postgres:${password}@127.0.0.1:${port}/postgres` +
+      (socketDir === undefined ? "" : `?host=${encodeURIComponent(socketDir)}`)
+  )
+
 /** The server of a live node on this data directory, if there is one. */
 const runningServer = (dataDir: string, clusterDir: string, passwordFile: string): EmbeddedPostgres | undefined => {
   const owner = readPid(Path.join(dataDir, "node.lock"))
@@ -248,7 +264,7 @@ const runningServer = (dataDir: string, clusterDir: string, passwordFile: string
   }
   const port = Number(Fs.readFileSync(Path.join(clusterDir, "postmaster.pid"), "utf8").split("\n")[3])
   const password = Fs.readFileSync(passwordFile, "utf8").trim()
-  return { port, url: Redacted.make(`postgres://postgres:${password}@127.0.0.1:${port}/postgres`) }
+  return { port, url: urlOf(password, port) }
 }
 
 /** Starts (or recovers) the embedded PostgreSQL; stops it when the scope closes. */
@@ -280,8 +296,5 @@ export const make = (options: EmbeddedPostgresOptions) =>
       startServer(postgres, clusterDir, Path.join(dataDir, "pg.log"), port, options.settings ?? {}, ids),
       stopServer
     )
-    return {
-      port,
-      url: Redacted.make(`postgres://postgres:${password}@127.0.0.1:${port}/postgres`)
-    } satisfies EmbeddedPostgres
+    return { port, url: urlOf(password, port, socketDirOf(clusterDir, port)) } satisfies EmbeddedPostgres
   })

@@ -1,7 +1,6 @@
 import { Cause, Effect, Exit, Layer, Option, ParseResult, Runtime, Schema } from "effect"
 import type * as Http from "node:http"
-import { InvokeAgent, Task } from "../../schema/Agents.js"
-import { TaskAccepted } from "../../schema/AgentsApi.js"
+import { InvokeAgent, taskJson } from "../../schema/Agents.js"
 import { statusOfError } from "../../schema/Errors.js"
 import type { AgentId, TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
@@ -20,8 +19,6 @@ const INVOKE = new RegExp(`^/v1/agents/(${UUID})/invoke(?:\\?asynchronous=(true|
 const GET_TASK = new RegExp(`^/v1/tasks/(${UUID})(?:\\?wait=([0-9]{1,2}))?$`)
 
 const decodeInvoke = Schema.decodeUnknownEither(InvokeAgent, { errors: "all" })
-const encodeTask = Schema.encodeSync(Task)
-const encodeAccepted = Schema.encodeSync(TaskAccepted)
 
 interface Reply {
   readonly status: number
@@ -137,10 +134,7 @@ export const FastTasksLive = Layer.effectDiscard(
         }
         call.run(
           tasks.invoke(principal, agentId, decoded.right, { asynchronous, idempotencyKey, source: "api" }),
-          ({ accepted, task }) =>
-            accepted
-              ? { status: 202, body: encodeAccepted(new TaskAccepted(task)) }
-              : { status: 200, body: encodeTask(task) }
+          ({ accepted, task }) => ({ status: accepted ? 202 : 200, body: taskJson(task) })
         )
       })
     }
@@ -158,7 +152,7 @@ export const FastTasksLive = Layer.effectDiscard(
         if (principal === undefined) return false
         serve(req, res, principal).run(tasks.get(principal, match[1] as TaskId, wait), (task) => ({
           status: 200,
-          body: encodeTask(task)
+          body: taskJson(task)
         }))
         return true
       }

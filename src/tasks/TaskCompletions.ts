@@ -1,50 +1,118 @@
 import { PgClient } from "@effect/sql-pg"
-import { Deferred, Duration, Effect, Schedule, Stream } from "effect"
+import { Duration, Effect, Schedule, Stream } from "effect"
+import type { TaskOutcome } from "../../cluster/TaskEntity.js"
 import type { TaskId } from "../../schema/Ids.js"
+import { PgPool } from "../db/PgPool.js"
 
 export const TASK_DONE_CHANNEL = "switchyard_task_done"
 
+type Outcome = typeof TaskOutcome.Type
+
+/** A waiter: woken with the outcome when this node ended the task, with nothing when told by a notification. */
+type Wake = (ended: Outcome | undefined) => void
+
+export interface Watch {
+  /**
+   * Waits until the task ends or `timeout` passes: the outcome when this node ended it, otherwise
+   * undefined (read the task again). It returns at once when the end came before the call; each end is
+   * reported once.
+   */
+  readonly next: (timeout: Duration.DurationInput) => Effect.Effect<Outcome | undefined>
+}
+
+/** Task ids per notification: a payload must stay under 8000 bytes. */
+const IDS_PER_NOTIFY = 200
+
 /**
- * Tells waiting readers when a task ends, on whatever node it ran: the ending statement notifies
- * TASK_DONE_CHANNEL (PostgreSQL LISTEN/NOTIFY) and every node wakes its waiters for that task.
+ * Tells waiting readers when a task ends, on whatever node it ran. The node that ended it hands its own
+ * waiters the outcome at once (`ended`), so they need not read the task again, and announces the end on
+ * TASK_DONE_CHANNEL (PostgreSQL LISTEN/NOTIFY; the payload is task ids joined by commas) for the other
+ * nodes' waiters. The announcement is sent after the ending commit, coalesced with others that ended
+ * meanwhile: a NOTIFY inside each ending statement made every task's commit wait on the notification
+ * queue and woke every listener per task. A notification lost (a node that died right after the commit, a
+ * listener reconnecting) costs a waiter the periodic re-read of `Watch.next`'s caller, not the answer.
  */
 export class TaskCompletions extends Effect.Service<TaskCompletions>()("tasks/TaskCompletions", {
   scoped: Effect.gen(function*() {
     const sql = yield* PgClient.PgClient
-    const waiters = new Map<string, Set<Deferred.Deferred<void>>>()
+    const pool = yield* PgPool
+    const waiters = new Map<string, Set<Wake>>()
+    const wake = (id: string, ended: Outcome | undefined) => {
+      for (const w of waiters.get(id) ?? []) w(ended)
+    }
     yield* sql.listen(TASK_DONE_CHANNEL).pipe(
-      Stream.runForEach((id) =>
-        Effect.forEach(waiters.get(id) ?? [], (d) => Deferred.succeed(d, undefined), { discard: true })
+      Stream.runForEach((payload) =>
+        Effect.sync(() => {
+          for (const id of payload.split(",")) wake(id, undefined)
+        })
       ),
       // a lost listening connection (database restart) is opened again
       Effect.retry(Schedule.spaced("1 second")),
       Effect.forkScoped
     )
 
-    /** Runs `check` until it reports the task ended or `timeout` passes, waking on notifications. */
-    const waitFor = <A>(
-      id: TaskId,
-      timeout: Duration.DurationInput,
-      check: Effect.Effect<{ done: boolean; value: A }, unknown>
-    ) =>
-      Effect.gen(function*() {
-        const done = yield* Deferred.make<void>()
+    /**
+     * Watches the task while `f` runs: an end after the watch began is never missed, so `f` can read the
+     * task first and then wait. A timer and a callback per wait, no fiber: long polls are frequent.
+     */
+    const watch = <A, E, R>(id: TaskId, f: (watch: Watch) => Effect.Effect<A, E, R>) =>
+      Effect.suspend(() => {
+        let woken: { ended: Outcome | undefined } | undefined
+        let resume: (() => void) | undefined
+        const self: Wake = (ended) => {
+          woken ??= { ended }
+          resume?.()
+        }
         const set = waiters.get(id) ?? new Set()
-        set.add(done)
+        set.add(self)
         waiters.set(id, set)
-        const forget = Effect.sync(() => {
-          set.delete(done)
+        const next = (timeout: Duration.DurationInput) =>
+          Effect.async<Outcome | undefined>((done) => {
+            const report = () => {
+              resume = undefined
+              const ended = woken?.ended
+              woken = undefined
+              done(Effect.succeed(ended))
+            }
+            if (woken !== undefined) return report()
+            const timer = setTimeout(report, Duration.toMillis(timeout))
+            resume = () => {
+              clearTimeout(timer)
+              report()
+            }
+            return Effect.sync(() => {
+              resume = undefined
+              clearTimeout(timer)
+            })
+          })
+        return f({ next }).pipe(Effect.ensuring(Effect.sync(() => {
+          set.delete(self)
           if (set.size === 0) waiters.delete(id)
-        })
-        return yield* Effect.gen(function*() {
-          const first = yield* check
-          if (first.done) return first.value
-          // the notification, or a slow re-check in case one was missed while the listener reconnected
-          yield* Deferred.await(done).pipe(Effect.timeout(timeout), Effect.ignore)
-          return (yield* check).value
-        }).pipe(Effect.ensuring(forget))
+        })))
       })
 
-    return { waitFor } as const
+    // ends to announce, sent by one notification at a time
+    const unannounced: Array<string> = []
+    let announcing = false
+    const announce = () => {
+      announcing = true
+      const ids = unannounced.splice(0, IDS_PER_NOTIFY)
+      pool.query({
+        name: "task_done_notify",
+        text: "SELECT pg_notify($1, $2)",
+        values: [TASK_DONE_CHANNEL, ids.join(",")]
+      })
+        .catch(() => undefined)
+        .finally(() => (unannounced.length > 0 ? announce() : (announcing = false)))
+    }
+
+    /** This node ended the task (committed): its waiters get the outcome at once, other nodes' by notification. */
+    const ended = (id: TaskId, outcome: Outcome) => {
+      wake(id, outcome)
+      unannounced.push(id)
+      if (!announcing) announce()
+    }
+
+    return { watch, ended } as const
   })
 }) {}

@@ -5,7 +5,6 @@ import type { AgentId, OrganizationId, TaskId } from "../../schema/Ids.js"
 import type { AgentRow } from "../agents/AgentRepo.js"
 import { PgPool, prepared } from "../db/PgPool.js"
 import type { AttachedRow } from "../skills/Skills.js"
-import { TASK_DONE_CHANNEL } from "./TaskCompletions.js"
 
 export interface TaskRow {
   readonly id: TaskId
@@ -48,6 +47,13 @@ export interface UsageRow {
 
 const TERMINAL = ["completed", "error", "cancelled"] as const
 
+/** What a reader of a task sees (spec 2.6), without the run's own columns (the agent's snapshot above all). */
+export type TaskSummary = Pick<
+  TaskRow,
+  "id" | "agent_id" | "status" | "result" | "source" | "user_id" | "user_email" | "created_at" | "finished_at"
+>
+const SUMMARY = "id, agent_id, status, result, source, user_id, user_email, created_at, finished_at"
+
 /** A model call: its thread event (under its step key) and its usage record. */
 export interface ModelCallRecord {
   readonly stepKey: string
@@ -72,29 +78,57 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
 
     // the statements every task runs are prepared (src/db/PgPool.ts); the rest go through PgClient
 
-    // the agent is read and snapshotted in the statement that inserts its task: one round trip
-    const insertTask = prepared<(TaskRow & { inserted: boolean }) | { id: null; agent: AgentRow | null }>(
-      pool,
-      "task_insert",
+    /** The agent's attached skills as they are now (the runtime filter's input), for agent $`param`. */
+    const attachedOf = (param: string) => `
+      coalesce((
+        SELECT jsonb_agg(jsonb_build_object('id', s.id, 'status', s.status, 'visibility', s.visibility,
+          'owner_id', s.owner_id, 'allowlist', to_jsonb(s.allowlist), 'actions', s.actions)
+          ORDER BY a.attached_at, s.id)
+        FROM agent_skills a JOIN skills s ON s.id = a.skill_id WHERE a.agent_id = ${param}
+      ), '[]'::jsonb)`
+
+    /**
+     * The agent is read and snapshotted in the statement that inserts its task: one round trip. A task
+     * that starts at once (a sync invoke run on this node) is inserted `executing`, with the user's message
+     * opening its thread and the agent's attached skills read: the start of TaskRunner in the same commit.
+     * $13 is the user's message then.
+     */
+    const insertText = (started: boolean) =>
       `WITH agent AS (
         SELECT * FROM agents WHERE id = $3 AND organization_id = $2 AND deleted_at IS NULL
       ),
       inserted AS (
         INSERT INTO tasks (id, organization_id, agent_id, status, source, user_id, user_email, input, agent_snapshot,
-          api_key_id, oidc_token, idempotency_key, request_hash)
-        SELECT $1, $2, agent.id, 'pending', $4, $5, $6, $7, to_jsonb(agent), $8, $9, $10, $11
+          api_key_id, oidc_token, idempotency_key, request_hash, started_at)
+        SELECT $1, $2, agent.id, ${started ? "'executing'" : "'pending'"}, $4, $5, $6, $7, to_jsonb(agent), $8, $9,
+          $10, $11, ${started ? "now()" : "NULL"}
         FROM agent WHERE agent.budget IS NULL OR $12::boolean
         ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING *, true AS inserted
-      ),
+      ),${
+        started
+          ? `
+      event AS (
+        INSERT INTO task_events (task_id, seq, type, step_key, data)
+        SELECT id, 1, 'user_message', 'user', $13::jsonb FROM inserted
+      ),`
+          : ""
+      }
       task AS (
         SELECT * FROM inserted
         UNION ALL
         SELECT *, false AS inserted FROM tasks
         WHERE organization_id = $2 AND idempotency_key = $10 AND NOT EXISTS (SELECT 1 FROM inserted)
       )
-      SELECT task.*, (SELECT to_jsonb(agent) FROM agent) AS agent FROM (SELECT) AS one LEFT JOIN task ON true`
-    )
+      SELECT task.*, CASE WHEN task.id IS NULL THEN (SELECT to_jsonb(agent) FROM agent) END AS agent${
+        started ? `, CASE WHEN task.inserted THEN ${attachedOf("$3")} END AS attached` : ""
+      }
+      FROM (SELECT) AS one LEFT JOIN task ON true`
+    type Inserted =
+      | (TaskRow & { inserted: boolean; attached?: ReadonlyArray<AttachedRow> | null })
+      | { id: null; agent: AgentRow | null }
+    const insertTask = prepared<Inserted>(pool, "task_insert", insertText(false))
+    const insertStartedTask = prepared<Inserted>(pool, "task_insert_started", insertText(true))
 
     /**
      * A new task of the organization's agent, with the agent as it is now for its snapshot; with an
@@ -104,9 +138,11 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
      */
     const insert = (
       t: Omit<TaskRow, "status" | "result" | "agent_snapshot" | "created_at" | "started_at" | "finished_at">,
-      budgetChecked: boolean
+      budgetChecked: boolean,
+      /** Insert it started, with this message of the user's opening the thread. */
+      startWith?: unknown
     ) =>
-      insertTask([
+      (startWith === undefined ? insertTask : insertStartedTask)([
         t.id,
         t.organization_id,
         t.agent_id,
@@ -118,12 +154,18 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         t.oidc_token,
         t.idempotency_key,
         t.request_hash,
-        budgetChecked
+        budgetChecked,
+        ...(startWith === undefined ? [] : [JSON.stringify(startWith)])
       ]).pipe(Effect.map(([row]) => row!.id === null ? { task: undefined, agent: row!.agent } : { task: row! }))
 
-    const findTask = prepared<TaskRow>(pool, "task_find", "SELECT * FROM tasks WHERE id = $1 AND organization_id = $2")
+    const findTask = prepared<TaskSummary>(
+      pool,
+      "task_find",
+      `SELECT ${SUMMARY} FROM tasks WHERE id = $1 AND organization_id = $2`
+    )
+    /** A task of the organization, as its readers see it. */
     const find = (organizationId: OrganizationId, id: TaskId) =>
-      findTask([id, organizationId]).pipe(Effect.map(([row]): TaskRow | undefined => row))
+      findTask([id, organizationId]).pipe(Effect.map(([row]): TaskSummary | undefined => row))
 
     const findTaskById = prepared<TaskRow>(pool, "task_find_by_id", "SELECT * FROM tasks WHERE id = $1")
     /** For the Task entity, which runs tasks already authorized at invoke. */
@@ -142,7 +184,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
           UPDATE approvals SET status = 'expired', decided_at = now(), reason = 'The task was cancelled.'
           WHERE task_id IN (SELECT id FROM ended) AND status = 'pending'
         )
-        SELECT ended.*, pg_notify(${TASK_DONE_CHANNEL}, ended.id::text) FROM ended`.pipe(
+        SELECT * FROM ended`.pipe(
         Effect.map(([row]) => row)
       )
 
@@ -156,8 +198,8 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       after?: { at: Date; id: string } | undefined
       limit: number
     }) =>
-      sql<TaskRow>`
-        SELECT * FROM tasks WHERE organization_id = ${organizationId}
+      sql<TaskSummary>`
+        SELECT ${sql.literal(SUMMARY)} FROM tasks WHERE organization_id = ${organizationId}
         ${
         f.agentIds === null
           ? sql``
@@ -197,13 +239,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         UPDATE tasks SET status = 'executing', started_at = coalesce(started_at, now())
         WHERE id = $1 AND status IN ('pending', 'executing') RETURNING id
       )
-      SELECT EXISTS (SELECT 1 FROM started) AS started,
-        coalesce((
-          SELECT jsonb_agg(jsonb_build_object('id', s.id, 'status', s.status, 'visibility', s.visibility,
-            'owner_id', s.owner_id, 'allowlist', to_jsonb(s.allowlist), 'actions', s.actions)
-            ORDER BY a.attached_at, s.id)
-          FROM agent_skills a JOIN skills s ON s.id = a.skill_id WHERE a.agent_id = $5::uuid
-        ), '[]'::jsonb) AS attached`
+      SELECT EXISTS (SELECT 1 FROM started) AS started, ${attachedOf("$5::uuid")} AS attached`
     )
 
     /**
@@ -239,14 +275,14 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         WHERE id = $1 AND status NOT IN ${"('" + TERMINAL.join("', '") + "')"} RETURNING id, status, result, finished_at
       ),
       base AS (SELECT coalesce(max(seq), 0) AS seq FROM task_events WHERE task_id = $1)`
-    /** The ending event after `offset` new ones (only if the task ended here), and the answer with its notice. */
+    /** The ending event after `offset` new ones (only if the task ended here), and the answer. */
     const lastEvent = (offset: number, data: string) => `
       last_event AS (
         INSERT INTO task_events (task_id, seq, type, step_key, data)
         SELECT $1, base.seq + ${offset}, $4, NULL, ${data}::jsonb FROM base, ended
         ON CONFLICT DO NOTHING
       )
-      SELECT ended.*, pg_notify('${TASK_DONE_CHANNEL}', ended.id::text) FROM ended`
+      SELECT * FROM ended`
     type Ended = Pick<TaskRow, "id" | "status" | "result" | "finished_at">
     // $1 task, $2 status, $3 result, $4 last event's type, then the model call's step key, data and usage
     const finishTask = prepared<Ended>(

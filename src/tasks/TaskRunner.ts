@@ -13,6 +13,7 @@ import { CredentialVault } from "../connectors/CredentialVault.js"
 import { Approvals, conditionHolds } from "../skills/Approvals.js"
 import { type AttachedRow, Skills, type SkillTool } from "../skills/Skills.js"
 import { LocalTasks } from "./LocalTasks.js"
+import { TaskCompletions } from "./TaskCompletions.js"
 import { type ModelCallRecord, TaskRepo, type TaskRow } from "./TaskRepo.js"
 
 const TOOL_RESULT_LIMIT = 64 * 1024
@@ -82,6 +83,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     const local = yield* LocalTasks
     const skills = yield* Skills
     const approvals = yield* Approvals
+    const completions = yield* TaskCompletions
 
     const finish = (task: TaskRow, stop: Stop) =>
       Effect.gen(function*() {
@@ -94,8 +96,10 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             : { type: "error", data: { message: stop.result } },
           stop.modelCall
         )
-        const now = ended ?? (yield* repo.findById(task.id))!
-        return outcomeOf(now)
+        if (ended === undefined) return outcomeOf((yield* repo.findById(task.id))!)
+        const outcome = outcomeOf(ended)
+        completions.ended(task.id, outcome)
+        return outcome
       })
 
     /** The run's tools: the agent's own skills and its attached skills as the visibility mode allows now. */
@@ -375,15 +379,23 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         return new Stop("error", `Stopped after ${agent.max_steps} model calls (max_steps) without a final answer.`)
       })
 
-    /** Runs (or resumes) a task to its end; a task already ended returns its outcome. */
-    const run = Effect.fn("TaskRunner.run")(function*(taskId: TaskId) {
+    /**
+     * Runs (or resumes) a task to its end; a task already ended returns its outcome. `limit` learns the
+     * run's time limit once the task is read: the caller enforces it (TaskRuns interrupts an overdue run
+     * and ends it with `timedOut`), which costs no timer per task.
+     */
+    // untraced like Tasks.invoke: it runs once per task
+    const run = Effect.fnUntraced(function*(taskId: TaskId, limit: (limit: Duration.Duration) => void) {
       // a task invoked on this node comes as its inserted row; any other is read
-      const task = local.take(taskId) ?? (yield* repo.findById(taskId))
+      // (a sync invoke's row comes started: its insert began the thread and read the attached skills)
+      const handed = local.take(taskId)
+      const task = handed?.row ?? (yield* repo.findById(taskId))
       if (task === undefined) return { status: "error", result: "unknown task", finished_at: null } satisfies Outcome
       if (task.status !== "pending" && task.status !== "executing") return outcomeOf(task)
-      const fresh = task.status === "pending"
-      let attached: ReadonlyArray<AttachedRow> | undefined
-      if (fresh) {
+      limit(limitOf(task))
+      let attached = handed?.attached
+      const fresh = task.status === "pending" || attached !== undefined
+      if (task.status === "pending") {
         const start = yield* repo.start(taskId, task.agent_id, {
           text: task.input,
           user: { id: task.user_id, email: task.user_email }
@@ -392,14 +404,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         if (!start.started) return outcomeOf((yield* repo.findById(taskId))!)
         attached = start.attached
       }
-      const limit = task.agent_snapshot.timeout_seconds === null
-        ? config.taskTimeout
-        : Duration.seconds(task.agent_snapshot.timeout_seconds)
       const stop = yield* loop(task, fresh, attached).pipe(
-        Effect.timeoutFail({
-          duration: limit,
-          onTimeout: () => new Stop("error", `Stopped: the task ran longer than ${Duration.format(limit)}.`)
-        }),
         Effect.catchIf((e): e is Stop => e instanceof Stop, Effect.succeed)
       )
       // paused for a person's decision: the task waits in the database, not in this run
@@ -408,6 +413,16 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
       }
       return yield* finish(task, stop)
     }, Effect.catchTag("SqlError" as never, Effect.die))
+
+    /** The agent's time limit for a run, else the deployment's. */
+    const limitOf = (task: TaskRow) =>
+      task.agent_snapshot.timeout_seconds === null
+        ? Duration.decode(config.taskTimeout)
+        : Duration.seconds(task.agent_snapshot.timeout_seconds)
+
+    /** A run stopped at its time limit (TaskRuns interrupted it): it ends in error. */
+    const timedOut = (taskId: TaskId, limit: Duration.Duration) =>
+      failed(taskId, `Stopped: the task ran longer than ${Duration.format(limit)}.`)
 
     /** After an interruption by Cancel: the thread says so. */
     const cancelled = Effect.fn("TaskRunner.cancelled")(function*(taskId: TaskId) {
@@ -428,6 +443,6 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             : finish(task, new Stop("error", message))
       )
 
-    return { run, cancelled, failed } as const
+    return { run, cancelled, failed, timedOut } as const
   })
 }) {}

@@ -1,4 +1,3 @@
-import type { SqlError } from "@effect/sql/SqlError"
 import { Duration, Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { TaskEntity } from "../../cluster/TaskEntity.js"
@@ -13,10 +12,11 @@ import { CredentialVault } from "../connectors/CredentialVault.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
 import { LocalTasks } from "./LocalTasks.js"
 import { TaskCompletions } from "./TaskCompletions.js"
-import { TaskRepo, type TaskRow } from "./TaskRepo.js"
+import { TaskRepo, type TaskSummary } from "./TaskRepo.js"
 import { TaskRuns } from "./TaskRuns.js"
 
-export const toTask = (row: TaskRow) =>
+/** Rows are trusted: the constructor's validation (a Schema pass per task) is skipped. */
+export const toTask = (row: TaskSummary) =>
   new Task({
     id: row.id,
     agent_id: row.agent_id,
@@ -26,9 +26,12 @@ export const toTask = (row: TaskRow) =>
     user: { id: row.user_id, email: row.user_email },
     created_at: row.created_at,
     finished_at: row.finished_at
-  })
+  }, true)
 
 const TERMINAL = new Set(["completed", "error", "cancelled"])
+
+/** How often a waiter reads its task again, should the notification of its end have been lost. */
+const RECHECK_MS = 5_000
 
 /** How long an async invoke waits to hand its task over; past it, the owner's sweep starts the task. */
 const DELIVERY_TIMEOUT = Duration.seconds(2)
@@ -71,7 +74,8 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
         }
       })
 
-    const invoke = Effect.fn("Tasks.invoke")(function*(
+    // untraced: once per task, and a span per call (with its captured stack) is a cost nobody reads here
+    const invoke = Effect.fnUntraced(function*(
       principal: Principal,
       agentId: AgentId,
       body: InvokeAgent,
@@ -90,7 +94,10 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
         )
       }
       const id = Crypto.randomUUID() as TaskId
-      const requestHash = Crypto.createHash("sha256").update(JSON.stringify([agentId, body.input])).digest("base64url")
+      // only a keyed request is compared with a later one
+      const requestHash = options.idempotencyKey === undefined
+        ? null
+        : Crypto.createHash("sha256").update(JSON.stringify([agentId, body.input])).digest("base64url")
       const fields = {
         id,
         organization_id: principal.organizationId,
@@ -105,20 +112,27 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
           ? null
           : vault.seal(body.user_oidc_token, [principal.organizationId, id, "oidc"]).sealed,
         idempotency_key: options.idempotencyKey ?? null,
-        request_hash: options.idempotencyKey === undefined ? null : requestHash
+        request_hash: requestHash
       }
-      const first = yield* repo.insert(fields, false)
+      // a task on this node's shards runs here directly; any other goes to its Task entity's node
+      const here = runs.shardIsHere(id)
+      // a sync task run here starts at once: it is inserted started, one commit fewer
+      const startWith = here && !options.asynchronous ?
+        {
+          text: body.input.text,
+          user: { id: body.input.user.id, email: body.input.user.email }
+        } :
+        undefined
+      const first = yield* repo.insert(fields, false, startWith)
       // an agent with a budget: its task is inserted once the budget is known to have room
       const row = first.task ??
-        (yield* Effect.flatMap(budgetRoom(agentId, first.agent), () => repo.insert(fields, true)))
+        (yield* Effect.flatMap(budgetRoom(agentId, first.agent), () => repo.insert(fields, true, startWith)))
           .task
       if (row === undefined) return yield* NotFound.of("Agent", agentId)
       if (!row.inserted && row.request_hash !== requestHash) {
         return yield* Conflict.of("This Idempotency-Key was used with a different request.", "idempotency_conflict")
       }
-      // a task on this node's shards runs here directly; any other goes to its Task entity's node
-      const here = runs.shardIsHere(row.id)
-      if (row.inserted && here) local.offer(row)
+      if (row.inserted && here) local.offer(row, row.attached ?? undefined)
       // the task row is committed: from here on the task runs even if this delivery fails (the owner's
       // sweep finds it), so delivery problems never fail the request
       if (options.asynchronous) {
@@ -137,26 +151,36 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       return { task: outcome, accepted: false }
     })
 
+    /**
+     * The task once it ended, or as it is when `timeout` passes: read, then (unless it ended) woken by its
+     * end, with the outcome when this node ended it, else read again.
+     */
+    const whenEnded = <E>(id: TaskId, read: Effect.Effect<TaskSummary, E>, timeout: Duration.DurationInput) =>
+      completions.watch(id, (watch) =>
+        Effect.gen(function*() {
+          const deadline = Date.now() + Duration.toMillis(timeout)
+          let row = yield* read
+          while (!TERMINAL.has(row.status) && Date.now() < deadline) {
+            const ended = yield* watch.next(Math.min(deadline - Date.now(), RECHECK_MS))
+            if (ended !== undefined) return toTask({ ...row, ...ended })
+            row = yield* read
+          }
+          return toTask(row)
+        }))
+
     const awaitEnd = (id: TaskId, timeout: Duration.DurationInput) =>
-      completions.waitFor(
+      whenEnded(
         id,
-        timeout,
-        Effect.map(repo.findById(id), (row) => ({ done: row === undefined || TERMINAL.has(row.status), value: row }))
-      ).pipe(
-        Effect.flatMap((row) =>
-          row === undefined ? Effect.dieMessage(`task ${id} vanished`) : Effect.succeed(toTask(row))
-        )
-      ) as Effect.Effect<Task, SqlError>
+        Effect.flatMap(repo.findById(id), (row) =>
+          row === undefined ? Effect.dieMessage(`task ${id} vanished`) : Effect.succeed(row)),
+        timeout
+      )
 
     /** With `waitSeconds`, a long poll: it answers as soon as the task ends, on whichever node it ran. */
     const get = (principal: Principal, id: TaskId, waitSeconds = 0) =>
       waitSeconds <= 0
         ? Effect.map(find(principal, id), toTask)
-        : completions.waitFor(
-          id,
-          Duration.seconds(waitSeconds),
-          Effect.map(find(principal, id), (row) => ({ done: TERMINAL.has(row.status), value: toTask(row) }))
-        ) as Effect.Effect<Task, NotFound | SqlError>
+        : whenEnded(id, find(principal, id), Duration.seconds(waitSeconds))
 
     const list = Effect.fn("Tasks.list")(function*(principal: Principal, f: {
       readonly agent_id?: string | undefined
@@ -186,6 +210,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       const row = yield* find(principal, id)
       const cancelled = yield* repo.cancel(principal.organizationId, id, "Cancelled on request.")
       if (cancelled === undefined) return toTask(row)
+      completions.ended(id, { status: cancelled.status, result: cancelled.result, finished_at: cancelled.finished_at })
       const interrupted = yield* client(id).Cancel().pipe(Effect.catchAllCause(() => Effect.succeed(false)))
       if (!interrupted) yield* repo.appendEvent(id, "cancelled", "cancelled", { message: "Cancelled on request." })
       return toTask((yield* repo.findById(id))!)
