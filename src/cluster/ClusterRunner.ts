@@ -69,7 +69,8 @@ export const stalledTasks = (after: Duration.Duration) =>
     const sql = yield* SqlClient.SqlClient
     const seconds = Math.ceil(Duration.toSeconds(after))
     const rows = yield* sql<{ id: string }>`
-      SELECT id FROM tasks WHERE status = 'pending' AND created_at < now() - make_interval(secs => ${seconds})
+      SELECT id FROM tasks
+      WHERE finished_at IS NULL AND status = 'pending' AND created_at < now() - make_interval(secs => ${seconds})
       ORDER BY created_at LIMIT 500`
     return rows.filter((r) => sharding.hasShardId(sharding.getShardId(EntityId.make(r.id), "default"))).length
   })

@@ -14,6 +14,7 @@ import oauth from "./migrations/0005_oauth.js"
 import access from "./migrations/0006_access.js"
 import skills from "./migrations/0007_skills.js"
 import sso from "./migrations/0008_sso.js"
+import taskWrites from "./migrations/0009_task_writes.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -24,7 +25,8 @@ export const migrations = {
   "0005_oauth": oauth,
   "0006_access": access,
   "0007_skills": skills,
-  "0008_sso": sso
+  "0008_sso": sso,
+  "0009_task_writes": taskWrites
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

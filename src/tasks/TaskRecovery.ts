@@ -27,7 +27,7 @@ export const TaskRecoveryLive = Layer.scopedDiscard(
       while (true) {
         const rows = yield* sql<{ id: string }>`
           SELECT id FROM tasks
-          WHERE status IN ('pending', 'executing') AND id > ${after}::uuid
+          WHERE finished_at IS NULL AND status IN ('pending', 'executing') AND id > ${after}::uuid
             AND created_at < now() - make_interval(secs => ${graceSeconds})
           ORDER BY id LIMIT ${PAGE}`
         for (const { id } of rows) {
