@@ -1,3 +1,6 @@
+import * as ShardId from "@effect/cluster/ShardId"
+import * as Sharding from "@effect/cluster/Sharding"
+import * as ShardingConfig from "@effect/cluster/ShardingConfig"
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Schedule, Stream } from "effect"
 import type { TaskOutcome } from "../../cluster/TaskEntity.js"
@@ -31,11 +34,14 @@ const IDS_PER_NOTIFY = 200
  * meanwhile: a NOTIFY inside each ending statement made every task's commit wait on the notification
  * queue and woke every listener per task. A notification lost (a node that died right after the commit, a
  * listener reconnecting) costs a waiter the periodic re-read of `Watch.next`'s caller, not the answer.
+ * A node that owns every shard is alone (or others are joining, with no shards yet): it announces nothing.
  */
 export class TaskCompletions extends Effect.Service<TaskCompletions>()("tasks/TaskCompletions", {
   scoped: Effect.gen(function*() {
     const sql = yield* PgClient.PgClient
     const pool = yield* PgPool
+    const sharding = yield* Sharding.Sharding
+    const { shardsPerGroup } = yield* ShardingConfig.ShardingConfig
     const waiters = new Map<string, Set<Wake>>()
     const wake = (id: string, ended: Outcome | undefined) => {
       for (const w of waiters.get(id) ?? []) w(ended)
@@ -91,6 +97,19 @@ export class TaskCompletions extends Effect.Service<TaskCompletions>()("tasks/Ta
         })))
       })
 
+    // whether this node owns every shard, looked at once a second
+    let alone = false
+    let aloneUntil = 0
+    const isAlone = () => {
+      const now = Date.now()
+      if (now >= aloneUntil) {
+        aloneUntil = now + 1000
+        alone = true
+        for (let i = 1; i <= shardsPerGroup && alone; i++) alone = sharding.hasShardId(ShardId.make("default", i))
+      }
+      return alone
+    }
+
     // ends to announce, sent by one notification at a time
     const unannounced: Array<string> = []
     let announcing = false
@@ -109,6 +128,7 @@ export class TaskCompletions extends Effect.Service<TaskCompletions>()("tasks/Ta
     /** This node ended the task (committed): its waiters get the outcome at once, other nodes' by notification. */
     const ended = (id: TaskId, outcome: Outcome) => {
       wake(id, outcome)
+      if (isAlone()) return
       unannounced.push(id)
       if (!announcing) announce()
     }

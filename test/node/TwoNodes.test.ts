@@ -49,6 +49,37 @@ describe("two nodes on one database", () => {
     expect((await me.json()).key.name).toBe("made on node 1")
   })
 
+  it("wake long polls on both nodes when a task ends, whichever node ran it", async () => {
+    const created = await runCli(["bootstrap", "--org", "Waiters", "--email", "waiters@nodes.test", "--json"], shared)
+    const headers = { "x-api-key": JSON.parse(created.stdout).api_key, "content-type": "application/json" }
+    const agent = await fetch(`${nodes[0]!.baseUrl}/v1/agents`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({
+        name: "one second",
+        model: { provider: "scripted", script: [{ text: "done", delay_ms: 1000 }] }
+      })
+    }).then((r) => r.json())
+    // a waiter on the node that ends the task is handed the outcome; one on the other node hears a notice,
+    // well before its 5 s re-read would find the end. Several tasks, so that both nodes run some.
+    for (let i = 0; i < 4; i++) {
+      const accepted = await fetch(`${nodes[0]!.baseUrl}/v1/agents/${agent.id}/invoke?asynchronous=true`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ input: { text: `task ${i}`, user: { id: "u", email: "u@nodes.test" } } })
+      }).then((r) => r.json())
+      const answers = await Promise.all(nodes.map(async (n) => {
+        const started = Date.now()
+        const task = await fetch(`${n.baseUrl}/v1/tasks/${accepted.id}?wait=30`, { headers }).then((r) => r.json())
+        return { status: task.status, ms: Date.now() - started }
+      }))
+      for (const answer of answers) {
+        expect(answer.status).toBe("completed")
+        expect(answer.ms).toBeLessThan(4500)
+      }
+    }
+  })
+
   it("hand shards over when one stops", async () => {
     await nodes[1]!.stop()
     const deadline = Date.now() + 30_000
