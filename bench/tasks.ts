@@ -40,7 +40,7 @@ const settings = {
   waitSeconds: 30,
   producers: 16,
   baseline: { poolSize: 16, warmup: 100, sequences: 1000, warmupMs: 1000, durationMs: 5000 },
-  sync: { warmup: 20, invokes: 400, maxMs: 25_000 },
+  sync: { warmup: 200, invokes: 400, maxMs: 25_000 },
   interleaved: { rounds: 12, blockSize: 40, skip: 3, maxMs: 30_000 },
   async: { warmupMs: 2000, durationMs: 10_000, taskTimeoutMs: 30_000 },
   poll: { warmupMs: 1000, durationMs: 3000, requests: 300 }

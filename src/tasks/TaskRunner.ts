@@ -382,9 +382,9 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     /**
      * Runs (or resumes) a task to its end; a task already ended returns its outcome. `limit` learns the
      * run's time limit once the task is read: the caller enforces it (TaskRuns interrupts an overdue run
-     * and ends it with `timedOut`), which costs no timer per task.
+     * and ends it with `timedOut`), which costs no timer per task. Untraced, like Tasks.invoke: a span per
+     * task is a cost nobody reads here.
      */
-    // untraced like Tasks.invoke: it runs once per task
     const run = Effect.fnUntraced(function*(taskId: TaskId, limit: (limit: Duration.Duration) => void) {
       // a task invoked on this node comes as its inserted row; any other is read
       // (a sync invoke's row comes started: its insert began the thread and read the attached skills)
