@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it, onTestFailed } from "vitest"
 import { type Scenario, startScenario, steppedScript } from "../support/ClusterScenario.js"
 
 let scenario: Scenario | undefined
@@ -12,6 +12,16 @@ const ownedShards = async (baseUrl: string) => {
 describe("scaling out and in under load (2 → 3 → 2 nodes)", () => {
   it("moves shards to the new node and back, and completes every task", async () => {
     scenario = await startScenario({ nodes: 2, script: steppedScript(200) })
+    // a failure here has been seen once under the full suite's load (a reset connection): keep the nodes' logs
+    onTestFailed(() => {
+      for (const node of scenario?.cluster.nodes ?? []) {
+        console.log(
+          `--- node ${node.index} (exit ${node.process.child.exitCode ?? node.process.child.signalCode}) ---\n${
+            node.process.output().slice(-20_000)
+          }`
+        )
+      }
+    })
     const { cluster } = scenario
     const accepted = [...await scenario.invoke(Array.from({ length: 30 }, (_, n) => n))]
 
