@@ -9,6 +9,13 @@ export const TaskOutcome = Schema.Struct({
   finished_at: Schema.NullOr(Schema.Date)
 })
 
+/** The outcome part of a task's row (or of any record with its three columns). */
+export const outcomeOf = (row: typeof TaskOutcome.Type): typeof TaskOutcome.Type => ({
+  status: row.status,
+  result: row.result,
+  finished_at: row.finished_at
+})
+
 /**
  * One entity per task. The durable record of "run this task" is the task's own row, committed with the
  * task itself: `Run` is a plain (not persisted) message, delivered in memory when the task's shard is

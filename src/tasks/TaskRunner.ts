@@ -1,7 +1,7 @@
 import { Duration, Effect } from "effect"
 import type { Readable } from "node:stream"
 import { AgentEntity } from "../../cluster/AgentEntity.js"
-import type { TaskOutcome } from "../../cluster/TaskEntity.js"
+import { outcomeOf, type TaskOutcome } from "../../cluster/TaskEntity.js"
 import type { InvokeOperation } from "../../schema/Connectors.js"
 import type { ApiKeyId, TaskId, UserId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
@@ -46,12 +46,6 @@ const readBody = (body: Readable) =>
     body.on("end", () => !truncated && resume(Effect.succeed(Buffer.concat(chunks).toString("utf8"))))
     body.on("error", (e) => !truncated && resume(Effect.succeed(`[the response broke off: ${e.message}]`)))
   })
-
-const outcomeOf = (row: Pick<TaskRow, "status" | "result" | "finished_at">): Outcome => ({
-  status: row.status,
-  result: row.result,
-  finished_at: row.finished_at
-})
 
 class Stop {
   constructor(

@@ -1,6 +1,6 @@
 import { Duration, Effect } from "effect"
 import * as Crypto from "node:crypto"
-import { TaskEntity } from "../../cluster/TaskEntity.js"
+import { outcomeOf, TaskEntity } from "../../cluster/TaskEntity.js"
 import { type InvokeAgent, Task, ThreadEvent } from "../../schema/Agents.js"
 import { BadRequest, Conflict, NotFound, PaymentRequired } from "../../schema/Errors.js"
 import type { AgentId, TaskId } from "../../schema/Ids.js"
@@ -210,7 +210,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       const row = yield* find(principal, id)
       const cancelled = yield* repo.cancel(principal.organizationId, id, "Cancelled on request.")
       if (cancelled === undefined) return toTask(row)
-      completions.ended(id, { status: cancelled.status, result: cancelled.result, finished_at: cancelled.finished_at })
+      completions.ended(id, outcomeOf(cancelled))
       const interrupted = yield* client(id).Cancel().pipe(Effect.catchAllCause(() => Effect.succeed(false)))
       if (!interrupted) yield* repo.appendEvent(id, "cancelled", "cancelled", { message: "Cancelled on request." })
       return toTask((yield* repo.findById(id))!)
