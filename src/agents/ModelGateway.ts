@@ -90,8 +90,8 @@ export class ModelGateway extends Effect.Service<ModelGateway>()("agents/ModelGa
       model: ModelConfig,
       request: ModelRequest,
       onTextDelta?: (delta: string) => void
-    ) =>
-      Effect.gen(function*() {
+    ) => {
+      const attempt = Effect.gen(function*() {
         const { connection, provider } = yield* resolve(organizationId, model)
         const started = performance.now()
         const response = yield* Effect.tryPromise({
@@ -103,9 +103,14 @@ export class ModelGateway extends Effect.Service<ModelGateway>()("agents/ModelGa
               : new ModelError({ code: "model_bad_response", message: String(e), retryable: false })
         })
         return { response, cost: prices.cost(response.model, response.usage), durationMs: performance.now() - started }
-      }).pipe(
-        Effect.retry({ times: 2, while: (e) => e.retryable, schedule: Schedule.exponential("500 millis") })
-      )
+      })
+      // retried twice, 0.5 s then 1 s later; the first attempt goes without a schedule, as most calls need none
+      return attempt.pipe(Effect.catchIf((e) => e.retryable, () =>
+        attempt.pipe(
+          Effect.retry({ times: 1, while: (e) => e.retryable, schedule: Schedule.exponential("1 second") }),
+          Effect.delay("500 millis")
+        )))
+    }
 
     /** A worst-case price for a call, reserved against the agent's budget before it is made. */
     const estimate = (model: ModelConfig, request: ModelRequest) => {

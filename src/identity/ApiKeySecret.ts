@@ -12,7 +12,7 @@ export const generateApiKey = () => {
   return { id, key: `sy_${id}_${secret}`, prefix: `sy_${id}_`, hash: hashSecret(secret) }
 }
 
-export const hashSecret = (secret: string): Buffer => Crypto.createHash("sha256").update(secret).digest()
+export const hashSecret = (secret: string): Buffer => Crypto.hash("sha256", secret, "buffer")
 
 export const parseApiKey = (key: string): { readonly id: ApiKeyId; readonly secret: string } | undefined => {
   const match = KEY_PATTERN.exec(key)

@@ -4,8 +4,9 @@ import * as ShardingConfig from "@effect/cluster/ShardingConfig"
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Schedule, Stream } from "effect"
 import type { TaskOutcome } from "../../cluster/TaskEntity.js"
-import type { TaskId } from "../../schema/Ids.js"
+import type { OrganizationId, TaskId } from "../../schema/Ids.js"
 import { PgPool } from "../db/PgPool.js"
+import type { TaskSummary } from "./TaskRepo.js"
 
 export const TASK_DONE_CHANNEL = "switchyard_task_done"
 
@@ -23,6 +24,13 @@ export interface Watch {
   readonly next: (timeout: Duration.DurationInput) => Effect.Effect<Outcome | undefined>
 }
 
+/** A task this node runs, as its readers see it, with whose it is. */
+export type KnownTask = TaskSummary & { readonly organization_id: OrganizationId }
+
+/** How long, and for how many tasks at most, this node remembers the tasks it runs. */
+const KNOWN_TTL_MS = 30_000
+const KNOWN_MAX = 50_000
+
 /** Task ids per notification: a payload must stay under 8000 bytes. */
 const IDS_PER_NOTIFY = 200
 
@@ -35,6 +43,10 @@ const IDS_PER_NOTIFY = 200
  * queue and woke every listener per task. A notification lost (a node that died right after the commit, a
  * listener reconnecting) costs a waiter the periodic re-read of `Watch.next`'s caller, not the answer.
  * A node that owns every shard is alone (or others are joining, with no shards yet): it announces nothing.
+ *
+ * It also remembers the tasks invoked and run on this node for a while (`track`, `known`), kept current by
+ * the ends this node makes: a reader of such a task is answered without reading it. An end announced by
+ * another node makes it forget the task, so that readers read it again.
  */
 export class TaskCompletions extends Effect.Service<TaskCompletions>()("tasks/TaskCompletions", {
   scoped: Effect.gen(function*() {
@@ -46,10 +58,14 @@ export class TaskCompletions extends Effect.Service<TaskCompletions>()("tasks/Ta
     const wake = (id: string, ended: Outcome | undefined) => {
       for (const w of waiters.get(id) ?? []) w(ended)
     }
+    const tracked = new Map<string, { task: KnownTask; readonly at: number }>()
     yield* sql.listen(TASK_DONE_CHANNEL).pipe(
       Stream.runForEach((payload) =>
         Effect.sync(() => {
-          for (const id of payload.split(",")) wake(id, undefined)
+          for (const id of payload.split(",")) {
+            tracked.delete(id)
+            wake(id, undefined)
+          }
         })
       ),
       // a lost listening connection (database restart) is opened again
@@ -97,6 +113,27 @@ export class TaskCompletions extends Effect.Service<TaskCompletions>()("tasks/Ta
         })))
       })
 
+    /**
+     * Calls `f` once: with the outcome when this node ends the task, with nothing when another node's end
+     * of it is announced or `ms` pass. No fiber, for the fast path's long polls; the result cancels it.
+     */
+    const onEnd = (id: TaskId, ms: number, f: (ended: Outcome | undefined) => void) => {
+      const set = waiters.get(id) ?? new Set()
+      const cancel = () => {
+        clearTimeout(timer)
+        set.delete(self)
+        if (set.size === 0) waiters.delete(id)
+      }
+      const self: Wake = (ended) => {
+        cancel()
+        f(ended)
+      }
+      const timer = setTimeout(self, ms, undefined)
+      set.add(self)
+      waiters.set(id, set)
+      return cancel
+    }
+
     // whether this node owns every shard, looked at once a second
     let alone = false
     let aloneUntil = 0
@@ -125,14 +162,30 @@ export class TaskCompletions extends Effect.Service<TaskCompletions>()("tasks/Ta
         .finally(() => (unannounced.length > 0 ? announce() : (announcing = false)))
     }
 
+    /** A task invoked here that runs here, as inserted. */
+    const track = (task: KnownTask) => {
+      const now = Date.now()
+      // the Map iterates oldest first
+      for (const [id, entry] of tracked) {
+        if (now - entry.at < KNOWN_TTL_MS && tracked.size < KNOWN_MAX) break
+        tracked.delete(id)
+      }
+      tracked.set(task.id, { task, at: now })
+    }
+
+    /** The task as this node last knew it, if it runs (or ran) here: current once it ended here. */
+    const known = (id: TaskId): KnownTask | undefined => tracked.get(id)?.task
+
     /** This node ended the task (committed): its waiters get the outcome at once, other nodes' by notification. */
     const ended = (id: TaskId, outcome: Outcome) => {
+      const entry = tracked.get(id)
+      if (entry !== undefined) entry.task = { ...entry.task, ...outcome }
       wake(id, outcome)
       if (isAlone()) return
       unannounced.push(id)
       if (!announcing) announce()
     }
 
-    return { watch, ended } as const
+    return { watch, onEnd, ended, track, known } as const
   })
 }) {}

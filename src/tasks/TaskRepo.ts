@@ -1,9 +1,10 @@
 import { PgClient } from "@effect/sql-pg"
+import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import type { TaskStatus } from "../../schema/Agents.js"
 import type { AgentId, OrganizationId, TaskId } from "../../schema/Ids.js"
 import type { AgentRow } from "../agents/AgentRepo.js"
-import { PgPool, prepared } from "../db/PgPool.js"
+import { batched, batchItems, PgPool, prepared } from "../db/PgPool.js"
 import type { AttachedRow } from "../skills/Skills.js"
 
 export interface TaskRow {
@@ -71,12 +72,58 @@ export interface ModelCallRecord {
   }
 }
 
+/** A task to insert, as `task_insert` takes it. */
+interface InsertItem {
+  readonly id: TaskId
+  readonly organization_id: OrganizationId
+  readonly agent_id: AgentId
+  readonly source: string
+  readonly user_id: string
+  readonly user_email: string
+  readonly input: string
+  readonly api_key_id: string | null
+  /** Sealed, base64. */
+  readonly oidc_token: string | null
+  readonly idempotency_key: string | null
+  readonly request_hash: string | null
+  readonly budget_checked: boolean
+  /** The user's message when the task is inserted started. */
+  readonly start: unknown
+}
+
+type Inserted =
+  & { readonly i: number }
+  & (
+    | (TaskRow & { inserted: boolean; attached: ReadonlyArray<AttachedRow> | null })
+    | { id: null; agent: AgentRow | null }
+  )
+
+/** A task to end, as `task_finish` takes it: the model call's fields are null without one. */
+interface FinishItem {
+  readonly id: TaskId
+  readonly status: string
+  readonly result: string
+  readonly event_type: string
+  readonly event_data: unknown
+  readonly step_key: string | null
+  readonly model_data: unknown
+  readonly organization_id: OrganizationId | null
+  readonly agent_id: AgentId | null
+  readonly provider: string | null
+  readonly model: string | null
+  readonly input_tokens: number | null
+  readonly output_tokens: number | null
+  readonly cached_tokens: number | null
+  readonly cost_usd: number | null
+}
+
 export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* PgClient.PgClient
     const pool = yield* PgPool
 
-    // the statements every task runs are prepared (src/db/PgPool.ts); the rest go through PgClient
+    // the statements every task runs are prepared (src/db/PgPool.ts), and the writes of many tasks at once
+    // go together (`batched`); the rest go through PgClient
 
     /** The agent's attached skills as they are now (the runtime filter's input), for agent $`param`. */
     const attachedOf = (param: string) => `
@@ -88,47 +135,57 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       ), '[]'::jsonb)`
 
     /**
-     * The agent is read and snapshotted in the statement that inserts its task: one round trip. A task
-     * that starts at once (a sync invoke run on this node) is inserted `executing`, with the user's message
-     * opening its thread and the agent's attached skills read: the start of TaskRunner in the same commit.
-     * $13 is the user's message then.
+     * New tasks, inserted together (`batched`): each with its agent read and snapshotted in the same
+     * statement. A task that starts at once (a sync invoke run on this node) is inserted `executing`,
+     * with the user's message (`start`) opening its thread and the agent's attached skills read: the start
+     * of TaskRunner in the same commit. An idempotency key already used gives the task that has it
+     * (`inserted` false); no task: `agent` says whether the agent exists.
      */
-    const insertText = (started: boolean) =>
-      `WITH agent AS (
-        SELECT * FROM agents WHERE id = $3 AND organization_id = $2 AND deleted_at IS NULL
+    const insertTasks = batched<InsertItem, Inserted>(
+      pool,
+      "task_insert",
+      `WITH req AS (
+        ${
+        batchItems(`id uuid, organization_id uuid, agent_id uuid, source text, user_id text, user_email text,
+          input text, api_key_id text, oidc_token text, idempotency_key text, request_hash text,
+          budget_checked boolean, start jsonb`)
+      }
+      ),
+      agent AS (
+        SELECT req.i, to_jsonb(a) AS snapshot, (a.budget IS NULL OR req.budget_checked) AS may_insert
+        FROM req JOIN agents a ON a.id = req.agent_id AND a.organization_id = req.organization_id
+          AND a.deleted_at IS NULL
       ),
       inserted AS (
         INSERT INTO tasks (id, organization_id, agent_id, status, source, user_id, user_email, input, agent_snapshot,
           api_key_id, oidc_token, idempotency_key, request_hash, started_at)
-        SELECT $1, $2, agent.id, ${started ? "'executing'" : "'pending'"}, $4, $5, $6, $7, to_jsonb(agent), $8, $9,
-          $10, $11, ${started ? "now()" : "NULL"}
-        FROM agent WHERE agent.budget IS NULL OR $12::boolean
+        SELECT req.id, req.organization_id, req.agent_id,
+          CASE WHEN req.start IS NULL THEN 'pending' ELSE 'executing' END, req.source, req.user_id, req.user_email,
+          req.input, agent.snapshot, req.api_key_id, decode(req.oidc_token, 'base64'), req.idempotency_key,
+          req.request_hash, CASE WHEN req.start IS NOT NULL THEN now() END
+        FROM req JOIN agent ON agent.i = req.i WHERE agent.may_insert
         ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-        RETURNING *, true AS inserted
-      ),${
-        started
-          ? `
+        RETURNING *
+      ),
       event AS (
         INSERT INTO task_events (task_id, seq, type, step_key, data)
-        SELECT id, 1, 'user_message', 'user', $13::jsonb FROM inserted
-      ),`
-          : ""
-      }
+        SELECT inserted.id, 1, 'user_message', 'user', req.start
+        FROM inserted JOIN req ON req.id = inserted.id WHERE req.start IS NOT NULL
+      ),
       task AS (
-        SELECT * FROM inserted
+        SELECT req.i AS item, inserted.*, true AS inserted FROM req JOIN inserted ON inserted.id = req.id
         UNION ALL
-        SELECT *, false AS inserted FROM tasks
-        WHERE organization_id = $2 AND idempotency_key = $10 AND NOT EXISTS (SELECT 1 FROM inserted)
+        SELECT req.i, t.*, false FROM req
+          JOIN tasks t ON t.organization_id = req.organization_id AND t.idempotency_key = req.idempotency_key
+        WHERE NOT EXISTS (SELECT 1 FROM inserted WHERE inserted.id = req.id)
       )
-      SELECT task.*, CASE WHEN task.id IS NULL THEN (SELECT to_jsonb(agent) FROM agent) END AS agent${
-        started ? `, CASE WHEN task.inserted THEN ${attachedOf("$3")} END AS attached` : ""
-      }
-      FROM (SELECT) AS one LEFT JOIN task ON true`
-    type Inserted =
-      | (TaskRow & { inserted: boolean; attached?: ReadonlyArray<AttachedRow> | null })
-      | { id: null; agent: AgentRow | null }
-    const insertTask = prepared<Inserted>(pool, "task_insert", insertText(false))
-    const insertStartedTask = prepared<Inserted>(pool, "task_insert_started", insertText(true))
+      SELECT task.*, req.i,
+        CASE WHEN task.id IS NULL THEN (SELECT snapshot FROM agent WHERE agent.i = req.i) END AS agent,
+        CASE WHEN task.inserted AND req.start IS NOT NULL THEN ${attachedOf("req.agent_id")} END AS attached
+      FROM req LEFT JOIN task ON task.item = req.i`,
+      // one key's requests go one after the other: the second finds the first's task
+      { apart: (t) => t.idempotency_key === null ? undefined : `${t.organization_id} ${t.idempotency_key}` }
+    )
 
     /**
      * A new task of the organization's agent, with the agent as it is now for its snapshot; with an
@@ -142,21 +199,12 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       /** Insert it started, with this message of the user's opening the thread. */
       startWith?: unknown
     ) =>
-      (startWith === undefined ? insertTask : insertStartedTask)([
-        t.id,
-        t.organization_id,
-        t.agent_id,
-        t.source,
-        t.user_id,
-        t.user_email,
-        t.input,
-        t.api_key_id,
-        t.oidc_token,
-        t.idempotency_key,
-        t.request_hash,
-        budgetChecked,
-        ...(startWith === undefined ? [] : [JSON.stringify(startWith)])
-      ]).pipe(Effect.map(([row]) => row!.id === null ? { task: undefined, agent: row!.agent } : { task: row! }))
+      insertTasks({
+        ...t,
+        oidc_token: t.oidc_token === null ? null : Buffer.from(t.oidc_token).toString("base64"),
+        budget_checked: budgetChecked,
+        start: startWith ?? null
+      }).pipe(Effect.map((row) => row!.id === null ? { task: undefined, agent: row!.agent } : { task: row! }))
 
     const findTask = prepared<TaskSummary>(
       pool,
@@ -217,7 +265,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
 
     /**
      * Appends to the thread ($1 task, $2 type, $3 step key, $4 data); a step already recorded (same step
-     * key) is kept as it was. Also the first part of the statements below.
+     * key) is kept as it was. Also the first part of `task_model_call`.
      */
     const EVENT_INSERT = `
       INSERT INTO task_events (task_id, seq, type, step_key, data)
@@ -231,15 +279,27 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
 
     // the writes that go together are one statement each (data-modifying CTEs): one round trip, one commit
 
-    const startTask = prepared<{ started: boolean; attached: ReadonlyArray<AttachedRow> }>(
+    const startTasks = batched<
+      { id: TaskId; agent_id: AgentId; message: unknown },
+      { i: number; started: boolean; attached: ReadonlyArray<AttachedRow> }
+    >(
       pool,
       "task_start",
-      `WITH event AS (${EVENT_INSERT}),
+      `WITH req AS (${batchItems("id uuid, agent_id uuid, message jsonb")}),
       started AS (
-        UPDATE tasks SET status = 'executing', started_at = coalesce(started_at, now())
-        WHERE id = $1 AND status IN ('pending', 'executing') RETURNING id
+        UPDATE tasks SET status = 'executing', started_at = coalesce(tasks.started_at, now())
+        FROM req WHERE tasks.id = req.id AND tasks.status IN ('pending', 'executing') RETURNING tasks.id
+      ),
+      event AS (
+        INSERT INTO task_events (task_id, seq, type, step_key, data)
+        SELECT req.id, coalesce((SELECT max(seq) FROM task_events e WHERE e.task_id = req.id), 0) + 1,
+          'user_message', 'user', req.message
+        FROM req JOIN started ON started.id = req.id
+        ON CONFLICT DO NOTHING
       )
-      SELECT EXISTS (SELECT 1 FROM started) AS started, ${attachedOf("$5::uuid")} AS attached`
+      SELECT req.i, EXISTS (SELECT 1 FROM started WHERE started.id = req.id) AS started,
+        ${attachedOf("req.agent_id")} AS attached
+      FROM req`
     )
 
     /**
@@ -248,9 +308,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
      * ended.
      */
     const start = (taskId: TaskId, agentId: AgentId, userMessage: unknown) =>
-      startTask([taskId, "user_message", "user", JSON.stringify(userMessage), agentId]).pipe(
-        Effect.map(([row]) => row!)
-      )
+      startTasks({ id: taskId, agent_id: agentId, message: userMessage }).pipe(Effect.map((row) => row!))
 
     /** A model call's usage record: $1 the task, then `usageValues` from $`first` on. */
     const usageInsert = (first: number) => `
@@ -269,38 +327,52 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       u.cost
     ]
 
-    const ENDED = `
-      ended AS (
-        UPDATE tasks SET status = $2, result = $3, finished_at = now(), oidc_token = NULL
-        WHERE id = $1 AND status NOT IN ${"('" + TERMINAL.join("', '") + "')"} RETURNING id, status, result, finished_at
-      ),
-      base AS (SELECT coalesce(max(seq), 0) AS seq FROM task_events WHERE task_id = $1)`
-    /** The ending event after `offset` new ones (only if the task ended here), and the answer. */
-    const lastEvent = (offset: number, data: string) => `
-      last_event AS (
-        INSERT INTO task_events (task_id, seq, type, step_key, data)
-        SELECT $1, base.seq + ${offset}, $4, NULL, ${data}::jsonb FROM base, ended
-        ON CONFLICT DO NOTHING
-      )
-      SELECT * FROM ended`
     type Ended = Pick<TaskRow, "id" | "status" | "result" | "finished_at">
-    // $1 task, $2 status, $3 result, $4 last event's type, then the model call's step key, data and usage
-    const finishTask = prepared<Ended>(
+    /**
+     * Ends tasks, each once, with its last thread event, after the model call that ended it if any (its
+     * event and usage record): one commit for them all.
+     */
+    const finishTasks = batched<FinishItem, Ended & { i: number }>(
       pool,
       "task_finish",
-      `WITH ${ENDED}, ${lastEvent(1, "$5")}`
-    )
-    const finishTaskWithModelCall = prepared<Ended>(
-      pool,
-      "task_finish_with_model_call",
-      `WITH ${ENDED},
+      `WITH req AS (
+        ${
+        batchItems(`id uuid, status text, result text, event_type text, event_data jsonb, step_key text,
+          model_data jsonb, organization_id uuid, agent_id uuid, provider text, model text, input_tokens int,
+          output_tokens int, cached_tokens int, cost_usd numeric`)
+      }
+      ),
+      ended AS (
+        UPDATE tasks SET status = req.status, result = req.result, finished_at = now(), oidc_token = NULL
+        FROM req WHERE tasks.id = req.id AND tasks.status NOT IN ${"('" + TERMINAL.join("', '") + "')"}
+        RETURNING tasks.id, tasks.status, tasks.result, tasks.finished_at
+      ),
+      base AS (
+        SELECT req.id, coalesce((SELECT max(seq) FROM task_events e WHERE e.task_id = req.id), 0) AS seq FROM req
+      ),
       model_event AS (
         INSERT INTO task_events (task_id, seq, type, step_key, data)
-        SELECT $1, base.seq + 1, 'model_call', $5, $6::jsonb FROM base
+        SELECT req.id, base.seq + 1, 'model_call', req.step_key, req.model_data
+        FROM req JOIN base ON base.id = req.id WHERE req.step_key IS NOT NULL
         ON CONFLICT DO NOTHING
       ),
-      usage AS (${usageInsert(7)}),
-      ${lastEvent(2, "$15")}`
+      usage AS (
+        INSERT INTO llm_usage (task_id, seq, organization_id, agent_id, provider, model, input_tokens, output_tokens,
+          cached_tokens, cost_usd)
+        SELECT req.id, coalesce((SELECT max(seq) FROM llm_usage u WHERE u.task_id = req.id), 0) + 1,
+          req.organization_id, req.agent_id, req.provider, req.model, req.input_tokens, req.output_tokens,
+          req.cached_tokens, req.cost_usd
+        FROM req WHERE req.step_key IS NOT NULL
+      ),
+      last_event AS (
+        INSERT INTO task_events (task_id, seq, type, step_key, data)
+        SELECT req.id, base.seq + CASE WHEN req.step_key IS NULL THEN 1 ELSE 2 END, req.event_type, NULL,
+          req.event_data
+        FROM req JOIN base ON base.id = req.id JOIN ended ON ended.id = req.id
+        ON CONFLICT DO NOTHING
+      )
+      SELECT req.i, ended.* FROM req JOIN ended ON ended.id = req.id`,
+      { apart: (t) => t.id }
     )
 
     /**
@@ -314,19 +386,26 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       result: string,
       event: { type: string; data: unknown },
       modelCall?: ModelCallRecord
-    ) =>
-      (modelCall === undefined
-        ? finishTask([id, status, result, event.type, JSON.stringify(event.data)])
-        : finishTaskWithModelCall([
-          id,
-          status,
-          result,
-          event.type,
-          modelCall.stepKey,
-          JSON.stringify(modelCall.data),
-          ...usageValues(modelCall),
-          JSON.stringify(event.data)
-        ])).pipe(Effect.map(([row]): Ended | undefined => row))
+    ): Effect.Effect<Ended | undefined, SqlError> => {
+      const u = modelCall?.usage
+      return finishTasks({
+        id,
+        status,
+        result,
+        event_type: event.type,
+        event_data: event.data,
+        step_key: modelCall?.stepKey ?? null,
+        model_data: modelCall?.data ?? null,
+        organization_id: u?.organizationId ?? null,
+        agent_id: u?.agentId ?? null,
+        provider: u?.provider ?? null,
+        model: u?.model ?? null,
+        input_tokens: u?.input ?? null,
+        output_tokens: u?.output ?? null,
+        cached_tokens: u?.cached ?? null,
+        cost_usd: u?.cost ?? null
+      })
+    }
 
     const listEvents = prepared<EventRow>(
       pool,

@@ -116,8 +116,8 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       }
       // a task on this node's shards runs here directly; any other goes to its Task entity's node
       const here = runs.shardIsHere(id)
-      // a sync task run here starts at once: it is inserted started, one commit fewer
-      const startWith = here && !options.asynchronous ?
+      // a task run here starts at once: it is inserted started, one commit fewer
+      const startWith = here ?
         {
           text: body.input.text,
           user: { id: body.input.user.id, email: body.input.user.email }
@@ -132,7 +132,24 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       if (!row.inserted && row.request_hash !== requestHash) {
         return yield* Conflict.of("This Idempotency-Key was used with a different request.", "idempotency_conflict")
       }
-      if (row.inserted && here) local.offer(row, row.attached ?? undefined)
+      if (row.inserted && here) {
+        local.offer(row, row.attached ?? undefined)
+        // its readers are answered from what this node knows, not by reading it
+        if (options.asynchronous) {
+          completions.track({
+            id: row.id,
+            organization_id: row.organization_id,
+            agent_id: row.agent_id,
+            status: row.status,
+            result: row.result,
+            source: row.source,
+            user_id: row.user_id,
+            user_email: row.user_email,
+            created_at: row.created_at,
+            finished_at: row.finished_at
+          })
+        }
+      }
       // the task row is committed: from here on the task runs even if this delivery fails (the owner's
       // sweep finds it), so delivery problems never fail the request
       if (options.asynchronous) {
@@ -141,7 +158,8 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
           Effect.timeout(DELIVERY_TIMEOUT),
           Effect.catchAllCause(() => Effect.void)
         )
-        return { task: toTask(row), accepted: true }
+        // accepted: a task inserted started is, to its invoker, accepted and not begun (its run begins now)
+        return { task: toTask(row.inserted && here ? { ...row, status: "pending" } : row), accepted: true }
       }
       const outcome = yield* (here ? runs.run(row.id) : client(row.id).Run({ task_id: row.id })).pipe(
         Effect.map((o) => toTask({ ...row, ...o })),
@@ -152,14 +170,20 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
     })
 
     /**
-     * The task once it ended, or as it is when `timeout` passes: read, then (unless it ended) woken by its
-     * end, with the outcome when this node ended it, else read again.
+     * The task once it ended, or as it is when `timeout` passes: as this node knows it (`known`) or read,
+     * then (unless it ended) woken by its end, with the outcome when this node ended it, else read again.
      */
-    const whenEnded = <E>(id: TaskId, read: Effect.Effect<TaskSummary, E>, timeout: Duration.DurationInput) =>
+    const whenEnded = <E>(
+      id: TaskId,
+      read: Effect.Effect<TaskSummary, E>,
+      timeout: Duration.DurationInput,
+      known?: () => TaskSummary | undefined
+    ) =>
       completions.watch(id, (watch) =>
         Effect.gen(function*() {
           const deadline = Date.now() + Duration.toMillis(timeout)
-          let row = yield* read
+          // known after the watch began: an end from now on wakes it; one before is in what is known
+          let row = known?.() ?? (yield* read)
           while (!TERMINAL.has(row.status) && Date.now() < deadline) {
             const ended = yield* watch.next(Math.min(deadline - Date.now(), RECHECK_MS))
             if (ended !== undefined) return toTask({ ...row, ...ended })
@@ -176,11 +200,51 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
         timeout
       )
 
-    /** With `waitSeconds`, a long poll: it answers as soon as the task ends, on whichever node it ran. */
-    const get = (principal: Principal, id: TaskId, waitSeconds = 0) =>
-      waitSeconds <= 0
-        ? Effect.map(find(principal, id), toTask)
-        : whenEnded(id, find(principal, id), Duration.seconds(waitSeconds))
+    /** The task as this node knows it (it runs here), if the principal may see it. */
+    const knownTo = (principal: Principal, id: TaskId) => {
+      const task = completions.known(id)
+      return task !== undefined && task.organization_id === principal.organizationId && mayUse(principal, task.agent_id)
+        ? task
+        : undefined
+    }
+
+    /**
+     * With `waitSeconds`, a long poll: it answers as soon as the task ends, on whichever node it ran. A task
+     * that ended on this node is answered from what the node knows (an end is final); one still running
+     * here is only a long poll's starting point (its status may be behind), and a poll that times out
+     * reads it.
+     */
+    const get = (principal: Principal, id: TaskId, waitSeconds = 0) => {
+      if (waitSeconds > 0) {
+        return whenEnded(id, find(principal, id), Duration.seconds(waitSeconds), () => knownTo(principal, id))
+      }
+      const task = knownTo(principal, id)
+      return task !== undefined && TERMINAL.has(task.status)
+        ? Effect.succeed(toTask(task))
+        : Effect.map(find(principal, id), toTask)
+    }
+
+    /**
+     * A long poll of a task this node runs, for the fast path, with no fiber and no read: `done` gets the
+     * task once it ended here (at once if it had), or nothing when it did not within `waitMs` or ended on
+     * another node (ask `get` then). Undefined when this node does not know the task (ask `get`); else
+     * the result cancels the wait.
+     */
+    const watchKnown = (principal: Principal, id: TaskId, waitMs: number, done: (task: Task | undefined) => void) => {
+      // the watch begins before the task is looked at: an end in between is not missed
+      const cancel = completions.onEnd(
+        id,
+        waitMs,
+        (ended) => done(ended === undefined ? undefined : toTask({ ...task!, ...ended }))
+      )
+      const task = knownTo(principal, id)
+      if (task === undefined || TERMINAL.has(task.status) || waitMs <= 0) {
+        cancel()
+        if (task === undefined) return undefined
+        done(TERMINAL.has(task.status) ? toTask(task) : undefined)
+      }
+      return cancel
+    }
 
     const list = Effect.fn("Tasks.list")(function*(principal: Principal, f: {
       readonly agent_id?: string | undefined
@@ -257,6 +321,6 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       }
     })
 
-    return { invoke, get, list, cancel, thread, usage } as const
+    return { invoke, get, watchKnown, list, cancel, thread, usage } as const
   })
 }) {}

@@ -117,6 +117,7 @@ describe.each([["fast path", "true"], ["general stack", "false"]])("tasks throug
   }
 
   let syncTask: any
+  let asyncTask: any
 
   it("invokes synchronously: 200 with the completed task, keeping the request id", async () => {
     const answer = await invoke("sync", agent.id)
@@ -143,6 +144,10 @@ describe.each([["fast path", "true"], ["general stack", "false"]])("tasks throug
     const done = await send("async-wait", `/v1/tasks/${accepted.json.id}?wait=10`)
     expect(done.status).toBe(200)
     expect(done.json).toMatchObject({ id: accepted.json.id, status: "completed", result: "done" })
+    asyncTask = done.json
+    // the node that ran it answers from what it knows: the same task, read or waited for
+    expect((await send("async-read", `/v1/tasks/${asyncTask.id}`)).json).toEqual(asyncTask)
+    expect((await send("async-read-wait", `/v1/tasks/${asyncTask.id}?wait=5`)).json).toEqual(asyncTask)
     // asynchronous=false is the synchronous invoke
     const explicit = await invoke("sync-explicit", agent.id, undefined, { query: "?asynchronous=false" })
     expect(explicit.status).toBe(200)
@@ -235,6 +240,9 @@ describe.each([["fast path", "true"], ["general stack", "false"]])("tasks throug
     expect((await invoke("limited-allowed", allowed.id, undefined, { apiKey: limited })).status).toBe(200)
     expectError(await invoke("limited-other-agent", agent.id, undefined, { apiKey: limited }), 404, "not_found")
     expectError(await send("limited-other-task", `/v1/tasks/${syncTask.id}`, { apiKey: limited }), 404, "not_found")
+    for (const [key, query] of [["limited-async-task", ""], ["limited-async-task-wait", "?wait=2"]]) {
+      expectError(await send(key!, `/v1/tasks/${asyncTask.id}${query}`, { apiKey: limited }), 404, "not_found")
+    }
   })
 
   it("leaves what the fast path declines to the general stack", async () => {
@@ -256,6 +264,10 @@ describe.each([["fast path", "true"], ["general stack", "false"]])("tasks throug
     keys.push(other)
     await warm(other)
     expectError(await send("other-org-task", `/v1/tasks/${syncTask.id}`, { apiKey: other }), 404, "not_found")
+    // nor one the node remembers running (an async task's)
+    for (const [key, query] of [["other-org-async-task", ""], ["other-org-async-task-wait", "?wait=2"]]) {
+      expectError(await send(key!, `/v1/tasks/${asyncTask.id}${query}`, { apiKey: other }), 404, "not_found")
+    }
     expectError(await invoke("other-org-invoke", agent.id, undefined, { apiKey: other }), 404, "not_found")
   })
 })

@@ -157,6 +157,26 @@ describe("invoking an agent", () => {
     expect(other.status).toBe(409)
     expect((await other.json()).error.code).toBe("idempotency_conflict")
   })
+
+  it("makes one task of concurrent requests with one Idempotency-Key, sync and async alike", async () => {
+    const agent = await createAgent(node, apiKey, {
+      name: "Once",
+      model: { provider: "scripted", script: [{ text: "once" }] }
+    })
+    const key = `idem-concurrent-${Date.now()}`
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, n) =>
+        invokeAgent(node, apiKey, agent.id, "same", {
+          headers: { "idempotency-key": key },
+          async: n % 2 === 0
+        }).then(async (response) => ({ status: response.status, task: await response.json() })))
+    )
+    expect(answers.every((a) => a.status === 200 || a.status === 202)).toBe(true)
+    expect(new Set(answers.map((a) => a.task.id)).size).toBe(1)
+    const listed = await (await node.fetch(`/v1/tasks?agent_id=${agent.id}`, { apiKey })).json()
+    expect(listed.items).toHaveLength(1)
+    expect((await waitForTask(node, apiKey, answers[0]!.task.id)).status).toBe("completed")
+  })
 })
 
 describe("agents", () => {
