@@ -126,11 +126,17 @@ export class Task extends Schema.Class<Task>("Task")({
   finished_at: Schema.NullOr(Timestamp)
 }) {}
 
+/** A task's fields, as a Task or as a plain object (the fast paths build no Task). */
+export type TaskFields = Pick<
+  Task,
+  "id" | "agent_id" | "status" | "result" | "source" | "user" | "created_at" | "finished_at"
+>
+
 /**
  * A task's wire form, built without a pass through Schema for the per-request hot paths (src/http/FastTasks.ts).
  * It is what `Schema.encode(Task)` gives, key order included; test/agents/FastPath.test.ts compares the two.
  */
-export const taskJson = (task: Task) => ({
+export const taskJson = (task: TaskFields) => ({
   id: task.id,
   agent_id: task.agent_id,
   status: task.status,

@@ -43,15 +43,15 @@ interface BatchedCall<I, R> {
 const sqlError = (cause: unknown) => new SqlError({ cause, message: "Failed to execute statement" })
 
 /**
- * Group commit for a statement that many tasks run at once (`batchItems` reads its items). A call runs at once while fewer than
- * `concurrency` executions of the statement are in flight, so a lone caller waits for nothing; past that,
- * calls wait, then go together in the next execution: one round trip, one plan and one commit for all of
- * them, which costs PostgreSQL and this process a third of what as many statements do. (A commit waits
- * for its WAL flush; with one execution at a time that wait, not the work, would set the pace.) `text`
- * takes the calls as $1, a JSON array of the items, each with its position `i` added, and returns rows
- * that carry that `i` (an item with no row gets undefined). Items whose `apart` keys are equal are never
- * in flight together. A failed execution runs its items again one by one, so a bad item fails only its
- * own call. A call interrupted before its execution began is withdrawn.
+ * Group commit for a statement that many tasks run at once (`batchItems` reads its items). A call runs
+ * at once while fewer than `concurrency` (default 1) executions of the statement are in flight, so a lone
+ * caller waits for nothing; past that, calls wait, then go together in the next execution: one round
+ * trip, one plan and one commit for all of them, which costs PostgreSQL and this process a third of what
+ * as many statements do. The busier the node, the larger the batches. `text` takes the calls as $1, a
+ * JSON array of the items, each with its position `i` added, and returns rows that carry that `i` (an
+ * item with no row gets undefined). Items whose `apart` keys are equal are never in flight together. A
+ * failed execution runs its items again one by one, so a bad item fails only its own call. A call
+ * interrupted before its execution began is withdrawn.
  */
 export const batched = <I extends object, R extends { readonly i: number }>(
   pool: Pg.Pool,
@@ -62,7 +62,7 @@ export const batched = <I extends object, R extends { readonly i: number }>(
     readonly apart?: (item: I) => string | undefined
   } = {}
 ) => {
-  const concurrency = options.concurrency ?? 4
+  const concurrency = options.concurrency ?? 1
   let queue: Array<BatchedCall<I, R>> = []
   let running = 0
 

@@ -1,6 +1,6 @@
 import { Cause, Effect, Exit, Layer, Option, ParseResult, Runtime, Schema } from "effect"
 import type * as Http from "node:http"
-import { InvokeAgent, type Task, taskJson } from "../../schema/Agents.js"
+import { InvokeAgent, type TaskFields, taskJson } from "../../schema/Agents.js"
 import { statusOfError } from "../../schema/Errors.js"
 import type { AgentId, TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
@@ -45,25 +45,7 @@ export const FastTasksLive = Layer.effectDiscard(
     const runExit = Runtime.runPromiseExit(runtime)
     const logAccess = yield* makeFastAccessLog
 
-    const respond = (
-      req: Http.IncomingMessage,
-      res: Http.ServerResponse,
-      requestId: string,
-      started: number,
-      principal: Principal,
-      reply: Reply,
-      own = false
-    ) => {
-      if (res.destroyed) return
-      res.writeHead(reply.status, {
-        "content-type": "application/json",
-        "x-request-id": requestId,
-        ...reply.headers,
-        ...(own ? OWN_ERROR_HEADER : {})
-      })
-      res.end(JSON.stringify(reply.body))
-      logAccess(req, reply.status, started, requestId, principal.organizationId)
-    }
+    const found = (task: TaskFields): Reply => ({ status: 200, body: taskJson(task) })
 
     const errorReply = (status: number, error: ErrorFields, requestId: string): Reply => ({
       status,
@@ -83,24 +65,45 @@ export const FastTasksLive = Layer.effectDiscard(
       }))
     }
 
-    /** One request: its id, held open against a drain; answer it with a reply or by running an effect. */
-    const serve = (req: Http.IncomingMessage, res: Http.ServerResponse, principal: Principal) => {
-      const started = performance.now()
-      const requestId = requestIdOf(req.headers["x-request-id"] as string | undefined)
-      const release = drain.enter()
-      res.once("close", release)
-      const reply = (reply: Reply, own = false) => respond(req, res, requestId, started, principal, reply, own)
-      return {
-        requestId,
-        reply,
-        run: <A>(effect: Effect.Effect<A, unknown>, toReply: (a: A) => Reply) =>
-          void runExit(effect).then((exit) =>
-            Exit.isSuccess(exit)
-              ? reply(toReply(exit.value))
-              : runExit(failureReply(exit.cause, requestId)).then((r) => Exit.isSuccess(r) && reply(r.value, true))
-          )
+    /**
+     * One request: its id, held open against a drain; answer it with a reply or by running an effect. A
+     * class, not closures: nothing is allocated per request beyond the instance.
+     */
+    class Call {
+      readonly started = performance.now()
+      readonly requestId: string
+      constructor(
+        readonly req: Http.IncomingMessage,
+        readonly res: Http.ServerResponse,
+        readonly principal: Principal
+      ) {
+        this.requestId = requestIdOf(req.headers["x-request-id"] as string | undefined)
+        res.once("close", drain.enter())
+      }
+
+      reply(reply: Reply, own = false) {
+        const { req, requestId, res } = this
+        if (res.destroyed) return
+        const headers: Record<string, string> = { "content-type": "application/json", "x-request-id": requestId }
+        if (reply.headers !== undefined) Object.assign(headers, reply.headers)
+        if (own) Object.assign(headers, OWN_ERROR_HEADER)
+        res.writeHead(reply.status, headers)
+        res.end(JSON.stringify(reply.body))
+        logAccess(req, reply.status, this.started, requestId, this.principal.organizationId)
+      }
+
+      run<A>(effect: Effect.Effect<A, unknown>, toReply: (a: A) => Reply) {
+        void runExit(effect).then((exit) =>
+          Exit.isSuccess(exit)
+            ? this.reply(toReply(exit.value))
+            : runExit(failureReply(exit.cause, this.requestId)).then((r) =>
+              Exit.isSuccess(r) && this.reply(r.value, true)
+            )
+        )
       }
     }
+    const serve = (req: Http.IncomingMessage, res: Http.ServerResponse, principal: Principal) =>
+      new Call(req, res, principal)
 
     const invoke = (
       req: Http.IncomingMessage,
@@ -152,16 +155,13 @@ export const FastTasksLive = Layer.effectDiscard(
         if (principal === undefined) return false
         const id = match[1] as TaskId
         const call = serve(req, res, principal)
-        const ok = (task: Task): Reply => ({ status: 200, body: taskJson(task) })
         // a task this node runs is answered from what the node knows, without a fiber or a read
-        const cancel = tasks.watchKnown(
-          principal,
-          id,
-          wait * 1000,
-          (task) => task === undefined ? call.run(tasks.get(principal, id), ok) : call.reply(ok(task))
-        )
-        if (cancel === undefined) call.run(tasks.get(principal, id, wait), ok)
-        else res.once("close", cancel)
+        const cancel = tasks.watchKnown(principal, id, wait * 1000, (task) => {
+          if (task === undefined) call.run(tasks.get(principal, id), found)
+          else call.reply(found(task))
+        })
+        if (cancel === false) call.run(tasks.get(principal, id, wait), found)
+        else if (!res.writableEnded) res.once("close", cancel)
         return true
       }
       if (req.method !== "POST") return false

@@ -8,15 +8,15 @@ import { TaskRunner } from "./TaskRunner.js"
 type Outcome = typeof TaskOutcome.Type
 
 interface Run {
-  /** The run as every caller sees it (await it for the outcome). */
-  readonly fiber: Fiber.RuntimeFiber<Outcome>
-  /** The agent loop inside it, which a cancel interrupts. */
-  loop: Fiber.RuntimeFiber<Outcome, unknown> | undefined
+  /** The run as every caller sees it (await it for the outcome); a cancel or a time limit interrupts it. */
+  fiber: Fiber.RuntimeFiber<Outcome> | undefined
   cancelling: boolean
   /** The run's time limit, once the runner has read the task, and when it is up (epoch ms). */
   limit: Duration.Duration | undefined
   deadline: number
   timedOut: boolean
+  /** How the run ended the task when a cancel or its time limit interrupted it. */
+  ended: Outcome | undefined
 }
 
 /** How often runs are checked for shards this node no longer owns and for time limits passed. */
@@ -25,78 +25,105 @@ const CHECK = "250 millis"
 /**
  * The runs of tasks on this node's shards, one per task at most. The Task entity hands its messages here,
  * and so does an invoke on the node that owns the task's shard, without a trip through the entity's
- * mailbox (it cost about as much as the run itself). Runs live in this service's scope, not in the
- * caller's: a caller that stops waiting leaves the run going. A run whose shard moved to another node is
- * interrupted here, and the new owner's sweep resumes the task from its record. Time limits are kept here
- * too, by the same periodic check: a timer (and a racing fiber) per task cost more than the check.
+ * mailbox (it cost about as much as the run itself). Runs are daemon fibers, interrupted when this
+ * service's scope closes: a caller that stops waiting leaves the run going. A run whose shard moved to
+ * another node is interrupted here, and the new owner's sweep resumes the task from its record. Time
+ * limits are kept here too, by the same periodic check: a timer (and a racing fiber) per task cost more
+ * than the check. One fiber per run: an interrupted run ends the task itself on its way out (cancelled,
+ * or in error past its time limit), and its callers, seeing the interruption, read the task's end.
  */
 export class TaskRuns extends Effect.Service<TaskRuns>()("tasks/TaskRuns", {
   scoped: Effect.gen(function*() {
     const runner = yield* TaskRunner
     const sharding = yield* Sharding.Sharding
-    const scope = yield* Effect.scope
     const runs = new Map<string, Run>()
 
     const shardIsHere = (taskId: string) => sharding.hasShardId(sharding.getShardId(EntityId.make(taskId), "default"))
 
-    const runOnce = (taskId: TaskId, self: () => Run) =>
-      Effect.gen(function*() {
-        const loop = yield* Effect.fork(runner.run(taskId, (limit) => {
-          self().limit = limit
-          self().deadline = Date.now() + Duration.toMillis(limit)
-        }))
-        self().loop = loop
-        const exit = yield* Fiber.await(loop)
-        self().loop = undefined
-        if (Exit.isSuccess(exit)) return exit.value
-        if (self().cancelling && Cause.isInterruptedOnly(exit.cause)) return yield* runner.cancelled(taskId)
-        if (self().timedOut && Cause.isInterruptedOnly(exit.cause)) return yield* runner.timedOut(taskId, self().limit!)
-        // the node is stopping or the shard moved: the task stays unfinished for the next owner
-        if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
-        yield* Effect.logError("task run failed", exit.cause)
-        return yield* runner.failed(taskId, "The task failed inside Switchyard; see the node's logs.")
+    /** A run interrupted by a cancel or at its time limit ends its task; by anything else, it leaves it. */
+    const endInterrupted = (taskId: TaskId, run: Run): Effect.Effect<void> => {
+      const end: Effect.Effect<Outcome | undefined, unknown> = run.cancelling
+        ? runner.cancelled(taskId)
+        : run.timedOut
+        ? runner.timedOut(taskId, run.limit!)
+        : Effect.succeed(undefined)
+      return end.pipe(
+        Effect.map((ended) => void (run.ended = ended)),
+        // should that fail, the sweep resumes the task, and its time limit stops it again
+        Effect.catchAllCause((cause) => Effect.logError("ending an interrupted task run failed", cause))
+      )
+    }
+
+    const runOnce = (taskId: TaskId, run: Run) =>
+      runner.run(taskId, (limit) => {
+        run.limit = limit
+        run.deadline = Date.now() + Duration.toMillis(limit)
       }).pipe(
+        // a defect ends the task in error instead of retrying it forever
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.zipRight(
+            Effect.logError("task run failed", cause),
+            runner.failed(taskId, "The task failed inside Switchyard; see the node's logs.")
+          )
+        ),
+        // a shard move or the node stopping leaves the task unfinished, for the next owner
+        Effect.onInterrupt(() => endInterrupted(taskId, run)),
         Effect.ensuring(Effect.sync(() => runs.delete(taskId))),
         Effect.orDie
       )
 
-    /** Starts the task's run here, or finds the one in progress; join the fiber for its outcome. */
+    /** Starts the task's run here, or finds the one in progress. */
     const start = (taskId: TaskId) =>
       Effect.suspend(() => {
         const running = runs.get(taskId)
-        if (running !== undefined) return Effect.succeed(running.fiber)
-        let run: Run | undefined
-        return Effect.map(Effect.forkIn(runOnce(taskId, () => run!), scope), (fiber) => {
-          run = { fiber, loop: undefined, cancelling: false, limit: undefined, deadline: Infinity, timedOut: false }
-          runs.set(taskId, run)
-          return fiber
-        })
+        if (running?.fiber !== undefined) return Effect.succeed(running as Run & { fiber: Fiber.RuntimeFiber<Outcome> })
+        const run: Run = {
+          fiber: undefined,
+          cancelling: false,
+          limit: undefined,
+          deadline: Infinity,
+          timedOut: false,
+          ended: undefined
+        }
+        runs.set(taskId, run)
+        return Effect.map(Effect.forkDaemon(runOnce(taskId, run)), (fiber) => Object.assign(run, { fiber }))
       })
+    yield* Effect.addFinalizer(() =>
+      Effect.forEach(runs.values(), (run) => run.fiber === undefined ? Effect.void : Fiber.interrupt(run.fiber), {
+        concurrency: "unbounded",
+        discard: true
+      })
+    )
 
     /**
      * Runs (or joins the run of) a task whose shard is on this node, to its outcome. It awaits rather than
      * joins: a join merges the run's fiber refs into the caller's, which costs more than the run.
      */
-    const run = (taskId: TaskId) => Effect.flatMap(start(taskId), (fiber) => Effect.flatten(Fiber.await(fiber)))
+    const run = (taskId: TaskId) =>
+      Effect.flatMap(start(taskId), (run) =>
+        Effect.flatMap(Fiber.await(run.fiber), (exit) =>
+          // a cancel or the time limit interrupted it, and it ended the task
+          Exit.isFailure(exit) && run.ended !== undefined ? Effect.succeed(run.ended) : exit))
 
-    /** Interrupts the task's agent loop if it runs here; false when nothing here ran it. */
+    /** Interrupts the task's run if it runs here, which then records the cancel; false when nothing here ran it. */
     const cancel = (taskId: TaskId) =>
       Effect.suspend(() => {
         const running = runs.get(taskId)
-        if (running?.loop === undefined || running.timedOut) return Effect.succeed(false)
+        if (running?.fiber === undefined || running.timedOut || running.cancelling) return Effect.succeed(false)
         running.cancelling = true
-        return Effect.as(Fiber.interrupt(running.loop), true)
+        return Effect.as(Fiber.interrupt(running.fiber), true)
       })
 
-    /** Runs to stop: those whose shard moved away (all of it), and those past their time limit (the loop). */
+    /** Runs to stop: those whose shard moved away, and those past their time limit. */
     const check = Effect.suspend(() => {
       const now = Date.now()
       const stops: Array<Effect.Effect<unknown>> = []
       for (const [id, run] of runs) {
+        if (run.fiber === undefined || run.cancelling || run.timedOut) continue
         if (!shardIsHere(id)) stops.push(Fiber.interrupt(run.fiber))
-        else if (run.deadline <= now && run.loop !== undefined && !run.cancelling && !run.timedOut) {
+        else if (run.deadline <= now) {
           run.timedOut = true
-          stops.push(Fiber.interrupt(run.loop))
+          stops.push(Fiber.interrupt(run.fiber))
         }
       }
       return Effect.all(stops, { discard: true, concurrency: "unbounded" })

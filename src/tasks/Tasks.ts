@@ -1,7 +1,8 @@
 import { Duration, Effect } from "effect"
+import { constVoid } from "effect/Function"
 import * as Crypto from "node:crypto"
 import { outcomeOf, TaskEntity } from "../../cluster/TaskEntity.js"
-import { type InvokeAgent, Task, ThreadEvent } from "../../schema/Agents.js"
+import { type InvokeAgent, Task, type TaskFields, ThreadEvent } from "../../schema/Agents.js"
 import { BadRequest, Conflict, NotFound, PaymentRequired } from "../../schema/Errors.js"
 import type { AgentId, TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
@@ -15,18 +16,20 @@ import { TaskCompletions } from "./TaskCompletions.js"
 import { TaskRepo, type TaskSummary } from "./TaskRepo.js"
 import { TaskRuns } from "./TaskRuns.js"
 
+/** A task's fields from its row. */
+const fieldsOf = (row: TaskSummary): TaskFields => ({
+  id: row.id,
+  agent_id: row.agent_id,
+  status: row.status,
+  result: row.result,
+  source: row.source,
+  user: { id: row.user_id, email: row.user_email },
+  created_at: row.created_at,
+  finished_at: row.finished_at
+})
+
 /** Rows are trusted: the constructor's validation (a Schema pass per task) is skipped. */
-export const toTask = (row: TaskSummary) =>
-  new Task({
-    id: row.id,
-    agent_id: row.agent_id,
-    status: row.status,
-    result: row.result,
-    source: row.source,
-    user: { id: row.user_id, email: row.user_email },
-    created_at: row.created_at,
-    finished_at: row.finished_at
-  }, true)
+export const toTask = (row: TaskSummary) => new Task(fieldsOf(row), true)
 
 const TERMINAL = new Set(["completed", "error", "cancelled"])
 
@@ -225,25 +228,29 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
     }
 
     /**
-     * A long poll of a task this node runs, for the fast path, with no fiber and no read: `done` gets the
-     * task once it ended here (at once if it had), or nothing when it did not within `waitMs` or ended on
-     * another node (ask `get` then). Undefined when this node does not know the task (ask `get`); else
-     * the result cancels the wait.
+     * A read or long poll of a task this node runs, for the fast path, with no fiber and no read: `done`
+     * gets the task once it ended here (at once if it had), or nothing when it did not within `waitMs` or
+     * ended on another node (ask `get` then). False when this node does not know the task (ask `get`);
+     * else the result cancels the wait.
      */
-    const watchKnown = (principal: Principal, id: TaskId, waitMs: number, done: (task: Task | undefined) => void) => {
-      // the watch begins before the task is looked at: an end in between is not missed
-      const cancel = completions.onEnd(
+    const watchKnown = (
+      principal: Principal,
+      id: TaskId,
+      waitMs: number,
+      done: (task: TaskFields | undefined) => void
+    ): false | (() => void) => {
+      const task = knownTo(principal, id)
+      if (task === undefined) return false
+      if (TERMINAL.has(task.status) || waitMs <= 0) {
+        done(TERMINAL.has(task.status) ? fieldsOf(task) : undefined)
+        return constVoid
+      }
+      // an end from now on wakes it (the lookup and this are one synchronous step: none can come between)
+      return completions.onEnd(
         id,
         waitMs,
-        (ended) => done(ended === undefined ? undefined : toTask({ ...task!, ...ended }))
+        (ended) => done(ended === undefined ? undefined : fieldsOf({ ...task, ...ended }))
       )
-      const task = knownTo(principal, id)
-      if (task === undefined || TERMINAL.has(task.status) || waitMs <= 0) {
-        cancel()
-        if (task === undefined) return undefined
-        done(TERMINAL.has(task.status) ? toTask(task) : undefined)
-      }
-      return cancel
     }
 
     const list = Effect.fn("Tasks.list")(function*(principal: Principal, f: {
