@@ -136,7 +136,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
 
     /**
      * New tasks, inserted together (`batched`): each with its agent read and snapshotted in the same
-     * statement. A task that starts at once (a sync invoke run on this node) is inserted `executing`,
+     * statement. A task that starts at once (one run on the invoking node) is inserted `executing`,
      * with the user's message (`start`) opening its thread and the agent's attached skills read: the start
      * of TaskRunner in the same commit. An idempotency key already used gives the task that has it
      * (`inserted` false); no task: `agent` says whether the agent exists.

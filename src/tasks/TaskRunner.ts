@@ -381,7 +381,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
      */
     const run = Effect.fnUntraced(function*(taskId: TaskId, limit: (limit: Duration.Duration) => void) {
       // a task invoked on this node comes as its inserted row; any other is read
-      // (a sync invoke's row comes started: its insert began the thread and read the attached skills)
+      // (one run on its invoking node comes started: its insert began the thread and read the attached skills)
       const handed = local.take(taskId)
       const task = handed?.row ?? (yield* repo.findById(taskId))
       if (task === undefined) return { status: "error", result: "unknown task", finished_at: null } satisfies Outcome
