@@ -67,6 +67,14 @@ describe("batched statements", () => {
     expect(await keysIn("b")).toEqual(["b10", "b11", "b12", "b13"])
   })
 
+  it("fails a call whose item cannot be sent, and goes on with the next", async () => {
+    const call = put("kv_unsendable", { concurrency: 1 })
+    const unsendable = await Effect.runPromise(Effect.exit(call({ k: "e1", v: 1n as unknown as number })))
+    expect(Exit.isFailure(unsendable)).toBe(true)
+    expect(await Effect.runPromise(call({ k: "e2", v: 2 }))).toMatchObject({ k: "e2", v: 2 })
+    expect(await keysIn("e")).toEqual(["e2"])
+  })
+
   it("never has two items with one `apart` key in flight together", async () => {
     const call = put("kv_apart", { concurrency: 4, apart: (item) => item.k.slice(0, 3) })
     const rows = await Effect.runPromise(
