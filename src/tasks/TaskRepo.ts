@@ -310,10 +310,12 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     const start = (taskId: TaskId, agentId: AgentId, userMessage: unknown) =>
       startTasks({ id: taskId, agent_id: agentId, message: userMessage }).pipe(Effect.map((row) => row!))
 
+    /** A usage record's columns, in the order both inserts below give them. */
+    const USAGE_INSERT = `INSERT INTO llm_usage (task_id, seq, organization_id, agent_id, provider, model, input_tokens,
+      output_tokens, cached_tokens, cost_usd)`
     /** A model call's usage record: $1 the task, then `usageValues` from $`first` on. */
     const usageInsert = (first: number) => `
-      INSERT INTO llm_usage (task_id, seq, organization_id, agent_id, provider, model, input_tokens, output_tokens,
-        cached_tokens, cost_usd)
+      ${USAGE_INSERT}
       SELECT $1, coalesce(max(seq), 0) + 1, ${Array.from({ length: 8 }, (_, i) => `$${first + i}`).join(", ")}
       FROM llm_usage WHERE task_id = $1`
     const usageValues = ({ usage: u }: ModelCallRecord) => [
@@ -357,8 +359,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         ON CONFLICT DO NOTHING
       ),
       usage AS (
-        INSERT INTO llm_usage (task_id, seq, organization_id, agent_id, provider, model, input_tokens, output_tokens,
-          cached_tokens, cost_usd)
+        ${USAGE_INSERT}
         SELECT req.id, coalesce((SELECT max(seq) FROM llm_usage u WHERE u.task_id = req.id), 0) + 1,
           req.organization_id, req.agent_id, req.provider, req.model, req.input_tokens, req.output_tokens,
           req.cached_tokens, req.cost_usd
