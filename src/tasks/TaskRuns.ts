@@ -114,19 +114,23 @@ export class TaskRuns extends Effect.Service<TaskRuns>()("tasks/TaskRuns", {
         return Effect.as(Fiber.interrupt(running.fiber), true)
       })
 
-    /** Runs to stop: those whose shard moved away, and those past their time limit. */
+    /**
+     * Runs to stop: those whose shard moved away, and those past their time limit. The interruptions are
+     * not awaited: a run interrupted at its time limit ends its task in the database on its way out, and
+     * the next check must not wait for that.
+     */
     const check = Effect.suspend(() => {
       const now = Date.now()
       const stops: Array<Effect.Effect<unknown>> = []
       for (const [id, run] of runs) {
         if (run.fiber === undefined || run.cancelling || run.timedOut) continue
-        if (!shardIsHere(id)) stops.push(Fiber.interrupt(run.fiber))
+        if (!shardIsHere(id)) stops.push(Fiber.interruptFork(run.fiber))
         else if (run.deadline <= now) {
           run.timedOut = true
-          stops.push(Fiber.interrupt(run.fiber))
+          stops.push(Fiber.interruptFork(run.fiber))
         }
       }
-      return Effect.all(stops, { discard: true, concurrency: "unbounded" })
+      return Effect.all(stops, { discard: true })
     })
     yield* check.pipe(Effect.repeat(Schedule.spaced(CHECK)), Effect.forkScoped)
 
