@@ -95,6 +95,10 @@ export class Agent extends Schema.Class<Agent>("Agent")({
   max_steps: Schema.Int,
   max_tokens: Schema.NullOr(Schema.Int),
   timeout_seconds: Schema.NullOr(Schema.Int),
+  version: Schema.Int.annotations({
+    description: "1 when created, one more on each change. A task runs the version current when it was invoked " +
+      "(the task's `agent_version`), also when the agent changes while it runs."
+  }),
   created_at: Timestamp,
   updated_at: Timestamp
 }) {}
@@ -118,6 +122,9 @@ export const TaskUser = Schema.Struct({ id: Schema.String, email: Schema.String 
 export class Task extends Schema.Class<Task>("Task")({
   id: TaskId,
   agent_id: AgentId,
+  agent_version: Schema.NullOr(Schema.Int).annotations({
+    description: "The agent's `version` this task runs; null for tasks made before agents had versions."
+  }),
   status: TaskStatus,
   result: Schema.NullOr(Schema.String).annotations({ description: "The answer; on `error` the failure details." }),
   source: Schema.Literal("api", "mcp"),
@@ -129,7 +136,7 @@ export class Task extends Schema.Class<Task>("Task")({
 /** A task's fields, as a Task or as a plain object (the fast paths build no Task). */
 export type TaskFields = Pick<
   Task,
-  "id" | "agent_id" | "status" | "result" | "source" | "user" | "created_at" | "finished_at"
+  "id" | "agent_id" | "agent_version" | "status" | "result" | "source" | "user" | "created_at" | "finished_at"
 >
 
 /**
@@ -139,6 +146,7 @@ export type TaskFields = Pick<
 export const taskJson = (task: TaskFields) => ({
   id: task.id,
   agent_id: task.agent_id,
+  agent_version: task.agent_version,
   status: task.status,
   result: task.result,
   source: task.source,

@@ -32,6 +32,7 @@ export const toAgent = (row: AgentRow, spent: number) =>
     max_steps: row.max_steps,
     max_tokens: row.max_tokens,
     timeout_seconds: row.timeout_seconds,
+    version: row.version,
     created_at: row.created_at,
     updated_at: row.updated_at
   })

@@ -15,6 +15,7 @@ import access from "./migrations/0006_access.js"
 import skills from "./migrations/0007_skills.js"
 import sso from "./migrations/0008_sso.js"
 import taskWrites from "./migrations/0009_task_writes.js"
+import agentVersions from "./migrations/0010_agent_versions.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -26,7 +27,8 @@ export const migrations = {
   "0006_access": access,
   "0007_skills": skills,
   "0008_sso": sso,
-  "0009_task_writes": taskWrites
+  "0009_task_writes": taskWrites,
+  "0010_agent_versions": agentVersions
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

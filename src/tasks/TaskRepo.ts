@@ -17,6 +17,9 @@ export interface TaskRow {
   readonly user_id: string
   readonly user_email: string
   readonly input: string
+  /** The agent's version the task runs (null for tasks made before versions: they carry their own snapshot). */
+  readonly agent_version: number | null
+  /** That version of the agent, as it was when the task was invoked. */
   readonly agent_snapshot: AgentRow
   readonly api_key_id: string | null
   readonly oidc_token: Uint8Array | null
@@ -51,9 +54,27 @@ const TERMINAL = ["completed", "error", "cancelled"] as const
 /** What a reader of a task sees (spec 2.6), without the run's own columns (the agent's snapshot above all). */
 export type TaskSummary = Pick<
   TaskRow,
-  "id" | "agent_id" | "status" | "result" | "source" | "user_id" | "user_email" | "created_at" | "finished_at"
+  | "id"
+  | "agent_id"
+  | "agent_version"
+  | "status"
+  | "result"
+  | "source"
+  | "user_id"
+  | "user_email"
+  | "created_at"
+  | "finished_at"
 >
-const SUMMARY = "id, agent_id, status, result, source, user_id, user_email, created_at, finished_at"
+const SUMMARY = "id, agent_id, agent_version, status, result, source, user_id, user_email, created_at, finished_at"
+
+/**
+ * A task row of table alias `t` with its agent's snapshot: the version's, or the task's own for tasks made
+ * before versions. Needs `agent_versions v` joined on the task's version.
+ */
+const ROW = `t.id, t.organization_id, t.agent_id, t.agent_version, t.status, t.result, t.source, t.user_id,
+  t.user_email, t.input, coalesce(t.agent_snapshot, v.snapshot) AS agent_snapshot, t.api_key_id, t.oidc_token,
+  t.idempotency_key, t.request_hash, t.created_at, t.started_at, t.finished_at`
+const VERSION_JOIN = "LEFT JOIN agent_versions v ON v.agent_id = t.agent_id AND v.version = t.agent_version"
 
 /** A model call: its thread event (under its step key) and its usage record. */
 export interface ModelCallRecord {
@@ -135,8 +156,8 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       ), '[]'::jsonb)`
 
     /**
-     * New tasks, inserted together (`batched`): each with its agent read and snapshotted in the same
-     * statement. A task that starts at once (one run on the invoking node) is inserted `executing`,
+     * New tasks, inserted together (`batched`): each with its agent read in the same statement, and the
+     * agent's current version recorded as the one it runs. A task that starts at once (one run on the invoking node) is inserted `executing`,
      * with the user's message (`start`) opening its thread and the agent's attached skills read: the start
      * of TaskRunner in the same commit. An idempotency key already used gives the task that has it
      * (`inserted` false); no task: `agent` says whether the agent exists.
@@ -152,16 +173,16 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       }
       ),
       agent AS (
-        SELECT req.i, to_jsonb(a) AS snapshot, (a.budget IS NULL OR req.budget_checked) AS may_insert
+        SELECT req.i, a.version, to_jsonb(a) AS current, (a.budget IS NULL OR req.budget_checked) AS may_insert
         FROM req JOIN agents a ON a.id = req.agent_id AND a.organization_id = req.organization_id
           AND a.deleted_at IS NULL
       ),
       inserted AS (
-        INSERT INTO tasks (id, organization_id, agent_id, status, source, user_id, user_email, input, agent_snapshot,
+        INSERT INTO tasks (id, organization_id, agent_id, status, source, user_id, user_email, input, agent_version,
           api_key_id, oidc_token, idempotency_key, request_hash, started_at)
         SELECT req.id, req.organization_id, req.agent_id,
           CASE WHEN req.start IS NULL THEN 'pending' ELSE 'executing' END, req.source, req.user_id, req.user_email,
-          req.input, agent.snapshot, req.api_key_id, decode(req.oidc_token, 'base64'), req.idempotency_key,
+          req.input, agent.version, req.api_key_id, decode(req.oidc_token, 'base64'), req.idempotency_key,
           req.request_hash, CASE WHEN req.start IS NOT NULL THEN now() END
         FROM req JOIN agent ON agent.i = req.i WHERE agent.may_insert
         ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
@@ -179,10 +200,10 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
           JOIN tasks t ON t.organization_id = req.organization_id AND t.idempotency_key = req.idempotency_key
         WHERE NOT EXISTS (SELECT 1 FROM inserted WHERE inserted.id = req.id)
       )
-      SELECT task.*, req.i,
-        CASE WHEN task.id IS NULL THEN (SELECT snapshot FROM agent WHERE agent.i = req.i) END AS agent,
-        CASE WHEN task.inserted AND req.start IS NOT NULL THEN ${attachedOf("req.agent_id")} END AS attached
-      FROM req LEFT JOIN task ON task.item = req.i`,
+      SELECT ${ROW}, t.inserted, req.i,
+        CASE WHEN t.id IS NULL THEN (SELECT current FROM agent WHERE agent.i = req.i) END AS agent,
+        CASE WHEN t.inserted AND req.start IS NOT NULL THEN ${attachedOf("req.agent_id")} END AS attached
+      FROM req LEFT JOIN task t ON t.item = req.i ${VERSION_JOIN}`,
       // one key's requests go one after the other: the second finds the first's task
       { apart: (t) => t.idempotency_key === null ? undefined : `${t.organization_id} ${t.idempotency_key}` }
     )
@@ -194,7 +215,10 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
      * checked first.
      */
     const insert = (
-      t: Omit<TaskRow, "status" | "result" | "agent_snapshot" | "created_at" | "started_at" | "finished_at">,
+      t: Omit<
+        TaskRow,
+        "status" | "result" | "agent_version" | "agent_snapshot" | "created_at" | "started_at" | "finished_at"
+      >,
       budgetChecked: boolean,
       /** Insert it started, with this message of the user's opening the thread. */
       startWith?: unknown
@@ -215,17 +239,21 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     const find = (organizationId: OrganizationId, id: TaskId) =>
       findTask([id, organizationId]).pipe(Effect.map(([row]): TaskSummary | undefined => row))
 
-    const findTaskById = prepared<TaskRow>(pool, "task_find_by_id", "SELECT * FROM tasks WHERE id = $1")
+    const findTaskById = prepared<TaskRow>(
+      pool,
+      "task_find_by_id",
+      `SELECT ${ROW} FROM tasks t ${VERSION_JOIN} WHERE t.id = $1`
+    )
     /** For the Task entity, which runs tasks already authorized at invoke. */
     const findById = (id: TaskId) => findTaskById([id]).pipe(Effect.map(([row]): TaskRow | undefined => row))
 
     const cancel = (organizationId: OrganizationId, id: TaskId, result: string) =>
-      sql<TaskRow>`
+      sql<TaskSummary>`
         WITH ended AS (
           UPDATE tasks SET status = 'cancelled', result = ${result}, finished_at = now(), oidc_token = NULL
           WHERE id = ${id} AND organization_id = ${organizationId}
             AND status IN ('pending', 'executing', 'waiting_approval')
-          RETURNING *
+          RETURNING ${sql.literal(SUMMARY)}
         ),
         -- nobody needs to decide for a task that is gone
         withdrawn AS (

@@ -20,6 +20,7 @@ import { TaskRuns } from "./TaskRuns.js"
 const fieldsOf = (row: TaskSummary): TaskFields => ({
   id: row.id,
   agent_id: row.agent_id,
+  agent_version: row.agent_version,
   status: row.status,
   result: row.result,
   source: row.source,
@@ -143,6 +144,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
             id: row.id,
             organization_id: row.organization_id,
             agent_id: row.agent_id,
+            agent_version: row.agent_version,
             status: row.status,
             result: row.result,
             source: row.source,

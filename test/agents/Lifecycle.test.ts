@@ -151,6 +151,32 @@ describe("limits", () => {
   })
 })
 
+describe("agent versions", () => {
+  it("runs a task with the agent as it was invoked, also when the agent changes while it runs", async () => {
+    const agent = await createAgent(node, apiKey, {
+      name: "versioned",
+      model: { provider: "scripted", script: [{ text: "first answer", delay_ms: 600 }] }
+    })
+    expect(agent.version).toBe(1)
+    const running = await (await invokeAgent(node, apiKey, agent.id, "hi", { async: true })).json()
+    expect(running.agent_version).toBe(1)
+    const patched = await node.fetch(`/v1/agents/${agent.id}`, {
+      ...json({ model: { provider: "scripted", script: [{ text: "second answer" }] } }),
+      method: "PATCH",
+      apiKey
+    })
+    expect(patched.status).toBe(200)
+    expect((await patched.json()).version).toBe(2)
+    const first = await waitForTask(node, apiKey, running.id)
+    expect(first).toMatchObject({ status: "completed", result: "first answer", agent_version: 1 })
+    const second = await (await invokeAgent(node, apiKey, agent.id, "hi")).json()
+    expect(second).toMatchObject({ status: "completed", result: "second answer", agent_version: 2 })
+    const listed = await (await node.fetch(`/v1/tasks?agent_id=${agent.id}`, { apiKey })).json()
+    expect(listed.items.map((t: any) => t.agent_version)).toEqual([2, 1])
+    expect((await (await node.fetch(`/v1/agents/${agent.id}`, { apiKey })).json()).version).toBe(2)
+  })
+})
+
 describe("listing tasks", () => {
   it("filters by agent, status and user, and pages newest first with a cursor", async () => {
     const agent = await createAgent(node, apiKey, {

@@ -23,17 +23,19 @@ afterAll(async () => {
 
 /**
  * A copy of a finished task, put back as `status` with the given thread: what a node that died leaves
- * behind (accepted and never delivered, or stopped half-way), with no Run message anywhere.
+ * behind (accepted and never delivered, or stopped half-way), with no Run message anywhere. `ownSnapshot`:
+ * as a task made before agents had versions, with its own copy of the agent and no version.
  */
-const orphanLike = async (taskId: string, status: "pending" | "executing", keepEvents: number) => {
+const orphanLike = async (taskId: string, status: "pending" | "executing", keepEvents: number, ownSnapshot = false) => {
   const id = crypto.randomUUID()
   await db.query(
-    `INSERT INTO tasks (id, organization_id, agent_id, status, source, user_id, user_email, input, agent_snapshot,
-       api_key_id, created_at, started_at)
-     SELECT $1, organization_id, agent_id, $2, source, user_id, user_email, input, agent_snapshot, api_key_id,
+    `INSERT INTO tasks (id, organization_id, agent_id, status, source, user_id, user_email, input, agent_version,
+       agent_snapshot, api_key_id, created_at, started_at)
+     SELECT $1, t.organization_id, t.agent_id, $2, t.source, t.user_id, t.user_email, t.input,
+       CASE WHEN $4 THEN NULL ELSE t.agent_version END, CASE WHEN $4 THEN v.snapshot END, t.api_key_id,
        now() - interval '5 seconds', CASE WHEN $2 = 'executing' THEN now() END
-     FROM tasks WHERE id = $3`,
-    [id, status, taskId]
+     FROM tasks t JOIN agent_versions v ON v.agent_id = t.agent_id AND v.version = t.agent_version WHERE t.id = $3`,
+    [id, status, taskId, ownSnapshot]
   )
   await db.query(
     `INSERT INTO task_events (task_id, seq, type, step_key, at, data)
@@ -65,6 +67,15 @@ describe("the task sweep", () => {
     const task = await waitForTask(node, apiKey, orphan)
     expect(task.status).toBe("completed")
     expect(task.result).toContain("/pets/first")
+  })
+
+  it("runs a task made before agents had versions, with the agent copy it carries", async () => {
+    const agent = await toolAgent()
+    const done = await (await invokeAgent(node, apiKey, agent.id, "older")).json()
+    const orphan = await orphanLike(done.id, "pending", 0, true)
+    const task = await waitForTask(node, apiKey, orphan)
+    expect(task).toMatchObject({ status: "completed", agent_version: null })
+    expect(task.result).toContain("/pets/older")
   })
 
   it("resumes an executing task half-way, replaying the tool call it had recorded", async () => {
