@@ -21,10 +21,7 @@ export const outcomeOf = (row: typeof TaskOutcome.Type): typeof TaskOutcome.Type
  * task itself: `Run` is a plain (not persisted) message, delivered in memory when the task's shard is
  * local. A run lost with its node is started again by the new owner of the shard, which finds the task
  * unfinished in its sweep (src/tasks/TaskRecovery.ts) and replays the recorded steps. `Run` is
- * idempotent: a second `Run` joins the run in progress, and answers with the task's outcome. `Start`
- * starts the run (or finds it) and answers at once: a plain message's sender waits for its answer, even
- * one sent with `discard`, so an async invoke that sent `Run` waited for the whole run. `Cancel`
- * interrupts the run wherever it is.
+ * idempotent: a second `Run` joins the run in progress. `Cancel` interrupts the run wherever it is.
  */
 export const TaskEntity = Entity.make("Task", [
   Rpc.make("Run", {
@@ -33,6 +30,5 @@ export const TaskEntity = Entity.make("Task", [
   })
     // a caller that stops waiting (a closed HTTP connection) must not interrupt the run itself
     .annotate(ClusterSchema.Uninterruptible, "client"),
-  Rpc.make("Start", { payload: { task_id: Schema.String } }),
   Rpc.make("Cancel", { success: Schema.Boolean })
 ])

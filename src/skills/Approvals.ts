@@ -142,7 +142,7 @@ export class Approvals extends Effect.Service<Approvals>()("skills/Approvals", {
       sql`UPDATE tasks SET status = 'waiting_approval' WHERE id = ${taskId} AND status = 'executing'`
 
     const resume = (taskId: TaskId) =>
-      client(taskId).Start({ task_id: taskId }).pipe(Effect.timeout("2 seconds"), Effect.ignore)
+      client(taskId).Run({ task_id: taskId }, { discard: true }).pipe(Effect.timeout("2 seconds"), Effect.ignore)
 
     const find = (principal: Principal, id: string) =>
       Effect.flatMap(

@@ -159,7 +159,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       // sweep finds it), so delivery problems never fail the request
       if (options.asynchronous) {
         // starting a local run only forks it; a delivery to another node is bounded
-        yield* here ? runs.start(row.id) : client(row.id).Start({ task_id: row.id }).pipe(
+        yield* here ? runs.start(row.id) : client(row.id).Run({ task_id: row.id }, { discard: true }).pipe(
           Effect.timeout(DELIVERY_TIMEOUT),
           Effect.catchAllCause(() => Effect.void)
         )
