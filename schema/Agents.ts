@@ -96,8 +96,8 @@ export class Agent extends Schema.Class<Agent>("Agent")({
   max_tokens: Schema.NullOr(Schema.Int),
   timeout_seconds: Schema.NullOr(Schema.Int),
   version: Schema.Int.annotations({
-    description: "1 when created, one more on each change. A task runs the version current when it was invoked " +
-      "(the task's `agent_version`), also when the agent changes while it runs."
+    description: "1 when created, one more on each change of configuration. A task runs the version current " +
+      "when it was invoked (the task's `agent_version`), also when the agent changes while it runs."
   }),
   created_at: Timestamp,
   updated_at: Timestamp

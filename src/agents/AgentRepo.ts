@@ -1,4 +1,3 @@
-import type { Statement } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import type { AgentSkill, Budget, ModelConfig } from "../../schema/Agents.js"
@@ -15,7 +14,7 @@ export interface AgentRow {
   readonly max_steps: number
   readonly max_tokens: number | null
   readonly timeout_seconds: number | null
-  /** 1 when created, one more on each change; the version's snapshot is kept in `agent_versions`. */
+  /** 1 when created, one more on each change of configuration; each version's snapshot is in `agent_versions`. */
   readonly version: number
   readonly created_by: UserId | null
   readonly created_at: Date
@@ -39,35 +38,27 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("agents/AgentRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* PgClient.PgClient
 
-    /** The agent's rows just written (`changed`), each kept as a new version too (tasks run a version). */
-    const versioned = (changed: Statement.Fragment) =>
-      sql<AgentRow>`
-        WITH changed AS (${changed}),
-        version AS (
-          INSERT INTO agent_versions (agent_id, version, snapshot, created_at)
-          SELECT changed.id, changed.version, to_jsonb(changed), changed.updated_at FROM changed
-        )
-        SELECT * FROM changed`
-
+    // versions are the database's: a change of configuration raises `version`, and each version's snapshot
+    // is kept in agent_versions (migration 0011)
     const insert = (a: AgentFields & { id: AgentId; organization_id: OrganizationId; created_by: UserId | null }) =>
-      versioned(sql`
+      sql<AgentRow>`
         INSERT INTO agents (id, organization_id, name, instructions, model, skills, budget, max_steps, max_tokens,
           timeout_seconds, created_by)
         VALUES (${a.id}, ${a.organization_id}, ${a.name}, ${a.instructions}, ${JSON.stringify(a.model)}::jsonb,
           ${JSON.stringify(a.skills)}::jsonb, ${a.budget === null ? null : JSON.stringify(a.budget)}::jsonb,
           ${a.max_steps}, ${a.max_tokens}, ${a.timeout_seconds}, ${a.created_by})
-        RETURNING *`).pipe(Effect.map(([row]) => row!))
+        RETURNING *`.pipe(Effect.map(([row]) => row!))
 
     const update = (organizationId: OrganizationId, id: AgentId, a: AgentFields) =>
-      versioned(sql`
+      sql<AgentRow>`
         UPDATE agents SET name = ${a.name}, instructions = ${a.instructions}, model = ${JSON.stringify(a.model)}::jsonb,
           skills = ${JSON.stringify(a.skills)}::jsonb, budget = ${
         a.budget === null ? null : JSON.stringify(a.budget)
       }::jsonb,
           max_steps = ${a.max_steps}, max_tokens = ${a.max_tokens}, timeout_seconds = ${a.timeout_seconds},
-          updated_at = now(), version = agents.version + 1
+          updated_at = now()
         WHERE id = ${id} AND organization_id = ${organizationId} AND deleted_at IS NULL
-        RETURNING *`).pipe(Effect.map(([row]): AgentRow | undefined => row))
+        RETURNING *`.pipe(Effect.map(([row]): AgentRow | undefined => row))
 
     const find = (organizationId: OrganizationId, id: AgentId) =>
       sql<

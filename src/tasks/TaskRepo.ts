@@ -17,7 +17,7 @@ export interface TaskRow {
   readonly user_id: string
   readonly user_email: string
   readonly input: string
-  /** The agent's version the task runs (null for tasks made before versions: they carry their own snapshot). */
+  /** The agent's version the task runs (null for tasks made before agents had versions). */
   readonly agent_version: number | null
   /** That version of the agent, as it was when the task was invoked. */
   readonly agent_snapshot: AgentRow
@@ -68,8 +68,8 @@ export type TaskSummary = Pick<
 const SUMMARY = "id, agent_id, agent_version, status, result, source, user_id, user_email, created_at, finished_at"
 
 /**
- * A task row of table alias `t` with its agent's snapshot: the version's, or the task's own for tasks made
- * before versions. Needs `agent_versions v` joined on the task's version.
+ * A task row of table alias `t` with its agent's snapshot: the task's own copy (tasks made before versions
+ * have only that), else its version's. Needs `agent_versions v` joined on the task's version.
  */
 const ROW = `t.id, t.organization_id, t.agent_id, t.agent_version, t.status, t.result, t.source, t.user_id,
   t.user_email, t.input, coalesce(t.agent_snapshot, v.snapshot) AS agent_snapshot, t.api_key_id, t.oidc_token,
@@ -157,9 +157,11 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
 
     /**
      * New tasks, inserted together (`batched`): each with its agent read in the same statement, and the
-     * agent's current version recorded as the one it runs. A task that starts at once (one run on the invoking node) is inserted `executing`,
-     * with the user's message (`start`) opening its thread and the agent's attached skills read: the start
-     * of TaskRunner in the same commit. An idempotency key already used gives the task that has it
+     * agent's current version recorded as the one it runs. The task still keeps a copy of that version
+     * too, for one release: nodes of the previous release, during a rolling upgrade, read only the copy.
+     * A task that starts at once (one run on the invoking node) is inserted `executing`, with the user's
+     * message (`start`) opening its thread and the agent's attached skills read: the start of TaskRunner
+     * in the same commit. An idempotency key already used gives the task that has it
      * (`inserted` false); no task: `agent` says whether the agent exists.
      */
     const insertTasks = batched<InsertItem, Inserted>(
@@ -173,16 +175,18 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       }
       ),
       agent AS (
-        SELECT req.i, a.version, to_jsonb(a) AS current, (a.budget IS NULL OR req.budget_checked) AS may_insert
+        SELECT req.i, a.version, v.snapshot, to_jsonb(a) AS current,
+          (a.budget IS NULL OR req.budget_checked) AS may_insert
         FROM req JOIN agents a ON a.id = req.agent_id AND a.organization_id = req.organization_id
           AND a.deleted_at IS NULL
+        JOIN agent_versions v ON v.agent_id = a.id AND v.version = a.version
       ),
       inserted AS (
         INSERT INTO tasks (id, organization_id, agent_id, status, source, user_id, user_email, input, agent_version,
-          api_key_id, oidc_token, idempotency_key, request_hash, started_at)
+          agent_snapshot, api_key_id, oidc_token, idempotency_key, request_hash, started_at)
         SELECT req.id, req.organization_id, req.agent_id,
           CASE WHEN req.start IS NULL THEN 'pending' ELSE 'executing' END, req.source, req.user_id, req.user_email,
-          req.input, agent.version, req.api_key_id, decode(req.oidc_token, 'base64'), req.idempotency_key,
+          req.input, agent.version, agent.snapshot, req.api_key_id, decode(req.oidc_token, 'base64'), req.idempotency_key,
           req.request_hash, CASE WHEN req.start IS NOT NULL THEN now() END
         FROM req JOIN agent ON agent.i = req.i WHERE agent.may_insert
         ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING

@@ -174,6 +174,13 @@ describe("agent versions", () => {
     const listed = await (await node.fetch(`/v1/tasks?agent_id=${agent.id}`, { apiKey })).json()
     expect(listed.items.map((t: any) => t.agent_version)).toEqual([2, 1])
     expect((await (await node.fetch(`/v1/agents/${agent.id}`, { apiKey })).json()).version).toBe(2)
+    // a PATCH that changes nothing makes no version
+    const same = await node.fetch(`/v1/agents/${agent.id}`, {
+      ...json({ model: { provider: "scripted", script: [{ text: "second answer" }] } }),
+      method: "PATCH",
+      apiKey
+    })
+    expect((await same.json()).version).toBe(2)
   })
 })
 

@@ -78,6 +78,22 @@ describe("the task sweep", () => {
     expect(task.result).toContain("/pets/older")
   })
 
+  it("versions an agent written by a node that knows nothing of versions, and runs that version", async () => {
+    const agent = await createAgent(node, apiKey, {
+      name: "written by an older node",
+      model: { provider: "scripted", script: [{ text: "before" }] }
+    })
+    // what a node of the previous release does on PATCH, during a rolling upgrade
+    await db.query(
+      `UPDATE agents SET model = '{"provider": "scripted", "script": [{"text": "after"}]}', updated_at = now()
+       WHERE id = $1`,
+      [agent.id]
+    )
+    expect((await (await node.fetch(`/v1/agents/${agent.id}`, { apiKey })).json()).version).toBe(2)
+    const task = await (await invokeAgent(node, apiKey, agent.id, "hi")).json()
+    expect(task).toMatchObject({ status: "completed", result: "after", agent_version: 2 })
+  })
+
   it("resumes an executing task half-way, replaying the tool call it had recorded", async () => {
     const agent = await toolAgent()
     const done = await (await invokeAgent(node, apiKey, agent.id, "second")).json()

@@ -3,9 +3,9 @@ import { Effect } from "effect"
 
 /**
  * Agent versions: every change to an agent makes a new numbered version whose snapshot is kept
- * (`agent_versions`), and a task names the version it runs (`tasks.agent_version`) instead of carrying a
- * copy of the agent. The copy was most of a task row's size, written again by each update of the row;
- * tasks made before keep their own snapshot.
+ * (`agent_versions`), and a task names the version it runs (`tasks.agent_version`). Its own copy of the
+ * agent (`agent_snapshot`, most of a task row's size) becomes optional: tasks keep writing it while
+ * nodes of the previous release may still run them (a rolling upgrade), and a later release stops.
  */
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
