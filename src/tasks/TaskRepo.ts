@@ -175,8 +175,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       }
       ),
       agent AS (
-        SELECT req.i, a.version, v.snapshot, to_jsonb(a) AS current,
-          (a.budget IS NULL OR req.budget_checked) AS may_insert
+        SELECT req.i, a.version, v.snapshot, (a.budget IS NULL OR req.budget_checked) AS may_insert
         FROM req JOIN agents a ON a.id = req.agent_id AND a.organization_id = req.organization_id
           AND a.deleted_at IS NULL
         JOIN agent_versions v ON v.agent_id = a.id AND v.version = a.version
@@ -205,7 +204,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         WHERE NOT EXISTS (SELECT 1 FROM inserted WHERE inserted.id = req.id)
       )
       SELECT ${ROW}, t.inserted, req.i,
-        CASE WHEN t.id IS NULL THEN (SELECT current FROM agent WHERE agent.i = req.i) END AS agent,
+        CASE WHEN t.id IS NULL THEN (SELECT snapshot FROM agent WHERE agent.i = req.i) END AS agent,
         CASE WHEN t.inserted AND req.start IS NOT NULL THEN ${attachedOf("req.agent_id")} END AS attached
       FROM req LEFT JOIN task t ON t.item = req.i ${VERSION_JOIN}`,
       // one key's requests go one after the other: the second finds the first's task
