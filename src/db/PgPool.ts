@@ -68,12 +68,9 @@ export const batched = <I extends object, R extends { readonly i: number }>(
 
   const execute = (calls: ReadonlyArray<BatchedCall<I, R>>): Promise<void> =>
     // inside a promise: an item that cannot be serialized is that execution's failure, not a stuck batcher
-    new Promise<Pg.QueryResult<R>>((resolve, reject) => {
-      pool.query<R>({ name, text, values: [JSON.stringify(calls.map((c, i) => ({ ...c.item, i })))] }).then(
-        resolve,
-        reject
-      )
-    }).then(
+    new Promise<Pg.QueryResult<R>>((resolve) =>
+      resolve(pool.query<R>({ name, text, values: [JSON.stringify(calls.map((c, i) => ({ ...c.item, i })))] }))
+    ).then(
       ({ rows }) => {
         const byIndex = new Array<R | undefined>(calls.length)
         for (const row of rows) byIndex[row.i] = row
