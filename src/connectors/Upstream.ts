@@ -25,6 +25,16 @@ export const passThroughHeaders = (headers: Record<string, string | Array<string
 const CALLER_GONE = Object.freeze(new Error("the caller went away"))
 const TIMED_OUT = Object.freeze(Object.assign(new Error("timeout"), { name: "TimeoutError" }))
 
+/**
+ * A pooled keep-alive connection can be closed by the target while this node is not looking (a GC
+ * pause, a stalled VM): the next request on it fails before any answer. Such a request is sent once more
+ * on a new connection when its method is idempotent (RFC 9110 §9.2.2), as HTTP clients commonly do; a
+ * POST or PATCH is not, since the target may have acted on it.
+ */
+const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"])
+const CONNECTION_LOST = new Set(["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"])
+const RESENDS = 3
+
 export interface UpstreamCall {
   readonly response: Promise<Dispatcher.ResponseData>
   /** Aborts the request (and the response body, if it is still streaming). */
@@ -47,15 +57,26 @@ export const startUpstream = (
 ): UpstreamCall => {
   const controller = new AbortController()
   const timer = setTimeout(() => controller.abort(TIMED_OUT), timeoutMs)
-  const response = request(url, {
-    method: init.method.toUpperCase() as "GET",
-    headers: init.headers,
-    body: init.body ?? null,
-    dispatcher,
-    signal: controller.signal,
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs
-  }).then(
+  const method = init.method.toUpperCase()
+  const send = () =>
+    request(url, {
+      method: method as "GET",
+      headers: init.headers,
+      body: init.body ?? null,
+      dispatcher,
+      signal: controller.signal,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs
+    })
+  // several pooled connections may have gone stale together: each fails at once, so try a few
+  const attempt = (left: number): ReturnType<typeof send> =>
+    send().catch((error) => {
+      if (left === 0 || !IDEMPOTENT.has(method) || !CONNECTION_LOST.has(error?.code) || controller.signal.aborted) {
+        throw error
+      }
+      return attempt(left - 1)
+    })
+  const response = attempt(RESENDS).then(
     (r) => {
       r.body.once("close", () => clearTimeout(timer))
       return r
