@@ -1,6 +1,6 @@
 import { ClusterSchema, Entity } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
-import { Schema } from "effect"
+import { type Duration, Effect, Schema } from "effect"
 import { TaskStatus } from "../schema/Agents.js"
 
 export const TaskOutcome = Schema.Struct({
@@ -21,7 +21,10 @@ export const outcomeOf = (row: typeof TaskOutcome.Type): typeof TaskOutcome.Type
  * task itself: `Run` is a plain (not persisted) message, delivered in memory when the task's shard is
  * local. A run lost with its node is started again by the new owner of the shard, which finds the task
  * unfinished in its sweep (src/tasks/TaskRecovery.ts) and replays the recorded steps. `Run` is
- * idempotent: a second `Run` joins the run in progress. `Cancel` interrupts the run wherever it is.
+ * idempotent: a second `Run` joins the run in progress, and answers with the task's outcome. `Start`
+ * starts the run (or finds it) and answers at once: a plain message's sender waits for its answer, even
+ * one sent with `discard`, so an async invoke that sent `Run` waited for the whole run. `Cancel`
+ * interrupts the run wherever it is.
  */
 export const TaskEntity = Entity.make("Task", [
   Rpc.make("Run", {
@@ -30,5 +33,21 @@ export const TaskEntity = Entity.make("Task", [
   })
     // a caller that stops waiting (a closed HTTP connection) must not interrupt the run itself
     .annotate(ClusterSchema.Uninterruptible, "client"),
+  Rpc.make("Start", { payload: { task_id: Schema.String } }),
   Rpc.make("Cancel", { success: Schema.Boolean })
 ])
+
+type TaskClient = Effect.Effect.Success<typeof TaskEntity.client>
+
+/**
+ * Hands a task's run to the node that owns its shard and returns once it started there. A node of the
+ * previous release does not know `Start` (during a rolling upgrade): it gets `Run`, sent without waiting
+ * for its outcome. Bounded by `timeout`, and never fails: the task row is committed, so should the
+ * delivery fail, the owner's sweep starts the task.
+ */
+export const startRun = (client: TaskClient, taskId: string, timeout: Duration.DurationInput) =>
+  client(taskId).Start({ task_id: taskId }).pipe(
+    Effect.catchAllCause(() => client(taskId).Run({ task_id: taskId }, { discard: true })),
+    Effect.timeout(timeout),
+    Effect.catchAllCause(() => Effect.void)
+  )

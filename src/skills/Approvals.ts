@@ -1,7 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Config, Duration, Effect } from "effect"
 import * as Crypto from "node:crypto"
-import { TaskEntity } from "../../cluster/TaskEntity.js"
+import { startRun, TaskEntity } from "../../cluster/TaskEntity.js"
 import { Conflict, NotFound } from "../../schema/Errors.js"
 import type { AgentId, OrganizationId, TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
@@ -141,8 +141,7 @@ export class Approvals extends Effect.Service<Approvals>()("skills/Approvals", {
     const pause = (taskId: TaskId) =>
       sql`UPDATE tasks SET status = 'waiting_approval' WHERE id = ${taskId} AND status = 'executing'`
 
-    const resume = (taskId: TaskId) =>
-      client(taskId).Run({ task_id: taskId }, { discard: true }).pipe(Effect.timeout("2 seconds"), Effect.ignore)
+    const resume = (taskId: TaskId) => startRun(client, taskId, "2 seconds")
 
     const find = (principal: Principal, id: string) =>
       Effect.flatMap(

@@ -12,6 +12,7 @@ export const TaskEntityLive = TaskEntity.toLayer(
     return {
       // a second Run (a sweep, a retried delivery) joins the run in progress instead of starting another
       Run: () => runs.run(taskId),
+      Start: () => Effect.asVoid(runs.start(taskId)),
       // Cancel arrives while Run is in flight (the entity runs messages concurrently)
       Cancel: () => runs.cancel(taskId)
     }

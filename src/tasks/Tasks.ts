@@ -1,7 +1,7 @@
 import { Duration, Effect } from "effect"
 import { constVoid } from "effect/Function"
 import * as Crypto from "node:crypto"
-import { outcomeOf, TaskEntity } from "../../cluster/TaskEntity.js"
+import { outcomeOf, startRun, TaskEntity } from "../../cluster/TaskEntity.js"
 import { type InvokeAgent, Task, type TaskFields, ThreadEvent } from "../../schema/Agents.js"
 import { BadRequest, Conflict, NotFound, PaymentRequired } from "../../schema/Errors.js"
 import type { AgentId, TaskId } from "../../schema/Ids.js"
@@ -159,10 +159,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       // sweep finds it), so delivery problems never fail the request
       if (options.asynchronous) {
         // starting a local run only forks it; a delivery to another node is bounded
-        yield* here ? runs.start(row.id) : client(row.id).Run({ task_id: row.id }, { discard: true }).pipe(
-          Effect.timeout(DELIVERY_TIMEOUT),
-          Effect.catchAllCause(() => Effect.void)
-        )
+        yield* here ? runs.start(row.id) : startRun(client, row.id, DELIVERY_TIMEOUT)
         // accepted: a task inserted started is, to its invoker, accepted and not begun (its run begins now)
         return { task: toTask(row.inserted && here ? { ...row, status: "pending" } : row), accepted: true }
       }

@@ -80,6 +80,37 @@ describe("two nodes on one database", () => {
     }
   })
 
+  it("answer an async invoke before the task ends, also when the other node runs it", async () => {
+    const created = await runCli(["bootstrap", "--org", "Async", "--email", "async@nodes.test", "--json"], shared)
+    const headers = { "x-api-key": JSON.parse(created.stdout).api_key, "content-type": "application/json" }
+    const agent = await fetch(`${nodes[0]!.baseUrl}/v1/agents`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({
+        name: "a second and a half",
+        model: { provider: "scripted", script: [{ text: "done", delay_ms: 1500 }] }
+      })
+    }).then((r) => r.json())
+    // eight tasks invoked on one node: the other node runs about half of them. A delivery to the other node
+    // used to wait for the run's end, so the 202 came with the task already completed.
+    const seen = await Promise.all(Array.from({ length: 8 }, async (_, i) => {
+      const accepted = await fetch(`${nodes[0]!.baseUrl}/v1/agents/${agent.id}/invoke?asynchronous=true`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ input: { text: `task ${i}`, user: { id: "u", email: "u@nodes.test" } } })
+      })
+      expect(accepted.status).toBe(202)
+      const { id } = await accepted.json()
+      const right = await fetch(`${nodes[0]!.baseUrl}/v1/tasks/${id}`, { headers }).then((r) => r.json())
+      const ended = await fetch(`${nodes[1]!.baseUrl}/v1/tasks/${id}?wait=30`, { headers }).then((r) => r.json())
+      return { right: right.status, ended: ended.status }
+    }))
+    for (const { ended, right } of seen) {
+      expect(["pending", "executing"]).toContain(right)
+      expect(ended).toBe("completed")
+    }
+  })
+
   it("hand shards over when one stops", async () => {
     await nodes[1]!.stop()
     const deadline = Date.now() + 30_000
