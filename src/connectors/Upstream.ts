@@ -27,9 +27,9 @@ const TIMED_OUT = Object.freeze(Object.assign(new Error("timeout"), { name: "Tim
 
 /**
  * A pooled keep-alive connection can be closed by the target while this node is not looking (a GC
- * pause, a stalled VM): the next request on it fails before any answer. Such a request is sent once more
- * on a new connection when its method is idempotent (RFC 9110 §9.2.2), as HTTP clients commonly do; a
- * POST or PATCH is not, since the target may have acted on it.
+ * pause, a stalled VM): the next request on it fails before any answer. Such a request is sent again
+ * (at most RESENDS times) when its method is idempotent (RFC 9110 §9.2.2), as HTTP clients commonly do;
+ * a POST or PATCH is not, since the target may have acted on it.
  */
 const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"])
 const CONNECTION_LOST = new Set(["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"])
