@@ -155,10 +155,13 @@ export const FastTasksLive = Layer.effectDiscard(
         if (principal === undefined) return false
         const id = match[1] as TaskId
         const call = serve(req, res, principal)
-        // a task this node runs is answered from what the node knows, without a fiber or a read
+        const deadline = Date.now() + wait * 1000
+        // a task this node runs is answered from what the node knows, without a fiber or a read; past the
+        // first stretch of a long poll, the general one waits out the rest
         const cancel = tasks.watchKnown(principal, id, wait * 1000, (task) => {
-          if (task === undefined) call.run(tasks.get(principal, id), found)
-          else call.reply(found(task))
+          if (task === undefined) {
+            call.run(tasks.get(principal, id, Math.max(0, deadline - Date.now()) / 1000, true), found)
+          } else call.reply(found(task))
         })
         if (cancel === false) call.run(tasks.get(principal, id, wait), found)
         else if (!res.writableEnded) res.once("close", cancel)

@@ -79,8 +79,11 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     const approvals = yield* Approvals
     const completions = yield* TaskCompletions
 
+    // uninterruptible: TaskRuns interrupts a run whose shard moved away (or at shutdown) at any point, and
+    // an interrupt landing while the ending statement is in flight left the end committed but never
+    // announced (no wake of this node's long polls, no NOTIFY): its waiters slept out their whole wait
     const finish = (task: TaskRow, stop: Stop) =>
-      Effect.gen(function*() {
+      Effect.uninterruptible(Effect.gen(function*() {
         const ended = yield* repo.finishWith(
           task.id,
           stop.status,
@@ -94,7 +97,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         const outcome = outcomeOf(ended)
         completions.ended(task.id, outcome)
         return outcome
-      })
+      }))
 
     /** The run's tools: the agent's own skills and its attached skills as the visibility mode allows now. */
     const toolsOf = (task: TaskRow, principal: Principal, attached: ReadonlyArray<AttachedRow> | undefined) =>

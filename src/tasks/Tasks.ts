@@ -214,11 +214,16 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
      * With `waitSeconds`, a long poll: it answers as soon as the task ends, on whichever node it ran. A task
      * that ended on this node is answered from what the node knows (an end is final); one still running
      * here is only a long poll's starting point (its status may be behind), and a poll that times out
-     * reads it.
+     * reads it. `read`: read it first all the same (the fast path's wait on what it knows ran out).
      */
-    const get = (principal: Principal, id: TaskId, waitSeconds = 0) => {
+    const get = (principal: Principal, id: TaskId, waitSeconds = 0, read = false) => {
       if (waitSeconds > 0) {
-        return whenEnded(id, find(principal, id), Duration.seconds(waitSeconds), () => knownTo(principal, id))
+        return whenEnded(
+          id,
+          find(principal, id),
+          Duration.seconds(waitSeconds),
+          read ? undefined : () => knownTo(principal, id)
+        )
       }
       const task = knownTo(principal, id)
       return task !== undefined && TERMINAL.has(task.status)
@@ -228,9 +233,10 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
 
     /**
      * A read or long poll of a task this node runs, for the fast path, with no fiber and no read: `done`
-     * gets the task once it ended here (at once if it had), or nothing when it did not within `waitMs` or
-     * ended on another node (ask `get` then). False when this node does not know the task (ask `get`);
-     * else the result cancels the wait.
+     * gets the task once it ended here (at once if it had), or nothing when it ended on another node, or
+     * did not end within `waitMs` or RECHECK_MS, whichever is shorter (ask `get` then, with the wait left:
+     * should its end ever go unannounced, the poll reads it, as `whenEnded` does). False when this node
+     * does not know the task (ask `get`); else the result cancels the wait.
      */
     const watchKnown = (
       principal: Principal,
@@ -247,7 +253,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       // an end from now on wakes it (the lookup and this are one synchronous step: none can come between)
       return completions.onEnd(
         id,
-        waitMs,
+        Math.min(waitMs, RECHECK_MS),
         (ended) => done(ended === undefined ? undefined : fieldsOf({ ...task, ...ended }))
       )
     }

@@ -116,3 +116,27 @@ describe("the task sweep", () => {
     ])
   })
 })
+
+describe("a long poll", () => {
+  it("answers once its task ended, also when the end was never announced", async () => {
+    const agent = await createAgent(node, apiKey, {
+      name: "ends late",
+      model: { provider: "scripted", script: [{ text: "done", delay_ms: 1500 }] }
+    })
+    const accepted = await (await invokeAgent(node, apiKey, agent.id, "late", { async: true })).json()
+    const started = Date.now()
+    const polled = node.fetch(`/v1/tasks/${accepted.id}?wait=60`, { apiKey }).then((r) => r.json())
+    await new Promise((r) => setTimeout(r, 300))
+    // an end committed behind the run's back, as a run interrupted mid-commit or a lost notification
+    // leaves it: the run's own end then finds the task ended, and nothing wakes the poll
+    await db.query(
+      "UPDATE tasks SET status = 'completed', result = 'ended elsewhere', finished_at = now() WHERE id = $1",
+      [accepted.id]
+    )
+    const task = await polled
+    expect(task.status).toBe("completed")
+    expect(task.result).toBe("ended elsewhere")
+    // a poll that waits for news re-reads the task every few seconds, well before its 60 s are up
+    expect(Date.now() - started).toBeLessThan(30_000)
+  }, 90_000)
+})
