@@ -284,11 +284,17 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
 
     const cancel = Effect.fn("Tasks.cancel")(function*(principal: Principal, id: TaskId) {
       const row = yield* find(principal, id)
-      const cancelled = yield* repo.cancel(principal.organizationId, id, "Cancelled on request.")
+      // uninterruptible, as TaskRunner's finish: a caller gone (a closed connection) between the commit and
+      // the rest would leave the end unannounced and the run going
+      const cancelled = yield* Effect.uninterruptible(Effect.gen(function*() {
+        const cancelled = yield* repo.cancel(principal.organizationId, id, "Cancelled on request.")
+        if (cancelled === undefined) return undefined
+        completions.ended(id, outcomeOf(cancelled))
+        const interrupted = yield* client(id).Cancel().pipe(Effect.catchAllCause(() => Effect.succeed(false)))
+        if (!interrupted) yield* repo.appendEvent(id, "cancelled", "cancelled", { message: "Cancelled on request." })
+        return cancelled
+      }))
       if (cancelled === undefined) return toTask(row)
-      completions.ended(id, outcomeOf(cancelled))
-      const interrupted = yield* client(id).Cancel().pipe(Effect.catchAllCause(() => Effect.succeed(false)))
-      if (!interrupted) yield* repo.appendEvent(id, "cancelled", "cancelled", { message: "Cancelled on request." })
       return toTask((yield* repo.findById(id))!)
     })
 
