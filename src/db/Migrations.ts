@@ -17,6 +17,7 @@ import sso from "./migrations/0008_sso.js"
 import taskWrites from "./migrations/0009_task_writes.js"
 import agentVersions from "./migrations/0010_agent_versions.js"
 import agentVersionTriggers from "./migrations/0011_agent_version_triggers.js"
+import threadWrites from "./migrations/0012_thread_writes.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -30,7 +31,8 @@ export const migrations = {
   "0008_sso": sso,
   "0009_task_writes": taskWrites,
   "0010_agent_versions": agentVersions,
-  "0011_agent_version_triggers": agentVersionTriggers
+  "0011_agent_version_triggers": agentVersionTriggers,
+  "0012_thread_writes": threadWrites
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */
