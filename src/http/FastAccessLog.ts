@@ -17,7 +17,9 @@ export const makeFastAccessLog = Effect.gen(function*() {
         status,
         latency_ms: Math.round((performance.now() - started) * 100) / 100,
         request_id: requestId,
-        organization_id: organizationId
+        organization_id: organizationId,
+        // which stack answered, for an operator comparing the two
+        fast_path: true
       }))
     )
   }

@@ -84,11 +84,17 @@ export const FastTasksLive = Layer.effectDiscard(
       reply(reply: Reply, own = false) {
         const { req, requestId, res } = this
         if (res.destroyed) return
-        const headers: Record<string, string> = { "content-type": "application/json", "x-request-id": requestId }
+        const body = JSON.stringify(reply.body)
+        // a declared length: no chunked framing to write, and the client reads one piece
+        const headers: Record<string, string | number> = {
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(body),
+          "x-request-id": requestId
+        }
         if (reply.headers !== undefined) Object.assign(headers, reply.headers)
         if (own) Object.assign(headers, OWN_ERROR_HEADER)
         res.writeHead(reply.status, headers)
-        res.end(JSON.stringify(reply.body))
+        res.end(body)
         logAccess(req, reply.status, this.started, requestId, this.principal.organizationId)
       }
 

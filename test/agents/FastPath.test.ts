@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { json } from "../connectors/support.js"
-import { startTestNode, type TestNode } from "../support/TestNode.js"
+import { type LogLine, startTestNode, type TestNode } from "../support/TestNode.js"
 import { createAgent, user } from "./support.js"
 
 /**
@@ -11,7 +11,8 @@ import { createAgent, user } from "./support.js"
  */
 const answers = new Map<string, Map<string, unknown>>()
 /** Which path answered each case in each run (told apart by a header outside the comparison). */
-const servedBy = new Map<string, Map<string, "fast" | "general">>()
+/** Per run: each case's request id, and the node's log lines (the fast path's access log says it answered). */
+const servedBy = new Map<string, { readonly requestIds: Map<string, string>; readonly logs: Array<LogLine> }>()
 /** Cases the fast path leaves to the general stack; every other case it answers itself. */
 const DECLINED = new Set(["asynchronous-maybe", "text-plain", "get-wait-99", "get-extra-query", "bad-key"])
 
@@ -24,7 +25,7 @@ describe.each([["fast path", "true"], ["general stack", "false"]])("tasks throug
   let agent: any
   const seen = new Map<string, unknown>()
   answers.set(label, seen)
-  const served = new Map<string, "fast" | "general">()
+  const served = { requestIds: new Map<string, string>(), logs: new Array<LogLine>() }
   servedBy.set(label, served)
   // ids of this run → stable names, so both runs' answers read the same
   const names = new Map<string, string>()
@@ -43,7 +44,7 @@ describe.each([["fast path", "true"], ["general stack", "false"]])("tasks throug
       SWITCHYARD_API_KEY_CACHE_TTL: "10 minutes",
       // $0.001 per token: one call spends a tiny budget
       SWITCHYARD_MODEL_PRICES: JSON.stringify({ scripted: { input: 1000, output: 1000 } })
-    })
+    }, { logs: served.logs })
     ;({ api_key: apiKey } = await node.bootstrap("Main"))
     keys.push(apiKey)
     agent = await scripted("done")
@@ -99,8 +100,7 @@ describe.each([["fast path", "true"], ["general stack", "false"]])("tasks throug
     )
     expect(seen.has(key)).toBe(false)
     seen.set(key, JSON.parse(replaced))
-    // the fast path answers without content-length (chunked), the general stack with it: which one answered
-    served.set(key, response.headers.get("content-length") === null ? "fast" : "general")
+    served.requestIds.set(key, response.headers.get("x-request-id")!)
     return { status: response.status, headers, json }
   }
 
@@ -281,9 +281,15 @@ describe("both paths", () => {
   })
 
   it("were each taken: the fast path answered all but the declined cases, the general stack everything", () => {
-    const fast = [...servedBy.get("fast path")!].filter(([, via]) => via === "fast").map(([name]) => name)
-    const expected = [...servedBy.get("fast path")!.keys()].filter((name) => !DECLINED.has(name))
-    expect(fast.sort()).toEqual(expected.sort())
-    expect([...servedBy.get("general stack")!.values()].every((via) => via === "general")).toBe(true)
+    const fastOf = ({ logs, requestIds }: typeof servedBy extends Map<string, infer V> ? V : never) => {
+      const fastIds = new Set(
+        logs.filter((line) => line.annotations["fast_path"] === true).map((line) => line.annotations["request_id"])
+      )
+      return [...requestIds].filter(([, id]) => fastIds.has(id)).map(([name]) => name)
+    }
+    const fastRun = servedBy.get("fast path")!
+    const expected = [...fastRun.requestIds.keys()].filter((name) => !DECLINED.has(name))
+    expect(fastOf(fastRun).sort()).toEqual(expected.sort())
+    expect(fastOf(servedBy.get("general stack")!)).toEqual([])
   })
 })

@@ -1,5 +1,5 @@
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { ConfigProvider, Effect, type Exit, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
+import { ConfigProvider, Effect, type Exit, HashMap, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
 import { Api } from "../../schema/Api.js"
 import { Identity } from "../../src/identity/Identity.js"
 import { NodeLive } from "../../src/Node.js"
@@ -43,12 +43,35 @@ export const testEnvironment = async (overrides: Record<string, string> = {}) =>
   }
 }
 
-/** A whole node in this process: the same layers `switchyard serve` runs, on a real port. */
-export const startTestNode = async (overrides: Record<string, string> = {}): Promise<TestNode> => {
+/** A log line of a node under test: its message and annotations. */
+export interface LogLine {
+  readonly message: unknown
+  readonly annotations: Record<string, unknown>
+}
+
+/**
+ * A whole node in this process: the same layers `switchyard serve` runs, on a real port. With `logs`, its
+ * log lines from Info up land there instead of the console.
+ */
+export const startTestNode = async (
+  overrides: Record<string, string> = {},
+  options: { readonly logs?: Array<LogLine> } = {}
+): Promise<TestNode> => {
   const env = await testEnvironment(overrides)
   const baseUrl = `http://127.0.0.1:${env.SWITCHYARD_HTTP_PORT}`
   const config = Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
-  const quiet = Logger.minimumLogLevel(LogLevel.Warning)
+  const { logs } = options
+  const quiet = logs === undefined
+    ? Logger.minimumLogLevel(LogLevel.Warning)
+    : Layer.merge(
+      Logger.minimumLogLevel(LogLevel.Info),
+      Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ annotations, message }) =>
+          void logs.push({ message, annotations: Object.fromEntries(HashMap.toEntries(annotations)) })
+        )
+      )
+    )
   const runtime = ManagedRuntime.make(
     Identity.Default.pipe(
       Layer.provideMerge(NodeLive),
