@@ -1,5 +1,6 @@
 import { SqlError } from "@effect/sql/SqlError"
 import { Context, Effect } from "effect"
+import { constVoid } from "effect/Function"
 import type * as Pg from "pg"
 
 /** The node's `pg` pool, the one PgClient runs on: for statements on hot paths (see `prepared`). */
@@ -66,7 +67,12 @@ export const batched = <I extends object, R extends { readonly i: number }>(
   let queue: Array<BatchedCall<I, R>> = []
   let running = 0
 
-  const execute = (calls: ReadonlyArray<BatchedCall<I, R>>): Promise<void> =>
+  /**
+   * Runs the calls in one statement; `settled` runs once, when the statement's slot is free again. On
+   * success that is before the callers are resumed: what they go on to do (replies, task runs) takes the
+   * main thread for a while, and the next execution should not wait for it.
+   */
+  const execute = (calls: ReadonlyArray<BatchedCall<I, R>>, settled: () => void): Promise<void> =>
     // inside a promise: an item that cannot be serialized is that execution's failure, not a stuck batcher
     new Promise<Pg.QueryResult<R>>((resolve) =>
       resolve(pool.query<R>({ name, text, values: [JSON.stringify(calls.map((c, i) => ({ ...c.item, i })))] }))
@@ -74,12 +80,17 @@ export const batched = <I extends object, R extends { readonly i: number }>(
       ({ rows }) => {
         const byIndex = new Array<R | undefined>(calls.length)
         for (const row of rows) byIndex[row.i] = row
-        calls.forEach((c, i) => c.resume(Effect.succeed(byIndex[i])))
+        try {
+          settled()
+        } finally {
+          calls.forEach((c, i) => c.resume(Effect.succeed(byIndex[i])))
+        }
       },
       (cause) =>
-        calls.length === 1
-          ? calls[0]!.resume(Effect.fail(sqlError(cause)))
-          : Promise.all(calls.map((c) => execute([c]))).then((): void => undefined)
+        (calls.length === 1
+          ? Promise.resolve(calls[0]!.resume(Effect.fail(sqlError(cause))))
+          // one by one, still in this slot: items kept apart stay apart
+          : Promise.all(calls.map((c) => execute([c], constVoid)))).finally(settled).then(constVoid)
     )
 
   // the `apart` keys of the items in flight
@@ -105,7 +116,10 @@ export const batched = <I extends object, R extends { readonly i: number }>(
     queue = rest
     if (taken.length === 0) return
     running++
-    void execute(taken).finally(() => {
+    let free = false
+    void execute(taken, () => {
+      if (free) return
+      free = true
       running--
       for (const key of keys) busy.delete(key)
       flush()
