@@ -45,8 +45,9 @@ const sqlError = (cause: unknown) => new SqlError({ cause, message: "Failed to e
 
 /**
  * Group commit for a statement that many tasks run at once (`batchItems` reads its items). A call runs
- * at once while fewer than `concurrency` (default 1) executions of the statement are in flight, so a lone
- * caller waits for nothing; past that, calls wait, then go together in the next execution: one round
+ * at the end of the event loop's turn while fewer than `concurrency` (default 1) executions of the
+ * statement are in flight, so a lone caller waits for next to nothing, and the calls of one turn go
+ * together; past that, calls wait, then go together in the next execution: one round
  * trip, one plan and one commit for all of them, which costs PostgreSQL and this process a third of what
  * as many statements do. The busier the node, the larger the batches. `text` takes the calls as $1, a
  * JSON array of the items, each with its position `i` added, and returns rows that carry that `i` (an
@@ -126,11 +127,23 @@ export const batched = <I extends object, R extends { readonly i: number }>(
     })
   }
 
+  // a new call waits for the end of this turn of the event loop: the calls made in one turn (the requests
+  // read together, the runs one result resumed) go in one execution instead of the first alone
+  let scheduled = false
+  const flushSoon = () => {
+    if (scheduled) return
+    scheduled = true
+    setImmediate(() => {
+      scheduled = false
+      flush()
+    })
+  }
+
   return (item: I): Effect.Effect<R | undefined, SqlError> =>
     Effect.async<R | undefined, SqlError>((resume) => {
       const call: BatchedCall<I, R> = { item, resume }
       queue.push(call)
-      flush()
+      flushSoon()
       return Effect.sync(() => {
         const at = queue.indexOf(call)
         if (at >= 0) queue.splice(at, 1)
