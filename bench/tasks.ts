@@ -24,9 +24,11 @@ import { fmt, ratio, warnIfBusy, writeResults as write } from "./support/report.
  *     first 3 of each block are not kept: work the other side left running lands there), so that both
  *     see the same machine. This VM's speed drifts by a third within a minute, so the sync target is
  *     judged on these blocks; the separate rows above are kept for their CPU and database counters;
- *   - async throughput and baseline throughput interleaved the same way, for the async target: 2 s of
- *     the baseline's 16 producers, then 2 s of the async producers, 6 rounds (the first 0.4 s of each
- *     block is not counted).
+ *   - async throughput and baseline throughput interleaved the same way, for the async target: 4 s of
+ *     the baseline's 16 producers and 4 s of the async producers, 6 rounds, which side goes first
+ *     alternating; the first second of each block is not counted. Both sides take about a second to
+ *     recover from the other's leftover load (per 250 ms: the baseline rose from 1,560 to 2,100/s, the
+ *     async tasks from 760 to 1,000/s), so blocks of 2 s counted from 0.4 s measured mostly that.
  * Each measurement also records CPU time per unit (the node with its PostgreSQL, and PostgreSQL alone),
  * database counters per unit (transactions, rows, WAL), and the cores the whole machine was busy, so
  * load from other programs shows. The node runs at log level warning (BENCH_TASKS_LOG_LEVEL=info for the production default).
@@ -45,7 +47,7 @@ const settings = {
   baseline: { poolSize: 16, warmup: 100, sequences: 1000, warmupMs: 1000, durationMs: 5000 },
   sync: { warmup: 200, invokes: 400, maxMs: 25_000 },
   interleaved: { rounds: 12, blockSize: 40, skip: 3, maxMs: 30_000 },
-  interleavedThroughput: { rounds: 6, blockMs: 2000, skipMs: 400 },
+  interleavedThroughput: { rounds: 6, blockMs: 4000, skipMs: 1000 },
   async: { warmupMs: 2000, durationMs: 10_000, taskTimeoutMs: 30_000 },
   poll: { warmupMs: 1000, durationMs: 3000, requests: 300 }
 } as const
@@ -559,9 +561,9 @@ const asyncTask = async (
 const measureInterleavedThroughput = async (target: Target, baseUrl: string, apiKey: string, pool: pg.Pool) => {
   const { blockMs, rounds, skipMs } = settings.interleavedThroughput
   process.stdout.write(
-    `  interleaved: ${rounds} rounds of ${blockMs / 1000} s of baseline producers, then ${
+    `  interleaved: ${rounds} rounds of ${blockMs / 1000} s of baseline producers and ${
       blockMs / 1000
-    } s of async producers ...`
+    } s of async producers (the first ${skipMs / 1000} s of each not counted) ...`
   )
   const baseline = await commitBaseline(pool, "bench_baseline_interleaved_throughput")
   const url = new URL(target.url)
@@ -592,11 +594,13 @@ const measureInterleavedThroughput = async (target: Target, baseUrl: string, api
     return units
   }
   try {
-    for (let round = 0; round < rounds; round++) {
+    const baselineBlock = async () => {
       counted.baseline += await block(() => ({
         unit: () => baseline.sequence().then(() => true, () => false),
         close: () => undefined
       }))
+    }
+    const asyncBlock = async () => {
       counted.async += await block(() => {
         const connection = new Connection(url.hostname, Number(url.port), invokeBytes)
         return {
@@ -607,6 +611,10 @@ const measureInterleavedThroughput = async (target: Target, baseUrl: string, api
           close: () => connection.close()
         }
       })
+    }
+    // each side follows the other as often as it goes first
+    for (let round = 0; round < rounds; round++) {
+      for (const side of round % 2 === 0 ? [baselineBlock, asyncBlock] : [asyncBlock, baselineBlock]) await side()
     }
   } finally {
     await baseline.drop()
