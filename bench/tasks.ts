@@ -661,15 +661,21 @@ const measureAsync = async (
   let polls = 0
   const costs = measuredWindow(node, pgPid, pool, warmupMs, durationMs)
 
-  const oneTask = (connection: Connection) =>
-    asyncTask(connection, invokeBytes, baseUrl, apiKey, taskTimeoutMs, () => polls++)
+  // each task's polls, added up for the tasks counted (those ending in the window) only
+  const oneTask = (connection: Connection) => {
+    let taskPolls = 0
+    return asyncTask(connection, invokeBytes, baseUrl, apiKey, taskTimeoutMs, () => taskPolls++).then((r) => ({
+      ...r,
+      polls: taskPolls
+    }))
+  }
 
   const producer = async () => {
     const connection = new Connection(url.hostname, Number(url.port), invokeBytes)
     try {
       while (performance.now() < windowEnd) {
         const t0 = performance.now()
-        const { status, task } = await oneTask(connection)
+        const { polls: taskPolls, status, task } = await oneTask(connection)
         const now = performance.now()
         tally(status)
         // a failed task is a failure wherever it happens; completions count inside the window only
@@ -680,6 +686,7 @@ const measureAsync = async (
         }
         if (now < windowStart || now > windowEnd) continue
         completed++
+        polls += taskPolls
         toCompleted.push(now - t0)
         if (task?.created_at && task.finished_at) {
           serverDurations.push(Date.parse(task.finished_at) - Date.parse(task.created_at))
