@@ -117,10 +117,7 @@ export const batched = <I extends object, R extends { readonly i: number }>(
     queue = rest
     if (taken.length === 0) return
     running++
-    let free = false
     void execute(taken, () => {
-      if (free) return
-      free = true
       running--
       for (const key of keys) busy.delete(key)
       flush()

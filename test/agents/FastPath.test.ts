@@ -10,9 +10,12 @@ import { createAgent, user } from "./support.js"
  * the two runs must match exactly: status, our headers and body.
  */
 const answers = new Map<string, Map<string, unknown>>()
-/** Which path answered each case in each run (told apart by a header outside the comparison). */
-/** Per run: each case's request id, and the node's log lines (the fast path's access log says it answered). */
-const servedBy = new Map<string, { readonly requestIds: Map<string, string>; readonly logs: Array<LogLine> }>()
+/** A run's requests: each case's request id, and the node's log lines (the fast path's access log says it answered). */
+interface Served {
+  readonly requestIds: Map<string, string>
+  readonly logs: Array<LogLine>
+}
+const servedBy = new Map<string, Served>()
 /** Cases the fast path leaves to the general stack; every other case it answers itself. */
 const DECLINED = new Set(["asynchronous-maybe", "text-plain", "get-wait-99", "get-extra-query", "bad-key"])
 
@@ -25,7 +28,7 @@ describe.each([["fast path", "true"], ["general stack", "false"]])("tasks throug
   let agent: any
   const seen = new Map<string, unknown>()
   answers.set(label, seen)
-  const served = { requestIds: new Map<string, string>(), logs: new Array<LogLine>() }
+  const served: Served = { requestIds: new Map(), logs: [] }
   servedBy.set(label, served)
   // ids of this run → stable names, so both runs' answers read the same
   const names = new Map<string, string>()
@@ -281,7 +284,7 @@ describe("both paths", () => {
   })
 
   it("were each taken: the fast path answered all but the declined cases, the general stack everything", () => {
-    const fastOf = ({ logs, requestIds }: typeof servedBy extends Map<string, infer V> ? V : never) => {
+    const fastOf = ({ logs, requestIds }: Served) => {
       const fastIds = new Set(
         logs.filter((line) => line.annotations["fast_path"] === true).map((line) => line.annotations["request_id"])
       )

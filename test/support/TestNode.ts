@@ -61,7 +61,7 @@ export const startTestNode = async (
   const baseUrl = `http://127.0.0.1:${env.SWITCHYARD_HTTP_PORT}`
   const config = Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
   const { logs } = options
-  const quiet = logs === undefined
+  const logging = logs === undefined
     ? Logger.minimumLogLevel(LogLevel.Warning)
     : Layer.merge(
       Logger.minimumLogLevel(LogLevel.Info),
@@ -76,7 +76,7 @@ export const startTestNode = async (
     Identity.Default.pipe(
       Layer.provideMerge(NodeLive),
       Layer.provide(config),
-      Layer.provide(quiet)
+      Layer.provide(logging)
     )
   )
   await runtime.runPromise(Effect.void)
