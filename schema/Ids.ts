@@ -43,6 +43,6 @@ export type ConnectionId = typeof ConnectionId.Type
 
 export const TaskId = Schema.UUID.pipe(
   Schema.brand("TaskId"),
-  Schema.annotations({ description: "Identifier of a task (UUID)." })
+  Schema.annotations({ description: "Identifier of a task: a UUID, time-ordered (version 7) for new tasks." })
 )
 export type TaskId = typeof TaskId.Type

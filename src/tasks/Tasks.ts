@@ -1,6 +1,7 @@
 import { Duration, Effect } from "effect"
 import { constVoid } from "effect/Function"
 import * as Crypto from "node:crypto"
+import { v7 as uuidV7 } from "uuid"
 import { outcomeOf, startRun, TaskEntity } from "../../cluster/TaskEntity.js"
 import { type InvokeAgent, Task, type TaskFields, ThreadEvent } from "../../schema/Agents.js"
 import { BadRequest, Conflict, NotFound, PaymentRequired } from "../../schema/Errors.js"
@@ -97,7 +98,9 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
           "invalid_idempotency_key"
         )
       }
-      const id = Crypto.randomUUID() as TaskId
+      // time-ordered (UUIDv7): a new task's keys land at the right edge of the indexes keyed by task id
+      // (tasks, thread events, usage records) instead of on a random page of each
+      const id = uuidV7() as TaskId
       // only a keyed request is compared with a later one
       const requestHash = options.idempotencyKey === undefined
         ? null

@@ -93,6 +93,22 @@ describe("invoking an agent", () => {
     expect(listed.items.map((t: any) => t.id)).toContain(accepted.id)
   })
 
+  it("gives tasks time-ordered ids (UUIDv7): a later task's id sorts after an earlier one's", async () => {
+    const agent = await createAgent(node, apiKey, {
+      name: "Quick",
+      model: { provider: "scripted", script: [{ text: "done" }] }
+    })
+    const ids: Array<string> = []
+    for (let i = 0; i < 3; i++) {
+      const task = await (await invokeAgent(node, apiKey, agent.id, `Task ${i}`)).json()
+      ids.push(task.id)
+      // a millisecond apart at least: ids of one millisecond are ordered by their random part only
+      await new Promise((r) => setTimeout(r, 2))
+    }
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+    expect([...ids].sort()).toEqual(ids)
+  })
+
   it("requires the user's e-mail and the prompt, with clear 400s", async () => {
     const agent = await toolAgent()
     const noEmail = await invokeAgent(node, apiKey, agent.id, "", {
