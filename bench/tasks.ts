@@ -80,11 +80,10 @@ const window = async <A>(label: string, f: () => Promise<A>): Promise<A> => {
 
 // --- the node's embedded PostgreSQL ---
 
-/** Port (line 4) and pid (line 1) of the node's PostgreSQL, from postmaster.pid; password from pg-password. */
 /**
- * The node's embedded PostgreSQL, from its postmaster.pid. `host` is its Unix socket directory (the 5th
- * line) when it has one, as the node itself connects (src/db/EmbeddedPostgres.ts): the baseline talks to
- * PostgreSQL the way the node does. Over TCP it was about 4% slower.
+ * The node's embedded PostgreSQL: pid (line 1), port (line 4) and Unix socket directory (line 5) from
+ * postmaster.pid, password from pg-password. The baseline connects over the socket, as the node itself
+ * does (src/db/EmbeddedPostgres.ts); over TCP it was about 4% slower.
  */
 const postgresOf = (dataDir: string) => {
   const lines = Fs.readFileSync(Path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")

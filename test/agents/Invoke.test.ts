@@ -102,7 +102,7 @@ describe("invoking an agent", () => {
     for (let i = 0; i < 3; i++) {
       const task = await (await invokeAgent(node, apiKey, agent.id, `Task ${i}`)).json()
       ids.push(task.id)
-      // a millisecond apart at least: ids of one millisecond are ordered by their random part only
+      // a millisecond apart: the order promised is the time's (one node also counts within a millisecond)
       await new Promise((r) => setTimeout(r, 2))
     }
     for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
