@@ -49,7 +49,7 @@ const switchyard = Command.make("switchyard").pipe(
   Command.withSubcommands([serve, migrateCommand, bootstrap, auditCommand, usersCommand])
 )
 
-const cli = Command.run(switchyard, { name: "switchyard", version: "0.1.0" })
+const cli = Command.run(switchyard, { name: "switchyard", version: "0.2.0" })
 
 const logLevel = LogLevel.fromLiteral(
   (process.env["SWITCHYARD_LOG_LEVEL"] ?? "Info").replace(/^./, (c) => c.toUpperCase()) as LogLevel.Literal

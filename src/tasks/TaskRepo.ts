@@ -19,7 +19,10 @@ export interface TaskRow {
   readonly input: string
   /** The agent's version the task runs (null for tasks made before agents had versions). */
   readonly agent_version: number | null
-  /** That version of the agent, as it was when the task was invoked. */
+  /**
+   * That version of the agent (from `agent_versions`; tasks made before versions carry their own copy in the
+   * column of this name, which tasks no longer write).
+   */
   readonly agent_snapshot: AgentRow
   readonly api_key_id: string | null
   readonly oidc_token: Uint8Array | null
@@ -50,6 +53,9 @@ export interface UsageRow {
 }
 
 const TERMINAL = ["completed", "error", "cancelled"] as const
+
+/** Agents whose latest snapshot a node holds (TaskRepo's `snapshots`), at most. */
+const SNAPSHOTS_MAX = 1000
 
 /** What a reader of a task sees (spec 2.6), without the run's own columns (the agent's snapshot above all). */
 export type TaskSummary = Pick<
@@ -108,24 +114,22 @@ interface InsertItem {
   readonly idempotency_key: string | null
   readonly request_hash: string | null
   readonly budget_checked: boolean
-  /** The user's message when the task is inserted started. */
-  readonly start: unknown
+  /** Insert it `executing`: its run starts at once, on this node. */
+  readonly start: boolean
+  /** The agent's version whose snapshot this node holds: the statement sends it back only for another. */
+  readonly known_version: number | null
 }
 
-type Inserted =
-  & { readonly i: number }
-  & (
-    | (TaskRow & { inserted: boolean; attached: ReadonlyArray<AttachedRow> | null })
-    | { id: null; agent: AgentRow | null }
-  )
+/** A task inserted (or found by its idempotency key), as `insert` gives it. */
+type InsertedTask = TaskRow & { inserted: boolean; attached: ReadonlyArray<AttachedRow> | null }
+
+type Inserted = { readonly i: number } & (InsertedTask | { id: null; agent: AgentRow | null })
 
 /** A task to end, as `task_finish` takes it: the model call's fields are null without one. */
 interface FinishItem {
   readonly id: TaskId
   readonly status: string
   readonly result: string
-  readonly event_type: string
-  readonly event_data: unknown
   readonly step_key: string | null
   readonly model_data: unknown
   readonly organization_id: OrganizationId | null
@@ -157,12 +161,11 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
 
     /**
      * New tasks, inserted together (`batched`): each with its agent read in the same statement, and the
-     * agent's current version recorded as the one it runs. The task still keeps a copy of that version
-     * too, for one release: nodes of the previous release, during a rolling upgrade, read only the copy.
-     * A task that starts at once (one run on the invoking node) is inserted `executing`, with the user's
-     * message (`start`) opening its thread and the agent's attached skills read: the start of TaskRunner
-     * in the same commit. An idempotency key already used gives the task that has it
-     * (`inserted` false); no task: `agent` says whether the agent exists.
+     * agent's current version recorded as the one it runs (no copy of it: `agent_versions` keeps every
+     * version). A task that starts at once (one run on the invoking node) is inserted `executing`, with the
+     * agent's attached skills read: the start of TaskRunner in the same commit. The snapshot of the version
+     * comes back only when it is not the one the node holds (`known_version`). An idempotency key already
+     * used gives the task that has it (`inserted` false); no task: `agent` says whether the agent exists.
      */
     const insertTasks = batched<InsertItem, Inserted>(
       pool,
@@ -171,7 +174,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         ${
         batchItems(`id uuid, organization_id uuid, agent_id uuid, source text, user_id text, user_email text,
           input text, api_key_id text, oidc_token text, idempotency_key text, request_hash text,
-          budget_checked boolean, start jsonb`)
+          budget_checked boolean, start boolean, known_version int`)
       }
       ),
       agent AS (
@@ -182,19 +185,14 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       ),
       inserted AS (
         INSERT INTO tasks (id, organization_id, agent_id, status, source, user_id, user_email, input, agent_version,
-          agent_snapshot, api_key_id, oidc_token, idempotency_key, request_hash, started_at)
+          api_key_id, oidc_token, idempotency_key, request_hash, started_at)
         SELECT req.id, req.organization_id, req.agent_id,
-          CASE WHEN req.start IS NULL THEN 'pending' ELSE 'executing' END, req.source, req.user_id, req.user_email,
-          req.input, agent.version, agent.snapshot, req.api_key_id, decode(req.oidc_token, 'base64'), req.idempotency_key,
-          req.request_hash, CASE WHEN req.start IS NOT NULL THEN now() END
+          CASE WHEN req.start THEN 'executing' ELSE 'pending' END, req.source, req.user_id, req.user_email,
+          req.input, agent.version, req.api_key_id, decode(req.oidc_token, 'base64'), req.idempotency_key,
+          req.request_hash, CASE WHEN req.start THEN now() END
         FROM req JOIN agent ON agent.i = req.i WHERE agent.may_insert
         ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING *
-      ),
-      event AS (
-        INSERT INTO task_events (task_id, seq, type, step_key, data)
-        SELECT inserted.id, 1, 'user_message', 'user', req.start
-        FROM inserted JOIN req ON req.id = inserted.id WHERE req.start IS NOT NULL
       ),
       task AS (
         SELECT req.i AS item, inserted.*, true AS inserted FROM req JOIN inserted ON inserted.id = req.id
@@ -203,19 +201,32 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
           JOIN tasks t ON t.organization_id = req.organization_id AND t.idempotency_key = req.idempotency_key
         WHERE NOT EXISTS (SELECT 1 FROM inserted WHERE inserted.id = req.id)
       )
-      SELECT ${ROW}, t.inserted, req.i,
+      SELECT ${
+        ROW.replace(
+          "coalesce(t.agent_snapshot, v.snapshot)",
+          "CASE WHEN t.agent_snapshot IS NULL AND t.agent_version = req.known_version THEN NULL " +
+            "ELSE coalesce(t.agent_snapshot, v.snapshot) END"
+        )
+      }, t.inserted, req.i,
         CASE WHEN t.id IS NULL THEN (SELECT snapshot FROM agent WHERE agent.i = req.i) END AS agent,
-        CASE WHEN t.inserted AND req.start IS NOT NULL THEN ${attachedOf("req.agent_id")} END AS attached
-      FROM req LEFT JOIN task t ON t.item = req.i ${VERSION_JOIN}`,
+        CASE WHEN t.inserted AND req.start THEN ${attachedOf("req.agent_id")} END AS attached
+      FROM req LEFT JOIN task t ON t.item = req.i
+        ${VERSION_JOIN} AND t.agent_version IS DISTINCT FROM req.known_version`,
       // one key's requests go one after the other: the second finds the first's task
       { apart: (t) => t.idempotency_key === null ? undefined : `${t.organization_id} ${t.idempotency_key}` }
     )
 
     /**
-     * A new task of the organization's agent, with the agent as it is now for its snapshot; with an
-     * idempotency key already used, the existing task instead (`inserted: false`). Without a task: the agent
-     * is missing (`agent` null), or it has a budget and `budgetChecked` was false, so its spending must be
-     * checked first.
+     * The snapshot of the latest version seen of each agent tasks were inserted for here, so that an insert
+     * need not send it back (a version's snapshot never changes). Bounded: emptied when it grows past
+     * SNAPSHOTS_MAX agents.
+     */
+    const snapshots = new Map<AgentId, { readonly version: number; readonly snapshot: AgentRow }>()
+
+    /**
+     * A new task of the organization's agent, which runs the agent's current version; with an idempotency
+     * key already used, the existing task instead (`inserted: false`). Without a task: the agent is missing
+     * (`agent` null), or it has a budget and `budgetChecked` was false, so its spending must be checked first.
      */
     const insert = (
       t: Omit<
@@ -223,15 +234,34 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         "status" | "result" | "agent_version" | "agent_snapshot" | "created_at" | "started_at" | "finished_at"
       >,
       budgetChecked: boolean,
-      /** Insert it started, with this message of the user's opening the thread. */
-      startWith?: unknown
-    ) =>
-      insertTasks({
+      /** Insert it started: its run begins at once, here. */
+      started: boolean
+    ) => {
+      const known = snapshots.get(t.agent_id)
+      return insertTasks({
         ...t,
         oidc_token: t.oidc_token === null ? null : Buffer.from(t.oidc_token).toString("base64"),
         budget_checked: budgetChecked,
-        start: startWith ?? null
-      }).pipe(Effect.map((row) => row!.id === null ? { task: undefined, agent: row!.agent } : { task: row! }))
+        start: started,
+        known_version: known?.version ?? null
+      }).pipe(Effect.flatMap((row): Effect.Effect<
+        { readonly task: InsertedTask } | { readonly task: undefined; readonly agent: AgentRow | null }
+      > => {
+        if (row!.id === null) return Effect.succeed({ task: undefined, agent: row!.agent })
+        const task = row!
+        if (task.agent_snapshot !== null) {
+          if (task.agent_version !== null && task.agent_version > (known?.version ?? 0)) {
+            if (snapshots.size >= SNAPSHOTS_MAX) snapshots.clear()
+            snapshots.set(t.agent_id, { version: task.agent_version, snapshot: task.agent_snapshot })
+          }
+          return Effect.succeed({ task })
+        }
+        // the statement left it out: it is the version this node holds
+        return known !== undefined && task.agent_version === known.version
+          ? Effect.succeed({ task: { ...task, agent_snapshot: known.snapshot } })
+          : Effect.dieMessage(`task ${task.id} came back without its agent's snapshot`)
+      }))
+    }
 
     const findTask = prepared<TaskSummary>(
       pool,
@@ -241,6 +271,12 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     /** A task of the organization, as its readers see it. */
     const find = (organizationId: OrganizationId, id: TaskId) =>
       findTask([id, organizationId]).pipe(Effect.map(([row]): TaskSummary | undefined => row))
+
+    /** A task of the organization with the user's message, for its thread. */
+    const findWithInput = (organizationId: OrganizationId, id: TaskId) =>
+      sql<TaskSummary & Pick<TaskRow, "input">>`
+        SELECT ${sql.literal(SUMMARY)}, input FROM tasks WHERE id = ${id} AND organization_id = ${organizationId}`
+        .pipe(Effect.map(([row]) => row))
 
     const findTaskById = prepared<TaskRow>(
       pool,
@@ -311,22 +347,15 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     // the writes that go together are one statement each (data-modifying CTEs): one round trip, one commit
 
     const startTasks = batched<
-      { id: TaskId; agent_id: AgentId; message: unknown },
+      { id: TaskId; agent_id: AgentId },
       { i: number; started: boolean; attached: ReadonlyArray<AttachedRow> }
     >(
       pool,
       "task_start",
-      `WITH req AS (${batchItems("id uuid, agent_id uuid, message jsonb")}),
+      `WITH req AS (${batchItems("id uuid, agent_id uuid")}),
       started AS (
         UPDATE tasks SET status = 'executing', started_at = coalesce(tasks.started_at, now())
         FROM req WHERE tasks.id = req.id AND tasks.status IN ('pending', 'executing') RETURNING tasks.id
-      ),
-      event AS (
-        INSERT INTO task_events (task_id, seq, type, step_key, data)
-        SELECT req.id, coalesce((SELECT max(seq) FROM task_events e WHERE e.task_id = req.id), 0) + 1,
-          'user_message', 'user', req.message
-        FROM req JOIN started ON started.id = req.id
-        ON CONFLICT DO NOTHING
       )
       SELECT req.i, EXISTS (SELECT 1 FROM started WHERE started.id = req.id) AS started,
         ${attachedOf("req.agent_id")} AS attached
@@ -334,12 +363,11 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     )
 
     /**
-     * The run starts: executing, and the user's message opens the thread; in the same round trip, the
-     * agent's attached skills as they are now (the runtime filter's input). `started` false: the task had
-     * ended.
+     * The run starts: executing; in the same round trip, the agent's attached skills as they are now (the
+     * runtime filter's input). `started` false: the task had ended.
      */
-    const start = (taskId: TaskId, agentId: AgentId, userMessage: unknown) =>
-      startTasks({ id: taskId, agent_id: agentId, message: userMessage }).pipe(Effect.map((row) => row!))
+    const start = (taskId: TaskId, agentId: AgentId) =>
+      startTasks({ id: taskId, agent_id: agentId }).pipe(Effect.map((row) => row!))
 
     /** A usage record's columns, in the order both inserts below give them. */
     const USAGE_INSERT = `INSERT INTO llm_usage (task_id, seq, organization_id, agent_id, provider, model, input_tokens,
@@ -362,15 +390,15 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
 
     type Ended = Pick<TaskRow, "id" | "status" | "result" | "finished_at">
     /**
-     * Ends tasks, each once, with its last thread event, after the model call that ended it if any (its
-     * event and usage record): one commit for them all.
+     * Ends tasks, each once, after recording the model call that ended it if any (its thread event and usage
+     * record): one commit for them all. The end itself is the task's row (the thread shows it from there).
      */
     const finishTasks = batched<FinishItem, Ended & { i: number }>(
       pool,
       "task_finish",
       `WITH req AS (
         ${
-        batchItems(`id uuid, status text, result text, event_type text, event_data jsonb, step_key text,
+        batchItems(`id uuid, status text, result text, step_key text,
           model_data jsonb, organization_id uuid, agent_id uuid, provider text, model text, input_tokens int,
           output_tokens int, cached_tokens int, cost_usd numeric`)
       }
@@ -380,13 +408,11 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         FROM req WHERE tasks.id = req.id AND tasks.status NOT IN ${"('" + TERMINAL.join("', '") + "')"}
         RETURNING tasks.id, tasks.status, tasks.result, tasks.finished_at
       ),
-      base AS (
-        SELECT req.id, coalesce((SELECT max(seq) FROM task_events e WHERE e.task_id = req.id), 0) AS seq FROM req
-      ),
       model_event AS (
         INSERT INTO task_events (task_id, seq, type, step_key, data)
-        SELECT req.id, base.seq + 1, 'model_call', req.step_key, req.model_data
-        FROM req JOIN base ON base.id = req.id WHERE req.step_key IS NOT NULL
+        SELECT req.id, coalesce((SELECT max(seq) FROM task_events e WHERE e.task_id = req.id), 0) + 1, 'model_call',
+          req.step_key, req.model_data
+        FROM req WHERE req.step_key IS NOT NULL
         ON CONFLICT DO NOTHING
       ),
       usage AS (
@@ -395,28 +421,20 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
           req.organization_id, req.agent_id, req.provider, req.model, req.input_tokens, req.output_tokens,
           req.cached_tokens, req.cost_usd
         FROM req WHERE req.step_key IS NOT NULL
-      ),
-      last_event AS (
-        INSERT INTO task_events (task_id, seq, type, step_key, data)
-        SELECT req.id, base.seq + CASE WHEN req.step_key IS NULL THEN 1 ELSE 2 END, req.event_type, NULL,
-          req.event_data
-        FROM req JOIN base ON base.id = req.id JOIN ended ON ended.id = req.id
-        ON CONFLICT DO NOTHING
       )
       SELECT req.i, ended.* FROM req JOIN ended ON ended.id = req.id`,
       { apart: (t) => t.id }
     )
 
     /**
-     * Ends a task once, with its last thread event, and records the model call that ended it, if any: one
-     * commit for all. A task already ended keeps its outcome (the model call is still recorded: it was made
-     * and paid for). The user's token is erased.
+     * Ends a task once, and records the model call that ended it, if any: one commit for both. A task
+     * already ended keeps its outcome (the model call is still recorded: it was made and paid for). The
+     * user's token is erased.
      */
     const finishWith = (
       id: TaskId,
       status: (typeof TERMINAL)[number],
       result: string,
-      event: { type: string; data: unknown },
       modelCall?: ModelCallRecord
     ): Effect.Effect<Ended | undefined, SqlError> => {
       const u = modelCall?.usage
@@ -424,8 +442,6 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         id,
         status,
         result,
-        event_type: event.type,
-        event_data: event.data,
         step_key: modelCall?.stepKey ?? null,
         model_data: modelCall?.data ?? null,
         organization_id: u?.organizationId ?? null,
@@ -469,6 +485,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     return {
       insert,
       find,
+      findWithInput,
       findById,
       start,
       finishWith,

@@ -84,15 +84,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     // announced (no wake of this node's long polls, no NOTIFY): its waiters slept out their whole wait
     const finish = (task: TaskRow, stop: Stop) =>
       Effect.uninterruptible(Effect.gen(function*() {
-        const ended = yield* repo.finishWith(
-          task.id,
-          stop.status,
-          stop.result,
-          stop.status === "completed"
-            ? { type: "agent_message", data: { text: stop.result } }
-            : { type: "error", data: { message: stop.result } },
-          stop.modelCall
-        )
+        const ended = yield* repo.finishWith(task.id, stop.status, stop.result, stop.modelCall)
         if (ended === undefined) return outcomeOf((yield* repo.findById(task.id))!)
         const outcome = outcomeOf(ended)
         completions.ended(task.id, outcome)
@@ -393,10 +385,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
       let attached = handed?.attached
       const fresh = task.status === "pending" || attached !== undefined
       if (task.status === "pending") {
-        const start = yield* repo.start(taskId, task.agent_id, {
-          text: task.input,
-          user: { id: task.user_id, email: task.user_email }
-        })
+        const start = yield* repo.start(taskId, task.agent_id)
         // it ended meanwhile (a cancel before the run began)
         if (!start.started) return outcomeOf((yield* repo.findById(taskId))!)
         attached = start.attached

@@ -53,14 +53,22 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
     const local = yield* LocalTasks
     const runs = yield* TaskRuns
 
-    const find = (principal: Principal, id: TaskId) =>
+    /** The task as `read` finds it in the principal's organization, if the principal may see it. */
+    const authorized = <R extends TaskSummary, E>(
+      principal: Principal,
+      id: TaskId,
+      read: Effect.Effect<R | undefined, E>
+    ) =>
       Effect.flatMap(
-        repo.find(principal.organizationId, id),
+        read,
         (row) =>
           row === undefined || !mayUse(principal, row.agent_id)
             ? Effect.fail(NotFound.of("Task", id))
             : Effect.succeed(row)
       )
+
+    const find = (principal: Principal, id: TaskId) =>
+      authorized(principal, id, repo.find(principal.organizationId, id))
 
     /** Fails with 402 when the agent's budget for this period is spent; a missing agent is a 404. */
     const budgetRoom = (agentId: AgentId, agent: AgentRow | null) =>
@@ -124,16 +132,10 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       // a task on this node's shards runs here directly; any other goes to its Task entity's node
       const here = runs.shardIsHere(id)
       // a task run here starts at once: it is inserted started, one commit fewer
-      const startWith = here ?
-        {
-          text: body.input.text,
-          user: { id: body.input.user.id, email: body.input.user.email }
-        } :
-        undefined
-      const first = yield* repo.insert(fields, false, startWith)
+      const first = yield* repo.insert(fields, false, here)
       // an agent with a budget: its task is inserted once the budget is known to have room
       const row = first.task ??
-        (yield* Effect.flatMap(budgetRoom(agentId, first.agent), () => repo.insert(fields, true, startWith)))
+        (yield* Effect.flatMap(budgetRoom(agentId, first.agent), () => repo.insert(fields, true, here)))
           .task
       if (row === undefined) return yield* NotFound.of("Agent", agentId)
       if (!row.inserted && row.request_hash !== requestHash) {
@@ -301,16 +303,35 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       return toTask((yield* repo.findById(id))!)
     })
 
+    /**
+     * The thread: the user's message, what the run recorded (model and tool calls, approvals, a cancel), and
+     * the answer or the error. The first and the last are the task row's (its input, its result): they are
+     * not written twice. Tasks of earlier releases have them recorded too, and show those. The task is read
+     * first: events recorded since are newer than its status, so the thread is never missing a step.
+     */
     const thread = Effect.fn("Tasks.thread")(function*(principal: Principal, id: TaskId) {
-      const row = yield* find(principal, id)
-      const events = yield* repo.events(id)
+      const row = yield* authorized(principal, id, repo.findWithInput(principal.organizationId, id))
+      const recorded = yield* repo.events(id)
+      const events: Array<{ readonly type: ThreadEvent["type"]; readonly at: Date; readonly data: unknown }> = []
+      if (!recorded.some((e) => e.type === "user_message")) {
+        events.push({ type: "user_message", at: row.created_at, data: { text: row.input } })
+      }
+      for (const e of recorded) {
+        const { content: _, user: __, ...data } = e.data ?? {}
+        events.push({ type: e.type as ThreadEvent["type"], at: e.at, data })
+      }
+      const ended = row.status === "completed" || row.status === "error"
+      if (ended && !recorded.some((e) => e.type === "agent_message" || e.type === "error")) {
+        events.push(
+          row.status === "completed"
+            ? { type: "agent_message", at: row.finished_at!, data: { text: row.result ?? "" } }
+            : { type: "error", at: row.finished_at!, data: { message: row.result } }
+        )
+      }
       const who = { id: row.user_id, email: row.user_email }
       return {
         task_id: id,
-        events: events.map((e) => {
-          const { content: _, user: __, ...data } = e.data ?? {}
-          return new ThreadEvent({ seq: e.seq, type: e.type as ThreadEvent["type"], at: e.at, user: who, data })
-        })
+        events: events.map((e, i) => new ThreadEvent({ seq: i + 1, type: e.type, at: e.at, user: who, data: e.data }))
       }
     })
 

@@ -99,8 +99,8 @@ describe("the task sweep", () => {
     const done = await (await invokeAgent(node, apiKey, agent.id, "second")).json()
     const calls = () => target.requests.filter((r) => r.path === "/pets/second").length
     expect(calls()).toBe(1)
-    // user message, model call, tool call: the node died before the last model call
-    const orphan = await orphanLike(done.id, "executing", 3)
+    // model call, tool call (the user's message is the task's own): the node died before the last model call
+    const orphan = await orphanLike(done.id, "executing", 2)
     const task = await waitForTask(node, apiKey, orphan)
     expect(task.status).toBe("completed")
     expect(task.result).toContain("/pets/second")
@@ -139,4 +139,79 @@ describe("a long poll", () => {
     // a poll that waits for news re-reads the task every few seconds, well before its 60 s are up
     expect(Date.now() - started).toBeLessThan(30_000)
   }, 90_000)
+})
+
+describe("a task's thread", () => {
+  const threadOf = async (id: string) => (await (await node.fetch(`/v1/tasks/${id}/thread`, { apiKey })).json()).events
+
+  it("opens with the user's message and closes with the answer, both kept once, on the task's row", async () => {
+    const agent = await toolAgent()
+    const task = await (await invokeAgent(node, apiKey, agent.id, "third")).json()
+    expect(task.status).toBe("completed")
+    const { rows: [row] } = await db.query("SELECT agent_snapshot, input FROM tasks WHERE id = $1", [task.id])
+    // no copy of the agent: the task names its version
+    expect(row).toEqual({ agent_snapshot: null, input: "third" })
+    const stored = await db.query("SELECT seq, type FROM task_events WHERE task_id = $1 ORDER BY seq", [task.id])
+    expect(stored.rows).toEqual([
+      { seq: 1, type: "model_call" },
+      { seq: 2, type: "tool_call" },
+      { seq: 3, type: "model_call" }
+    ])
+    const events = await threadOf(task.id)
+    expect(events.map((e: any) => [e.seq, e.type])).toEqual([
+      [1, "user_message"],
+      [2, "model_call"],
+      [3, "tool_call"],
+      [4, "model_call"],
+      [5, "agent_message"]
+    ])
+    expect(events[0]).toMatchObject({ at: task.created_at, data: { text: "third" } })
+    expect(events[4]).toMatchObject({ at: task.finished_at, data: { text: task.result } })
+  })
+
+  it("closes with the error when the task failed", async () => {
+    const agent = await createAgent(node, apiKey, { name: "no provider", model: { provider: "anthropic" } })
+    const task = await (await invokeAgent(node, apiKey, agent.id, "hello")).json()
+    expect(task.status).toBe("error")
+    const events = await threadOf(task.id)
+    expect(events.map((e: any) => e.type)).toEqual(["user_message", "error"])
+    expect(events[1]).toMatchObject({ seq: 2, at: task.finished_at, data: { message: task.result } })
+  })
+
+  it("shows a thread recorded whole by an earlier release as it was, nothing twice", async () => {
+    const agent = await createAgent(node, apiKey, {
+      name: "earlier",
+      model: { provider: "scripted", script: [{ text: "old answer" }] }
+    })
+    const done = await (await invokeAgent(node, apiKey, agent.id, "old question")).json()
+    // the same task as a node of the previous release recorded it: the user's message and the answer too
+    const id = crypto.randomUUID()
+    await db.query(
+      `INSERT INTO tasks (id, organization_id, agent_id, status, result, source, user_id, user_email, input,
+         agent_version, created_at, started_at, finished_at)
+       SELECT $1, organization_id, agent_id, status, result, source, user_id, user_email, input, agent_version,
+         created_at, started_at, finished_at
+       FROM tasks WHERE id = $2`,
+      [id, done.id]
+    )
+    await db.query(
+      `INSERT INTO task_events (task_id, seq, type, step_key, at, data)
+       SELECT $1, 2, type, step_key, at, data FROM task_events WHERE task_id = $2 AND seq = 1`,
+      [id, done.id]
+    )
+    await db.query(
+      `INSERT INTO task_events (task_id, seq, type, step_key, data) VALUES
+         ($1, 1, 'user_message', 'user', '{"text": "old question", "user": {"id": "u", "email": "u@example.com"}}'),
+         ($1, 3, 'agent_message', NULL, '{"text": "old answer"}')`,
+      [id]
+    )
+    const events = await threadOf(id)
+    expect(events.map((e: any) => [e.seq, e.type])).toEqual([
+      [1, "user_message"],
+      [2, "model_call"],
+      [3, "agent_message"]
+    ])
+    expect(events[0].data).toEqual({ text: "old question" })
+    expect(events[2].data).toEqual({ text: "old answer" })
+  })
 })
