@@ -322,10 +322,12 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       }
       const ended = row.status === "completed" || row.status === "error"
       if (ended && !recorded.some((e) => e.type === "agent_message" || e.type === "error")) {
+        // every end sets finished_at; a row ended by hand without it still reads
+        const at = row.finished_at ?? recorded.at(-1)?.at ?? row.created_at
         events.push(
           row.status === "completed"
-            ? { type: "agent_message", at: row.finished_at!, data: { text: row.result ?? "" } }
-            : { type: "error", at: row.finished_at!, data: { message: row.result } }
+            ? { type: "agent_message", at, data: { text: row.result ?? "" } }
+            : { type: "error", at, data: { message: row.result } }
         )
       }
       const who = { id: row.user_id, email: row.user_email }

@@ -178,6 +178,28 @@ describe("a task's thread", () => {
     expect(events[1]).toMatchObject({ seq: 2, at: task.finished_at, data: { message: task.result } })
   })
 
+  it("reads the thread of a task ended by hand without an end time", async () => {
+    const agent = await createAgent(node, apiKey, {
+      name: "by hand",
+      model: { provider: "scripted", script: [{ text: "x" }] }
+    })
+    const done = await (await invokeAgent(node, apiKey, agent.id, "anything")).json()
+    const id = crypto.randomUUID()
+    await db.query(
+      `INSERT INTO tasks (id, organization_id, agent_id, status, result, source, user_id, user_email, input,
+         agent_version)
+       SELECT $1, organization_id, agent_id, 'error', 'ended by an operator', source, user_id, user_email, input,
+         agent_version
+       FROM tasks WHERE id = $2`,
+      [id, done.id]
+    )
+    const response = await node.fetch(`/v1/tasks/${id}/thread`, { apiKey })
+    expect(response.status).toBe(200)
+    const events = (await response.json()).events
+    expect(events.map((e: any) => e.type)).toEqual(["user_message", "error"])
+    expect(events[1].data).toEqual({ message: "ended by an operator" })
+  })
+
   it("shows a thread recorded whole by an earlier release as it was, nothing twice", async () => {
     const agent = await createAgent(node, apiKey, {
       name: "earlier",
