@@ -72,6 +72,7 @@ export const startCluster = async (
     upstream.on("error", (e: NodeJS.ErrnoException) => {
       const unread = e.code === "ECONNREFUSED" || (e.code === "ECONNRESET" && upstream.reusedSocket)
       if (unread && !res.headersSent) return forward(req, body, res, tried)
+      console.log(`proxy: ${req.method} ${req.url} to node ${node.index} failed (${e.code ?? e.message}); resetting`)
       res.destroy()
     })
     upstream.end(body)
@@ -81,6 +82,10 @@ export const startCluster = async (
     req.on("data", (c: Buffer) => chunks.push(c))
     req.on("end", () => forward(req, Buffer.concat(chunks), res, new Set()))
   })
+  // idle client connections stay open longer than the client keeps them (as nginx's 75 s): with Node's 5 s,
+  // a request sent on a connection the proxy was closing as idle was reset (a test that waited a few seconds
+  // between requests saw `fetch failed`)
+  proxy.keepAliveTimeout = 65_000
   await new Promise<void>((resolve) => proxy.listen(options.proxyPort ?? 0, "127.0.0.1", resolve))
 
   return {
