@@ -144,6 +144,20 @@ describe("a long poll", () => {
 describe("a task's thread", () => {
   const threadOf = async (id: string) => (await (await node.fetch(`/v1/tasks/${id}/thread`, { apiKey })).json()).events
 
+  /** A new task row like `taskId`'s, with its ending (status, result, finished_at) as given; no events. */
+  const endedCopy = async (taskId: string, end: { status: string; result: string; finished: boolean }) => {
+    const id = crypto.randomUUID()
+    await db.query(
+      `INSERT INTO tasks (id, organization_id, agent_id, status, result, source, user_id, user_email, input,
+         agent_version, created_at, started_at, finished_at)
+       SELECT $1, organization_id, agent_id, $3, $4, source, user_id, user_email, input, agent_version,
+         created_at, started_at, CASE WHEN $5 THEN finished_at END
+       FROM tasks WHERE id = $2`,
+      [id, taskId, end.status, end.result, end.finished]
+    )
+    return id
+  }
+
   it("opens with the user's message and closes with the answer, both kept once, on the task's row", async () => {
     const agent = await toolAgent()
     const task = await (await invokeAgent(node, apiKey, agent.id, "third")).json()
@@ -184,15 +198,7 @@ describe("a task's thread", () => {
       model: { provider: "scripted", script: [{ text: "x" }] }
     })
     const done = await (await invokeAgent(node, apiKey, agent.id, "anything")).json()
-    const id = crypto.randomUUID()
-    await db.query(
-      `INSERT INTO tasks (id, organization_id, agent_id, status, result, source, user_id, user_email, input,
-         agent_version)
-       SELECT $1, organization_id, agent_id, 'error', 'ended by an operator', source, user_id, user_email, input,
-         agent_version
-       FROM tasks WHERE id = $2`,
-      [id, done.id]
-    )
+    const id = await endedCopy(done.id, { status: "error", result: "ended by an operator", finished: false })
     const response = await node.fetch(`/v1/tasks/${id}/thread`, { apiKey })
     expect(response.status).toBe(200)
     const events = (await response.json()).events
@@ -207,15 +213,7 @@ describe("a task's thread", () => {
     })
     const done = await (await invokeAgent(node, apiKey, agent.id, "old question")).json()
     // the same task as a node of the previous release recorded it: the user's message and the answer too
-    const id = crypto.randomUUID()
-    await db.query(
-      `INSERT INTO tasks (id, organization_id, agent_id, status, result, source, user_id, user_email, input,
-         agent_version, created_at, started_at, finished_at)
-       SELECT $1, organization_id, agent_id, status, result, source, user_id, user_email, input, agent_version,
-         created_at, started_at, finished_at
-       FROM tasks WHERE id = $2`,
-      [id, done.id]
-    )
+    const id = await endedCopy(done.id, { status: "completed", result: "old answer", finished: true })
     await db.query(
       `INSERT INTO task_events (task_id, seq, type, step_key, at, data)
        SELECT $1, 2, type, step_key, at, data FROM task_events WHERE task_id = $2 AND seq = 1`,
