@@ -24,6 +24,7 @@ import {
 import { ListOf } from "./Identity.js"
 import { AgentId, TaskId } from "./Ids.js"
 import { Authentication } from "./Security.js"
+import { DateParam } from "./Timestamp.js"
 
 const AgentPath = Schema.Struct({ agent_id: AgentId })
 const TaskPath = Schema.Struct({ task_id: TaskId })
@@ -78,8 +79,8 @@ export class AgentsApi extends HttpApiGroup.make("agents")
         agent_id: Schema.optional(AgentId),
         status: Schema.optional(TaskStatus),
         user_id: Schema.optional(Schema.String),
-        created_after: Schema.optional(Schema.DateFromString),
-        created_before: Schema.optional(Schema.DateFromString),
+        created_after: Schema.optional(DateParam),
+        created_before: Schema.optional(DateParam),
         limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200))),
         cursor: Schema.optional(Schema.String)
       }))

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { OrganizationId } from "./Ids.js"
-import { Timestamp } from "./Timestamp.js"
+import { DateParam, Timestamp } from "./Timestamp.js"
 
 /**
  * The actions written today. The list is open: an area that changes access adds its own.
@@ -28,6 +28,7 @@ export const auditActions = [
   "DELETE_CONNECTION",
   "ACCESS_DENIED",
   "AUTHENTICATION_FAILED",
+  "RATE_LIMITED",
   "CREATE_SKILL",
   "UPDATE_SKILL",
   "UPDATE_SKILL_ACCESS",
@@ -96,8 +97,8 @@ export const AuditFilters = {
     description: "Only events by this actor: a user id, API key id or OAuth client id (the key a request carried " +
       "matches too)."
   }),
-  from: Schema.optional(Schema.Date).annotations({ description: "From this time (inclusive), ISO 8601." }),
-  to: Schema.optional(Schema.Date).annotations({ description: "Before this time (exclusive), ISO 8601." })
+  from: Schema.optional(DateParam).annotations({ description: "From this time (inclusive), ISO 8601." }),
+  to: Schema.optional(DateParam).annotations({ description: "Before this time (exclusive), ISO 8601." })
 }
 
 export const AuditListParams = Schema.Struct({

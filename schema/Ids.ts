@@ -19,11 +19,9 @@ export const ApiKeyId = Schema.String.pipe(
 )
 export type ApiKeyId = typeof ApiKeyId.Type
 
-export const AgentId = Schema.String.pipe(
-  Schema.minLength(1),
-  Schema.maxLength(128),
+export const AgentId = Schema.UUID.pipe(
   Schema.brand("AgentId"),
-  Schema.annotations({ description: "Identifier of an agent." })
+  Schema.annotations({ description: "Identifier of an agent (UUID)." })
 )
 export type AgentId = typeof AgentId.Type
 

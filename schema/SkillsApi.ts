@@ -1,10 +1,11 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire } from "./Errors.js"
-import { AgentId } from "./Ids.js"
+import { AgentId, TaskId } from "./Ids.js"
 import { Authentication } from "./Security.js"
 import {
   Approval,
+  ApprovalId,
   ApprovalPage,
   ApprovalStatus,
   AttachedSkill,
@@ -14,6 +15,7 @@ import {
   PublishReport,
   Skill,
   SkillAccess,
+  SkillId,
   SkillPage,
   SkillStatus,
   SkillViolation,
@@ -21,9 +23,9 @@ import {
 } from "./Skills.js"
 
 // ids are checked by the handlers: an id that is not a UUID is a 404 like any unknown one
-const SkillPath = Schema.Struct({ skill_id: Schema.String })
-const AgentSkillPath = Schema.Struct({ agent_id: AgentId, skill_id: Schema.String })
-const ApprovalPath = Schema.Struct({ approval_id: Schema.String })
+const SkillPath = Schema.Struct({ skill_id: SkillId })
+const AgentSkillPath = Schema.Struct({ agent_id: AgentId, skill_id: SkillId })
+const ApprovalPath = Schema.Struct({ approval_id: ApprovalId })
 const page = {
   limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200))),
   cursor: Schema.optional(Schema.String)
@@ -60,7 +62,7 @@ export class SkillsApi extends HttpApiGroup.make("skills")
   .add(
     HttpApiEndpoint.get("listSkillViolations", "/skills/violations")
       .setUrlParams(
-        Schema.Struct({ skill_id: Schema.optional(Schema.String), agent_id: Schema.optional(Schema.String), ...page })
+        Schema.Struct({ skill_id: Schema.optional(SkillId), agent_id: Schema.optional(AgentId), ...page })
       )
       .addSuccess(Schema.Struct({ items: Schema.Array(SkillViolation), next_cursor: Schema.NullOr(Schema.String) }))
       .annotate(
@@ -131,7 +133,7 @@ export class ApprovalsApi extends HttpApiGroup.make("approvals")
   .add(
     HttpApiEndpoint.get("listApprovals", "/approvals")
       .setUrlParams(
-        Schema.Struct({ status: Schema.optional(ApprovalStatus), task_id: Schema.optional(Schema.String), ...page })
+        Schema.Struct({ status: Schema.optional(ApprovalStatus), task_id: Schema.optional(TaskId), ...page })
       )
       .addSuccess(ApprovalPage)
       .annotate(OpenApi.Description, "Approval requests, newest first (Admin+, or the asking task's agent's creator).")

@@ -16,4 +16,18 @@ export const Timestamp = Schema.transform(
   description: "ISO 8601 UTC timestamp with microseconds and a `Z` suffix."
 })
 
+/**
+ * A date a client sends (a filter bound): ISO 8601, a real calendar date, within the years 1–9999 that
+ * every store and client can represent. `not-a-date` and `9999-99-99` are refused at the contract.
+ */
+export const DateParam = Schema.Date.pipe(
+  Schema.filter((date) => {
+    const year = date.getUTCFullYear()
+    return year >= 1 && year <= 9999
+  }, { message: () => "must be a date between the years 1 and 9999" })
+).annotations({
+  description: "An ISO 8601 date or date-time, e.g. `2026-11-25` or `2026-11-25T10:00:00Z`.",
+  message: () => "must be an ISO 8601 date, e.g. 2026-11-25T10:00:00Z"
+})
+
 export const now = DateTime.unsafeNow

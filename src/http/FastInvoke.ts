@@ -17,8 +17,9 @@ import { ApiKeyAuthenticator } from "../identity/ApiKeyAuthenticator.js"
 import { Drain } from "./Drain.js"
 import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "./ErrorEnvelope.js"
 import { makeFastAccessLog } from "./FastAccessLog.js"
+import { parseJsonBody, requestProblem } from "./JsonBody.js"
 import { NodeRequestGate } from "./NodeRequestGate.js"
-import { jsonDepth, MAX_JSON_DEPTH, requestIdOf } from "./RequestPipeline.js"
+import { requestIdOf } from "./RequestPipeline.js"
 
 const ROUTE = /^\/v1\/tools\/connectors\/([^/?#]+)\/connections\/([0-9a-fA-F-]{36})\/([^/?#]+)$/
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/
@@ -67,19 +68,9 @@ export const FastInvokeLive = Layer.effectDiscard(
       req.on("data", (c: Buffer) => chunks.push(c))
       req.on("error", () => res.destroy())
       req.on("end", () => {
-        const text = Buffer.concat(chunks).toString("utf8")
-        let input: unknown
-        try {
-          input = text === "" ? {} : JSON.parse(text)
-        } catch {
-          return fail(400, { code: "invalid_json", message: "The request body is not valid JSON." })
-        }
-        if (jsonDepth(text) > MAX_JSON_DEPTH) {
-          return fail(400, {
-            code: "invalid_json",
-            message: `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`
-          })
-        }
+        const parsed = parseJsonBody(Buffer.concat(chunks).toString("utf8"), {})
+        if (!parsed.ok) return fail(400, parsed.error)
+        const input = parsed.value
         if (typeof input !== "object" || input === null || Array.isArray(input)) {
           return fail(400, {
             code: "validation_failed",
@@ -144,8 +135,7 @@ export const FastInvokeLive = Layer.effectDiscard(
       if (req.headers["transfer-encoding"] !== undefined || !(length >= 0 && length <= config.maxBodyBytes)) {
         return false
       }
-      const contentType = req.headers["content-type"]
-      if (contentType !== undefined && !/[/+]json\b/i.test(contentType)) return false
+      if (requestProblem(req.url!, req.headers) !== undefined) return false
       const principal = authenticator.peek(req.headers["x-api-key"] as string | undefined)
       if (principal === undefined) return false
       const target = connections.peekTarget(principal, connectorId!, connectionId as ConnectionId, operation)

@@ -11,8 +11,9 @@ import { Tasks } from "../tasks/Tasks.js"
 import { Drain } from "./Drain.js"
 import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "./ErrorEnvelope.js"
 import { makeFastAccessLog } from "./FastAccessLog.js"
+import { parseJsonBody, requestProblem } from "./JsonBody.js"
 import { NodeRequestGate } from "./NodeRequestGate.js"
-import { jsonDepth, MAX_JSON_DEPTH, requestIdOf, unexpectedFailure, validationError } from "./RequestPipeline.js"
+import { requestIdOf, unexpectedFailure, validationError } from "./RequestPipeline.js"
 
 const UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 const INVOKE = new RegExp(`^/v1/agents/(${UUID})/invoke(?:\\?asynchronous=(true|false))?$`)
@@ -122,21 +123,11 @@ export const FastTasksLive = Layer.effectDiscard(
       req.on("data", (c: Buffer) => chunks.push(c))
       req.on("error", () => res.destroy())
       req.on("end", () => {
-        const text = Buffer.concat(chunks).toString("utf8")
+        const parsed = parseJsonBody(Buffer.concat(chunks).toString("utf8"))
         const idempotencyKey = req.headers["idempotency-key"] as string | undefined
-        let payload: unknown
-        let problem: ErrorFields | undefined
-        try {
-          payload = JSON.parse(text)
-          if (jsonDepth(text) > MAX_JSON_DEPTH) {
-            problem = { code: "invalid_json", message: `The request body nests deeper than ${MAX_JSON_DEPTH} levels.` }
-          }
-        } catch {
-          problem = { code: "invalid_json", message: "The request body is not valid JSON." }
-        }
         const call = serve(req, res, principal)
-        if (problem !== undefined) return call.reply(errorReply(400, problem, call.requestId), true)
-        const decoded = decodeInvoke(payload)
+        if (!parsed.ok) return call.reply(errorReply(400, parsed.error, call.requestId), true)
+        const decoded = decodeInvoke(parsed.value)
         if (decoded._tag === "Left") {
           const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
           return call.reply(errorReply(400, validationError(issues), call.requestId), true)
@@ -179,8 +170,7 @@ export const FastTasksLive = Layer.effectDiscard(
       // bodies of a declared size, JSON: anything else is the general stack's to answer
       const length = Number(req.headers["content-length"] ?? "")
       if (req.headers["transfer-encoding"] !== undefined || !(length > 0 && length <= config.maxBodyBytes)) return false
-      const contentType = req.headers["content-type"]
-      if (contentType === undefined || !/[/+]json\b/i.test(contentType)) return false
+      if (requestProblem(url, req.headers) !== undefined) return false
       const principal = authenticator.peek(req.headers["x-api-key"] as string | undefined)
       if (principal === undefined) return false
       invoke(req, res, principal, match[1] as AgentId, match[2] === "true")

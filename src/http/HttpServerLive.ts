@@ -20,6 +20,7 @@ import { FastInvokeLive } from "./FastInvoke.js"
 import { FastTasksLive } from "./FastTasks.js"
 import { IdentityHttpLive } from "./IdentityHttp.js"
 import { gateRequests, NodeRequestGate } from "./NodeRequestGate.js"
+import { MAX_PATH_SEGMENT } from "./RouteTable.js"
 import { RequestPipelineLive } from "./RequestPipeline.js"
 import { ApprovalsHttpLive, SkillsHttpLive } from "./SkillsHttp.js"
 import { SystemHttpLive } from "./SystemHttp.js"
@@ -66,7 +67,9 @@ export const HttpServerLive = Layer.unwrapEffect(
     const gate = gateRequests(server)
     const served = HttpLayerRouter.serve(Layer.provide(Routes, Layer.succeed(NodeRequestGate, gate)), {
       disableLogger: true,
-      disableListenLog: true
+      disableListenLog: true,
+      // the router's default (100) turned a long id into "no such route"; ids are checked by their schemas
+      routerConfig: { maxParamLength: MAX_PATH_SEGMENT }
     }).pipe(
       // no tracer exports spans here: skip building one per request
       Layer.locally(HttpMiddleware.currentTracerDisabledWhen, () => true),

@@ -11,8 +11,9 @@ import * as Crypto from "node:crypto"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Drain } from "./Drain.js"
 import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "./ErrorEnvelope.js"
+import { declaresBody, inspectJsonText, isJsonMediaType, requestProblem } from "./JsonBody.js"
 import { CurrentRequest, type RequestInfo } from "./RequestContext.js"
-import { allowedMethods } from "./RouteTable.js"
+import { allowedMethods, MAX_PATH_SEGMENT } from "./RouteTable.js"
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -79,6 +80,13 @@ const failureResponse = (
     if (failure instanceof HttpServerError.RouteNotFound) {
       const path = request.url.split("?")[0]!
       const allowed = allowedMethods(path)
+      if (allowed.includes(request.method)) {
+        // the route exists for this method: the router refused a segment longer than it matches
+        return errorResponse(400, info, {
+          code: "validation_failed",
+          message: `A path segment is longer than ${MAX_PATH_SEGMENT} characters; no id is that long.`
+        })
+      }
       return allowed.length > 0
         ? errorResponse(405, info, {
           code: "method_not_allowed",
@@ -135,41 +143,23 @@ export const unexpectedFailure = (cause: Cause.Cause<unknown>, requestId: string
       },
       headers: {}
     }
+  }).pipe(Effect.annotateLogs("request_id", requestId))
+
+/**
+ * Reads a JSON body once to check it (HttpApi reuses the cached text). HttpApi reads only types containing
+ * `application/json` as JSON and would read the consumed stream again, forever, for `application/*+json`:
+ * such a request is handed on as `application/json`, which our rule makes it equivalent to.
+ */
+const checkJsonBody = (request: HttpServerRequest.HttpServerRequest, info: RequestInfo) =>
+  Effect.map(request.text, (text) => {
+    const refused = inspectJsonText(text)
+    if (refused !== undefined) return errorResponse(400, info, refused)
+    const headers = request.headers as Record<string, string>
+    if (!headers["content-type"]!.toLowerCase().includes("application/json")) {
+      headers["content-type"] = "application/json"
+    }
+    return undefined
   })
-
-export const MAX_JSON_DEPTH = 64
-
-/** Nesting depth of a JSON text, strings skipped: deep input must not reach recursive decoders. */
-export const jsonDepth = (text: string) => {
-  let depth = 0
-  let max = 0
-  let inString = false
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    if (inString) {
-      if (c === 92) i++ // backslash: skip the escaped character
-      else if (c === 34) inString = false
-    } else if (c === 34) inString = true
-    else if (c === 91 || c === 123) max = Math.max(max, ++depth)
-    else if (c === 93 || c === 125) depth--
-  }
-  return max
-}
-
-/** Reads a JSON body once (HttpApi reuses the cached text) to refuse pathological nesting early. */
-const checkJsonDepth = (request: HttpServerRequest.HttpServerRequest, info: RequestInfo) =>
-  Effect.map(request.text, (text) =>
-    jsonDepth(text) > MAX_JSON_DEPTH
-      ? errorResponse(400, info, {
-        code: "invalid_json",
-        message: `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`
-      })
-      : undefined)
-
-const hasBody = (request: HttpServerRequest.HttpServerRequest) =>
-  request.headers["content-length"] !== undefined
-    ? request.headers["content-length"] !== "0"
-    : request.headers["transfer-encoding"] !== undefined
 
 /**
  * Around every request: request id, body limits, content type, one error shape, draining, one JSON
@@ -195,21 +185,19 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
         const started = performance.now()
         const release = drain.enter()
         const length = Number(request.headers["content-length"] ?? 0)
-        const contentType = request.headers["content-type"]?.toLowerCase() ?? ""
+        // the body rule is the API's; OAuth and sign-in forms outside /v1 have types of their own
+        const problem = requestProblem(request.url, request.headers, request.url.startsWith("/v1/"))
         const response = length > config.maxBodyBytes
           ? errorResponse(413, info, {
             code: "payload_too_large",
             message:
               `The request body is ${length} bytes; this server accepts at most ${config.maxBodyBytes} (SWITCHYARD_MAX_BODY_BYTES).`
           })
-          : request.url.startsWith("/v1/") && hasBody(request) && contentType !== "" && !/[/+]json\b/.test(contentType)
-          ? errorResponse(415, info, {
-            code: "unsupported_media_type",
-            message: `Send JSON with Content-Type: application/json (got ${contentType}).`
-          })
+          : problem !== undefined
+          ? errorResponse(problem.status, info, problem.error)
           : yield* Effect.gen(function*() {
-            const refused = hasBody(request) && /[/+]json\b/.test(contentType)
-              ? yield* checkJsonDepth(request, info)
+            const refused = declaresBody(request.headers) && isJsonMediaType(request.headers["content-type"])
+              ? yield* checkJsonBody(request, info)
               : undefined
             return refused ?? (yield* handler)
           }).pipe(
@@ -217,6 +205,8 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
             Effect.locally(CurrentRequest, info),
             Effect.map((r) => normalizeErrorResponse(r, info)),
             Effect.catchAllCause((cause) => failureResponse(cause, request, info)),
+            // every line logged while the request runs can be found by the id its caller is given
+            Effect.annotateLogs("request_id", info.requestId),
             Effect.onExit(() => Effect.sync(release))
           )
         release()

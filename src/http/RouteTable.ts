@@ -11,6 +11,9 @@ HttpApi.reflect(Api, {
   }
 })
 
+/** Longest path segment the router matches; a longer one gets a 400 naming this limit. */
+export const MAX_PATH_SEGMENT = 1024
+
 export const extraRoutes = (method: string, pattern: RegExp) => routes.push({ method, pattern })
 
 export const allowedMethods = (path: string): ReadonlyArray<string> =>

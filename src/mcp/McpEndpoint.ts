@@ -5,6 +5,7 @@ import { AgentsLive } from "../agents/AgentsLive.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { makeAskTool } from "../builtin/BuiltinAgent.js"
 import { Drain } from "../http/Drain.js"
+import { isJsonMediaType, unsupportedMediaType } from "../http/JsonBody.js"
 import { CurrentRequest } from "../http/RequestContext.js"
 import { extraRoutes } from "../http/RouteTable.js"
 import { OAuthLive } from "../oauth/OAuthLive.js"
@@ -389,9 +390,9 @@ export const McpRoutes = Layer.effectDiscard(
     const post = (resource: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function*() {
         const caller = yield* admit(resource, request.headers)
-        const type = (request.headers["content-type"] ?? "").toLowerCase()
-        if (!type.startsWith("application/json")) {
-          return httpError(415, "unsupported_media_type", "POST JSON-RPC messages with Content-Type: application/json.")
+        if (!isJsonMediaType(request.headers["content-type"])) {
+          const { code, message } = unsupportedMediaType(request.headers["content-type"])
+          return httpError(415, code, message)
         }
         const text = yield* request.text.pipe(Effect.orDie)
         return yield* handleMessage(resource, caller, text, request.headers, false)

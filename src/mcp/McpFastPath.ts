@@ -11,8 +11,9 @@ import { classifyFailure, startUpstream } from "../connectors/Upstream.js"
 import { Drain } from "../http/Drain.js"
 import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "../http/ErrorEnvelope.js"
 import { makeFastAccessLog } from "../http/FastAccessLog.js"
+import { declaresBody, inspectJsonText, isJsonMediaType } from "../http/JsonBody.js"
 import { NodeRequestGate } from "../http/NodeRequestGate.js"
-import { jsonDepth, MAX_JSON_DEPTH, requestIdOf } from "../http/RequestPipeline.js"
+import { requestIdOf } from "../http/RequestPipeline.js"
 import type { ProtectedResource } from "../oauth/Resources.js"
 import type { McpCaller } from "../oauth/TokenVerifier.js"
 import { classify, type JsonRpcId, type JsonRpcRequest, result } from "./JsonRpc.js"
@@ -237,13 +238,8 @@ export const installFastPath = (core: McpCore) =>
       req.on("error", () => res.destroy())
       req.on("end", () => {
         const text = Buffer.concat(chunks).toString("utf8")
-        const type = (headers["content-type"] ?? "").toLowerCase()
-        const declared = headers["content-length"] !== undefined && headers["content-length"] !== "0"
-        if (declared && /[/+]json\b/.test(type) && jsonDepth(text) > MAX_JSON_DEPTH) {
-          return writeJson(400, {
-            error: { code: "invalid_json", message: `The request body nests deeper than ${MAX_JSON_DEPTH} levels.` }
-          })
-        }
+        const refused = declaresBody(headers) ? inspectJsonText(text) : undefined
+        if (refused !== undefined) return writeJson(400, { error: refused })
         // the hot call: `tools/call` of invoke_operation, answered as JSON
         let message: (JsonRpcRequest & { readonly id: JsonRpcId }) | undefined
         try {
@@ -295,7 +291,7 @@ export const installFastPath = (core: McpCore) =>
       // Effect route's to answer (or refuse)
       const length = Number(headers["content-length"] ?? "0")
       if (headers["transfer-encoding"] !== undefined || !(length >= 0 && length <= config.maxBodyBytes)) return false
-      if (!(headers["content-type"] ?? "").toLowerCase().startsWith("application/json")) return false
+      if (!isJsonMediaType(headers["content-type"])) return false
       if (!core.originAllowed(headers["origin"]) || !core.versionSupported(headers["mcp-protocol-version"])) {
         return false
       }

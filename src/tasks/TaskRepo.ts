@@ -286,6 +286,16 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     /** For the Task entity, which runs tasks already authorized at invoke. */
     const findById = (id: TaskId) => findTaskById([id]).pipe(Effect.map(([row]): TaskRow | undefined => row))
 
+    /** Whether the task was invoked with this key, or with another key or an MCP grant of this user. */
+    const invokedBy = (organizationId: OrganizationId, id: TaskId, keyId: string, userId: string | null) =>
+      sql<{ readonly own: boolean }>`
+        SELECT EXISTS (
+          SELECT 1 FROM tasks t WHERE t.id = ${id} AND t.organization_id = ${organizationId} AND (
+            t.api_key_id = ${keyId}
+            OR EXISTS (SELECT 1 FROM api_keys k WHERE k.id = t.api_key_id AND k.user_id = ${userId}::uuid)
+            OR EXISTS (SELECT 1 FROM oauth_grants g WHERE g.id = t.api_key_id AND g.user_id = ${userId}::uuid))
+        ) AS own`.pipe(Effect.map(([row]) => row?.own === true))
+
     const cancel = (organizationId: OrganizationId, id: TaskId, result: string) =>
       sql<TaskSummary>`
         WITH ended AS (
@@ -487,6 +497,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       find,
       findWithInput,
       findById,
+      invokedBy,
       start,
       finishWith,
       cancel,

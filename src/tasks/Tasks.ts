@@ -4,7 +4,8 @@ import * as Crypto from "node:crypto"
 import { v7 as uuidV7 } from "uuid"
 import { outcomeOf, startRun, TaskEntity } from "../../cluster/TaskEntity.js"
 import { type InvokeAgent, Task, type TaskFields, ThreadEvent } from "../../schema/Agents.js"
-import { BadRequest, Conflict, NotFound, PaymentRequired } from "../../schema/Errors.js"
+import { BadRequest, Conflict, Forbidden, NotFound, PaymentRequired } from "../../schema/Errors.js"
+import { roleAtLeast } from "../../schema/Identity.js"
 import type { AgentId, TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { AgentRepo, type AgentRow } from "../agents/AgentRepo.js"
@@ -289,6 +290,15 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
 
     const cancel = Effect.fn("Tasks.cancel")(function*(principal: Principal, id: TaskId) {
       const row = yield* find(principal, id)
+      // a Member stops their own runs only; stopping someone else's is a Builder's call
+      if (
+        !roleAtLeast(principal.role, "builder") &&
+        !(yield* repo.invokedBy(principal.organizationId, id, principal.keyId, principal.userId))
+      ) {
+        return yield* Forbidden.of(
+          "A Member may cancel only the tasks they invoked; ask a Builder or an Admin to cancel this one."
+        )
+      }
       // uninterruptible, as TaskRunner's finish: a caller gone (a closed connection) between the commit and
       // the rest would leave the end unannounced and the run going
       const cancelled = yield* Effect.uninterruptible(Effect.gen(function*() {

@@ -1,6 +1,7 @@
 import { Effect, Schema } from "effect"
 import { TaskPage, TaskStatus } from "../../../schema/Agents.js"
 import { AgentId } from "../../../schema/Ids.js"
+import { DateParam } from "../../../schema/Timestamp.js"
 import { orDieOnSql } from "../../http/orDieOnSql.js"
 import { Tasks } from "../../tasks/Tasks.js"
 import { defineTool } from "../McpTool.js"
@@ -12,8 +13,8 @@ export default defineTool({
     agent_id: Schema.optional(AgentId),
     status: Schema.optional(TaskStatus),
     user_id: Schema.optional(Schema.String),
-    created_after: Schema.optional(Schema.DateFromString).annotations({ description: "ISO 8601 timestamp." }),
-    created_before: Schema.optional(Schema.DateFromString).annotations({ description: "ISO 8601 timestamp." }),
+    created_after: Schema.optional(DateParam),
+    created_before: Schema.optional(DateParam),
     limit: Schema.optional(Schema.Int.pipe(Schema.between(1, 200))),
     cursor: Schema.optional(Schema.String).annotations({ description: "`next_cursor` of the previous page." })
   }),
