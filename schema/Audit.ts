@@ -109,6 +109,26 @@ export const AuditListParams = Schema.Struct({
   cursor: Schema.optional(Schema.String).annotations({ description: "The previous page's `next_cursor`." })
 })
 
+/** The columns of a CSV export, in order: the fields of AuditEvent, flattened; JSON fields as JSON text. */
+export const AUDIT_CSV_COLUMNS = [
+  "id",
+  "seq",
+  "time",
+  "organization_id",
+  "actor_type",
+  "actor_id",
+  "actor_key_id",
+  "action",
+  "targets",
+  "outcome",
+  "ip",
+  "user_agent",
+  "request_id",
+  "details",
+  "prev_hash",
+  "hash"
+] as const
+
 export const AuditExportParams = Schema.Struct({
   ...AuditFilters,
   format: Schema.optionalWith(Schema.Literal("csv", "json", "ndjson"), { default: () => "json" as const })

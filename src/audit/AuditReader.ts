@@ -1,5 +1,5 @@
 import { Effect, Option, Schema, Stream } from "effect"
-import { AuditEvent } from "../../schema/Audit.js"
+import { AUDIT_CSV_COLUMNS, AuditEvent } from "../../schema/Audit.js"
 import { BadRequest } from "../../schema/Errors.js"
 import type { Principal } from "../../schema/Security.js"
 import { formatTimestamp } from "../../schema/Timestamp.js"
@@ -20,25 +20,6 @@ const decodeCursor = (cursor: string): number | undefined => {
   }
 }
 
-const CSV_COLUMNS = [
-  "id",
-  "seq",
-  "time",
-  "organization_id",
-  "actor_type",
-  "actor_id",
-  "actor_key_id",
-  "action",
-  "targets",
-  "outcome",
-  "ip",
-  "user_agent",
-  "request_id",
-  "details",
-  "prev_hash",
-  "hash"
-] as const
-
 /** RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled. */
 export const csvField = (value: string | number | null) => {
   const text = value === null ? "" : String(value)
@@ -46,7 +27,7 @@ export const csvField = (value: string | number | null) => {
 }
 
 const csvLine = (row: AuditRow) =>
-  CSV_COLUMNS.map((column) => {
+  AUDIT_CSV_COLUMNS.map((column) => {
     const value = column === "time"
       ? formatTimestamp(row.time)
       : column === "targets" || column === "details"
@@ -103,7 +84,7 @@ export class AuditReader extends Effect.Service<AuditReader>()("audit/AuditReade
         const encoder = new TextEncoder()
         const text: Stream.Stream<string> = format === "csv"
           ? Stream.concat(
-            Stream.make(CSV_COLUMNS.join(",") + "\r\n"),
+            Stream.make(AUDIT_CSV_COLUMNS.join(",") + "\r\n"),
             Stream.map(pages, (p) => p.map(csvLine).join(""))
           )
           : format === "ndjson"

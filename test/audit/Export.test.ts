@@ -141,4 +141,16 @@ describe("audit log export", () => {
     expectError(await call(node, org.api_key, "GET", "/v1/audit-logs?event_type=lower"), 400, "validation_failed")
     expectError(await call(node, org.api_key, "GET", "/v1/audit-logs/export?format=xml"), 400, "validation_failed")
   })
+
+  it("documents each export format as the body it is sent as", async () => {
+    const document = await (await node.fetch("/openapi.json")).json()
+    const ok = document.paths["/v1/audit-logs/export"].get.responses["200"]
+    expect(Object.keys(ok.content).sort()).toEqual(["application/json", "application/x-ndjson", "text/csv"])
+    expect(ok.content["application/json"].schema.type).toBe("array")
+    expect(ok.content["application/json"].schema.items.$ref).toBe("#/components/schemas/AuditEvent")
+    expect(ok.content["text/csv"].schema.description).toContain("id, seq, time")
+    const org = await node.bootstrap()
+    const header = (await exportAs(org.api_key, "format=csv")).text.split("\r\n")[0]!
+    for (const column of header.split(",")) expect(ok.content["text/csv"].schema.description).toContain(column)
+  })
 })
