@@ -1,27 +1,20 @@
-import { Effect, type Either, JSONSchema, ParseResult, Schema } from "effect"
+import { Effect, type Either, type ParseResult, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
 import type { McpTool } from "./McpTool.js"
+import { toolInputSchema } from "./ToolSchema.js"
 
 const TOOLS_DIR = Path.join(import.meta.dirname, "tools")
 
 /** `tools/list` entry: the JSON Schema comes from the tool's Effect Schema, the contract's own shapes. */
-export const describe = (tool: McpTool) => {
-  const { $schema: _, ...inputSchema } = JSONSchema.make(tool.input, {
-    target: "jsonSchema2020-12"
-  }) as unknown as Record<
-    string,
-    unknown
-  >
-  return {
-    name: tool.name,
-    title: tool.annotations.title,
-    description: tool.description,
-    inputSchema: { type: "object", ...inputSchema },
-    annotations: tool.annotations
-  }
-}
+export const describe = (tool: McpTool) => ({
+  name: tool.name,
+  title: tool.annotations.title,
+  description: tool.description,
+  inputSchema: toolInputSchema(tool.input),
+  annotations: tool.annotations
+})
 
 export interface LoadedTool {
   readonly tool: McpTool

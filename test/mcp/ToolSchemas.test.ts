@@ -1,0 +1,85 @@
+import addFormats from "ajv-formats"
+import { Ajv2020 } from "ajv/dist/2020.js"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { freePort } from "../support/ports.js"
+import { startTestNode, type TestNode } from "../support/TestNode.js"
+import { mcpPost, obtainTokens, openSession, signedUpAdmin } from "./support.js"
+
+let node: TestNode
+let admin: Awaited<ReturnType<typeof signedUpAdmin>>
+beforeAll(async () => {
+  const port = String(await freePort())
+  const url = `http://127.0.0.1:${port}`
+  // with SWITCHYARD_MCP_PUBLIC_URL the built-in agent's endpoint (and its `ask` tool) is served too
+  node = await startTestNode({ SWITCHYARD_HTTP_PORT: port, SWITCHYARD_PUBLIC_URL: url, SWITCHYARD_MCP_PUBLIC_URL: url })
+  admin = await signedUpAdmin(node)
+})
+afterAll(() => node?.stop())
+
+/** `tools/list` of an endpoint, as a client gets it. */
+const listTools = async (path: string) => {
+  const { access_token } = (await obtainTokens(node, admin.email, { resource: `${node.baseUrl}${path}` })).tokens
+  const headers = { authorization: `Bearer ${access_token}`, "mcp-protocol-version": "2025-11-25" }
+  const session = await openSession(node.baseUrl, access_token, path)
+  const response = await mcpPost(
+    node.baseUrl,
+    { jsonrpc: "2.0", id: 2, method: "tools/list" },
+    { ...headers, "mcp-session-id": session },
+    path
+  )
+  expect(response.status).toBe(200)
+  return (await response.json()).result.tools as Array<Record<string, any>>
+}
+
+/** A validator as strict as a careful client's: JSON Schema 2020-12, strict mode, formats checked. */
+const strictAjv = () => {
+  const ajv = new Ajv2020({ strict: true, allErrors: true })
+  addFormats.default(ajv)
+  return ajv
+}
+
+const idsIn = (schema: unknown): Array<string> =>
+  typeof schema !== "object" || schema === null
+    ? []
+    : Object.entries(schema).flatMap(([key, value]) => key === "$id" ? [String(value)] : idsIn(value))
+
+describe.each(["/mcp/", "/switchyard-mcp/"])("the tool schemas of %s", (path) => {
+  it("compile in ajv 2020 strict mode with formats, as object schemas without $id", async () => {
+    const tools = await listTools(path)
+    expect(tools.length).toBeGreaterThan(0)
+    for (const tool of tools) {
+      for (const key of ["inputSchema", "outputSchema"] as const) {
+        const schema = tool[key]
+        if (key === "outputSchema" && schema === undefined) continue
+        expect({ tool: tool.name, key, type: schema.type }).toEqual({ tool: tool.name, key, type: "object" })
+        expect({ tool: tool.name, key, ids: idsIn(schema) }).toEqual({ tool: tool.name, key, ids: [] })
+        // a fresh instance per schema: compiling one must not depend on what another registered
+        expect(() => strictAjv().compile(schema), `${tool.name} ${key}`).not.toThrow()
+      }
+    }
+  })
+})
+
+describe("tool schemas", () => {
+  it("describe what the tools take: no arguments is an object, ids are checked, defs are inlined", async () => {
+    const tools = new Map((await listTools("/mcp/")).map((t) => [t.name, t.inputSchema]))
+    const listAgents = strictAjv().compile(tools.get("list_agents"))
+    expect(listAgents({})).toBe(true)
+    expect(listAgents([1, 2])).toBe(false)
+    expect(listAgents("str")).toBe(false)
+    const getTask = strictAjv().compile(tools.get("get_task"))
+    expect(getTask({ task_id: "0190a6f8-5a8b-7c3d-8e9f-0a1b2c3d4e5f" })).toBe(true)
+    expect(getTask({ task_id: "not-a-uuid" })).toBe(false)
+    const listTasks = tools.get("list_tasks")
+    expect(JSON.stringify(listTasks)).not.toContain("$ref")
+    expect(listTasks.properties.limit).toMatchObject({ type: "integer", minimum: 1, maximum: 200 })
+    const invoke = strictAjv().compile(tools.get("invoke_operation"))
+    expect(invoke({
+      connector_id: "_",
+      connection_id: "0190a6f8-5a8b-7c3d-8e9f-0a1b2c3d4e5f",
+      operation_id: "listPets",
+      body_params: { name: "Rex" },
+      query_params: { limit: 2 }
+    })).toBe(true)
+  })
+})
