@@ -68,6 +68,14 @@ export const toolResult = (encoded: unknown, text?: string) => {
   }
 }
 
+/** A `tools/call` to run: the tool and its arguments (`{}` when the request sent none). */
+export interface ToolCall {
+  readonly loaded: LoadedTool
+  readonly args: Record<string, unknown>
+}
+
+const kindOf = (value: unknown) => value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`
+
 /** Arguments that do not match a tool's input schema, as the tool error a model reads. */
 export const validationFailed = (error: ParseResult.ParseError) => {
   const issues = ParseResult.ArrayFormatter.formatErrorSync(error).map((i) => ({
@@ -259,16 +267,27 @@ export const McpRoutes = Layer.effectDiscard(
     const builtinRegistry = registryOf([ask])
     const registryFor = (resource: ProtectedResource) => resource.path === BUILTIN_MCP_PATH ? builtinRegistry : registry
 
-    /** The tool a `tools/call` names, or the JSON-RPC / scope error that answers it instead. */
+    /**
+     * The tool a `tools/call` names and its arguments, or the JSON-RPC / scope error that answers it instead.
+     * Both ways a call arrives (this route and McpFastPath.ts) take their tool and arguments from here.
+     */
     const toolFor = (
       resource: ProtectedResource,
       caller: McpCaller,
       message: JsonRpcRequest & { readonly id: JsonRpcId }
-    ): LoadedTool | Answer => {
+    ): ToolCall | Answer => {
       const params = message.params ?? {}
       const loaded = typeof params["name"] === "string" ? registryFor(resource).byName.get(params["name"]) : undefined
       if (loaded === undefined) {
         return rpcResponse(failure(message.id, ErrorCodes.invalidParams, `Unknown tool: ${String(params["name"])}`))
+      }
+      // MCP's `arguments` is an object, or absent (the tool runs without any). Anything else is a malformed
+      // request, not a call with odd arguments: `Schema.Struct({})` would take `[1,2]` or `"str"` as no arguments.
+      const args = params["arguments"] === undefined ? {} : params["arguments"]
+      if (typeof args !== "object" || args === null || Array.isArray(args)) {
+        const got = kindOf(args)
+        const text = `\`arguments\` must be an object, not ${got}; omit it to call ${loaded.tool.name} without any.`
+        return rpcResponse(failure(message.id, ErrorCodes.invalidParams, text))
       }
       if (!mayCall(caller, loaded)) {
         const needed = loaded.tool.annotations.readOnlyHint ? "mcp:read" : "mcp:write"
@@ -278,7 +297,7 @@ export const McpRoutes = Layer.effectDiscard(
           }", resource_metadata="${resource.metadataUrl}"`
         })
       }
-      return loaded
+      return { loaded, args: args as Record<string, unknown> }
     }
 
     /** The progress token of a call that wants an SSE answer with progress notifications, if any. */
@@ -298,15 +317,15 @@ export const McpRoutes = Layer.effectDiscard(
       headers: Headers
     ) =>
       Effect.gen(function*() {
-        const loaded = toolFor(resource, caller, message)
-        if ("_tag" in loaded) {
-          if (loaded._tag === "Json" && loaded.status === 403) {
+        const call = toolFor(resource, caller, message)
+        if ("_tag" in call) {
+          if (call._tag === "Json" && call.status === 403) {
             yield* denied(caller, String(message.params?.["name"]), "insufficient_scope")
           }
-          return loaded
+          return call
         }
+        const { args, loaded } = call
         const token = progressTokenOf(message, headers)
-        const args = message.params?.["arguments"] ?? {}
         if (token === undefined) {
           const value = yield* runTool(loaded, args, { caller, wantsProgress: false, progress: () => Effect.void })
           return rpcResponse(result(message.id, value))
@@ -387,8 +406,20 @@ export const McpRoutes = Layer.effectDiscard(
         }
       }).pipe(Effect.merge)
 
-    const post = (resource: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
+    /**
+     * The resource as called at its path without the trailing slash (`/mcp`): the same resource and tokens,
+     * but challenged with the metadata address that names it `…/mcp`, which is what a client at that URL
+     * accepts (Resources.ts).
+     */
+    const byPath = new Map(settings.resources.flatMap((r) => [
+      [r.path, r] as const,
+      [r.unslashed.path, { ...r, metadataUrl: r.unslashed.metadataUrl }] as const
+    ]))
+    const asCalled = (resource: ProtectedResource, url: string) => byPath.get(url.split("?")[0]!) ?? resource
+
+    const post = (called: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function*() {
+        const resource = asCalled(called, request.url)
         const caller = yield* admit(resource, request.headers)
         if (!isJsonMediaType(request.headers["content-type"])) {
           const { code, message } = unsupportedMediaType(request.headers["content-type"])
@@ -399,9 +430,9 @@ export const McpRoutes = Layer.effectDiscard(
       }).pipe(Effect.merge, Effect.flatMap(toResponse))
 
     /** The server-to-client stream: we send nothing unprompted yet, so it carries keep-alives until it ends. */
-    const get = (resource: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
+    const get = (called: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function*() {
-        const caller = yield* admit(resource, request.headers)
+        const caller = yield* admit(asCalled(called, request.url), request.headers)
         yield* session(caller, request.headers)
         if (!(request.headers["accept"] ?? "").includes("text/event-stream")) {
           return yield* toResponse(
@@ -421,9 +452,9 @@ export const McpRoutes = Layer.effectDiscard(
         })
       }).pipe(Effect.catchAll(toResponse))
 
-    const del = (resource: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
+    const del = (called: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function*() {
-        const caller = yield* admit(resource, request.headers)
+        const caller = yield* admit(asCalled(called, request.url), request.headers)
         const id = yield* session(caller, request.headers)
         yield* sessions.end(id).pipe(Effect.catchTag("SqlError", Effect.die))
         return { _tag: "Empty", status: 204 } satisfies Answer
@@ -438,7 +469,7 @@ export const McpRoutes = Layer.effectDiscard(
     }
 
     yield* installFastPath({
-      resources: settings.resources,
+      resourceAt: (path) => byPath.get(path),
       originAllowed,
       versionSupported,
       bearer: (headers) => BEARER.exec(headers["authorization"] ?? "")?.[1],

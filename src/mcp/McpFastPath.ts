@@ -17,7 +17,7 @@ import { requestIdOf } from "../http/RequestPipeline.js"
 import type { ProtectedResource } from "../oauth/Resources.js"
 import type { McpCaller } from "../oauth/TokenVerifier.js"
 import { classify, type JsonRpcId, type JsonRpcRequest, result } from "./JsonRpc.js"
-import type { Answer } from "./McpEndpoint.js"
+import type { Answer, ToolCall } from "./McpEndpoint.js"
 import type { ToolContext } from "./McpTool.js"
 import type { LoadedTool } from "./ToolRegistry.js"
 import { upstreamAnswer } from "./UpstreamAnswer.js"
@@ -28,7 +28,8 @@ type ToolCallResult = unknown
 
 /** What the fast path shares with the Effect route in McpEndpoint.ts: every check and answer comes from there. */
 export interface McpCore {
-  readonly resources: ReadonlyArray<ProtectedResource>
+  /** The resource called at a request's path (`/mcp/` or `/mcp`), as the Effect route sees it. */
+  readonly resourceAt: (path: string) => ProtectedResource | undefined
   readonly originAllowed: (origin: string | undefined) => boolean
   readonly versionSupported: (version: string | undefined) => boolean
   readonly bearer: (headers: Headers) => string | undefined
@@ -38,7 +39,7 @@ export interface McpCore {
     resource: ProtectedResource,
     caller: McpCaller,
     message: JsonRpcRequest & { readonly id: JsonRpcId }
-  ) => LoadedTool | Answer
+  ) => ToolCall | Answer
   readonly progressTokenOf: (message: JsonRpcRequest, headers: Headers) => string | number | undefined
   readonly runTool: (loaded: LoadedTool, args: unknown, context: ToolContext) => Effect.Effect<ToolCallResult>
   readonly toolError: (error: ErrorFields) => ToolCallResult
@@ -80,7 +81,6 @@ export const installFastPath = (core: McpCore) =>
     const runtime = yield* Effect.runtime<never>()
     const logAccess = yield* makeFastAccessLog
     const timeoutMs = Math.max(1, Duration.toMillis(config.connectorTimeout))
-    const byPath = new Map(core.resources.map((r) => [r.path, r]))
 
     /** `invoke_operation` without Effect, when all it needs is in memory; undefined: run the tool instead. */
     const invokeOperation = (
@@ -252,10 +252,10 @@ export const installFastPath = (core: McpCore) =>
           message !== undefined && message.params?.["name"] === "invoke_operation" &&
           core.progressTokenOf(message, headers) === undefined
         ) {
-          const loaded = core.toolFor(resource, caller, message)
-          if (!("_tag" in loaded)) {
+          const call = core.toolFor(resource, caller, message)
+          if (!("_tag" in call)) {
             const id = message.id
-            const answered = invokeOperation(loaded, message.params?.["arguments"] ?? {}, caller, res)
+            const answered = invokeOperation(call.loaded, call.args, caller, res)
             if (answered !== undefined) {
               return answered.then(
                 (value) => writeJson(200, result(id, value)),
@@ -272,7 +272,7 @@ export const installFastPath = (core: McpCore) =>
             }
             const context: ToolContext = { caller, wantsProgress: false, progress: () => Effect.void }
             return run(
-              core.runTool(loaded, message.params?.["arguments"] ?? {}, context),
+              core.runTool(call.loaded, call.args, context),
               (value) => writeJson(200, result(id, value))
             )
           }
@@ -284,7 +284,7 @@ export const installFastPath = (core: McpCore) =>
     if (!config.connectorFastPath) return
     gate.setFastPath((req, res) => {
       if (req.method !== "POST" || drain.draining) return false
-      const resource = byPath.get(req.url ?? "")
+      const resource = core.resourceAt(req.url ?? "")
       if (resource === undefined) return false
       const headers = req.headers as Headers
       // bodies of a declared size, JSON, from an allowed origin, in a supported version: anything else is the

@@ -4,7 +4,7 @@ import type { OrganizationId, UserId } from "../../schema/Ids.js"
 import { Clients } from "./Clients.js"
 import { OAuthError } from "./OAuthError.js"
 import { type ClientRow, OAuthRepo } from "./OAuthRepo.js"
-import { oauthSettings, type ProtectedResource, SCOPES } from "./Resources.js"
+import { oauthSettings, type ProtectedResource, sameResource, SCOPES } from "./Resources.js"
 import { hashOf, newGrantId, pkceMatches, randomSecret } from "./Secrets.js"
 import { TokenVerifier } from "./TokenVerifier.js"
 
@@ -150,7 +150,7 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
 
     const checkResource = (form: URLSearchParams, bound: string) => {
       const resource = form.get("resource")
-      return resource === null || resource === bound
+      return resource === null || sameResource(resource, bound)
         ? Effect.void
         : Effect.fail(OAuthError.of("invalid_target", "`resource` is not the one this grant was issued for."))
     }
@@ -199,26 +199,30 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
         }).pipe(sql.withTransaction)
       })
 
+    /**
+     * A refresh is checked in full before its token is used: a refused request (wrong client, `resource` or
+     * scope) leaves the token as it was, so the client's corrected retry is not taken for a reuse. Only a
+     * token that was really rotated out, coming back, revokes the grant.
+     */
     const refreshToken = (client: ClientRow, form: URLSearchParams) =>
       Effect.gen(function*() {
         const token = form.get("refresh_token")
         if (token === null) return yield* OAuthError.of("invalid_request", "Send `refresh_token`.")
-        const used = yield* repo.useRefreshToken(hashOf(token))
-        if (used === undefined) return yield* OAuthError.of("invalid_grant", "Unknown refresh token.")
-        const grant = yield* repo.findGrant(used.grant_id)
+        const hash = hashOf(token)
+        const found = yield* repo.findRefreshToken(hash)
+        if (found === undefined) return yield* OAuthError.of("invalid_grant", "Unknown refresh token.")
+        const grant = yield* repo.findGrant(found.grant_id)
         if (grant === undefined || grant.client_id !== client.id) {
           return yield* OAuthError.of("invalid_grant", "The refresh token was issued to another client.")
         }
-        if (used.reused) {
-          // a rotated-out refresh token came back: one of its holders is not the client, so end the family
-          yield* revokeFamily(grant.id)
-          return yield* OAuthError.of(
-            "invalid_grant",
-            "This refresh token was already used; the authorization is revoked."
-          )
-        }
+        const reused = Effect.zipRight(
+          revokeFamily(grant.id),
+          OAuthError.of("invalid_grant", "This refresh token was already used; the authorization is revoked.")
+        )
+        // a rotated-out refresh token came back: one of its holders is not the client, so end the family
+        if (found.used) return yield* reused
         if (grant.revoked_at !== null) return yield* OAuthError.of("invalid_grant", "The authorization was revoked.")
-        if (used.expires_at.getTime() <= Date.now()) {
+        if (found.expires_at.getTime() <= Date.now()) {
           return yield* OAuthError.of("invalid_grant", "The refresh token has expired.")
         }
         yield* checkResource(form, grant.resource)
@@ -227,7 +231,12 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
         if (requested.some((s) => !granted.includes(s))) {
           return yield* OAuthError.of("invalid_scope", "A refresh cannot widen the granted scope.")
         }
-        return yield* issueTokens(grant.id, requested.length === 0 ? grant.scope : requested.join(" "))
+        // the use and the new tokens commit together; a concurrent refresh that used it first is a reuse
+        const issued = yield* Effect.gen(function*() {
+          if (!(yield* repo.consumeRefreshToken(hash))) return undefined
+          return yield* issueTokens(grant.id, requested.length === 0 ? grant.scope : requested.join(" "))
+        }).pipe(sql.withTransaction)
+        return issued === undefined ? yield* reused : issued
       })
 
     /** `/oauth/token`: the code exchange and refresh. */

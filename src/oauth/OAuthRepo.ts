@@ -159,17 +159,19 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
         INSERT INTO oauth_tokens (token_hash, kind, grant_id, expires_at)
         VALUES (${hash}, ${kind}, ${grantId}, ${expires})`
 
-    /** Marks a refresh token used; `reused` when it had been used already (the family is then revoked). */
-    const useRefreshToken = (hash: Uint8Array) =>
-      Effect.gen(function*() {
-        const fresh = yield* sql<{ grant_id: string; expires_at: Date }>`
-          UPDATE oauth_tokens SET used_at = now()
-          WHERE token_hash = ${hash} AND kind = 'refresh' AND used_at IS NULL RETURNING grant_id, expires_at`
-        if (fresh[0] !== undefined) return { ...fresh[0], reused: false }
-        const used = yield* sql<{ grant_id: string; expires_at: Date }>`
-          SELECT grant_id, expires_at FROM oauth_tokens WHERE token_hash = ${hash} AND kind = 'refresh'`
-        return used[0] === undefined ? undefined : { ...used[0], reused: true }
-      })
+    /** A refresh token as it stands, without using it: `used` when it was rotated out already. */
+    const findRefreshToken = (hash: Uint8Array) =>
+      sql<{ grant_id: string; expires_at: Date; used: boolean }>`
+        SELECT grant_id, expires_at, used_at IS NOT NULL AS used FROM oauth_tokens
+        WHERE token_hash = ${hash} AND kind = 'refresh'`.pipe(Effect.map(first))
+
+    /** Uses a refresh token once: `false` when it was used already (a concurrent refresh got there first). */
+    const consumeRefreshToken = (hash: Uint8Array) =>
+      sql`
+        UPDATE oauth_tokens SET used_at = now()
+        WHERE token_hash = ${hash} AND kind = 'refresh' AND used_at IS NULL RETURNING 1`.pipe(
+        Effect.map((rows) => rows.length === 1)
+      )
 
     const findToken = (hash: Uint8Array) =>
       sql<{ kind: "access" | "refresh"; grant_id: string }>`
@@ -222,7 +224,8 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
       listGrants,
       revokeGrant,
       insertToken,
-      useRefreshToken,
+      findRefreshToken,
+      consumeRefreshToken,
       findToken,
       expireToken,
       findAccess,

@@ -30,8 +30,8 @@ const formOf = (request: HttpServerRequest.HttpServerRequest) =>
     return new URLSearchParams(text)
   })
 
-const protectedResourceMetadata = (r: ProtectedResource, issuer: string) => ({
-  resource: r.resource,
+const protectedResourceMetadata = (resource: string, r: ProtectedResource, issuer: string) => ({
+  resource,
   authorization_servers: [issuer],
   scopes_supported: SCOPES,
   bearer_methods_supported: ["header"],
@@ -77,15 +77,27 @@ export const OAuthRoutes = Layer.effectDiscard(
     }
 
     const notFound = json({ error: "not_found", error_description: "No such resource on this server." }, 404)
-    const mcpMetadata = Effect.succeed(json(protectedResourceMetadata(settings.mcp, settings.issuer)))
-    yield* router.add("GET", PATHS.prm, mcpMetadata)
-    yield* router.add("GET", `${PATHS.prm}/mcp` as const, mcpMetadata)
+    /**
+     * A path-inserted document names its resource in the form of its own address (RFC 9728 §3.3):
+     * `…/oauth-protected-resource/mcp` says `<base>/mcp`, `…/mcp/` says `<base>/mcp/` — one resource either
+     * way (Resources.ts `sameResource`); the MCP endpoint points a client at the form it called.
+     */
+    const metadataOf = (r: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
+      Effect.succeed(json(protectedResourceMetadata(
+        new URL(request.url, "http://x").pathname.endsWith("/") ? r.resource : r.unslashed.resource,
+        r,
+        settings.issuer
+      )))
+    yield* router.add(
+      "GET",
+      PATHS.prm,
+      Effect.succeed(json(protectedResourceMetadata(settings.mcp.resource, settings.mcp, settings.issuer)))
+    )
+    yield* router.add("GET", `${PATHS.prm}/mcp` as const, metadataOf(settings.mcp))
     yield* router.add(
       "GET",
       `${PATHS.prm}${BUILTIN_MCP_PATH.replace(/\/$/, "")}` as `/${string}`,
-      Effect.succeed(
-        settings.builtin === undefined ? notFound : json(protectedResourceMetadata(settings.builtin, settings.issuer))
-      )
+      settings.builtin === undefined ? Effect.succeed(notFound) : metadataOf(settings.builtin)
     )
     yield* router.add("GET", PATHS.asm, Effect.succeed(json(serverMetadata)))
 

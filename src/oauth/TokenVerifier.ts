@@ -4,6 +4,7 @@ import type { Principal } from "../../schema/Security.js"
 import { agentsForPerson } from "../access/GroupAgents.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { type AccessRow, OAuthRepo } from "./OAuthRepo.js"
+import { sameResource } from "./Resources.js"
 import { hashOf } from "./Secrets.js"
 
 /** Who calls the MCP endpoint: the token's user in the token's organization, with the granted scopes. */
@@ -67,7 +68,7 @@ export class TokenVerifier extends Effect.Service<TokenVerifier>()("oauth/TokenV
         if (row.expires_at.getTime() <= now) {
           return yield* new TokenRejected({ message: "The access token has expired; refresh it." })
         }
-        if (row.resource !== resource) {
+        if (!sameResource(row.resource, resource)) {
           return yield* new TokenRejected({
             message: `The access token was issued for another resource (${row.resource}).`
           })
@@ -92,7 +93,8 @@ export class TokenVerifier extends Effect.Service<TokenVerifier>()("oauth/TokenV
       if (cached === undefined || cached.until <= now) return undefined
       const row = cached.row
       if (
-        row.revoked_at !== null || row.expires_at.getTime() <= now || row.resource !== resource || row.role === null ||
+        row.revoked_at !== null || row.expires_at.getTime() <= now || !sameResource(row.resource, resource) ||
+        row.role === null ||
         (touched.get(row.grant_id) ?? 0) + TOUCH_EVERY_MS <= now
       ) return undefined
       return callerOf(row)

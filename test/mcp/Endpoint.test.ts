@@ -80,6 +80,23 @@ describe("authentication of /mcp/", () => {
     expect(ours.headers.get("www-authenticate")).toContain("/.well-known/oauth-protected-resource/switchyard-mcp")
   })
 
+  it("takes /switchyard-mcp and /switchyard-mcp/ as one resource, each pointed at metadata naming its form", async () => {
+    for (const path of ["/switchyard-mcp/", "/switchyard-mcp"]) {
+      const challenged = await mcpPost(node.baseUrl, initialize, {}, path)
+      expect(challenged.status).toBe(401)
+      const metadataUrl = /resource_metadata="([^"]+)"/.exec(challenged.headers.get("www-authenticate")!)![1]!
+      expect(metadataUrl).toBe(`${node.baseUrl}/.well-known/oauth-protected-resource${path}`)
+      expect((await (await fetch(metadataUrl)).json()).resource).toBe(`${node.baseUrl}${path}`)
+    }
+    const bare = (await obtainTokens(node, admin.email, { resource: `${node.baseUrl}/switchyard-mcp` })).tokens
+    for (const path of ["/switchyard-mcp/", "/switchyard-mcp"]) {
+      const answer = await mcpPost(node.baseUrl, initialize, { authorization: `Bearer ${bare.access_token}` }, path)
+      expect({ path, status: answer.status }).toEqual({ path, status: 200 })
+    }
+    // still another resource than /mcp/
+    expect((await mcpPost(node.baseUrl, initialize, { authorization: `Bearer ${bare.access_token}` })).status).toBe(401)
+  })
+
   it("refuses a foreign Origin and an unsupported protocol version", async () => {
     const foreign = await mcpPost(node.baseUrl, initialize, { ...bearer, origin: "https://evil.example" })
     expect(foreign.status).toBe(403)

@@ -69,8 +69,14 @@ describe.each([["fast path", "true"], ["general route", "false"]])("POST /mcp/ t
   })
 
   /** Sends a message; keeps the answer (ids replaced) under `name` for the comparison of both runs. */
-  const send = async (name: string, body: unknown, headers: Record<string, string> = {}, bearer = token) => {
-    const response = await fetch(`${node.baseUrl}/mcp/`, {
+  const send = async (
+    name: string,
+    body: unknown,
+    headers: Record<string, string> = {},
+    bearer = token,
+    path = "/mcp/"
+  ) => {
+    const response = await fetch(`${node.baseUrl}${path}`, {
       method: "POST",
       headers: {
         "content-type": "application/json",
@@ -229,6 +235,41 @@ describe.each([["fast path", "true"], ["general route", "false"]])("POST /mcp/ t
     } finally {
       session = ownSession
     }
+  })
+
+  it("refuses tools/call arguments that are not an object with -32602, and runs no tool", async () => {
+    const before = target.requests.length
+    for (const [tool, args] of [["invoke_operation", invokeArgs("listPets")], ["list_agents", {}]] as const) {
+      for (const [kind, bad] of [["array", [1, 2]], ["string", "str"], ["null", null], ["array-of-args", [args]]]) {
+        const answer = await callTool(`arguments-${tool}-${kind}`, tool, bad)
+        expect(answer.status).toBe(200)
+        expect(answer.json.result).toBeUndefined()
+        expect(answer.json).toMatchObject({ id: 7, error: { code: -32602 } })
+        expect(answer.json.error.message).toContain("`arguments` must be an object")
+      }
+    }
+    expect(target.requests.length).toBe(before)
+    // absent arguments are no arguments
+    const none = await send("arguments-absent", {
+      jsonrpc: "2.0",
+      id: 8,
+      method: "tools/call",
+      params: { name: "list_agents" }
+    })
+    expect(none.json.result.isError).toBeUndefined()
+    expect(none.json.result.structuredContent.items).toEqual([])
+  })
+
+  it("answers at /mcp, without the trailing slash, as at /mcp/", async () => {
+    fixed(200, { pet: "Rex" })
+    const call = { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "invoke_operation" } }
+    const args = invokeArgs("createPet", { body_params: { name: "Rex" } })
+    const slashed = await send("at-slashed", { ...call, params: { ...call.params, arguments: args } })
+    const bare = await send("at-bare", { ...call, params: { ...call.params, arguments: args } }, {}, token, "/mcp")
+    expect(bare.status).toBe(200)
+    expect(bare.json).toEqual(slashed.json)
+    const list = await send("at-bare-list", { jsonrpc: "2.0", id: 2, method: "tools/list" }, {}, token, "/mcp")
+    expect(list.json.result.tools.map((t: any) => t.name)).toContain("invoke_operation")
   })
 
   it("answers the other messages as the endpoint does", async () => {

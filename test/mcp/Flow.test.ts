@@ -73,6 +73,33 @@ describe("the MCP SDK's own client against a real node", () => {
   })
 })
 
+describe("the MCP SDK's client given the endpoint without its trailing slash", () => {
+  it("signs in for http://127.0.0.1:<port>/mcp, connects there and calls a tool", async () => {
+    const admin = await signedUpAdmin(node)
+    const url = new URL(`${node.baseUrl}/mcp`)
+    expect(url.toString()).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/)
+    const provider = new TestOAuthProvider()
+    const first = new StreamableHTTPClientTransport(url, { authProvider: provider })
+    // the SDK stops here, before sign-in, unless the metadata names a resource its URL falls under
+    await expect(new Client({ name: "test", version: "1.0.0" }).connect(first)).rejects.toThrow(/Unauthorized/)
+    const authorizationUrl = provider.authorizationUrl!
+    expect(authorizationUrl).toBeDefined()
+    expect(authorizationUrl.searchParams.get("resource")).toBe(url.toString())
+
+    const { location } = await signInAndConsent(authorizationUrl.toString(), admin.email)
+    await first.finishAuth(new URL(location).searchParams.get("code")!)
+    expect(provider.saved?.access_token).toMatch(/^sy_at_/)
+
+    const client = new Client({ name: "test", version: "1.0.0" })
+    await client.connect(new StreamableHTTPClientTransport(url, { authProvider: provider }))
+    expect(client.getServerVersion()?.name).toBe("Switchyard MCP")
+    const answer = await client.callTool({ name: "list_agents", arguments: {} })
+    expect(answer.isError).toBeFalsy()
+    expect(answer.structuredContent).toMatchObject({ items: [] })
+    await client.close()
+  })
+})
+
 describe("without SWITCHYARD_MCP_PUBLIC_URL", () => {
   it("the built-in agent's endpoint and its metadata answer 404", async () => {
     expect((await fetch(`${node.baseUrl}/switchyard-mcp/`, { method: "POST" })).status).toBe(404)

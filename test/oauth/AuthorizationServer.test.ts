@@ -3,6 +3,7 @@ import {
   authorizeUrl,
   Browser,
   hiddenField,
+  initialize,
   mcpPost,
   obtainTokens,
   pkce,
@@ -44,6 +45,74 @@ describe("metadata", () => {
       registration_endpoint: `${node.baseUrl}/oauth/register`,
       client_id_metadata_document_supported: true
     })
+  })
+})
+
+describe("the MCP resource with and without its trailing slash", () => {
+  it("is named in the form of the metadata address asked, and a client at /mcp is pointed at …/mcp", async () => {
+    const bare = await (await fetch(`${node.baseUrl}/.well-known/oauth-protected-resource/mcp`)).json()
+    expect(bare.resource).toBe(`${node.baseUrl}/mcp`)
+    const slashed = await (await fetch(`${node.baseUrl}/.well-known/oauth-protected-resource/mcp/`)).json()
+    expect(slashed.resource).toBe(`${node.baseUrl}/mcp/`)
+    const atBare = await mcpPost(node.baseUrl, { jsonrpc: "2.0", id: 1, method: "ping" }, {}, "/mcp")
+    expect(atBare.status).toBe(401)
+    expect(atBare.headers.get("www-authenticate")).toContain(
+      `resource_metadata="${node.baseUrl}/.well-known/oauth-protected-resource/mcp"`
+    )
+    const atSlashed = await mcpPost(node.baseUrl, { jsonrpc: "2.0", id: 1, method: "ping" }, {})
+    expect(atSlashed.headers.get("www-authenticate")).toContain(
+      `resource_metadata="${node.baseUrl}/.well-known/oauth-protected-resource"`
+    )
+  })
+
+  it("accepts <base>/mcp and <base>/mcp/ as one resource: authorize, token, refresh and the endpoint", async () => {
+    const { client, tokens } = await obtainTokens(node, admin.email, { resource: `${node.baseUrl}/mcp` })
+    const bearer = { authorization: `Bearer ${tokens.access_token}` }
+    for (const path of ["/mcp", "/mcp/"]) {
+      const answer = await mcpPost(node.baseUrl, initialize, bearer, path)
+      expect({ path, status: answer.status }).toEqual({ path, status: 200 })
+    }
+    // the grant is recorded under the one name REST shows
+    const list = await (await node.fetch("/v1/oauth/authorizations", { apiKey: admin.api_key })).json()
+    expect(list.items.find((a: { client_id: string }) => a.client_id === client.client_id).resource).toBe(
+      `${node.baseUrl}/mcp/`
+    )
+    let refresh = tokens.refresh_token
+    for (const resource of [`${node.baseUrl}/mcp`, `${node.baseUrl}/mcp/`]) {
+      const rotated = await token(node, {
+        grant_type: "refresh_token",
+        refresh_token: refresh,
+        client_id: client.client_id,
+        resource
+      })
+      expect({ resource, status: rotated.status }).toEqual({ resource, status: 200 })
+      refresh = rotated.body.refresh_token
+    }
+    // authorized with the slash, exchanged without it
+    const { challenge, verifier } = pkce()
+    const { location } = await signInAndConsent(
+      authorizeUrl(node, { client_id: client.client_id, challenge, resource: `${node.baseUrl}/mcp/` }),
+      admin.email
+    )
+    const exchanged = await token(node, {
+      grant_type: "authorization_code",
+      code: new URL(location).searchParams.get("code")!,
+      code_verifier: verifier,
+      client_id: client.client_id,
+      redirect_uri: REDIRECT_URI,
+      resource: `${node.baseUrl}/mcp`
+    })
+    expect(exchanged.status).toBe(200)
+    expect(
+      (await mcpPost(node.baseUrl, initialize, { authorization: `Bearer ${exchanged.body.access_token}` }, "/mcp"))
+        .status
+    ).toBe(200)
+    // a name that only resembles it is still another resource
+    const near = await fetch(
+      authorizeUrl(node, { client_id: client.client_id, challenge, resource: `${node.baseUrl}/mcp//` }),
+      { redirect: "manual" }
+    )
+    expect(new URL(near.headers.get("location")!).searchParams.get("error")).toBe("invalid_target")
   })
 })
 
@@ -259,6 +328,31 @@ describe("token endpoint", () => {
       client_id: client.client_id
     })
     expect(next.body.error).toBe("invalid_grant")
+  })
+
+  it("a refused refresh does not revoke the grant: the corrected retry rotates as usual", async () => {
+    const { client, tokens } = await obtainTokens(node, admin.email, { scope: "mcp:read" })
+    const refresh = (form: Record<string, string> = {}, clientId = client.client_id) =>
+      token(node, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: clientId, ...form })
+    const wrongResource = await refresh({ resource: "https://elsewhere.example/mcp/" })
+    expect(wrongResource).toMatchObject({ status: 400, body: { error: "invalid_target" } })
+    const otherMcp = await refresh({ resource: `${node.baseUrl}/switchyard-mcp/` })
+    expect(otherMcp.body.error).toBe("invalid_target")
+    const wider = await refresh({ scope: "mcp:read mcp:write" })
+    expect(wider).toMatchObject({ status: 400, body: { error: "invalid_scope" } })
+    const { body: stranger } = await registerClient(node)
+    const foreign = await refresh({}, stranger.client_id)
+    expect(foreign).toMatchObject({ status: 400, body: { error: "invalid_grant" } })
+    // none of those was a use: the grant lives, and the token rotates once
+    expect((await ping(tokens.access_token)).status).toBe(200)
+    const retried = await refresh({ resource: `${node.baseUrl}/mcp/` })
+    expect(retried.status).toBe(200)
+    expect(retried.body.scope).toBe("mcp:read")
+    expect((await ping(retried.body.access_token)).status).toBe(200)
+    expect((await ping(tokens.access_token)).status).toBe(200)
+    // and a token really rotated out still ends the family when it comes back
+    expect((await refresh()).body.error).toBe("invalid_grant")
+    expect((await ping(retried.body.access_token)).status).toBe(401)
   })
 
   it("revokes a refresh token's family at the revocation endpoint", async () => {
