@@ -61,6 +61,14 @@ describe("groups", () => {
     expectError(
       await call(node, org.api_key, "POST", "/v1/groups", { name: "x", agent_ids: ["nope"] }),
       400,
+      "validation_failed"
+    )
+    expectError(
+      await call(node, org.api_key, "POST", "/v1/groups", {
+        name: "x",
+        agent_ids: ["00000000-0000-4000-8000-000000000000"]
+      }),
+      400,
       "unknown_agent"
     )
     const group = (await call(node, org.api_key, "POST", "/v1/groups", { name: "G" })).body

@@ -66,8 +66,16 @@ describe("skills: lifecycle and who may do what", () => {
       409,
       "skill_name_taken"
     )
-    expectError(await call(w.node, w.owner.key, "GET", "/v1/skills/not-a-uuid"), 404, "not_found")
-    expectError(await call(w.node, w.owner.key, "PUT", "/v1/agents/not-a-uuid/skills/not-a-uuid"), 404, "not_found")
+    // ids are UUIDs at the contract: a malformed one is a 400, a well-formed unknown one a 404
+    expectError(await call(w.node, w.owner.key, "GET", "/v1/skills/not-a-uuid"), 400, "validation_failed")
+    expectError(
+      await call(w.node, w.owner.key, "PUT", "/v1/agents/not-a-uuid/skills/not-a-uuid"),
+      400,
+      "validation_failed"
+    )
+    const unknown = "00000000-0000-4000-8000-000000000000"
+    expectError(await call(w.node, w.owner.key, "GET", `/v1/skills/${unknown}`), 404, "not_found")
+    expectError(await call(w.node, w.owner.key, "PUT", `/v1/agents/${unknown}/skills/${unknown}`), 404, "not_found")
   })
 
   it("lists the catalog, own skills and skills scoped to one's agents, and hides the rest", async () => {
