@@ -5,6 +5,7 @@ import type { Principal } from "../../schema/Security.js"
 import { agentsForPerson } from "../access/GroupAgents.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { parseApiKey, secretMatches } from "./ApiKeySecret.js"
+import { CallerTokens, isCallerToken } from "./CallerTokens.js"
 import { IdentityRepo } from "./IdentityRepo.js"
 
 interface Cached {
@@ -23,6 +24,7 @@ const TOUCH_EVERY_MS = 60_000
 export class ApiKeyAuthenticator extends Effect.Service<ApiKeyAuthenticator>()("identity/ApiKeyAuthenticator", {
   effect: Effect.gen(function*() {
     const repo = yield* IdentityRepo
+    const callerTokens = yield* CallerTokens
     const ttl = Duration.toMillis((yield* SwitchyardConfig).apiKeyCacheTtl)
     const cache = new Map<ApiKeyId, Cached>()
     const touched = new Map<ApiKeyId, number>()
@@ -66,6 +68,14 @@ export class ApiKeyAuthenticator extends Effect.Service<ApiKeyAuthenticator>()("
         const raw = Redacted.value(apiKey).trim()
         if (raw === "") {
           return yield* Unauthenticated.of("Send your API key in the x-api-key header.", "missing_api_key")
+        }
+        if (isCallerToken(raw)) {
+          // Switchyard calling itself as someone (the built-in Switchyard connector): see CallerTokens
+          const caller = callerTokens.verify(raw)
+          if (caller === undefined) {
+            return yield* Unauthenticated.of("This caller token is not valid or has expired.", "invalid_api_key")
+          }
+          return caller
         }
         const parsed = parseApiKey(raw)
         if (parsed === undefined) {
@@ -111,5 +121,5 @@ export class ApiKeyAuthenticator extends Effect.Service<ApiKeyAuthenticator>()("
 
     return { authenticate, forget, peek, organizationOf } as const
   }),
-  dependencies: [IdentityRepo.Default]
+  dependencies: [IdentityRepo.Default, CallerTokens.Default]
 }) {}
