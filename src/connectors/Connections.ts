@@ -3,6 +3,7 @@ import * as Crypto from "node:crypto"
 import {
   ConnectionCreated,
   type CreateConnection,
+  type Credentials,
   type InvokeOperation,
   type UpdateConnection
 } from "../../schema/Connectors.js"
@@ -14,6 +15,7 @@ import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
 import { TtlCache } from "../support/TtlCache.js"
+import { SWITCHYARD_CONNECTOR_ID } from "./BuiltinConnectors.js"
 import { ConnectionCredentials } from "./ConnectionCredentials.js"
 import { sealingContext } from "./ConnectionEntityLive.js"
 import { ConnectorCatalog, findOperation, toConnection } from "./ConnectorCatalog.js"
@@ -27,6 +29,31 @@ const checkServerUrl = (url: string | null | undefined) =>
   url === undefined || url === null || isHttpUrl(url)
     ? Effect.void
     : Effect.fail(BadRequest.of("`server_url` must be an absolute http(s) URL.", undefined, "validation_failed"))
+
+/**
+ * A connection to the built-in Switchyard connector holds neither credentials nor a URL: every call through
+ * it runs as its caller against this Switchyard (OwnApi), so anything stored would only be misleading.
+ */
+const checkOwnApiConnection = (
+  connectorId: ConnectorId,
+  input: { readonly credentials?: Credentials | undefined; readonly server_url?: string | null | undefined }
+) =>
+  connectorId !== SWITCHYARD_CONNECTOR_ID
+    ? Effect.void
+    : input.credentials !== undefined && input.credentials.type !== "none"
+    ? Effect.fail(BadRequest.of(
+      "The built-in Switchyard connector calls Switchyard as whoever invokes it, so its connections store no " +
+        "credentials: leave `credentials` out or send {\"type\": \"none\"}.",
+      undefined,
+      "credentials_not_accepted"
+    ))
+    : input.server_url !== undefined && input.server_url !== null
+    ? Effect.fail(BadRequest.of(
+      "The built-in Switchyard connector always calls this Switchyard: `server_url` cannot be set.",
+      undefined,
+      "validation_failed"
+    ))
+    : Effect.void
 
 /** Organizational connections are managed by Admins; a personal one by its owner. */
 const mayManage = (principal: Principal, row: Pick<ConnectionRow, "access_scope" | "owner_user_id">) =>
@@ -98,6 +125,7 @@ export class Connections extends Effect.Service<Connections>()("connectors/Conne
           yield* requireRole(principal, "builder", "create organizational connections")
         }
         yield* checkServerUrl(input.server_url)
+        yield* checkOwnApiConnection(connectorId, input)
         const choice = chooseScheme(connector.imported, input.credentials)
         if (!choice.ok) {
           return yield* BadRequest.of(choice.message, undefined, "credentials_not_accepted")
@@ -156,6 +184,7 @@ export class Connections extends Effect.Service<Connections>()("connectors/Conne
         const { connection, connector } = yield* ofConnector(principal, connectorId, id, true)
         yield* mayManage(principal, connection)
         yield* checkServerUrl(input.server_url)
+        yield* checkOwnApiConnection(connection.connector_id, input)
         let patch: Parameters<typeof repo.updateConnection>[2] = {
           ...(input.name === undefined ? {} : { name: input.name }),
           ...(input.server_url === undefined ? {} : { server_url: input.server_url })
@@ -254,7 +283,9 @@ export class Connections extends Effect.Service<Connections>()("connectors/Conne
       if (
         connection === undefined || connection.organization_id !== principal.organizationId ||
         (connection.access_scope === "personal" && connection.owner_user_id !== principal.userId) ||
-        (connectorId !== "_" && connectorId !== connection.connector_id)
+        (connectorId !== "_" && connectorId !== connection.connector_id) ||
+        // the built-in Switchyard connector mints the caller's credentials per call: the invoker does that
+        connection.connector_id === SWITCHYARD_CONNECTOR_ID
       ) return undefined
       const connector = catalog.peek(principal, connection.connector_id)
       const operation = connector === undefined ? undefined : findOperation(connector.imported, operationRef)

@@ -17,6 +17,7 @@ import { requireRole } from "../identity/IdentityPolicy.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
 import { TtlCache } from "../support/TtlCache.js"
 import { type ConnectionRow, ConnectorRepo, type ConnectorRow } from "./ConnectorRepo.js"
+import { withEveryGroup } from "./openapi/InputSchema.js"
 import {
   type ImportedConnector,
   type ImportedOperation,
@@ -83,6 +84,15 @@ export const findOperation = (imported: ImportedConnector, ref: string): Importe
   return index.get(ref)
 }
 
+/** A connector stored before spec 2.5's three groups were always emitted, with them (see `withEveryGroup`). */
+const withEveryInputGroup = (imported: ImportedConnector): ImportedConnector => {
+  const operations = imported.operations.map((op) => {
+    const input = withEveryGroup(op.input)
+    return input === op.input ? op : { ...op, input }
+  })
+  return operations.every((op, i) => op === imported.operations[i]) ? imported : { ...imported, operations }
+}
+
 const encodeCursor = (row: ConnectorRow) =>
   Buffer.from(JSON.stringify([row.name.toLowerCase(), row.id])).toString("base64url")
 const decodeCursor = (cursor: string) => {
@@ -125,8 +135,9 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
     const stable = (row: ConnectorRow): ConnectorRow => {
       const last = lastImported.get(row.id)
       if (last !== undefined && last.updatedAt === row.updated_at.getTime()) return { ...row, imported: last.imported }
-      lastImported.set(row.id, { updatedAt: row.updated_at.getTime(), imported: row.imported })
-      return row
+      const imported = withEveryInputGroup(row.imported)
+      lastImported.set(row.id, { updatedAt: row.updated_at.getTime(), imported })
+      return imported === row.imported ? row : { ...row, imported }
     }
 
     const withConnections = (principal: Principal, rows: ReadonlyArray<ConnectorRow>) =>

@@ -11,12 +11,14 @@ import { InvocationRecorder } from "./InvocationRecorder.js"
 import { OAuthAuthorizations } from "./OAuthAuthorizations.js"
 import { OAuthClient } from "./OAuthClient.js"
 import { OperationInvoker } from "./OperationInvoker.js"
+import { OwnApi } from "./OwnApi.js"
 
 const Foundation = Layer.mergeAll(
   ConnectorRepo.Default,
   CredentialVault.Default,
   Egress.Default,
-  InvocationRecorder.Default
+  InvocationRecorder.Default,
+  OwnApi.Default
 )
 
 /** The connectors area: catalog, connections, invoker, the Connection entity and the built-ins. */

@@ -1,5 +1,6 @@
 import { Duration, Effect } from "effect"
 import type { Readable } from "node:stream"
+import type { Dispatcher } from "undici"
 import type { ConnectionUnusable } from "../../cluster/ConnectionEntity.js"
 import type { InvokeOperation } from "../../schema/Connectors.js"
 import { BadGateway, BadRequest, Conflict, Forbidden, GatewayTimeout, Unprocessable } from "../../schema/Errors.js"
@@ -8,6 +9,7 @@ import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { ConnectionCredentials } from "./ConnectionCredentials.js"
 import { Egress } from "./Egress.js"
 import { type Invocation, InvocationRecorder } from "./InvocationRecorder.js"
+import { OwnApi } from "./OwnApi.js"
 import { type InvokeTarget, prepareCall } from "./PreparedCall.js"
 import { type CallFailure, classifyFailure, passThroughHeaders, startUpstream } from "./Upstream.js"
 
@@ -60,12 +62,13 @@ export class OperationInvoker extends Effect.Service<OperationInvoker>()("connec
     const egress = yield* Egress
     const credentials = yield* ConnectionCredentials
     const recorder = yield* InvocationRecorder
+    const ownApi = yield* OwnApi
     const timeoutMs = Math.max(1, Duration.toMillis(config.connectorTimeout))
 
     /** Interrupting the caller aborts the upstream request as well. */
-    const send = (url: string, init: Parameters<typeof startUpstream>[1]) =>
+    const send = (url: string, init: Parameters<typeof startUpstream>[1], dispatcher: Dispatcher) =>
       Effect.async<Awaited<ReturnType<typeof startUpstream>["response"]>, CallFailure>((resume) => {
-        const call = startUpstream(url, init, egress.dispatcher, timeoutMs)
+        const call = startUpstream(url, init, dispatcher, timeoutMs)
         call.response.then(
           (r) => resume(Effect.succeed(r)),
           (e) => resume(Effect.fail(classifyFailure(e, egress, timeoutMs)))
@@ -87,8 +90,14 @@ export class OperationInvoker extends Effect.Service<OperationInvoker>()("connec
       context: InvokeContext = {}
     ) {
       const started = performance.now()
-      const stored = yield* credentials.get(target.connection.id).pipe(Effect.catchAll(unusable))
-      const prepared = prepareCall(target, input, stored, context.userToken)
+      // the built-in Switchyard connector acts as the caller: no stored credentials, this node's own API
+      const self = ownApi.serves(target.connector)
+      const stored = self
+        ? ownApi.credentialsFor(principal)
+        : yield* credentials.get(target.connection.id).pipe(Effect.catchAll(unusable))
+      const prepared = self
+        ? prepareCall(target, input, stored, undefined, ownApi.origin)
+        : prepareCall(target, input, stored, context.userToken)
       if (!prepared.ok) {
         return yield* prepared.status === 422
           ? Unprocessable.of(prepared.message, prepared.code)
@@ -98,13 +107,15 @@ export class OperationInvoker extends Effect.Service<OperationInvoker>()("connec
       const record = (outcome: Pick<Invocation, "status" | "error_code" | "response_bytes">) =>
         recorder.record({ ...base, ...outcome, duration_ms: performance.now() - started })
       const { request } = prepared
+      const dispatcher = self ? ownApi.dispatcherFor(request.url) : egress.dispatcher
+      if (dispatcher === undefined) return yield* Effect.dieMessage(`own API call left its origin: ${request.url}`)
       const sendTo = (headers: Record<string, string>) =>
-        send(request.url, { method: request.method, headers, body: request.body }).pipe(
+        send(request.url, { method: request.method, headers, body: request.body }, dispatcher).pipe(
           Effect.tapError((f) => record({ status: null, error_code: f.code, response_bytes: null })),
           Effect.mapError(failureError)
         )
       let response = yield* sendTo(request.headers)
-      if (response.statusCode === 401 && target.connection.auth_type === "oauth2") {
+      if (response.statusCode === 401 && !self && target.connection.auth_type === "oauth2") {
         // the token may have been revoked early: refresh once (the entity makes it cluster-wide) and retry
         response.body.resume()
         const fresh = yield* credentials.get(target.connection.id, { staleToken: true }).pipe(Effect.catchAll(unusable))

@@ -35,12 +35,16 @@ const wantsUserToken = (target: InvokeTarget) =>
 const reveal = (record: Record<string, Redacted.Redacted<string>>) =>
   Object.fromEntries(Object.entries(record).map(([k, v]) => [k, Redacted.value(v)]))
 
-/** Validates the input against the operation's schema and builds the outgoing request. */
+/**
+ * Validates the input against the operation's schema and builds the outgoing request, against `baseUrl`
+ * when given (Switchyard's own API), else the connection's or connector's server URL.
+ */
 export const prepareCall = (
   target: InvokeTarget,
   input: InvokeOperation,
   credentials: AppliedCredentials,
-  userToken: string | undefined
+  userToken: string | undefined,
+  baseUrl?: string
 ): Prepared => {
   const { connection, connector, operation } = target
   const checked = validatorFor(operation)(input)
@@ -58,13 +62,19 @@ export const prepareCall = (
   const headers = reveal(credentials.headers)
   if (userToken !== undefined && wantsUserToken(target)) headers["authorization"] = `Bearer ${userToken}`
   const built = buildRequest({
-    baseUrl: connection.server_url ?? connector.server_url ?? connector.imported.servers[0],
+    baseUrl: baseUrl ?? connection.server_url ?? connector.server_url ?? connector.imported.servers[0],
     operation,
     input,
     credentials: { headers, query: reveal(credentials.query), cookies: reveal(credentials.cookies) }
   })
   if (!built.ok) {
-    return { ok: false, status: built.kind === "connector" ? 422 : 400, code: built.code, message: built.message }
+    return {
+      ok: false,
+      status: built.kind === "connector" ? 422 : 400,
+      code: built.code,
+      message: built.message,
+      ...(built.details === undefined ? {} : { details: built.details })
+    }
   }
   return { ok: true, request: built, requestBytes: typeof built.body === "string" ? Buffer.byteLength(built.body) : 0 }
 }

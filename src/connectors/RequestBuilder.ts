@@ -12,7 +12,13 @@ export interface OutgoingRequest {
 
 export type BuildResult =
   | OutgoingRequest
-  | { readonly ok: false; readonly kind: "caller" | "connector"; readonly code: string; readonly message: string }
+  | {
+    readonly ok: false
+    readonly kind: "caller" | "connector"
+    readonly code: string
+    readonly message: string
+    readonly details?: unknown
+  }
 
 // never taken from the caller: they describe the connection, not the message
 const RESERVED = new Set([
@@ -34,6 +40,38 @@ const scalar = (value: unknown) =>
     : typeof value === "object" && value !== null
     ? JSON.stringify(value)
     : String(value)
+
+/** Percent-decodes until nothing changes (bounded), so `%252e` is judged as the `.` it may become. */
+const fullyDecoded = (text: string) => {
+  let current = text
+  for (let i = 0; i < 4; i++) {
+    let next: string
+    try {
+      next = decodeURIComponent(current)
+    } catch {
+      return current
+    }
+    if (next === current) return current
+    current = next
+  }
+  return current
+}
+
+/**
+ * A path parameter that is a dot segment (`.`, `..`, or an encoding of one such as `%2e%2E`) would move
+ * the call up the target's path, out of the connection's base path: refused, not encoded. Everything else
+ * is percent-encoded whole, `/` included, so one value is always one segment.
+ */
+const isDotSegment = (value: string) => {
+  const decoded = fullyDecoded(value)
+  return decoded === "." || decoded === ".."
+}
+
+const isEmptyObject = (value: unknown) =>
+  typeof value === "object" && value !== null && !Array.isArray(value) && Object.keys(value).length === 0
+
+/** The base path of a server URL without its trailing slash: "" for the root. */
+const basePathOf = (url: URL) => url.pathname.replace(/\/+$/, "")
 
 const appendQuery = (params: URLSearchParams, name: string, value: unknown, style: string, explode: boolean) => {
   if (value === undefined || value === null) return
@@ -82,8 +120,35 @@ export const buildRequest = (args: {
     }
   }
   const pathParams = input.path_params ?? {}
+  const dotted = Object.entries(pathParams).filter(([, value]) =>
+    value !== undefined && value !== null && isDotSegment(scalar(value))
+  )
+  if (dotted.length > 0) {
+    const issues = dotted.map(([name]) => ({
+      path: `path_params.${name}`,
+      message: "must not be a dot segment (`.` or `..`, encoded or not)"
+    }))
+    return {
+      ok: false,
+      kind: "caller",
+      code: "validation_failed",
+      message: `\`${issues[0]!.path}\`: ${issues[0]!.message}` +
+        (issues.length > 1 ? ` (and ${issues.length - 1} more)` : ""),
+      details: { issues }
+    }
+  }
   const path = operation.path.replace(/\{([^}]+)\}/g, (_, name: string) => encodeURIComponent(scalar(pathParams[name])))
   const url = new URL(args.baseUrl.replace(/\/+$/, "") + path)
+  // the last word: whatever the document's path template holds, a call stays under the server URL's path
+  const base = basePathOf(new URL(args.baseUrl))
+  if (base !== "" && url.pathname !== base && !url.pathname.startsWith(base + "/")) {
+    return {
+      ok: false,
+      kind: "connector",
+      code: "path_outside_server_url",
+      message: `${operation.operationId}'s path leads outside the server URL's base path \`${base}\`.`
+    }
+  }
   const query = input.query_params ?? {}
   for (const [name, value] of Object.entries(query)) {
     if (name in credentials.query) {
@@ -124,7 +189,9 @@ export const buildRequest = (args: {
   if (cookies.length > 0) headers["cookie"] = cookies.join("; ")
 
   let body: string | FormData | undefined
-  if (input.body_params !== undefined) {
+  // spec 2.5: an empty group is always accepted, also where the operation takes no body
+  const emptyBody = operation.body === null && isEmptyObject(input.body_params)
+  if (input.body_params !== undefined && !emptyBody) {
     if (operation.body === null) {
       return {
         ok: false,

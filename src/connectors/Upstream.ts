@@ -13,10 +13,22 @@ const HOP_BY_HOP = new Set([
   "upgrade"
 ])
 
+/**
+ * Headers Switchyard owns on its own answers: `x-switchyard-*` (`x-switchyard-error: true` marks our errors)
+ * and `x-request-id` (the id to quote to us, set on every answer). A target's values for them would pose as
+ * ours, so they are dropped.
+ */
+const isOwnHeader = (name: string) => name.startsWith("x-switchyard-") || name === "x-request-id"
+
+/**
+ * The target's response headers as every invoke path passes them on (REST, its fast path, MCP): without
+ * hop-by-hop headers and without the ones Switchyard owns. Names are compared lower-case.
+ */
 export const passThroughHeaders = (headers: Record<string, string | Array<string> | undefined>) => {
   const out: Record<string, string | Array<string>> = {}
-  for (const [name, value] of Object.entries(headers)) {
-    if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value
+  for (const [rawName, value] of Object.entries(headers)) {
+    const name = rawName.toLowerCase()
+    if (value !== undefined && !HOP_BY_HOP.has(name) && !isOwnHeader(name)) out[name] = value
   }
   return out
 }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { withDatabase } from "../access/support.js"
 import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 import { createConnection, createConnector, invoke, petstore } from "./support.js"
@@ -147,6 +148,86 @@ describe.each([["fast path", "true"], ["general stack", "false"]])("invoke throu
       })
       expect(tooBig.status).toBe(400)
       expect(target.requests.length).toBe(before)
+    })
+
+    it("accepts the README's invoke shape, empty groups included, on an operation without query or path parameters", async () => {
+      const before = target.requests.length
+      const response = await invoke(node, apiKey, connector.id, connection.id, "createPet", {
+        body_params: { name: "Rex" },
+        query_params: {},
+        path_params: {},
+        headers: { "X-Trace": "1" }
+      })
+      expect(response.status).toBe(200)
+      expect(target.requests[before]!.path).toBe("/pets")
+      expect(JSON.parse(target.requests[before]!.body.toString())).toEqual({ name: "Rex" })
+    })
+
+    it("accepts an empty body_params on an operation without a body, and sends no body", async () => {
+      const before = target.requests.length
+      const response = await invoke(node, apiKey, connector.id, connection.id, "getPet", {
+        body_params: {},
+        query_params: {},
+        path_params: { petId: "7" }
+      })
+      expect(response.status).toBe(200)
+      expect(target.requests[before]!.method).toBe("GET")
+      expect(target.requests[before]!.body.length).toBe(0)
+      const refused = await invoke(node, apiKey, connector.id, connection.id, "getPet", {
+        body_params: { x: 1 },
+        path_params: { petId: "7" }
+      })
+      expect(refused.status).toBe(400)
+      expect((await refused.json()).error.details.issues).toEqual([
+        { path: "body_params.x", message: "is not allowed" }
+      ])
+    })
+
+    it("shows all three groups in the operation's input schema, an empty one as an empty object", async () => {
+      const response = await node.fetch(
+        `/v1/tools/connectors/${connector.id}/connections/${connection.id}/createPet/schema`,
+        { apiKey }
+      )
+      expect(response.status).toBe(200)
+      const { input } = await response.json()
+      const empty = { type: "object", properties: {}, additionalProperties: false }
+      expect(input.properties.path_params).toEqual(empty)
+      expect(input.properties.query_params).toEqual(empty)
+      expect(input.properties.body_params).toBeDefined()
+      expect(input.required).toEqual(["body_params"])
+    })
+
+    it("gives a connector imported before the three-group rule its groups when read", async () => {
+      const old = await createConnector(node, apiKey, petstore(target.url), { name: "Imported earlier" })
+      // as stored by an earlier release: groups only where the operation has such arguments
+      await withDatabase(node, (db) =>
+        db.query(
+          `UPDATE connectors SET imported = jsonb_set(imported, '{operations}', (
+             SELECT jsonb_agg(jsonb_set(op, '{input,properties}', (
+               SELECT jsonb_object_agg(g.key, g.value) FROM jsonb_each(op #> '{input,properties}') g
+               WHERE g.value <> '{"type": "object", "properties": {}, "additionalProperties": false}'::jsonb)))
+             FROM jsonb_array_elements(imported->'operations') op)) WHERE id = $1
+           RETURNING jsonb_path_query_array(imported, '$.operations[*].input.properties.path_params') AS paths,
+             jsonb_path_query_array(imported, '$.operations[*].input.properties.body_params') AS bodies`,
+          [old.id]
+        ).then(({ rows }) => expect([rows[0].paths.length, rows[0].bodies.length]).toEqual([3, 1])))
+      const conn = await createConnection(node, apiKey, old.id, {
+        name: "x",
+        credentials: { type: "api_key", value: "k" }
+      })
+      const schema = await (await node.fetch(
+        `/v1/tools/connectors/${old.id}/connections/${conn.id}/listPets/schema`,
+        { apiKey }
+      )).json()
+      expect(Object.keys(schema.input.properties).sort()).toEqual(
+        ["body_params", "headers", "path_params", "query_params"]
+      )
+      const response = await invoke(node, apiKey, old.id, conn.id, "createPet", {
+        body_params: { name: "Rex" },
+        query_params: {},
+        path_params: {}
+      })
+      expect(response.status).toBe(200)
     })
 
     it("does not let the caller override the credentials' header", async () => {

@@ -35,10 +35,26 @@ const group = (parameters: ReadonlyArray<InputParameter>, additionalProperties: 
   }
 }
 
+/** The group of an operation without such parameters (or body): present, and only `{}` fits it. */
+const emptyGroup = (): JsonObject => ({ type: "object", properties: {}, additionalProperties: false })
+
+const GROUPS = ["path_params", "query_params", "body_params"] as const
+
 /**
- * The invoke input of an operation (spec 2.5 / 4.5): `path_params`, `query_params`, `body_params` and
- * `headers`, only the groups that apply plus the always-allowed free-form `headers`. Cookie parameters
- * have no group; callers send them in `headers.cookie`.
+ * Spec 2.5: the three groups are always there, even empty, so a caller can always send
+ * `"query_params": {}`. Documents imported before that rule are brought up to it when read.
+ */
+export const withEveryGroup = (input: JsonSchema): JsonSchema => {
+  const properties = (input.properties ?? {}) as JsonObject
+  if (GROUPS.every((name) => name in properties)) return input
+  const groups = Object.fromEntries(GROUPS.map((name) => [name, properties[name] ?? emptyGroup()]))
+  return { ...input, properties: { ...groups, ...properties } }
+}
+
+/**
+ * The invoke input of an operation (spec 2.5 / 4.5): `path_params`, `query_params` and `body_params`,
+ * always (empty when the operation has no such parameters or body), and the always-allowed free-form
+ * `headers`. Cookie parameters have no group; callers send them in `headers.cookie`.
  */
 export const inputSchema = (
   converter: SchemaConverter,
@@ -54,18 +70,12 @@ export const inputSchema = (
 
   const properties: JsonObject = {}
   const required: Array<string> = []
-  if (path.length > 0) {
-    properties.path_params = group(path, false)
-    required.push("path_params")
-  }
-  if (query.length > 0) {
-    properties.query_params = group(query, false)
-    if (query.some(({ parameter }) => parameter.required)) required.push("query_params")
-  }
-  if (body !== null) {
-    properties.body_params = body.schema
-    if (body.required) required.push("body_params")
-  }
+  properties.path_params = group(path, false)
+  if (path.length > 0) required.push("path_params")
+  properties.query_params = group(query, false)
+  if (query.some(({ parameter }) => parameter.required)) required.push("query_params")
+  properties.body_params = body === null ? emptyGroup() : body.schema
+  if (body?.required === true) required.push("body_params")
   properties.headers = group(headers, { type: "string" })
   if (headers.some(({ parameter }) => parameter.required)) required.push("headers")
 

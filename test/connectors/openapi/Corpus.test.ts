@@ -26,8 +26,12 @@ describe.each(FIXTURES)("corpus: %s", (name) => {
         )
       ).toBe(true)
       expect(properties.headers).toMatchObject({ type: "object", additionalProperties: { type: "string" } })
-      expect("path_params" in properties).toBe(op.parameters.some((p) => p.in === "path"))
-      expect("body_params" in properties).toBe(op.body !== null)
+      // all three groups, always (issue 19 item 13); an absent kind of argument is an empty group
+      const empty = { type: "object", properties: {}, additionalProperties: false }
+      for (const group of ["path_params", "query_params", "body_params"]) expect(group in properties).toBe(true)
+      if (!op.parameters.some((p) => p.in === "path")) expect(properties.path_params).toEqual(empty)
+      if (!op.parameters.some((p) => p.in === "query")) expect(properties.query_params).toEqual(empty)
+      if (op.body === null) expect(properties.body_params).toEqual(empty)
     }
   })
 

@@ -90,7 +90,12 @@ describe("OpenAPI 3.0 petstore", () => {
         headers: { properties: { "X-Request-Id": { type: "string" } }, additionalProperties: { type: "string" } }
       }
     })
-    expect(Object.keys(listPets.input.properties as object)).toEqual(["query_params", "headers"])
+    expect(Object.keys(listPets.input.properties as object)).toEqual([
+      "path_params",
+      "query_params",
+      "body_params",
+      "headers"
+    ])
   })
 
   it("validates listPets input", () => {
