@@ -100,7 +100,7 @@ export const FastTasksLive = Layer.effectDiscard(
       }
 
       run<A>(effect: Effect.Effect<A, unknown>, toReply: (a: A) => Reply) {
-        void runExit(effect).then((exit) =>
+        void runExit(Effect.annotateLogs(effect, "request_id", this.requestId)).then((exit) =>
           Exit.isSuccess(exit)
             ? this.reply(toReply(exit.value))
             : runExit(failureReply(exit.cause, this.requestId)).then((r) =>

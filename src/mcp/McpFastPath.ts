@@ -13,7 +13,7 @@ import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "../http/Error
 import { makeFastAccessLog } from "../http/FastAccessLog.js"
 import { declaresBody, inspectJsonText, isJsonMediaType } from "../http/JsonBody.js"
 import { NodeRequestGate } from "../http/NodeRequestGate.js"
-import { requestIdOf } from "../http/RequestPipeline.js"
+import { requestIdOf, unexpectedFailure } from "../http/RequestPipeline.js"
 import type { ProtectedResource } from "../oauth/Resources.js"
 import type { McpCaller } from "../oauth/TokenVerifier.js"
 import { classify, type JsonRpcId, type JsonRpcRequest, result } from "./JsonRpc.js"
@@ -54,11 +54,6 @@ export interface McpCore {
   ) => Effect.Effect<Answer>
 }
 
-// as the request pipeline tells a database outage (503) from any other defect (500)
-const isConnectionError = (defect: unknown) =>
-  typeof defect === "object" && defect !== null && (defect as any)._tag === "SqlError" &&
-  /ECONNREFUSED|ECONNRESET|terminat|timeout|Connection|connect/i.test(String((defect as any).cause ?? defect))
-
 /**
  * `POST /mcp/` in plain Node when the caller's token and session were verified recently on this node
  * (both caches also serve the Effect route, with the same TTL): it declines anything else before reading
@@ -87,7 +82,8 @@ export const installFastPath = (core: McpCore) =>
       loaded: LoadedTool,
       args: unknown,
       caller: McpCaller,
-      res: Http.ServerResponse
+      res: Http.ServerResponse,
+      requestId: string
     ): Promise<ToolCallResult> | undefined => {
       const decoded = loaded.decodeEither(args)
       if (decoded._tag === "Left") return Promise.resolve(core.validationFailed(decoded.left))
@@ -132,7 +128,11 @@ export const installFastPath = (core: McpCore) =>
             },
             (error) => {
               done = true
-              Runtime.runFork(runtime)(Effect.logError("MCP tool invoke_operation failed", Cause.die(error)))
+              Runtime.runFork(runtime)(
+                Effect.logError("MCP tool invoke_operation failed", Cause.die(error)).pipe(
+                  Effect.annotateLogs("request_id", requestId)
+                )
+              )
               return core.toolError({
                 code: "internal_error",
                 message: "The tool failed on our side; try again later."
@@ -205,33 +205,21 @@ export const installFastPath = (core: McpCore) =>
       }
       /** Runs an Effect for this request: interrupted when the client goes away, a defect answered as the pipeline does. */
       const run = <A>(effect: Effect.Effect<A>, onSuccess: (a: A) => void) => {
-        const fiber = Runtime.runFork(runtime)(effect)
+        const fiber = Runtime.runFork(runtime)(Effect.annotateLogs(effect, "request_id", requestId))
         const gone = () => Effect.runFork(Fiber.interrupt(fiber))
         res.once("close", gone)
         fiber.addObserver((exit) => {
           res.off("close", gone)
           if (Exit.isSuccess(exit)) return onSuccess(exit.value)
-          if (Cause.isInterruptedOnly(exit.cause)) {
-            if (res.headersSent) return res.destroy()
-            return writeJson(503, { error: { code: "unavailable", message: "The request was interrupted; retry it." } })
-          }
           if (res.headersSent) return res.destroy()
-          const defect = Cause.squash(exit.cause)
-          if (isConnectionError(defect)) {
-            Runtime.runFork(runtime)(Effect.logError("database unavailable", exit.cause))
-            return writeJson(503, {
-              error: { code: "database_unavailable", message: "The database is unavailable right now; retry shortly." }
-            }, { "retry-after": "2" })
-          }
-          Runtime.runFork(runtime)(Effect.logError("unhandled error", exit.cause))
-          writeJson(500, {
-            error: {
-              code: "internal_error",
-              message: `Something went wrong on our side. Quote the request id ${requestId} when reporting it.`
-            }
-          })
+          failed(exit.cause)
         })
       }
+      /** A failure that is not a tool's answer: what the request pipeline answers, logged with the request id. */
+      const failed = (cause: Cause.Cause<unknown>) =>
+        void Runtime.runPromise(runtime)(unexpectedFailure(cause, requestId)).then((answer) =>
+          writeJson(answer.status, { error: answer.error }, answer.headers)
+        )
 
       const chunks: Array<Buffer> = []
       req.on("data", (c: Buffer) => chunks.push(c))
@@ -255,19 +243,11 @@ export const installFastPath = (core: McpCore) =>
           const call = core.toolFor(resource, caller, message)
           if (!("_tag" in call)) {
             const id = message.id
-            const answered = invokeOperation(call.loaded, call.args, caller, res)
+            const answered = invokeOperation(call.loaded, call.args, caller, res, requestId)
             if (answered !== undefined) {
               return answered.then(
                 (value) => writeJson(200, result(id, value)),
-                (error) => {
-                  Runtime.runFork(runtime)(Effect.logError("unhandled error", Cause.die(error)))
-                  writeJson(500, {
-                    error: {
-                      code: "internal_error",
-                      message: `Something went wrong on our side. Quote the request id ${requestId} when reporting it.`
-                    }
-                  })
-                }
+                (error) => failed(Cause.die(error))
               )
             }
             const context: ToolContext = { caller, wantsProgress: false, progress: () => Effect.void }
