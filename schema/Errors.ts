@@ -102,3 +102,10 @@ export class PaymentRequired extends Schema.TaggedError<PaymentRequired>()("Paym
     new PaymentRequired({ code: "budget_exhausted", message, details })
 }
 export const PaymentRequiredWire = onTheWire(PaymentRequired, "PaymentRequired", 402)
+
+export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()("TooManyRequests", fields) {
+  /** `details.retry_after_seconds` is also sent as the `Retry-After` header. */
+  static readonly of = (message: string, retryAfterSeconds: number) =>
+    new TooManyRequests({ code: "rate_limited", message, details: { retry_after_seconds: retryAfterSeconds } })
+}
+export const TooManyRequestsWire = onTheWire(TooManyRequests, "TooManyRequests", 429)

@@ -1,6 +1,6 @@
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
-import { Context } from "effect"
-import { UnauthenticatedWire } from "./Errors.js"
+import { Context, Schema } from "effect"
+import { TooManyRequestsWire, UnauthenticatedWire } from "./Errors.js"
 import type { Role } from "./Identity.js"
 import type { AgentId, ApiKeyId, OrganizationId, UserId } from "./Ids.js"
 
@@ -16,7 +16,8 @@ export interface Principal {
 export const Principal = Context.GenericTag<Principal>("switchyard/Principal")
 
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("switchyard/Authentication", {
-  failure: UnauthenticatedWire,
+  // 429 once a key id or a source address has failed too often (see the README's rate limits)
+  failure: Schema.Union(UnauthenticatedWire, TooManyRequestsWire),
   provides: Principal,
   security: {
     apiKey: HttpApiSecurity.apiKey({ in: "header", key: "x-api-key" }).pipe(

@@ -18,6 +18,21 @@ const positive = (name: string, fallback: number) =>
     Config.withDefault(fallback)
   )
 
+/**
+ * A rate limit: at most `max` counted attempts per `window` (SWITCHYARD_RATE_LIMIT_<NAME> and
+ * SWITCHYARD_RATE_LIMIT_<NAME>_WINDOW). `max` 0 turns the limit off.
+ */
+const rateLimit = (name: string, max: number, window: Duration.DurationInput) =>
+  Config.all({
+    max: Config.integer(env(`RATE_LIMIT_${name}`)).pipe(
+      Config.validate({ message: "must be 0 (off) or a positive integer", validation: (n) => n >= 0 }),
+      Config.withDefault(max)
+    ),
+    window: duration(`RATE_LIMIT_${name}_WINDOW`, window).pipe(
+      Config.validate({ message: "must be at least 1 second", validation: (d) => Duration.toMillis(d) >= 1000 })
+    )
+  })
+
 /** An optional variable set to "" (as `VAR=` in an env file does) counts as unset. */
 const optional = <A>(config: Config.Config<A>, present: (a: A) => boolean) =>
   config.pipe(Config.option, Config.map(Option.filter(present)))
@@ -100,6 +115,14 @@ export const config = Config.all({
   readyStallAfter: duration("READY_STALL_AFTER", "30 seconds"),
   taskSweepInterval: duration("TASK_SWEEP_INTERVAL", "1 second"),
   modelPrices: Config.string(env("MODEL_PRICES")).pipe(Config.withDefault("")),
+  // what fails counts (a correct API key never does; a correct password is taken back); see the README
+  rateLimits: Config.all({
+    passwordPerAccount: rateLimit("PASSWORD_ACCOUNT", 10, "15 minutes"),
+    passwordPerIp: rateLimit("PASSWORD_IP", 100, "15 minutes"),
+    apiKey: rateLimit("API_KEY", 20, "1 minute"),
+    apiKeyPerIp: rateLimit("API_KEY_IP", 200, "1 minute"),
+    registrationPerIp: rateLimit("REGISTRATION_IP", 20, "1 hour")
+  }),
   models: Config.all({
     openaiApiKey: optional(Config.redacted(env("OPENAI_API_KEY")), nonEmpty),
     openaiBaseUrl: Config.string(env("OPENAI_BASE_URL")).pipe(Config.withDefault("https://api.openai.com/v1")),

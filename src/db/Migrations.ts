@@ -18,6 +18,7 @@ import taskWrites from "./migrations/0009_task_writes.js"
 import agentVersions from "./migrations/0010_agent_versions.js"
 import agentVersionTriggers from "./migrations/0011_agent_version_triggers.js"
 import threadWrites from "./migrations/0012_thread_writes.js"
+import rateLimits from "./migrations/0013_rate_limits.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -32,7 +33,8 @@ export const migrations = {
   "0009_task_writes": taskWrites,
   "0010_agent_versions": agentVersions,
   "0011_agent_version_triggers": agentVersionTriggers,
-  "0012_thread_writes": threadWrites
+  "0012_thread_writes": threadWrites,
+  "0013_rate_limits": rateLimits
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

@@ -1,9 +1,11 @@
-import { Duration, Effect, Redacted } from "effect"
+import { Duration, Effect, FiberRef, Redacted } from "effect"
 import { Unauthenticated } from "../../schema/Errors.js"
 import type { ApiKeyId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { agentsForPerson } from "../access/GroupAgents.js"
+import { CurrentAuditRequest } from "../audit/DeniedRequests.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { RateLimits } from "../security/RateLimits.js"
 import { parseApiKey, secretMatches } from "./ApiKeySecret.js"
 import { CallerTokens, isCallerToken } from "./CallerTokens.js"
 import { IdentityRepo } from "./IdentityRepo.js"
@@ -20,10 +22,15 @@ const TOUCH_EVERY_MS = 60_000
  * Resolves `x-api-key` to a Principal. Verified keys are cached for SWITCHYARD_API_KEY_CACHE_TTL so the
  * hot path does no database read; a revocation is seen at once on the node that revoked and within the
  * TTL on the others. The secret is checked against the stored hash on every request, cached or not.
+ *
+ * Only refusals are rate-limited (per key id and per source address): a correct key never touches the
+ * limiter, and still works while its id is limited (its 256-bit secret cannot be guessed; the limit stops
+ * the flood of refusals and of their audit records, not its owner).
  */
 export class ApiKeyAuthenticator extends Effect.Service<ApiKeyAuthenticator>()("identity/ApiKeyAuthenticator", {
   effect: Effect.gen(function*() {
     const repo = yield* IdentityRepo
+    const limits = yield* RateLimits
     const callerTokens = yield* CallerTokens
     const ttl = Duration.toMillis((yield* SwitchyardConfig).apiKeyCacheTtl)
     const cache = new Map<ApiKeyId, Cached>()
@@ -86,12 +93,23 @@ export class ApiKeyAuthenticator extends Effect.Service<ApiKeyAuthenticator>()("
         }
         const now = Date.now()
         const cached = cache.get(parsed.id)
-        const entry = cached !== undefined && cached.expires > now ? cached : yield* load(parsed.id, now)
-        if (entry === undefined || !secretMatches(parsed.secret, entry.hash)) {
-          return yield* Unauthenticated.of("This API key is not valid.", "invalid_api_key")
-        }
+        const entry = cached !== undefined && cached.expires > now
+          ? cached
+          : yield* load(parsed.id, now).pipe(Effect.catchTag("Unauthenticated", (e) => refuse(parsed.id, e)))
+        const invalid = Unauthenticated.of("This API key is not valid.", "invalid_api_key")
+        if (entry === undefined) return yield* refuse(undefined, invalid)
+        if (!secretMatches(parsed.secret, entry.hash)) return yield* refuse(parsed.id, invalid)
         yield* touch(parsed.id, now)
         return entry.principal
+      })
+
+    /** Counts a refusal: its own 401, or 429 past a limit; tells the audit whether this one is recorded. */
+    const refuse = (keyId: ApiKeyId | undefined, error: Unauthenticated) =>
+      Effect.gen(function*() {
+        const { error: limited, record } = yield* limits.apiKeyRefused(keyId)
+        const audit = yield* FiberRef.get(CurrentAuditRequest)
+        if (audit !== undefined && record !== undefined) audit.refusalRecord = record
+        return yield* limited ?? error
       })
 
     const forget = (id: ApiKeyId) => Effect.sync(() => cache.delete(id))
@@ -121,5 +139,5 @@ export class ApiKeyAuthenticator extends Effect.Service<ApiKeyAuthenticator>()("
 
     return { authenticate, forget, peek, organizationOf } as const
   }),
-  dependencies: [IdentityRepo.Default, CallerTokens.Default]
+  dependencies: [IdentityRepo.Default, CallerTokens.Default, RateLimits.Default]
 }) {}

@@ -1,6 +1,7 @@
 import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { extraRoutes } from "../http/RouteTable.js"
+import { RateLimits } from "../security/RateLimits.js"
 import { AuthorizationServer } from "./AuthorizationServer.js"
 import { Clients } from "./Clients.js"
 import type { OAuthError } from "./OAuthError.js"
@@ -58,6 +59,7 @@ export const OAuthRoutes = Layer.effectDiscard(
     const settings = yield* oauthSettings
     const server = yield* AuthorizationServer
     const clients = yield* Clients
+    const limits = yield* RateLimits
 
     const serverMetadata = {
       issuer: settings.issuer,
@@ -103,6 +105,12 @@ export const OAuthRoutes = Layer.effectDiscard(
 
     yield* router.add("POST", PATHS.register, (request) =>
       Effect.gen(function*() {
+        // unauthenticated: every attempt counts for its source address; the refusal in RFC 7591's error form
+        const refused = yield* limits.registration
+        if (refused !== undefined) {
+          const retry = { ...NO_STORE, "retry-after": String(refused.retryAfter) }
+          return json({ error: "rate_limited", error_description: refused.message }, 429, retry)
+        }
         const body = yield* request.json.pipe(Effect.option)
         if (body._tag === "None") {
           return json({ error: "invalid_client_metadata", error_description: "Send the client metadata as JSON." }, 400)
@@ -168,4 +176,4 @@ export const OAuthRoutes = Layer.effectDiscard(
       extraRoutes(method, new RegExp(`^${path.replace(/\./g, "\\.")}/?$`))
     }
   })
-).pipe(Layer.provide(OAuthLive))
+).pipe(Layer.provide(OAuthLive), Layer.provide(RateLimits.Default))

@@ -1,6 +1,7 @@
 import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Duration, Effect, Layer } from "effect"
 import type { OrganizationId, UserId } from "../../schema/Ids.js"
+import { AuditLog } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { extraRoutes } from "../http/RouteTable.js"
 import { AuthorizationServer, type AuthorizeRequest } from "../oauth/AuthorizationServer.js"
@@ -9,6 +10,7 @@ import { OAuthRepo } from "../oauth/OAuthRepo.js"
 import { decoyHash, verifyPassword } from "../oauth/Passwords.js"
 import { oauthSettings } from "../oauth/Resources.js"
 import { hashOf, randomSecret, sameSecret } from "../oauth/Secrets.js"
+import { RateLimits, type Refusal } from "../security/RateLimits.js"
 import { SSO_CALLBACK_PATH } from "../sso/SsoPaths.js"
 import { SsoSignIn } from "../sso/SsoSignIn.js"
 import { page, seeOther, type SetCookie, withCookies } from "./Html.js"
@@ -30,6 +32,8 @@ export const SignInPages = Layer.effectDiscard(
     const server = yield* AuthorizationServer
     const repo = yield* OAuthRepo
     const sso = yield* SsoSignIn
+    const limits = yield* RateLimits
+    const audit = yield* AuditLog
 
     extraRoutes("GET", /^\/oauth_login\/?$/)
     extraRoutes("POST", /^\/oauth_login\/?$/)
@@ -116,8 +120,24 @@ export const SignInPages = Layer.effectDiscard(
         const again = `${PATH}?${query}`
         switch (form.get("action")) {
           case "sign_in": {
-            const userId = yield* checkPassword(form.get("email") ?? "", form.get("password") ?? "")
-            if (userId === undefined) return yield* show(request, query, "Wrong e-mail or password.", 401)
+            const email = form.get("email") ?? ""
+            // counted before the password is checked, so that parallel guesses cannot all pass one check
+            const refused = yield* limits.signInAttempt(email)
+            if (refused !== undefined) {
+              if (refused.firstOfWindow && refused.tally.limit.name === "password_account") {
+                yield* recordLock(email, refused)
+              }
+              return HttpServerResponse.setHeader(
+                yield* show(request, query, refused.message, 429),
+                "retry-after",
+                String(refused.retryAfter)
+              )
+            }
+            const userId = yield* checkPassword(email, form.get("password") ?? "")
+            if (userId === undefined) {
+              return yield* show(request, query, "Wrong e-mail or password.", 401)
+            }
+            yield* limits.signedIn(email)
             const session = randomSecret()
             yield* repo.insertWebSession(
               hashOf(session),
@@ -190,6 +210,24 @@ export const SignInPages = Layer.effectDiscard(
         ])
       }))
 
+    /** Once per window, each organization of a locked account learns that someone is guessing its password. */
+    const recordLock = (email: string, refused: Refusal) =>
+      Effect.gen(function*() {
+        const user = yield* repo.findPassword(email.trim())
+        if (user === undefined) return
+        for (const organization of yield* repo.organizationsOf(user.user_id)) {
+          yield* audit.record({
+            organizationId: organization.id,
+            actor: { type: "user", id: user.user_id, key_id: null }
+          }, {
+            action: "RATE_LIMITED",
+            targets: [{ type: "user", id: user.user_id }],
+            outcome: "denied",
+            details: { code: "rate_limited", message: refused.message, ...limits.detailsOf(refused.tally) }
+          }).pipe(Effect.ignoreLogged)
+        }
+      })
+
     const checkPassword = (email: string, password: string) =>
       Effect.gen(function*() {
         const row = yield* repo.findPassword(email.trim())
@@ -201,6 +239,10 @@ export const SignInPages = Layer.effectDiscard(
         return matches && row !== undefined ? row.user_id : undefined
       })
   })
-).pipe(Layer.provide(OAuthLive), Layer.provide(SsoSignIn.Default))
+).pipe(
+  Layer.provide(OAuthLive),
+  Layer.provide(SsoSignIn.Default),
+  Layer.provide([RateLimits.Default, AuditLog.Default])
+)
 
 export const clientLabel = (request: AuthorizeRequest) => request.client.name ?? request.client.id
