@@ -85,13 +85,13 @@ describe("API keys", () => {
       org.api_key,
       (c) =>
         c.identity.createApiKey({
-          payload: { name: "pipeline", kind: "organization", agent_ids: ["agent-1" as AgentId] }
+          payload: { name: "pipeline", kind: "organization", agent_ids: ["018f2b8e-0000-7000-8000-000000000001" as AgentId] }
         })
     )
     if (!Exit.isSuccess(created)) throw new Error(String(created))
     expect(created.value.api_key).toMatch(/^sy_[a-z0-9]{12}_[A-Za-z0-9_-]{43}$/)
     expect(created.value.prefix).toBe(`sy_${created.value.id}_`)
-    expect(created.value.agent_ids).toEqual(["agent-1"])
+    expect(created.value.agent_ids).toEqual(["018f2b8e-0000-7000-8000-000000000001"])
     expect(created.value.role).toBe("member")
     const list = await node.fetch("/v1/api-keys", { apiKey: org.api_key })
     const text = await list.text()
