@@ -121,7 +121,8 @@ export const config = Config.all({
     passwordPerIp: rateLimit("PASSWORD_IP", 100, "15 minutes"),
     apiKey: rateLimit("API_KEY", 20, "1 minute"),
     apiKeyPerIp: rateLimit("API_KEY_IP", 200, "1 minute"),
-    registrationPerIp: rateLimit("REGISTRATION_IP", 20, "1 hour")
+    registrationPerIp: rateLimit("REGISTRATION_IP", 20, "1 hour"),
+    clientSecret: rateLimit("CLIENT_SECRET", 20, "1 minute")
   }),
   models: Config.all({
     openaiApiKey: optional(Config.redacted(env("OPENAI_API_KEY")), nonEmpty),

@@ -192,7 +192,12 @@ export class Clients extends Effect.Service<Clients>()("oauth/Clients", {
           !expected || secret === undefined || client.secret_hash === null ||
           !sameSecret(hashOf(secret).toString("hex"), Buffer.from(client.secret_hash).toString("hex"))
         ) {
-          return yield* OAuthError.of("invalid_client", "Client authentication failed.", 401)
+          return yield* new OAuthError({
+            error: "invalid_client",
+            description: "Client authentication failed.",
+            status: 401,
+            failedClientId: client.id
+          })
         }
         return client
       })

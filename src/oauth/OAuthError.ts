@@ -5,6 +5,8 @@ export class OAuthError extends Data.TaggedError("OAuthError")<{
   readonly error: string
   readonly description: string
   readonly status: number
+  /** A confidential client whose secret was wrong: counted against its rate limit. */
+  readonly failedClientId?: string
 }> {
   static readonly of = (error: string, description: string, status = 400) =>
     new OAuthError({ error, description, status })

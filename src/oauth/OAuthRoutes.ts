@@ -153,7 +153,16 @@ export const OAuthRoutes = Layer.effectDiscard(
         }
         return yield* handle(request.headers["authorization"], form).pipe(
           Effect.map((body) => json(body ?? {}, 200, NO_STORE)),
-          Effect.catchTag("OAuthError", oauthError)
+          Effect.catchTag("OAuthError", (e) =>
+            e.failedClientId === undefined ? oauthError(e) : Effect.flatMap(
+              limits.clientSecretRefused(e.failedClientId),
+              (refused) =>
+                refused === undefined ? oauthError(e) : Effect.succeed(json(
+                  { error: "rate_limited", error_description: refused.message },
+                  429,
+                  { ...NO_STORE, "retry-after": String(refused.retryAfter) }
+                ))
+            ))
         )
       })
     yield* router.add("POST", PATHS.token, formEndpoint(server.token))

@@ -51,7 +51,8 @@ export class RateLimits extends Effect.Service<RateLimits>()("security/RateLimit
       passwordIp: { name: "password_ip", ...settings.passwordPerIp },
       apiKey: { name: "api_key", ...settings.apiKey },
       apiKeyIp: { name: "api_key_ip", ...settings.apiKeyPerIp },
-      registrationIp: { name: "registration_ip", ...settings.registrationPerIp }
+      registrationIp: { name: "registration_ip", ...settings.registrationPerIp },
+      clientSecret: { name: "client_secret", ...settings.clientSecret }
     } satisfies Record<string, RateLimit>
 
     const source = Effect.map(audit.currentMeta, (meta) => sourceOf(meta.ip))
@@ -69,6 +70,9 @@ export class RateLimits extends Effect.Service<RateLimits>()("security/RateLimit
           return `Too many sign-in attempts for this e-mail address. ${wait}.`
         case "password_ip":
           return `Too many failed sign-ins from your address. ${wait}.`
+        case "client_secret":
+          return `Too many failed authentications of the OAuth client ${t.subject} ${rule}. ${wait}, and check ` +
+            "its client secret."
         default:
           return `Too many client registrations from your address ${rule}. ${wait}, or reuse a registered client.`
       }
@@ -82,10 +86,10 @@ export class RateLimits extends Effect.Service<RateLimits>()("security/RateLimit
       tally: t
     })
 
-    /** The first refusal of a window for a source address names no organization: it is logged instead. */
+    /** The first refusal of a window for an address or a client names no organization: it is logged instead. */
     const logFirstRefusals = (tallies: ReadonlyArray<Tally>) =>
       Effect.forEach(
-        tallies.filter((t) => isFirstRefusal(t) && t.limit.name.endsWith("_ip")),
+        tallies.filter((t) => isFirstRefusal(t) && t.limit !== limits.apiKey && t.limit !== limits.passwordAccount),
         (t) =>
           Effect.logWarning(`rate limit reached: ${t.limit.name} for ${t.subject}`).pipe(
             Effect.annotateLogs({ limit: t.limit.name, max: t.limit.max, retry_after_seconds: t.retryAfter })
@@ -167,7 +171,15 @@ export class RateLimits extends Effect.Service<RateLimits>()("security/RateLimit
       return (yield* attempt([{ limit: limits.registrationIp, subject: ip }])).refusal
     }).pipe(Effect.withSpan("RateLimits.registration"))
 
-    return { apiKeyRefused, signInAttempt, signedIn, registration, detailsOf } as const
+    /**
+     * A confidential OAuth client's wrong secret at the token or revocation endpoint, counted per client:
+     * the refusal to answer with (429) once the client's limit is exceeded. The right secret still works.
+     */
+    const clientSecretRefused = Effect.fn("RateLimits.clientSecretRefused")(function*(clientId: string) {
+      return (yield* attempt([{ limit: limits.clientSecret, subject: clientId.slice(0, 200) }])).refusal
+    })
+
+    return { apiKeyRefused, signInAttempt, signedIn, registration, clientSecretRefused, detailsOf } as const
   }),
   dependencies: [RateLimiter.Default, AuditLog.Default]
 }) {}

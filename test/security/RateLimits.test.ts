@@ -12,7 +12,8 @@ const LIMITS = {
   SWITCHYARD_RATE_LIMIT_API_KEY_IP: "12",
   SWITCHYARD_RATE_LIMIT_PASSWORD_ACCOUNT: "3",
   SWITCHYARD_RATE_LIMIT_PASSWORD_IP: "10",
-  SWITCHYARD_RATE_LIMIT_REGISTRATION_IP: "4"
+  SWITCHYARD_RATE_LIMIT_REGISTRATION_IP: "4",
+  SWITCHYARD_RATE_LIMIT_CLIENT_SECRET: "3"
 }
 
 let nodes: Array<TestNode> = []
@@ -256,6 +257,37 @@ describe("dynamic client registration", () => {
     }
     // another address registers
     await expectStatus(await register(nodes[1]!, newAddress()), 201)
+  })
+})
+
+describe("confidential OAuth clients", () => {
+  it("answer 429 past the client's limit of wrong secrets on every node, while the right secret still works", async () => {
+    const created = await (await fetch(`${nodes[0]!.baseUrl}/oauth/register`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-forwarded-for": newAddress() },
+      body: JSON.stringify({
+        client_name: "Confidential",
+        redirect_uris: [REDIRECT_URI],
+        token_endpoint_auth_method: "client_secret_post"
+      })
+    })).json()
+    const revoke = (node: TestNode, secret: string) =>
+      fetch(`${node.baseUrl}/oauth/revoke`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", "x-forwarded-for": newAddress() },
+        body: new URLSearchParams({ client_id: created.client_id, client_secret: secret, token: "nothing" })
+      })
+    for (let i = 0; i < 3; i++) await expectStatus(await revoke(nodes[i % 2]!, "wrong"), 401)
+    for (const node of nodes) {
+      const response = await revoke(node, "wrong")
+      const body = await response.json()
+      expect(response.status, JSON.stringify(body)).toBe(429)
+      expect(body.error).toBe("rate_limited")
+      expect(body.error_description).toContain(created.client_id)
+      expect(Number(response.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
+    }
+    // the client's own secret is not locked out by someone else's guesses
+    await expectStatus(await revoke(nodes[1]!, created.client_secret), 200)
   })
 })
 
