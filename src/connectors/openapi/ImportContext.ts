@@ -1,4 +1,4 @@
-import type { ImportReport } from "./OpenApiImport.js"
+import type { ImportReport } from "./ImportedConnector.js"
 
 export type SpecVersion = "2.0" | "3.0" | "3.1"
 export type JsonObject = Record<string, unknown>

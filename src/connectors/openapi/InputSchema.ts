@@ -1,5 +1,5 @@
 import type { JsonObject, Schema } from "./ImportContext.js"
-import type { ImportedParameter, JsonSchema } from "./OpenApiImport.js"
+import type { ImportedParameter, JsonSchema } from "./ImportedConnector.js"
 import type { DraftParameter } from "./Parameters.js"
 import type { SchemaConverter } from "./SchemaConverter.js"
 

@@ -1,7 +1,7 @@
 import addFormatsModule from "ajv-formats"
 import type { ErrorObject } from "ajv/dist/2020.js"
 import { Ajv2020 } from "ajv/dist/2020.js"
-import type { ImportedOperation } from "./OpenApiImport.js"
+import type { ImportedOperation } from "./ImportedConnector.js"
 
 export interface InputIssue {
   /** Dot path into the invoke input, e.g. "body_params.name" or "path_params.petId"; "" for the input itself. */

@@ -1,5 +1,6 @@
 import { detectVersion, readDocument } from "./DocumentSource.js"
 import { describe, ImportContext, isObject, type JsonObject } from "./ImportContext.js"
+import type { ImportedConnector } from "./ImportedConnector.js"
 import { OpenApiImportError } from "./OpenApiImportError.js"
 import { assembleOperation } from "./OperationAssembly.js"
 import { nameOperations } from "./OperationNames.js"
@@ -10,95 +11,15 @@ import { serversOf } from "./Servers.js"
 
 export { OpenApiImportError } from "./OpenApiImportError.js"
 
-export type HttpMethod = "get" | "put" | "post" | "delete" | "options" | "head" | "patch" | "trace"
-/** A JSON Schema 2020-12 object. */
-export type JsonSchema = { readonly [key: string]: unknown }
-
-export interface ImportedParameter {
-  readonly name: string
-  readonly in: "path" | "query" | "header" | "cookie"
-  readonly required: boolean
-  /** OAS 3 style; defaulted per location (path/header: simple, query/cookie: form). */
-  readonly style: string
-  readonly explode: boolean
-  /** Self-contained: carries the `$defs` its recursive refs need. */
-  readonly schema: JsonSchema
-  readonly description?: string
-}
-
-export interface ImportedOperation {
-  /** Stable, URL-safe, unique within the connector: `${method}_${slug(path)}`. */
-  readonly id: string
-  /** From the document; generated (camelCase from method and path) when missing. */
-  readonly operationId: string
-  readonly method: HttpMethod
-  /** As in the document, e.g. "/pets/{petId}". */
-  readonly path: string
-  readonly pretty_name: string
-  readonly pretty_description: string
-  readonly tags: ReadonlyArray<string>
-  /** Path-level and operation-level parameters merged (the operation's win by name and location). */
-  readonly parameters: ReadonlyArray<ImportedParameter>
-  readonly body: { readonly contentType: string; readonly required: boolean; readonly schema: JsonSchema } | null
-  /** The operation's own requirement; null = inherit the document's. */
-  readonly security: ReadonlyArray<Readonly<Record<string, ReadonlyArray<string>>>> | null
-  /** What the invoke call accepts: path_params, query_params, body_params, headers (spec 2.5). */
-  readonly input: JsonSchema
-}
-
-export type SecurityScheme =
-  | {
-    readonly type: "apiKey"
-    readonly in: "header" | "query" | "cookie"
-    readonly name: string
-    readonly description?: string
-  }
-  | {
-    readonly type: "http"
-    readonly scheme: "bearer" | "basic"
-    readonly bearerFormat?: string
-    readonly description?: string
-  }
-  | {
-    readonly type: "oauth2"
-    readonly flows: {
-      readonly authorizationCode?: {
-        readonly authorizationUrl: string
-        readonly tokenUrl: string
-        readonly refreshUrl?: string
-        readonly scopes: Readonly<Record<string, string>>
-      }
-      readonly clientCredentials?: {
-        readonly tokenUrl: string
-        readonly refreshUrl?: string
-        readonly scopes: Readonly<Record<string, string>>
-      }
-    }
-    readonly description?: string
-  }
-  | { readonly type: "openIdConnect"; readonly openIdConnectUrl: string; readonly description?: string }
-
-export interface ImportReport {
-  readonly imported: number
-  readonly skipped: ReadonlyArray<
-    { readonly method: string; readonly path: string; readonly pointer: string; readonly reason: string }
-  >
-  readonly warnings: ReadonlyArray<{ readonly pointer: string; readonly message: string }>
-}
-
-export interface ImportedConnector {
-  readonly specVersion: "2.0" | "3.0" | "3.1"
-  readonly title: string
-  readonly description: string
-  readonly version: string
-  /** Base URLs, server variables substituted by their defaults; relative ones stay relative. */
-  readonly servers: ReadonlyArray<string>
-  readonly securitySchemes: Readonly<Record<string, SecurityScheme>>
-  /** The document-level requirement. */
-  readonly security: ReadonlyArray<Readonly<Record<string, ReadonlyArray<string>>>>
-  readonly operations: ReadonlyArray<ImportedOperation>
-  readonly report: ImportReport
-}
+export type {
+  HttpMethod,
+  ImportedConnector,
+  ImportedOperation,
+  ImportedParameter,
+  ImportReport,
+  JsonSchema,
+  SecurityScheme
+} from "./ImportedConnector.js"
 
 const pathsOf = (ctx: ImportContext): JsonObject => {
   const { components, paths, webhooks } = ctx.document

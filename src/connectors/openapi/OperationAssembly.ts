@@ -1,6 +1,6 @@
+import type { ImportedOperation } from "./ImportedConnector.js"
 import { inputSchema, standalone } from "./InputSchema.js"
 import { humanize } from "./Naming.js"
-import type { ImportedOperation } from "./OpenApiImport.js"
 import { label } from "./OperationNames.js"
 import type { OperationDraft } from "./Operations.js"
 import type { SchemaConverter } from "./SchemaConverter.js"

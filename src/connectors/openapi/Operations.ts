@@ -1,6 +1,6 @@
 import { type ImportContext, isObject, type JsonObject, pointer, type Schema } from "./ImportContext.js"
+import type { HttpMethod, SecurityScheme } from "./ImportedConnector.js"
 import { operationSlug } from "./Naming.js"
-import type { HttpMethod, SecurityScheme } from "./OpenApiImport.js"
 import { type DeclaredParameter, declaredParameters, type DraftParameter, mergeParameters } from "./Parameters.js"
 import { type DeclaredBody, openApiBody, swaggerBody } from "./RequestBody.js"
 import type { SchemaConverter } from "./SchemaConverter.js"

@@ -1,5 +1,5 @@
 import { type ImportContext, isObject, type JsonObject, pointer, type Schema } from "./ImportContext.js"
-import type { ImportedParameter } from "./OpenApiImport.js"
+import type { ImportedParameter } from "./ImportedConnector.js"
 import type { SchemaConverter } from "./SchemaConverter.js"
 
 /** A parameter before its schema is finished (see SchemaConverter). */

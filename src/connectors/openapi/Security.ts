@@ -1,5 +1,5 @@
 import { describe, type ImportContext, isObject, type JsonObject, pointer } from "./ImportContext.js"
-import type { SecurityScheme } from "./OpenApiImport.js"
+import type { SecurityScheme } from "./ImportedConnector.js"
 
 export type SecurityRequirement = Readonly<Record<string, ReadonlyArray<string>>>
 
