@@ -28,17 +28,12 @@ interface ErrorFields {
   readonly details?: unknown
 }
 
-/** Each error class's HTTP status by its tag, for the plain-Node fast paths that write errors themselves. */
-const statuses = new Map<string, number>()
-export const statusOfError: ReadonlyMap<string, number> = statuses
-
 /** The wire schema of an error class: the envelope on the wire, the tagged class in code. */
 const onTheWire = <A extends ErrorFields, I extends ErrorFields>(
   self: Schema.Schema<A, I>,
   tag: string,
   status: number
 ) => {
-  statuses.set(tag, status)
   return Schema.transform(ErrorBody, self, {
     strict: false,
     decode: (body) => ({ _tag: tag, code: body.error.code, message: body.error.message, details: body.error.details }),
