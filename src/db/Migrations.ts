@@ -42,6 +42,13 @@ export const latestMigration = Math.max(...Object.keys(migrations).map((name) =>
 
 export const migrationsTable = "switchyard_migrations"
 
+/** The highest migration applied to the database (0 before the first); `/readyz` compares it with `latestMigration`. */
+export const appliedMigration = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const [row] = yield* sql<{ id: number | null }>`SELECT max(migration_id) AS id FROM ${sql(migrationsTable)}`
+  return row?.id ?? 0
+})
+
 // one lock for every node: several nodes starting at once on an empty database must not race the DDL
 const MIGRATION_LOCK = 0x5717c4_01
 

@@ -1,27 +1,30 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { SqlClient } from "@effect/sql"
 import { Duration, Effect } from "effect"
 import { Api, Readiness } from "../../schema/Api.js"
 import { ServiceUnavailable } from "../../schema/Errors.js"
 import { shardOwnership, stalledTasks } from "../cluster/ClusterRunner.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
-import { latestMigration, migrationsTable } from "../db/Migrations.js"
-import { Drain } from "./Drain.js"
+import { appliedMigration, latestMigration } from "../db/Migrations.js"
+import { Drain } from "../http/Drain.js"
 
+/**
+ * `/healthz` and `/readyz`: the node's health, not the HTTP edge's. Ready means this node is not draining,
+ * the database has every migration, its cluster runner is registered and owns shards, and its task loops
+ * are not stalled.
+ */
 export const SystemHttpLive = HttpApiBuilder.group(Api, "system", (handlers) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     const drain = yield* Drain
     const config = yield* SwitchyardConfig
     const readiness = Effect.gen(function*() {
       if (drain.draining) return yield* ServiceUnavailable.of("This node is shutting down.")
-      const [row] = yield* sql<{ id: number | null }>`SELECT max(migration_id) AS id FROM ${sql(migrationsTable)}`.pipe(
+      const applied = yield* appliedMigration.pipe(
         Effect.timeout("3 seconds"),
         Effect.catchAll(() => ServiceUnavailable.of("The database is not reachable."))
       )
-      if ((row?.id ?? 0) < latestMigration) {
+      if (applied < latestMigration) {
         return yield* ServiceUnavailable.of("Database migrations are not applied yet.", {
-          applied: row?.id ?? 0,
+          applied,
           latestMigration
         })
       }

@@ -4,11 +4,11 @@ import type { Task } from "../../schema/Agents.js"
 import { TaskAccepted } from "../../schema/AgentsApi.js"
 import { Api } from "../../schema/Api.js"
 import { Principal } from "../../schema/Security.js"
-import { Agents } from "../agents/Agents.js"
-import { AgentsLive } from "../agents/AgentsLive.js"
-import { ModelProviders } from "../agents/ModelProviders.js"
+import { orDieOnSql } from "../http/orDieOnSql.js"
 import { Tasks } from "../tasks/Tasks.js"
-import { orDieOnSql } from "./orDieOnSql.js"
+import { Agents } from "./Agents.js"
+import { AgentsLive } from "./AgentsLive.js"
+import { ModelProviders } from "./ModelProviders.js"
 
 const encodeAccepted = Schema.encode(TaskAccepted)
 

@@ -3,9 +3,9 @@ import { Effect, Layer } from "effect"
 import { Api } from "../../schema/Api.js"
 import type { UserId } from "../../schema/Ids.js"
 import { Principal } from "../../schema/Security.js"
-import { ApiKeyAuthenticator } from "../identity/ApiKeyAuthenticator.js"
-import { Identity } from "../identity/Identity.js"
-import { orDieOnSql } from "./orDieOnSql.js"
+import { orDieOnSql } from "../http/orDieOnSql.js"
+import { ApiKeyAuthenticator } from "./ApiKeyAuthenticator.js"
+import { Identity } from "./Identity.js"
 
 export const IdentityHttpLive = HttpApiBuilder.group(Api, "identity", (handlers) =>
   Effect.gen(function*() {

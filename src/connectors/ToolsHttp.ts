@@ -3,10 +3,10 @@ import { Effect, Layer } from "effect"
 import { Api } from "../../schema/Api.js"
 import { BadRequest } from "../../schema/Errors.js"
 import { Principal } from "../../schema/Security.js"
-import { Connections } from "../connectors/Connections.js"
-import { ConnectorCatalog } from "../connectors/ConnectorCatalog.js"
-import { ConnectorsLive } from "../connectors/ConnectorsLive.js"
-import { orDieOnSql } from "./orDieOnSql.js"
+import { orDieOnSql } from "../http/orDieOnSql.js"
+import { Connections } from "./Connections.js"
+import { ConnectorCatalog } from "./ConnectorCatalog.js"
+import { ConnectorsLive } from "./ConnectorsLive.js"
 
 export const ToolsHttpLive = HttpApiBuilder.group(Api, "tools", (handlers) =>
   Effect.gen(function*() {

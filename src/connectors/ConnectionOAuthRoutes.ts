@@ -1,7 +1,7 @@
 import { HttpLayerRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
-import { ConnectorsLive } from "../connectors/ConnectorsLive.js"
-import { OAuthAuthorizations } from "../connectors/OAuthAuthorizations.js"
+import { ConnectorsLive } from "./ConnectorsLive.js"
+import { OAuthAuthorizations } from "./OAuthAuthorizations.js"
 
 const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
