@@ -3,8 +3,8 @@ import { Schema } from "effect"
 import * as Errors from "../../schema/Errors.js"
 
 /** A wire schema decodes any envelope to its class: one decode names the class's tag. */
-const tagOf = (wire: Schema.Schema<any, any>): string | undefined => {
-  const decoded = Schema.decodeUnknownOption(wire)({ error: { code: "", message: "" } })
+const tagOf = (wire: Schema.Schema.Any): string | undefined => {
+  const decoded = Schema.decodeUnknownOption(wire as Schema.Schema<any, any>)({ error: { code: "", message: "" } })
   return decoded._tag === "Some" && typeof decoded.value?._tag === "string" ? decoded.value._tag : undefined
 }
 
