@@ -5,6 +5,7 @@ import { auditCommand } from "./audit/AuditCommand.js"
 import { SwitchyardConfig } from "./config/SwitchyardConfig.js"
 import { DatabaseForCommandLive } from "./db/Database.js"
 import { migrate } from "./db/Migrations.js"
+import { nodeLogger } from "./http/AccessLog.js"
 import { Identity } from "./identity/Identity.js"
 import { NodeLive } from "./Node.js"
 import { usersCommand } from "./oauth/UsersCommand.js"
@@ -81,7 +82,7 @@ cli(process.argv).pipe(
   reportStartupFailure,
   Effect.provide(NodeContext.layer),
   // logs on stderr: stdout carries what a command prints (keys, --json output)
-  Effect.provide(Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.jsonLogger))),
+  Effect.provide(Logger.replace(Logger.defaultLogger, nodeLogger)),
   Logger.withMinimumLogLevel(logLevel),
   NodeRuntime.runMain({ disablePrettyLogger: true })
 )

@@ -1,60 +1,48 @@
-import { Duration, Effect } from "effect"
-import type { Readable } from "node:stream"
-import type { Dispatcher } from "undici"
-import type { ConnectionUnusable } from "../../cluster/ConnectionEntity.js"
+import { Cause, Duration, Effect, Exit, Option, Runtime } from "effect"
 import type { InvokeOperation } from "../../schema/Connectors.js"
 import { BadGateway, BadRequest, Conflict, Forbidden, GatewayTimeout, Unprocessable } from "../../schema/Errors.js"
+import type { ConnectionId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { ConnectionCredentials } from "./ConnectionCredentials.js"
 import { Egress } from "./Egress.js"
-import { type Invocation, InvocationRecorder } from "./InvocationRecorder.js"
+import { InvocationRecorder } from "./InvocationRecorder.js"
+import {
+  type CallRefusal,
+  type Credentialed,
+  type InvokeContext,
+  makeOperationCall,
+  type UpstreamResponse
+} from "./OperationCall.js"
 import { OwnApi } from "./OwnApi.js"
-import { type InvokeTarget, prepareCall } from "./PreparedCall.js"
-import { type CallFailure, classifyFailure, passThroughHeaders, startUpstream } from "./Upstream.js"
+import type { InvokeTarget } from "./PreparedCall.js"
+import { classifyFailure } from "./Upstream.js"
 
-export type { InvokeTarget }
+export type { InvokeContext, InvokeTarget, UpstreamResponse }
 
-export interface UpstreamResponse {
-  readonly status: number
-  readonly headers: Record<string, string | Array<string>>
-  readonly body: Readable
+/** A refusal as the error class the REST contract declares for its status. */
+export const refusalError = (r: CallRefusal) => {
+  switch (r.status) {
+    case 400:
+      return BadRequest.of(r.message, r.details, r.code)
+    case 403:
+      return Forbidden.of(r.message, r.code)
+    case 409:
+    case 499:
+      return Conflict.of(r.message, r.code)
+    case 422:
+      return Unprocessable.of(r.message, r.code, r.details)
+    case 502:
+      return BadGateway.of(r.message, r.code)
+    case 504:
+      return GatewayTimeout.of(r.message)
+  }
 }
-
-export interface InvokeContext {
-  readonly taskId?: string
-  /** The end user's OAuth token (spec 5.1.6), for connections that sign in as the user. */
-  readonly userToken?: string
-}
-
-/** The invocation record of a call, without its outcome. */
-export const invocationOf = (
-  principal: Principal,
-  target: InvokeTarget,
-  taskId: string | null,
-  requestBytes: number
-) => ({
-  organization_id: principal.organizationId,
-  connector_id: target.connector.id,
-  connection_id: target.connection.id,
-  operation_id: target.operation.id,
-  api_key_id: principal.keyId,
-  user_id: principal.userId,
-  task_id: taskId,
-  request_bytes: requestBytes
-})
-
-const failureError = (f: CallFailure) =>
-  f.status === 403
-    ? Forbidden.of(f.message, f.code)
-    : f.status === 504
-    ? GatewayTimeout.of(f.message)
-    : BadGateway.of(f.message, f.code)
 
 /**
- * Runs one connector operation: validates the input against the operation's schema, builds the request
- * with the spec's method, applies the connection's credentials (from memory), and returns the target's
- * response as a stream. Shared by the REST endpoint and agent tool calls.
+ * Runs connector operations (OperationCall.ts, the one invoke core): `call` as a promise for the plain-Node
+ * fast paths, `invoke` as an Effect for the general stack, agents' tool calls and the MCP tool. Interrupting
+ * `invoke` aborts the upstream request as well.
  */
 export class OperationInvoker extends Effect.Service<OperationInvoker>()("connectors/OperationInvoker", {
   effect: Effect.gen(function*() {
@@ -63,78 +51,38 @@ export class OperationInvoker extends Effect.Service<OperationInvoker>()("connec
     const credentials = yield* ConnectionCredentials
     const recorder = yield* InvocationRecorder
     const ownApi = yield* OwnApi
+    const runExit = Runtime.runPromiseExit(yield* Effect.runtime<never>())
     const timeoutMs = Math.max(1, Duration.toMillis(config.connectorTimeout))
 
-    /** Interrupting the caller aborts the upstream request as well. */
-    const send = (url: string, init: Parameters<typeof startUpstream>[1], dispatcher: Dispatcher) =>
-      Effect.async<Awaited<ReturnType<typeof startUpstream>["response"]>, CallFailure>((resume) => {
-        const call = startUpstream(url, init, dispatcher, timeoutMs)
-        call.response.then(
-          (r) => resume(Effect.succeed(r)),
-          (e) => resume(Effect.fail(classifyFailure(e, egress, timeoutMs)))
-        )
-        return Effect.sync(call.abort)
+    const fetch = (id: ConnectionId, stale: boolean): Promise<Credentialed> =>
+      runExit(credentials.get(id, { staleToken: stale })).then((exit) => {
+        if (Exit.isSuccess(exit)) return { ok: true, credentials: exit.value }
+        const failure = Cause.failureOption(exit.cause)
+        if (Option.isSome(failure)) return { ok: false, unusable: failure.value }
+        throw Cause.squash(exit.cause)
       })
 
-    /** A connection that cannot be used now is the caller's to fix (409), unless its secret is unreadable: ours. */
-    const unusable = (e: ConnectionUnusable) =>
-      e.code === "connection_credentials_unreadable"
-        ? Effect.die(new Error(`connection credentials unreadable: ${e.message}`))
-        : Effect.fail(Conflict.of(e.message, e.code))
-
-    // untraced: this is the hot path, and a span and a stack capture per call cost more than they tell
-    const invoke = Effect.fnUntraced(function*(
-      principal: Principal,
-      target: InvokeTarget,
-      input: InvokeOperation,
-      context: InvokeContext = {}
-    ) {
-      const started = performance.now()
-      // the built-in Switchyard connector acts as the caller: no stored credentials, this node's own API
-      const self = ownApi.serves(target.connector)
-      const stored = self
-        ? ownApi.credentialsFor(principal)
-        : yield* credentials.get(target.connection.id).pipe(Effect.catchAll(unusable))
-      const prepared = self
-        ? prepareCall(target, input, stored, undefined, ownApi.origin)
-        : prepareCall(target, input, stored, context.userToken)
-      if (!prepared.ok) {
-        return yield* prepared.status === 422
-          ? Unprocessable.of(prepared.message, prepared.code)
-          : BadRequest.of(prepared.message, prepared.details, prepared.code)
-      }
-      const base = invocationOf(principal, target, context.taskId ?? null, prepared.requestBytes)
-      const record = (outcome: Pick<Invocation, "status" | "error_code" | "response_bytes">) =>
-        recorder.record({ ...base, ...outcome, duration_ms: performance.now() - started })
-      const { request } = prepared
-      const dispatcher = self ? ownApi.dispatcherFor(request.url) : egress.dispatcher
-      if (dispatcher === undefined) return yield* Effect.dieMessage(`own API call left its origin: ${request.url}`)
-      const sendTo = (headers: Record<string, string>) =>
-        send(request.url, { method: request.method, headers, body: request.body }, dispatcher).pipe(
-          Effect.tapError((f) => record({ status: null, error_code: f.code, response_bytes: null })),
-          Effect.mapError(failureError)
-        )
-      let response = yield* sendTo(request.headers)
-      if (response.statusCode === 401 && !self && target.connection.auth_type === "oauth2") {
-        // the token may have been revoked early: refresh once (the entity makes it cluster-wide) and retry
-        response.body.resume()
-        const fresh = yield* credentials.get(target.connection.id, { staleToken: true }).pipe(Effect.catchAll(unusable))
-        const again = prepareCall(target, input, fresh, context.userToken)
-        if (again.ok) response = yield* sendTo(again.request.headers)
-      }
-      const length = Number(response.headers["content-length"])
-      yield* record({
-        status: response.statusCode,
-        error_code: null,
-        response_bytes: Number.isFinite(length) ? length : null
-      })
-      return {
-        status: response.statusCode,
-        headers: passThroughHeaders(response.headers),
-        body: response.body as unknown as Readable
-      } satisfies UpstreamResponse
+    const call = makeOperationCall({
+      dispatcher: egress.dispatcher,
+      classify: (error) => classifyFailure(error, egress, timeoutMs),
+      ownApi,
+      credentials: { peek: credentials.peek, fetch },
+      record: recorder.recordNow,
+      timeoutMs
     })
 
-    return { invoke } as const
+    // untraced: this is the hot path, and a span and a stack capture per call cost more than they tell
+    const invoke = (principal: Principal, target: InvokeTarget, input: InvokeOperation, context: InvokeContext = {}) =>
+      Effect.async<UpstreamResponse, ReturnType<typeof refusalError>>((resume) => {
+        const started = call(principal, target, input, context)
+        started.outcome.then(
+          (outcome) =>
+            resume(outcome._tag === "Answered" ? Effect.succeed(outcome) : Effect.fail(refusalError(outcome))),
+          (defect) => resume(Effect.die(defect))
+        )
+        return Effect.sync(started.abort)
+      })
+
+    return { call, invoke } as const
   })
 }) {}

@@ -1,4 +1,4 @@
-import { Cause, Effect, Exit, Layer, Option, ParseResult, Runtime, Schema } from "effect"
+import { Effect, Exit, Layer, ParseResult, Runtime, Schema } from "effect"
 import type * as Http from "node:http"
 import { InvokeAgent, type TaskFields, taskJson } from "../../schema/Agents.js"
 import type { AgentId, TaskId } from "../../schema/Ids.js"
@@ -7,13 +7,10 @@ import { AgentsLive } from "../agents/AgentsLive.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { ApiKeyAuthenticator } from "../identity/ApiKeyAuthenticator.js"
 import { Tasks } from "../tasks/Tasks.js"
-import { Drain } from "./Drain.js"
-import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "./ErrorEnvelope.js"
-import { statusOfError } from "./ErrorStatus.js"
-import { makeFastAccessLog } from "./FastAccessLog.js"
-import { parseJsonBody, requestProblem } from "./JsonBody.js"
+import { type Exchange, FastEdge } from "./FastEdge.js"
+import { parseJsonBody } from "./JsonBody.js"
 import { NodeRequestGate } from "./NodeRequestGate.js"
-import { requestIdOf, unexpectedFailure, validationError } from "./RequestPipeline.js"
+import { validationError } from "./RequestPipeline.js"
 
 const UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 const INVOKE = new RegExp(`^/v1/agents/(${UUID})/invoke(?:\\?asynchronous=(true|false))?$`)
@@ -39,73 +36,28 @@ export const FastTasksLive = Layer.effectDiscard(
   Effect.gen(function*() {
     const gate = yield* NodeRequestGate
     const config = yield* SwitchyardConfig
-    const drain = yield* Drain
+    const edge = yield* FastEdge
     const authenticator = yield* ApiKeyAuthenticator
     const tasks = yield* Tasks
     const runtime = yield* Effect.runtime<never>()
     const runExit = Runtime.runPromiseExit(runtime)
-    const logAccess = yield* makeFastAccessLog
 
     const found = (task: TaskFields): Reply => ({ status: 200, body: taskJson(task) })
 
-    const errorReply = (status: number, error: ErrorFields, requestId: string): Reply => ({
-      status,
-      body: errorEnvelope(error, requestId)
-    })
-
-    /** What the general stack answers for a failure: our error classes by their status, else 503 or 500. */
-    const failureReply = (cause: Cause.Cause<unknown>, requestId: string): Effect.Effect<Reply> => {
-      const failure = Option.getOrUndefined(Cause.failureOption(cause)) as
-        | (ErrorFields & { readonly _tag: string })
-        | undefined
-      const status = failure === undefined ? undefined : statusOfError.get(failure._tag)
-      if (failure !== undefined && status !== undefined) return Effect.succeed(errorReply(status, failure, requestId))
-      return Effect.map(unexpectedFailure(cause, requestId), (answer) => ({
-        ...errorReply(answer.status, answer.error, requestId),
-        headers: answer.headers
-      }))
-    }
-
-    /**
-     * One request: its id, held open against a drain; answer it with a reply or by running an effect. A
-     * class, not closures: nothing is allocated per request beyond the instance.
-     */
+    /** One request, answered with a reply or by running an effect (the shared edge: FastEdge.ts). */
     class Call {
-      readonly started = performance.now()
-      readonly requestId: string
-      constructor(
-        readonly req: Http.IncomingMessage,
-        readonly res: Http.ServerResponse,
-        readonly principal: Principal
-      ) {
-        this.requestId = requestIdOf(req.headers["x-request-id"] as string | undefined)
-        res.once("close", drain.enter())
+      readonly exchange: Exchange
+      constructor(req: Http.IncomingMessage, res: Http.ServerResponse, principal: Principal) {
+        this.exchange = edge.begin(req, res, principal.organizationId)
       }
 
-      reply(reply: Reply, own = false) {
-        const { req, requestId, res } = this
-        if (res.destroyed) return
-        const body = JSON.stringify(reply.body)
-        // a declared length: no chunked framing to write, and the client reads one piece
-        const headers: Record<string, string | number> = {
-          "content-type": "application/json",
-          "content-length": Buffer.byteLength(body),
-          "x-request-id": requestId
-        }
-        if (reply.headers !== undefined) Object.assign(headers, reply.headers)
-        if (own) Object.assign(headers, OWN_ERROR_HEADER)
-        res.writeHead(reply.status, headers)
-        res.end(body)
-        logAccess(req, reply.status, this.started, requestId, this.principal.organizationId)
+      reply(reply: Reply) {
+        this.exchange.json(reply.status, reply.body, reply.headers)
       }
 
       run<A>(effect: Effect.Effect<A, unknown>, toReply: (a: A) => Reply) {
-        void runExit(Effect.annotateLogs(effect, "request_id", this.requestId)).then((exit) =>
-          Exit.isSuccess(exit)
-            ? this.reply(toReply(exit.value))
-            : runExit(failureReply(exit.cause, this.requestId)).then((r) =>
-              Exit.isSuccess(r) && this.reply(r.value, true)
-            )
+        void runExit(Effect.annotateLogs(effect, "request_id", this.exchange.requestId)).then((exit) =>
+          Exit.isSuccess(exit) ? this.reply(toReply(exit.value)) : this.exchange.fail(exit.cause)
         )
       }
     }
@@ -119,18 +71,15 @@ export const FastTasksLive = Layer.effectDiscard(
       agentId: AgentId,
       asynchronous: boolean
     ) => {
-      const chunks: Array<Buffer> = []
-      req.on("data", (c: Buffer) => chunks.push(c))
-      req.on("error", () => res.destroy())
-      req.on("end", () => {
-        const parsed = parseJsonBody(Buffer.concat(chunks).toString("utf8"))
+      const call = serve(req, res, principal)
+      call.exchange.readBody((text) => {
+        const parsed = parseJsonBody(text)
         const idempotencyKey = req.headers["idempotency-key"] as string | undefined
-        const call = serve(req, res, principal)
-        if (!parsed.ok) return call.reply(errorReply(400, parsed.error, call.requestId), true)
+        if (!parsed.ok) return call.exchange.error(400, parsed.error)
         const decoded = decodeInvoke(parsed.value)
         if (decoded._tag === "Left") {
           const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
-          return call.reply(errorReply(400, validationError(issues), call.requestId), true)
+          return call.exchange.error(400, validationError(issues))
         }
         call.run(
           tasks.invoke(principal, agentId, decoded.right, { asynchronous, idempotencyKey, source: "api" }),
@@ -141,13 +90,12 @@ export const FastTasksLive = Layer.effectDiscard(
 
     if (!config.taskFastPath) return
     gate.setFastPath((req, res) => {
-      if (drain.draining) return false
       const url = req.url ?? ""
       if (req.method === "GET") {
         const match = GET_TASK.exec(url)
         if (match === null) return false
         const wait = match[2] === undefined ? 0 : Number(match[2])
-        if (wait > 60) return false
+        if (wait > 60 || !edge.takes(req)) return false
         const principal = authenticator.peek(req.headers["x-api-key"] as string | undefined)
         if (principal === undefined) return false
         const id = match[1] as TaskId
@@ -167,14 +115,11 @@ export const FastTasksLive = Layer.effectDiscard(
       if (req.method !== "POST") return false
       const match = INVOKE.exec(url)
       if (match === null) return false
-      // bodies of a declared size, JSON: anything else is the general stack's to answer
-      const length = Number(req.headers["content-length"] ?? "")
-      if (req.headers["transfer-encoding"] !== undefined || !(length > 0 && length <= config.maxBodyBytes)) return false
-      if (requestProblem(url, req.headers) !== undefined) return false
+      if (!edge.takes(req, { bodyRequired: true })) return false
       const principal = authenticator.peek(req.headers["x-api-key"] as string | undefined)
       if (principal === undefined) return false
       invoke(req, res, principal, match[1] as AgentId, match[2] === "true")
       return true
     })
   })
-).pipe(Layer.provide([AgentsLive, ApiKeyAuthenticator.Default]))
+).pipe(Layer.provide([AgentsLive, ApiKeyAuthenticator.Default, FastEdge.Default]))

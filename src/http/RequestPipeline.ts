@@ -6,9 +6,10 @@ import {
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
-import { Cause, Effect, FiberRef, LogLevel, Option } from "effect"
+import { Cause, Effect, Option } from "effect"
 import * as Crypto from "node:crypto"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { makeAccessLog } from "./AccessLog.js"
 import { Drain } from "./Drain.js"
 import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "./ErrorEnvelope.js"
 import { declaresBody, inspectJsonText, isJsonMediaType, requestProblem } from "./JsonBody.js"
@@ -20,6 +21,10 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 /** A sane incoming `x-request-id` is kept (tracing across services); otherwise a new one. */
 export const requestIdOf = (incoming: string | undefined) =>
   incoming !== undefined && REQUEST_ID.test(incoming) ? incoming : Crypto.randomUUID()
+
+/** Set on every answer, by every transport: its request id, and `Connection: close` while the node drains. */
+export const answerHeaders = (requestId: string, draining: boolean): Record<string, string> =>
+  draining ? { "x-request-id": requestId, connection: "close" } : { "x-request-id": requestId }
 
 const errorResponse = (status: number, info: RequestInfo, error: ErrorFields, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson(errorEnvelope(error, info.requestId), {
@@ -170,8 +175,8 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
     const config = yield* SwitchyardConfig
     const drain = yield* Drain
     const maxBody = Option.some(config.maxBodyBytes)
-    // the access log is built only when it would be written
-    const logRequests = LogLevel.lessThanEqual(yield* FiberRef.get(FiberRef.currentMinimumLogLevel), LogLevel.Info)
+    // undefined when it would not be written
+    const accessLog = yield* makeAccessLog
     return (
       handler: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
     ): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpServerRequest.HttpServerRequest> =>
@@ -210,21 +215,15 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
             Effect.onExit(() => Effect.sync(release))
           )
         release()
-        const headers = drain.draining
-          ? { "x-request-id": info.requestId, connection: "close" }
-          : { "x-request-id": info.requestId }
-        if (logRequests) {
-          yield* Effect.logInfo("http").pipe(
-            Effect.annotateLogs({
-              method: request.method,
-              path: request.url.split("?")[0],
-              status: response.status,
-              latency_ms: Math.round((performance.now() - started) * 100) / 100,
-              request_id: info.requestId,
-              ...(info.organizationId === undefined ? {} : { organization_id: info.organizationId })
-            })
-          )
-        }
+        accessLog?.({
+          method: request.method,
+          url: request.url,
+          status: response.status,
+          started,
+          request_id: info.requestId,
+          organization_id: info.organizationId
+        })
+        const headers = answerHeaders(info.requestId, drain.draining)
         return HttpServerResponse.setHeaders(response, Headers.fromInput(headers))
       })
   }),

@@ -1,14 +1,15 @@
-import type { Effect, Schema } from "effect"
+import type { Context, Effect, Schema } from "effect"
 import type { Agents } from "../agents/Agents.js"
 import type { Connections } from "../connectors/Connections.js"
 import type { ConnectorCatalog } from "../connectors/ConnectorCatalog.js"
+import type { OperationInvoker } from "../connectors/OperationInvoker.js"
 import type { McpCaller } from "../oauth/TokenVerifier.js"
 import type { Approvals } from "../skills/Approvals.js"
 import type { Skills } from "../skills/Skills.js"
 import type { Tasks } from "../tasks/Tasks.js"
 
 /** The services a tool may call: the same ones the REST handlers call, with the caller's Principal. */
-export type ToolServices = Agents | Tasks | Connections | ConnectorCatalog | Skills | Approvals
+export type ToolServices = Agents | Tasks | Connections | ConnectorCatalog | OperationInvoker | Skills | Approvals
 
 export interface ToolContext {
   readonly caller: McpCaller
@@ -17,6 +18,18 @@ export interface ToolContext {
   /** Sends `notifications/progress` when the client asked for it (a `progressToken`); otherwise nothing. */
   readonly progress: (progress: number, message?: string) => Effect.Effect<void>
 }
+
+/** What a tool's `fast` variant is given: the caller, the services, and a way to hear that the client left. */
+export interface FastToolContext {
+  readonly caller: McpCaller
+  readonly services: Context.Context<ToolServices>
+  /** `abort` runs if the client goes away before the tool is done. */
+  readonly onAbort: (abort: () => void) => void
+}
+
+export type ToolOutcome<O> =
+  | { readonly ok: true; readonly value: O }
+  | { readonly ok: false; readonly error: ToolFailure }
 
 /** A failure a tool reports to the model as its result (`isError`), in the REST error's terms. */
 export interface ToolFailure {
@@ -44,6 +57,12 @@ export interface McpTool<I = any, O = any> {
   readonly output: Schema.Schema<O, any, never>
   readonly annotations: ToolAnnotations
   readonly run: (input: I, context: ToolContext) => Effect.Effect<O | ToolText<O>, ToolFailure, ToolServices>
+  /**
+   * Optional: the same call without a fiber, for the plain-Node fast path (McpFastPath.ts), when everything it
+   * needs is in this node's memory. `undefined` declines, and `run` runs instead. Both must give the same
+   * answers (test/mcp/FastPath.test.ts runs every case through both); a rejected promise is a defect.
+   */
+  readonly fast?: (input: I, context: FastToolContext) => Promise<ToolOutcome<O>> | undefined
 }
 
 /** A result with a person-readable text besides its structured form (e.g. an agent's answer). */

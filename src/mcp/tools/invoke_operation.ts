@@ -1,10 +1,26 @@
-import { Effect, Schema } from "effect"
+import { Context, Effect, Schema } from "effect"
+import type { Readable } from "node:stream"
 import { InvokeOperation } from "../../../schema/Connectors.js"
 import { ConnectionId, ConnectorId } from "../../../schema/Ids.js"
 import { Connections } from "../../connectors/Connections.js"
+import type { UpstreamResponse } from "../../connectors/OperationCall.js"
+import { OperationInvoker } from "../../connectors/OperationInvoker.js"
 import { orDieOnSql } from "../../http/orDieOnSql.js"
 import { defineTool } from "../McpTool.js"
 import { UpstreamAnswer, upstreamAnswer } from "../UpstreamAnswer.js"
+
+const textOf = (body: Readable) =>
+  new Promise<string>((resolve, reject) => {
+    const chunks: Array<Buffer> = []
+    body.on("data", (c: Buffer) => chunks.push(c))
+    body.once("end", () =>
+      resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8")))
+    body.once("error", reject)
+  })
+
+/** The target's answer as the tool's result, on both ways the tool runs. */
+const answerOf = (upstream: UpstreamResponse) =>
+  textOf(upstream.body).then((text) => upstreamAnswer(upstream.status, upstream.headers["content-type"], text))
 
 export default defineTool({
   name: "invoke_operation",
@@ -31,11 +47,30 @@ export default defineTool({
     Effect.gen(function*() {
       const connections = yield* Connections
       const upstream = yield* connections.invoke(caller.principal, connector_id, connection_id, operation_id, input)
-      const text = yield* Effect.promise(async () => {
-        const chunks: Array<Buffer> = []
-        for await (const chunk of upstream.body) chunks.push(chunk as Buffer)
-        return Buffer.concat(chunks).toString("utf8")
-      })
-      return upstreamAnswer(upstream.status, upstream.headers["content-type"], text)
-    }).pipe(orDieOnSql)
+      return yield* Effect.promise(() => answerOf(upstream))
+    }).pipe(orDieOnSql),
+  // the same call through the same core (OperationInvoker.call), when the connection is in this node's memory
+  fast: ({ connection_id, connector_id, operation_id, ...input }, { caller, onAbort, services }) => {
+    const target = Context.get(services, Connections).peekTarget(
+      caller.principal,
+      connector_id,
+      connection_id,
+      operation_id
+    )
+    if (target === undefined) return undefined
+    const call = Context.get(services, OperationInvoker).call(caller.principal, target, input)
+    onAbort(call.abort)
+    return call.outcome.then((outcome) =>
+      outcome._tag === "Answered"
+        ? answerOf(outcome).then((value) => ({ ok: true, value }) as const)
+        : {
+          ok: false,
+          error: {
+            code: outcome.code,
+            message: outcome.message,
+            ...(outcome.details === undefined ? {} : { details: outcome.details })
+          }
+        } as const
+    )
+  }
 })

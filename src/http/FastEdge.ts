@@ -1,0 +1,141 @@
+import { Cause, Effect, Option, Runtime } from "effect"
+import type * as Http from "node:http"
+import type { Readable } from "node:stream"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { makeAccessLog } from "./AccessLog.js"
+import { Drain } from "./Drain.js"
+import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "./ErrorEnvelope.js"
+import { statusOfError } from "./ErrorStatus.js"
+import { isJsonMediaType, requestProblem } from "./JsonBody.js"
+import { answerHeaders, requestIdOf, unexpectedFailure } from "./RequestPipeline.js"
+
+type OutHeaders = Record<string, string | number | Array<string>>
+
+/**
+ * The edge of the plain-Node fast paths (FastInvoke, FastTasks, McpFastPath), written once and shared with the
+ * request pipeline where the pipeline has the same step: which requests a fast path may take, and one
+ * `Exchange` per taken request that answers as the pipeline does — the request id, `Connection: close` while
+ * draining, the error envelope with its marker, unexpected failures (`unexpectedFailure`), the access log.
+ */
+export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
+  effect: Effect.gen(function*() {
+    const config = yield* SwitchyardConfig
+    const drain = yield* Drain
+    const accessLog = yield* makeAccessLog
+    const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
+
+    /**
+     * Whether a fast path may take a request, by its framing: not while draining; a body of declared length
+     * within SWITCHYARD_MAX_BODY_BYTES (a non-empty one with `bodyRequired`); the API's body rule holds
+     * (JsonBody.requestProblem), or with `jsonAlways` a JSON content type even without a body (MCP). Anything
+     * else is the general stack's to answer, or refuse, with its own messages.
+     */
+    const takes = (
+      req: Http.IncomingMessage,
+      options: { readonly bodyRequired?: boolean; readonly jsonAlways?: boolean } = {}
+    ) => {
+      if (drain.draining || req.headers["transfer-encoding"] !== undefined) return false
+      const length = Number(req.headers["content-length"] ?? "0")
+      if (!(length <= config.maxBodyBytes && (options.bodyRequired ? length > 0 : length >= 0))) return false
+      return options.jsonAlways
+        ? isJsonMediaType(req.headers["content-type"])
+        : requestProblem(req.url ?? "", req.headers) === undefined
+    }
+
+    /**
+     * One request a fast path took: held open against a drain until its response closes. A class, not
+     * closures: nothing is allocated per request beyond the instance.
+     */
+    class Exchange {
+      readonly started = performance.now()
+      readonly requestId: string
+      constructor(
+        readonly req: Http.IncomingMessage,
+        readonly res: Http.ServerResponse,
+        readonly organizationId: string
+      ) {
+        this.requestId = requestIdOf(req.headers["x-request-id"] as string | undefined)
+        res.once("close", drain.enter())
+      }
+
+      /** The whole body as text; a broken upload ends the response. */
+      readBody(onText: (text: string) => void) {
+        const chunks: Array<Buffer> = []
+        this.req.on("data", (c: Buffer) => chunks.push(c))
+        this.req.on("error", () => this.res.destroy())
+        this.req.on(
+          "end",
+          () => onText(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8"))
+        )
+      }
+
+      private head(status: number, headers: OutHeaders) {
+        Object.assign(headers, answerHeaders(this.requestId, drain.draining))
+        this.res.writeHead(status, headers)
+        if (accessLog !== undefined) {
+          accessLog({
+            method: this.req.method,
+            url: this.req.url ?? "",
+            status,
+            started: this.started,
+            request_id: this.requestId,
+            organization_id: this.organizationId,
+            fast_path: true
+          })
+        }
+      }
+
+      json(status: number, body: unknown, headers: Readonly<Record<string, string>> = {}) {
+        if (this.res.destroyed) return
+        const text = JSON.stringify(body)
+        // a declared length: no chunked framing to write, and the client reads one piece
+        this.head(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers })
+        this.res.end(text)
+      }
+
+      /** One of our errors: the envelope, with the request id, and the marker header. */
+      error(status: number, error: ErrorFields, headers: Readonly<Record<string, string>> = {}) {
+        this.json(status, errorEnvelope(error, this.requestId), { ...headers, ...OWN_ERROR_HEADER })
+      }
+
+      empty(status: number) {
+        if (this.res.destroyed) return
+        this.head(status, {})
+        this.res.end()
+      }
+
+      /** Headers now, then the body as it comes (a target's answer, an event stream). */
+      stream(status: number, headers: OutHeaders, body?: Readable) {
+        if (this.res.destroyed) return body?.destroy()
+        this.head(status, headers)
+        if (body === undefined) return
+        body.once("error", () => this.res.destroy())
+        body.pipe(this.res)
+      }
+
+      /**
+       * A failure, as the general stack answers it: one of our error classes by its status; anything else as
+       * the request pipeline answers it (503 or 500, logged with the request id).
+       */
+      fail(cause: Cause.Cause<unknown>) {
+        if (this.res.headersSent) return void this.res.destroy()
+        const failure = Option.getOrUndefined(Cause.failureOption(cause)) as
+          | (ErrorFields & { readonly _tag?: unknown })
+          | undefined
+        const status = typeof failure?._tag === "string" ? statusOfError.get(failure._tag) : undefined
+        if (status !== undefined) return this.error(status, failure!)
+        void runPromise(unexpectedFailure(cause, this.requestId)).then((answer) =>
+          this.error(answer.status, answer.error, answer.headers)
+        )
+      }
+    }
+
+    return {
+      takes,
+      begin: (req: Http.IncomingMessage, res: Http.ServerResponse, organizationId: string) =>
+        new Exchange(req, res, organizationId)
+    } as const
+  })
+}) {}
+
+export type Exchange = ReturnType<FastEdge["begin"]>

@@ -1,0 +1,407 @@
+import { Cause, Effect, Exit, FiberRef, Runtime } from "effect"
+import * as Fs from "node:fs"
+import { AuditLog } from "../audit/AuditLog.js"
+import { makeAskTool } from "../builtin/BuiltinAgent.js"
+import { CurrentRequest } from "../http/RequestContext.js"
+import { BUILTIN_MCP_PATH, oauthSettings, type ProtectedResource, SCOPES } from "../oauth/Resources.js"
+import { type McpCaller, TokenVerifier } from "../oauth/TokenVerifier.js"
+import { classify, ErrorCodes, failure, type JsonRpcId, type JsonRpcRequest, result } from "./JsonRpc.js"
+import {
+  type Answer,
+  httpError,
+  rpcResponse,
+  sse,
+  type ToolCallResult,
+  toolDefect,
+  toolError,
+  toolResult,
+  validationFailed
+} from "./McpAnswer.js"
+import { McpSessions } from "./McpSessions.js"
+import { type ToolContext, type ToolOutcome, type ToolServices, ToolText } from "./McpTool.js"
+import { type LoadedTool, loadTools, registryOf } from "./ToolRegistry.js"
+
+/** Newest first: what `initialize` answers a client asking for a version we do not speak. */
+export const PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18"] as const
+const VERSION: string = JSON.parse(Fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version
+const BEARER = /^Bearer\s+([A-Za-z0-9._~+/=-]+)\s*$/i
+
+export type Headers = Readonly<Record<string, string | undefined>>
+type Request = JsonRpcRequest & { readonly id: JsonRpcId }
+
+const kindOf = (value: unknown) => value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`
+
+/**
+ * The MCP protocol (spec 4.8), apart from any transport: who may call (Origin, OAuth bearer token bound to the
+ * resource, protocol version, session), and what each JSON-RPC message is answered, as an `Answer`. A
+ * hand-rolled dispatcher (building an SDK server per request is several times slower, DESIGN §4), sessions in
+ * PostgreSQL. Its transports: the Effect routes (McpEndpoint.ts) and the plain-Node fast path (McpFastPath.ts),
+ * which takes the hot call, a `tools/call` of a tool with a `fast` variant, through `fastAnswer`.
+ */
+export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol", {
+  effect: Effect.gen(function*() {
+    const settings = yield* oauthSettings
+    const verifier = yield* TokenVerifier
+    const sessions = yield* McpSessions
+    const registry = yield* loadTools
+    const services = yield* Effect.context<ToolServices>()
+    const audit = yield* AuditLog
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+
+    /** A refusal on the MCP endpoint is recorded like one on REST (ACCESS_DENIED), in its own transaction. */
+    const denied = (caller: McpCaller, tool: string, reason: string) =>
+      audit.record(caller.principal, {
+        action: "ACCESS_DENIED",
+        outcome: "denied",
+        targets: [{ type: "mcp_tool", id: tool }],
+        details: { reason, grant_id: caller.grantId }
+      }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("could not record a refusal", cause)))
+    const allowedOrigins = new Set(
+      [settings.issuer, settings.appUrl, ...settings.resources.map((r) => r.resource)].map((u) => new URL(u).origin)
+    )
+
+    const challenge = (resource: ProtectedResource, extra = "") =>
+      `Bearer resource_metadata="${resource.metadataUrl}", scope="${SCOPES.join(" ")}"${extra}`
+
+    /** Who calls, from `Authorization: Bearer`; anything else is a 401 pointing at the resource metadata. */
+    const authenticate = (resource: ProtectedResource, headers: Headers) =>
+      Effect.gen(function*() {
+        const match = BEARER.exec(headers["authorization"] ?? "")
+        if (match === null) {
+          const apiKey = headers["x-api-key"] !== undefined
+          return yield* Effect.fail(httpError(
+            401,
+            apiKey ? "api_key_not_accepted" : "missing_token",
+            apiKey
+              ? "The MCP endpoint does not accept x-api-key: sign in with OAuth and send Authorization: Bearer."
+              : "Send an OAuth access token: Authorization: Bearer <token>. See the resource metadata to get one.",
+            { "www-authenticate": challenge(resource) }
+          ))
+        }
+        const caller = yield* verifier.verify(match[1]!, resource.resource).pipe(
+          Effect.catchTag("SqlError", Effect.die),
+          Effect.mapError((e) =>
+            httpError(401, "invalid_token", e.message, {
+              "www-authenticate": challenge(
+                resource,
+                `, error="invalid_token", error_description="${e.message.replace(/"/g, "'")}"`
+              )
+            })
+          )
+        )
+        const info = yield* FiberRef.get(CurrentRequest)
+        if (info !== undefined) info.organizationId = caller.principal.organizationId
+        return caller
+      })
+
+    const originAllowed = (origin: string | undefined) => origin === undefined || allowedOrigins.has(origin)
+    const versionSupported = (version: string | undefined) =>
+      version === undefined || (PROTOCOL_VERSIONS as ReadonlyArray<string>).includes(version)
+
+    /** Checks that apply to every method: Origin (DNS rebinding), token, protocol version. */
+    const admit = (resource: ProtectedResource, headers: Headers) =>
+      Effect.gen(function*() {
+        const origin = headers["origin"]
+        if (!originAllowed(origin)) {
+          return yield* Effect.fail(
+            httpError(403, "forbidden_origin", `Requests from the origin ${origin} are not accepted.`)
+          )
+        }
+        const caller = yield* authenticate(resource, headers)
+        const version = headers["mcp-protocol-version"]
+        if (!versionSupported(version)) {
+          return yield* Effect.fail(httpError(
+            400,
+            "unsupported_protocol_version",
+            `MCP-Protocol-Version ${version} is not supported; use one of ${PROTOCOL_VERSIONS.join(", ")}.`
+          ))
+        }
+        return caller
+      })
+
+    /** The caller's session named by `Mcp-Session-Id`. */
+    const session = (caller: McpCaller, headers: Headers) =>
+      Effect.gen(function*() {
+        const id = headers["mcp-session-id"]
+        if (id === undefined) {
+          return yield* Effect.fail(
+            httpError(400, "session_required", "Send the Mcp-Session-Id that initialize returned.")
+          )
+        }
+        const found = yield* sessions.find(caller, id).pipe(Effect.catchTag("SqlError", Effect.die))
+        if (found === undefined) {
+          return yield* Effect.fail(httpError(404, "session_not_found", "No such session: initialize a new one."))
+        }
+        return id
+      })
+
+    const endSession = (id: string) => sessions.end(id).pipe(Effect.catchTag("SqlError", Effect.die))
+
+    /**
+     * For the fast path: the caller, when everything `admit` and `session` check passes from this node's memory
+     * (the token and the session verified recently, on either path); undefined leaves the request to the routes.
+     */
+    const peekAdmitted = (resource: ProtectedResource, headers: Headers): McpCaller | undefined => {
+      if (!originAllowed(headers["origin"]) || !versionSupported(headers["mcp-protocol-version"])) return undefined
+      const token = BEARER.exec(headers["authorization"] ?? "")?.[1]
+      const caller = token === undefined ? undefined : verifier.peek(token, resource.resource)
+      return caller !== undefined && sessions.peek(caller, headers["mcp-session-id"]) !== undefined ? caller : undefined
+    }
+
+    const mayCall = (caller: McpCaller, loaded: LoadedTool) =>
+      loaded.tool.annotations.readOnlyHint
+        ? caller.scopes.includes("mcp:read") || caller.scopes.includes("mcp:write")
+        : caller.scopes.includes("mcp:write")
+
+    /**
+     * A tool's outcome as its `tools/call` result (encoded to the wire form; an output that does not encode is a
+     * defect, thrown); a refusal (`forbidden`) also gives the audit record to write.
+     */
+    const settle = (loaded: LoadedTool, caller: McpCaller, outcome: ToolOutcome<unknown>) => {
+      if (outcome.ok) {
+        const out = outcome.value instanceof ToolText ? outcome.value : undefined
+        const encoded = loaded.encodeEither(out === undefined ? outcome.value : out.value)
+        if (encoded._tag === "Left") throw encoded.left
+        return { result: toolResult(encoded.right, out?.text), audit: undefined }
+      }
+      const { code, details, message } = outcome.error
+      return {
+        result: toolError({ code, message, ...(details === undefined ? {} : { details }) }),
+        audit: code === "forbidden" ? denied(caller, loaded.tool.name, message) : undefined
+      }
+    }
+
+    /** One tool call: decode against the contract, run the service as the caller, encode to the wire form. */
+    const runTool = (loaded: LoadedTool, args: unknown, context: ToolContext) =>
+      Effect.gen(function*() {
+        const input = yield* loaded.decode(args).pipe(Effect.either)
+        if (input._tag === "Left") return validationFailed(input.left)
+        const exit = yield* loaded.tool.run(input.right, context).pipe(Effect.provide(services), Effect.exit)
+        let outcome: ToolOutcome<unknown>
+        if (Exit.isSuccess(exit)) outcome = { ok: true, value: exit.value }
+        else {
+          const failed = Cause.failureOption(exit.cause)
+          if (failed._tag === "None") {
+            yield* Effect.logError(`MCP tool ${loaded.tool.name} failed`, exit.cause)
+            return toolDefect
+          }
+          outcome = { ok: false, error: failed.value }
+        }
+        const settled = yield* Effect.try(() => settle(loaded, context.caller, outcome)).pipe(Effect.orDie)
+        if (settled.audit !== undefined) yield* settled.audit
+        return settled.result
+      })
+
+    // the built-in agent's endpoint offers the agent itself; it reads through the read-only tools of /mcp/
+    const readOnly = registry.list.filter((t) => t.annotations.readOnlyHint)
+    const ask = yield* makeAskTool({
+      specs: readOnly.map((t) => ({ name: t.name, description: t.description, parameters: t.inputSchema })),
+      run: (name, args, context) => {
+        const loaded = registry.byName.get(name)
+        if (loaded === undefined || !loaded.tool.annotations.readOnlyHint) {
+          return Effect.succeed({ isError: true, text: `error: there is no tool named ${name}` })
+        }
+        if (!mayCall(context.caller, loaded)) {
+          return Effect.succeed({ isError: true, text: `error: your token does not allow ${name}` })
+        }
+        return Effect.map(
+          runTool(loaded, args, { caller: context.caller, wantsProgress: false, progress: () => Effect.void }),
+          (value: any) => ({ isError: "isError" in value, text: value.content[0]!.text })
+        )
+      }
+    })
+    const builtinRegistry = registryOf([ask])
+    const registryFor = (resource: ProtectedResource) => resource.path === BUILTIN_MCP_PATH ? builtinRegistry : registry
+
+    /** The tool a `tools/call` names and its arguments, or the JSON-RPC / scope error that answers it instead. */
+    const toolFor = (resource: ProtectedResource, caller: McpCaller, message: Request) => {
+      const params = message.params ?? {}
+      const loaded = typeof params["name"] === "string" ? registryFor(resource).byName.get(params["name"]) : undefined
+      if (loaded === undefined) {
+        return rpcResponse(failure(message.id, ErrorCodes.invalidParams, `Unknown tool: ${String(params["name"])}`))
+      }
+      // MCP's `arguments` is an object, or absent (the tool runs without any). Anything else is a malformed
+      // request, not a call with odd arguments: `Schema.Struct({})` would take `[1,2]` or `"str"` as no arguments.
+      const args = params["arguments"] === undefined ? {} : params["arguments"]
+      if (typeof args !== "object" || args === null || Array.isArray(args)) {
+        const text = `\`arguments\` must be an object, not ${
+          kindOf(args)
+        }; omit it to call ${loaded.tool.name} without any.`
+        return rpcResponse(failure(message.id, ErrorCodes.invalidParams, text))
+      }
+      if (!mayCall(caller, loaded)) {
+        const needed = loaded.tool.annotations.readOnlyHint ? "mcp:read" : "mcp:write"
+        return httpError(403, "insufficient_scope", `The tool ${loaded.tool.name} needs the scope ${needed}.`, {
+          "www-authenticate": `Bearer error="insufficient_scope", scope="${
+            [...new Set([...caller.scopes, needed])].join(" ")
+          }", resource_metadata="${resource.metadataUrl}"`
+        })
+      }
+      return { loaded, args: args as Record<string, unknown> }
+    }
+
+    /** The progress token of a call that wants an SSE answer with progress notifications, if any. */
+    const progressTokenOf = (message: JsonRpcRequest, headers: Headers) => {
+      const meta = message.params?.["_meta"] as Record<string, unknown> | undefined
+      const token = meta?.["progressToken"]
+      return (typeof token === "string" || typeof token === "number") &&
+          (headers["accept"] ?? "").includes("text/event-stream")
+        ? token
+        : undefined
+    }
+
+    const toolsCall = (resource: ProtectedResource, caller: McpCaller, message: Request, headers: Headers) =>
+      Effect.gen(function*() {
+        const call = toolFor(resource, caller, message)
+        if ("_tag" in call) {
+          if (call._tag === "Json" && call.status === 403) {
+            yield* denied(caller, String(message.params?.["name"]), "insufficient_scope")
+          }
+          return call
+        }
+        const { args, loaded } = call
+        const token = progressTokenOf(message, headers)
+        if (token === undefined) {
+          const value = yield* runTool(loaded, args, { caller, wantsProgress: false, progress: () => Effect.void })
+          return rpcResponse(result(message.id, value))
+        }
+        // an SSE answer: progress notifications while the tool runs, then its result
+        return {
+          _tag: "Events",
+          run: (send) => {
+            const progress = (n: number, text?: string) =>
+              send(sse({
+                jsonrpc: "2.0",
+                method: "notifications/progress",
+                params: { progressToken: token, progress: n, ...(text === undefined ? {} : { message: text }) }
+              }))
+            return runTool(loaded, args, { caller, wantsProgress: true, progress }).pipe(
+              Effect.flatMap((value) => send(sse(result(message.id, value))))
+            )
+          }
+        } satisfies Answer
+      })
+
+    const initialize = (resource: ProtectedResource, caller: McpCaller, message: Request) =>
+      Effect.gen(function*() {
+        const params = message.params ?? {}
+        const asked = params["protocolVersion"]
+        const version = PROTOCOL_VERSIONS.find((v) => v === asked) ?? PROTOCOL_VERSIONS[0]
+        const id = yield* sessions.open(caller, version, params["clientInfo"]).pipe(
+          Effect.catchTag("SqlError", Effect.die)
+        )
+        return rpcResponse(
+          result(message.id, {
+            protocolVersion: version,
+            capabilities: { tools: { listChanged: false } },
+            serverInfo: { name: resource.serverName, title: resource.serverName, version: VERSION },
+            instructions: resource.path === BUILTIN_MCP_PATH
+              ? "Switchyard's built-in agent: `ask` it about your organization (agents, tasks, connectors). " +
+                "It only reads, through tools that run as you, with your role's permissions."
+              : "Switchyard's API as tools: agents, tasks (threads, usage) and connectors. " +
+                "Every tool runs as you, in your organization, with your role's permissions."
+          }),
+          200,
+          { "mcp-session-id": id }
+        )
+      })
+
+    /**
+     * A POSTed message of an admitted caller with a JSON content type. `sessionChecked`: the fast path has
+     * already found the caller's session.
+     */
+    const handleMessage = (
+      resource: ProtectedResource,
+      caller: McpCaller,
+      text: string,
+      headers: Headers,
+      sessionChecked: boolean
+    ) =>
+      Effect.gen(function*() {
+        let body: unknown
+        try {
+          body = JSON.parse(text)
+        } catch {
+          return rpcResponse(failure(null, ErrorCodes.parseError, "The body is not valid JSON."), 400)
+        }
+        const classified = classify(body)
+        if (classified._tag === "Invalid") {
+          return rpcResponse(failure(null, ErrorCodes.invalidRequest, classified.reason), 400)
+        }
+        if (classified._tag === "Request" && classified.message.method === "initialize") {
+          return yield* initialize(resource, caller, classified.message)
+        }
+        if (!sessionChecked) yield* session(caller, headers)
+        if (classified._tag !== "Request") return { _tag: "Empty", status: 202 } satisfies Answer
+        const message = classified.message
+        switch (message.method) {
+          case "ping":
+            return rpcResponse(result(message.id, {}))
+          case "tools/list":
+            return rpcResponse(result(message.id, { tools: registryFor(resource).list }))
+          case "tools/call":
+            return yield* toolsCall(resource, caller, message, headers)
+          default:
+            return rpcResponse(failure(message.id, ErrorCodes.methodNotFound, `Method not found: ${message.method}`))
+        }
+      }).pipe(Effect.merge)
+
+    /**
+     * For the fast path, the hot message without a fiber: a `tools/call`, answered as JSON, of a tool with a
+     * `fast` variant that takes it. Undefined for anything else (the fast path runs `handleMessage` then), also
+     * for a scope refusal, which `handleMessage` records. Rejects on a defect.
+     */
+    const fastAnswer = (
+      resource: ProtectedResource,
+      caller: McpCaller,
+      text: string,
+      headers: Headers,
+      onAbort: (abort: () => void) => void
+    ): Promise<Answer> | undefined => {
+      let classified
+      try {
+        classified = classify(JSON.parse(text))
+      } catch {
+        return undefined
+      }
+      if (classified._tag !== "Request" || classified.message.method !== "tools/call") return undefined
+      const message = classified.message
+      if (progressTokenOf(message, headers) !== undefined) return undefined
+      const call = toolFor(resource, caller, message)
+      if ("_tag" in call || call.loaded.tool.fast === undefined) return undefined
+      const { loaded } = call
+      const input = loaded.decodeEither(call.args)
+      if (input._tag === "Left") return Promise.resolve(rpcResponse(result(message.id, validationFailed(input.left))))
+      const running = loaded.tool.fast!(input.right, { caller, services, onAbort })
+      return running?.then((outcome) => {
+        const settled = settle(loaded, caller, outcome)
+        if (settled.audit !== undefined) runFork(settled.audit)
+        return rpcResponse(result(message.id, settled.result))
+      })
+    }
+
+    /**
+     * The resources by path, each also at its path without the trailing slash (`/mcp`): the same resource and
+     * tokens, but challenged with the metadata address that names it `…/mcp`, which is what a client at that URL
+     * accepts (Resources.ts).
+     */
+    const byPath = new Map(settings.resources.flatMap((r) => [
+      [r.path, r] as const,
+      [r.unslashed.path, { ...r, metadataUrl: r.unslashed.metadataUrl }] as const
+    ]))
+    const resourceAt = (url: string) => byPath.get(url.split("?")[0]!)
+
+    return {
+      resources: settings.resources,
+      resourceAt,
+      admit,
+      session,
+      endSession,
+      peekAdmitted,
+      handleMessage,
+      fastAnswer
+    } as const
+  })
+}) {}
+
+export type { Answer, ToolCallResult }
