@@ -53,7 +53,8 @@ const document = {
 
 const send = (response, status, body) => {
   response.writeHead(status, { "content-type": "application/json" })
-  response.end(JSON.stringify(body))
+  // a final newline, so that answers printed in a terminal end their line
+  response.end(`${JSON.stringify(body)}\n`)
 }
 
 const server = createServer((request, response) => {
