@@ -105,6 +105,10 @@ export class IdentityApi extends HttpApiGroup.make("identity")
   .annotate(OpenApi.Title, "Identity and API keys")
 {}
 
+/**
+ * The REST API: the contract of docs/spec/agent-platform-api.md, whose sections comments here and in src/
+ * cite as "spec 4.6" and the like.
+ */
 export class Api extends HttpApi.make("switchyard")
   .add(SystemApi)
   .add(IdentityApi)
