@@ -1,4 +1,3 @@
-import type { Readable } from "node:stream"
 import type { Dispatcher } from "undici"
 import type { AppliedCredentials, ConnectionUnusable } from "../../cluster/ConnectionEntity.js"
 import type { InvokeOperation } from "../../schema/Connectors.js"
@@ -6,7 +5,14 @@ import type { ConnectionId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import type { Invocation } from "./InvocationRecorder.js"
 import { type InvokeTarget, prepareCall, type Prepared } from "./PreparedCall.js"
-import { type CallFailure, passThroughHeaders, startUpstream, type UpstreamCall } from "./Upstream.js"
+import {
+  type CallFailure,
+  passThroughHeaders,
+  startUpstream,
+  type UpstreamBody,
+  type UpstreamCall,
+  type UpstreamReply
+} from "./Upstream.js"
 
 /**
  * Calling one connector operation, the one way every transport does it (the REST route and its plain-Node
@@ -26,10 +32,11 @@ export interface InvokeContext {
 }
 
 /** The target's answer, passed on: hop-by-hop and Switchyard's own headers already dropped. */
-export interface UpstreamResponse {
+export interface Answered {
+  readonly _tag: "Answered"
   readonly status: number
   readonly headers: Record<string, string | Array<string>>
-  readonly body: Readable
+  readonly body: UpstreamBody
 }
 
 /** One of our errors instead of the target's answer: the REST status and the envelope's fields. */
@@ -40,9 +47,7 @@ export interface CallRefusal {
   readonly details?: unknown
 }
 
-export type CallOutcome =
-  | ({ readonly _tag: "Answered" } & UpstreamResponse)
-  | ({ readonly _tag: "Refused" } & CallRefusal)
+export type CallOutcome = Answered | ({ readonly _tag: "Refused" } & CallRefusal)
 
 export interface OperationCall {
   /** Rejects only on a defect (ours, never the target's or the caller's doing). */
@@ -169,20 +174,20 @@ export const makeOperationCall = (setup: OperationCallSetup) =>
     return { _tag: "Refused", ...failure }
   }
 
-  const answered = (response: Dispatcher.ResponseData): CallOutcome => {
+  const answered = (response: UpstreamReply): CallOutcome => {
     const length = Number(response.headers["content-length"])
     record(response.statusCode, null, Number.isFinite(length) ? length : null)
     return {
       _tag: "Answered",
       status: response.statusCode,
       headers: passThroughHeaders(response.headers),
-      body: response.body as unknown as Readable
+      body: response.body
     }
   }
 
   /** The target refused our OAuth2 token: it may have been revoked early; refresh once (cluster-wide) and retry. */
-  const refreshed = (response: Dispatcher.ResponseData, dispatcher: Dispatcher): Promise<CallOutcome> => {
-    response.body.resume()
+  const refreshed = (response: UpstreamReply, dispatcher: Dispatcher): Promise<CallOutcome> => {
+    response.body.dump()
     return setup.credentials.fetch(target.connection.id, true).then((fresh) => {
       if (!fresh.ok) {
         record(401, fresh.unusable.code, null)

@@ -1,4 +1,5 @@
 import { Cause, Duration, Effect, Exit, Option, Runtime } from "effect"
+import type { Readable } from "node:stream"
 import type { InvokeOperation } from "../../schema/Connectors.js"
 import { BadGateway, BadRequest, Conflict, Forbidden, GatewayTimeout, Unprocessable } from "../../schema/Errors.js"
 import type { ConnectionId } from "../../schema/Ids.js"
@@ -7,18 +8,19 @@ import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { ConnectionCredentials } from "./ConnectionCredentials.js"
 import { Egress } from "./Egress.js"
 import { InvocationRecorder } from "./InvocationRecorder.js"
-import {
-  type CallRefusal,
-  type Credentialed,
-  type InvokeContext,
-  makeOperationCall,
-  type UpstreamResponse
-} from "./OperationCall.js"
+import { type CallRefusal, type Credentialed, type InvokeContext, makeOperationCall } from "./OperationCall.js"
 import { OwnApi } from "./OwnApi.js"
 import type { InvokeTarget } from "./PreparedCall.js"
 import { classifyFailure } from "./Upstream.js"
 
-export type { InvokeContext, InvokeTarget, UpstreamResponse }
+export type { InvokeContext, InvokeTarget }
+
+/** The target's answer as the general stack passes it on (OperationCall.Answered, its body as a stream). */
+export interface UpstreamResponse {
+  readonly status: number
+  readonly headers: Record<string, string | Array<string>>
+  readonly body: Readable
+}
 
 /** A refusal as the error class the REST contract declares for its status. */
 export const refusalError = (r: CallRefusal) => {
@@ -71,13 +73,16 @@ export class OperationInvoker extends Effect.Service<OperationInvoker>()("connec
       timeoutMs
     })
 
-    // untraced: this is the hot path, and a span and a stack capture per call cost more than they tell
     const invoke = (principal: Principal, target: InvokeTarget, input: InvokeOperation, context: InvokeContext = {}) =>
       Effect.async<UpstreamResponse, ReturnType<typeof refusalError>>((resume) => {
         const started = call(principal, target, input, context)
         started.outcome.then(
           (outcome) =>
-            resume(outcome._tag === "Answered" ? Effect.succeed(outcome) : Effect.fail(refusalError(outcome))),
+            resume(
+              outcome._tag === "Answered"
+                ? Effect.succeed({ status: outcome.status, headers: outcome.headers, body: outcome.body.readable() })
+                : Effect.fail(refusalError(outcome))
+            ),
           (defect) => resume(Effect.die(defect))
         )
         return Effect.sync(started.abort)

@@ -1,4 +1,5 @@
-import { type Dispatcher, type FormData, request } from "undici"
+import { Readable, type Writable } from "node:stream"
+import type { Dispatcher, FormData } from "undici"
 import type { Egress } from "./Egress.js"
 
 // hop-by-hop headers (RFC 9110 §7.6.1) belong to one connection, not to the message we pass on
@@ -47,15 +48,122 @@ const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"])
 const CONNECTION_LOST = new Set(["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"])
 const RESENDS = 3
 
+/** Where an answer's body goes: a response being written, a text being collected, a stream. */
+interface BodySink {
+  /** False: stop sending until `resume`. */
+  readonly write: (chunk: Buffer) => boolean
+  readonly end: () => void
+  readonly fail: (error: Error) => void
+}
+
+/**
+ * A target's response body as it arrives, held until one consumer takes it (`pipe`, `text`, `readable` or
+ * `dump`). It is the dispatcher's own flow, with no stream in between: undici's `request()` wraps each
+ * response in a Readable, an AbortSignal and their listeners, which cost as much CPU as the proxying itself.
+ */
+export class UpstreamBody {
+  private held: Array<Buffer> | undefined = []
+  private ended = false
+  private error: Error | undefined
+  private sink: BodySink | undefined
+  constructor(private readonly controller: Dispatcher.DispatchController) {}
+
+  /** @internal from the dispatch handler */
+  push(chunk: Buffer) {
+    if (this.sink === undefined) this.held!.push(chunk)
+    else if (!this.sink.write(chunk)) this.controller.pause()
+  }
+
+  /** @internal */
+  finish(error?: Error) {
+    if (this.ended) return
+    this.ended = true
+    this.error = error
+    if (this.sink === undefined) return
+    if (error === undefined) this.sink.end()
+    else this.sink.fail(error)
+  }
+
+  private attach(sink: BodySink) {
+    const held = this.held!
+    this.held = undefined
+    this.sink = sink
+    for (let i = 0; i < held.length; i++) sink.write(held[i]!)
+    if (!this.ended) return
+    if (this.error === undefined) sink.end()
+    else sink.fail(this.error)
+  }
+
+  /** Writes the body to `to` (with backpressure), ending it; a failure midway destroys it. */
+  pipe(to: Writable) {
+    let waiting = false
+    const resume = () => {
+      waiting = false
+      this.controller.resume()
+    }
+    this.attach({
+      write: (chunk) => {
+        if (to.write(chunk) || waiting) return true
+        waiting = true
+        to.once("drain", resume)
+        return false
+      },
+      end: () => void to.end(),
+      fail: () => void to.destroy()
+    })
+  }
+
+  /** The whole body as UTF-8 text. */
+  text(): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const chunks: Array<Buffer> = []
+      this.attach({
+        write: (chunk) => chunks.push(chunk) > 0,
+        end: () => resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8")),
+        fail: reject
+      })
+    })
+  }
+
+  /** As a Node stream, for whatever wants one (the general stack's raw response). */
+  readable(): Readable {
+    const stream = new Readable({
+      read: () => this.controller.resume(),
+      destroy: (error, callback) => {
+        if (!this.ended) this.controller.abort(error ?? CALLER_GONE)
+        callback(error)
+      }
+    })
+    this.attach({
+      write: (chunk) => stream.push(chunk),
+      end: () => void stream.push(null),
+      fail: (error) => void stream.destroy(error)
+    })
+    return stream
+  }
+
+  /** Reads and drops the body, so the connection can carry the next request. */
+  dump() {
+    this.attach({ write: () => true, end: () => undefined, fail: () => undefined })
+  }
+}
+
+export interface UpstreamReply {
+  readonly statusCode: number
+  readonly headers: Record<string, string | Array<string> | undefined>
+  readonly body: UpstreamBody
+}
+
 export interface UpstreamCall {
-  readonly response: Promise<Dispatcher.ResponseData>
-  /** Aborts the request (and the response body, if it is still streaming). */
+  /** Rejects when no answer came (refused, unreachable, timed out, aborted). */
+  readonly response: Promise<UpstreamReply>
+  /** Aborts the request (and the response body, if it is still arriving); nothing once it is done. */
   readonly abort: () => void
 }
 
 /**
- * Sends one request to a target API. One timer covers the whole exchange, streaming of the response
- * included (spec 4.5: 300 s); it is cleared when the body is done.
+ * Sends one request to a target API through `dispatcher`. One timer covers the whole exchange, streaming of
+ * the response included (spec 4.5: 300 s); it is cleared when the body is done.
  */
 export const startUpstream = (
   url: string,
@@ -67,44 +175,74 @@ export const startUpstream = (
   dispatcher: Dispatcher,
   timeoutMs: number
 ): UpstreamCall => {
-  const controller = new AbortController()
-  const timer = setTimeout(() => controller.abort(TIMED_OUT), timeoutMs)
   const method = init.method.toUpperCase()
-  const send = () =>
-    request(url, {
-      method: method as "GET",
-      headers: init.headers,
-      body: init.body ?? null,
-      dispatcher,
-      signal: controller.signal,
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs
-    })
+  const parsed = new URL(url)
+  const options: Dispatcher.DispatchOptions = {
+    origin: parsed.origin,
+    path: parsed.pathname + parsed.search,
+    method: method as Dispatcher.HttpMethod,
+    headers: init.headers,
+    body: init.body ?? null,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs
+  }
+  let controller: Dispatcher.DispatchController | undefined
+  let abortedWith: Error | undefined
+  let started = false
+  let body: UpstreamBody | undefined
+  let resolve!: (r: UpstreamReply) => void
+  let reject!: (e: unknown) => void
+  const response = new Promise<UpstreamReply>((ok, fail) => {
+    resolve = ok
+    reject = fail
+  })
+  let done = false
+  const abort = (reason: Error) => {
+    if (abortedWith !== undefined || done) return
+    abortedWith = reason
+    clearTimeout(timer)
+    // before the dispatcher has started the request, it is aborted as it starts
+    controller?.abort(reason)
+  }
+  const timer = setTimeout(() => abort(TIMED_OUT), timeoutMs)
   // several pooled connections may have gone stale together: each fails at once, so try a few
-  const attempt = (left: number): ReturnType<typeof send> =>
-    send().catch((error) => {
-      if (left === 0 || !IDEMPOTENT.has(method) || !CONNECTION_LOST.has(error?.code) || controller.signal.aborted) {
-        throw error
-      }
-      return attempt(left - 1)
-    })
-  const response = attempt(RESENDS).then(
-    (r) => {
-      r.body.once("close", () => clearTimeout(timer))
-      return r
+  let left = RESENDS
+  const handler: Dispatcher.DispatchHandler = {
+    onRequestStart: (c) => {
+      controller = c
+      if (abortedWith !== undefined) c.abort(abortedWith)
     },
-    (error) => {
+    onResponseStart: (c, statusCode, headers) => {
+      started = true
+      body = new UpstreamBody(c)
+      resolve({ statusCode, headers: headers as UpstreamReply["headers"], body })
+    },
+    onResponseData: (_c, chunk) => body!.push(chunk),
+    onResponseEnd: () => {
+      done = true
       clearTimeout(timer)
-      throw error
-    }
-  )
-  return {
-    response,
-    abort: () => {
+      body!.finish()
+    },
+    onResponseError: (_c, error) => {
+      if (started) {
+        done = true
+        clearTimeout(timer)
+        return body!.finish(error)
+      }
+      const code = (error as { code?: string }).code
+      if (left > 0 && abortedWith === undefined && IDEMPOTENT.has(method) && CONNECTION_LOST.has(code!)) {
+        left--
+        // not from inside the failing connection's callback: the pool would not yet have settled its state
+        return void process.nextTick(() => dispatcher.dispatch(options, handler))
+      }
+      done = true
       clearTimeout(timer)
-      controller.abort(CALLER_GONE)
+      // undici reports an abort with its own error; the reason we gave is what callers classify
+      reject(abortedWith ?? error)
     }
   }
+  dispatcher.dispatch(options, handler)
+  return { response, abort: () => abort(CALLER_GONE) }
 }
 
 export interface CallFailure {

@@ -1,6 +1,6 @@
 import { Cause, Effect, Option, Runtime } from "effect"
 import type * as Http from "node:http"
-import type { Readable } from "node:stream"
+import type { Writable } from "node:stream"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { makeAccessLog } from "./AccessLog.js"
 import { Drain } from "./Drain.js"
@@ -104,13 +104,11 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
         this.res.end()
       }
 
-      /** Headers now, then the body as it comes (a target's answer, an event stream). */
-      stream(status: number, headers: OutHeaders, body?: Readable) {
-        if (this.res.destroyed) return body?.destroy()
+      /** Headers now, then the body as it comes (a target's answer; without one, the caller writes it). */
+      stream(status: number, headers: OutHeaders, body?: { readonly pipe: (to: Writable) => void }) {
+        if (this.res.destroyed) return
         this.head(status, headers)
-        if (body === undefined) return
-        body.once("error", () => this.res.destroy())
-        body.pipe(this.res)
+        body?.pipe(this.res)
       }
 
       /**

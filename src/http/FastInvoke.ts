@@ -63,21 +63,13 @@ export const FastInvokeLive = Layer.effectDiscard(
           return exchange.error(400, NOT_AN_OBJECT)
         }
         const call = invoker.call(principal, target, input as never)
-        let done = false
-        res.once("close", () => !done && call.abort())
+        res.once("close", call.abort)
         call.outcome.then(
-          (outcome) => {
-            if (outcome._tag === "Refused") {
-              done = true
-              return exchange.error(outcome.status, outcome)
-            }
-            outcome.body.once("end", () => (done = true))
-            exchange.stream(outcome.status, outcome.headers, outcome.body)
-          },
-          (defect) => {
-            done = true
-            exchange.fail(Cause.die(defect))
-          }
+          (outcome) =>
+            outcome._tag === "Answered"
+              ? exchange.stream(outcome.status, outcome.headers, outcome.body)
+              : exchange.error(outcome.status, outcome),
+          (defect) => exchange.fail(Cause.die(defect))
         )
       })
       return true

@@ -3,7 +3,6 @@ import type { Readable } from "node:stream"
 import { InvokeOperation } from "../../../schema/Connectors.js"
 import { ConnectionId, ConnectorId } from "../../../schema/Ids.js"
 import { Connections } from "../../connectors/Connections.js"
-import type { UpstreamResponse } from "../../connectors/OperationCall.js"
 import { OperationInvoker } from "../../connectors/OperationInvoker.js"
 import { orDieOnSql } from "../../http/orDieOnSql.js"
 import { defineTool } from "../McpTool.js"
@@ -19,8 +18,10 @@ const textOf = (body: Readable) =>
   })
 
 /** The target's answer as the tool's result, on both ways the tool runs. */
-const answerOf = (upstream: UpstreamResponse) =>
-  textOf(upstream.body).then((text) => upstreamAnswer(upstream.status, upstream.headers["content-type"], text))
+const answerOf = (
+  upstream: { readonly status: number; readonly headers: Record<string, string | Array<string>> },
+  text: Promise<string>
+) => text.then((text) => upstreamAnswer(upstream.status, upstream.headers["content-type"], text))
 
 export default defineTool({
   name: "invoke_operation",
@@ -47,7 +48,7 @@ export default defineTool({
     Effect.gen(function*() {
       const connections = yield* Connections
       const upstream = yield* connections.invoke(caller.principal, connector_id, connection_id, operation_id, input)
-      return yield* Effect.promise(() => answerOf(upstream))
+      return yield* Effect.promise(() => answerOf(upstream, textOf(upstream.body)))
     }).pipe(orDieOnSql),
   // the same call through the same core (OperationInvoker.call), when the connection is in this node's memory
   fast: ({ connection_id, connector_id, operation_id, ...input }, { caller, onAbort, services }) => {
@@ -62,7 +63,7 @@ export default defineTool({
     onAbort(call.abort)
     return call.outcome.then((outcome) =>
       outcome._tag === "Answered"
-        ? answerOf(outcome).then((value) => ({ ok: true, value }) as const)
+        ? answerOf(outcome, outcome.body.text()).then((value) => ({ ok: true, value }) as const)
         : {
           ok: false,
           error: {
