@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Chunk, Effect, Queue, Schedule } from "effect"
+import { Effect, Fiber, Runtime, Schedule } from "effect"
 
 export interface Invocation {
   readonly organization_id: string
@@ -16,38 +16,62 @@ export interface Invocation {
   readonly response_bytes: number | null
 }
 
+/** Rows per INSERT (12 parameters each, well under PostgreSQL's 65535). */
 const BATCH = 500
+/** How long a record waits for others to share its INSERT. */
+export const RECORD_WINDOW_MS = 200
 
 /**
  * Records each connector call (who, which connection and operation, status, duration, bytes; never the
- * payloads) off the request path: calls enqueue, a background fiber writes batches.
+ * payloads) off the request path: `record` only appends to an array, and one INSERT per window (or per BATCH
+ * records) writes them; a failed INSERT is retried for about 6 s.
+ *
+ * What can be lost, and why: the records of calls answered in the last RECORD_WINDOW_MS before the process is
+ * killed (SIGKILL, a crash, the machine going down), with any INSERT not yet committed then; and a batch the
+ * database refused for longer than the retries (logged with its count). A graceful stop (SIGTERM) writes
+ * everything first. Writing each record before answering would put a database commit, and its PostgreSQL CPU,
+ * on every call's path.
  */
 export class InvocationRecorder extends Effect.Service<InvocationRecorder>()("connectors/InvocationRecorder", {
   scoped: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const queue = yield* Queue.sliding<Invocation>(50_000)
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    let pending: Array<Invocation> = []
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const writing = new Set<Fiber.RuntimeFiber<void>>()
 
     const write = (batch: ReadonlyArray<Invocation>) =>
-      batch.length === 0 ? Effect.void : sql`INSERT INTO connector_invocations ${sql.insert(batch as any)}`.pipe(
+      sql`INSERT INTO connector_invocations ${sql.insert(batch as any)}`.pipe(
         Effect.retry(Schedule.exponential("200 millis").pipe(Schedule.intersect(Schedule.recurs(5)))),
-        Effect.catchAllCause((cause) => Effect.logWarning(`lost ${batch.length} invocation records`, cause))
+        Effect.catchAllCause((cause) => Effect.logWarning(`lost ${batch.length} invocation records`, cause)),
+        Effect.asVoid
       )
 
-    // wait for the first record, then gather for a moment: one INSERT per window, not per call
-    const flush = Queue.take(queue).pipe(
-      Effect.zipLeft(Effect.sleep("200 millis")),
-      Effect.flatMap((first) =>
-        Effect.map(Queue.takeUpTo(queue, BATCH - 1), (rest) => [first, ...Chunk.toReadonlyArray(rest)])
-      ),
-      Effect.flatMap(write)
-    )
-    yield* flush.pipe(Effect.forever, Effect.forkScoped)
-    // on shutdown, write what is still queued
-    yield* Effect.addFinalizer(() => Queue.takeAll(queue).pipe(Effect.flatMap((c) => write(Chunk.toReadonlyArray(c)))))
+    const flush = () => {
+      if (timer !== undefined) clearTimeout(timer)
+      timer = undefined
+      const batch = pending
+      pending = []
+      if (batch.length === 0) return
+      const fiber = runFork(write(batch))
+      writing.add(fiber)
+      fiber.addObserver(() => writing.delete(fiber))
+    }
 
-    return {
-      record: (invocation: Invocation) => Effect.sync(() => queue.unsafeOffer(invocation)),
-      recordNow: (invocation: Invocation) => void queue.unsafeOffer(invocation)
-    } as const
+    // on shutdown: write what is waiting, and let the INSERTs under way finish
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => {
+        flush()
+        return Fiber.awaitAll([...writing])
+      })
+    )
+
+    /** Takes one call's record; it reaches the database within RECORD_WINDOW_MS. */
+    const recordNow = (invocation: Invocation) => {
+      if (pending.push(invocation) >= BATCH) flush()
+      else if (timer === undefined) timer = setTimeout(flush, RECORD_WINDOW_MS)
+    }
+
+    return { recordNow, record: (invocation: Invocation) => Effect.sync(() => recordNow(invocation)) } as const
   })
 }) {}

@@ -53,7 +53,7 @@ export interface OperationCall {
   /** Rejects only on a defect (ours, never the target's or the caller's doing). */
   readonly outcome: Promise<CallOutcome>
   /** The caller went away: aborts the upstream request (and its response body) or keeps it from being sent. */
-  readonly abort: () => void
+  abort(): void
 }
 
 export type Credentialed =
@@ -123,60 +123,95 @@ const unusable = (e: ConnectionUnusable): CallOutcome => {
 }
 
 /** Not on the wire (the caller is gone); recorded, so the invocations say what became of the call. */
-const CALLER_GONE: CallOutcome = {
+const CALLER_GONE: CallOutcome & CallRefusal = {
   _tag: "Refused",
   status: 499,
   code: "caller_gone",
   message: "The caller went away before the target answered."
 }
 
-/** Builds the call function from this node's parts; OperationInvoker does it once. */
-export const makeOperationCall = (setup: OperationCallSetup) =>
-(
-  principal: Principal,
-  target: InvokeTarget,
-  input: InvokeOperation,
-  context: InvokeContext = {}
-): OperationCall => {
-  const started = performance.now()
-  const { ownApi } = setup
-  const self = ownApi.serves(target.connector)
-  let current: UpstreamCall | undefined
-  let aborted = false
-  let base: ReturnType<typeof invocationOf> | undefined
+/**
+ * One call in flight: a class, so a call allocates one object and no closures (the hot path runs thousands a
+ * second).
+ */
+class CallInFlight implements OperationCall {
+  readonly outcome: Promise<CallOutcome>
+  private readonly started = performance.now()
+  /** The built-in Switchyard connector acts as the caller: no stored credentials, this node's own API. */
+  private readonly self: boolean
+  private current: UpstreamCall | undefined
+  private aborted = false
+  private base: ReturnType<typeof invocationOf> | undefined
 
-  const record = (status: number | null, errorCode: string | null, responseBytes: number | null) =>
-    setup.record({
-      ...base!,
+  constructor(
+    private readonly setup: OperationCallSetup,
+    private readonly principal: Principal,
+    private readonly target: InvokeTarget,
+    private readonly input: InvokeOperation,
+    private readonly context: InvokeContext
+  ) {
+    this.self = setup.ownApi.serves(target.connector)
+    let outcome: Promise<CallOutcome>
+    try {
+      const cached = this.self ? setup.ownApi.credentialsFor(principal) : setup.credentials.peek(target.connection.id)
+      outcome = cached !== undefined
+        ? this.call(cached)
+        : setup.credentials.fetch(target.connection.id, false).then((c) =>
+          c.ok ? this.call(c.credentials) : unusable(c.unusable)
+        )
+    } catch (defect) {
+      outcome = Promise.reject(defect)
+    }
+    this.outcome = outcome
+  }
+
+  abort() {
+    this.aborted = true
+    this.current?.abort()
+  }
+
+  private record(status: number | null, errorCode: string | null, responseBytes: number | null) {
+    const base = this.base!
+    this.setup.record({
+      organization_id: base.organization_id,
+      connector_id: base.connector_id,
+      connection_id: base.connection_id,
+      operation_id: base.operation_id,
+      api_key_id: base.api_key_id,
+      user_id: base.user_id,
+      task_id: base.task_id,
+      request_bytes: base.request_bytes,
       status,
       error_code: errorCode,
       response_bytes: responseBytes,
-      duration_ms: performance.now() - started
+      duration_ms: performance.now() - this.started
     })
-
-  const prepare = (credentials: AppliedCredentials) =>
-    self
-      ? prepareCall(target, input, credentials, undefined, ownApi.origin)
-      : prepareCall(target, input, credentials, context.userToken)
-
-  const send = (request: Extract<Prepared, { ok: true }>["request"], dispatcher: Dispatcher) => {
-    current = startUpstream(request.url, request, dispatcher, setup.timeoutMs)
-    return current.response
   }
 
-  const failed = (error: unknown): CallOutcome => {
-    if (aborted) {
-      record(null, CALLER_GONE.code, null)
+  private prepare(credentials: AppliedCredentials) {
+    return this.self
+      ? prepareCall(this.target, this.input, credentials, undefined, this.setup.ownApi.origin)
+      : prepareCall(this.target, this.input, credentials, this.context.userToken)
+  }
+
+  private send(request: Extract<Prepared, { ok: true }>["request"], dispatcher: Dispatcher) {
+    this.current = startUpstream(request.url, request, dispatcher, this.setup.timeoutMs)
+    return this.current.response
+  }
+
+  private failed(error: unknown): CallOutcome {
+    if (this.aborted) {
+      this.record(null, CALLER_GONE.code, null)
       return CALLER_GONE
     }
-    const failure = setup.classify(error)
-    record(null, failure.code, null)
+    const failure = this.setup.classify(error)
+    this.record(null, failure.code, null)
     return { _tag: "Refused", ...failure }
   }
 
-  const answered = (response: UpstreamReply): CallOutcome => {
+  private answered(response: UpstreamReply): CallOutcome {
     const length = Number(response.headers["content-length"])
-    record(response.statusCode, null, Number.isFinite(length) ? length : null)
+    this.record(response.statusCode, null, Number.isFinite(length) ? length : null)
     return {
       _tag: "Answered",
       status: response.statusCode,
@@ -186,58 +221,51 @@ export const makeOperationCall = (setup: OperationCallSetup) =>
   }
 
   /** The target refused our OAuth2 token: it may have been revoked early; refresh once (cluster-wide) and retry. */
-  const refreshed = (response: UpstreamReply, dispatcher: Dispatcher): Promise<CallOutcome> => {
+  private refreshed(response: UpstreamReply, dispatcher: Dispatcher): Promise<CallOutcome> {
     response.body.dump()
-    return setup.credentials.fetch(target.connection.id, true).then((fresh) => {
+    return this.setup.credentials.fetch(this.target.connection.id, true).then((fresh) => {
       if (!fresh.ok) {
-        record(401, fresh.unusable.code, null)
+        this.record(401, fresh.unusable.code, null)
         return unusable(fresh.unusable)
       }
-      if (aborted) return failed(undefined)
-      const again = prepare(fresh.credentials)
+      if (this.aborted) return this.failed(undefined)
+      const again = this.prepare(fresh.credentials)
       if (!again.ok) {
-        record(401, again.code, null)
+        this.record(401, again.code, null)
         return notPrepared(again)
       }
-      return send(again.request, dispatcher).then(answered, failed)
+      return this.send(again.request, dispatcher).then((r) => this.answered(r), (e) => this.failed(e))
     })
   }
 
-  const call = (credentials: AppliedCredentials): Promise<CallOutcome> => {
-    if (aborted) return Promise.resolve(CALLER_GONE)
-    const prepared = prepare(credentials)
+  private call(credentials: AppliedCredentials): Promise<CallOutcome> {
+    if (this.aborted) return Promise.resolve(CALLER_GONE)
+    const prepared = this.prepare(credentials)
     if (!prepared.ok) return Promise.resolve(notPrepared(prepared))
     const { request } = prepared
-    const dispatcher = self ? ownApi.dispatcherFor(request.url) : setup.dispatcher
+    const dispatcher = this.self ? this.setup.ownApi.dispatcherFor(request.url) : this.setup.dispatcher
     if (dispatcher === undefined) return Promise.reject(new Error(`own API call left its origin: ${request.url}`))
-    base = invocationOf(principal, target, context.taskId ?? null, prepared.requestBytes)
-    const refreshes = !self && target.connection.auth_type === "oauth2"
-    return send(request, dispatcher).then(
+    this.base = invocationOf(this.principal, this.target, this.context.taskId ?? null, prepared.requestBytes)
+    const refreshes = !this.self && this.target.connection.auth_type === "oauth2"
+    return this.send(request, dispatcher).then(
       (response) =>
-        refreshes && response.statusCode === 401 && !aborted ? refreshed(response, dispatcher) : answered(response),
-      failed
+        refreshes && response.statusCode === 401 && !this.aborted
+          ? this.refreshed(response, dispatcher)
+          : this.answered(response),
+      (error) => this.failed(error)
     )
   }
-
-  // the built-in Switchyard connector acts as the caller: no stored credentials, this node's own API
-  let outcome: Promise<CallOutcome>
-  try {
-    const cached = self ? ownApi.credentialsFor(principal) : setup.credentials.peek(target.connection.id)
-    outcome = cached !== undefined
-      ? call(cached)
-      : setup.credentials.fetch(target.connection.id, false).then((c) =>
-        c.ok ? call(c.credentials) : unusable(c.unusable)
-      )
-  } catch (defect) {
-    outcome = Promise.reject(defect)
-  }
-  return {
-    outcome,
-    abort: () => {
-      aborted = true
-      current?.abort()
-    }
-  }
 }
+
+const NO_CONTEXT: InvokeContext = {}
+
+/** Builds the call function from this node's parts; OperationInvoker does it once. */
+export const makeOperationCall = (setup: OperationCallSetup) =>
+(
+  principal: Principal,
+  target: InvokeTarget,
+  input: InvokeOperation,
+  context: InvokeContext = NO_CONTEXT
+): OperationCall => new CallInFlight(setup, principal, target, input, context)
 
 export type CallOperation = ReturnType<typeof makeOperationCall>

@@ -85,7 +85,7 @@ export class OperationInvoker extends Effect.Service<OperationInvoker>()("connec
             ),
           (defect) => resume(Effect.die(defect))
         )
-        return Effect.sync(started.abort)
+        return Effect.sync(() => started.abort())
       })
 
     return { call, invoke } as const

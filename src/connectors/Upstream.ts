@@ -51,9 +51,32 @@ const RESENDS = 3
 /** Where an answer's body goes: a response being written, a text being collected, a stream. */
 interface BodySink {
   /** False: stop sending until `resume`. */
-  readonly write: (chunk: Buffer) => boolean
-  readonly end: () => void
-  readonly fail: (error: Error) => void
+  write(chunk: Buffer): boolean
+  end(): void
+  fail(error: Error): void
+}
+
+class WritableSink implements BodySink {
+  private waiting = false
+  constructor(private readonly to: Writable, private readonly controller: Dispatcher.DispatchController) {}
+
+  write(chunk: Buffer) {
+    if (this.to.write(chunk) || this.waiting) return true
+    this.waiting = true
+    this.to.once("drain", () => {
+      this.waiting = false
+      this.controller.resume()
+    })
+    return false
+  }
+
+  end() {
+    this.to.end()
+  }
+
+  fail() {
+    this.to.destroy()
+  }
 }
 
 /**
@@ -96,21 +119,7 @@ export class UpstreamBody {
 
   /** Writes the body to `to` (with backpressure), ending it; a failure midway destroys it. */
   pipe(to: Writable) {
-    let waiting = false
-    const resume = () => {
-      waiting = false
-      this.controller.resume()
-    }
-    this.attach({
-      write: (chunk) => {
-        if (to.write(chunk) || waiting) return true
-        waiting = true
-        to.once("drain", resume)
-        return false
-      },
-      end: () => void to.end(),
-      fail: () => void to.destroy()
-    })
+    this.attach(new WritableSink(to, this.controller))
   }
 
   /** The whole body as UTF-8 text. */
@@ -162,9 +171,95 @@ export interface UpstreamCall {
 }
 
 /**
- * Sends one request to a target API through `dispatcher`. One timer covers the whole exchange, streaming of
- * the response included (spec 4.5: 300 s); it is cleared when the body is done.
+ * One request to a target API, as the dispatcher's handler: a class, so a call allocates one object and no
+ * closures. One timer covers the whole exchange, streaming of the response included (spec 4.5: 300 s); it is
+ * cleared when the body is done.
  */
+class UpstreamRequest implements Dispatcher.DispatchHandler, UpstreamCall {
+  readonly response: Promise<UpstreamReply>
+  private resolve!: (reply: UpstreamReply) => void
+  private reject!: (error: unknown) => void
+  private controller: Dispatcher.DispatchController | undefined
+  private abortedWith: Error | undefined
+  private body: UpstreamBody | undefined
+  private done = false
+  // several pooled connections may have gone stale together: each fails at once, so try a few
+  private resends = RESENDS
+  private readonly timer: ReturnType<typeof setTimeout>
+
+  constructor(
+    readonly dispatcher: Dispatcher,
+    readonly options: Dispatcher.DispatchOptions,
+    timeoutMs: number
+  ) {
+    this.response = new Promise((resolve, reject) => {
+      this.resolve = resolve
+      this.reject = reject
+    })
+    this.timer = setTimeout(timedOut, timeoutMs, this)
+    dispatcher.dispatch(options, this)
+  }
+
+  abort() {
+    this.stop(CALLER_GONE)
+  }
+
+  stop(reason: Error) {
+    if (this.abortedWith !== undefined || this.done) return
+    this.abortedWith = reason
+    clearTimeout(this.timer)
+    // before the dispatcher has started the request, it is aborted as it starts
+    this.controller?.abort(reason)
+  }
+
+  private end() {
+    this.done = true
+    clearTimeout(this.timer)
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController) {
+    this.controller = controller
+    if (this.abortedWith !== undefined) controller.abort(this.abortedWith)
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: UpstreamReply["headers"]) {
+    this.body = new UpstreamBody(controller)
+    this.resolve({ statusCode, headers, body: this.body })
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer) {
+    this.body!.push(chunk)
+  }
+
+  onResponseEnd() {
+    this.end()
+    this.body!.finish()
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error) {
+    if (this.body !== undefined) {
+      this.end()
+      return this.body.finish(error)
+    }
+    const code = (error as { code?: string }).code
+    if (
+      this.resends > 0 && this.abortedWith === undefined && IDEMPOTENT.has(this.options.method) &&
+      CONNECTION_LOST.has(code!)
+    ) {
+      this.resends--
+      // not from inside the failing connection's callback: the pool would not yet have settled its state
+      return void process.nextTick(resend, this)
+    }
+    this.end()
+    // undici reports an abort with its own error; the reason we gave is what callers classify
+    this.reject(this.abortedWith ?? error)
+  }
+}
+
+const timedOut = (request: UpstreamRequest) => request.stop(TIMED_OUT)
+const resend = (request: UpstreamRequest) => request.dispatcher.dispatch(request.options, request)
+
+/** Sends one request to a target API through `dispatcher` (the egress guard, or this node's own API). */
 export const startUpstream = (
   url: string,
   init: {
@@ -175,74 +270,16 @@ export const startUpstream = (
   dispatcher: Dispatcher,
   timeoutMs: number
 ): UpstreamCall => {
-  const method = init.method.toUpperCase()
   const parsed = new URL(url)
-  const options: Dispatcher.DispatchOptions = {
+  return new UpstreamRequest(dispatcher, {
     origin: parsed.origin,
     path: parsed.pathname + parsed.search,
-    method: method as Dispatcher.HttpMethod,
+    method: init.method.toUpperCase() as Dispatcher.HttpMethod,
     headers: init.headers,
     body: init.body ?? null,
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs
-  }
-  let controller: Dispatcher.DispatchController | undefined
-  let abortedWith: Error | undefined
-  let started = false
-  let body: UpstreamBody | undefined
-  let resolve!: (r: UpstreamReply) => void
-  let reject!: (e: unknown) => void
-  const response = new Promise<UpstreamReply>((ok, fail) => {
-    resolve = ok
-    reject = fail
-  })
-  let done = false
-  const abort = (reason: Error) => {
-    if (abortedWith !== undefined || done) return
-    abortedWith = reason
-    clearTimeout(timer)
-    // before the dispatcher has started the request, it is aborted as it starts
-    controller?.abort(reason)
-  }
-  const timer = setTimeout(() => abort(TIMED_OUT), timeoutMs)
-  // several pooled connections may have gone stale together: each fails at once, so try a few
-  let left = RESENDS
-  const handler: Dispatcher.DispatchHandler = {
-    onRequestStart: (c) => {
-      controller = c
-      if (abortedWith !== undefined) c.abort(abortedWith)
-    },
-    onResponseStart: (c, statusCode, headers) => {
-      started = true
-      body = new UpstreamBody(c)
-      resolve({ statusCode, headers: headers as UpstreamReply["headers"], body })
-    },
-    onResponseData: (_c, chunk) => body!.push(chunk),
-    onResponseEnd: () => {
-      done = true
-      clearTimeout(timer)
-      body!.finish()
-    },
-    onResponseError: (_c, error) => {
-      if (started) {
-        done = true
-        clearTimeout(timer)
-        return body!.finish(error)
-      }
-      const code = (error as { code?: string }).code
-      if (left > 0 && abortedWith === undefined && IDEMPOTENT.has(method) && CONNECTION_LOST.has(code!)) {
-        left--
-        // not from inside the failing connection's callback: the pool would not yet have settled its state
-        return void process.nextTick(() => dispatcher.dispatch(options, handler))
-      }
-      done = true
-      clearTimeout(timer)
-      // undici reports an abort with its own error; the reason we gave is what callers classify
-      reject(abortedWith ?? error)
-    }
-  }
-  dispatcher.dispatch(options, handler)
-  return { response, abort: () => abort(CALLER_GONE) }
+  }, timeoutMs)
 }
 
 export interface CallFailure {

@@ -26,6 +26,22 @@ export const accessLineJson = (line: AccessLine, date: Date) =>
     JSON.stringify(line)
   },"spans":{}}`
 
+/**
+ * Lines written directly wait for the end of the event loop's turn and go out together: one write (a system
+ * call, synchronous for files and pipes) per turn, not per request. What a crash loses is that turn's lines.
+ */
+let waiting = ""
+const flushLines = () => {
+  const out = waiting
+  waiting = ""
+  if (out !== "") process.stderr.write(out)
+}
+const writeLine = (line: string) => {
+  if (waiting === "") setImmediate(flushLines)
+  waiting += line + "\n"
+}
+process.once("exit", flushLines)
+
 const pathOf = (url: string) => {
   const query = url.indexOf("?")
   return query === -1 ? url : url.slice(0, query)
@@ -55,7 +71,7 @@ export const makeAccessLog = Effect.gen(function*() {
       ...(fields.organization_id === undefined ? {} : { organization_id: fields.organization_id }),
       ...(fields.fast_path === undefined ? {} : { fast_path: fields.fast_path })
     }
-    if (lean) process.stderr.write(accessLineJson(line, new Date()) + "\n")
+    if (lean) writeLine(accessLineJson(line, new Date()))
     else runSync(Effect.logInfo("http").pipe(Effect.annotateLogs(line as unknown as Record<string, unknown>)))
   }
 })

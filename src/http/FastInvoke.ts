@@ -63,7 +63,7 @@ export const FastInvokeLive = Layer.effectDiscard(
           return exchange.error(400, NOT_AN_OBJECT)
         }
         const call = invoker.call(principal, target, input as never)
-        res.once("close", call.abort)
+        res.once("close", () => call.abort())
         call.outcome.then(
           (outcome) =>
             outcome._tag === "Answered"

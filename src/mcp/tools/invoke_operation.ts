@@ -60,7 +60,7 @@ export default defineTool({
     )
     if (target === undefined) return undefined
     const call = Context.get(services, OperationInvoker).call(caller.principal, target, input)
-    onAbort(call.abort)
+    onAbort(() => call.abort())
     return call.outcome.then((outcome) =>
       outcome._tag === "Answered"
         ? answerOf(outcome, outcome.body.text()).then((value) => ({ ok: true, value }) as const)
