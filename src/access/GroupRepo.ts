@@ -1,8 +1,10 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { Group, type GroupId } from "../../schema/Access.js"
+import { Conflict } from "../../schema/Errors.js"
 import { type Role } from "../../schema/Identity.js"
 import type { AgentId, OrganizationId, UserId } from "../../schema/Ids.js"
+import { isUniqueViolation } from "../db/UniqueViolation.js"
 
 export interface GroupRow {
   readonly id: GroupId
@@ -40,10 +42,13 @@ export interface Position {
   readonly id: string
 }
 
-/** A unique index refused the write (a taken group name). */
-export const isUniqueViolation = (e: unknown) => (e as any)?._tag === "SqlError" && (e as any).cause?.code === "23505"
+export const groupNameTaken = (name: string) =>
+  Conflict.of(`A group named '${name}' already exists in this organization.`, "group_name_taken")
 
-/** Groups and their members; every query is scoped to one organization. */
+/**
+ * Groups and their members; every query is scoped to one organization. Storage errors end here: a taken name
+ * is a `Conflict`, anything else a defect.
+ */
 export class GroupRepo extends Effect.Service<GroupRepo>()("access/GroupRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -53,7 +58,8 @@ export class GroupRepo extends Effect.Service<GroupRepo>()("access/GroupRepo", {
 
     const find = (organizationId: OrganizationId, id: GroupId) =>
       sql<GroupRow>`SELECT ${columns} FROM groups g WHERE g.organization_id = ${organizationId} AND g.id = ${id}`.pipe(
-        Effect.map(([row]) => row)
+        Effect.map(([row]) => row),
+        Effect.orDie
       )
 
     /** Oldest first. */
@@ -61,7 +67,7 @@ export class GroupRepo extends Effect.Service<GroupRepo>()("access/GroupRepo", {
       sql<GroupRow>`
         SELECT ${columns} FROM groups g WHERE g.organization_id = ${organizationId}
         ${after === undefined ? sql`` : sql`AND (g.created_at, g.id) > (${after.at}, ${after.id}::uuid)`}
-        ORDER BY g.created_at, g.id LIMIT ${limit}`
+        ORDER BY g.created_at, g.id LIMIT ${limit}`.pipe(Effect.orDie)
 
     /** `undefined` when the name is taken. */
     const insert = (organizationId: OrganizationId, id: GroupId, fields: GroupFields, createdBy: UserId | null) =>
@@ -70,21 +76,25 @@ export class GroupRepo extends Effect.Service<GroupRepo>()("access/GroupRepo", {
         VALUES (${id}, ${organizationId}, ${fields.name}, ${fields.description}, ${fields.default_role},
                 ${JSON.stringify(fields.agent_ids)}::jsonb, ${createdBy})
         ON CONFLICT DO NOTHING RETURNING id`.pipe(
+        Effect.orDie,
         Effect.flatMap(([row]) => row === undefined ? Effect.succeed(undefined) : find(organizationId, id))
       )
 
+    /** `undefined` when there is no such group; a `Conflict` when the new name is taken. */
     const update = (organizationId: OrganizationId, id: GroupId, fields: GroupFields) =>
       sql`
         UPDATE groups SET name = ${fields.name}, description = ${fields.description},
           default_role = ${fields.default_role}, agent_ids = ${JSON.stringify(fields.agent_ids)}::jsonb,
           updated_at = now()
         WHERE organization_id = ${organizationId} AND id = ${id} RETURNING id`.pipe(
+        Effect.catchTag("SqlError", (e) => isUniqueViolation(e) ? groupNameTaken(fields.name) : Effect.die(e)),
         Effect.flatMap(([row]) => row === undefined ? Effect.succeed(undefined) : find(organizationId, id))
       )
 
     const remove = (organizationId: OrganizationId, id: GroupId) =>
       sql`DELETE FROM groups WHERE organization_id = ${organizationId} AND id = ${id} RETURNING id`.pipe(
-        Effect.map((rows) => rows.length === 1)
+        Effect.map((rows) => rows.length === 1),
+        Effect.orDie
       )
 
     /** The ids among `ids` that are live agents of the organization. */
@@ -94,20 +104,21 @@ export class GroupRepo extends Effect.Service<GroupRepo>()("access/GroupRepo", {
         : sql<{ id: string }>`
           SELECT id::text AS id FROM agents
           WHERE organization_id = ${organizationId} AND deleted_at IS NULL AND id::text IN ${sql.in(ids)}`.pipe(
-          Effect.map((rows) => new Set(rows.map((r) => r.id)))
+          Effect.map((rows) => new Set(rows.map((r) => r.id))),
+          Effect.orDie
         )
 
     /** `false` when already in the group. */
     const addMember = (organizationId: OrganizationId, groupId: GroupId, userId: UserId) =>
       sql`
         INSERT INTO group_members (group_id, organization_id, user_id) VALUES (${groupId}, ${organizationId}, ${userId})
-        ON CONFLICT DO NOTHING RETURNING user_id`.pipe(Effect.map((rows) => rows.length === 1))
+        ON CONFLICT DO NOTHING RETURNING user_id`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
 
     const removeMember = (organizationId: OrganizationId, groupId: GroupId, userId: UserId) =>
       sql`
         DELETE FROM group_members
         WHERE organization_id = ${organizationId} AND group_id = ${groupId} AND user_id = ${userId}
-        RETURNING user_id`.pipe(Effect.map((rows) => rows.length === 1))
+        RETURNING user_id`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
 
     /** Members of a group, in the order they were added. */
     const members = (organizationId: OrganizationId, groupId: GroupId, after: Position | undefined, limit: number) =>
@@ -118,7 +129,7 @@ export class GroupRepo extends Effect.Service<GroupRepo>()("access/GroupRepo", {
         JOIN users u ON u.id = gm.user_id
         WHERE gm.organization_id = ${organizationId} AND gm.group_id = ${groupId}
         ${after === undefined ? sql`` : sql`AND (gm.added_at, gm.user_id) > (${after.at}, ${after.id}::uuid)`}
-        ORDER BY gm.added_at, gm.user_id LIMIT ${limit}`
+        ORDER BY gm.added_at, gm.user_id LIMIT ${limit}`.pipe(Effect.orDie)
 
     return { find, list, insert, update, remove, existingAgents, addMember, removeMember, members } as const
   })

@@ -7,9 +7,10 @@ import { Member, type Role, roleDisplayName, User } from "../../schema/Identity.
 import type { UserId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { AuditLog } from "../audit/AuditLog.js"
+import { transactionIn } from "../db/Transaction.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
-import { type GroupFields, GroupRepo, isUniqueViolation, type Position, toGroup } from "./GroupRepo.js"
+import { type GroupFields, groupNameTaken, GroupRepo, type Position, toGroup } from "./GroupRepo.js"
 import { checkRoleChange, raisedRole } from "./RolePolicy.js"
 
 export const encodePosition = (p: Position) =>
@@ -31,9 +32,6 @@ export const decodePosition = (cursor: string | undefined) =>
       BadRequest.of("`cursor` is not one this API returned; start again without it.", undefined, "invalid_cursor")
     )
   })
-
-const nameTaken = (name: string) =>
-  Conflict.of(`A group named '${name}' already exists in this organization.`, "group_name_taken")
 
 /** Groups: members who share defaults. Admins and above manage them; every change is audited. */
 export class Groups extends Effect.Service<Groups>()("access/Groups", {
@@ -108,7 +106,7 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
             details: { default_role: fields.default_role, agent_ids: fields.agent_ids }
           })
       )
-      if (row === undefined) return yield* nameTaken(fields.name)
+      if (row === undefined) return yield* groupNameTaken(fields.name)
       return toGroup(row)
     })
 
@@ -129,8 +127,7 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
             details: {
               changed: Object.keys(input).filter((k) => (input as Record<string, unknown>)[k] !== undefined).sort()
             }
-          }),
-        Effect.catchIf(isUniqueViolation, () => nameTaken(fields.name))
+          })
       )
       if (row === undefined) return yield* NotFound.of("Group", id)
       return toGroup(row)
@@ -240,7 +237,7 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
         })
         return (yield* identity.findMember(principal.organizationId, userId))!
       },
-      sql.withTransaction
+      transactionIn(sql)
     )
 
     const removeMember = Effect.fn("Groups.removeMember")(function*(principal: Principal, id: GroupId, userId: UserId) {

@@ -27,7 +27,7 @@ export const AgentEntityLive = AgentEntity.toLayer(
             })
           }
           reservations.set(payload.reservation, payload.estimate_usd)
-        }).pipe(Effect.catchTag("SqlError", Effect.die)),
+        }),
       Settle: ({ payload }) =>
         Effect.gen(function*() {
           reservations.delete(payload.reservation)
@@ -35,7 +35,7 @@ export const AgentEntityLive = AgentEntity.toLayer(
           if (agent?.budget != null && payload.actual_usd > 0) {
             yield* repo.addSpend(agentId, agent.budget, payload.actual_usd)
           }
-        }).pipe(Effect.orDie),
+        }),
       Forget: () => Effect.sync(() => reservations.clear())
     }
   })

@@ -34,6 +34,7 @@ export const periodStart = (period: Budget["period"], at = new Date()) =>
     ? new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1))
     : new Date(0)
 
+/** Agents and their spending; a failed statement is a defect. */
 export class AgentRepo extends Effect.Service<AgentRepo>()("agents/AgentRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* PgClient.PgClient
@@ -47,7 +48,7 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("agents/AgentRepo", {
         VALUES (${a.id}, ${a.organization_id}, ${a.name}, ${a.instructions}, ${JSON.stringify(a.model)}::jsonb,
           ${JSON.stringify(a.skills)}::jsonb, ${a.budget === null ? null : JSON.stringify(a.budget)}::jsonb,
           ${a.max_steps}, ${a.max_tokens}, ${a.timeout_seconds}, ${a.created_by})
-        RETURNING *`.pipe(Effect.map(([row]) => row!))
+        RETURNING *`.pipe(Effect.map(([row]) => row!), Effect.orDie)
 
     const update = (organizationId: OrganizationId, id: AgentId, a: AgentFields) =>
       sql<AgentRow>`
@@ -58,27 +59,30 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("agents/AgentRepo", {
           max_steps = ${a.max_steps}, max_tokens = ${a.max_tokens}, timeout_seconds = ${a.timeout_seconds},
           updated_at = now()
         WHERE id = ${id} AND organization_id = ${organizationId} AND deleted_at IS NULL
-        RETURNING *`.pipe(Effect.map(([row]): AgentRow | undefined => row))
+        RETURNING *`.pipe(Effect.map(([row]): AgentRow | undefined => row), Effect.orDie)
 
     const find = (organizationId: OrganizationId, id: AgentId) =>
       sql<
         AgentRow
       >`SELECT * FROM agents WHERE id = ${id} AND organization_id = ${organizationId} AND deleted_at IS NULL`
-        .pipe(Effect.map(([row]): AgentRow | undefined => row))
+        .pipe(Effect.map(([row]): AgentRow | undefined => row), Effect.orDie)
 
     /** For the Agent entity, which serves callers already authorized. */
     const findById = (id: AgentId) =>
-      sql<AgentRow>`SELECT * FROM agents WHERE id = ${id}`.pipe(Effect.map(([row]): AgentRow | undefined => row))
+      sql<AgentRow>`SELECT * FROM agents WHERE id = ${id}`.pipe(
+        Effect.map(([row]): AgentRow | undefined => row),
+        Effect.orDie
+      )
 
     const list = (organizationId: OrganizationId, only: ReadonlyArray<AgentId> | null) =>
       sql<AgentRow>`
         SELECT * FROM agents WHERE organization_id = ${organizationId} AND deleted_at IS NULL
         ${only === null ? sql`` : only.length === 0 ? sql`AND false` : sql`AND id::text IN ${sql.in(only)}`}
-        ORDER BY created_at, id`
+        ORDER BY created_at, id`.pipe(Effect.orDie)
 
     const remove = (organizationId: OrganizationId, id: AgentId) =>
       sql`UPDATE agents SET deleted_at = now() WHERE id = ${id} AND organization_id = ${organizationId} AND deleted_at IS NULL
-          RETURNING id`.pipe(Effect.map((rows) => rows.length === 1))
+          RETURNING id`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
 
     /** Spend in the current period, and whether a call was already refused for lack of budget in it. */
     const spending = (id: AgentId, budget: Budget | null) =>
@@ -87,24 +91,31 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("agents/AgentRepo", {
         : sql<{ spent: string; exhausted: boolean }>`
             SELECT spent_usd::text AS spent, exhausted FROM agent_spend
             WHERE agent_id = ${id} AND period_start = ${periodStart(budget.period)}`
-          .pipe(Effect.map(([row]) => ({ spent: Number(row?.spent ?? 0), exhausted: row?.exhausted ?? false })))
+          .pipe(
+            Effect.map(([row]) => ({ spent: Number(row?.spent ?? 0), exhausted: row?.exhausted ?? false })),
+            Effect.orDie
+          )
 
     const spent = (id: AgentId, budget: Budget | null) => Effect.map(spending(id, budget), (s) => s.spent)
 
     const markExhausted = (id: AgentId, budget: Budget) =>
       sql`
         INSERT INTO agent_spend (agent_id, period_start, exhausted) VALUES (${id}, ${periodStart(budget.period)}, true)
-        ON CONFLICT (agent_id, period_start) DO UPDATE SET exhausted = true`
+        ON CONFLICT (agent_id, period_start) DO UPDATE SET exhausted = true`.pipe(Effect.asVoid, Effect.orDie)
 
     /** A changed budget gets a fresh look: calls are tried again. */
-    const clearExhausted = (id: AgentId) => sql`UPDATE agent_spend SET exhausted = false WHERE agent_id = ${id}`
+    const clearExhausted = (id: AgentId) =>
+      sql`UPDATE agent_spend SET exhausted = false WHERE agent_id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
 
     const addSpend = (id: AgentId, budget: Budget, usd: number) =>
       sql`
         INSERT INTO agent_spend (agent_id, period_start, spent_usd) VALUES (${id}, ${
         periodStart(budget.period)
       }, ${usd})
-        ON CONFLICT (agent_id, period_start) DO UPDATE SET spent_usd = agent_spend.spent_usd + excluded.spent_usd`
+        ON CONFLICT (agent_id, period_start) DO UPDATE SET spent_usd = agent_spend.spent_usd + excluded.spent_usd`.pipe(
+        Effect.asVoid,
+        Effect.orDie
+      )
 
     return {
       insert,

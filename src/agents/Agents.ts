@@ -1,4 +1,3 @@
-import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { Agent, type CreateAgent, type ModelConfig, type UpdateAgent } from "../../schema/Agents.js"
@@ -101,7 +100,7 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
         return skills ?? []
       })
 
-    const get = (principal: Principal, id: AgentId): Effect.Effect<AgentRow, NotFound | SqlError> =>
+    const get = (principal: Principal, id: AgentId): Effect.Effect<AgentRow, NotFound> =>
       (mayUse(principal, id) ? repo.find(principal.organizationId, id) : Effect.succeed(undefined)).pipe(
         Effect.flatMap((row) => row === undefined ? Effect.fail(NotFound.of("Agent", id)) : Effect.succeed(row))
       )

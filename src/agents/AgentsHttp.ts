@@ -17,7 +17,9 @@ export const AgentsHttpLive = HttpApiBuilder.group(Api, "agents", (handlers) =>
     const agents = yield* Agents
     const tasks = yield* Tasks
     const providers = yield* ModelProviders
-    const as = <A, E, R>(f: (p: Principal) => Effect.Effect<A, E, R>) => Effect.flatMap(Principal, f).pipe(orDieOnSql)
+    const as = <A, E, R>(f: (p: Principal) => Effect.Effect<A, E, R>) => Effect.flatMap(Principal, f)
+    // src/tasks/ still fails with SqlError (its repository is being rewritten); drop this once TaskRepo dies on it
+    const asTasks = <A, E, R>(f: (p: Principal) => Effect.Effect<A, E, R>) => as(f).pipe(orDieOnSql)
     return handlers
       .handle("listAgents", () => as(agents.list))
       .handle("createAgent", ({ payload }) => as((p) => agents.create(p, payload)))
@@ -25,7 +27,7 @@ export const AgentsHttpLive = HttpApiBuilder.group(Api, "agents", (handlers) =>
       .handle("updateAgent", ({ path, payload }) => as((p) => agents.update(p, path.agent_id, payload)))
       .handle("deleteAgent", ({ path }) => as((p) => agents.remove(p, path.agent_id)))
       .handle("invokeAgent", ({ headers, path, payload, urlParams }) =>
-        as((p) =>
+        asTasks((p) =>
           tasks.invoke(p, path.agent_id, payload, {
             asynchronous: urlParams.asynchronous === "true",
             idempotencyKey: headers["idempotency-key"],
@@ -43,11 +45,11 @@ export const AgentsHttpLive = HttpApiBuilder.group(Api, "agents", (handlers) =>
               : Effect.succeed(task)
           )
         ))
-      .handle("listTasks", ({ urlParams }) => as((p) => tasks.list(p, urlParams)))
-      .handle("getTask", ({ path, urlParams }) => as((p) => tasks.get(p, path.task_id, urlParams.wait ?? 0)))
-      .handle("cancelTask", ({ path }) => as((p) => tasks.cancel(p, path.task_id)))
-      .handle("getThread", ({ path }) => as((p) => tasks.thread(p, path.task_id)))
-      .handle("getLlmUsage", ({ path }) => as((p) => tasks.usage(p, path.task_id)))
+      .handle("listTasks", ({ urlParams }) => asTasks((p) => tasks.list(p, urlParams)))
+      .handle("getTask", ({ path, urlParams }) => asTasks((p) => tasks.get(p, path.task_id, urlParams.wait ?? 0)))
+      .handle("cancelTask", ({ path }) => asTasks((p) => tasks.cancel(p, path.task_id)))
+      .handle("getThread", ({ path }) => asTasks((p) => tasks.thread(p, path.task_id)))
+      .handle("getLlmUsage", ({ path }) => asTasks((p) => tasks.usage(p, path.task_id)))
       .handle("listModelProviders", () => as(providers.list))
       .handle("setModelProvider", ({ path, payload }) => as((p) => providers.set(p, path.provider, payload)))
       .handle("deleteModelProvider", ({ path }) => as((p) => providers.remove(p, path.provider)))

@@ -60,7 +60,7 @@ export class ModelGateway extends Effect.Service<ModelGateway>()("agents/ModelGa
           }
         }
         const name = model.provider
-        const org = yield* settings.settingsFor(organizationId, name).pipe(Effect.orDie)
+        const org = yield* settings.settingsFor(organizationId, name)
         const env = deployment[name]
         const userUrl = model.base_url ?? org?.baseUrl
         const baseUrl = userUrl ?? Option.getOrUndefined(env.baseUrl)

@@ -2,7 +2,6 @@ import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { Api } from "../../schema/Api.js"
 import { Principal } from "../../schema/Security.js"
-import { orDieOnSql } from "../http/orDieOnSql.js"
 import { AuditReader } from "./AuditReader.js"
 
 const contentTypes = {
@@ -24,7 +23,7 @@ export const AuditHttpLive = HttpApiBuilder.group(Api, "audit", (handlers) =>
             to: urlParams.to,
             ...(urlParams.limit === undefined ? {} : { limit: urlParams.limit }),
             ...(urlParams.cursor === undefined ? {} : { cursor: urlParams.cursor })
-          })).pipe(orDieOnSql))
+          })))
       .handle("exportAuditEvents", ({ urlParams }) =>
         Effect.flatMap(Principal, (p) =>
           reader.exportRange(p, {

@@ -1,11 +1,11 @@
 import { HttpServerRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import type { SqlError } from "@effect/sql/SqlError"
 import { Config, Effect, FiberRef, Option } from "effect"
 import * as Crypto from "node:crypto"
 import type { AuditActor, AuditOutcome, AuditTarget } from "../../schema/Audit.js"
 import type { OrganizationId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
+import { transactionIn } from "../db/Transaction.js"
 import { CurrentRequest } from "../http/RequestContext.js"
 import { GENESIS_HASH, hashRecord, storable, storableText } from "./AuditChain.js"
 
@@ -48,11 +48,13 @@ const lastForwarded = (header: string | undefined) => {
 /**
  * The audit log: an append-only, per-organization hash chain. `record` joins the caller's SQL transaction
  * (or opens one), so a change and its record commit together or not at all. Appends to one organization's
- * chain are serialized by locking its head row until the transaction ends.
+ * chain are serialized by locking its head row until the transaction ends. A record that cannot be written is a
+ * defect (logged, answered 503 or 500): the change it records rolls back with it.
  */
 export class AuditLog extends Effect.Service<AuditLog>()("audit/AuditLog", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const transaction = transactionIn(sql)
     // behind a load balancer, the client is the last hop it appended to X-Forwarded-For
     const trustProxy = yield* Config.string("SWITCHYARD_TRUST_PROXY").pipe(
       Config.withDefault("false"),
@@ -115,19 +117,19 @@ export class AuditLog extends Effect.Service<AuditLog>()("audit/AuditLog", {
           )
           UPDATE audit_chain_heads SET seq = ${record.seq}, hash = ${hash}
           WHERE organization_id = ${record.organization_id}`
-      })
+      }).pipe(Effect.orDie)
 
     /**
      * Appends one record. Inside a transaction it is part of it (the usual case: the change, then its
      * record); outside one it is a transaction of its own. Request metadata comes from the request being
      * handled unless `meta` is given.
      */
-    const record = (who: Principal | AuditBy, entry: AuditEntry, meta?: RequestMeta): Effect.Effect<void, SqlError> =>
+    const record = (who: Principal | AuditBy, entry: AuditEntry, meta?: RequestMeta): Effect.Effect<void> =>
       Effect.gen(function*() {
         const m = meta ?? (yield* currentMeta)
         const inTransaction = Option.isSome(yield* Effect.serviceOption(SqlClient.TransactionConnection))
         const write = append(byOf(who), entry, m)
-        return yield* inTransaction ? write : sql.withTransaction(write)
+        return yield* inTransaction ? write : transaction(write)
       }).pipe(Effect.withSpan("AuditLog.record", { attributes: { action: entry.action } }))
 
     /**
@@ -136,8 +138,8 @@ export class AuditLog extends Effect.Service<AuditLog>()("audit/AuditLog", {
      */
     const recorded =
       <A>(who: Principal | AuditBy, describe: (a: A) => AuditEntry | undefined) =>
-      <E, R>(change: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
-        sql.withTransaction(
+      <E, R>(change: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+        transaction(
           Effect.tap(change, (a) => {
             const entry = describe(a)
             return entry === undefined ? Effect.void : record(who, entry)

@@ -75,7 +75,6 @@ export class AuditReader extends Effect.Service<AuditReader>()("audit/AuditReade
           0,
           (afterSeq: number) =>
             repo.pageAscending(principal.organizationId, query, afterSeq, EXPORT_PAGE).pipe(
-              Effect.orDie,
               Effect.map((page) =>
                 [page, page.length < EXPORT_PAGE ? Option.none() : Option.some(page[page.length - 1]!.seq)] as const
               )

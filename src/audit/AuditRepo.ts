@@ -37,7 +37,10 @@ export const toAuditEvent = (row: AuditRow) =>
     hash: row.hash
   })
 
-/** Reads of the audit log; every query is scoped to one organization. Records are never updated. */
+/**
+ * Reads of the audit log; every query is scoped to one organization. Records are never updated. A failed read is
+ * a defect.
+ */
 export class AuditRepo extends Effect.Service<AuditRepo>()("audit/AuditRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -56,26 +59,28 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("audit/AuditRepo", {
         SELECT * FROM audit_events
         WHERE organization_id = ${organizationId} ${beforeSeq === undefined ? sql`` : sql`AND seq < ${beforeSeq}`}
           AND ${filters(q)}
-        ORDER BY seq DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toRow)))
+        ORDER BY seq DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toRow)), Effect.orDie)
 
     /** Oldest first, after `afterSeq`: export and verification walk the chain in order, a page at a time. */
     const pageAscending = (organizationId: OrganizationId, q: AuditQuery, afterSeq: number, limit: number) =>
       sql<RawRow>`
         SELECT * FROM audit_events
         WHERE organization_id = ${organizationId} AND seq > ${afterSeq} AND ${filters(q)}
-        ORDER BY seq LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toRow)))
+        ORDER BY seq LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toRow)), Effect.orDie)
 
     const head = (organizationId: OrganizationId) =>
       sql<{ seq: string; hash: string }>`
         SELECT seq, hash FROM audit_chain_heads WHERE organization_id = ${organizationId}`.pipe(
-        Effect.map(([row]) => row === undefined ? undefined : { seq: Number(row.seq), hash: row.hash })
+        Effect.map(([row]) => row === undefined ? undefined : { seq: Number(row.seq), hash: row.hash }),
+        Effect.orDie
       )
 
     /** Organizations with a chain, or that one if it exists. */
     const organizations = (only: string | undefined) =>
       sql<{ id: OrganizationId }>`
         SELECT id FROM organizations ${only === undefined ? sql`` : sql`WHERE id::text = ${only}`} ORDER BY id`.pipe(
-        Effect.map((rows) => rows.map((r) => r.id))
+        Effect.map((rows) => rows.map((r) => r.id)),
+        Effect.orDie
       )
 
     return { page, pageAscending, head, organizations } as const

@@ -51,7 +51,7 @@ const AskAnswer = Schema.Struct({
 const modelFor = (caller: McpCaller, override: Option.Option<string>) =>
   Effect.gen(function*() {
     const providers = yield* ModelProviders
-    const configured = yield* providers.list(caller.principal).pipe(Effect.orDie)
+    const configured = yield* providers.list(caller.principal)
     const latest = [...configured].sort((a, b) => b.updated_at.getTime() - a.updated_at.getTime())[0]
     const provider = latest?.provider ?? "openai"
     const name = Option.getOrUndefined(override) ?? (provider === "openai-chat" ? undefined : DEFAULT_MODEL[provider])

@@ -72,7 +72,7 @@ export const ConnectionEntityLive = ConnectionEntity.toLayer(
           const tokens = yield* obtain.pipe(
             Effect.tapError((e: any) =>
               e?.invalidGrant === true
-                ? persist(row, secret, "needs_reauthentication").pipe(Effect.orDie)
+                ? persist(row, secret, "needs_reauthentication")
                 : Effect.void
             ),
             Effect.mapError((e: any) =>
@@ -95,7 +95,7 @@ export const ConnectionEntityLive = ConnectionEntity.toLayer(
             ...(refreshToken === undefined ? {} : { refresh_token: refreshToken }),
             ...(tokens.expires_at === undefined ? {} : { expires_at: tokens.expires_at })
           }
-          yield* persist(row, secret, "active").pipe(Effect.orDie)
+          yield* persist(row, secret, "active")
         }
         if (secret.type === "oauth2" && secret.expires_at !== undefined) {
           expiresAt = secret.expires_at - REFRESH_MARGIN_MS / 2
@@ -108,7 +108,7 @@ export const ConnectionEntityLive = ConnectionEntity.toLayer(
         cookies: redactAll(applied.cookies),
         expires_at: expiresAt
       })
-    }, Effect.catchTag("SqlError", Effect.die))
+    })
 
     return {
       Credentials: ({ payload }) =>

@@ -43,7 +43,8 @@ const connectionColumns = PgClient.PgClient.pipe(
 
 /**
  * Connectors are the organization's own or built-in (organization_id NULL); connections always belong
- * to one organization. A personal connection is visible only to its owner: `visibleTo` encodes that.
+ * to one organization. A personal connection is visible only to its owner: `visibleTo` encodes that. A failed
+ * statement is a defect.
  */
 export class ConnectorRepo extends Effect.Service<ConnectorRepo>()("connectors/ConnectorRepo", {
   effect: Effect.gen(function*() {
@@ -65,7 +66,7 @@ export class ConnectorRepo extends Effect.Service<ConnectorRepo>()("connectors/C
                 ${JSON.stringify(c.imported)}::jsonb, true)
         ON CONFLICT (id) DO UPDATE SET name = excluded.name, description = excluded.description,
           document = excluded.document, imported = excluded.imported, updated_at = now()
-        WHERE connectors.imported IS DISTINCT FROM excluded.imported`
+        WHERE connectors.imported IS DISTINCT FROM excluded.imported`.pipe(Effect.asVoid, Effect.orDie)
 
     const insertConnector = (c: {
       id: ConnectorId
@@ -81,7 +82,7 @@ export class ConnectorRepo extends Effect.Service<ConnectorRepo>()("connectors/C
         INSERT INTO connectors (id, organization_id, name, description, document, imported, server_url, created_by)
         VALUES (${c.id}, ${c.organizationId}, ${c.name}, ${c.description}, ${JSON.stringify(c.document)}::jsonb,
                 ${JSON.stringify(c.imported)}::jsonb, ${c.serverUrl}, ${c.createdBy})
-        RETURNING *`.pipe(Effect.map(([row]) => row!))
+        RETURNING *`.pipe(Effect.map(([row]) => row!), Effect.orDie)
 
     const replaceConnector = (organizationId: OrganizationId, id: ConnectorId, c: {
       name: string
@@ -95,24 +96,31 @@ export class ConnectorRepo extends Effect.Service<ConnectorRepo>()("connectors/C
           document = ${JSON.stringify(c.document)}::jsonb, imported = ${JSON.stringify(c.imported)}::jsonb,
           server_url = ${c.serverUrl}, updated_at = now()
         WHERE id = ${id} AND organization_id = ${organizationId} AND archived_at IS NULL
-        RETURNING *`.pipe(Effect.map(([row]) => row))
+        RETURNING *`.pipe(Effect.map(([row]) => row), Effect.orDie)
 
     const archiveConnector = (organizationId: OrganizationId, id: ConnectorId) =>
       sql<ConnectorRow>`
         UPDATE connectors SET archived_at = now(), updated_at = now()
         WHERE id = ${id} AND organization_id = ${organizationId} AND archived_at IS NULL
-        RETURNING *`.pipe(Effect.map(([row]) => row))
+        RETURNING *`.pipe(Effect.map(([row]) => row), Effect.orDie)
 
     /** A connector the organization can use: its own or a built-in one, not archived. */
     const findConnector = (organizationId: OrganizationId, id: ConnectorId) =>
       sql<ConnectorRow>`
         SELECT * FROM connectors
         WHERE id = ${id} AND (organization_id = ${organizationId} OR organization_id IS NULL) AND archived_at IS NULL`
-        .pipe(Effect.map(([row]) => row))
+        .pipe(Effect.map(([row]) => row), Effect.orDie)
+
+    /** By name (case-insensitive), as a manifest names it: the organization's own before a built-in one. */
+    const findConnectorIdByName = (organizationId: OrganizationId, name: string) =>
+      sql<{ id: ConnectorId }>`
+        SELECT id FROM connectors WHERE (organization_id = ${organizationId} OR built_in)
+          AND lower(name) = lower(${name}) AND archived_at IS NULL
+        ORDER BY built_in, created_at LIMIT 1`.pipe(Effect.map(([row]) => row?.id), Effect.orDie)
 
     /** For the Connection entity: the connector of a connection already authorized. */
     const findConnectorById = (id: ConnectorId) =>
-      sql<ConnectorRow>`SELECT * FROM connectors WHERE id = ${id}`.pipe(Effect.map(([row]) => row))
+      sql<ConnectorRow>`SELECT * FROM connectors WHERE id = ${id}`.pipe(Effect.map(([row]) => row), Effect.orDie)
 
     /** Stores refreshed tokens and the resulting status, by connection id only (entity-side). */
     const storeSecret = (
@@ -124,7 +132,7 @@ export class ConnectorRepo extends Effect.Service<ConnectorRepo>()("connectors/C
         UPDATE connections SET status = ${status}, updated_at = now(),
           credentials = ${credentials === null ? sql`credentials` : credentials.sealed},
           key_version = ${credentials === null ? sql`key_version` : credentials.keyVersion}
-        WHERE id = ${id} AND deleted_at IS NULL`
+        WHERE id = ${id} AND deleted_at IS NULL`.pipe(Effect.asVoid, Effect.orDie)
 
     const listConnectors = (
       organizationId: OrganizationId,
@@ -146,7 +154,7 @@ export class ConnectorRepo extends Effect.Service<ConnectorRepo>()("connectors/C
           SELECT count(*)::int AS n FROM connectors
           WHERE (organization_id = ${organizationId} OR organization_id IS NULL) AND archived_at IS NULL ${nameFilter}`
           .pipe(Effect.map(([row]) => row!.n))
-      ], { concurrency: 2 })
+      ], { concurrency: 2 }).pipe(Effect.orDie)
     }
 
     const connectionsOf = (
@@ -160,7 +168,7 @@ export class ConnectorRepo extends Effect.Service<ConnectorRepo>()("connectors/C
             SELECT ${columns} FROM connections
             WHERE organization_id = ${organizationId} AND connector_id IN ${sql.in(connectorIds)}
               AND deleted_at IS NULL AND ${visibleTo(userId)}
-            ORDER BY created_at, id`
+            ORDER BY created_at, id`.pipe(Effect.orDie)
 
     const insertConnection = (c: Omit<ConnectionRow, "created_at" | "updated_at"> & { created_by: UserId | null }) =>
       sql<ConnectionRow>`
@@ -169,18 +177,31 @@ export class ConnectorRepo extends Effect.Service<ConnectorRepo>()("connectors/C
         VALUES (${c.id}, ${c.organization_id}, ${c.connector_id}, ${c.name}, ${c.access_scope}, ${c.owner_user_id},
           ${c.auth_type}, ${c.security_scheme}, ${c.server_url}, ${c.status}, ${c.credentials}, ${c.key_version},
           ${c.created_by})
-        RETURNING ${columns}`.pipe(Effect.map(([row]) => row!))
+        RETURNING ${columns}`.pipe(Effect.map(([row]) => row!), Effect.orDie)
 
     const findConnection = (organizationId: OrganizationId, id: ConnectionId, userId: UserId | null) =>
       sql<ConnectionRow>`
         SELECT ${columns} FROM connections
         WHERE id = ${id} AND organization_id = ${organizationId} AND deleted_at IS NULL AND ${visibleTo(userId)}`
-        .pipe(Effect.map(([row]) => row))
+        .pipe(Effect.map(([row]) => row), Effect.orDie)
+
+    /** By name (case-insensitive) among the connector's connections the caller may see; the oldest first. */
+    const findConnectionIdByName = (
+      organizationId: OrganizationId,
+      connectorId: ConnectorId,
+      name: string,
+      userId: UserId | null
+    ) =>
+      sql<{ id: ConnectionId }>`
+        SELECT id FROM connections WHERE organization_id = ${organizationId} AND connector_id = ${connectorId}
+          AND lower(name) = lower(${name}) AND deleted_at IS NULL AND ${visibleTo(userId)}
+        ORDER BY created_at LIMIT 1`.pipe(Effect.map(([row]) => row?.id), Effect.orDie)
 
     /** For the Connection entity, which serves callers already authorized by the front end. */
     const findConnectionById = (id: ConnectionId) =>
       sql<ConnectionRow>`SELECT ${columns} FROM connections WHERE id = ${id} AND deleted_at IS NULL`.pipe(
-        Effect.map(([row]) => row)
+        Effect.map(([row]) => row),
+        Effect.orDie
       )
 
     const updateConnection = (
@@ -206,14 +227,15 @@ export class ConnectorRepo extends Effect.Service<ConnectorRepo>()("connectors/C
           key_version = ${patch.credentials === undefined ? sql`key_version` : patch.credentials?.keyVersion ?? null},
           updated_at = now()
         WHERE id = ${id} AND organization_id = ${organizationId} AND deleted_at IS NULL
-        RETURNING ${columns}`.pipe(Effect.map(([row]) => row))
+        RETURNING ${columns}`.pipe(Effect.map(([row]) => row), Effect.orDie)
 
     /** Deleting wipes the credentials; the row stays for the invocation history. */
     const deleteConnection = (organizationId: OrganizationId, id: ConnectionId) =>
       sql`
         UPDATE connections SET deleted_at = now(), credentials = NULL, key_version = NULL, updated_at = now()
         WHERE id = ${id} AND organization_id = ${organizationId} AND deleted_at IS NULL RETURNING id`.pipe(
-        Effect.map((rows) => rows.length === 1)
+        Effect.map((rows) => rows.length === 1),
+        Effect.orDie
       )
 
     const insertAuthorization = (a: {
@@ -225,21 +247,24 @@ export class ConnectorRepo extends Effect.Service<ConnectorRepo>()("connectors/C
     }) =>
       sql`
         INSERT INTO connection_authorizations (state_hash, connection_id, sealed, key_version, expires_at)
-        VALUES (${a.stateHash}, ${a.connectionId}, ${a.sealed}, ${a.keyVersion}, ${a.expiresAt})`
+        VALUES (${a.stateHash}, ${a.connectionId}, ${a.sealed}, ${a.keyVersion}, ${a.expiresAt})`.pipe(
+        Effect.asVoid,
+        Effect.orDie
+      )
 
     const findAuthorization = (stateHash: Uint8Array) =>
       sql<
         { connection_id: ConnectionId; sealed: Uint8Array; key_version: number; expires_at: Date; used_at: Date | null }
       >`
         SELECT connection_id, sealed, key_version, expires_at, used_at FROM connection_authorizations
-        WHERE state_hash = ${stateHash}`.pipe(Effect.map(([row]) => row))
+        WHERE state_hash = ${stateHash}`.pipe(Effect.map(([row]) => row), Effect.orDie)
 
     /** Single use: only the first caller gets the row. */
     const consumeAuthorization = (stateHash: Uint8Array) =>
       sql<{ connection_id: ConnectionId; sealed: Uint8Array; key_version: number }>`
         UPDATE connection_authorizations SET used_at = now()
         WHERE state_hash = ${stateHash} AND used_at IS NULL AND expires_at > now()
-        RETURNING connection_id, sealed, key_version`.pipe(Effect.map(([row]) => row))
+        RETURNING connection_id, sealed, key_version`.pipe(Effect.map(([row]) => row), Effect.orDie)
 
     return {
       insertAuthorization,
@@ -250,12 +275,14 @@ export class ConnectorRepo extends Effect.Service<ConnectorRepo>()("connectors/C
       replaceConnector,
       archiveConnector,
       findConnector,
+      findConnectorIdByName,
       findConnectorById,
       storeSecret,
       listConnectors,
       connectionsOf,
       insertConnection,
       findConnection,
+      findConnectionIdByName,
       findConnectionById,
       updateConnection,
       deleteConnection

@@ -3,7 +3,6 @@ import { Effect, Layer } from "effect"
 import { Api } from "../../schema/Api.js"
 import { BadRequest } from "../../schema/Errors.js"
 import { Principal } from "../../schema/Security.js"
-import { orDieOnSql } from "../http/orDieOnSql.js"
 import { Connections } from "./Connections.js"
 import { ConnectorCatalog } from "./ConnectorCatalog.js"
 import { ConnectorsLive } from "./ConnectorsLive.js"
@@ -12,7 +11,7 @@ export const ToolsHttpLive = HttpApiBuilder.group(Api, "tools", (handlers) =>
   Effect.gen(function*() {
     const catalog = yield* ConnectorCatalog
     const connections = yield* Connections
-    const as = <A, E, R>(f: (p: Principal) => Effect.Effect<A, E, R>) => Effect.flatMap(Principal, f).pipe(orDieOnSql)
+    const as = <A, E, R>(f: (p: Principal) => Effect.Effect<A, E, R>) => Effect.flatMap(Principal, f)
     return handlers
       .handle("listTools", ({ urlParams }) =>
         as((p) =>

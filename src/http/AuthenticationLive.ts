@@ -28,8 +28,7 @@ export const AuthenticationLive = Layer.effect(
                 : Effect.map(authenticator.organizationOf(key), (refused) => {
                   audit.refusedKey = refused
                 })
-            ),
-            Effect.catchTag("SqlError", Effect.die)
+            )
           )
           const info = yield* FiberRef.get(CurrentRequest)
           if (info !== undefined) info.organizationId = principal.organizationId

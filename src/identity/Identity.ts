@@ -15,6 +15,7 @@ import type { ApiKeyId, OrganizationId, UserId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { checkRoleChange } from "../access/RolePolicy.js"
 import { AuditLog } from "../audit/AuditLog.js"
+import { transactionIn } from "../db/Transaction.js"
 import { generateApiKey } from "./ApiKeySecret.js"
 import { requireRole } from "./IdentityPolicy.js"
 import { IdentityRepo, toApiKey } from "./IdentityRepo.js"
@@ -25,13 +26,10 @@ export interface Bootstrapped {
   readonly api_key: string
 }
 
-// serializes first-start bootstrap across nodes starting at once
-const BOOTSTRAP_LOCK = 0x5717c4_02
-
 export class Identity extends Effect.Service<Identity>()("identity/Identity", {
   effect: Effect.gen(function*() {
     const repo = yield* IdentityRepo
-    const sql = yield* SqlClient.SqlClient
+    const transaction = transactionIn(yield* SqlClient.SqlClient)
     const audit = yield* AuditLog
 
     const createKey = (
@@ -81,17 +79,17 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
         })
         return { organization_id: organization.id, user_id: user.id, api_key: key.api_key } satisfies Bootstrapped
       },
-      sql.withTransaction
+      transaction
     )
 
     /** On the first start of an empty database: the default organization. `None` when one exists. */
     const bootstrapIfEmpty = Effect.fn("Identity.bootstrapIfEmpty")(
       function*(input: { readonly organization: string; readonly email: string }) {
-        yield* sql`SELECT pg_advisory_xact_lock(${BOOTSTRAP_LOCK})`
+        yield* repo.lockBootstrap
         if ((yield* repo.countOrganizations) > 0) return Option.none<Bootstrapped>()
         return Option.some(yield* bootstrap(input))
       },
-      sql.withTransaction
+      transaction
     )
 
     const me = Effect.fn("Identity.me")(function*(principal: Principal) {
@@ -120,7 +118,7 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
         details: { role: input.role }
       })
       return (yield* repo.findMember(principal.organizationId, user.id))!
-    }, sql.withTransaction)
+    }, transaction)
 
     /** The one Super admin left may not go: an organization always keeps one. */
     const keepsSuperAdmin = (principal: Principal, current: string, next: string | undefined) =>
@@ -151,7 +149,7 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
         })
         return (yield* repo.findMember(principal.organizationId, userId))!
       },
-      sql.withTransaction
+      transaction
     )
 
     /** Out of the organization and its groups; their personal keys here are revoked. */
@@ -170,7 +168,7 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
         details: { role: member.role, revoked_api_keys: revoked }
       })
       return revoked
-    }, sql.withTransaction)
+    }, transaction)
 
     /** Ids of a member's personal keys, for forgetting cached principals after a role change. */
     const personalKeyIds = (principal: Principal, userId: UserId) =>

@@ -3,7 +3,6 @@ import { Effect, Layer } from "effect"
 import { Api } from "../../schema/Api.js"
 import type { UserId } from "../../schema/Ids.js"
 import { Principal } from "../../schema/Security.js"
-import { orDieOnSql } from "../http/orDieOnSql.js"
 import { ApiKeyAuthenticator } from "./ApiKeyAuthenticator.js"
 import { Identity } from "./Identity.js"
 
@@ -14,10 +13,9 @@ export const IdentityHttpLive = HttpApiBuilder.group(Api, "identity", (handlers)
     const forgetKeysOf = (p: Principal, userId: UserId) =>
       Effect.flatMap(identity.personalKeyIds(p, userId), (ids) => Effect.forEach(ids, authenticator.forget))
     return handlers
-      .handle("me", () => Effect.flatMap(Principal, identity.me).pipe(orDieOnSql))
-      .handle("listMembers", () => Effect.flatMap(Principal, identity.listMembers).pipe(orDieOnSql))
-      .handle("createMember", ({ payload }) =>
-        Effect.flatMap(Principal, (p) => identity.createMember(p, payload)).pipe(orDieOnSql))
+      .handle("me", () => Effect.flatMap(Principal, identity.me))
+      .handle("listMembers", () => Effect.flatMap(Principal, identity.listMembers))
+      .handle("createMember", ({ payload }) => Effect.flatMap(Principal, (p) => identity.createMember(p, payload)))
       .handle("updateMember", ({ path, payload }) =>
         Effect.flatMap(Principal, (p) =>
           identity.updateMember(p, path.user_id, payload).pipe(
@@ -25,23 +23,18 @@ export const IdentityHttpLive = HttpApiBuilder.group(Api, "identity", (handlers)
             Effect.tap(() =>
               forgetKeysOf(p, path.user_id)
             )
-          )).pipe(orDieOnSql))
+          )))
       .handle("removeMember", ({ path }) =>
         Effect.flatMap(Principal, (p) =>
           identity.removeMember(p, path.user_id).pipe(
-            Effect.tap((revoked) =>
-              Effect.forEach(revoked, authenticator.forget)
-            ),
+            Effect.tap((revoked) => Effect.forEach(revoked, authenticator.forget)),
             Effect.asVoid
-          )).pipe(orDieOnSql))
-      .handle("listApiKeys", () => Effect.flatMap(Principal, identity.listApiKeys).pipe(orDieOnSql))
-      .handle("createApiKey", ({ payload }) =>
-        Effect.flatMap(Principal, (p) =>
-          identity.createApiKey(p, payload)).pipe(orDieOnSql))
+          )))
+      .handle("listApiKeys", () => Effect.flatMap(Principal, identity.listApiKeys))
+      .handle("createApiKey", ({ payload }) => Effect.flatMap(Principal, (p) => identity.createApiKey(p, payload)))
       .handle("revokeApiKey", ({ path }) =>
         Effect.flatMap(Principal, (p) =>
-          identity.revokeApiKey(p, path.key_id)).pipe(
-            Effect.tap(() => authenticator.forget(path.key_id)),
-            orDieOnSql
-          ))
+          identity.revokeApiKey(p, path.key_id)).pipe(Effect.tap(() =>
+            authenticator.forget(path.key_id)
+          )))
   })).pipe(Layer.provide([Identity.Default, ApiKeyAuthenticator.Default]))

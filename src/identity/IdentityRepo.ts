@@ -58,7 +58,13 @@ const toMember = (row: MemberRow) =>
     created_at: row.created_at
   })
 
-/** Every query that reads tenant data takes the organization id: no cross-organization reads. */
+// serializes first-start bootstrap across nodes starting at once
+const BOOTSTRAP_LOCK = 0x5717c4_02
+
+/**
+ * Every query that reads tenant data takes the organization id: no cross-organization reads. A failed statement
+ * is a defect.
+ */
 export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/IdentityRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* PgClient.PgClient
@@ -66,11 +72,13 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
     const insertOrganization = (id: OrganizationId, name: string) =>
       sql<{ id: OrganizationId; name: string; created_at: Date }>`
         INSERT INTO organizations (id, name) VALUES (${id}, ${name}) RETURNING id, name, created_at`.pipe(
-        Effect.map(([row]) => new Organization(row!))
+        Effect.map(([row]) => new Organization(row!)),
+        Effect.orDie
       )
 
     const countOrganizations = sql<{ n: number }>`SELECT count(*)::int AS n FROM organizations`.pipe(
-      Effect.map(([row]) => row!.n)
+      Effect.map(([row]) => row!.n),
+      Effect.orDie
     )
 
     /** The user with this e-mail (case-insensitive), created when new. */
@@ -82,26 +90,28 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
         )
         SELECT id, email, name FROM inserted
         UNION ALL SELECT id, email, name FROM users WHERE lower(email) = lower(${email})
-        LIMIT 1`.pipe(Effect.map(([row]) => new User(row!)))
+        LIMIT 1`.pipe(Effect.map(([row]) => new User(row!)), Effect.orDie)
 
     /** `false` when the user already belongs to the organization. */
     const insertMembership = (organizationId: OrganizationId, userId: UserId, role: Role) =>
       sql`
         INSERT INTO memberships (organization_id, user_id, role) VALUES (${organizationId}, ${userId}, ${role})
-        ON CONFLICT DO NOTHING RETURNING user_id`.pipe(Effect.map((rows) => rows.length === 1))
+        ON CONFLICT DO NOTHING RETURNING user_id`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
 
     const findMember = (organizationId: OrganizationId, userId: UserId) =>
       sql<MemberRow>`
         SELECT u.id, u.email, u.name, m.role, m.created_at FROM memberships m JOIN users u ON u.id = m.user_id
         WHERE m.organization_id = ${organizationId} AND m.user_id = ${userId}`.pipe(
-        Effect.map(([row]) => row === undefined ? undefined : toMember(row))
+        Effect.map(([row]) => row === undefined ? undefined : toMember(row)),
+        Effect.orDie
       )
 
     const listMembers = (organizationId: OrganizationId) =>
       sql<MemberRow>`
         SELECT u.id, u.email, u.name, m.role, m.created_at FROM memberships m JOIN users u ON u.id = m.user_id
         WHERE m.organization_id = ${organizationId} ORDER BY m.created_at, u.email`.pipe(
-        Effect.map((rows) => rows.map(toMember))
+        Effect.map((rows) => rows.map(toMember)),
+        Effect.orDie
       )
 
     const insertApiKey = (key: {
@@ -119,7 +129,7 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
         INSERT INTO api_keys (id, organization_id, kind, name, role, user_id, agent_ids, secret_hash, created_by)
         VALUES (${key.id}, ${key.organizationId}, ${key.kind}, ${key.name}, ${key.role}, ${key.userId},
                 ${key.agentIds === null ? null : JSON.stringify(key.agentIds)}::jsonb, ${key.hash}, ${key.createdBy})
-        RETURNING *`.pipe(Effect.map(([row]) => row!))
+        RETURNING *`.pipe(Effect.map(([row]) => row!), Effect.orDie)
 
     /** Lookup for authentication: by key id only, since the key itself names its organization. */
     const findApiKeyForAuth = (id: ApiKeyId) =>
@@ -127,23 +137,27 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
         SELECT k.*, m.role AS member_role, ${groupAgentsOf(sql, sql`k.organization_id`, sql`k.user_id`)} AS group_agents
         FROM api_keys k
         LEFT JOIN memberships m ON m.organization_id = k.organization_id AND m.user_id = k.user_id
-        WHERE k.id = ${id}`.pipe(Effect.map(([row]) => row))
+        WHERE k.id = ${id}`.pipe(Effect.map(([row]) => row), Effect.orDie)
 
     const findApiKey = (organizationId: OrganizationId, id: ApiKeyId) =>
       sql<ApiKeyRow>`SELECT * FROM api_keys WHERE organization_id = ${organizationId} AND id = ${id}`.pipe(
-        Effect.map(([row]) => row)
+        Effect.map(([row]) => row),
+        Effect.orDie
       )
 
     const listApiKeys = (organizationId: OrganizationId, onlyUser: UserId | null) =>
       sql<ApiKeyRow>`
         SELECT * FROM api_keys WHERE organization_id = ${organizationId}
         ${onlyUser === null ? sql`` : sql`AND user_id = ${onlyUser}`}
-        ORDER BY created_at DESC, id`
+        ORDER BY created_at DESC, id`.pipe(Effect.orDie)
 
     const revokeApiKey = (organizationId: OrganizationId, id: ApiKeyId) =>
       sql<ApiKeyRow>`
         UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
-        WHERE organization_id = ${organizationId} AND id = ${id} RETURNING *`.pipe(Effect.map(([row]) => row))
+        WHERE organization_id = ${organizationId} AND id = ${id} RETURNING *`.pipe(
+        Effect.map(([row]) => row),
+        Effect.orDie
+      )
 
     /** The caller as `/v1/me` shows it, in one round trip. */
     const findCaller = (organizationId: OrganizationId, keyId: ApiKeyId) =>
@@ -163,37 +177,43 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
               : new User({ id: row.user_id, email: row.user_email!, name: row.user_name }),
             key: toApiKey(row)
           }
-        )
+        ),
+        Effect.orDie
       )
 
     /** Serializes role changes in an organization (keeps it from losing its last Super admin in a race). */
     const lockOrganization = (organizationId: OrganizationId) =>
-      sql`SELECT id FROM organizations WHERE id = ${organizationId} FOR NO KEY UPDATE`
+      sql`SELECT id FROM organizations WHERE id = ${organizationId} FOR NO KEY UPDATE`.pipe(Effect.asVoid, Effect.orDie)
+
+    /** Serializes first-start bootstrap across nodes starting at once, until the transaction ends. */
+    const lockBootstrap = sql`SELECT pg_advisory_xact_lock(${BOOTSTRAP_LOCK})`.pipe(Effect.asVoid, Effect.orDie)
 
     const countSuperAdmins = (organizationId: OrganizationId) =>
       sql<{ n: number }>`
         SELECT count(*)::int AS n FROM memberships WHERE organization_id = ${organizationId} AND role = 'super_admin'`
-        .pipe(Effect.map(([row]) => row!.n))
+        .pipe(Effect.map(([row]) => row!.n), Effect.orDie)
 
     const updateMembershipRole = (organizationId: OrganizationId, userId: UserId, role: Role) =>
       sql`
         UPDATE memberships SET role = ${role} WHERE organization_id = ${organizationId} AND user_id = ${userId}
-        RETURNING user_id`.pipe(Effect.map((rows) => rows.length === 1))
+        RETURNING user_id`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
 
     /** Leaves the organization (and, by cascade, its groups). */
     const deleteMembership = (organizationId: OrganizationId, userId: UserId) =>
       sql`DELETE FROM memberships WHERE organization_id = ${organizationId} AND user_id = ${userId} RETURNING user_id`
-        .pipe(Effect.map((rows) => rows.length === 1))
+        .pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
 
     /** Revokes a user's personal keys in one organization; their ids. */
     const revokePersonalKeys = (organizationId: OrganizationId, userId: UserId) =>
       sql<{ id: ApiKeyId }>`
         UPDATE api_keys SET revoked_at = now()
         WHERE organization_id = ${organizationId} AND user_id = ${userId} AND revoked_at IS NULL RETURNING id`.pipe(
-        Effect.map((rows) => rows.map((r) => r.id))
+        Effect.map((rows) => rows.map((r) => r.id)),
+        Effect.orDie
       )
 
-    const touchApiKey = (id: ApiKeyId) => sql`UPDATE api_keys SET last_used_at = now() WHERE id = ${id}`
+    const touchApiKey = (id: ApiKeyId) =>
+      sql`UPDATE api_keys SET last_used_at = now() WHERE id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
 
     return {
       insertOrganization,
@@ -210,6 +230,7 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
       touchApiKey,
       findCaller,
       lockOrganization,
+      lockBootstrap,
       countSuperAdmins,
       updateMembershipRole,
       deleteMembership,

@@ -1,6 +1,7 @@
-import { PgClient } from "@effect/sql-pg"
+import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { OrganizationId, UserId } from "../../schema/Ids.js"
+import { transactionIn } from "../db/Transaction.js"
 import { Clients } from "./Clients.js"
 import { OAuthError } from "./OAuthError.js"
 import { type ClientRow, OAuthRepo } from "./OAuthRepo.js"
@@ -37,7 +38,7 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
     const repo = yield* OAuthRepo
     const clients = yield* Clients
     const verifier = yield* TokenVerifier
-    const sql = yield* PgClient.PgClient
+    const transaction = transactionIn(yield* SqlClient.SqlClient)
     const settings = yield* oauthSettings
 
     const redirectError = (redirectUri: string, state: string | undefined, error: string, description: string) =>
@@ -196,7 +197,7 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
           })
           yield* repo.attachGrant(hash, grantId)
           return yield* issueTokens(grantId, row.scope)
-        }).pipe(sql.withTransaction)
+        }).pipe(transaction)
       })
 
     /**
@@ -235,7 +236,7 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
         const issued = yield* Effect.gen(function*() {
           if (!(yield* repo.consumeRefreshToken(hash))) return undefined
           return yield* issueTokens(grant.id, requested.length === 0 ? grant.scope : requested.join(" "))
-        }).pipe(sql.withTransaction)
+        }).pipe(transaction)
         return issued === undefined ? yield* reused : issued
       })
 
@@ -253,8 +254,7 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
           default:
             return yield* OAuthError.of("unsupported_grant_type", "Use `authorization_code` or `refresh_token`.")
         }
-      },
-      (effect) => Effect.catchTag(effect, "SqlError", Effect.die)
+      }
     )
 
     /** `/oauth/revoke` (RFC 7009): a refresh token ends its whole grant; unknown tokens are not an error. */
@@ -273,8 +273,7 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
           yield* repo.expireToken(hash)
           yield* verifier.forgetGrant(grant.id)
         }
-      },
-      (effect) => Effect.catchTag(effect, "SqlError", Effect.die)
+      }
     )
 
     return { validate, approve, deny, token, revoke, revokeFamily } as const

@@ -153,11 +153,11 @@ export class Clients extends Effect.Service<Clients>()("oauth/Clients", {
     const resolve = (id: string): Effect.Effect<ClientRow, OAuthError, never> =>
       Effect.gen(function*() {
         if (id === "" || id.length > 2000) return yield* OAuthError.of("invalid_client", "Unknown `client_id`.")
-        const row = yield* repo.findClient(id).pipe(Effect.orDie)
+        const row = yield* repo.findClient(id)
         const fresh = row !== undefined &&
           (row.kind === "registered" || Date.now() - (row.fetched_at?.getTime() ?? 0) < METADATA_FRESH_MS)
         if (fresh) return row
-        if (isMetadataDocumentId(id)) return yield* fromDocument(id).pipe(Effect.catchTag("SqlError", Effect.die))
+        if (isMetadataDocumentId(id)) return yield* fromDocument(id)
         return yield* OAuthError.of("invalid_client", "Unknown `client_id`: register the client at /oauth/register.")
       })
 

@@ -4,7 +4,6 @@ import { Api } from "../../schema/Api.js"
 import { BadRequest, NotFound } from "../../schema/Errors.js"
 import { OAuthAuthorization, type OAuthGrantId } from "../../schema/OAuth.js"
 import { Principal } from "../../schema/Security.js"
-import { orDieOnSql } from "../http/orDieOnSql.js"
 import { AuthorizationServer } from "./AuthorizationServer.js"
 import { OAuthLive } from "./OAuthLive.js"
 import { type GrantRow, OAuthRepo } from "./OAuthRepo.js"
@@ -40,7 +39,7 @@ export const OAuthHttpLive = HttpApiBuilder.group(Api, "oauth", (handlers) =>
           const { organizationId, userId } = yield* userOf
           const items = (yield* repo.listGrants(organizationId, userId)).map(toAuthorization)
           return { items, total: items.length }
-        }).pipe(orDieOnSql))
+        }))
       .handle("revokeAuthorization", ({ path }) =>
         Effect.gen(function*() {
           const { organizationId, userId } = yield* userOf
@@ -50,5 +49,5 @@ export const OAuthHttpLive = HttpApiBuilder.group(Api, "oauth", (handlers) =>
           }
           yield* server.revokeFamily(grant.id)
           return toAuthorization((yield* repo.findGrant(grant.id))!)
-        }).pipe(orDieOnSql))
+        }))
   })).pipe(Layer.provide(OAuthLive))

@@ -66,7 +66,10 @@ export interface SessionRow {
   readonly ended_at: Date | null
 }
 
-/** Storage of the authorization server and MCP sessions. Secrets arrive here already hashed. */
+/**
+ * Storage of the authorization server and MCP sessions. Secrets arrive here already hashed. A failed statement is
+ * a defect (but see `findAccess`).
+ */
 export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* PgClient.PgClient
@@ -80,15 +83,15 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
         ON CONFLICT (id) DO UPDATE SET name = excluded.name, client_uri = excluded.client_uri,
           redirect_uris = excluded.redirect_uris, scope = excluded.scope, fetched_at = excluded.fetched_at
           WHERE oauth_clients.kind = 'metadata_document'
-        RETURNING *`.pipe(Effect.map(first))
+        RETURNING *`.pipe(Effect.map(first), Effect.orDie)
 
     const findClient = (id: string) =>
-      sql<ClientRow>`SELECT * FROM oauth_clients WHERE id = ${id}`.pipe(Effect.map(first))
+      sql<ClientRow>`SELECT * FROM oauth_clients WHERE id = ${id}`.pipe(Effect.map(first), Effect.orDie)
 
     const findPassword = (email: string) =>
       sql<{ user_id: UserId; email: string; hash: string }>`
         SELECT u.id AS user_id, u.email, p.hash FROM users u JOIN user_passwords p ON p.user_id = u.id
-        WHERE lower(u.email) = lower(${email})`.pipe(Effect.map(first))
+        WHERE lower(u.email) = lower(${email})`.pipe(Effect.map(first), Effect.orDie)
 
     /** `false` when no user has this e-mail. */
     const setPassword = (email: string, hash: string) =>
@@ -96,29 +99,33 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
         INSERT INTO user_passwords (user_id, hash)
         SELECT id, ${hash} FROM users WHERE lower(email) = lower(${email})
         ON CONFLICT (user_id) DO UPDATE SET hash = excluded.hash, updated_at = now()
-        RETURNING user_id`.pipe(Effect.map((rows) => rows.length === 1))
+        RETURNING user_id`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
 
     const insertWebSession = (hash: Uint8Array, userId: UserId, expires: Date) =>
-      sql`INSERT INTO web_sessions (id_hash, user_id, expires_at) VALUES (${hash}, ${userId}, ${expires})`
+      sql`INSERT INTO web_sessions (id_hash, user_id, expires_at) VALUES (${hash}, ${userId}, ${expires})`.pipe(
+        Effect.asVoid,
+        Effect.orDie
+      )
 
     const findWebSession = (hash: Uint8Array) =>
       sql<{ user_id: UserId; email: string; name: string | null }>`
         SELECT u.id AS user_id, u.email, u.name FROM web_sessions s JOIN users u ON u.id = s.user_id
-        WHERE s.id_hash = ${hash} AND s.expires_at > now()`.pipe(Effect.map(first))
+        WHERE s.id_hash = ${hash} AND s.expires_at > now()`.pipe(Effect.map(first), Effect.orDie)
 
-    const deleteWebSession = (hash: Uint8Array) => sql`DELETE FROM web_sessions WHERE id_hash = ${hash}`
+    const deleteWebSession = (hash: Uint8Array) =>
+      sql`DELETE FROM web_sessions WHERE id_hash = ${hash}`.pipe(Effect.asVoid, Effect.orDie)
 
     const organizationsOf = (userId: UserId) =>
       sql<{ id: OrganizationId; name: string; role: Role }>`
         SELECT o.id, o.name, m.role FROM memberships m JOIN organizations o ON o.id = m.organization_id
-        WHERE m.user_id = ${userId} ORDER BY o.name, o.id`
+        WHERE m.user_id = ${userId} ORDER BY o.name, o.id`.pipe(Effect.orDie)
 
     const insertCode = (hash: Uint8Array, c: Omit<CodeRow, "grant_id">) =>
       sql`
         INSERT INTO oauth_codes (code_hash, client_id, organization_id, user_id, redirect_uri, code_challenge,
                                  resource, scope, expires_at)
         VALUES (${hash}, ${c.client_id}, ${c.organization_id}, ${c.user_id}, ${c.redirect_uri}, ${c.code_challenge},
-                ${c.resource}, ${c.scope}, ${c.expires_at})`
+                ${c.resource}, ${c.scope}, ${c.expires_at})`.pipe(Effect.asVoid, Effect.orDie)
 
     /** The code on its first use only; `replayed` when it was used before (its grant is then revoked). */
     const consumeCode = (hash: Uint8Array) =>
@@ -128,58 +135,70 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
         if (fresh[0] !== undefined) return { code: fresh[0], replayed: false } as const
         const used = yield* sql<CodeRow>`SELECT * FROM oauth_codes WHERE code_hash = ${hash}`
         return { code: used[0], replayed: used[0] !== undefined } as const
-      })
+      }).pipe(Effect.orDie)
 
     const attachGrant = (hash: Uint8Array, grantId: string) =>
-      sql`UPDATE oauth_codes SET grant_id = ${grantId} WHERE code_hash = ${hash}`
+      sql`UPDATE oauth_codes SET grant_id = ${grantId} WHERE code_hash = ${hash}`.pipe(Effect.asVoid, Effect.orDie)
 
     const insertGrant = (g: Omit<GrantRow, "created_at" | "last_used_at" | "revoked_at" | "client_name">) =>
       sql`
         INSERT INTO oauth_grants (id, client_id, organization_id, user_id, resource, scope)
-        VALUES (${g.id}, ${g.client_id}, ${g.organization_id}, ${g.user_id}, ${g.resource}, ${g.scope})`
+        VALUES (${g.id}, ${g.client_id}, ${g.organization_id}, ${g.user_id}, ${g.resource}, ${g.scope})`.pipe(
+        Effect.asVoid,
+        Effect.orDie
+      )
 
     const grantColumns = sql`g.*, c.name AS client_name`
 
     const findGrant = (id: string) =>
       sql<GrantRow>`
         SELECT ${grantColumns} FROM oauth_grants g JOIN oauth_clients c ON c.id = g.client_id
-        WHERE g.id = ${id}`.pipe(Effect.map(first))
+        WHERE g.id = ${id}`.pipe(Effect.map(first), Effect.orDie)
 
     const listGrants = (organizationId: OrganizationId, userId: UserId) =>
       sql<GrantRow>`
         SELECT ${grantColumns} FROM oauth_grants g JOIN oauth_clients c ON c.id = g.client_id
         WHERE g.organization_id = ${organizationId} AND g.user_id = ${userId}
-        ORDER BY g.created_at DESC, g.id`
+        ORDER BY g.created_at DESC, g.id`.pipe(Effect.orDie)
 
     const revokeGrant = (id: string) =>
-      sql`UPDATE oauth_grants SET revoked_at = coalesce(revoked_at, now()) WHERE id = ${id}`
+      sql`UPDATE oauth_grants SET revoked_at = coalesce(revoked_at, now()) WHERE id = ${id}`.pipe(
+        Effect.asVoid,
+        Effect.orDie
+      )
 
     const insertToken = (hash: Uint8Array, kind: "access" | "refresh", grantId: string, expires: Date) =>
       sql`
         INSERT INTO oauth_tokens (token_hash, kind, grant_id, expires_at)
-        VALUES (${hash}, ${kind}, ${grantId}, ${expires})`
+        VALUES (${hash}, ${kind}, ${grantId}, ${expires})`.pipe(Effect.asVoid, Effect.orDie)
 
     /** A refresh token as it stands, without using it: `used` when it was rotated out already. */
     const findRefreshToken = (hash: Uint8Array) =>
       sql<{ grant_id: string; expires_at: Date; used: boolean }>`
         SELECT grant_id, expires_at, used_at IS NOT NULL AS used FROM oauth_tokens
-        WHERE token_hash = ${hash} AND kind = 'refresh'`.pipe(Effect.map(first))
+        WHERE token_hash = ${hash} AND kind = 'refresh'`.pipe(Effect.map(first), Effect.orDie)
 
     /** Uses a refresh token once: `false` when it was used already (a concurrent refresh got there first). */
     const consumeRefreshToken = (hash: Uint8Array) =>
       sql`
         UPDATE oauth_tokens SET used_at = now()
         WHERE token_hash = ${hash} AND kind = 'refresh' AND used_at IS NULL RETURNING 1`.pipe(
-        Effect.map((rows) => rows.length === 1)
+        Effect.map((rows) => rows.length === 1),
+        Effect.orDie
       )
 
     const findToken = (hash: Uint8Array) =>
       sql<{ kind: "access" | "refresh"; grant_id: string }>`
-        SELECT kind, grant_id FROM oauth_tokens WHERE token_hash = ${hash}`.pipe(Effect.map(first))
+        SELECT kind, grant_id FROM oauth_tokens WHERE token_hash = ${hash}`.pipe(Effect.map(first), Effect.orDie)
 
     const expireToken = (hash: Uint8Array) =>
-      sql`UPDATE oauth_tokens SET expires_at = least(expires_at, now()) WHERE token_hash = ${hash}`
+      sql`UPDATE oauth_tokens SET expires_at = least(expires_at, now()) WHERE token_hash = ${hash}`.pipe(
+        Effect.asVoid,
+        Effect.orDie
+      )
 
+    // findAccess and the MCP session statements below still fail with SqlError: src/mcp/McpProtocol.ts catches
+    // it by tag, which stops compiling once nothing fails with it. Add Effect.orDie to them when it stops.
     const findAccess = (hash: Uint8Array) =>
       sql<AccessRow>`
         SELECT g.id AS grant_id, g.client_id, g.organization_id, g.user_id, u.email, g.resource, g.scope,
@@ -189,7 +208,8 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
         LEFT JOIN memberships m ON m.organization_id = g.organization_id AND m.user_id = g.user_id
         WHERE t.token_hash = ${hash} AND t.kind = 'access'`.pipe(Effect.map(first))
 
-    const touchGrant = (id: string) => sql`UPDATE oauth_grants SET last_used_at = now() WHERE id = ${id}`
+    const touchGrant = (id: string) =>
+      sql`UPDATE oauth_grants SET last_used_at = now() WHERE id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
 
     const insertSession = (hash: Uint8Array, s: Omit<SessionRow, "ended_at">, clientInfo: unknown) =>
       sql`
@@ -205,7 +225,8 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
     const endSession = (hash: Uint8Array) =>
       sql`UPDATE mcp_sessions SET ended_at = coalesce(ended_at, now()) WHERE id_hash = ${hash}`
 
-    const touchSession = (hash: Uint8Array) => sql`UPDATE mcp_sessions SET last_seen_at = now() WHERE id_hash = ${hash}`
+    const touchSession = (hash: Uint8Array) =>
+      sql`UPDATE mcp_sessions SET last_seen_at = now() WHERE id_hash = ${hash}`.pipe(Effect.asVoid, Effect.orDie)
 
     return {
       insertClient,

@@ -119,7 +119,7 @@ export const OAuthRoutes = Layer.effectDiscard(
           Effect.map((created) => json(created, 201, NO_STORE)),
           Effect.catchTag("OAuthError", oauthError)
         )
-      }).pipe(Effect.catchTag("SqlError", Effect.die)))
+      }))
 
     yield* router.add("GET", PATHS.authorize, (request) => {
       const query = new URL(request.url, "http://x").search

@@ -1,34 +1,16 @@
-import { PgClient } from "@effect/sql-pg"
+import { SqlClient } from "@effect/sql"
 import { Config, Duration, Effect } from "effect"
-import * as Crypto from "node:crypto"
 import { startRun, TaskEntity } from "../../cluster/TaskEntity.js"
 import { Conflict, NotFound } from "../../schema/Errors.js"
-import type { AgentId, OrganizationId, TaskId } from "../../schema/Ids.js"
+import type { TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
-import { Approval, type ApprovalCondition, type ApprovalId } from "../../schema/Skills.js"
+import { Approval, type ApprovalCondition } from "../../schema/Skills.js"
 import { actorOf, AuditLog } from "../audit/AuditLog.js"
+import { transactionIn } from "../db/Transaction.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
+import { ApprovalRepo, type ApprovalRequest, type ApprovalRow } from "./ApprovalRepo.js"
 import { isUuid } from "./Skills.js"
-
-export interface ApprovalRow {
-  readonly id: ApprovalId
-  readonly organization_id: OrganizationId
-  readonly task_id: TaskId
-  readonly step_key: string
-  readonly agent_id: string
-  readonly skill_id: string | null
-  readonly tool: string
-  readonly connection_id: string
-  readonly operation_id: string
-  readonly arguments: unknown
-  readonly status: "pending" | "approved" | "rejected" | "expired"
-  readonly requested_at: Date
-  readonly expires_at: Date
-  readonly decided_at: Date | null
-  readonly decided_by: unknown
-  readonly reason: string | null
-}
 
 const toApproval = (row: ApprovalRow) =>
   new Approval({
@@ -89,68 +71,27 @@ export const approvalTimeoutConfig = Config.duration("SWITCHYARD_APPROVAL_TIMEOU
  */
 export class Approvals extends Effect.Service<Approvals>()("skills/Approvals", {
   effect: Effect.gen(function*() {
-    const sql = yield* PgClient.PgClient
+    const repo = yield* ApprovalRepo
+    const transaction = transactionIn(yield* SqlClient.SqlClient)
     const audit = yield* AuditLog
     const client = yield* TaskEntity.client
     const timeout = yield* approvalTimeoutConfig
 
-    const forStep = (taskId: TaskId, stepKey: string) =>
-      sql<ApprovalRow>`SELECT * FROM approvals WHERE task_id = ${taskId} AND step_key = ${stepKey}`.pipe(
-        Effect.map(([row]): ApprovalRow | undefined => row)
-      )
+    const forStep = repo.forStep
 
-    /** Records the request (once per step), its thread event, and pauses the task: one statement. */
-    const request = (r: {
-      organizationId: OrganizationId
-      taskId: TaskId
-      stepKey: string
-      agentId: AgentId
-      skillId: string | null
-      tool: string
-      connectionId: string
-      operationId: string
-      arguments: unknown
-      user: unknown
-    }) => {
-      const id = Crypto.randomUUID()
-      return sql`
-        WITH approval AS (
-          INSERT INTO approvals (id, organization_id, task_id, step_key, agent_id, skill_id, tool, connection_id,
-            operation_id, arguments, status, expires_at)
-          VALUES (${id}, ${r.organizationId}, ${r.taskId}, ${r.stepKey}, ${r.agentId}::uuid, ${r.skillId}::uuid,
-            ${r.tool}, ${r.connectionId}::uuid, ${r.operationId}, ${JSON.stringify(r.arguments ?? null)}::jsonb,
-            'pending', now() + make_interval(secs => ${Duration.toSeconds(timeout)}))
-          ON CONFLICT (task_id, step_key) DO NOTHING
-          RETURNING id
-        ),
-        event AS (
-          INSERT INTO task_events (task_id, seq, type, step_key, data)
-          SELECT ${r.taskId}, coalesce((SELECT max(seq) FROM task_events WHERE task_id = ${r.taskId}), 0) + 1,
-            'approval_requested', ${`a:${r.stepKey}`},
-            jsonb_build_object('approval_id', approval.id, 'name', ${r.tool}::text, 'arguments',
-              ${JSON.stringify(r.arguments ?? null)}::jsonb, 'skill_id', ${r.skillId}::text, 'user',
-              ${JSON.stringify(r.user)}::jsonb)
-          FROM approval
-          ON CONFLICT DO NOTHING
-        )
-        UPDATE tasks SET status = 'waiting_approval'
-        WHERE id = ${r.taskId} AND status = 'executing'`
-    }
+    /** Records the request (once per step), its thread event, and pauses the task. */
+    const request = (r: ApprovalRequest) => repo.request(r, timeout)
 
     /** Goes back to waiting: the run found its request still undecided. */
-    const pause = (taskId: TaskId) =>
-      sql`UPDATE tasks SET status = 'waiting_approval' WHERE id = ${taskId} AND status = 'executing'`
+    const pause = repo.pause
 
     const resume = (taskId: TaskId) => startRun(client, taskId, "2 seconds")
 
     const find = (principal: Principal, id: string) =>
       Effect.flatMap(
-        isUuid(id)
-          ? sql<
-            ApprovalRow
-          >`SELECT * FROM approvals WHERE id = ${id}::uuid AND organization_id = ${principal.organizationId}`
-          : Effect.succeed([]),
-        ([row]) => row === undefined ? Effect.fail(NotFound.of("Approval", id)) : Effect.succeed(row)
+        isUuid(id) ? repo.find(principal.organizationId, id) : Effect.succeed(undefined),
+        (row): Effect.Effect<ApprovalRow, NotFound> =>
+          row === undefined ? Effect.fail(NotFound.of("Approval", id)) : Effect.succeed(row)
       )
 
     const decide = (principal: Principal, id: string, status: "approved" | "rejected", reason: string | undefined) =>
@@ -161,21 +102,9 @@ export class Approvals extends Effect.Service<Approvals>()("skills/Approvals", {
           return yield* Conflict.of(`This request was ${current.status} already.`, "approval_decided")
         }
         const by = actorOf(principal)
-        const decided = yield* sql.withTransaction(Effect.gen(function*() {
-          const [row] = yield* sql<ApprovalRow>`
-            UPDATE approvals SET status = ${status}, decided_at = now(), decided_by = ${JSON.stringify(by)}::jsonb,
-              reason = ${reason ?? null}
-            WHERE id = ${current.id} AND status = 'pending' RETURNING *`
+        const decided = yield* transaction(Effect.gen(function*() {
+          const row = yield* repo.decide(current.id, status, by, reason ?? null)
           if (row === undefined) return undefined
-          yield* sql`
-            WITH event AS (
-              INSERT INTO task_events (task_id, seq, type, step_key, data)
-              SELECT ${row.task_id}, coalesce(max(seq), 0) + 1, 'approval_decided', ${`d:${row.step_key}`},
-                ${JSON.stringify({ approval_id: row.id, status, by, reason: reason ?? null })}::jsonb
-              FROM task_events WHERE task_id = ${row.task_id}
-              ON CONFLICT DO NOTHING
-            )
-            UPDATE tasks SET status = 'executing' WHERE id = ${row.task_id} AND status = 'waiting_approval'`
           yield* audit.record(principal, {
             action: status === "approved" ? "APPROVE_TOOL_CALL" : "REJECT_TOOL_CALL",
             targets: [{ type: "approval", id: row.id, name: row.tool }, { type: "task", id: row.task_id }],
@@ -198,27 +127,20 @@ export class Approvals extends Effect.Service<Approvals>()("skills/Approvals", {
       const after = yield* positionOf(f.cursor)
       if (f.task_id !== undefined && !isUuid(f.task_id)) return { items: [], next_cursor: null }
       const limit = f.limit ?? 50
-      const rows = yield* sql<ApprovalRow>`
-        SELECT * FROM approvals WHERE organization_id = ${principal.organizationId}
-        ${f.status === undefined ? sql`` : sql`AND status = ${f.status}`}
-        ${f.task_id === undefined ? sql`` : sql`AND task_id = ${f.task_id}::uuid`}
-        ${after === undefined ? sql`` : sql`AND (requested_at, id) < (${after.at}, ${after.id}::uuid)`}
-        ORDER BY requested_at DESC, id DESC LIMIT ${limit + 1}`
+      const rows = yield* repo.list(principal.organizationId, {
+        status: f.status,
+        taskId: f.task_id,
+        after,
+        limit: limit + 1
+      })
       return pageOf(rows, limit, (row) => row.requested_at, toApproval)
     })
 
     /** Requests past their time: expired, and their tasks started again (to end in `error`, documented). */
     const expireDue = Effect.gen(function*() {
-      const rows = yield* sql<{ task_id: TaskId }>`
-        WITH expired AS (
-          UPDATE approvals SET status = 'expired', decided_at = now()
-          WHERE status = 'pending' AND expires_at < now() RETURNING task_id
-        )
-        UPDATE tasks SET status = 'executing' FROM expired
-        WHERE tasks.id = expired.task_id AND tasks.status = 'waiting_approval'
-        RETURNING tasks.id AS task_id`
-      yield* Effect.forEach(rows, (r) => resume(r.task_id), { discard: true })
-      return rows.length
+      const taskIds = yield* repo.expireDue
+      yield* Effect.forEach(taskIds, resume, { discard: true })
+      return taskIds.length
     })
 
     return {
@@ -233,5 +155,5 @@ export class Approvals extends Effect.Service<Approvals>()("skills/Approvals", {
       timeout
     } as const
   }),
-  dependencies: [AuditLog.Default]
+  dependencies: [ApprovalRepo.Default, AuditLog.Default]
 }) {}

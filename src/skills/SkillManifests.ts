@@ -1,4 +1,3 @@
-import { PgClient } from "@effect/sql-pg"
 import { Effect, Either, ParseResult, Schema } from "effect"
 import * as Yaml from "yaml"
 import { BadRequest } from "../../schema/Errors.js"
@@ -14,6 +13,7 @@ import {
   SkillVisibility
 } from "../../schema/Skills.js"
 import { ConnectorCatalog } from "../connectors/ConnectorCatalog.js"
+import { ConnectorRepo } from "../connectors/ConnectorRepo.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { isUuid, Skills } from "./Skills.js"
 
@@ -112,22 +112,15 @@ export const parseManifest = (text: string) => {
  */
 export class SkillManifests extends Effect.Service<SkillManifests>()("skills/SkillManifests", {
   effect: Effect.gen(function*() {
-    const sql = yield* PgClient.PgClient
+    const connectors = yield* ConnectorRepo
     const skills = yield* Skills
     const catalog = yield* ConnectorCatalog
 
     const connectorByName = (principal: Principal, name: string) =>
-      sql<{ id: ConnectorId }>`
-        SELECT id FROM connectors WHERE (organization_id = ${principal.organizationId} OR built_in)
-          AND lower(name) = lower(${name}) AND archived_at IS NULL
-        ORDER BY built_in, created_at LIMIT 1`.pipe(Effect.map(([row]) => row?.id))
+      connectors.findConnectorIdByName(principal.organizationId, name)
 
     const connectionByName = (principal: Principal, connectorId: ConnectorId, name: string) =>
-      sql<{ id: ConnectionId }>`
-        SELECT id FROM connections WHERE organization_id = ${principal.organizationId} AND connector_id = ${connectorId}
-          AND lower(name) = lower(${name}) AND deleted_at IS NULL
-          AND (access_scope = 'organizational' OR owner_user_id = ${principal.userId})
-        ORDER BY created_at LIMIT 1`.pipe(Effect.map(([row]) => row?.id))
+      connectors.findConnectionIdByName(principal.organizationId, connectorId, name, principal.userId)
 
     const publish = Effect.fn("SkillManifests.publish")(
       function*(principal: Principal, upload: typeof ManifestUpload.Type) {

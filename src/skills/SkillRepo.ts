@@ -1,7 +1,9 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
+import { Conflict } from "../../schema/Errors.js"
 import type { AgentId, OrganizationId, TaskId, UserId } from "../../schema/Ids.js"
 import type { SkillAction, SkillId, SkillStatus, SkillVisibility, VisibilityMode } from "../../schema/Skills.js"
+import { isUniqueViolation } from "../db/UniqueViolation.js"
 
 export interface SkillRow {
   readonly id: SkillId
@@ -37,6 +39,10 @@ export interface ViolationRow {
 /** A PostgreSQL array literal of UUIDs (checked as UUIDs before they get here). */
 const uuidArray = (ids: ReadonlyArray<string>) => `{${ids.join(",")}}`
 
+export const skillNameTaken = (name: string) =>
+  Conflict.of(`A skill named '${name}' exists already; skill names are unique in an organization.`, "skill_name_taken")
+
+/** Skills, their attachments and violations. A name taken in a race is a `Conflict`; other failures are defects. */
 export class SkillRepo extends Effect.Service<SkillRepo>()("skills/SkillRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* PgClient.PgClient
@@ -65,17 +71,22 @@ export class SkillRepo extends Effect.Service<SkillRepo>()("skills/SkillRepo", {
           INSERT INTO skill_versions (skill_id, version, name, description, actions, created_by)
           SELECT id, 1, name, description, actions, owner_id FROM skill
         )
-        SELECT * FROM skill`.pipe(Effect.map(([row]) => row!))
+        SELECT * FROM skill`.pipe(
+        Effect.map(([row]) => row!),
+        // two creations of one name at once: the unique index decides
+        Effect.catchTag("SqlError", (e) => isUniqueViolation(e) ? skillNameTaken(s.name) : Effect.die(e))
+      )
 
     const find = (organizationId: OrganizationId, id: string) =>
       sql<SkillRow>`SELECT * FROM skills WHERE id = ${id}::uuid AND organization_id = ${organizationId}`.pipe(
-        Effect.map(([row]): SkillRow | undefined => row)
+        Effect.map(([row]): SkillRow | undefined => row),
+        Effect.orDie
       )
 
     const findByName = (organizationId: OrganizationId, name: string) =>
       sql<SkillRow>`
         SELECT * FROM skills WHERE organization_id = ${organizationId} AND lower(name) = lower(${name})
-          AND status <> 'archived'`.pipe(Effect.map(([row]): SkillRow | undefined => row))
+          AND status <> 'archived'`.pipe(Effect.map(([row]): SkillRow | undefined => row), Effect.orDie)
 
     /**
      * Skills a caller may see, newest first: with `viewer` null, all of the organization's; otherwise the
@@ -101,7 +112,7 @@ export class SkillRepo extends Effect.Service<SkillRepo>()("skills/SkillRepo", {
       }
         ${f.status === undefined ? sql`` : sql`AND s.status = ${f.status}`}
         ${f.after === undefined ? sql`` : sql`AND (s.created_at, s.id) < (${f.after.at}, ${f.after.id}::uuid)`}
-        ORDER BY s.created_at DESC, s.id DESC LIMIT ${f.limit}`
+        ORDER BY s.created_at DESC, s.id DESC LIMIT ${f.limit}`.pipe(Effect.orDie)
 
     /** A new version: name, description or actions changed. */
     const updateContent = (
@@ -123,7 +134,10 @@ export class SkillRepo extends Effect.Service<SkillRepo>()("skills/SkillRepo", {
           INSERT INTO skill_versions (skill_id, version, name, description, actions, created_by)
           SELECT id, version, name, description, actions, ${by}::uuid FROM skill
         )
-        SELECT * FROM skill`.pipe(Effect.map(([row]): SkillRow | undefined => row))
+        SELECT * FROM skill`.pipe(
+        Effect.map(([row]): SkillRow | undefined => row),
+        Effect.catchTag("SqlError", (e) => isUniqueViolation(e) ? skillNameTaken(c.name) : Effect.die(e))
+      )
 
     const setAccess = (
       organizationId: OrganizationId,
@@ -134,7 +148,8 @@ export class SkillRepo extends Effect.Service<SkillRepo>()("skills/SkillRepo", {
       sql<SkillRow>`
         UPDATE skills SET visibility = ${visibility}, allowlist = ${uuidArray(allowlist)}::uuid[], updated_at = now()
         WHERE id = ${id} AND organization_id = ${organizationId} RETURNING *`.pipe(
-        Effect.map(([row]): SkillRow | undefined => row)
+        Effect.map(([row]): SkillRow | undefined => row),
+        Effect.orDie
       )
 
     const setStatus = (organizationId: OrganizationId, id: SkillId, status: SkillStatus) =>
@@ -142,7 +157,8 @@ export class SkillRepo extends Effect.Service<SkillRepo>()("skills/SkillRepo", {
         UPDATE skills SET status = ${status}, updated_at = now(),
           published_at = CASE WHEN ${status} = 'published' THEN coalesce(published_at, now()) ELSE published_at END
         WHERE id = ${id} AND organization_id = ${organizationId} RETURNING *`.pipe(
-        Effect.map(([row]): SkillRow | undefined => row)
+        Effect.map(([row]): SkillRow | undefined => row),
+        Effect.orDie
       )
 
     /** Whether `userId` created one of these agents. */
@@ -150,25 +166,27 @@ export class SkillRepo extends Effect.Service<SkillRepo>()("skills/SkillRepo", {
       sql<{ n: number }>`
         SELECT count(*)::int AS n FROM agents
         WHERE id = ANY(${uuidArray(agentIds)}::uuid[]) AND created_by = ${userId} AND deleted_at IS NULL`.pipe(
-        Effect.map(([row]) => (row?.n ?? 0) > 0)
+        Effect.map(([row]) => (row?.n ?? 0) > 0),
+        Effect.orDie
       )
 
     const attach = (agentId: AgentId, skillId: SkillId, by: UserId | null) =>
       sql`
         INSERT INTO agent_skills (agent_id, skill_id, attached_by) VALUES (${agentId}, ${skillId}, ${by})
-        ON CONFLICT DO NOTHING`
+        ON CONFLICT DO NOTHING`.pipe(Effect.asVoid, Effect.orDie)
 
     const detach = (agentId: AgentId, skillId: SkillId) =>
       sql<{ skill_id: string }>`
         DELETE FROM agent_skills WHERE agent_id = ${agentId} AND skill_id = ${skillId} RETURNING skill_id`.pipe(
-        Effect.map((rows) => rows.length > 0)
+        Effect.map((rows) => rows.length > 0),
+        Effect.orDie
       )
 
     /** The skills attached to an agent, as they are now. */
     const attachedTo = (agentId: string) =>
       sql<AttachmentRow>`
         SELECT s.*, a.attached_at FROM agent_skills a JOIN skills s ON s.id = a.skill_id
-        WHERE a.agent_id = ${agentId}::uuid ORDER BY a.attached_at, s.id`
+        WHERE a.agent_id = ${agentId}::uuid ORDER BY a.attached_at, s.id`.pipe(Effect.orDie)
 
     const recordViolation = (v: {
       organizationId: OrganizationId
@@ -183,7 +201,7 @@ export class SkillRepo extends Effect.Service<SkillRepo>()("skills/SkillRepo", {
       sql`
         INSERT INTO skill_violations (organization_id, skill_id, agent_id, task_id, kind, tool, mode, actor)
         VALUES (${v.organizationId}, ${v.skillId}::uuid, ${v.agentId}::uuid, ${v.taskId}, ${v.kind}, ${v.tool},
-          ${v.mode}, ${JSON.stringify(v.actor)}::jsonb)`
+          ${v.mode}, ${JSON.stringify(v.actor)}::jsonb)`.pipe(Effect.asVoid, Effect.orDie)
 
     const violations = (organizationId: OrganizationId, f: {
       skillId?: string | undefined
@@ -197,7 +215,7 @@ export class SkillRepo extends Effect.Service<SkillRepo>()("skills/SkillRepo", {
         ${f.skillId === undefined ? sql`` : sql`AND skill_id = ${f.skillId}::uuid`}
         ${f.agentId === undefined ? sql`` : sql`AND agent_id = ${f.agentId}::uuid`}
         ${f.before === undefined ? sql`` : sql`AND id < ${f.before}::bigint`}
-        ORDER BY id DESC LIMIT ${f.limit}`
+        ORDER BY id DESC LIMIT ${f.limit}`.pipe(Effect.orDie)
 
     return {
       insert,

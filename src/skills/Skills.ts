@@ -1,8 +1,7 @@
 import { SqlClient } from "@effect/sql"
-import type { SqlError } from "@effect/sql/SqlError"
 import { Config, Effect } from "effect"
 import * as Crypto from "node:crypto"
-import { BadRequest, Conflict, Forbidden, NotFound } from "../../schema/Errors.js"
+import { BadRequest, Forbidden, NotFound } from "../../schema/Errors.js"
 import { roleAtLeast } from "../../schema/Identity.js"
 import type { AgentId, ConnectionId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
@@ -17,13 +16,13 @@ import {
   type UpdateSkill,
   type VisibilityMode
 } from "../../schema/Skills.js"
-import { isUniqueViolation } from "../access/GroupRepo.js"
 import { AgentRepo, type AgentRow } from "../agents/AgentRepo.js"
 import { actorOf, AuditLog } from "../audit/AuditLog.js"
 import { Connections } from "../connectors/Connections.js"
+import { transactionIn } from "../db/Transaction.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
-import { SkillRepo, type SkillRow } from "./SkillRepo.js"
+import { skillNameTaken, SkillRepo, type SkillRow } from "./SkillRepo.js"
 
 /** What the runtime filter needs of an attached skill (a read of its own, or the run's start statement). */
 export type AttachedRow = Pick<SkillRow, "id" | "status" | "visibility" | "owner_id" | "allowlist" | "actions">
@@ -81,7 +80,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
     const agents = yield* AgentRepo
     const connections = yield* Connections
     const audit = yield* AuditLog
-    const sql = yield* SqlClient.SqlClient
+    const transaction = transactionIn(yield* SqlClient.SqlClient)
     const mode: VisibilityMode = yield* visibilityModeConfig
 
     const isAdmin = (p: Principal) => roleAtLeast(p.role, "admin")
@@ -101,14 +100,6 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
         if (row === undefined || !(yield* mayView(principal, row))) return yield* NotFound.of("Skill", id)
         return row
       })
-
-    const nameTaken = (name: string) =>
-      Effect.fail(
-        Conflict.of(
-          `A skill named '${name}' exists already; skill names are unique in an organization.`,
-          "skill_name_taken"
-        )
-      )
 
     const mayChange = (p: Principal, row: SkillRow, what: string) =>
       isAdmin(p) || (p.userId !== null && row.owner_id === p.userId)
@@ -146,8 +137,8 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
       yield* checkActions(principal, input.actions)
       yield* checkAllowlist(principal, input.allowlist)
       const existing = yield* repo.findByName(principal.organizationId, input.name)
-      if (existing !== undefined) return yield* nameTaken(input.name)
-      const row = yield* sql.withTransaction(Effect.gen(function*() {
+      if (existing !== undefined) return yield* skillNameTaken(input.name)
+      const row = yield* transaction(Effect.gen(function*() {
         const row = yield* repo.insert({
           id: Crypto.randomUUID() as SkillId,
           organization_id: principal.organizationId,
@@ -165,10 +156,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
           details: { visibility: row.visibility, allowlist: row.allowlist }
         })
         return row
-      })).pipe(
-        // two creations of one name at once: the unique index decides
-        Effect.catchIf(isUniqueViolation, () => nameTaken(input.name))
-      )
+      }))
       return toSkill(row)
     })
 
@@ -203,9 +191,9 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
       if (input.actions !== undefined) yield* checkActions(principal, input.actions)
       if (input.name !== undefined && input.name.toLowerCase() !== row.name.toLowerCase()) {
         const taken = yield* repo.findByName(principal.organizationId, input.name)
-        if (taken !== undefined) return yield* nameTaken(input.name)
+        if (taken !== undefined) return yield* skillNameTaken(input.name)
       }
-      const updated = yield* sql.withTransaction(Effect.gen(function*() {
+      const updated = yield* transaction(Effect.gen(function*() {
         const next = yield* repo.updateContent(principal.organizationId, row.id, {
           name: input.name ?? row.name,
           description: input.description ?? row.description,
@@ -217,7 +205,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
           details: { version: next!.version }
         })
         return next!
-      })).pipe(Effect.catchIf(isUniqueViolation, () => nameTaken(input.name ?? row.name)))
+      }))
       return toSkill(updated)
     })
 
@@ -233,7 +221,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
         )
       }
       yield* checkAllowlist(principal, input.allowlist)
-      const updated = yield* sql.withTransaction(Effect.gen(function*() {
+      const updated = yield* transaction(Effect.gen(function*() {
         const next = yield* repo.setAccess(principal.organizationId, row.id, input.visibility, input.allowlist)
         yield* audit.record(principal, {
           action: "UPDATE_SKILL_ACCESS",
@@ -257,7 +245,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
         if (row.status === "archived") {
           return yield* BadRequest.of("An archived skill stays archived.", undefined, "skill_archived")
         }
-        const updated = yield* sql.withTransaction(Effect.gen(function*() {
+        const updated = yield* transaction(Effect.gen(function*() {
           const next = yield* repo.setStatus(principal.organizationId, row.id, status)
           yield* audit.record(principal, {
             action: status === "published" ? "PUBLISH_SKILL" : "ARCHIVE_SKILL",
@@ -313,7 +301,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
           "skill_not_allowed"
         )
       }
-      yield* sql.withTransaction(Effect.gen(function*() {
+      yield* transaction(Effect.gen(function*() {
         yield* repo.attach(agent.id, skill.id, principal.userId)
         if (!allowed && mode === "report") {
           yield* repo.recordViolation({
@@ -343,7 +331,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
     const detach = Effect.fn("Skills.detach")(function*(principal: Principal, agentId: string, skillId: string) {
       const agent = yield* managedAgent(principal, agentId)
       if (!isUuid(skillId)) return yield* NotFound.of("Skill", skillId)
-      const removed = yield* sql.withTransaction(Effect.gen(function*() {
+      const removed = yield* transaction(Effect.gen(function*() {
         const removed = yield* repo.detach(agent.id, skillId as SkillId)
         if (removed) {
           yield* audit.record(principal, {
@@ -375,7 +363,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
     const toolsFor = (
       agent: AgentRow,
       attached?: ReadonlyArray<AttachedRow>
-    ): Effect.Effect<Array<SkillTool>, SqlError> =>
+    ): Effect.Effect<Array<SkillTool>> =>
       Effect.map(attached === undefined ? repo.attachedTo(agent.id) : Effect.succeed(attached), (rows) => [
         ...agent.skills.flatMap((s) =>
           s.operation_ids.map((op): SkillTool => ({

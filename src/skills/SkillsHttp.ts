@@ -3,12 +3,11 @@ import { Effect, Layer } from "effect"
 import { Api } from "../../schema/Api.js"
 import { Principal } from "../../schema/Security.js"
 import { AgentsLive } from "../agents/AgentsLive.js"
-import { orDieOnSql } from "../http/orDieOnSql.js"
 import { Approvals } from "./Approvals.js"
 import { SkillManifests } from "./SkillManifests.js"
 import { Skills } from "./Skills.js"
 
-const as = <A, E, R>(f: (p: Principal) => Effect.Effect<A, E, R>) => Effect.flatMap(Principal, f).pipe(orDieOnSql)
+const as = <A, E, R>(f: (p: Principal) => Effect.Effect<A, E, R>) => Effect.flatMap(Principal, f)
 
 export const SkillsHttpLive = HttpApiBuilder.group(Api, "skills", (handlers) =>
   Effect.gen(function*() {

@@ -7,6 +7,7 @@ import type { UserId } from "../../schema/Ids.js"
 import { GroupRepo } from "../access/GroupRepo.js"
 import { raisedRole } from "../access/RolePolicy.js"
 import { type AuditBy, AuditLog } from "../audit/AuditLog.js"
+import { transactionIn } from "../db/Transaction.js"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
 import { SsoRepo, type SsoRow } from "./SsoRepo.js"
 
@@ -36,7 +37,7 @@ export class SsoProvisioning extends Effect.Service<SsoProvisioning>()("sso/SsoP
     const identity = yield* IdentityRepo
     const groups = yield* GroupRepo
     const audit = yield* AuditLog
-    const sql = yield* SqlClient.SqlClient
+    const transaction = transactionIn(yield* SqlClient.SqlClient)
 
     const deny = (by: AuditBy, settings: SsoRow, person: IdpPerson, reason: string, message: string) =>
       audit.record(by, {
@@ -144,7 +145,7 @@ export class SsoProvisioning extends Effect.Service<SsoProvisioning>()("sso/SsoP
           }
         })
         return userId
-      }).pipe(sql.withTransaction)
+      }).pipe(transaction)
     })
 
     return { signIn } as const

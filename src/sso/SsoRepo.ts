@@ -30,14 +30,18 @@ export interface PendingLogin {
   readonly expires_at: Date
 }
 
-/** Storage of single sign-on: settings, sign-ins in flight, linked identities, scoped web sessions. */
+/**
+ * Storage of single sign-on: settings, sign-ins in flight, linked identities, scoped web sessions. A failed
+ * statement is a defect.
+ */
 export class SsoRepo extends Effect.Service<SsoRepo>()("sso/SsoRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
     const find = (organizationId: OrganizationId) =>
       sql<SsoRow>`SELECT * FROM sso_settings WHERE organization_id = ${organizationId}`.pipe(
-        Effect.map(([row]) => row)
+        Effect.map(([row]) => row),
+        Effect.orDie
       )
 
     const upsert = (organizationId: OrganizationId, f: SsoFields) =>
@@ -51,21 +55,23 @@ export class SsoRepo extends Effect.Service<SsoRepo>()("sso/SsoRepo", {
           client_secret = excluded.client_secret, secret_key_version = excluded.secret_key_version,
           allowed_email_domains = excluded.allowed_email_domains, group_claim = excluded.group_claim,
           group_mapping = excluded.group_mapping, enabled = excluded.enabled, updated_at = now()
-        RETURNING *, (xmax = 0) AS inserted`.pipe(Effect.map(([row]) => row!))
+        RETURNING *, (xmax = 0) AS inserted`.pipe(Effect.map(([row]) => row!), Effect.orDie)
 
     const remove = (organizationId: OrganizationId) =>
       sql`DELETE FROM sso_settings WHERE organization_id = ${organizationId} RETURNING organization_id`.pipe(
-        Effect.map((rows) => rows.length === 1)
+        Effect.map((rows) => rows.length === 1),
+        Effect.orDie
       )
 
     /** Enabled settings that admit this e-mail domain, with their organization's name. */
     const forDomain = (domain: string) =>
       sql<SsoRow & { organization_name: string }>`
         SELECT s.*, o.name AS organization_name FROM sso_settings s JOIN organizations o ON o.id = s.organization_id
-        WHERE s.enabled AND s.allowed_email_domains ? ${domain} ORDER BY o.name, o.id`
+        WHERE s.enabled AND s.allowed_email_domains ? ${domain} ORDER BY o.name, o.id`.pipe(Effect.orDie)
 
     const anyEnabled = sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM sso_settings WHERE enabled) AS any`.pipe(
-      Effect.map(([row]) => row!.any)
+      Effect.map(([row]) => row!.any),
+      Effect.orDie
     )
 
     /** Groups of this organization among `ids`. */
@@ -74,7 +80,7 @@ export class SsoRepo extends Effect.Service<SsoRepo>()("sso/SsoRepo", {
         ? Effect.succeed([] as ReadonlyArray<{ id: GroupId; name: string; default_role: Role | null }>)
         : sql<{ id: GroupId; name: string; default_role: Role | null }>`
           SELECT id, name, default_role FROM groups
-          WHERE organization_id = ${organizationId} AND id::text IN ${sql.in(ids)}`
+          WHERE organization_id = ${organizationId} AND id::text IN ${sql.in(ids)}`.pipe(Effect.orDie)
 
     /** The user's groups among `ids`. */
     const memberOf = (organizationId: OrganizationId, userId: UserId, ids: ReadonlyArray<string>) =>
@@ -83,13 +89,13 @@ export class SsoRepo extends Effect.Service<SsoRepo>()("sso/SsoRepo", {
         : sql<{ group_id: string }>`
           SELECT group_id::text AS group_id FROM group_members
           WHERE organization_id = ${organizationId} AND user_id = ${userId} AND group_id::text IN ${sql.in(ids)}`
-          .pipe(Effect.map((rows) => new Set(rows.map((r) => r.group_id))))
+          .pipe(Effect.map((rows) => new Set(rows.map((r) => r.group_id))), Effect.orDie)
 
     const insertLogin = (stateHash: Uint8Array, login: PendingLogin) =>
       sql`
         INSERT INTO sso_logins (state_hash, browser_hash, organization_id, code_verifier, nonce, request, expires_at)
         VALUES (${stateHash}, ${login.browser_hash}, ${login.organization_id}, ${login.code_verifier},
-                ${login.nonce}, ${login.request}, ${login.expires_at})`
+                ${login.nonce}, ${login.request}, ${login.expires_at})`.pipe(Effect.asVoid, Effect.orDie)
 
     /** A sign-in in flight, once: the row is gone after this (a replayed callback finds nothing). */
     const takeLogin = (stateHash: Uint8Array) =>
@@ -97,31 +103,32 @@ export class SsoRepo extends Effect.Service<SsoRepo>()("sso/SsoRepo", {
         yield* sql`DELETE FROM sso_logins WHERE expires_at < now() - interval '1 hour'`
         const [row] = yield* sql<PendingLogin>`DELETE FROM sso_logins WHERE state_hash = ${stateHash} RETURNING *`
         return row
-      })
+      }).pipe(Effect.orDie)
 
     const findIdentity = (organizationId: OrganizationId, issuer: string, subject: string) =>
       sql<{ user_id: UserId }>`
         UPDATE sso_identities SET last_sign_in_at = now()
         WHERE organization_id = ${organizationId} AND issuer = ${issuer} AND subject = ${subject}
-        RETURNING user_id`.pipe(Effect.map(([row]) => row?.user_id))
+        RETURNING user_id`.pipe(Effect.map(([row]) => row?.user_id), Effect.orDie)
 
     const linkIdentity = (organizationId: OrganizationId, issuer: string, subject: string, userId: UserId) =>
       sql`
         INSERT INTO sso_identities (organization_id, issuer, subject, user_id)
         VALUES (${organizationId}, ${issuer}, ${subject}, ${userId})
         ON CONFLICT (organization_id, issuer, subject) DO UPDATE SET user_id = excluded.user_id,
-          last_sign_in_at = now()`
+          last_sign_in_at = now()`.pipe(Effect.asVoid, Effect.orDie)
 
     const insertSession = (hash: Uint8Array, userId: UserId, organizationId: OrganizationId, expires: Date) =>
       sql`
         INSERT INTO web_sessions (id_hash, user_id, organization_id, expires_at)
-        VALUES (${hash}, ${userId}, ${organizationId}, ${expires})`
+        VALUES (${hash}, ${userId}, ${organizationId}, ${expires})`.pipe(Effect.asVoid, Effect.orDie)
 
     /** The organization a web session is limited to (`null`: a password session, any of the user's). */
     const sessionOrganization = (hash: Uint8Array) =>
       sql<{ organization_id: OrganizationId | null }>`
         SELECT organization_id FROM web_sessions WHERE id_hash = ${hash}`.pipe(
-        Effect.map(([row]) => row?.organization_id ?? null)
+        Effect.map(([row]) => row?.organization_id ?? null),
+        Effect.orDie
       )
 
     return {

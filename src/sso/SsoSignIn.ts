@@ -187,18 +187,14 @@ export class SsoSignIn extends Effect.Service<SsoSignIn>()("sso/SsoSignIn", {
           groups: groupsOf(claims[row.group_claim])
         }).pipe(Effect.mapError((denied) => new SsoSignInRefused(403, denied.message)))
         return { userId: signedIn, organizationId: row.organization_id, request: login.request } satisfies SsoSignedIn
-      },
-      (effect) => Effect.catchTag(effect, "SqlError", Effect.die)
+      }
     )
 
     /** A web session that may act in the one organization it was opened for. */
     const openSession = (sessionHash: Uint8Array, signedIn: SsoSignedIn, expires: Date) =>
-      repo.insertSession(sessionHash, signedIn.userId, signedIn.organizationId, expires).pipe(
-        Effect.catchTag("SqlError", Effect.die)
-      )
+      repo.insertSession(sessionHash, signedIn.userId, signedIn.organizationId, expires)
 
-    const sessionOrganization = (sessionHash: Uint8Array) =>
-      repo.sessionOrganization(sessionHash).pipe(Effect.catchTag("SqlError", Effect.die))
+    const sessionOrganization = (sessionHash: Uint8Array) => repo.sessionOrganization(sessionHash)
 
     return { anyEnabled, start, finish, openSession, sessionOrganization } as const
   }),

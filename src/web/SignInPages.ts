@@ -187,7 +187,7 @@ export const SignInPages = Layer.effectDiscard(
           default:
             return yield* show(request, query, undefined, 400)
         }
-      }).pipe(Effect.catchTag("SqlError", Effect.die)))
+      }))
 
     // the identity provider sends the browser back here; the authorization request continues as after a password
     yield* router.add("GET", SSO_CALLBACK_PATH, (request) =>
