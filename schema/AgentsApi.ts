@@ -33,6 +33,9 @@ const ProviderPath = Schema.Struct({ provider: Schema.Literal("openai", "openai-
 /** The asynchronous invoke's answer: the task as accepted, `pending`; poll `GET /v1/tasks/{task_id}`. */
 export class TaskAccepted extends Schema.Class<TaskAccepted>("TaskAccepted")(Task.fields) {}
 
+/** Where an accepted task is read: the `Location` header of a 202 from an asynchronous invoke. */
+export const taskLocation = (taskId: string) => `/v1/tasks/${taskId}`
+
 export class AgentsApi extends HttpApiGroup.make("agents")
   .add(
     HttpApiEndpoint.get("listAgents", "/agents").addSuccess(ListOf(Agent)).annotate(OpenApi.Description, "List agents.")

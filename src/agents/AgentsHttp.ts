@@ -1,7 +1,7 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Schema } from "effect"
 import type { Task } from "../../schema/Agents.js"
-import { TaskAccepted } from "../../schema/AgentsApi.js"
+import { TaskAccepted, taskLocation } from "../../schema/AgentsApi.js"
 import { Api } from "../../schema/Api.js"
 import { Principal } from "../../schema/Security.js"
 import { orDieOnSql } from "../http/orDieOnSql.js"
@@ -38,14 +38,17 @@ export const AgentsHttpLive = HttpApiBuilder.group(Api, "agents", (handlers) =>
             accepted
               ? encodeAccepted(new TaskAccepted(task)).pipe(
                 Effect.map((body) =>
-                  HttpServerResponse.unsafeJson(body, { status: 202 })
+                  HttpServerResponse.unsafeJson(body, { status: 202, headers: { location: taskLocation(task.id) } })
                 ),
                 Effect.orDie
               )
               : Effect.succeed(task)
           )
         ))
-      .handle("listTasks", ({ urlParams }) => asTasks((p) => tasks.list(p, urlParams)))
+      .handle("listTasks", ({ urlParams }) =>
+        asTasks((p) =>
+          tasks.list(p, urlParams)
+        ))
       .handle("getTask", ({ path, urlParams }) => asTasks((p) => tasks.get(p, path.task_id, urlParams.wait ?? 0)))
       .handle("cancelTask", ({ path }) => asTasks((p) => tasks.cancel(p, path.task_id)))
       .handle("getThread", ({ path }) => asTasks((p) => tasks.thread(p, path.task_id)))

@@ -1,6 +1,7 @@
 import { Effect, Exit, Layer, ParseResult, Runtime, Schema } from "effect"
 import type * as Http from "node:http"
 import { InvokeAgent, type TaskFields, taskJson } from "../../schema/Agents.js"
+import { taskLocation } from "../../schema/AgentsApi.js"
 import type { AgentId, TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { AgentsLive } from "../agents/AgentsLive.js"
@@ -83,7 +84,10 @@ export const FastTasksLive = Layer.effectDiscard(
         }
         call.run(
           tasks.invoke(principal, agentId, decoded.right, { asynchronous, idempotencyKey, source: "api" }),
-          ({ accepted, task }) => ({ status: accepted ? 202 : 200, body: taskJson(task) })
+          ({ accepted, task }): Reply =>
+            accepted
+              ? { status: 202, body: taskJson(task), headers: { location: taskLocation(task.id) } }
+              : { status: 200, body: taskJson(task) }
         )
       })
     }

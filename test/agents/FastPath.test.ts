@@ -89,7 +89,7 @@ describe.each([["fast path", "true"], ["general stack", "false"]])("tasks throug
     })
     const text = await response.text()
     const headers = Object.fromEntries(
-      ["content-type", "x-switchyard-error", "x-request-id"].map((h) => [h, response.headers.get(h)])
+      ["content-type", "x-switchyard-error", "x-request-id", "location"].map((h) => [h, response.headers.get(h)])
     )
     const json = text === "" ? undefined : JSON.parse(text)
     const answer = JSON.stringify({ status: response.status, headers, body: text })
@@ -128,6 +128,8 @@ describe.each([["fast path", "true"], ["general stack", "false"]])("tasks throug
     expect(answer.headers["content-type"]).toMatch(/^application\/json/)
     expect(answer.headers["x-request-id"]).toBe("req-sync")
     expect(answer.headers["x-switchyard-error"]).toBeNull()
+    // only an accepted (202) task points elsewhere
+    expect(answer.headers["location"]).toBeNull()
     expect(answer.json).toMatchObject({
       agent_id: agent.id,
       status: "completed",
@@ -140,11 +142,12 @@ describe.each([["fast path", "true"], ["general stack", "false"]])("tasks throug
     syncTask = answer.json
   })
 
-  it("invokes asynchronously: 202 pending, then a long poll sees it completed", async () => {
+  it("invokes asynchronously: 202 pending with the task's Location, then a long poll there sees it completed", async () => {
     const accepted = await invoke("async", agent.id, undefined, { query: "?asynchronous=true" })
     expect(accepted.status).toBe(202)
     expect(accepted.json).toMatchObject({ agent_id: agent.id, status: "pending", result: null, finished_at: null })
-    const done = await send("async-wait", `/v1/tasks/${accepted.json.id}?wait=10`)
+    expect(accepted.headers["location"]).toBe(`/v1/tasks/${accepted.json.id}`)
+    const done = await send("async-wait", `${accepted.headers["location"]}?wait=10`)
     expect(done.status).toBe(200)
     expect(done.json).toMatchObject({ id: accepted.json.id, status: "completed", result: "done" })
     asyncTask = done.json
