@@ -9,6 +9,7 @@ import { closeConnections } from "../test/fuzz/RawHttp.js"
 import { report } from "../test/fuzz/Report.js"
 import { restTarget } from "../test/fuzz/RestTarget.js"
 import { fuzzSettings } from "../test/fuzz/Settings.js"
+import { escapes, hostileUpstream } from "../test/fuzz/Upstream.js"
 import { startTargetServer } from "../test/support/TargetServer.js"
 import { repoRoot, startNode, stopAll, tempDir } from "./support/processes.js"
 
@@ -34,13 +35,28 @@ const cli = (dataDir: string, args: ReadonlyArray<string>, stdin = "") =>
     child.on("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`switchyard ${args[0]} exited ${code}`))))
   })
 
+/** The node's `unhandled error` log lines by cause, quoted values left out (they are the fuzz's inputs). */
+const unhandledErrors = (log: string) => {
+  const causes = new Map<string, number>()
+  for (const entry of log.split(/(?=timestamp=)/).filter((e) => e.includes("message=\"unhandled error\""))) {
+    const root = /\[cause\]: (.*)/.exec(entry)?.[1] ?? /cause="([^\n]*)/.exec(entry)?.[1] ?? "?"
+    const cause = root.replace(/\\?"[^"\\]*\\?"/g, "\"…\"").slice(0, 160)
+    causes.set(cause, (causes.get(cause) ?? 0) + 1)
+  }
+  const total = [...causes.values()].reduce((a, b) => a + b, 0)
+  return [
+    `The node logged ${total} unhandled error(s)${total > 0 ? ", by cause:" : "."}`,
+    ...[...causes.entries()].sort(([, a], [, b]) => b - a).map(([cause, n]) => `  ${n}× ${cause}`)
+  ].join("\n")
+}
+
 export const run = async (): Promise<{ readonly ok: boolean }> => {
   const settings = fuzzSettings({ runs: 5000, mcpRuns: 1500, shrinkMs: 120_000 })
   const tmp = tempDir("switchyard-bench-fuzz-")
   const dataDir = Path.join(tmp, "data")
   const logFile = Path.join(tmp, "node.log")
   Fs.mkdirSync(dataDir)
-  const target = await startTargetServer()
+  const target = await startTargetServer(hostileUpstream)
   const results: Array<FuzzResult> = []
   try {
     const node = await startNode({
@@ -70,7 +86,7 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
       `Node at ${node.baseUrl}; ${operations.length} operations; timeout ${settings.timeoutMs} ms per request\n`
     )
 
-    const rest = restTarget(node.baseUrl, operations, world, settings.timeoutMs)
+    const rest = restTarget(node.baseUrl, operations, world, settings.timeoutMs, escapes(target.requests))
     const restResult = await fuzz(rest, settings.rest)
     results.push(restResult)
     console.log(`${report(rest, settings.rest, restResult)}\n`)
@@ -81,8 +97,7 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
     console.log(`${report(mcp, settings.mcp, mcpResult)}\n`)
 
     await node.stop()
-    const unhandled = Fs.readFileSync(logFile, "utf8").split("\n").filter((l) => l.includes("unhandled error")).length
-    console.log(`The node logged ${unhandled} unhandled error(s) (${logFile} until the bench ends).`)
+    console.log(unhandledErrors(Fs.readFileSync(logFile, "utf8")))
   } finally {
     closeConnections()
     await target.close()

@@ -10,6 +10,7 @@ import { closeConnections } from "./RawHttp.js"
 import { report, titleOf } from "./Report.js"
 import { restTarget } from "./RestTarget.js"
 import { fuzzSettings } from "./Settings.js"
+import { escapes, hostileUpstream } from "./Upstream.js"
 
 /**
  * Property-based fuzz of the live API (issue 19, "Keep them found"): requests generated from the served
@@ -24,7 +25,7 @@ let target: TargetServer
 let world: FuzzWorld
 let operations: ReadonlyArray<Operation>
 beforeAll(async () => {
-  target = await startTargetServer()
+  target = await startTargetServer(hostileUpstream)
   node = await startTestNode({
     SWITCHYARD_EGRESS_ALLOW: "127.0.0.1",
     // a small limit keeps the over-limit bodies cheap to send
@@ -48,7 +49,7 @@ describe("API fuzz", () => {
     "REST: every operation, as every role, answers in time with a documented status, the one error envelope, and never 2xx on another organization's id",
     async () => {
       expect(operations.length).toBeGreaterThan(50)
-      const rest = restTarget(node.baseUrl, operations, world, settings.timeoutMs)
+      const rest = restTarget(node.baseUrl, operations, world, settings.timeoutMs, escapes(target.requests))
       const result = await fuzz(rest, settings.rest)
       const summary = report(rest, settings.rest, result)
       console.log(summary)

@@ -1,6 +1,7 @@
 import { petstore } from "../connectors/support.js"
 import { obtainTokens } from "../mcp/support.js"
 import type { TestNode } from "../support/TestNode.js"
+import { BASE_PATH } from "./Upstream.js"
 
 /** Where the fuzzed node runs and how to do what has no API: create an organization, set a password. */
 export interface FuzzHost {
@@ -38,11 +39,47 @@ export interface FuzzWorld {
   readonly orgs: readonly [Organization, Organization]
   /** Org A's people signed in to MCP, one bearer token per role. */
   readonly mcpTokens: Readonly<Record<Role, string>>
-  readonly operationNames: ReadonlyArray<string>
+  /** The connector's operations by id, with what an invoke of each takes. */
+  readonly operations: Readonly<Record<string, ConnectorOperation>>
+}
+
+export interface ConnectorOperation {
+  readonly path: ReadonlyArray<string>
+  readonly query: ReadonlyArray<string>
+  readonly body: boolean
 }
 
 export const PASSWORD = "fuzz password 1234 correct"
-const OPERATIONS = ["listPets", "createPet", "getPet", "deletePet", "getFile", "slow"]
+const OPERATIONS: Record<string, ConnectorOperation> = {
+  listPets: { path: [], query: ["limit"], body: false },
+  createPet: { path: [], query: [], body: true },
+  getPet: { path: ["petId"], query: [], body: false },
+  deletePet: { path: ["petId"], query: [], body: false },
+  getFile: { path: ["name"], query: [], body: false },
+  slow: { path: [], query: [], body: false },
+  getResource: { path: ["resource"], query: [], body: false },
+  getItem: { path: ["group", "item"], query: [], body: false }
+}
+
+/**
+ * The pet store, plus operations whose path parameters sit right under the base path (`/{resource}`,
+ * `/{group}/{item}`): a dot segment there would climb out of it.
+ */
+const connectorSpec = (serverUrl: string) => {
+  const spec = petstore(serverUrl)
+  const param = (name: string) => ({ name, in: "path", required: true, schema: { type: "string" } })
+  const get = (operationId: string, names: ReadonlyArray<string>) => ({
+    get: { operationId, parameters: names.map(param), responses: { "200": { description: "ok" } } }
+  })
+  return {
+    ...spec,
+    paths: {
+      ...spec.paths,
+      "/{resource}": get("getResource", ["resource"]),
+      "/{group}/{item}": get("getItem", ["group", "item"])
+    }
+  }
+}
 
 const request = async (host: FuzzHost, key: string, method: string, path: string, body?: unknown) => {
   const response = await fetch(host.baseUrl + path, {
@@ -91,7 +128,8 @@ const signIn = async (host: FuzzHost, person: Person) => {
 
 /**
  * One organization with a person of every role and real objects of every kind a path can name: an agent on
- * the keyless `scripted` model, a connector imported from the target server and a connection to it, a group,
+ * the keyless `scripted` model, a connector imported from the target server (its API under BASE_PATH) and a
+ * connection to it, a group,
  * a skill, a finished task, a task waiting for an approval and that approval, an MCP authorization; and a
  * second of each (the `spend` pool) for the requests that change or delete.
  */
@@ -112,11 +150,11 @@ const makeOrganization = async (host: FuzzHost, label: "A" | "B", targetUrl: str
   const agent = await request(host, admin, "POST", "/v1/agents", scripted("Fuzz agent"))
   const victimAgent = await request(host, admin, "POST", "/v1/agents", scripted("Victim agent"))
   const connector = await request(host, admin, "POST", "/v1/tools/connectors", {
-    spec: petstore(targetUrl),
+    spec: connectorSpec(targetUrl + BASE_PATH),
     name: `Pets ${label}`
   })
   const victimConnector = await request(host, admin, "POST", "/v1/tools/connectors", {
-    spec: petstore(targetUrl),
+    spec: connectorSpec(targetUrl + BASE_PATH),
     name: `Victim pets ${label}`
   })
   const connectionsPath = `/v1/tools/connectors/${connector.id}/connections`
@@ -190,5 +228,9 @@ export const makeFuzzWorld = async (host: FuzzHost, targetUrl: string): Promise<
   const b = await makeOrganization(host, "B", targetUrl)
   const mcpTokens = {} as Record<Role, string>
   for (const role of ROLES) mcpTokens[role] = (await signIn(host, a.people[role])).access_token
-  return { orgs: [a, b], mcpTokens, operationNames: OPERATIONS }
+  return {
+    orgs: [a, b],
+    mcpTokens,
+    operations: OPERATIONS
+  }
 }

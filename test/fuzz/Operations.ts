@@ -57,6 +57,9 @@ const contracts = (): ReadonlyMap<string, Contract> => {
   return byKey
 }
 
+/** `POST …/connections/{connection_id}/{operation_id}`: answers with the target's status and body. */
+export const isInvoke = (op: Operation) => op.method === "POST" && op.template.endsWith("/{operation_id}")
+
 const DESTRUCTIVE_POST = /\/(archive|approve|reject|cancel)$/
 
 /** Every operation of an OpenAPI document (as `GET /openapi.json` serves it). */

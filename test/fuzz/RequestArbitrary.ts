@@ -11,7 +11,7 @@ import {
   oddQueryValue,
   withIds
 } from "./Hostile.js"
-import type { Operation } from "./Operations.js"
+import { isInvoke, type Operation } from "./Operations.js"
 
 /** Where a path value came from: the caller's organization, the other one, the id format, or nowhere good. */
 export type Source = "own" | "other" | "format" | "hostile" | "name"
@@ -53,9 +53,10 @@ export const wireArbitrary = (schema: Schema.Schema<any, any> | undefined): fc.A
 }
 
 const NAMES: Record<string, (w: FuzzWorld) => ReadonlyArray<string>> = {
-  operation_id: (w) => w.operationNames
+  operation_id: (w) => Object.keys(w.operations)
 }
 
+/** A path parameter's values: only good ones of the caller's organization, or any (theirs, unknown, junk). */
 const pathValue = (
   op: Operation,
   name: string,
@@ -63,28 +64,41 @@ const pathValue = (
   own: Organization,
   other: Organization,
   world: FuzzWorld
-): fc.Arbitrary<PathValue> => {
+): { readonly good: fc.Arbitrary<PathValue> | undefined; readonly any: fc.Arbitrary<PathValue> } => {
   const tagged = (source: Source) => (value: string) => ({ name, value, source })
   const hostile = { weight: 3, arbitrary: hostileId.map(tagged("hostile")) }
   const formatted = wireArbitrary(op.pathSchema)?.map((v: any) => String(v?.[name] ?? ""))
   const names = NAMES[name]?.(world)
   if (names !== undefined || own.ids[name] === undefined) {
     // not an object of an organization (an operation name, a provider): its valid values, or junk
-    const valid = names !== undefined ? fc.constantFrom(...names) : formatted
-    return valid === undefined
-      ? hostile.arbitrary
-      : fc.oneof({ withCrossShrink: true }, { weight: 5, arbitrary: valid.map(tagged("name")) }, hostile)
+    const valid = (names !== undefined ? fc.constantFrom(...names) : formatted)?.map(tagged("name"))
+    return {
+      good: valid,
+      any: valid === undefined
+        ? hostile.arbitrary
+        : fc.oneof({ withCrossShrink: true }, { weight: 5, arbitrary: valid }, hostile)
+    }
   }
   const format = formatted?.map(tagged("format"))
   const pool = own.ids[name]!
   const mine = op.destructive && last ? pool.spend : pool.use.length > 0 ? pool.use : pool.spend
   const theirs = [...(other.ids[name]?.use ?? []), ...(other.ids[name]?.spend ?? [])]
+  const good = mine.length > 0 ? fc.constantFrom(...mine).map(tagged("own")) : undefined
   const choices: Array<fc.WeightedArbitrary<PathValue>> = []
-  if (mine.length > 0) choices.push({ weight: 6, arbitrary: fc.constantFrom(...mine).map(tagged("own")) })
+  if (good !== undefined) choices.push({ weight: 6, arbitrary: good })
   if (theirs.length > 0) choices.push({ weight: 2, arbitrary: fc.constantFrom(...theirs).map(tagged("other")) })
   if (format !== undefined) choices.push({ weight: 1, arbitrary: format })
   choices.push(hostile)
-  return fc.oneof({ withCrossShrink: true }, ...choices)
+  return { good, any: fc.oneof({ withCrossShrink: true }, ...choices) }
+}
+
+/** The path: every value good (to reach the handlers' depths), or each drawn from everything. */
+const pathArbitrary = (op: Operation, own: Organization, other: Organization, world: FuzzWorld) => {
+  const values = op.pathParams.map((name, i) => pathValue(op, name, i === op.pathParams.length - 1, own, other, world))
+  const any = fc.tuple(...values.map((v) => v.any)) as fc.Arbitrary<Array<PathValue>>
+  if (values.length === 0 || values.some((v) => v.good === undefined)) return any
+  const good = fc.tuple(...values.map((v) => v.good!)) as fc.Arbitrary<Array<PathValue>>
+  return fc.oneof({ withCrossShrink: true }, { weight: 1, arbitrary: good }, { weight: 1, arbitrary: any })
 }
 
 const queryArbitrary = (op: Operation, own: Organization, other: Organization) => {
@@ -111,7 +125,38 @@ const queryArbitrary = (op: Operation, own: Organization, other: Organization) =
 type Body = FuzzRequest["body"]
 const text = (kind: BodyKind, t: string | undefined, otherIds = false): Body => ({ kind, text: t, otherIds })
 
-const bodyArbitrary = (op: Operation, own: Organization, other: Organization): fc.Arbitrary<Body> => {
+/** Values a connector path parameter must not be able to climb out of its base path with. */
+const climbing = fc.oneof(
+  { weight: 4, arbitrary: fc.constant("..") },
+  { weight: 1, arbitrary: fc.constant(".") },
+  { weight: 2, arbitrary: fc.constantFrom("../..", "%2e%2e", ".%2E", "..%2f..", "a/../..", "..\\..") },
+  { weight: 1, arbitrary: hostileId }
+)
+
+/** An invoke body for one of the connector's own operations: what it takes, its path values valid or climbing. */
+const invokeBody = (world: FuzzWorld, operationId: string | undefined) => {
+  const takes = operationId === undefined ? undefined : world.operations[operationId]
+  if (takes === undefined) return undefined
+  const value = fc.oneof({ weight: 1, arbitrary: fc.constantFrom("1", "report.txt") }, {
+    weight: 3,
+    arbitrary: climbing
+  })
+  const limit = fc.oneof(fc.integer({ min: 1, max: 100 }), hostileId)
+  return fc.record({
+    ...(takes.path.length === 0
+      ? {}
+      : { path_params: fc.record(Object.fromEntries(takes.path.map((p) => [p, value]))) }),
+    ...(takes.query.length === 0 ? {} : { query_params: fc.record({ limit }, { requiredKeys: [] }) }),
+    ...(takes.body ? { body_params: fc.record({ name: fc.string({ minLength: 1 }) }) } : {})
+  }).map((b) => text("valid", JSON.stringify(b)))
+}
+
+const bodyArbitrary = (
+  op: Operation,
+  own: Organization,
+  other: Organization,
+  invoke: fc.Arbitrary<Body> | undefined
+): fc.Arbitrary<Body> => {
   const none = fc.constant(text("none", undefined))
   const randomJson = fc.jsonValue({ maxDepth: 3 }).map((v) => text("random_json", JSON.stringify(v)))
   const nonObject = nonObjectJson.map((t) => text("non_object", t))
@@ -129,6 +174,7 @@ const bodyArbitrary = (op: Operation, own: Organization, other: Organization): f
   const pick = fc.nat({ max: 1000 })
   return fc.oneof(
     { withCrossShrink: true },
+    ...(invoke === undefined ? [] : [{ weight: 10, arbitrary: invoke }]),
     {
       weight: 6,
       arbitrary: fc.record({ v: valid, mode: fc.constantFrom("keep", "own", "other"), pick }).map(
@@ -184,36 +230,42 @@ const headerArbitrary = (op: Operation) =>
     )
 
 const forOperation = (op: Operation, own: Organization, other: Organization, world: FuzzWorld) =>
-  fc.record({
-    path: fc.tuple(
-      ...op.pathParams.map((name, i) => pathValue(op, name, i === op.pathParams.length - 1, own, other, world))
-    ) as fc.Arbitrary<Array<PathValue>>,
-    query: queryArbitrary(op, own, other),
-    body: bodyArbitrary(op, own, other),
-    headers: headerArbitrary(op)
-  }).chain(({ body, headers, path, query }) =>
-    (body.kind === "none"
-      ? fc.oneof(
-        { withCrossShrink: true },
-        { weight: 3, arbitrary: fc.constant<ContentType>("none") },
-        fc.constant<ContentType>("application/json")
-      )
-      : contentType).map((ct): FuzzRequest => ({
-        operation: op.key,
-        org: own.label,
-        path,
-        query: query.query,
-        oddQuery: query.oddQuery,
-        contentType: ct,
-        body,
-        headers
-      }))
+  pathArbitrary(op, own, other, world).chain((path) =>
+    fc.record({
+      query: queryArbitrary(op, own, other),
+      body: bodyArbitrary(
+        op,
+        own,
+        other,
+        isInvoke(op) ? invokeBody(world, path.find((p) => p.name === "operation_id")?.value) : undefined
+      ),
+      headers: headerArbitrary(op)
+    }).chain(({ body, headers, query }) =>
+      (body.kind === "none"
+        ? fc.oneof(
+          { withCrossShrink: true },
+          { weight: 3, arbitrary: fc.constant<ContentType>("none") },
+          fc.constant<ContentType>("application/json")
+        )
+        : contentType).map((ct): FuzzRequest => ({
+          operation: op.key,
+          org: own.label,
+          path,
+          query: query.query,
+          oddQuery: query.oddQuery,
+          contentType: ct,
+          body,
+          headers
+        }))
+    )
   )
 
 /** Requests over every operation of the document, made as either organization. */
 export const requestArbitrary = (operations: ReadonlyArray<Operation>, world: FuzzWorld): fc.Arbitrary<FuzzRequest> => {
   const [a, b] = world.orgs
-  return fc.constantFrom(...operations).chain((op) =>
+  // a connector invoke reaches the target API (egress, passthrough): it gets more of the runs
+  const weighted = operations.map((op) => ({ weight: isInvoke(op) ? 8 : 1, arbitrary: fc.constant(op) }))
+  return fc.oneof(...weighted).chain((op) =>
     fc.boolean().chain((asB) => asB ? forOperation(op, b, a, world) : forOperation(op, a, b, world))
   )
 }

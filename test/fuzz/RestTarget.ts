@@ -3,7 +3,8 @@ import { type FuzzWorld, ROLES } from "./FuzzWorld.js"
 import type { Operation } from "./Operations.js"
 import { type RawResponse, send } from "./RawHttp.js"
 import { type FuzzRequest, pathOf, requestArbitrary } from "./RequestArbitrary.js"
-import { judge } from "./Verdict.js"
+import { BASE_PATH } from "./Upstream.js"
+import { type Failure, judge } from "./Verdict.js"
 
 /** What is unusual about a request: the features a failure's minimal counterexample keeps. */
 export const featuresOf = (request: FuzzRequest): ReadonlyArray<string> => [
@@ -18,6 +19,8 @@ export const featuresOf = (request: FuzzRequest): ReadonlyArray<string> => [
     : [`content-type=${request.contentType}`])
 ]
 
+const HANGS_PER_TYPE = 3
+
 const responseText = (r: RawResponse) =>
   r.outcome === "timeout"
     ? `no answer within the timeout (${r.ms} ms)`
@@ -28,16 +31,20 @@ const responseText = (r: RawResponse) =>
 /**
  * The REST API as a fuzz target: requests over every operation of the served document, each sent as every
  * role of its organization and without a key. A combination (operation, content type) that once hung is not
- * sent again in the sampling pass: it is already a failure, and each repeat would wait out the timeout.
+ * sent again in the sampling pass, nor a content type that hung on HANGS_PER_TYPE routes: they are already
+ * failures, and each repeat would wait out the timeout.
  */
 export const restTarget = (
   baseUrl: string,
   operations: ReadonlyArray<Operation>,
   world: FuzzWorld,
-  timeoutMs: number
+  timeoutMs: number,
+  /** The target API's requests since the last call that left the connectors' base path. */
+  escaped: () => ReadonlyArray<string>
 ): FuzzTarget<FuzzRequest> => {
   const byKey = new Map(operations.map((op) => [op.key, op]))
   const hung = new Set<string>()
+  const hungByType = new Map<string, Set<string>>()
   const statuses = new Map<number | string, number>()
   let sent = 0
   let skipped = 0
@@ -47,7 +54,8 @@ export const restTarget = (
     const op = byKey.get(request.operation)!
     const org = world.orgs.find((o) => o.label === request.org)!
     const hangKey = `${op.key} ${request.contentType}`
-    if (only === undefined && hung.has(hangKey)) {
+    const hungRoutes = hungByType.get(request.contentType) ?? new Set()
+    if (only === undefined && (hung.has(hangKey) || hungRoutes.size >= HANGS_PER_TYPE)) {
       skipped++
       return []
     }
@@ -68,8 +76,11 @@ export const restTarget = (
       sent++
       const status = r.outcome === "answered" ? r.status : r.outcome
       statuses.set(status, (statuses.get(status) ?? 0) + 1)
-      if (r.outcome === "timeout") hung.add(hangKey)
-      return judge(op, request, r).map((failure): Observation => ({
+      if (r.outcome === "timeout") {
+        hung.add(hangKey)
+        hungByType.set(request.contentType, hungRoutes.add(op.key))
+      }
+      const observe = (failure: Failure): Observation => ({
         ...failure,
         route: op.key,
         features: featuresOf(request),
@@ -83,9 +94,20 @@ export const restTarget = (
           status,
           response: responseText(r)
         }
-      }))
+      })
+      return { failures: judge(op, request, r).map(observe), reachedTarget: r.status === 200, observe }
     }))
-    return observed.flat()
+    // the target cannot tell the callers apart: a call that left the base path is on each that got through
+    const left = escaped()
+    const through = observed.some((o) => o.reachedTarget) ? observed.filter((o) => o.reachedTarget) : observed
+    const escapes = left.length === 0 ? [] : through.map((o) => {
+      const seen = o.observe({ kind: "upstream_escape", detail: `the target was called outside ${BASE_PATH}` })
+      return {
+        ...seen,
+        example: { ...seen.example, response: `${seen.example.response}  (the target saw ${left.join(", ")})` }
+      }
+    })
+    return [...observed.flatMap((o) => o.failures), ...escapes]
   }
 
   return {
@@ -93,7 +115,8 @@ export const restTarget = (
     arbitrary: requestArbitrary(operations, world),
     execute,
     stats: () => [
-      `${sent} requests over ${operations.length} operations, ${skipped} generated cases not re-sent after a hang`,
+      `${sent} requests over ${operations.length} operations; ${skipped} generated cases not sent: their ` +
+      `operation and content type, or their content type on ${HANGS_PER_TYPE} routes, hung already`,
       `statuses: ${
         [...statuses.entries()].sort(([a], [b]) => String(a).localeCompare(String(b))).map(([s, n]) => `${s}×${n}`)
           .join(" ")

@@ -1,8 +1,9 @@
 import { Either, ParseResult, Schema } from "effect"
 import { isJsonContentType } from "./Hostile.js"
-import type { Operation } from "./Operations.js"
+import { isInvoke, type Operation } from "./Operations.js"
 import type { RawResponse } from "./RawHttp.js"
 import type { FuzzRequest } from "./RequestArbitrary.js"
+import { FORGED_REQUEST_ID } from "./Upstream.js"
 
 /** Error statuses any operation may answer, listed or not. */
 export const STANDARD_ERRORS: ReadonlySet<number> = new Set([400, 401, 403, 404, 405, 409, 413, 415, 422, 429])
@@ -19,6 +20,8 @@ export type FailureKind =
   | "media_type"
   | "mcp_internal_error"
   | "mcp_arguments"
+  | "forged_header"
+  | "upstream_escape"
 
 /** What one response did wrong. `detail` is stable across runs: with the route, it names a distinct failure. */
 export interface Failure {
@@ -104,11 +107,19 @@ export const judge = (op: Operation, request: FuzzRequest, r: RawResponse): Read
   if (r.status === 405 && ownRoute) {
     failures.push({ kind: "wrong_route", detail: `405${errorCode} on the operation's own method and path` })
   }
-  if (r.status >= 400) {
+  if (header(r, "x-request-id").includes(FORGED_REQUEST_ID)) {
+    failures.push({ kind: "forged_header", detail: `${r.status}: the target's x-request-id passed through` })
+  }
+  // a connector invoke passes the target's own errors through, told apart by having no x-switchyard-error
+  const passedThrough = isInvoke(op) && header(r, "x-switchyard-error") === ""
+  if (r.status >= 400 && !passedThrough) {
     const problem = envelopeProblem(r)
     if (problem !== undefined) failures.push({ kind: "error_envelope", detail: `${r.status}: ${problem}` })
   }
   if (r.status >= 200 && r.status < 300) {
+    if (header(r, "x-switchyard-error") !== "") {
+      failures.push({ kind: "forged_header", detail: `${r.status} carries x-switchyard-error` })
+    }
     const crossed = request.path.filter((p) => p.source === "other").map((p) => p.name)
     if (request.body.otherIds) crossed.push("body ids")
     if (crossed.length > 0) {
