@@ -6,7 +6,7 @@ import { makeAccessLog } from "./AccessLog.js"
 import { Drain } from "./Drain.js"
 import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "./ErrorEnvelope.js"
 import { statusOfError } from "./ErrorStatus.js"
-import { isJsonMediaType, requestProblem } from "./JsonBody.js"
+import { isJsonMediaType, requestProblem, urlProblem } from "./JsonBody.js"
 import { answerHeaders, requestIdOf, unexpectedFailure } from "./RequestPipeline.js"
 
 type OutHeaders = Record<string, string | number | Array<string>>
@@ -38,7 +38,7 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
       const length = Number(req.headers["content-length"] ?? "0")
       if (!(length <= config.maxBodyBytes && (options.bodyRequired ? length > 0 : length >= 0))) return false
       return options.jsonAlways
-        ? isJsonMediaType(req.headers["content-type"])
+        ? urlProblem(req.url ?? "") === undefined && isJsonMediaType(req.headers["content-type"])
         : requestProblem(req.url ?? "", req.headers) === undefined
     }
 

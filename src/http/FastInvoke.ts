@@ -1,4 +1,5 @@
-import { Cause, Effect, Layer } from "effect"
+import { Cause, Effect, Layer, ParseResult, Schema } from "effect"
+import { InvokeOperation } from "../../schema/Connectors.js"
 import type { ConnectionId } from "../../schema/Ids.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Connections } from "../connectors/Connections.js"
@@ -8,15 +9,13 @@ import { ApiKeyAuthenticator } from "../identity/ApiKeyAuthenticator.js"
 import { FastEdge } from "./FastEdge.js"
 import { parseJsonBody } from "./JsonBody.js"
 import { NodeRequestGate } from "./NodeRequestGate.js"
+import { validationError } from "./RequestPipeline.js"
 
 const ROUTE = /^\/v1\/tools\/connectors\/([^/?#]+)\/connections\/([0-9a-fA-F-]{36})\/([^/?#]+)$/
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/
 
-const NOT_AN_OBJECT = {
-  code: "validation_failed",
-  message: "The request body must be a JSON object with `body_params`, `query_params`, `path_params` and/or `headers`.",
-  details: { issues: [{ path: "", message: "must be an object" }] }
-}
+// the contract's schema, as HttpApi decodes the payload with it (its parse options are its annotations)
+const decodeInput = Schema.decodeUnknownEither(InvokeOperation)
 
 /**
  * The connector invoke route (spec 4.5) in plain Node, for the common case where the verified key, the
@@ -56,13 +55,14 @@ export const FastInvokeLive = Layer.effectDiscard(
 
       const exchange = edge.begin(req, res, principal.organizationId)
       exchange.readBody((text) => {
-        const parsed = parseJsonBody(text, {})
+        // an empty body is JSON null to HttpApi, which the contract then refuses
+        const parsed = parseJsonBody(text, null)
         if (!parsed.ok) return exchange.error(400, parsed.error)
-        const input = parsed.value
-        if (typeof input !== "object" || input === null || Array.isArray(input)) {
-          return exchange.error(400, NOT_AN_OBJECT)
+        const input = decodeInput(parsed.value)
+        if (input._tag === "Left") {
+          return exchange.error(400, validationError(ParseResult.ArrayFormatter.formatErrorSync(input.left)))
         }
-        const call = invoker.call(principal, target, input as never)
+        const call = invoker.call(principal, target, input.right)
         res.once("close", () => call.abort())
         call.outcome.then(
           (outcome) =>
