@@ -35,12 +35,20 @@ const cli = (dataDir: string, args: ReadonlyArray<string>, stdin = "") =>
     child.on("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`switchyard ${args[0]} exited ${code}`))))
   })
 
-/** The node's `unhandled error` log lines by cause, quoted values left out (they are the fuzz's inputs). */
+/** The node's `unhandled error` log lines (JSON, one a line) by cause, quoted values left out (the inputs). */
 const unhandledErrors = (log: string) => {
   const causes = new Map<string, number>()
-  for (const entry of log.split(/(?=timestamp=)/).filter((e) => e.includes("message=\"unhandled error\""))) {
-    const root = /\[cause\]: (.*)/.exec(entry)?.[1] ?? /cause="([^\n]*)/.exec(entry)?.[1] ?? "?"
-    const cause = root.replace(/\\?"[^"\\]*\\?"/g, "\"…\"").slice(0, 160)
+  for (const line of log.split("\n")) {
+    let entry: any
+    try {
+      entry = JSON.parse(line)
+    } catch {
+      continue
+    }
+    if (entry?.message !== "unhandled error") continue
+    const text = String(entry.cause ?? "")
+    const root = /\[cause\]: (.*)/.exec(text)?.[1] ?? text.split("\n")[0]!
+    const cause = root.replace(/"[^"]*"/g, "\"…\"").slice(0, 160)
     causes.set(cause, (causes.get(cause) ?? 0) + 1)
   }
   const total = [...causes.values()].reduce((a, b) => a + b, 0)

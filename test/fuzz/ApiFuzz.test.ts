@@ -18,7 +18,7 @@ import { escapes, hostileUpstream } from "./Upstream.js"
  * organizations. Fixed seed and a bounded number of runs for CI; FUZZ_RUNS / FUZZ_SEED for more, or
  * `npm run bench -- fuzz` for the large run.
  */
-const settings = fuzzSettings({ runs: 800, mcpRuns: 250, shrinkMs: 30_000 })
+const settings = fuzzSettings({ runs: 1000, mcpRuns: 300, shrinkMs: 30_000 })
 
 let node: TestNode
 let target: TargetServer
