@@ -31,7 +31,8 @@ for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
 let failures = 0
 for (const file of files) {
   const bench = (await import(pathToFileURL(Path.join(benchDir, file)).href)) as Benchmark
-  if (only.length > 0 && !only.includes(bench.name)) continue
+  // fuzz: a correctness run, not a measurement; only when named
+  if (only.length > 0 ? !only.includes(bench.name) : bench.name === "fuzz") continue
   console.log(`\n=== bench: ${bench.name} ===\n`)
   const started = performance.now()
   try {
