@@ -5,7 +5,7 @@ import * as Path from "node:path"
 import { obtainTokens, openSession } from "../test/mcp/support.js"
 import type { TestNode } from "../test/support/TestNode.js"
 import { measureLatency, measureThroughput, type Target } from "./support/load.js"
-import { cpuProfiling, repoRoot, startNode, startScript, stopAll, tempDir } from "./support/processes.js"
+import { cpuProfiling, cpuTimeMs, repoRoot, startNode, startScript, stopAll, tempDir } from "./support/processes.js"
 import { ratio, reportErrors, table, warnIfBusy } from "./support/report.js"
 import { appendRun, fmtSpread, rounds, spread } from "./support/runs.js"
 
@@ -64,14 +64,31 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
   // with BENCH_CPU_PROF: each measurement's window on the monotonic clock (µs), for cpuProfile.ts --from/--to
   const windows: Array<{ readonly label: string; readonly fromUs: bigint; readonly toUs: bigint }> = []
   const monotonicUs = () => process.hrtime.bigint() / 1000n
+  let nodePid = 0
   const measureBoth = async (target: Target) => {
     process.stdout.write(`  ${target.name} ...`)
     const fromUs = monotonicUs()
+    // the node's CPU time (with its PostgreSQL) per request over the throughput window: less skewed by other
+    // work on the machine than req/s
+    let cpuFrom: number | undefined
+    let cpuTo: number | undefined
+    const timers = [
+      setTimeout(() => (cpuFrom = cpuTimeMs([nodePid])), settings.warmupMs),
+      setTimeout(() => (cpuTo = cpuTimeMs([nodePid])), settings.warmupMs + settings.durationMs)
+    ]
     const throughput = await measureThroughput(target, settings)
+    for (const t of timers) clearTimeout(t)
+    const cpuMsPerRequest = cpuFrom === undefined || cpuTo === undefined || throughput.requests === 0
+      ? null
+      : (cpuTo - cpuFrom) / throughput.requests
     const latency = await measureLatency(target, { warmup: settings.latencyWarmup, requests: settings.latencyRequests })
     windows.push({ label: target.name, fromUs, toUs: monotonicUs() })
-    process.stdout.write(` ${Math.round(throughput.rps)} req/s, p50 ${latency.p50Ms.toFixed(3)} ms\n`)
-    return { throughput, latency }
+    process.stdout.write(
+      ` ${Math.round(throughput.rps)} req/s, p50 ${latency.p50Ms.toFixed(3)} ms, CPU ${
+        cpuMsPerRequest?.toFixed(3) ?? "n/a"
+      } ms/request\n`
+    )
+    return { throughput, latency, cpuMsPerRequest }
   }
   try {
     const upstream = await startScript("upstreamServer.ts")
@@ -84,6 +101,7 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
       // BENCH_CPU_PROF=<dir>: a .cpuprofile of the node (read it with bench/support/cpuProfile.ts)
       nodeArgs: cpuProfiling().nodeArgs
     })
+    nodePid = node.pid
     const apiKey = node.apiKey!
     const connector = await post(`${node.baseUrl}/v1/tools/connectors`, apiKey, {
       spec: {
@@ -174,14 +192,18 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
   const ratios = done.map(({ mcp, rest }) => ({
     p50: ratio(mcp.latency.p50Ms, rest.latency.p50Ms),
     p99: ratio(mcp.latency.p99Ms, rest.latency.p99Ms),
-    throughput: ratio(mcp.throughput.rps, rest.throughput.rps)
+    throughput: ratio(mcp.throughput.rps, rest.throughput.rps),
+    cpu: ratio(mcp.cpuMsPerRequest ?? Number.NaN, rest.cpuMsPerRequest ?? Number.NaN)
   }))
   const summary = {
     p50: spread(ratios.map((x) => x.p50)),
     p99: spread(ratios.map((x) => x.p99)),
     throughput: spread(ratios.map((x) => x.throughput)),
     restRps: spread(done.map((x) => x.rest.throughput.rps)),
-    mcpRps: spread(done.map((x) => x.mcp.throughput.rps))
+    mcpRps: spread(done.map((x) => x.mcp.throughput.rps)),
+    cpu: spread(ratios.map((x) => x.cpu)),
+    restCpuMs: spread(done.map((x) => x.rest.cpuMsPerRequest ?? Number.NaN)),
+    mcpCpuMs: spread(done.map((x) => x.mcp.cpuMsPerRequest ?? Number.NaN))
   }
   const latency = summary.p50.median
   const throughput = summary.throughput.median
@@ -196,6 +218,11 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
     `  ${verdict(throughput >= targets.throughput)}  MCP req/s / REST req/s = ${
       fmtSpread(summary.throughput, 2)
     }x (target >= ${targets.throughput}x)`
+  )
+  console.log(
+    `  CPU per request (node and its PostgreSQL): MCP ${fmtSpread(summary.mcpCpuMs, 3)} ms, REST ${
+      fmtSpread(summary.restCpuMs, 3)
+    } ms: ${fmtSpread(summary.cpu, 2)}x`
   )
   console.log(
     `\nNote: ${Os.cpus().length} core(s) shared by the load generator, the node, its PostgreSQL and the upstream.`
