@@ -81,16 +81,16 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
       Effect.orDie
     )
 
-    /** The user with this e-mail (case-insensitive), created when new. */
+    /**
+     * The user with this e-mail (case-insensitive), created when new. `DO UPDATE` (a no-op) rather than
+     * `DO NOTHING`: it waits for a concurrent insert of the same address and returns that row, which a
+     * read in the same statement would not see.
+     */
     const upsertUser = (id: UserId, email: string, name: string | null) =>
       sql<{ id: UserId; email: string; name: string | null }>`
-        WITH inserted AS (
-          INSERT INTO users (id, email, name) VALUES (${id}, ${email}, ${name})
-          ON CONFLICT (lower(email)) DO NOTHING RETURNING id, email, name
-        )
-        SELECT id, email, name FROM inserted
-        UNION ALL SELECT id, email, name FROM users WHERE lower(email) = lower(${email})
-        LIMIT 1`.pipe(Effect.map(([row]) => new User(row!)), Effect.orDie)
+        INSERT INTO users (id, email, name) VALUES (${id}, ${email}, ${name})
+        ON CONFLICT (lower(email)) DO UPDATE SET email = users.email
+        RETURNING id, email, name`.pipe(Effect.map(([row]) => new User(row!)), Effect.orDie)
 
     /** `false` when the user already belongs to the organization. */
     const insertMembership = (organizationId: OrganizationId, userId: UserId, role: Role) =>
