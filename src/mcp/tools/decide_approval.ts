@@ -1,6 +1,5 @@
 import { Effect, Schema } from "effect"
 import { Approval, ApprovalId } from "../../../schema/Skills.js"
-import { orDieOnSql } from "../../http/orDieOnSql.js"
 import { Approvals } from "../../skills/Approvals.js"
 import { defineTool } from "../McpTool.js"
 
@@ -26,5 +25,5 @@ export default defineTool({
       Approvals,
       (approvals) =>
         (decision === "approve" ? approvals.approve : approvals.reject)(caller.principal, approval_id, reason)
-    ).pipe(orDieOnSql)
+    )
 })

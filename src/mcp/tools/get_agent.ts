@@ -2,7 +2,6 @@ import { Effect, Schema } from "effect"
 import { Agent } from "../../../schema/Agents.js"
 import { AgentId } from "../../../schema/Ids.js"
 import { Agents } from "../../agents/Agents.js"
-import { orDieOnSql } from "../../http/orDieOnSql.js"
 import { defineTool } from "../McpTool.js"
 
 export default defineTool({
@@ -17,6 +16,5 @@ export default defineTool({
     idempotentHint: true,
     openWorldHint: false
   },
-  run: ({ agent_id }, { caller }) =>
-    Effect.flatMap(Agents, (agents) => agents.describe(caller.principal, agent_id)).pipe(orDieOnSql)
+  run: ({ agent_id }, { caller }) => Effect.flatMap(Agents, (agents) => agents.describe(caller.principal, agent_id))
 })

@@ -2,7 +2,6 @@ import { Effect, Schema } from "effect"
 import { OperationSchema } from "../../../schema/Connectors.js"
 import { ConnectionId, ConnectorId } from "../../../schema/Ids.js"
 import { Connections } from "../../connectors/Connections.js"
-import { orDieOnSql } from "../../http/orDieOnSql.js"
 import { defineTool } from "../McpTool.js"
 
 export default defineTool({
@@ -28,5 +27,5 @@ export default defineTool({
     Effect.flatMap(
       Connections,
       (connections) => connections.schema(caller.principal, connector_id, connection_id, operation_id)
-    ).pipe(orDieOnSql)
+    )
 })

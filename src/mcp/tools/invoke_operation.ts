@@ -4,7 +4,6 @@ import { InvokeOperation } from "../../../schema/Connectors.js"
 import { ConnectionId, ConnectorId } from "../../../schema/Ids.js"
 import { Connections } from "../../connectors/Connections.js"
 import { OperationInvoker } from "../../connectors/OperationInvoker.js"
-import { orDieOnSql } from "../../http/orDieOnSql.js"
 import { defineTool } from "../McpTool.js"
 import { UpstreamAnswer, upstreamAnswer } from "../UpstreamAnswer.js"
 
@@ -49,7 +48,7 @@ export default defineTool({
       const connections = yield* Connections
       const upstream = yield* connections.invoke(caller.principal, connector_id, connection_id, operation_id, input)
       return yield* Effect.promise(() => answerOf(upstream, textOf(upstream.body)))
-    }).pipe(orDieOnSql),
+    }),
   // the same call through the same core (OperationInvoker.call), when the connection is in this node's memory
   fast: ({ connection_id, connector_id, operation_id, ...input }, { caller, onAbort, services }) => {
     const target = Context.get(services, Connections).peekTarget(

@@ -2,7 +2,6 @@ import { Effect, Schema } from "effect"
 import { Agent } from "../../../schema/Agents.js"
 import { ListOf } from "../../../schema/Identity.js"
 import { Agents } from "../../agents/Agents.js"
-import { orDieOnSql } from "../../http/orDieOnSql.js"
 import { defineTool } from "../McpTool.js"
 
 export default defineTool({
@@ -17,5 +16,5 @@ export default defineTool({
     idempotentHint: true,
     openWorldHint: false
   },
-  run: (_, { caller }) => Effect.flatMap(Agents, (agents) => agents.list(caller.principal)).pipe(orDieOnSql)
+  run: (_, { caller }) => Effect.flatMap(Agents, (agents) => agents.list(caller.principal))
 })

@@ -1,7 +1,6 @@
 import { Effect, Schema } from "effect"
 import { TaskId } from "../../../schema/Ids.js"
 import { ApprovalPage, ApprovalStatus } from "../../../schema/Skills.js"
-import { orDieOnSql } from "../../http/orDieOnSql.js"
 import { Approvals } from "../../skills/Approvals.js"
 import { defineTool } from "../McpTool.js"
 
@@ -22,6 +21,5 @@ export default defineTool({
     idempotentHint: true,
     openWorldHint: false
   },
-  run: (input, { caller }) =>
-    Effect.flatMap(Approvals, (approvals) => approvals.list(caller.principal, input)).pipe(orDieOnSql)
+  run: (input, { caller }) => Effect.flatMap(Approvals, (approvals) => approvals.list(caller.principal, input))
 })

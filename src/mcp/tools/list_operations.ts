@@ -2,7 +2,6 @@ import { Effect, Schema } from "effect"
 import { Operation } from "../../../schema/Connectors.js"
 import { ConnectionId, ConnectorId } from "../../../schema/Ids.js"
 import { ConnectorCatalog } from "../../connectors/ConnectorCatalog.js"
-import { orDieOnSql } from "../../http/orDieOnSql.js"
 import { defineTool } from "../McpTool.js"
 
 export default defineTool({
@@ -25,5 +24,5 @@ export default defineTool({
     Effect.flatMap(
       ConnectorCatalog,
       (catalog) => catalog.operations(caller.principal, connector_id, { connectionId: connection_id, query })
-    ).pipe(orDieOnSql)
+    )
 })

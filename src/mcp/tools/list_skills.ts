@@ -1,6 +1,5 @@
 import { Effect, Schema } from "effect"
 import { SkillPage, SkillStatus } from "../../../schema/Skills.js"
-import { orDieOnSql } from "../../http/orDieOnSql.js"
 import { Skills } from "../../skills/Skills.js"
 import { defineTool } from "../McpTool.js"
 
@@ -21,5 +20,5 @@ export default defineTool({
     idempotentHint: true,
     openWorldHint: false
   },
-  run: (input, { caller }) => Effect.flatMap(Skills, (skills) => skills.list(caller.principal, input)).pipe(orDieOnSql)
+  run: (input, { caller }) => Effect.flatMap(Skills, (skills) => skills.list(caller.principal, input))
 })

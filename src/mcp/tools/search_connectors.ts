@@ -1,7 +1,6 @@
 import { Effect, Schema } from "effect"
 import { CatalogPage } from "../../../schema/Connectors.js"
 import { ConnectorCatalog } from "../../connectors/ConnectorCatalog.js"
-import { orDieOnSql } from "../../http/orDieOnSql.js"
 import { defineTool } from "../McpTool.js"
 
 export default defineTool({
@@ -23,5 +22,4 @@ export default defineTool({
   },
   run: ({ cursor, limit, query }, { caller }) =>
     Effect.flatMap(ConnectorCatalog, (catalog) => catalog.list(caller.principal, { query, limit: limit ?? 50, cursor }))
-      .pipe(orDieOnSql)
 })
