@@ -7,6 +7,7 @@ import { isJsonMediaType, unsupportedMediaType } from "../http/JsonBody.js"
 import { extraRoutes } from "../http/RouteTable.js"
 import { OAuthLive } from "../oauth/OAuthLive.js"
 import type { ProtectedResource } from "../oauth/Resources.js"
+import { McpAdmission } from "./McpAdmission.js"
 import { type Answer, httpError } from "./McpAnswer.js"
 import { McpFastPathLive } from "./McpFastPath.js"
 import { McpProtocol } from "./McpProtocol.js"
@@ -37,20 +38,22 @@ const toResponse = (answer: Answer) =>
   })
 
 /**
- * The MCP endpoint's routes (Streamable HTTP, spec 4.8) over the protocol service (McpProtocol.ts): POST a
+ * The MCP endpoint's routes (Streamable HTTP, spec 4.8) over the protocol services (McpAdmission.ts,
+ * McpProtocol.ts): POST a
  * message, GET the server-to-client stream, DELETE the session, at every protected resource's path.
  */
 const McpRouteTable = Layer.effectDiscard(
   Effect.gen(function*() {
     const router = yield* HttpLayerRouter.HttpRouter
     const protocol = yield* McpProtocol
+    const admission = yield* McpAdmission
     const drain = yield* Drain
-    const asCalled = (called: ProtectedResource, url: string) => protocol.resourceAt(url) ?? called
+    const asCalled = (called: ProtectedResource, url: string) => admission.resourceAt(url) ?? called
 
     const post = (called: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function*() {
         const resource = asCalled(called, request.url)
-        const caller = yield* protocol.admit(resource, request.headers)
+        const caller = yield* admission.admit(resource, request.headers)
         if (!isJsonMediaType(request.headers["content-type"])) {
           const { code, message } = unsupportedMediaType(request.headers["content-type"])
           return httpError(415, code, message)
@@ -62,8 +65,8 @@ const McpRouteTable = Layer.effectDiscard(
     /** The server-to-client stream: we send nothing unprompted yet, so it carries keep-alives until it ends. */
     const get = (called: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function*() {
-        const caller = yield* protocol.admit(asCalled(called, request.url), request.headers)
-        yield* protocol.session(caller, request.headers)
+        const caller = yield* admission.admit(asCalled(called, request.url), request.headers)
+        yield* admission.session(caller, request.headers)
         if (!(request.headers["accept"] ?? "").includes("text/event-stream")) {
           return yield* toResponse(
             httpError(406, "not_acceptable", "GET opens an event stream: send Accept: text/event-stream.")
@@ -84,13 +87,13 @@ const McpRouteTable = Layer.effectDiscard(
 
     const del = (called: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function*() {
-        const caller = yield* protocol.admit(asCalled(called, request.url), request.headers)
-        const id = yield* protocol.session(caller, request.headers)
-        yield* protocol.endSession(id)
+        const caller = yield* admission.admit(asCalled(called, request.url), request.headers)
+        const id = yield* admission.session(caller, request.headers)
+        yield* admission.endSession(id)
         return { _tag: "Empty", status: 204 } satisfies Answer
       }).pipe(Effect.merge, Effect.flatMap(toResponse))
 
-    for (const resource of protocol.resources) {
+    for (const resource of admission.resources) {
       const path = resource.path as `/${string}`
       yield* router.add("POST", path, post(resource))
       yield* router.add("GET", path, get(resource))
@@ -100,9 +103,10 @@ const McpRouteTable = Layer.effectDiscard(
   })
 )
 
-/** The MCP endpoint: its routes, and its plain-Node fast path, over one protocol service. */
+/** The MCP endpoint: its routes, and its plain-Node fast path, over one admission and one protocol service. */
 export const McpRoutes = Layer.mergeAll(McpRouteTable, McpFastPathLive).pipe(
   Layer.provide(McpProtocol.Default),
+  Layer.provideMerge(McpAdmission.Default),
   Layer.provide(McpSessions.DefaultWithoutDependencies),
   Layer.provide(OAuthLive),
   Layer.provide(AgentsLive),

@@ -3,13 +3,14 @@ import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { type Exchange, FastEdge } from "../http/FastEdge.js"
 import { declaresBody, inspectJsonText } from "../http/JsonBody.js"
 import { NodeRequestGate } from "../http/NodeRequestGate.js"
+import { type Headers, McpAdmission } from "./McpAdmission.js"
 import type { Answer } from "./McpAnswer.js"
-import { type Headers, McpProtocol } from "./McpProtocol.js"
+import { McpProtocol } from "./McpProtocol.js"
 
 /**
  * `POST /mcp/` in plain Node when the caller's token and session were verified recently on this node (both
  * caches also serve the Effect routes, with the same TTL): a thin transport over the protocol service
- * (McpProtocol.ts) and the shared edge (FastEdge.ts). It declines anything else before reading the body, and
+ * (McpAdmission.ts, McpProtocol.ts) and the shared edge (FastEdge.ts). It declines anything else before reading the body, and
  * the routes (McpEndpoint.ts) answer instead — a missing or bad token, a foreign Origin, an unsupported protocol
  * version, an unknown session, a wrong content type. A taken message is answered by the protocol without the
  * router and request pipeline; the hot one, a `tools/call` of a tool with a `fast` variant (invoke_operation:
@@ -22,6 +23,7 @@ export const McpFastPathLive = Layer.effectDiscard(
     const config = yield* SwitchyardConfig
     const edge = yield* FastEdge
     const protocol = yield* McpProtocol
+    const admission = yield* McpAdmission
     const runtime = yield* Effect.runtime<never>()
 
     const write = (exchange: Exchange, answer: Answer) => {
@@ -60,10 +62,10 @@ export const McpFastPathLive = Layer.effectDiscard(
     if (!config.connectorFastPath) return
     gate.setFastPath((req, res) => {
       if (req.method !== "POST") return false
-      const resource = protocol.resourceAt(req.url ?? "")
+      const resource = admission.resourceAt(req.url ?? "")
       if (resource === undefined || !edge.takes(req, { jsonAlways: true })) return false
       const headers = req.headers as Headers
-      const caller = protocol.peekAdmitted(resource, headers)
+      const caller = admission.peekAdmitted(resource, headers)
       if (caller === undefined) return false
 
       const exchange = edge.begin(req, res, caller.principal.organizationId)

@@ -1,11 +1,11 @@
-import { Cause, Effect, Exit, FiberRef, Runtime } from "effect"
+import { Cause, Effect, Exit, Runtime } from "effect"
 import * as Fs from "node:fs"
 import { AuditLog } from "../audit/AuditLog.js"
 import { makeAskTool } from "../builtin/BuiltinAgent.js"
-import { CurrentRequest } from "../http/RequestContext.js"
-import { BUILTIN_MCP_PATH, oauthSettings, type ProtectedResource, SCOPES } from "../oauth/Resources.js"
-import { type McpCaller, TokenVerifier } from "../oauth/TokenVerifier.js"
+import { BUILTIN_MCP_PATH, type ProtectedResource } from "../oauth/Resources.js"
+import type { McpCaller } from "../oauth/TokenVerifier.js"
 import { classify, ErrorCodes, failure, type JsonRpcId, type JsonRpcRequest, result } from "./JsonRpc.js"
+import { type Headers, McpAdmission, PROTOCOL_VERSIONS } from "./McpAdmission.js"
 import {
   type Answer,
   httpError,
@@ -21,28 +21,23 @@ import { McpSessions } from "./McpSessions.js"
 import { type ToolContext, type ToolOutcome, type ToolServices, ToolText } from "./McpTool.js"
 import { type LoadedTool, loadTools, registryOf } from "./ToolRegistry.js"
 
-/** Newest first: what `initialize` answers a client asking for a version we do not speak. */
-export const PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18"] as const
 const VERSION: string = JSON.parse(Fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version
-const BEARER = /^Bearer\s+([A-Za-z0-9._~+/=-]+)\s*$/i
 
-export type Headers = Readonly<Record<string, string | undefined>>
 type Request = JsonRpcRequest & { readonly id: JsonRpcId }
 
 const kindOf = (value: unknown) => value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`
 
 /**
- * The MCP protocol (spec 4.8), apart from any transport: who may call (Origin, OAuth bearer token bound to the
- * resource, protocol version, session), and what each JSON-RPC message is answered, as an `Answer`. A
+ * The MCP protocol (spec 4.8), apart from any transport: what each JSON-RPC message of an admitted caller
+ * (McpAdmission.ts) is answered, as an `Answer`. A
  * hand-rolled dispatcher (building an SDK server per request is several times slower, DESIGN §4), sessions in
  * PostgreSQL. Its transports: the Effect routes (McpEndpoint.ts) and the plain-Node fast path (McpFastPath.ts),
  * which takes the hot call, a `tools/call` of a tool with a `fast` variant, through `fastAnswer`.
  */
 export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol", {
   effect: Effect.gen(function*() {
-    const settings = yield* oauthSettings
-    const verifier = yield* TokenVerifier
     const sessions = yield* McpSessions
+    const admission = yield* McpAdmission
     const registry = yield* loadTools
     const services = yield* Effect.context<ToolServices>()
     const audit = yield* AuditLog
@@ -56,98 +51,6 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
         targets: [{ type: "mcp_tool", id: tool }],
         details: { reason, grant_id: caller.grantId }
       }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("could not record a refusal", cause)))
-    const allowedOrigins = new Set(
-      [settings.issuer, settings.appUrl, ...settings.resources.map((r) => r.resource)].map((u) => new URL(u).origin)
-    )
-
-    const challenge = (resource: ProtectedResource, extra = "") =>
-      `Bearer resource_metadata="${resource.metadataUrl}", scope="${SCOPES.join(" ")}"${extra}`
-
-    /** Who calls, from `Authorization: Bearer`; anything else is a 401 pointing at the resource metadata. */
-    const authenticate = (resource: ProtectedResource, headers: Headers) =>
-      Effect.gen(function*() {
-        const match = BEARER.exec(headers["authorization"] ?? "")
-        if (match === null) {
-          const apiKey = headers["x-api-key"] !== undefined
-          return yield* Effect.fail(httpError(
-            401,
-            apiKey ? "api_key_not_accepted" : "missing_token",
-            apiKey
-              ? "The MCP endpoint does not accept x-api-key: sign in with OAuth and send Authorization: Bearer."
-              : "Send an OAuth access token: Authorization: Bearer <token>. See the resource metadata to get one.",
-            { "www-authenticate": challenge(resource) }
-          ))
-        }
-        const caller = yield* verifier.verify(match[1]!, resource.resource).pipe(
-          Effect.catchTag("SqlError", Effect.die),
-          Effect.mapError((e) =>
-            httpError(401, "invalid_token", e.message, {
-              "www-authenticate": challenge(
-                resource,
-                `, error="invalid_token", error_description="${e.message.replace(/"/g, "'")}"`
-              )
-            })
-          )
-        )
-        const info = yield* FiberRef.get(CurrentRequest)
-        if (info !== undefined) info.organizationId = caller.principal.organizationId
-        return caller
-      })
-
-    const originAllowed = (origin: string | undefined) => origin === undefined || allowedOrigins.has(origin)
-    const versionSupported = (version: string | undefined) =>
-      version === undefined || (PROTOCOL_VERSIONS as ReadonlyArray<string>).includes(version)
-
-    /** Checks that apply to every method: Origin (DNS rebinding), token, protocol version. */
-    const admit = (resource: ProtectedResource, headers: Headers) =>
-      Effect.gen(function*() {
-        const origin = headers["origin"]
-        if (!originAllowed(origin)) {
-          return yield* Effect.fail(
-            httpError(403, "forbidden_origin", `Requests from the origin ${origin} are not accepted.`)
-          )
-        }
-        const caller = yield* authenticate(resource, headers)
-        const version = headers["mcp-protocol-version"]
-        if (!versionSupported(version)) {
-          return yield* Effect.fail(httpError(
-            400,
-            "unsupported_protocol_version",
-            `MCP-Protocol-Version ${version} is not supported; use one of ${PROTOCOL_VERSIONS.join(", ")}.`
-          ))
-        }
-        return caller
-      })
-
-    /** The caller's session named by `Mcp-Session-Id`. */
-    const session = (caller: McpCaller, headers: Headers) =>
-      Effect.gen(function*() {
-        const id = headers["mcp-session-id"]
-        if (id === undefined) {
-          return yield* Effect.fail(
-            httpError(400, "session_required", "Send the Mcp-Session-Id that initialize returned.")
-          )
-        }
-        const found = yield* sessions.find(caller, id).pipe(Effect.catchTag("SqlError", Effect.die))
-        if (found === undefined) {
-          return yield* Effect.fail(httpError(404, "session_not_found", "No such session: initialize a new one."))
-        }
-        return id
-      })
-
-    const endSession = (id: string) => sessions.end(id).pipe(Effect.catchTag("SqlError", Effect.die))
-
-    /**
-     * For the fast path: the caller, when everything `admit` and `session` check passes from this node's memory
-     * (the token and the session verified recently, on either path); undefined leaves the request to the routes.
-     */
-    const peekAdmitted = (resource: ProtectedResource, headers: Headers): McpCaller | undefined => {
-      if (!originAllowed(headers["origin"]) || !versionSupported(headers["mcp-protocol-version"])) return undefined
-      const token = BEARER.exec(headers["authorization"] ?? "")?.[1]
-      const caller = token === undefined ? undefined : verifier.peek(token, resource.resource)
-      return caller !== undefined && sessions.peek(caller, headers["mcp-session-id"]) !== undefined ? caller : undefined
-    }
-
     const mayCall = (caller: McpCaller, loaded: LoadedTool) =>
       loaded.tool.annotations.readOnlyHint
         ? caller.scopes.includes("mcp:read") || caller.scopes.includes("mcp:write")
@@ -331,7 +234,7 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
         if (classified._tag === "Request" && classified.message.method === "initialize") {
           return yield* initialize(resource, caller, classified.message)
         }
-        if (!sessionChecked) yield* session(caller, headers)
+        if (!sessionChecked) yield* admission.session(caller, headers)
         if (classified._tag !== "Request") return { _tag: "Empty", status: 202 } satisfies Answer
         const message = classified.message
         switch (message.method) {
@@ -380,27 +283,7 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
       })
     }
 
-    /**
-     * The resources by path, each also at its path without the trailing slash (`/mcp`): the same resource and
-     * tokens, but challenged with the metadata address that names it `…/mcp`, which is what a client at that URL
-     * accepts (Resources.ts).
-     */
-    const byPath = new Map(settings.resources.flatMap((r) => [
-      [r.path, r] as const,
-      [r.unslashed.path, { ...r, metadataUrl: r.unslashed.metadataUrl }] as const
-    ]))
-    const resourceAt = (url: string) => byPath.get(url.split("?")[0]!)
-
-    return {
-      resources: settings.resources,
-      resourceAt,
-      admit,
-      session,
-      endSession,
-      peekAdmitted,
-      handleMessage,
-      fastAnswer
-    } as const
+    return { handleMessage, fastAnswer } as const
   })
 }) {}
 
