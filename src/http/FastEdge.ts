@@ -86,8 +86,12 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
       }
 
       json(status: number, body: unknown, headers: Readonly<Record<string, string>> = {}) {
+        this.jsonText(status, JSON.stringify(body), headers)
+      }
+
+      /** A body already serialized. */
+      jsonText(status: number, text: string, headers: Readonly<Record<string, string>> = {}) {
         if (this.res.destroyed) return
-        const text = JSON.stringify(body)
         // a declared length: no chunked framing to write, and the client reads one piece
         this.head(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers })
         this.res.end(text)

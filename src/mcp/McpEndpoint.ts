@@ -8,7 +8,7 @@ import { extraRoutes } from "../http/RouteTable.js"
 import { OAuthLive } from "../oauth/OAuthLive.js"
 import type { ProtectedResource } from "../oauth/Resources.js"
 import { McpAdmission } from "./McpAdmission.js"
-import { type Answer, httpError } from "./McpAnswer.js"
+import { type Answer, bodyJson, httpError } from "./McpAnswer.js"
 import { McpFastPathLive } from "./McpFastPath.js"
 import { McpProtocol } from "./McpProtocol.js"
 import { McpSessions } from "./McpSessions.js"
@@ -20,7 +20,11 @@ const toResponse = (answer: Answer) =>
   Effect.gen(function*() {
     switch (answer._tag) {
       case "Json":
-        return HttpServerResponse.unsafeJson(answer.body, { status: answer.status, headers: answer.headers })
+        return HttpServerResponse.text(bodyJson(answer.body), {
+          status: answer.status,
+          headers: answer.headers,
+          contentType: "application/json"
+        })
       case "Empty":
         return HttpServerResponse.empty({ status: answer.status })
       case "Events": {

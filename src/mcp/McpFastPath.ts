@@ -4,7 +4,7 @@ import { type Exchange, FastEdge } from "../http/FastEdge.js"
 import { declaresBody, inspectJsonText } from "../http/JsonBody.js"
 import { NodeRequestGate } from "../http/NodeRequestGate.js"
 import { type Headers, McpAdmission } from "./McpAdmission.js"
-import type { Answer } from "./McpAnswer.js"
+import { type Answer, bodyJson } from "./McpAnswer.js"
 import { McpProtocol } from "./McpProtocol.js"
 
 /**
@@ -33,7 +33,7 @@ export const McpFastPathLive = Layer.effectDiscard(
           const error = answer.status >= 400 ? (answer.body as any)?.error : undefined
           return typeof error?.code === "string"
             ? exchange.error(answer.status, error, answer.headers)
-            : exchange.json(answer.status, answer.body, answer.headers)
+            : exchange.jsonText(answer.status, bodyJson(answer.body), answer.headers)
         }
         case "Empty":
           return exchange.empty(answer.status)
