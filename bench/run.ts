@@ -31,8 +31,8 @@ for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
 let failures = 0
 for (const file of files) {
   const bench = (await import(pathToFileURL(Path.join(benchDir, file)).href)) as Benchmark
-  // fuzz: a correctness run, not a measurement; only when named
-  if (only.length > 0 ? !only.includes(bench.name) : bench.name === "fuzz") continue
+  // scaling: root, ~20 min; fuzz: a correctness run, not a measurement; both only when named
+  if (only.length > 0 ? !only.includes(bench.name) : ["scaling", "fuzz"].includes(bench.name)) continue
   console.log(`\n=== bench: ${bench.name} ===\n`)
   const started = performance.now()
   try {
