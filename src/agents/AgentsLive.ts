@@ -5,6 +5,7 @@ import { Skills } from "../skills/Skills.js"
 import { LocalTasks } from "../tasks/LocalTasks.js"
 import { TaskCompletions } from "../tasks/TaskCompletions.js"
 import { TaskEntityLive } from "../tasks/TaskEntityLive.js"
+import { TaskPlacement } from "../tasks/TaskPlacement.js"
 import { TaskRecoveryLive } from "../tasks/TaskRecovery.js"
 import { TaskRepo } from "../tasks/TaskRepo.js"
 import { TaskRunner } from "../tasks/TaskRunner.js"
@@ -20,7 +21,7 @@ import { ModelProviders } from "./ModelProviders.js"
 export const AgentsLive = Layer.mergeAll(Tasks.Default, TaskEntityLive, TaskRecoveryLive, AgentEntityLive).pipe(
   Layer.provideMerge(TaskRuns.Default),
   Layer.provideMerge(TaskRunner.Default),
-  Layer.provideMerge(Layer.mergeAll(LocalTasks.Default, Skills.Default, Approvals.Default)),
+  Layer.provideMerge(Layer.mergeAll(LocalTasks.Default, TaskPlacement.Default, Skills.Default, Approvals.Default)),
   Layer.provideMerge(Layer.mergeAll(Agents.Default, ModelGateway.Default, TaskRepo.Default, TaskCompletions.Default)),
   Layer.provideMerge(Layer.mergeAll(ModelProviders.Default, AgentRepo.Default)),
   Layer.provideMerge(ConnectorsLive)

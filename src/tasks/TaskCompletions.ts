@@ -1,18 +1,14 @@
-import * as ShardId from "@effect/cluster/ShardId"
-import * as Sharding from "@effect/cluster/Sharding"
-import * as ShardingConfig from "@effect/cluster/ShardingConfig"
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Schedule, Stream } from "effect"
+import * as Crypto from "node:crypto"
 import type { TaskOutcome } from "../../cluster/TaskEntity.js"
 import type { OrganizationId, TaskId } from "../../schema/Ids.js"
 import { PgPool } from "../db/PgPool.js"
 import type { TaskSummary } from "./TaskRepo.js"
 
-export const TASK_DONE_CHANNEL = "switchyard_task_done"
-
 type Outcome = typeof TaskOutcome.Type
 
-/** A waiter: woken with the outcome when this node ended the task, with nothing when told by a notification. */
+/** A waiter: woken with the outcome when this node ended the task, with nothing when it must look again. */
 type Wake = (ended: Outcome | undefined) => void
 
 export interface Watch {
@@ -31,40 +27,54 @@ export type KnownTask = TaskSummary & { readonly organization_id: OrganizationId
 const KNOWN_TTL_MS = 30_000
 const KNOWN_MAX = 50_000
 
-/** Task ids per notification: a payload must stay under 8000 bytes. */
-const IDS_PER_NOTIFY = 200
+/** How often a waiter reads its task again, should its end have gone unannounced (its shard moved away). */
+export const RECHECK_MS = 5_000
+
+/** A notification's payload must stay under 8000 bytes; a longer result is left out (its reader reads it). */
+const PAYLOAD_MAX = 7000
+
+/** An end as a node's wake-up channel carries it: id, status, finished at (ISO), result; or only the id (read it). */
+type Announced = readonly [string, string, string | null, string | null] | readonly [string]
 
 /**
- * Tells waiting readers when a task ends, on whatever node it ran. The node that ended it hands its own
- * waiters the outcome at once (`ended`), so they need not read the task again, and announces the end on
- * TASK_DONE_CHANNEL (PostgreSQL LISTEN/NOTIFY; the payload is task ids joined by commas) for the other
- * nodes' waiters. The announcement is sent after the ending commit, coalesced with others that ended
- * meanwhile: a NOTIFY inside each ending statement made every task's commit wait on the notification
- * queue and woke every listener per task. A notification lost (a node that died right after the commit, a
- * listener reconnecting) costs a waiter the periodic re-read of `Watch.next`'s caller, not the answer.
- * A node that owns every shard is alone (or others are joining, with no shards yet): it announces nothing.
+ * Tells waiting readers when a task ends. The node that ends a task hands its own waiters the outcome at
+ * once (`ended`), so they need not read the task again. A reader on another node registers this node's
+ * wake-up channel (`channel`, a PostgreSQL LISTEN channel of its own) with the task (TaskRepo.watch); the
+ * ending statement returns the channels registered, and the node that ended the task notifies those, with
+ * the outcome, after the commit (coalesced: one statement for the ends of a while). So an end costs work
+ * on the nodes where someone waits for it, not on every node: a NOTIFY of every end to every node cost
+ * each of N nodes the work of every task in the cluster (issue 20). A notification lost (a node that died
+ * right after the commit, a listener reconnecting) costs a waiter the periodic re-read of `Watch.next`'s
+ * caller, not the answer.
  *
  * It also remembers the tasks invoked and run on this node for a while (`track`, `known`), kept current by
- * the ends this node makes: a reader of such a task is answered without reading it. An end announced by
- * another node makes it forget the task, so that readers read it again.
+ * the ends this node makes: a reader of such a task is answered without reading it.
  */
 export class TaskCompletions extends Effect.Service<TaskCompletions>()("tasks/TaskCompletions", {
   scoped: Effect.gen(function*() {
     const sql = yield* PgClient.PgClient
     const pool = yield* PgPool
-    const sharding = yield* Sharding.Sharding
-    const { shardsPerGroup } = yield* ShardingConfig.ShardingConfig
     const waiters = new Map<string, Set<Wake>>()
     const wake = (id: string, ended: Outcome | undefined) => {
       for (const w of waiters.get(id) ?? []) w(ended)
     }
     const tracked = new Map<string, { task: KnownTask; readonly at: number }>()
-    yield* sql.listen(TASK_DONE_CHANNEL).pipe(
+
+    /** This node's wake-up channel: new with each start (a dead node's channel is heard by nobody). */
+    const channel = `switchyard_wake_${Crypto.randomBytes(8).toString("hex")}`
+    yield* sql.listen(channel).pipe(
       Stream.runForEach((payload) =>
         Effect.sync(() => {
-          for (const id of payload.split(",")) {
-            tracked.delete(id)
-            wake(id, undefined)
+          for (const end of JSON.parse(payload) as Array<Announced>) {
+            tracked.delete(end[0])
+            wake(
+              end[0],
+              end.length === 1 ? undefined : {
+                status: end[1] as Outcome["status"],
+                result: end[3],
+                finished_at: end[2] === null ? null : new Date(end[2])
+              }
+            )
           }
         })
       ),
@@ -134,34 +144,6 @@ export class TaskCompletions extends Effect.Service<TaskCompletions>()("tasks/Ta
       return cancel
     }
 
-    // whether this node owns every shard, looked at once a second
-    let alone = false
-    let aloneUntil = 0
-    const isAlone = () => {
-      const now = Date.now()
-      if (now >= aloneUntil) {
-        aloneUntil = now + 1000
-        alone = true
-        for (let i = 1; i <= shardsPerGroup && alone; i++) alone = sharding.hasShardId(ShardId.make("default", i))
-      }
-      return alone
-    }
-
-    // ends to announce, sent by one notification at a time
-    const unannounced: Array<string> = []
-    let announcing = false
-    const announce = () => {
-      announcing = true
-      const ids = unannounced.splice(0, IDS_PER_NOTIFY)
-      pool.query({
-        name: "task_done_notify",
-        text: "SELECT pg_notify($1, $2)",
-        values: [TASK_DONE_CHANNEL, ids.join(",")]
-      })
-        .catch(() => undefined)
-        .finally(() => (unannounced.length > 0 ? announce() : (announcing = false)))
-    }
-
     /** A task invoked here that runs here, as inserted. */
     const track = (task: KnownTask) => {
       const now = Date.now()
@@ -176,16 +158,65 @@ export class TaskCompletions extends Effect.Service<TaskCompletions>()("tasks/Ta
     /** The task as this node last knew it, if it runs (or ran) here: current once it ended here. */
     const known = (id: TaskId): KnownTask | undefined => tracked.get(id)?.task
 
-    /** This node ended the task (committed): its waiters get the outcome at once, other nodes' by notification. */
-    const ended = (id: TaskId, outcome: Outcome) => {
+    // ends to announce, by channel; sent by one statement at a time
+    const unannounced = new Map<string, Array<Announced>>()
+    let announcing = false
+    const announce = () => {
+      announcing = true
+      const channels: Array<string> = []
+      const payloads: Array<string> = []
+      for (const [to, ends] of unannounced) {
+        let batch: Array<Announced> = []
+        let size = 2
+        for (const end of ends) {
+          const length = Buffer.byteLength(JSON.stringify(end)) + 1
+          if (size + length > PAYLOAD_MAX && batch.length > 0) {
+            channels.push(to)
+            payloads.push(JSON.stringify(batch))
+            batch = []
+            size = 2
+          }
+          batch.push(end)
+          size += length
+        }
+        channels.push(to)
+        payloads.push(JSON.stringify(batch))
+      }
+      unannounced.clear()
+      pool.query({
+        name: "task_wake_notify",
+        text: "SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS x(c, p)",
+        values: [channels, payloads]
+      })
+        .catch(() => undefined)
+        .finally(() => (unannounced.size > 0 ? announce() : (announcing = false)))
+    }
+
+    /**
+     * This node ended the task (committed): its waiters get the outcome at once, and the nodes in
+     * `waitedOn` (the channels the ending statement returned) by notification.
+     */
+    const ended = (id: TaskId, outcome: Outcome, waitedOn?: ReadonlyArray<string> | null) => {
       const entry = tracked.get(id)
       if (entry !== undefined) entry.task = { ...entry.task, ...outcome }
       wake(id, outcome)
-      if (isAlone()) return
-      unannounced.push(id)
-      if (!announcing) announce()
+      if (waitedOn == null) return
+      // a result that might not fit is left out: its readers read it
+      const end: Announced = outcome.result !== null && Buffer.byteLength(outcome.result) > PAYLOAD_MAX / 4
+        ? [id]
+        : [id, outcome.status, outcome.finished_at === null ? null : outcome.finished_at.toISOString(), outcome.result]
+      for (const to of waitedOn) {
+        if (to === channel) continue
+        const ends = unannounced.get(to)
+        if (ends === undefined) unannounced.set(to, [end])
+        else ends.push(end)
+      }
+      if (unannounced.size > 0 && !announcing) announce()
     }
 
-    return { watch, onEnd, ended, track, known } as const
+    /** Whether anything here waits for the task's end. */
+    const watched = (id: TaskId) => waiters.has(id)
+
+    return { channel, watch, onEnd, ended, watched, track, known } as const
   })
 }) {}

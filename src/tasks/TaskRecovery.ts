@@ -3,6 +3,7 @@ import { Duration, Effect, Layer, Schedule } from "effect"
 import type { TaskId } from "../../schema/Ids.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Approvals } from "../skills/Approvals.js"
+import { TaskPlacement } from "./TaskPlacement.js"
 import { TaskRuns } from "./TaskRuns.js"
 
 const PAGE = 500
@@ -12,6 +13,11 @@ const PAGE = 500
  * whose node died (its shards came here), whose Run message was lost in flight, or that was accepted
  * just before its node stopped. The task row is the durable record; this sweep is what makes it so.
  * A fresh task gets a moment first, since its Run is normally on its way.
+ *
+ * It reads the unfinished tasks of this node's shards only (their `shard` column, by index), and those
+ * without one (from before it, or from a node of an earlier release); its first pass after the node
+ * starts reads them all, in case the shard count changed since they were written (it only changes with
+ * a restart of every node).
  */
 export const TaskRecoveryLive = Layer.scopedDiscard(
   Effect.gen(function*() {
@@ -19,15 +25,20 @@ export const TaskRecoveryLive = Layer.scopedDiscard(
     const config = yield* SwitchyardConfig
     const runs = yield* TaskRuns
     const approvals = yield* Approvals
+    const placement = yield* TaskPlacement
     const graceSeconds = Math.max(1, Duration.toSeconds(config.taskSweepInterval))
 
+    let full = true
     const sweep = Effect.gen(function*() {
       let after = "00000000-0000-0000-0000-000000000000"
       let revived = 0
+      const owned = placement.ownedShards()
+      const mine = full ? sql`` : sql`AND (shard = ANY(${owned}::int[]) OR shard IS NULL)`
+      full = false
       while (true) {
         const rows = yield* sql<{ id: string }>`
           SELECT id FROM tasks
-          WHERE finished_at IS NULL AND status IN ('pending', 'executing') AND id > ${after}::uuid
+          WHERE finished_at IS NULL ${mine} AND status IN ('pending', 'executing') AND id > ${after}::uuid
             AND created_at < now() - make_interval(secs => ${graceSeconds})
           ORDER BY id LIMIT ${PAGE}`
         for (const { id } of rows) {

@@ -33,6 +33,11 @@ export interface TaskRow {
   readonly finished_at: Date | null
 }
 
+/** The wake-up channels of the nodes where readers wait for a task's end (`TaskRepo.watch`). */
+export interface Waiters {
+  readonly waiters: ReadonlyArray<string> | null
+}
+
 export interface EventRow {
   readonly seq: number
   readonly type: string
@@ -118,6 +123,8 @@ interface InsertItem {
   readonly start: boolean
   /** The agent's version whose snapshot this node holds: the statement sends it back only for another. */
   readonly known_version: number | null
+  /** The task's shard (its Task entity's), for the sweep of the node that owns it. */
+  readonly shard: number
 }
 
 /** A task inserted (or found by its idempotency key), as `insert` gives it. */
@@ -174,7 +181,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         ${
         batchItems(`id uuid, organization_id uuid, agent_id uuid, source text, user_id text, user_email text,
           input text, api_key_id text, oidc_token text, idempotency_key text, request_hash text,
-          budget_checked boolean, start boolean, known_version int`)
+          budget_checked boolean, start boolean, known_version int, shard smallint`)
       }
       ),
       agent AS (
@@ -185,11 +192,11 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       ),
       inserted AS (
         INSERT INTO tasks (id, organization_id, agent_id, status, source, user_id, user_email, input, agent_version,
-          api_key_id, oidc_token, idempotency_key, request_hash, started_at)
+          api_key_id, oidc_token, idempotency_key, request_hash, started_at, shard)
         SELECT req.id, req.organization_id, req.agent_id,
           CASE WHEN req.start THEN 'executing' ELSE 'pending' END, req.source, req.user_id, req.user_email,
           req.input, agent.version, req.api_key_id, decode(req.oidc_token, 'base64'), req.idempotency_key,
-          req.request_hash, CASE WHEN req.start THEN now() END
+          req.request_hash, CASE WHEN req.start THEN now() END, req.shard
         FROM req JOIN agent ON agent.i = req.i WHERE agent.may_insert
         ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING *
@@ -235,7 +242,8 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       >,
       budgetChecked: boolean,
       /** Insert it started: its run begins at once, here. */
-      started: boolean
+      started: boolean,
+      shard: number
     ) => {
       const known = snapshots.get(t.agent_id)
       return insertTasks({
@@ -243,7 +251,8 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         oidc_token: t.oidc_token === null ? null : Buffer.from(t.oidc_token).toString("base64"),
         budget_checked: budgetChecked,
         start: started,
-        known_version: known?.version ?? null
+        known_version: known?.version ?? null,
+        shard
       }).pipe(Effect.flatMap((row): Effect.Effect<
         { readonly task: InsertedTask } | { readonly task: undefined; readonly agent: AgentRow | null }
       > => {
@@ -272,6 +281,48 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     const find = (organizationId: OrganizationId, id: TaskId) =>
       findTask([id, organizationId]).pipe(Effect.map(([row]): TaskSummary | undefined => row))
 
+    const findStateById = prepared<TaskSummary & { readonly organization_id: OrganizationId }>(
+      pool,
+      "task_find_state",
+      `SELECT organization_id, ${SUMMARY} FROM tasks WHERE id = $1`
+    )
+    /** A task as its readers see it, with whose it is: for its owner, answering a reader on another node. */
+    const findState = (id: TaskId) => findStateById([id]).pipe(Effect.map(([row]) => row))
+
+    /**
+     * Readers waiting on another node than the one running the task: their node's wake-up channel is
+     * added to the task's `waiters` (once), and the task comes back as it is, with `watched` true. Whoever
+     * ends the task learns the channels from its ending statement and notifies them alone. The added
+     * channel is in the same row as the end, so the two cannot miss each other: an end committed first
+     * is what the reader gets; a registration committed first is what the end returns. Not durable
+     * (`synchronous_commit` off for it): a registration lost in a crash costs the reader a re-read.
+     * `watched` false with the task unfinished: the task ended meanwhile, read it again.
+     */
+    const watchTasks = batched<
+      { id: TaskId; organization_id: OrganizationId; channel: string },
+      TaskSummary & { i: number; watched: boolean }
+    >(
+      pool,
+      "task_watch",
+      `WITH req AS (${batchItems("id uuid, organization_id uuid, channel text")}),
+      async_commit AS (SELECT set_config('synchronous_commit', 'off', true)),
+      added AS (
+        UPDATE tasks SET waiters = array_append(tasks.waiters, req.channel)
+        FROM req, async_commit
+        WHERE tasks.id = req.id AND tasks.organization_id = req.organization_id AND tasks.finished_at IS NULL
+          AND NOT (req.channel = ANY(coalesce(tasks.waiters, '{}')))
+        RETURNING req.i, ${SUMMARY.split(", ").map((c) => `tasks.${c}`).join(", ")}
+      )
+      SELECT i, true AS watched, ${SUMMARY} FROM added
+      UNION ALL
+      SELECT req.i, req.channel = ANY(coalesce(t.waiters, '{}')), ${SUMMARY.split(", ").map((c) => `t.${c}`).join(", ")}
+      FROM req JOIN tasks t ON t.id = req.id AND t.organization_id = req.organization_id
+      WHERE NOT EXISTS (SELECT 1 FROM added WHERE added.i = req.i)`
+    )
+    /** A task of the organization, its end to be announced on `channel` (see `watchTasks`). */
+    const watch = (organizationId: OrganizationId, id: TaskId, channel: string) =>
+      watchTasks({ id, organization_id: organizationId, channel })
+
     /** A task of the organization with the user's message, for its thread. */
     const findWithInput = (organizationId: OrganizationId, id: TaskId) =>
       sql<TaskSummary & Pick<TaskRow, "input">>`
@@ -297,12 +348,12 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         ) AS own`.pipe(Effect.map(([row]) => row?.own === true))
 
     const cancel = (organizationId: OrganizationId, id: TaskId, result: string) =>
-      sql<TaskSummary>`
+      sql<TaskSummary & Waiters>`
         WITH ended AS (
           UPDATE tasks SET status = 'cancelled', result = ${result}, finished_at = now(), oidc_token = NULL
           WHERE id = ${id} AND organization_id = ${organizationId}
             AND status IN ('pending', 'executing', 'waiting_approval')
-          RETURNING ${sql.literal(SUMMARY)}
+          RETURNING ${sql.literal(SUMMARY)}, waiters
         ),
         -- nobody needs to decide for a task that is gone
         withdrawn AS (
@@ -398,7 +449,8 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       u.cost
     ]
 
-    type Ended = Pick<TaskRow, "id" | "status" | "result" | "finished_at">
+    /** An end, with the nodes that wait for it elsewhere (their wake-up channels; see `watch`). */
+    type Ended = Pick<TaskRow, "id" | "status" | "result" | "finished_at"> & Waiters
     /**
      * Ends tasks, each once, after recording the model call that ended it if any (its thread event and usage
      * record): one commit for them all. The end itself is the task's row (the thread shows it from there).
@@ -416,7 +468,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       ended AS (
         UPDATE tasks SET status = req.status, result = req.result, finished_at = now(), oidc_token = NULL
         FROM req WHERE tasks.id = req.id AND tasks.status NOT IN ${"('" + TERMINAL.join("', '") + "')"}
-        RETURNING tasks.id, tasks.status, tasks.result, tasks.finished_at
+        RETURNING tasks.id, tasks.status, tasks.result, tasks.finished_at, tasks.waiters
       ),
       model_event AS (
         INSERT INTO task_events (task_id, seq, type, step_key, data)
@@ -497,6 +549,8 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       find,
       findWithInput,
       findById,
+      findState,
+      watch,
       invokedBy,
       start,
       finishWith,

@@ -87,7 +87,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         const ended = yield* repo.finishWith(task.id, stop.status, stop.result, stop.modelCall)
         if (ended === undefined) return outcomeOf((yield* repo.findById(task.id))!)
         const outcome = outcomeOf(ended)
-        completions.ended(task.id, outcome)
+        completions.ended(task.id, outcome, ended.waiters)
         return outcome
       }))
 

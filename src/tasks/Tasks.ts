@@ -1,12 +1,11 @@
 import { Duration, Effect } from "effect"
 import { constVoid } from "effect/Function"
 import * as Crypto from "node:crypto"
-import { v7 as uuidV7 } from "uuid"
 import { outcomeOf, startRun, TaskEntity } from "../../cluster/TaskEntity.js"
 import { type InvokeAgent, Task, type TaskFields, ThreadEvent } from "../../schema/Agents.js"
 import { BadRequest, Conflict, Forbidden, NotFound, PaymentRequired } from "../../schema/Errors.js"
 import { roleAtLeast } from "../../schema/Identity.js"
-import type { AgentId, TaskId } from "../../schema/Ids.js"
+import type { AgentId, OrganizationId, TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { AgentRepo, type AgentRow } from "../agents/AgentRepo.js"
 import { mayUse } from "../agents/Agents.js"
@@ -14,7 +13,8 @@ import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
 import { LocalTasks } from "./LocalTasks.js"
-import { TaskCompletions } from "./TaskCompletions.js"
+import { RECHECK_MS, TaskCompletions } from "./TaskCompletions.js"
+import { TaskPlacement } from "./TaskPlacement.js"
 import { TaskRepo, type TaskSummary } from "./TaskRepo.js"
 import { TaskRuns } from "./TaskRuns.js"
 
@@ -36,9 +36,6 @@ export const toTask = (row: TaskSummary) => new Task(fieldsOf(row), true)
 
 const TERMINAL = new Set(["completed", "error", "cancelled"])
 
-/** How often a waiter reads its task again, should the notification of its end have been lost. */
-const RECHECK_MS = 5_000
-
 /** How long an async invoke waits to hand its task over; past it, the owner's sweep starts the task. */
 const DELIVERY_TIMEOUT = Duration.seconds(2)
 
@@ -53,6 +50,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
     const config = yield* SwitchyardConfig
     const local = yield* LocalTasks
     const runs = yield* TaskRuns
+    const placement = yield* TaskPlacement
 
     /** The task as `read` finds it in the principal's organization, if the principal may see it. */
     const authorized = <R extends TaskSummary, E>(
@@ -108,8 +106,9 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
         )
       }
       // time-ordered (UUIDv7): a new task's keys land at the right edge of the indexes keyed by task id
-      // (tasks, thread events, usage records) instead of on a random page of each
-      const id = uuidV7() as TaskId
+      // (tasks, thread events, usage records) instead of on a random page of each; and on this node's shards,
+      // so that it runs here (TaskPlacement)
+      const id = placement.newId()
       // only a keyed request is compared with a later one
       const requestHash = options.idempotencyKey === undefined
         ? null
@@ -133,10 +132,13 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       // a task on this node's shards runs here directly; any other goes to its Task entity's node
       const here = runs.shardIsHere(id)
       // a task run here starts at once: it is inserted started, one commit fewer
-      const first = yield* repo.insert(fields, false, here)
+      const first = yield* repo.insert(fields, false, here, placement.shardOf(id))
       // an agent with a budget: its task is inserted once the budget is known to have room
       const row = first.task ??
-        (yield* Effect.flatMap(budgetRoom(agentId, first.agent), () => repo.insert(fields, true, here)))
+        (yield* Effect.flatMap(
+          budgetRoom(agentId, first.agent),
+          () => repo.insert(fields, true, here, placement.shardOf(id))
+        ))
           .task
       if (row === undefined) return yield* NotFound.of("Agent", agentId)
       if (!row.inserted && row.request_hash !== requestHash) {
@@ -172,7 +174,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       const outcome = yield* (here ? runs.run(row.id) : client(row.id).Run({ task_id: row.id })).pipe(
         Effect.map((o) => toTask({ ...row, ...o })),
         // the run's node went away mid-run (or the shard is moving): wait for the task to end wherever it resumes
-        Effect.catchAllCause(() => awaitEnd(row.id, config.taskTimeout))
+        Effect.catchAllCause(() => awaitEnd(row.organization_id, row.id, config.taskTimeout))
       )
       return { task: outcome, accepted: false }
     })
@@ -200,13 +202,31 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
           return toTask(row)
         }))
 
-    const awaitEnd = (id: TaskId, timeout: Duration.DurationInput) =>
+    const awaitEnd = (organizationId: OrganizationId, id: TaskId, timeout: Duration.DurationInput) =>
       whenEnded(
         id,
-        Effect.flatMap(repo.findById(id), (row) =>
+        Effect.flatMap(watched(organizationId, id), (row) =>
           row === undefined ? Effect.dieMessage(`task ${id} vanished`) : Effect.succeed(row)),
         timeout
       )
+
+    /**
+     * The task, for a long poll on a node that does not run it: read with this node's wake-up channel
+     * registered, so that whoever ends it notifies this node (TaskRepo.watch). Read again at once when the
+     * task ended as it was registered. Undefined: no such task in the organization.
+     */
+    const watched = (organizationId: OrganizationId, id: TaskId) =>
+      Effect.flatMap(
+        repo.watch(organizationId, id, completions.channel),
+        (row) =>
+          row !== undefined && !row.watched && !TERMINAL.has(row.status)
+            ? repo.watch(organizationId, id, completions.channel)
+            : Effect.succeed(row)
+      )
+
+    /** The task as `watched` reads it, if the principal may see it. */
+    const findWatched = (principal: Principal, id: TaskId) =>
+      authorized(principal, id, watched(principal.organizationId, id))
 
     /** The task as this node knows it (it runs here), if the principal may see it. */
     const knownTo = (principal: Principal, id: TaskId) => {
@@ -220,15 +240,18 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
      * With `waitSeconds`, a long poll: it answers as soon as the task ends, on whichever node it ran. A task
      * that ended on this node is answered from what the node knows (an end is final); one still running
      * here is only a long poll's starting point (its status may be behind), and a poll that times out
-     * reads it. `read`: read it first all the same (the fast path's wait on what it knows ran out).
+     * reads it. A task on another node's shard is waited for by its owner. `read`: read it first all the
+     * same (the fast path's wait on what it knows ran out).
      */
     const get = (principal: Principal, id: TaskId, waitSeconds = 0, read = false) => {
       if (waitSeconds > 0) {
+        const known = read ? undefined : knownTo(principal, id)
         return whenEnded(
           id,
-          find(principal, id),
+          // a task run elsewhere: its end is announced to this node once registered with it
+          known === undefined && !placement.isLocal(id) ? findWatched(principal, id) : find(principal, id),
           Duration.seconds(waitSeconds),
-          read ? undefined : () => knownTo(principal, id)
+          known === undefined ? undefined : () => knownTo(principal, id)
         )
       }
       const task = knownTo(principal, id)
@@ -304,7 +327,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       const cancelled = yield* Effect.uninterruptible(Effect.gen(function*() {
         const cancelled = yield* repo.cancel(principal.organizationId, id, "Cancelled on request.")
         if (cancelled === undefined) return undefined
-        completions.ended(id, outcomeOf(cancelled))
+        completions.ended(id, outcomeOf(cancelled), cancelled.waiters)
         const interrupted = yield* client(id).Cancel().pipe(Effect.catchAllCause(() => Effect.succeed(false)))
         if (!interrupted) yield* repo.appendEvent(id, "cancelled", "cancelled", { message: "Cancelled on request." })
         return cancelled
