@@ -44,7 +44,6 @@ export class McpAdmission extends Effect.Service<McpAdmission>()("mcp/McpAdmissi
           ))
         }
         const caller = yield* verifier.verify(match[1]!, resource.resource).pipe(
-          Effect.catchTag("SqlError", Effect.die),
           Effect.mapError((e) =>
             httpError(401, "invalid_token", e.message, {
               "www-authenticate": challenge(
@@ -93,14 +92,14 @@ export class McpAdmission extends Effect.Service<McpAdmission>()("mcp/McpAdmissi
             httpError(400, "session_required", "Send the Mcp-Session-Id that initialize returned.")
           )
         }
-        const found = yield* sessions.find(caller, id).pipe(Effect.catchTag("SqlError", Effect.die))
+        const found = yield* sessions.find(caller, id)
         if (found === undefined) {
           return yield* Effect.fail(httpError(404, "session_not_found", "No such session: initialize a new one."))
         }
         return id
       })
 
-    const endSession = (id: string) => sessions.end(id).pipe(Effect.catchTag("SqlError", Effect.die))
+    const endSession = (id: string) => sessions.end(id)
 
     /**
      * For the fast path: the caller, when everything `admit` and `session` check passes from this node's memory

@@ -190,9 +190,7 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
         const params = message.params ?? {}
         const asked = params["protocolVersion"]
         const version = PROTOCOL_VERSIONS.find((v) => v === asked) ?? PROTOCOL_VERSIONS[0]
-        const id = yield* sessions.open(caller, version, params["clientInfo"]).pipe(
-          Effect.catchTag("SqlError", Effect.die)
-        )
+        const id = yield* sessions.open(caller, version, params["clientInfo"])
         return rpcResponse(
           result(message.id, {
             protocolVersion: version,

@@ -197,8 +197,6 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
         Effect.orDie
       )
 
-    // findAccess and the MCP session statements below still fail with SqlError: src/mcp/McpProtocol.ts catches
-    // it by tag, which stops compiling once nothing fails with it. Add Effect.orDie to them when it stops.
     const findAccess = (hash: Uint8Array) =>
       sql<AccessRow>`
         SELECT g.id AS grant_id, g.client_id, g.organization_id, g.user_id, u.email, g.resource, g.scope,
@@ -206,7 +204,7 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
                ${groupAgentsOf(sql, sql`g.organization_id`, sql`g.user_id`)} AS group_agents
         FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id
         LEFT JOIN memberships m ON m.organization_id = g.organization_id AND m.user_id = g.user_id
-        WHERE t.token_hash = ${hash} AND t.kind = 'access'`.pipe(Effect.map(first))
+        WHERE t.token_hash = ${hash} AND t.kind = 'access'`.pipe(Effect.map(first), Effect.orDie)
 
     const touchGrant = (id: string) =>
       sql`UPDATE oauth_grants SET last_used_at = now() WHERE id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
@@ -215,15 +213,15 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
       sql`
         INSERT INTO mcp_sessions (id_hash, organization_id, user_id, resource, protocol_version, client_info)
         VALUES (${hash}, ${s.organization_id}, ${s.user_id}, ${s.resource}, ${s.protocol_version},
-                ${clientInfo === undefined ? null : JSON.stringify(clientInfo)}::jsonb)`
+                ${clientInfo === undefined ? null : JSON.stringify(clientInfo)}::jsonb)`.pipe(Effect.orDie)
 
     const findSession = (hash: Uint8Array) =>
       sql<SessionRow>`
         SELECT organization_id, user_id, resource, protocol_version, ended_at FROM mcp_sessions
-        WHERE id_hash = ${hash}`.pipe(Effect.map(first))
+        WHERE id_hash = ${hash}`.pipe(Effect.map(first), Effect.orDie)
 
     const endSession = (hash: Uint8Array) =>
-      sql`UPDATE mcp_sessions SET ended_at = coalesce(ended_at, now()) WHERE id_hash = ${hash}`
+      sql`UPDATE mcp_sessions SET ended_at = coalesce(ended_at, now()) WHERE id_hash = ${hash}`.pipe(Effect.orDie)
 
     const touchSession = (hash: Uint8Array) =>
       sql`UPDATE mcp_sessions SET last_seen_at = now() WHERE id_hash = ${hash}`.pipe(Effect.asVoid, Effect.orDie)
