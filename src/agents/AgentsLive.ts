@@ -14,6 +14,7 @@ import { Tasks } from "../tasks/Tasks.js"
 import { AgentEntityLive } from "./AgentEntityLive.js"
 import { AgentRepo } from "./AgentRepo.js"
 import { Agents } from "./Agents.js"
+import { BudgetLeases } from "./BudgetLeases.js"
 import { ModelGateway } from "./ModelGateway.js"
 import { ModelProviders } from "./ModelProviders.js"
 
@@ -22,7 +23,13 @@ export const AgentsLive = Layer.mergeAll(Tasks.Default, TaskEntityLive, TaskReco
   Layer.provideMerge(TaskRuns.Default),
   Layer.provideMerge(TaskRunner.Default),
   Layer.provideMerge(Layer.mergeAll(LocalTasks.Default, TaskPlacement.Default, Skills.Default, Approvals.Default)),
-  Layer.provideMerge(Layer.mergeAll(Agents.Default, ModelGateway.Default, TaskRepo.Default, TaskCompletions.Default)),
+  Layer.provideMerge(Layer.mergeAll(
+    Agents.Default,
+    ModelGateway.Default,
+    TaskRepo.Default,
+    TaskCompletions.Default,
+    BudgetLeases.Default
+  )),
   Layer.provideMerge(Layer.mergeAll(ModelProviders.Default, AgentRepo.Default)),
   Layer.provideMerge(ConnectorsLive)
 )

@@ -1,10 +1,10 @@
 import { Duration, Effect } from "effect"
 import type { Readable } from "node:stream"
-import { AgentEntity } from "../../cluster/AgentEntity.js"
 import { outcomeOf, type TaskOutcome } from "../../cluster/TaskEntity.js"
 import type { InvokeOperation } from "../../schema/Connectors.js"
 import type { ApiKeyId, TaskId, UserId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
+import { BudgetLeases } from "../agents/BudgetLeases.js"
 import { ModelGateway } from "../agents/ModelGateway.js"
 import type { Message, ToolCall, ToolSpec } from "../agents/models/ModelProvider.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
@@ -71,7 +71,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     const repo = yield* TaskRepo
     const gateway = yield* ModelGateway
     const connections = yield* Connections
-    const agents = yield* AgentEntity.client
+    const leases = yield* BudgetLeases
     const config = yield* SwitchyardConfig
     const vault = yield* CredentialVault
     const local = yield* LocalTasks
@@ -254,28 +254,24 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
                 : { maxOutputTokens: agent.model.max_output_tokens }),
               ...(agent.model.temperature === undefined ? {} : { temperature: agent.model.temperature })
             }
-            const reservation = `${task.id}:${step}`
-            const reserve = budgeted
-              ? agents(agent.id).Reserve({ reservation, estimate_usd: gateway.estimate(agent.model, request) })
-              : Effect.void
-            yield* reserve.pipe(
-              Effect.catchTag("BudgetExhausted", (b) =>
-                Effect.fail(
-                  new Stop(
-                    "error",
-                    `Stopped: the agent's budget of $${b.limit_usd} is exhausted ($${b.spent_usd.toFixed(6)} spent).`
-                  )
-                ))
-            )
-            const result = yield* gateway.call(task.organization_id, agent.model, request).pipe(
-              Effect.onExit((exit) =>
-                budgeted
-                  ? agents(agent.id).Settle({ reservation, actual_usd: exit._tag === "Success" ? exit.value.cost : 0 })
-                    .pipe(Effect.ignore)
-                  : Effect.void
-              ),
+            // the call's worst case is reserved from this node's lease of the budget, and settled once known
+            const call = gateway.call(task.organization_id, agent.model, request).pipe(
               Effect.mapError((e) => new Stop("error", `The model call failed (${e.code}): ${e.message}`))
             )
+            const result = yield* (!budgeted ? call : Effect.acquireUseRelease(
+              leases.reserve(agent.id, gateway.estimate(agent.model, request)).pipe(
+                Effect.catchTag("BudgetExhausted", (b) =>
+                  Effect.fail(
+                    new Stop(
+                      "error",
+                      `Stopped: the agent's budget of $${b.limit_usd} is exhausted ($${b.spent_usd.toFixed(6)} spent).`
+                    )
+                  ))
+              ),
+              () => call,
+              (reserved, exit) =>
+                Effect.sync(() => leases.settle(agent.id, reserved, exit._tag === "Success" ? exit.value.cost : 0))
+            ))
             const { response } = result
             turn = {
               text: response.text,

@@ -9,6 +9,7 @@ import type { AgentId, OrganizationId, TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { AgentRepo, type AgentRow } from "../agents/AgentRepo.js"
 import { mayUse } from "../agents/Agents.js"
+import { BudgetLeases } from "../agents/BudgetLeases.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
@@ -51,6 +52,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
     const local = yield* LocalTasks
     const runs = yield* TaskRuns
     const placement = yield* TaskPlacement
+    const leases = yield* BudgetLeases
 
     /** The task as `read` finds it in the principal's organization, if the principal may see it. */
     const authorized = <R extends TaskSummary, E>(
@@ -132,7 +134,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       // a task on this node's shards runs here directly; any other goes to its Task entity's node
       const here = runs.shardIsHere(id)
       // a task run here starts at once: it is inserted started, one commit fewer
-      const first = yield* repo.insert(fields, false, here, placement.shardOf(id))
+      const first = yield* repo.insert(fields, leases.hasRoom(agentId), here, placement.shardOf(id))
       // an agent with a budget: its task is inserted once the budget is known to have room
       const row = first.task ??
         (yield* Effect.flatMap(

@@ -1,0 +1,166 @@
+import { Deferred, Effect, FiberId, Schedule } from "effect"
+import * as Crypto from "node:crypto"
+import { AgentEntity, type BudgetExhausted } from "../../cluster/AgentEntity.js"
+import type { AgentId } from "../../schema/Ids.js"
+
+/** Spend is reported, and leases unused for IDLE_MS handed back, this often. */
+const FLUSH = "200 millis"
+const IDLE_MS = 500
+/** A node that holds a lease says so at least this often (the Agent entity forgets silent holders). */
+const HEARTBEAT_MS = 2_000
+/** A lease asked for covers this many calls like the one asking. */
+const CALLS_PER_LEASE = 16
+/** A refusal this recent stands for calls that would ask again (a budget raised is seen after it). */
+const REFUSAL_MS = 1_000
+
+interface Lease {
+  /** Granted, not reserved by a call. */
+  available: number
+  /** Reserved by calls in flight. */
+  inflight: number
+  /** Spent by calls since the last report. */
+  unreported: number
+  lastUse: number
+  lastReport: number
+  /** The request to the Agent entity in flight, if any: one at a time, so that reports arrive in order. */
+  asking: Deferred.Deferred<void> | undefined
+  /** The entity's last refusal, for REFUSAL_MS: calls short of room fail without asking again meanwhile. */
+  refused: BudgetExhausted | undefined
+  refusedAt: number
+}
+
+/**
+ * This node's share of the budgets of the agents whose tasks it runs. A model call reserves its
+ * worst-case cost from the node's lease of the agent's budget and settles its actual cost into it, both
+ * in memory; the node asks the agent's entity for more when the lease runs short (a lease covers
+ * CALLS_PER_LEASE calls), and reports what it spent, hands back what it no longer uses, every FLUSH. So a
+ * call costs no message to another node, and the entity sees a few messages a second per node, however
+ * many calls (issue 20). The entity never grants more than the budget has free: the nodes together never
+ * reserve past the cap.
+ */
+export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetLeases", {
+  scoped: Effect.gen(function*() {
+    const agents = yield* AgentEntity.client
+    /** This node, as a holder of leases: new with each start. */
+    const holder = Crypto.randomUUID()
+    const leases = new Map<AgentId, Lease>()
+
+    const leaseOf = (agentId: AgentId) => {
+      let lease = leases.get(agentId)
+      if (lease === undefined) {
+        lease = {
+          available: 0,
+          inflight: 0,
+          unreported: 0,
+          lastUse: 0,
+          lastReport: 0,
+          asking: undefined,
+          refused: undefined,
+          refusedAt: 0
+        }
+        leases.set(agentId, lease)
+      }
+      return lease
+    }
+
+    /**
+     * One request to the entity: reports the spend and what the lease holds (less `returned`, handed back),
+     * asks for `want`. A failed delivery keeps the spend to report again (counted twice at worst: less
+     * spent, never more) and does not take back what was handed back (held less than the entity thinks).
+     */
+    const ask = (agentId: AgentId, lease: Lease, want: number, min: number, returned: number) =>
+      Effect.suspend(() => {
+        const done = Deferred.unsafeMake<void>(FiberId.none)
+        lease.asking = done
+        const reported = lease.unreported
+        lease.available -= returned
+        lease.lastReport = Date.now()
+        return agents(agentId).Lease({
+          holder,
+          held_usd: lease.available + lease.inflight,
+          spent_usd: reported,
+          want_usd: want,
+          min_usd: min
+        }).pipe(
+          Effect.tap(({ granted_usd }) =>
+            Effect.sync(() => {
+              lease.unreported -= reported
+              lease.available += granted_usd
+              if (granted_usd > 0) lease.refused = undefined
+            })
+          ),
+          // the cluster failing to deliver is a defect, as for any call between nodes
+          Effect.catchIf((e) => e._tag !== "BudgetExhausted", Effect.die),
+          // refused, the spend was recorded all the same
+          Effect.tapErrorTag("BudgetExhausted", (refusal) =>
+            Effect.sync(() => {
+              lease.unreported -= reported
+              lease.refused = refusal
+              lease.refusedAt = Date.now()
+            })),
+          Effect.ensuring(Effect.sync(() => {
+            lease.asking = undefined
+            Deferred.unsafeDone(done, Effect.void)
+          }))
+        )
+      })
+
+    /** Reserves a call's worst-case cost; fails when the agent's budget has no room for it. */
+    const reserve = (agentId: AgentId, estimate: number): Effect.Effect<number, BudgetExhausted> =>
+      Effect.suspend(() => {
+        const lease = leaseOf(agentId)
+        if (lease.available >= estimate) {
+          lease.available -= estimate
+          lease.inflight += estimate
+          lease.lastUse = Date.now()
+          return Effect.succeed(estimate)
+        }
+        // the budget had no room a moment ago: ask again only once it granted some (to a call here)
+        if (lease.refused !== undefined && Date.now() - lease.refusedAt < REFUSAL_MS) return Effect.fail(lease.refused)
+        // another call asks already: its grant may cover this one too
+        if (lease.asking !== undefined) return Effect.zipRight(Deferred.await(lease.asking), reserve(agentId, estimate))
+        return Effect.zipRight(
+          ask(agentId, lease, Math.max(estimate, estimate * CALLS_PER_LEASE), estimate, 0),
+          reserve(agentId, estimate)
+        )
+      })
+
+    /** A call reserved with `reserve` cost `actual` (0 when it was not made). */
+    const settle = (agentId: AgentId, reserved: number, actual: number) => {
+      const lease = leaseOf(agentId)
+      lease.inflight -= reserved
+      lease.available += reserved - actual
+      lease.unreported += actual
+      lease.lastUse = Date.now()
+    }
+
+    /**
+     * Whether the agent's budget has room for a task here: this node holds some of it unreserved, and was
+     * not refused more since. (A budget lowered since is seen once this node asks for more.)
+     */
+    const hasRoom = (agentId: AgentId) => {
+      const lease = leases.get(agentId)
+      return lease !== undefined && lease.refused === undefined && lease.available > 0
+    }
+
+    /** Reports spend, hands back what is unused, says what is held; forgets agents with nothing here. */
+    const flush = Effect.suspend(() => {
+      const now = Date.now()
+      const reports: Array<Effect.Effect<unknown>> = []
+      for (const [agentId, lease] of leases) {
+        if (lease.asking !== undefined) continue
+        const idle = now - lease.lastUse > IDLE_MS
+        const holds = lease.available + lease.inflight > 0
+        if (lease.unreported > 0 || (idle && lease.available > 0) || (holds && now - lease.lastReport > HEARTBEAT_MS)) {
+          reports.push(Effect.ignore(ask(agentId, lease, 0, 0, idle ? lease.available : 0)))
+        } else if (!holds && idle) {
+          leases.delete(agentId)
+        }
+      }
+      return Effect.all(reports, { concurrency: "unbounded", discard: true })
+    })
+    yield* flush.pipe(Effect.repeat(Schedule.spaced(FLUSH)), Effect.forkScoped)
+
+    return { reserve, settle, hasRoom } as const
+  })
+}) {}
