@@ -85,7 +85,11 @@ describe("API keys", () => {
       org.api_key,
       (c) =>
         c.identity.createApiKey({
-          payload: { name: "pipeline", kind: "organization", agent_ids: ["018f2b8e-0000-7000-8000-000000000001" as AgentId] }
+          payload: {
+            name: "pipeline",
+            kind: "organization",
+            agent_ids: ["018f2b8e-0000-7000-8000-000000000001" as AgentId]
+          }
         })
     )
     if (!Exit.isSuccess(created)) throw new Error(String(created))
