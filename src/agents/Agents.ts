@@ -9,6 +9,7 @@ import { Connections } from "../connectors/Connections.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
 import { type AgentFields, AgentRepo, type AgentRow } from "./AgentRepo.js"
+import { BudgetLeases } from "./BudgetLeases.js"
 
 const DEFAULT_MAX_STEPS = 10
 
@@ -46,6 +47,7 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
     const repo = yield* AgentRepo
     const connections = yield* Connections
     const audit = yield* AuditLog
+    const leases = yield* BudgetLeases
 
     const checkModel = (model: ModelConfig) => {
       if (model.provider === "scripted" && (model.script === undefined || model.script.length === 0)) {
@@ -105,7 +107,12 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
         Effect.flatMap((row) => row === undefined ? Effect.fail(NotFound.of("Agent", id)) : Effect.succeed(row))
       )
 
-    const present = (row: AgentRow) => Effect.map(repo.spent(row.id, row.budget), (spent) => toAgent(row, spent))
+    // what this node spent and has not reported yet is counted: a task that ended here shows in the spend
+    const present = (row: AgentRow) =>
+      Effect.zipRight(
+        row.budget === null ? Effect.void : leases.report(row.id),
+        Effect.map(repo.spent(row.id, row.budget), (spent) => toAgent(row, spent))
+      )
 
     const create = Effect.fn("Agents.create")(function*(principal: Principal, input: CreateAgent) {
       yield* requireRole(principal, "builder", "create agents")

@@ -27,9 +27,8 @@ export const AgentsLive = Layer.mergeAll(Tasks.Default, TaskEntityLive, TaskReco
     Agents.Default,
     ModelGateway.Default,
     TaskRepo.Default,
-    TaskCompletions.Default,
-    BudgetLeases.Default
+    TaskCompletions.Default
   )),
-  Layer.provideMerge(Layer.mergeAll(ModelProviders.Default, AgentRepo.Default)),
+  Layer.provideMerge(Layer.mergeAll(ModelProviders.Default, AgentRepo.Default, BudgetLeases.Default)),
   Layer.provideMerge(ConnectorsLive)
 )

@@ -12,6 +12,14 @@ const HEARTBEAT_MS = 2_000
 const CALLS_PER_LEASE = 16
 /** A refusal this recent stands for calls that would ask again (a budget raised is seen after it). */
 const REFUSAL_MS = 1_000
+/** After a lease request failed to be delivered, calls reserve one by one (as before leases) this long. */
+const PER_CALL_MS = 10_000
+
+/** A call's reservation: from this node's lease, or (`perCall`) one by one at the entity. */
+export interface Reservation {
+  readonly usd: number
+  readonly perCall: string | undefined
+}
 
 interface Lease {
   /** Granted, not reserved by a call. */
@@ -27,6 +35,8 @@ interface Lease {
   /** The entity's last refusal, for REFUSAL_MS: calls short of room fail without asking again meanwhile. */
   refused: BudgetExhausted | undefined
   refusedAt: number
+  /** Until then calls reserve one by one (`Reserve`), as from a node of the previous release. */
+  perCallUntil: number
 }
 
 /**
@@ -56,7 +66,8 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetL
           lastReport: 0,
           asking: undefined,
           refused: undefined,
-          refusedAt: 0
+          refusedAt: 0,
+          perCallUntil: 0
         }
         leases.set(agentId, lease)
       }
@@ -105,33 +116,56 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetL
         )
       })
 
-    /** Reserves a call's worst-case cost; fails when the agent's budget has no room for it. */
-    const reserve = (agentId: AgentId, estimate: number): Effect.Effect<number, BudgetExhausted> =>
+    let serial = 0
+    /** A reservation of one call at the entity, as before leases. */
+    const reserveOne = (agentId: AgentId, estimate: number) => {
+      const perCall = `${holder}:${serial++}`
+      return agents(agentId).Reserve({ reservation: perCall, estimate_usd: estimate }).pipe(
+        Effect.catchIf((e) => e._tag !== "BudgetExhausted", Effect.die),
+        Effect.as<Reservation>({ usd: estimate, perCall })
+      )
+    }
+
+    /**
+     * Reserves a call's worst-case cost; fails when the agent's budget has no room for it. Should a lease
+     * request not be delivered (the entity's node is of the previous release, which knows no `Lease`, or
+     * it is going away), calls reserve one by one for a while instead.
+     */
+    const reserve = (agentId: AgentId, estimate: number): Effect.Effect<Reservation, BudgetExhausted> =>
       Effect.suspend(() => {
         const lease = leaseOf(agentId)
         if (lease.available >= estimate) {
           lease.available -= estimate
           lease.inflight += estimate
           lease.lastUse = Date.now()
-          return Effect.succeed(estimate)
+          return Effect.succeed<Reservation>({ usd: estimate, perCall: undefined })
         }
+        if (Date.now() < lease.perCallUntil) return reserveOne(agentId, estimate)
         // the budget had no room a moment ago: ask again only once it granted some (to a call here)
         if (lease.refused !== undefined && Date.now() - lease.refusedAt < REFUSAL_MS) return Effect.fail(lease.refused)
         // another call asks already: its grant may cover this one too
         if (lease.asking !== undefined) return Effect.zipRight(Deferred.await(lease.asking), reserve(agentId, estimate))
         return Effect.zipRight(
-          ask(agentId, lease, Math.max(estimate, estimate * CALLS_PER_LEASE), estimate, 0),
+          ask(agentId, lease, Math.max(estimate, estimate * CALLS_PER_LEASE), estimate, 0).pipe(
+            Effect.catchAllDefect(() => Effect.sync(() => void (lease.perCallUntil = Date.now() + PER_CALL_MS)))
+          ),
           reserve(agentId, estimate)
         )
       })
 
     /** A call reserved with `reserve` cost `actual` (0 when it was not made). */
-    const settle = (agentId: AgentId, reserved: number, actual: number) => {
+    const settle = (agentId: AgentId, reserved: Reservation, actual: number): Effect.Effect<void> => {
+      if (reserved.perCall !== undefined) {
+        return agents(agentId).Settle({ reservation: reserved.perCall, actual_usd: actual }).pipe(
+          Effect.catchAllCause(() => Effect.void)
+        )
+      }
       const lease = leaseOf(agentId)
-      lease.inflight -= reserved
-      lease.available += reserved - actual
+      lease.inflight -= reserved.usd
+      lease.available += reserved.usd - actual
       lease.unreported += actual
       lease.lastUse = Date.now()
+      return Effect.void
     }
 
     /**
@@ -143,6 +177,19 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetL
       return lease !== undefined && lease.refused === undefined && lease.available > 0
     }
 
+    /**
+     * Reports what this node spent of the agent's budget and has not reported yet, so that a read of the
+     * agent's spend on this node counts every call that ended here (other nodes report within FLUSH).
+     */
+    const report = (agentId: AgentId): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const lease = leases.get(agentId)
+        if (lease === undefined) return Effect.void
+        if (lease.asking !== undefined) return Effect.zipRight(Deferred.await(lease.asking), report(agentId))
+        if (!(lease.unreported > 0)) return Effect.void
+        return Effect.catchAllCause(ask(agentId, lease, 0, 0, 0), () => Effect.void)
+      })
+
     /** Reports spend, hands back what is unused, says what is held; forgets agents with nothing here. */
     const flush = Effect.suspend(() => {
       const now = Date.now()
@@ -152,7 +199,8 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetL
         const idle = now - lease.lastUse > IDLE_MS
         const holds = lease.available + lease.inflight > 0
         if (lease.unreported > 0 || (idle && lease.available > 0) || (holds && now - lease.lastReport > HEARTBEAT_MS)) {
-          reports.push(Effect.ignore(ask(agentId, lease, 0, 0, idle ? lease.available : 0)))
+          // a report not delivered is sent again with the next (a defect too: the loop must go on)
+          reports.push(Effect.catchAllCause(ask(agentId, lease, 0, 0, idle ? lease.available : 0), () => Effect.void))
         } else if (!holds && idle) {
           leases.delete(agentId)
         }
@@ -161,6 +209,6 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetL
     })
     yield* flush.pipe(Effect.repeat(Schedule.spaced(FLUSH)), Effect.forkScoped)
 
-    return { reserve, settle, hasRoom } as const
+    return { reserve, settle, hasRoom, report } as const
   })
 }) {}

@@ -269,8 +269,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
                   ))
               ),
               () => call,
-              (reserved, exit) =>
-                Effect.sync(() => leases.settle(agent.id, reserved, exit._tag === "Success" ? exit.value.cost : 0))
+              (reserved, exit) => leases.settle(agent.id, reserved, exit._tag === "Success" ? exit.value.cost : 0)
             ))
             const { response } = result
             turn = {
