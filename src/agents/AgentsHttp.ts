@@ -4,7 +4,6 @@ import type { Task } from "../../schema/Agents.js"
 import { TaskAccepted, taskLocation } from "../../schema/AgentsApi.js"
 import { Api } from "../../schema/Api.js"
 import { Principal } from "../../schema/Security.js"
-import { orDieOnSql } from "../http/orDieOnSql.js"
 import { Tasks } from "../tasks/Tasks.js"
 import { Agents } from "./Agents.js"
 import { AgentsLive } from "./AgentsLive.js"
@@ -18,8 +17,6 @@ export const AgentsHttpLive = HttpApiBuilder.group(Api, "agents", (handlers) =>
     const tasks = yield* Tasks
     const providers = yield* ModelProviders
     const as = <A, E, R>(f: (p: Principal) => Effect.Effect<A, E, R>) => Effect.flatMap(Principal, f)
-    // src/tasks/ still fails with SqlError (its repository is being rewritten); drop this once TaskRepo dies on it
-    const asTasks = <A, E, R>(f: (p: Principal) => Effect.Effect<A, E, R>) => as(f).pipe(orDieOnSql)
     return handlers
       .handle("listAgents", () => as(agents.list))
       .handle("createAgent", ({ payload }) => as((p) => agents.create(p, payload)))
@@ -27,7 +24,7 @@ export const AgentsHttpLive = HttpApiBuilder.group(Api, "agents", (handlers) =>
       .handle("updateAgent", ({ path, payload }) => as((p) => agents.update(p, path.agent_id, payload)))
       .handle("deleteAgent", ({ path }) => as((p) => agents.remove(p, path.agent_id)))
       .handle("invokeAgent", ({ headers, path, payload, urlParams }) =>
-        asTasks((p) =>
+        as((p) =>
           tasks.invoke(p, path.agent_id, payload, {
             asynchronous: urlParams.asynchronous === "true",
             idempotencyKey: headers["idempotency-key"],
@@ -46,13 +43,13 @@ export const AgentsHttpLive = HttpApiBuilder.group(Api, "agents", (handlers) =>
           )
         ))
       .handle("listTasks", ({ urlParams }) =>
-        asTasks((p) =>
+        as((p) =>
           tasks.list(p, urlParams)
         ))
-      .handle("getTask", ({ path, urlParams }) => asTasks((p) => tasks.get(p, path.task_id, urlParams.wait ?? 0)))
-      .handle("cancelTask", ({ path }) => asTasks((p) => tasks.cancel(p, path.task_id)))
-      .handle("getThread", ({ path }) => asTasks((p) => tasks.thread(p, path.task_id)))
-      .handle("getLlmUsage", ({ path }) => asTasks((p) => tasks.usage(p, path.task_id)))
+      .handle("getTask", ({ path, urlParams }) => as((p) => tasks.get(p, path.task_id, urlParams.wait ?? 0)))
+      .handle("cancelTask", ({ path }) => as((p) => tasks.cancel(p, path.task_id)))
+      .handle("getThread", ({ path }) => as((p) => tasks.thread(p, path.task_id)))
+      .handle("getLlmUsage", ({ path }) => as((p) => tasks.usage(p, path.task_id)))
       .handle("listModelProviders", () => as(providers.list))
       .handle("setModelProvider", ({ path, payload }) => as((p) => providers.set(p, path.provider, payload)))
       .handle("deleteModelProvider", ({ path }) => as((p) => providers.remove(p, path.provider)))

@@ -1,5 +1,4 @@
 import { PgClient } from "@effect/sql-pg"
-import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import type { TaskStatus } from "../../schema/Agents.js"
 import type { AgentId, OrganizationId, TaskId } from "../../schema/Ids.js"
@@ -61,6 +60,11 @@ const TERMINAL = ["completed", "error", "cancelled"] as const
 
 /** Agents whose latest snapshot a node holds (TaskRepo's `snapshots`), at most. */
 const SNAPSHOTS_MAX = 1000
+
+/** The statement's failure as a defect. */
+const dies =
+  <Args extends ReadonlyArray<any>, A, E, R>(f: (...args: Args) => Effect.Effect<A, E, R>) =>
+  (...args: Args): Effect.Effect<A, never, R> => Effect.orDie(f(...args))
 
 /** What a reader of a task sees (spec 2.6), without the run's own columns (the agent's snapshot above all). */
 export type TaskSummary = Pick<
@@ -498,9 +502,9 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       status: (typeof TERMINAL)[number],
       result: string,
       modelCall?: ModelCallRecord
-    ): Effect.Effect<Ended | undefined, SqlError> => {
+    ): Effect.Effect<Ended | undefined> => {
       const u = modelCall?.usage
-      return finishTasks({
+      return Effect.orDie(finishTasks({
         id,
         status,
         result,
@@ -514,7 +518,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         output_tokens: u?.output ?? null,
         cached_tokens: u?.cached ?? null,
         cost_usd: u?.cost ?? null
-      })
+      }))
     }
 
     const listEvents = prepared<EventRow>(
@@ -544,22 +548,23 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         SELECT seq, at, provider, model, input_tokens, output_tokens, cached_tokens, cost_usd::text AS cost_usd
         FROM llm_usage WHERE task_id = ${taskId} ORDER BY seq`
 
+    // a failed statement is a defect here, as in every repository: callers see only their domain's errors
     return {
-      insert,
-      find,
-      findWithInput,
-      findById,
-      findState,
-      watch,
-      invokedBy,
-      start,
+      insert: dies(insert),
+      find: dies(find),
+      findWithInput: dies(findWithInput),
+      findById: dies(findById),
+      findState: dies(findState),
+      watch: dies(watch),
+      invokedBy: dies(invokedBy),
+      start: dies(start),
       finishWith,
-      cancel,
-      list,
-      appendEvent,
-      events,
-      recordModelCall,
-      usage
+      cancel: dies(cancel),
+      list: dies(list),
+      appendEvent: dies(appendEvent),
+      events: dies(events),
+      recordModelCall: dies(recordModelCall),
+      usage: dies(usage)
     } as const
   })
 }) {}

@@ -206,8 +206,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
               content: `error: ${e.message}`,
               ms: performance.now() - started
             })
-          ),
-          Effect.catchTag("SqlError" as never, Effect.die)
+          )
         )
       })
 
@@ -393,7 +392,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         return { status: "waiting_approval", result: null, finished_at: null } satisfies Outcome
       }
       return yield* finish(task, stop)
-    }, Effect.catchTag("SqlError" as never, Effect.die))
+    })
 
     /** The agent's time limit for a run, else the deployment's. */
     const limitOf = (task: TaskRow) =>

@@ -1,7 +1,6 @@
 import { Effect, Schema } from "effect"
 import { Task } from "../../../schema/Agents.js"
 import { TaskId } from "../../../schema/Ids.js"
-import { orDieOnSql } from "../../http/orDieOnSql.js"
 import { Tasks } from "../../tasks/Tasks.js"
 import { defineTool } from "../McpTool.js"
 
@@ -18,6 +17,5 @@ export default defineTool({
     idempotentHint: true,
     openWorldHint: false
   },
-  run: ({ task_id }, { caller }) =>
-    Effect.flatMap(Tasks, (tasks) => tasks.cancel(caller.principal, task_id)).pipe(orDieOnSql)
+  run: ({ task_id }, { caller }) => Effect.flatMap(Tasks, (tasks) => tasks.cancel(caller.principal, task_id))
 })

@@ -1,7 +1,6 @@
 import { Effect, Schema } from "effect"
 import { Task } from "../../../schema/Agents.js"
 import { TaskId } from "../../../schema/Ids.js"
-import { orDieOnSql } from "../../http/orDieOnSql.js"
 import { Tasks } from "../../tasks/Tasks.js"
 import { defineTool } from "../McpTool.js"
 
@@ -23,5 +22,5 @@ export default defineTool({
     openWorldHint: false
   },
   run: ({ task_id, wait }, { caller }) =>
-    Effect.flatMap(Tasks, (tasks) => tasks.get(caller.principal, task_id, wait ?? 0)).pipe(orDieOnSql)
+    Effect.flatMap(Tasks, (tasks) => tasks.get(caller.principal, task_id, wait ?? 0))
 })

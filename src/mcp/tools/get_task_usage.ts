@@ -1,7 +1,6 @@
 import { Effect, Schema } from "effect"
 import { LlmUsage } from "../../../schema/Agents.js"
 import { TaskId } from "../../../schema/Ids.js"
-import { orDieOnSql } from "../../http/orDieOnSql.js"
 import { Tasks } from "../../tasks/Tasks.js"
 import { defineTool } from "../McpTool.js"
 
@@ -17,6 +16,5 @@ export default defineTool({
     idempotentHint: true,
     openWorldHint: false
   },
-  run: ({ task_id }, { caller }) =>
-    Effect.flatMap(Tasks, (tasks) => tasks.usage(caller.principal, task_id)).pipe(orDieOnSql)
+  run: ({ task_id }, { caller }) => Effect.flatMap(Tasks, (tasks) => tasks.usage(caller.principal, task_id))
 })

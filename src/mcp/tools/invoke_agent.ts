@@ -1,7 +1,6 @@
 import { Effect, Schema } from "effect"
 import { InvokeAgent, Task } from "../../../schema/Agents.js"
 import { AgentId } from "../../../schema/Ids.js"
-import { orDieOnSql } from "../../http/orDieOnSql.js"
 import { Tasks } from "../../tasks/Tasks.js"
 import { defineTool, ToolText } from "../McpTool.js"
 
@@ -53,5 +52,5 @@ export default defineTool({
         ? current.result ?? ""
         : `The task is still ${current.status}; read it later with get_task.`
       return new ToolText(`${answer}\n\ntask_id: ${current.id} (status: ${current.status})`, current)
-    }).pipe(orDieOnSql)
+    })
 })

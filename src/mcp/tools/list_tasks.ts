@@ -2,7 +2,6 @@ import { Effect, Schema } from "effect"
 import { TaskPage, TaskStatus } from "../../../schema/Agents.js"
 import { AgentId } from "../../../schema/Ids.js"
 import { DateParam } from "../../../schema/Timestamp.js"
-import { orDieOnSql } from "../../http/orDieOnSql.js"
 import { Tasks } from "../../tasks/Tasks.js"
 import { defineTool } from "../McpTool.js"
 
@@ -26,5 +25,5 @@ export default defineTool({
     idempotentHint: true,
     openWorldHint: false
   },
-  run: (filters, { caller }) => Effect.flatMap(Tasks, (tasks) => tasks.list(caller.principal, filters)).pipe(orDieOnSql)
+  run: (filters, { caller }) => Effect.flatMap(Tasks, (tasks) => tasks.list(caller.principal, filters))
 })
