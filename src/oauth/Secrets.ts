@@ -4,7 +4,7 @@ import * as Crypto from "node:crypto"
 export const randomSecret = (prefix = ""): string => prefix + Crypto.randomBytes(32).toString("base64url")
 
 /** Only hashes of secrets are stored: a database leak hands out no usable credential. */
-export const hashOf = (secret: string): Buffer => Crypto.createHash("sha256").update(secret).digest()
+export const hashOf = (secret: string): Buffer => Crypto.hash("sha256", secret, "buffer")
 
 export const sameSecret = (a: string, b: string): boolean => {
   const x = hashOf(a)

@@ -1,4 +1,5 @@
 import { Data, Duration, Effect } from "effect"
+import * as Crypto from "node:crypto"
 import type { ApiKeyId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { agentsForPerson } from "../access/GroupAgents.js"
@@ -88,7 +89,7 @@ export class TokenVerifier extends Effect.Service<TokenVerifier>()("oauth/TokenV
      * this resource and no touch is due; undefined means "ask verify" (which also gives the error).
      */
     const peek = (token: string, resource: string): McpCaller | undefined => {
-      const cached = cache.get(hashOf(token).toString("base64"))
+      const cached = cache.get(Crypto.hash("sha256", token, "base64"))
       const now = Date.now()
       if (cached === undefined || cached.until <= now) return undefined
       const row = cached.row
