@@ -5,6 +5,7 @@ import { AgentsApi } from "./AgentsApi.js"
 import { AuditApi } from "./AuditApi.js"
 import { ToolsApi } from "./ConnectorsApi.js"
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire, ServiceUnavailableWire } from "./Errors.js"
+import { FilesApi } from "./FilesApi.js"
 import { ApiKey, CreateApiKey, CreatedApiKey, CreateMember, ListOf, Me, Member, UpdateMember } from "./Identity.js"
 import { ApiKeyId, UserId } from "./Ids.js"
 import { OAuthApi } from "./OAuth.js"
@@ -120,6 +121,7 @@ export class Api extends HttpApi.make("switchyard")
   .add(SkillsApi)
   .add(ApprovalsApi)
   .add(SsoApi)
+  .add(FilesApi)
   .annotate(OpenApi.Title, "Switchyard API")
   .annotate(OpenApi.Description, "Self-hostable platform for AI agents. Every REST call carries `x-api-key`.")
 {}

@@ -105,6 +105,16 @@ export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()("TooM
 }
 export const TooManyRequestsWire = onTheWire(TooManyRequests, "TooManyRequests", 429)
 
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", fields) {
+  static readonly of = (message: string, code = "payload_too_large") => new PayloadTooLarge({ code, message })
+}
+export const PayloadTooLargeWire = onTheWire(PayloadTooLarge, "PayloadTooLarge", 413)
+
+export class RangeNotSatisfiable extends Schema.TaggedError<RangeNotSatisfiable>()("RangeNotSatisfiable", fields) {
+  static readonly of = (message: string) => new RangeNotSatisfiable({ code: "range_not_satisfiable", message })
+}
+export const RangeNotSatisfiableWire = onTheWire(RangeNotSatisfiable, "RangeNotSatisfiable", 416)
+
 /**
  * Where a client meets an error code: `rest`, the one error body above (also the `/mcp/` endpoint's HTTP
  * refusals); `model`, a failed model call, which ends a task (named in its `result`) or the built-in agent's
@@ -156,6 +166,17 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
     "bad_request",
     "A request that cannot be served as sent, e.g. `role` on a personal key; the message says what to change."
   ),
+  rest(
+    400,
+    "invalid_range",
+    "Workspace file content: a `Range` header that is not one `bytes=` range (`first-last`, `first-` or `-suffix`)."
+  ),
+  rest(
+    400,
+    "invalid_multipart",
+    "Workspace file upload: a multipart body without exactly one file part, or one that cannot be parsed."
+  ),
+  rest(400, "file_not_text", "Workspace file read as text (MCP, agent tools): the file holds binary content."),
   rest(400, "invalid_cursor", "`cursor` is not one this API returned; start the listing again without it."),
   rest(400, "type_required", "`GET /v1/tools` without `type=connector` (or with another type)."),
   rest(400, "invalid_idempotency_key", "The `Idempotency-Key` header is not 1–255 visible ASCII characters."),
@@ -276,6 +297,7 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   rest(409, "group_name_taken", "A group of that name (case-insensitively) exists in this organization."),
   rest(409, "already_in_group", "The member is in the group already."),
   rest(409, "skill_name_taken", "A skill of that name exists in this organization."),
+  rest(409, "file_exists", "A workspace file of that name is in the scope already: upload with `overwrite=true`."),
   rest(409, "approval_decided", "The request for approval was decided (or expired) already."),
   rest(409, "idempotency_conflict", "This `Idempotency-Key` was used with a different request body."),
   rest(
@@ -295,6 +317,11 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
     "payload_too_large",
     "The body is larger than `SWITCHYARD_MAX_BODY_BYTES`; a chunked body that grows past it has its connection " +
       "closed."
+  ),
+  rest(
+    413,
+    "file_too_large",
+    "A workspace file upload past `SWITCHYARD_MAX_FILE_BYTES`; the connection is closed, nothing is stored."
   ),
   rest(
     415,

@@ -104,6 +104,8 @@ export const config = Config.all({
   secretKey,
   dbPoolSize: positive("DB_POOL_SIZE", 16),
   maxBodyBytes: positive("MAX_BODY_BYTES", 10 * 1024 * 1024),
+  // a workspace file upload (POST /v1/files), streamed to storage: the one body the limit above leaves alone
+  maxFileBytes: positive("MAX_FILE_BYTES", 100 * 1024 * 1024),
   apiKeyCacheTtl: duration("API_KEY_CACHE_TTL", "5 seconds"),
   egressAllow: Config.string(env("EGRESS_ALLOW")).pipe(Config.withDefault("")),
   connectorTimeout: duration("CONNECTOR_TIMEOUT", "300 seconds"),

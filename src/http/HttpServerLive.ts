@@ -10,6 +10,7 @@ import { DeniedRequestsLive } from "../audit/DeniedRequests.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { ConnectionOAuthRoutes } from "../connectors/ConnectionOAuthRoutes.js"
 import { ToolsHttpLive } from "../connectors/ToolsHttp.js"
+import { FilesHttpLive } from "../files/FilesHttp.js"
 import { IdentityHttpLive } from "../identity/IdentityHttp.js"
 import { McpRoutes } from "../mcp/McpEndpoint.js"
 import { SystemHttpLive } from "../node/SystemHttp.js"
@@ -37,7 +38,8 @@ const ApiRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json"
     ApprovalsHttpLive,
     AuditHttpLive,
     OAuthHttpLive,
-    SsoHttpLive
+    SsoHttpLive,
+    FilesHttpLive
   ]),
   Layer.provide(AuthenticationLive)
 )

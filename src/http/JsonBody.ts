@@ -88,6 +88,23 @@ export const parseJsonBody = (text: string, whenEmpty?: unknown): ParsedJson => 
 export const urlProblem = (url: string): ErrorFields | undefined =>
   url.includes("%00") ? nulCharacter("URL") : undefined
 
+/**
+ * The one request on /v1 whose body is not JSON: a workspace file upload (`POST /v1/files`), raw or
+ * multipart. Its handler streams the body to storage under SWITCHYARD_MAX_FILE_BYTES (src/files), so none
+ * of the JSON body rules, nor SWITCHYARD_MAX_BODY_BYTES, apply to it; an error answer closes its connection
+ * rather than read the rest of a large body.
+ */
+export const isFileUpload = (method: string, url: string): boolean => {
+  if (method !== "POST") return false
+  const query = url.indexOf("?")
+  const path = query === -1 ? url : url.slice(0, query)
+  return path === "/v1/files" || path === "/v1/files/"
+}
+
+/** Whether a request's body must be JSON: the API's (/v1) bodies are, but for the file upload. */
+export const bodyMustBeJson = (method: string, url: string): boolean =>
+  url.startsWith("/v1/") && !isFileUpload(method, url)
+
 /** The request as a whole: its URL, then (when it declares one, and `json` holds) that its body is JSON. */
 export const requestProblem = (
   url: string,

@@ -12,7 +12,7 @@ import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { makeAccessLog } from "./AccessLog.js"
 import { Drain } from "./Drain.js"
 import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "./ErrorEnvelope.js"
-import { declaresBody, inspectJsonText, isJsonMediaType, requestProblem } from "./JsonBody.js"
+import { bodyMustBeJson, declaresBody, inspectJsonText, isFileUpload, isJsonMediaType, requestProblem } from "./JsonBody.js"
 import { CurrentRequest, type RequestInfo } from "./RequestContext.js"
 import { allowedMethods, MAX_PATH_SEGMENT } from "./RouteTable.js"
 
@@ -190,9 +190,11 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
         const started = performance.now()
         const release = drain.enter()
         const length = Number(request.headers["content-length"] ?? 0)
+        // a file upload streams to storage under a limit of its own
+        const upload = isFileUpload(request.method, request.url)
         // the body rule is the API's; OAuth and sign-in forms outside /v1 have types of their own
-        const problem = requestProblem(request.url, request.headers, request.url.startsWith("/v1/"))
-        const response = length > config.maxBodyBytes
+        const problem = requestProblem(request.url, request.headers, bodyMustBeJson(request.method, request.url))
+        const response = length > config.maxBodyBytes && !upload
           ? errorResponse(413, info, {
             code: "payload_too_large",
             message:
@@ -201,12 +203,12 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
           : problem !== undefined
           ? errorResponse(problem.status, info, problem.error)
           : yield* Effect.gen(function*() {
-            const refused = declaresBody(request.headers) && isJsonMediaType(request.headers["content-type"])
+            const refused = !upload && declaresBody(request.headers) && isJsonMediaType(request.headers["content-type"])
               ? yield* checkJsonBody(request, info)
               : undefined
             return refused ?? (yield* handler)
           }).pipe(
-            HttpIncomingMessage.withMaxBodySize(maxBody),
+            HttpIncomingMessage.withMaxBodySize(upload ? Option.none() : maxBody),
             Effect.locally(CurrentRequest, info),
             Effect.map((r) => normalizeErrorResponse(r, info)),
             Effect.catchAllCause((cause) => failureResponse(cause, request, info)),
@@ -223,7 +225,7 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
           request_id: info.requestId,
           organization_id: info.organizationId
         })
-        const headers = answerHeaders(info.requestId, drain.draining)
+        const headers = answerHeaders(info.requestId, drain.draining || (upload && response.status >= 400))
         return HttpServerResponse.setHeaders(response, Headers.fromInput(headers))
       })
   }),

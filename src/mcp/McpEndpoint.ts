@@ -2,6 +2,8 @@ import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse } from "@ef
 import { Effect, Layer, Mailbox, Schedule, Stream } from "effect"
 import { AgentsLive } from "../agents/AgentsLive.js"
 import { AuditLog } from "../audit/AuditLog.js"
+import { Files } from "../files/Files.js"
+import { Workspace } from "../files/Workspace.js"
 import { Drain } from "../http/Drain.js"
 import { isJsonMediaType, unsupportedMediaType } from "../http/JsonBody.js"
 import { extraRoutes } from "../http/RouteTable.js"
@@ -110,6 +112,7 @@ const McpRouteTable = Layer.effectDiscard(
 /** The MCP endpoint: its routes, and its plain-Node fast path, over one admission and one protocol service. */
 export const McpRoutes = Layer.mergeAll(McpRouteTable, McpFastPathLive).pipe(
   Layer.provide(McpProtocol.Default),
+  Layer.provide(Workspace.DefaultWithoutDependencies.pipe(Layer.provideMerge(Files.Default))),
   Layer.provideMerge(McpAdmission.Default),
   Layer.provide(McpSessions.DefaultWithoutDependencies),
   Layer.provide(OAuthLive),

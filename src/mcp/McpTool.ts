@@ -3,13 +3,24 @@ import type { Agents } from "../agents/Agents.js"
 import type { Connections } from "../connectors/Connections.js"
 import type { ConnectorCatalog } from "../connectors/ConnectorCatalog.js"
 import type { OperationInvoker } from "../connectors/OperationInvoker.js"
+import type { Files } from "../files/Files.js"
+import type { Workspace } from "../files/Workspace.js"
 import type { McpCaller } from "../oauth/TokenVerifier.js"
 import type { Approvals } from "../skills/Approvals.js"
 import type { Skills } from "../skills/Skills.js"
 import type { Tasks } from "../tasks/Tasks.js"
 
 /** The services a tool may call: the same ones the REST handlers call, with the caller's Principal. */
-export type ToolServices = Agents | Tasks | Connections | ConnectorCatalog | OperationInvoker | Skills | Approvals
+export type ToolServices =
+  | Agents
+  | Tasks
+  | Connections
+  | ConnectorCatalog
+  | OperationInvoker
+  | Skills
+  | Approvals
+  | Files
+  | Workspace
 
 export interface ToolContext {
   readonly caller: McpCaller

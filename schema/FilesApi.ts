@@ -1,0 +1,86 @@
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import {
+  BadRequestWire,
+  ConflictWire,
+  ForbiddenWire,
+  NotFoundWire,
+  PayloadTooLargeWire,
+  RangeNotSatisfiableWire
+} from "./Errors.js"
+import { FileId, FileListParams, FilePage, UploadParams, WorkspaceFile } from "./Files.js"
+import { Authentication } from "./Security.js"
+
+const FilePath = Schema.Struct({ file_id: FileId })
+
+// the upload's body is read by its handler as a stream (never decoded whole), so it is described here
+const uploadBody = {
+  requestBody: {
+    required: true,
+    content: {
+      "application/octet-stream": {
+        schema: { type: "string", format: "binary" },
+        description: "The file itself, any Content-Type (stored as the file's type); `?name=` names it."
+      },
+      "multipart/form-data": {
+        schema: {
+          type: "object",
+          required: ["file"],
+          properties: {
+            name: { type: "string", description: "The file's name, when `?name=` does not give it." },
+            agent_id: { type: "string", format: "uuid", description: "Store it in this agent's workspace." },
+            file: { type: "string", format: "binary", description: "The file: one part with a filename, last." }
+          }
+        }
+      }
+    }
+  }
+}
+
+export class FilesApi extends HttpApiGroup.make("files")
+  .add(
+    HttpApiEndpoint.post("uploadFile", "/files")
+      .setUrlParams(UploadParams)
+      .addSuccess(WorkspaceFile, { status: 201 })
+      .addError(PayloadTooLargeWire)
+      .annotate(
+        OpenApi.Description,
+        "Upload a workspace file (Builder+): the raw body with `?name=` (its Content-Type is kept), or " +
+          "multipart/form-data with one file part. Streamed to storage, up to SWITCHYARD_MAX_FILE_BYTES " +
+          "(413 `file_too_large`). A name taken in the scope is a 409 `file_exists` unless `overwrite=true`."
+      )
+      .annotate(OpenApi.Override, uploadBody)
+  )
+  .add(
+    HttpApiEndpoint.get("listFiles", "/files")
+      .setUrlParams(FileListParams)
+      .addSuccess(FilePage)
+      .annotate(OpenApi.Description, "Workspace files the caller may see, in name order (byte-wise).")
+  )
+  .add(HttpApiEndpoint.get("getFile", "/files/:file_id").setPath(FilePath).addSuccess(WorkspaceFile))
+  .add(
+    HttpApiEndpoint.del("deleteFile", "/files/:file_id")
+      .setPath(FilePath)
+      .addSuccess(HttpApiSchema.NoContent)
+      .annotate(OpenApi.Description, "Delete a workspace file and its content (Builder+). Audited.")
+  )
+  .add(
+    HttpApiEndpoint.get("getFileContent", "/files/:file_id/content")
+      .setPath(FilePath)
+      .addSuccess(HttpApiSchema.Uint8Array())
+      .addError(RangeNotSatisfiableWire)
+      .annotate(
+        OpenApi.Description,
+        "The file's bytes, streamed, with its Content-Type. `ETag` is its SHA-256 (`If-None-Match` gives 304); " +
+          "one `Range: bytes=…` gives 206 with `Content-Range` (416 past the end, 400 `invalid_range` when " +
+          "malformed or several); `If-Range` is honoured."
+      )
+  )
+  .addError(BadRequestWire)
+  .addError(ForbiddenWire)
+  .addError(NotFoundWire)
+  .addError(ConflictWire)
+  .middleware(Authentication)
+  .prefix("/v1")
+  .annotate(OpenApi.Title, "Workspace files")
+{}
