@@ -5,6 +5,7 @@ import { AgentsApi } from "./AgentsApi.js"
 import { AuditApi } from "./AuditApi.js"
 import { ToolsApi } from "./ConnectorsApi.js"
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire, ServiceUnavailableWire } from "./Errors.js"
+import { documentEvents, EventsApi } from "./EventsApi.js"
 import { FilesApi } from "./FilesApi.js"
 import { ApiKey, CreateApiKey, CreatedApiKey, CreateMember, ListOf, Me, Member, UpdateMember } from "./Identity.js"
 import { ApiKeyId, UserId } from "./Ids.js"
@@ -121,7 +122,9 @@ export class Api extends HttpApi.make("switchyard")
   .add(SkillsApi)
   .add(ApprovalsApi)
   .add(SsoApi)
+  .add(EventsApi)
   .add(FilesApi)
   .annotate(OpenApi.Title, "Switchyard API")
   .annotate(OpenApi.Description, "Self-hostable platform for AI agents. Every REST call carries `x-api-key`.")
+  .annotate(OpenApi.Transform, documentEvents)
 {}

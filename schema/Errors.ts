@@ -92,6 +92,11 @@ export class GatewayTimeout extends Schema.TaggedError<GatewayTimeout>()("Gatewa
 }
 export const GatewayTimeoutWire = onTheWire(GatewayTimeout, "GatewayTimeout", 504)
 
+export class Gone extends Schema.TaggedError<Gone>()("Gone", fields) {
+  static readonly of = (message: string, code: string, details?: unknown) => new Gone({ code, message, details })
+}
+export const GoneWire = onTheWire(Gone, "Gone", 410)
+
 export class PaymentRequired extends Schema.TaggedError<PaymentRequired>()("PaymentRequired", fields) {
   static readonly of = (message: string, details?: unknown) =>
     new PaymentRequired({ code: "budget_exhausted", message, details })
@@ -177,6 +182,11 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
     "Workspace file upload: a multipart body without exactly one file part, or one that cannot be parsed."
   ),
   rest(400, "file_not_text", "Workspace file read as text (MCP, agent tools): the file holds binary content."),
+  rest(
+    400,
+    "invalid_last_event_id",
+    "`Last-Event-ID` (or `last_event_id`) is not an event id: send a decimal id an event stream sent, or `0`."
+  ),
   rest(400, "invalid_cursor", "`cursor` is not one this API returned; start the listing again without it."),
   rest(400, "type_required", "`GET /v1/tools` without `type=connector` (or with another type)."),
   rest(400, "invalid_idempotency_key", "The `Idempotency-Key` header is not 1–255 visible ASCII characters."),
@@ -312,6 +322,12 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   ),
   rest(409, "connection_not_found", "The connection or its connector was removed while the call was being prepared."),
   rest(409, "conflict", "The request conflicts with the current state; the default of the 409 error."),
+  rest(
+    410,
+    "events_expired",
+    "`Last-Event-ID` names an event older than the retention window (`SWITCHYARD_EVENT_RETENTION`): events " +
+      "after it were pruned. Start again with `Last-Event-ID: 0` (the oldest kept), and reconcile by reading state."
+  ),
   rest(
     413,
     "payload_too_large",

@@ -116,6 +116,10 @@ export const config = Config.all({
   taskTimeout: duration("TASK_TIMEOUT", "10 minutes"),
   readyStallAfter: duration("READY_STALL_AFTER", "30 seconds"),
   taskSweepInterval: duration("TASK_SWEEP_INTERVAL", "1 second"),
+  // events older than this are pruned; a reader resuming before them is told (410 events_expired)
+  eventRetention: duration("EVENT_RETENTION", "7 days").pipe(
+    Config.validate({ message: "must be at least 1 minute", validation: (d) => Duration.toMillis(d) >= 60_000 })
+  ),
   modelPrices: Config.string(env("MODEL_PRICES")).pipe(Config.withDefault("")),
   // what fails counts (a correct API key never does; a correct password is taken back); see the README
   rateLimits: Config.all({

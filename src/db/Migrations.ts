@@ -20,6 +20,7 @@ import agentVersionTriggers from "./migrations/0011_agent_version_triggers.js"
 import threadWrites from "./migrations/0012_thread_writes.js"
 import rateLimits from "./migrations/0013_rate_limits.js"
 import taskShards from "./migrations/0015_task_shards.js"
+import events from "./migrations/0016_events.js"
 import files from "./migrations/0018_files.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
@@ -38,6 +39,7 @@ export const migrations = {
   "0012_thread_writes": threadWrites,
   "0013_rate_limits": rateLimits,
   "0015_task_shards": taskShards,
+  "0016_events": events,
   "0018_files": files
 } as const
 

@@ -7,6 +7,7 @@ import { GroupsHttpLive } from "../access/GroupsHttp.js"
 import { AgentsHttpLive } from "../agents/AgentsHttp.js"
 import { AuditHttpLive } from "../audit/AuditHttp.js"
 import { DeniedRequestsLive } from "../audit/DeniedRequests.js"
+import { EventsHttpLive } from "../events/EventsHttp.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { ConnectionOAuthRoutes } from "../connectors/ConnectionOAuthRoutes.js"
 import { ToolsHttpLive } from "../connectors/ToolsHttp.js"
@@ -39,6 +40,7 @@ const ApiRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json"
     AuditHttpLive,
     OAuthHttpLive,
     SsoHttpLive,
+    EventsHttpLive,
     FilesHttpLive
   ]),
   Layer.provide(AuthenticationLive)

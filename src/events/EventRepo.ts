@@ -1,0 +1,169 @@
+import { Duration, Effect } from "effect"
+import type { OrganizationId, TaskId } from "../../schema/Ids.js"
+import { PgPool, prepared } from "../db/PgPool.js"
+
+/** An event as read: what filters look at, and its envelope as the JSON text sent (`Event` of schema/Events.ts). */
+export interface EventRecord {
+  readonly id: bigint
+  readonly type: string
+  readonly taskId: string | null
+  readonly agentId: string | null
+  /** A personal connection's owner. */
+  readonly ownerUserId: string | null
+  /** `{"id","type","at","data"}`, as the database wrote it. */
+  readonly json: string
+}
+
+/** A page of committed events after a position, and where to go on from. */
+export interface EventPage {
+  readonly events: ReadonlyArray<EventRecord>
+  /** The position to read from next: the last event's id, or further when nothing below it can appear. */
+  readonly next: bigint
+  /** The page is full: read again at once. */
+  readonly full: boolean
+  /** Events are committed past what could be read (an older transaction still runs): read again soon. */
+  readonly pending: boolean
+  /** The highest id retention pruned in the organization (0: none). */
+  readonly horizon: bigint
+}
+
+interface Row {
+  readonly horizon: string
+  readonly below: string
+  readonly pending: boolean
+  readonly id: string | null
+  readonly type: string
+  readonly task_id: string | null
+  readonly agent_id: string | null
+  readonly owner_user_id: string | null
+  readonly json: string
+}
+
+/**
+ * Reads what every transaction below the oldest one still running wrote ($1 organization, $2 after, $3
+ * limit[, $4 task]): `below` is that bound as an event id (`xmin << 20`; ids are `xid << 20 | n`). Below it,
+ * no transaction can still commit, so a reader that moves its position only through what it read (or up to
+ * `below - 1`) never skips an event and never sees one twice. The retention horizon comes from the same
+ * snapshot: events pruned since cannot go missing unnoticed.
+ */
+const readText = (taskFilter: boolean) => `
+  WITH bound AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint << 20 AS below),
+  horizon AS (
+    SELECT coalesce((SELECT pruned_through FROM event_horizons WHERE organization_id = $1), 0) AS through
+  ),
+  pending AS (
+    SELECT EXISTS (
+      SELECT 1 FROM events, bound WHERE organization_id = $1 AND id >= bound.below AND id > $2::bigint
+    ) AS pending
+  )
+  SELECT horizon.through::text AS horizon, bound.below::text AS below, pending.pending, e.id::text AS id, e.type,
+    e.task_id, e.agent_id, e.owner_user_id,
+    json_build_object('id', e.id::text, 'type', e.type, 'at', event_time(e.at), 'data', e.data)::text AS json
+  FROM bound CROSS JOIN horizon CROSS JOIN pending
+  LEFT JOIN LATERAL (
+    SELECT * FROM events
+    WHERE organization_id = $1 AND id > greatest($2::bigint, horizon.through) AND id < bound.below
+      ${taskFilter ? "AND task_id = $4" : ""}
+    ORDER BY id LIMIT $3
+  ) e ON true
+  ORDER BY e.id`
+
+/** At most this many events are pruned per statement. */
+const PRUNE_BATCH = 5000
+
+/** The event log's statements. A failed statement is a defect. */
+export class EventRepo extends Effect.Service<EventRepo>()("events/EventRepo", {
+  effect: Effect.gen(function*() {
+    const pool = yield* PgPool
+    const readOrganization = prepared<Row>(pool, "events_read", readText(false))
+    const readTask = prepared<Row>(pool, "events_read_task", readText(true))
+
+    /** Committed events of the organization (of one task: `taskId`) after `after`, at most `limit`. */
+    const read = (organizationId: OrganizationId, after: bigint, limit: number, taskId?: TaskId) =>
+      (taskId === undefined
+        ? readOrganization([organizationId, after.toString(), limit])
+        : readTask([organizationId, after.toString(), limit, taskId])).pipe(
+          Effect.orDie,
+          Effect.map((rows): EventPage => {
+            const first = rows[0]!
+            const horizon = BigInt(first.horizon)
+            const events: Array<EventRecord> = []
+            for (const r of rows) {
+              if (r.id === null) continue
+              events.push({
+                id: BigInt(r.id),
+                type: r.type,
+                taskId: r.task_id,
+                agentId: r.agent_id,
+                ownerUserId: r.owner_user_id,
+                json: r.json
+              })
+            }
+            const full = events.length >= limit
+            const start = after > horizon ? after : horizon
+            const settled = BigInt(first.below) - 1n
+            const next = full ? events[events.length - 1]!.id : settled > start ? settled : start
+            return { events, next, full, pending: first.pending, horizon }
+          })
+        )
+
+    const pruneBatch = prepared<{ readonly deleted: string }>(
+      pool,
+      "events_prune",
+      `WITH doomed AS (
+        SELECT organization_id, id FROM events WHERE at < now() - make_interval(secs => $1) LIMIT ${PRUNE_BATCH}
+      ),
+      deleted AS (
+        DELETE FROM events e USING doomed d WHERE e.organization_id = d.organization_id AND e.id = d.id
+        RETURNING e.organization_id, e.id
+      ),
+      horizons AS (
+        INSERT INTO event_horizons (organization_id, pruned_through)
+        SELECT organization_id, max(id) FROM deleted GROUP BY organization_id
+        ON CONFLICT (organization_id) DO UPDATE
+          SET pruned_through = greatest(event_horizons.pruned_through, excluded.pruned_through)
+      )
+      SELECT count(*)::text AS deleted FROM deleted`
+    )
+
+    /**
+     * Deletes the events older than `retention`, a batch at a time, raising each organization's horizon in
+     * the same statement. Safe on any number of nodes at once: a row is deleted once, horizons only rise.
+     */
+    const prune = (retention: Duration.Duration) =>
+      Effect.gen(function*() {
+        let total = 0
+        for (;;) {
+          const [row] = yield* pruneBatch([Duration.toSeconds(retention)])
+          const deleted = Number(row?.deleted ?? 0)
+          total += deleted
+          if (deleted < PRUNE_BATCH) return total
+        }
+      }).pipe(Effect.orDie)
+
+    const positionNow = prepared<{ readonly position: string }>(
+      pool,
+      "events_position",
+      "SELECT ((pg_snapshot_xmin(pg_current_snapshot())::text::bigint << 20) - 1)::text AS position"
+    )
+    /** The position of "now": what is committed below it is past, whatever commits from here on is after it. */
+    const now = positionNow([]).pipe(Effect.map(([row]) => BigInt(row!.position)), Effect.orDie)
+
+    const findTask = prepared<{ readonly agent_id: string; readonly status: string; readonly has_end: boolean }>(
+      pool,
+      "events_task",
+      `SELECT t.agent_id, t.status, EXISTS (
+        SELECT 1 FROM events e WHERE e.task_id = t.id AND e.type IN ('task.completed', 'task.error', 'task.cancelled')
+      ) AS has_end
+      FROM tasks t WHERE t.id = $1 AND t.organization_id = $2`
+    )
+    /**
+     * The task's agent and status, and whether its end is in the log: a task that ended before the log
+     * existed, or whose end was pruned, has none, and its stream must not wait for it.
+     */
+    const task = (organizationId: OrganizationId, id: TaskId) =>
+      findTask([id, organizationId]).pipe(Effect.map(([row]) => row), Effect.orDie)
+
+    return { read, prune, now, task } as const
+  })
+}) {}

@@ -1,0 +1,19 @@
+import { roleAtLeast } from "../../schema/Identity.js"
+import type { AgentId } from "../../schema/Ids.js"
+import type { Principal } from "../../schema/Security.js"
+import { mayUse } from "../agents/Agents.js"
+import type { EventRecord } from "./EventRepo.js"
+
+/**
+ * Which events a caller may see, by the rules of the reads they stand for: a task's events (task.*,
+ * approval.*) as the task (Tasks.ts: any member, for the agents the key may use); a connection's as the
+ * connection (organizational ones for everyone, a personal one for its owner); audit records as the audit
+ * log (Admin and above). A key limited to agents sees only those agents' events: everything else looks absent.
+ */
+export const visibleTo = (principal: Principal) => (e: EventRecord): boolean => {
+  if (e.agentId !== null) return mayUse(principal, e.agentId as AgentId)
+  if (principal.agentIds !== null) return false
+  if (e.type === "audit.recorded") return roleAtLeast(principal.role, "admin")
+  if (e.type.startsWith("connection.")) return e.ownerUserId === null || e.ownerUserId === principal.userId
+  return false
+}
