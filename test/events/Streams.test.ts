@@ -1,0 +1,207 @@
+import { Schema } from "effect"
+import pg from "pg"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Event } from "../../schema/Events.js"
+import { addMember } from "../access/support.js"
+import { createAgent, invokeAgent, startPetWorld, waitForTask } from "../agents/support.js"
+import { json } from "../connectors/support.js"
+import { readEventStream } from "./support.js"
+
+let world: Awaited<ReturnType<typeof startPetWorld>>
+let db: pg.Pool
+beforeAll(async () => {
+  world = await startPetWorld()
+  db = new pg.Pool({ connectionString: world.node.databaseUrl, max: 2 })
+})
+afterAll(async () => {
+  await db?.end()
+  await world?.stop()
+})
+
+const decode = Schema.decodeUnknownSync(Event)
+
+interface Received {
+  readonly id: string
+  readonly event: string
+  readonly data: any
+}
+
+/** Opens a stream; collects its events until `until` says stop, the stream ends, or `ms` pass. */
+const collect = async (
+  path: string,
+  apiKey: string,
+  options: { headers?: Record<string, string>; until?: (e: Received) => boolean; ms?: number } = {}
+) => {
+  const controller = new AbortController()
+  const timer = setTimeout(() => controller.abort(), options.ms ?? 10_000)
+  const response = await world.node.fetch(path, { apiKey, headers: options.headers ?? {}, signal: controller.signal })
+  const events: Array<Received> = []
+  const opened = { response, events, end: Promise.resolve<"ended" | "stopped" | "aborted">("aborted") }
+  if (response.status !== 200) {
+    clearTimeout(timer)
+    return opened
+  }
+  opened.end = readEventStream(response, (e) => {
+    const data = JSON.parse(e.data)
+    decode(data)
+    const received = { id: e.id, event: e.event, data }
+    events.push(received)
+    return options.until?.(received) ?? false
+  }).catch(() => "aborted" as const).finally(() => clearTimeout(timer))
+  return opened
+}
+
+const scripted = {
+  provider: "scripted",
+  script: [
+    { tool_calls: [{ name: "getPet", arguments: { path_params: { petId: "7" } } }] },
+    { text: "Rex" }
+  ]
+}
+
+describe("event streams", () => {
+  it("a task's stream carries its lifecycle in order and ends after its end; the organization's carries it too", async () => {
+    const { apiKey, connection, node } = world
+    const agent = await createAgent(node, apiKey, {
+      name: "events",
+      model: scripted,
+      skills: [{ connection_id: connection.id, operation_ids: ["getPet"] }]
+    })
+    const organization = await collect(`/v1/events?agent_id=${agent.id}`, apiKey, {
+      until: (e) => e.event === "task.completed"
+    })
+    expect(organization.response.headers.get("content-type")).toContain("text/event-stream")
+    expect(organization.response.headers.get("cache-control")).toBe("no-cache")
+    expect(organization.response.headers.get("x-accel-buffering")).toBe("no")
+    await new Promise((r) => setTimeout(r, 200))
+
+    const accepted = await (await invokeAgent(node, apiKey, agent.id, "which pet?", { async: true })).json()
+    const own = await collect(`/v1/tasks/${accepted.id}/events`, apiKey)
+    expect(await own.end).toBe("ended")
+    const types = own.events.map((e) => e.event)
+    expect(types).toEqual([
+      "task.created",
+      "task.started",
+      "task.model_call",
+      "task.tool_call",
+      "task.model_call",
+      "task.completed"
+    ])
+    expect(own.events.every((e) => e.data.data.task_id === accepted.id)).toBe(true)
+    expect(own.events.at(-1)!.data.data.result).toBe("Rex")
+    const ids = own.events.map((e) => BigInt(e.id))
+    ids.slice(1).forEach((id, i) => expect(id > ids[i]!).toBe(true))
+    expect(own.events.map((e) => e.data.id)).toEqual(own.events.map((e) => e.id))
+
+    expect(await organization.end).toBe("stopped")
+    expect(organization.events.map((e) => e.event)).toEqual(types)
+
+    // resuming after the second event gives the rest, and the stream ends again
+    const resumed = await collect(`/v1/tasks/${accepted.id}/events`, apiKey, {
+      headers: { "last-event-id": own.events[1]!.id }
+    })
+    expect(await resumed.end).toBe("ended")
+    expect(resumed.events.map((e) => e.id)).toEqual(own.events.slice(2).map((e) => e.id))
+  })
+
+  it("another organization's stream never sees the events, and a task of another organization is not found", async () => {
+    const { apiKey, node } = world
+    const other = await node.bootstrap("Elsewhere")
+    const theirs = await collect("/v1/events?last_event_id=0", other.api_key, { ms: 2500 })
+    const agent = await createAgent(node, apiKey, {
+      name: "isolated",
+      model: { provider: "scripted", script: [{ text: "x" }] }
+    })
+    const accepted = await (await invokeAgent(node, apiKey, agent.id, "hi", { async: true })).json()
+    await waitForTask(node, apiKey, accepted.id)
+    await theirs.end
+    const seenTaskIds = theirs.events.map((e) => e.data.data.task_id).filter((id) => id !== undefined)
+    expect(seenTaskIds).not.toContain(accepted.id)
+    expect(theirs.events.every((e) =>
+      e.data.data.organization_id === undefined ||
+      e.data.data.organization_id === other.organization_id
+    )).toBe(true)
+    const foreign = await world.node.fetch(`/v1/tasks/${accepted.id}/events`, { apiKey: other.api_key })
+    expect(foreign.status).toBe(404)
+    expect((await foreign.json()).error.code).toBe("not_found")
+  })
+
+  it("a key limited to an agent sees that agent's events only, and a Member no audit records", async () => {
+    const { apiKey, node } = world
+    const mine = await createAgent(node, apiKey, {
+      name: "mine",
+      model: { provider: "scripted", script: [{ text: "a" }] }
+    })
+    const theirs = await createAgent(node, apiKey, {
+      name: "theirs",
+      model: { provider: "scripted", script: [{ text: "b" }] }
+    })
+    const limited = await (await node.fetch("/v1/api-keys", {
+      ...json({ name: "limited", kind: "organization", role: "member", agent_ids: [mine.id] }),
+      apiKey
+    })).json()
+    const member = await addMember(node, apiKey, "member")
+    const start = "0"
+    const asLimited = await collect("/v1/events", limited.api_key, { headers: { "last-event-id": start }, ms: 3000 })
+    const asMember = await collect("/v1/events", member.key, { headers: { "last-event-id": start }, ms: 3000 })
+    const asAdmin = await collect("/v1/events?types=audit.recorded", apiKey, {
+      headers: { "last-event-id": start },
+      ms: 3000
+    })
+    for (const agent of [mine, theirs]) {
+      const accepted = await (await invokeAgent(node, apiKey, agent.id, "hi", { async: true })).json()
+      await waitForTask(node, apiKey, accepted.id)
+    }
+    await Promise.all([asLimited.end, asMember.end, asAdmin.end])
+    const agentsSeen = (r: { events: Array<Received> }) => new Set(r.events.map((e) => e.data.data.agent_id))
+    expect(agentsSeen(asLimited)).toEqual(new Set([mine.id]))
+    expect(agentsSeen(asMember).has(theirs.id)).toBe(true)
+    expect(asMember.events.some((e) => e.event === "audit.recorded")).toBe(false)
+    expect(asLimited.events.some((e) => e.event === "audit.recorded")).toBe(false)
+    // the Admin sees the audit records (the agents' creation, the key, the member), and only those
+    expect(asAdmin.events.length).toBeGreaterThan(0)
+    expect(asAdmin.events.every((e) => e.event === "audit.recorded")).toBe(true)
+    expect(asAdmin.events.map((e) => e.data.data.action)).toContain("CREATE_AGENT")
+  })
+
+  it("a Last-Event-ID older than retention kept is refused with 410 events_expired, never a silent gap", async () => {
+    const { apiKey, node, organizationId } = world
+    const [row] = (await db.query<{ id: string }>(
+      "SELECT max(id)::text AS id FROM events WHERE organization_id = $1",
+      [organizationId]
+    )).rows
+    // as retention leaves it: the events up to this one pruned
+    await db.query(
+      `INSERT INTO event_horizons (organization_id, pruned_through) VALUES ($1, $2)
+       ON CONFLICT (organization_id) DO UPDATE SET pruned_through = excluded.pruned_through`,
+      [organizationId, row!.id]
+    )
+    const expired = await node.fetch("/v1/events", { apiKey, headers: { "last-event-id": "1" } })
+    expect(expired.status).toBe(410)
+    const body = await expired.json()
+    expect(body.error.code).toBe("events_expired")
+    expect(body.error.details.oldest_after).toBe(row!.id)
+    expect(body.error.request_id).toEqual(expect.any(String))
+    // from the oldest kept instead: fine
+    const fresh = await collect("/v1/events", apiKey, { headers: { "last-event-id": "0" }, ms: 500 })
+    expect(fresh.response.status).toBe(200)
+    await fresh.end
+    expect(fresh.events.every((e) => BigInt(e.id) > BigInt(row!.id))).toBe(true)
+  })
+
+  it("a Last-Event-ID that is not an event id is refused with 400 and the error envelope", async () => {
+    const { apiKey, node } = world
+    for (const bad of ["abc", "-1", "1.5", "99999999999999999999", "01"]) {
+      const response = await node.fetch("/v1/events", { apiKey, headers: { "last-event-id": bad } })
+      expect(response.status).toBe(400)
+      const body = await response.json()
+      expect(body.error.code).toBe("invalid_last_event_id")
+      expect(body.error.request_id).toEqual(expect.any(String))
+    }
+    const unknownType = await node.fetch("/v1/events?types=task.created,task.exploded", { apiKey })
+    expect(unknownType.status).toBe(400)
+    expect((await unknownType.json()).error.code).toBe("validation_failed")
+    const unauthenticated = await node.fetch("/v1/events")
+    expect(unauthenticated.status).toBe(401)
+  })
+})
