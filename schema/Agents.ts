@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { reportAllErrors } from "./Identity.js"
-import { AgentId, ConnectionId, TaskId } from "./Ids.js"
+import { AgentId, ConnectionId, ScheduleId, TaskId } from "./Ids.js"
 import { formatTimestamp, Timestamp } from "./Timestamp.js"
 
 export const ModelProviderName = Schema.Literal("openai", "openai-chat", "anthropic", "scripted").annotations({
@@ -127,7 +127,10 @@ export class Task extends Schema.Class<Task>("Task")({
   }),
   status: TaskStatus,
   result: Schema.NullOr(Schema.String).annotations({ description: "The answer; on `error` the failure details." }),
-  source: Schema.Literal("api", "mcp"),
+  source: Schema.Literal("api", "mcp", "schedule"),
+  schedule_id: Schema.optional(ScheduleId).annotations({
+    description: "The schedule that made it (`source: schedule`)."
+  }),
   user: TaskUser,
   created_at: Timestamp,
   finished_at: Schema.NullOr(Timestamp)
@@ -136,7 +139,16 @@ export class Task extends Schema.Class<Task>("Task")({
 /** A task's fields, as a Task or as a plain object (the fast paths build no Task). */
 export type TaskFields = Pick<
   Task,
-  "id" | "agent_id" | "agent_version" | "status" | "result" | "source" | "user" | "created_at" | "finished_at"
+  | "id"
+  | "agent_id"
+  | "agent_version"
+  | "status"
+  | "result"
+  | "source"
+  | "schedule_id"
+  | "user"
+  | "created_at"
+  | "finished_at"
 >
 
 /**
@@ -150,6 +162,7 @@ export const taskJson = (task: TaskFields) => ({
   status: task.status,
   result: task.result,
   source: task.source,
+  ...(task.schedule_id === undefined ? {} : { schedule_id: task.schedule_id }),
   user: { id: task.user.id, email: task.user.email },
   created_at: formatTimestamp(task.created_at),
   finished_at: task.finished_at === null ? null : formatTimestamp(task.finished_at)

@@ -22,7 +22,7 @@ import {
   ServiceUnavailableWire
 } from "./Errors.js"
 import { ListOf } from "./Identity.js"
-import { AgentId, TaskId } from "./Ids.js"
+import { AgentId, ScheduleId, TaskId } from "./Ids.js"
 import { Authentication } from "./Security.js"
 import { DateParam } from "./Timestamp.js"
 
@@ -82,6 +82,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
         agent_id: Schema.optional(AgentId),
         status: Schema.optional(TaskStatus),
         user_id: Schema.optional(Schema.String),
+        schedule_id: Schema.optional(ScheduleId).annotations({ description: "The runs of this schedule." }),
         created_after: Schema.optional(DateParam),
         created_before: Schema.optional(DateParam),
         limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200))),

@@ -10,6 +10,7 @@ import { FilesApi } from "./FilesApi.js"
 import { ApiKey, CreateApiKey, CreatedApiKey, CreateMember, ListOf, Me, Member, UpdateMember } from "./Identity.js"
 import { ApiKeyId, UserId } from "./Ids.js"
 import { OAuthApi } from "./OAuth.js"
+import { SchedulesApi } from "./SchedulesApi.js"
 import { Authentication } from "./Security.js"
 import { ApprovalsApi, SkillsApi } from "./SkillsApi.js"
 import { SsoApi } from "./SsoApi.js"
@@ -122,8 +123,9 @@ export class Api extends HttpApi.make("switchyard")
   .add(SkillsApi)
   .add(ApprovalsApi)
   .add(SsoApi)
-  .add(EventsApi)
+  .add(SchedulesApi)
   .add(FilesApi)
+  .add(EventsApi)
   .annotate(OpenApi.Title, "Switchyard API")
   .annotate(OpenApi.Description, "Self-hostable platform for AI agents. Every REST call carries `x-api-key`.")
   .annotate(OpenApi.Transform, documentEvents)

@@ -192,6 +192,17 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   rest(400, "invalid_idempotency_key", "The `Idempotency-Key` header is not 1–255 visible ASCII characters."),
   rest(
     400,
+    "invalid_cron",
+    "A schedule's `cron` is not a cron expression (5 or 6 fields, or a macro such as @daily); the message says why."
+  ),
+  rest(400, "invalid_timezone", "A schedule's `timezone` is not an IANA time zone name (e.g. Europe/Berlin)."),
+  rest(
+    400,
+    "invalid_duration",
+    "A schedule's `every`, `jitter` or `catchup_window` is not a duration in range (`details.field` names it)."
+  ),
+  rest(
+    400,
     "unknown_agent",
     "A group's `agent_ids` or a skill's `allowlist` names an agent that is not a live agent of this organization."
   ),

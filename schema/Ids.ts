@@ -44,3 +44,9 @@ export const TaskId = Schema.UUID.pipe(
   Schema.annotations({ description: "Identifier of a task: a UUID, time-ordered (version 7) for new tasks." })
 )
 export type TaskId = typeof TaskId.Type
+
+export const ScheduleId = Schema.UUID.pipe(
+  Schema.brand("ScheduleId"),
+  Schema.annotations({ description: "Identifier of a schedule (UUID)." })
+)
+export type ScheduleId = typeof ScheduleId.Type

@@ -121,6 +121,13 @@ export const config = Config.all({
     Config.validate({ message: "must be at least 1 minute", validation: (d) => Duration.toMillis(d) >= 60_000 })
   ),
   modelPrices: Config.string(env("MODEL_PRICES")).pipe(Config.withDefault("")),
+  // schedules (issue 24): every node claims due schedules each poll; see docs/guides/schedules.md
+  scheduler: Config.all({
+    enabled: Config.boolean(env("SCHEDULER")).pipe(Config.withDefault(true)),
+    pollInterval: duration("SCHEDULE_POLL_INTERVAL", "200 millis"),
+    claimBatch: positive("SCHEDULE_CLAIM_BATCH", 500),
+    staleAfter: duration("SCHEDULE_STALE_TICK", "10 seconds")
+  }),
   // what fails counts (a correct API key never does; a correct password is taken back); see the README
   rateLimits: Config.all({
     passwordPerAccount: rateLimit("PASSWORD_ACCOUNT", 10, "15 minutes"),

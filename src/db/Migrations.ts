@@ -21,6 +21,7 @@ import threadWrites from "./migrations/0012_thread_writes.js"
 import rateLimits from "./migrations/0013_rate_limits.js"
 import taskShards from "./migrations/0015_task_shards.js"
 import events from "./migrations/0016_events.js"
+import schedules from "./migrations/0017_schedules.js"
 import files from "./migrations/0018_files.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
@@ -40,6 +41,7 @@ export const migrations = {
   "0013_rate_limits": rateLimits,
   "0015_task_shards": taskShards,
   "0016_events": events,
+  "0017_schedules": schedules,
   "0018_files": files
 } as const
 

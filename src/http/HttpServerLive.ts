@@ -17,6 +17,7 @@ import { McpRoutes } from "../mcp/McpEndpoint.js"
 import { SystemHttpLive } from "../node/SystemHttp.js"
 import { OAuthHttpLive } from "../oauth/OAuthHttp.js"
 import { OAuthRoutes } from "../oauth/OAuthRoutes.js"
+import { SchedulesHttpLive } from "../schedules/SchedulesHttp.js"
 import { ApprovalsHttpLive, SkillsHttpLive } from "../skills/SkillsHttp.js"
 import { SsoHttpLive } from "../sso/SsoHttp.js"
 import { SignInPages } from "../web/SignInPages.js"
@@ -40,6 +41,7 @@ const ApiRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json"
     AuditHttpLive,
     OAuthHttpLive,
     SsoHttpLive,
+    SchedulesHttpLive,
     EventsHttpLive,
     FilesHttpLive
   ]),

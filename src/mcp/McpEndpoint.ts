@@ -9,6 +9,7 @@ import { isJsonMediaType, unsupportedMediaType } from "../http/JsonBody.js"
 import { extraRoutes } from "../http/RouteTable.js"
 import { OAuthLive } from "../oauth/OAuthLive.js"
 import type { ProtectedResource } from "../oauth/Resources.js"
+import { SchedulesLive } from "../schedules/SchedulesLive.js"
 import { McpAdmission } from "./McpAdmission.js"
 import { type Answer, bodyJson, httpError } from "./McpAnswer.js"
 import { McpFastPathLive } from "./McpFastPath.js"
@@ -116,6 +117,7 @@ export const McpRoutes = Layer.mergeAll(McpRouteTable, McpFastPathLive).pipe(
   Layer.provideMerge(McpAdmission.Default),
   Layer.provide(McpSessions.DefaultWithoutDependencies),
   Layer.provide(OAuthLive),
+  Layer.provide(SchedulesLive),
   Layer.provide(AgentsLive),
   Layer.provide(AuditLog.Default)
 )

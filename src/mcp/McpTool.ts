@@ -6,6 +6,7 @@ import type { OperationInvoker } from "../connectors/OperationInvoker.js"
 import type { Files } from "../files/Files.js"
 import type { Workspace } from "../files/Workspace.js"
 import type { McpCaller } from "../oauth/TokenVerifier.js"
+import type { Schedules } from "../schedules/Schedules.js"
 import type { Approvals } from "../skills/Approvals.js"
 import type { Skills } from "../skills/Skills.js"
 import type { Tasks } from "../tasks/Tasks.js"
@@ -21,6 +22,7 @@ export type ToolServices =
   | Approvals
   | Files
   | Workspace
+  | Schedules
 
 export interface ToolContext {
   readonly caller: McpCaller

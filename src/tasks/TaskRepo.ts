@@ -1,7 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import type { TaskStatus } from "../../schema/Agents.js"
-import type { AgentId, OrganizationId, TaskId } from "../../schema/Ids.js"
+import type { AgentId, OrganizationId, ScheduleId, TaskId } from "../../schema/Ids.js"
 import type { AgentRow } from "../agents/AgentRepo.js"
 import { batched, batchItems, PgPool, prepared } from "../db/PgPool.js"
 import type { AttachedRow } from "../skills/Skills.js"
@@ -12,7 +12,9 @@ export interface TaskRow {
   readonly agent_id: AgentId
   readonly status: TaskStatus
   readonly result: string | null
-  readonly source: "api" | "mcp"
+  readonly source: "api" | "mcp" | "schedule"
+  /** The schedule whose run it is (`source` schedule). */
+  readonly schedule_id: ScheduleId | null
   readonly user_id: string
   readonly user_email: string
   readonly input: string
@@ -75,12 +77,14 @@ export type TaskSummary = Pick<
   | "status"
   | "result"
   | "source"
+  | "schedule_id"
   | "user_id"
   | "user_email"
   | "created_at"
   | "finished_at"
 >
-const SUMMARY = "id, agent_id, agent_version, status, result, source, user_id, user_email, created_at, finished_at"
+const SUMMARY =
+  "id, agent_id, agent_version, status, result, source, schedule_id, user_id, user_email, created_at, finished_at"
 
 /**
  * A task row of table alias `t` with its agent's snapshot: the task's own copy (tasks made before versions
@@ -88,7 +92,7 @@ const SUMMARY = "id, agent_id, agent_version, status, result, source, user_id, u
  */
 const ROW = `t.id, t.organization_id, t.agent_id, t.agent_version, t.status, t.result, t.source, t.user_id,
   t.user_email, t.input, coalesce(t.agent_snapshot, v.snapshot) AS agent_snapshot, t.api_key_id, t.oidc_token,
-  t.idempotency_key, t.request_hash, t.created_at, t.started_at, t.finished_at`
+  t.idempotency_key, t.request_hash, t.created_at, t.started_at, t.finished_at, t.schedule_id`
 const VERSION_JOIN = "LEFT JOIN agent_versions v ON v.agent_id = t.agent_id AND v.version = t.agent_version"
 
 /** A model call: its thread event (under its step key) and its usage record. */
@@ -114,6 +118,7 @@ interface InsertItem {
   readonly organization_id: OrganizationId
   readonly agent_id: AgentId
   readonly source: string
+  readonly schedule_id: ScheduleId | null
   readonly user_id: string
   readonly user_email: string
   readonly input: string
@@ -185,7 +190,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         ${
         batchItems(`id uuid, organization_id uuid, agent_id uuid, source text, user_id text, user_email text,
           input text, api_key_id text, oidc_token text, idempotency_key text, request_hash text,
-          budget_checked boolean, start boolean, known_version int, shard smallint`)
+          budget_checked boolean, start boolean, known_version int, shard smallint, schedule_id uuid`)
       }
       ),
       agent AS (
@@ -195,10 +200,11 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         JOIN agent_versions v ON v.agent_id = a.id AND v.version = a.version
       ),
       inserted AS (
-        INSERT INTO tasks (id, organization_id, agent_id, status, source, user_id, user_email, input, agent_version,
-          api_key_id, oidc_token, idempotency_key, request_hash, started_at, shard)
+        INSERT INTO tasks (id, organization_id, agent_id, status, source, schedule_id, user_id, user_email, input,
+          agent_version, api_key_id, oidc_token, idempotency_key, request_hash, started_at, shard)
         SELECT req.id, req.organization_id, req.agent_id,
-          CASE WHEN req.start THEN 'executing' ELSE 'pending' END, req.source, req.user_id, req.user_email,
+          CASE WHEN req.start THEN 'executing' ELSE 'pending' END, req.source, req.schedule_id, req.user_id,
+          req.user_email,
           req.input, agent.version, req.api_key_id, decode(req.oidc_token, 'base64'), req.idempotency_key,
           req.request_hash, CASE WHEN req.start THEN now() END, req.shard
         FROM req JOIN agent ON agent.i = req.i WHERE agent.may_insert
@@ -373,6 +379,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       agentId?: string | undefined
       status?: string | undefined
       userId?: string | undefined
+      scheduleId?: string | undefined
       createdAfter?: Date | undefined
       createdBefore?: Date | undefined
       after?: { at: Date; id: string } | undefined
@@ -390,6 +397,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         ${f.agentId === undefined ? sql`` : sql`AND agent_id::text = ${f.agentId}`}
         ${f.status === undefined ? sql`` : sql`AND status = ${f.status}`}
         ${f.userId === undefined ? sql`` : sql`AND user_id = ${f.userId}`}
+        ${f.scheduleId === undefined ? sql`` : sql`AND schedule_id = ${f.scheduleId}::uuid`}
         ${f.createdAfter === undefined ? sql`` : sql`AND created_at > ${f.createdAfter}`}
         ${f.createdBefore === undefined ? sql`` : sql`AND created_at < ${f.createdBefore}`}
         ${f.after === undefined ? sql`` : sql`AND (created_at, id) < (${f.after.at}, ${f.after.id}::uuid)`}

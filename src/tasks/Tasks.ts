@@ -5,7 +5,7 @@ import { outcomeOf, startRun, TaskEntity } from "../../cluster/TaskEntity.js"
 import { type InvokeAgent, Task, type TaskFields, ThreadEvent } from "../../schema/Agents.js"
 import { BadRequest, Conflict, Forbidden, NotFound, PaymentRequired } from "../../schema/Errors.js"
 import { roleAtLeast } from "../../schema/Identity.js"
-import type { AgentId, OrganizationId, TaskId } from "../../schema/Ids.js"
+import type { AgentId, OrganizationId, ScheduleId, TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { AgentRepo, type AgentRow } from "../agents/AgentRepo.js"
 import { mayUse } from "../agents/Agents.js"
@@ -27,6 +27,7 @@ const fieldsOf = (row: TaskSummary): TaskFields => ({
   status: row.status,
   result: row.result,
   source: row.source,
+  ...(row.schedule_id === null ? {} : { schedule_id: row.schedule_id }),
   user: { id: row.user_id, email: row.user_email },
   created_at: row.created_at,
   finished_at: row.finished_at
@@ -96,11 +97,16 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       options: {
         readonly asynchronous: boolean
         readonly idempotencyKey: string | undefined
-        readonly source: "api" | "mcp"
+        readonly source: "api" | "mcp" | "schedule"
+        /** A schedule's run: its key is the scheduler's own (src/schedules/Scheduler.ts), not a client's. */
+        readonly scheduleId?: ScheduleId | undefined
       }
     ) {
       if (!mayUse(principal, agentId)) return yield* NotFound.of("Agent", agentId)
-      if (options.idempotencyKey !== undefined && !/^[\x21-\x7e]{1,255}$/.test(options.idempotencyKey)) {
+      if (
+        options.idempotencyKey !== undefined && options.source !== "schedule" &&
+        !/^[\x21-\x7e]{1,255}$/.test(options.idempotencyKey)
+      ) {
         return yield* BadRequest.of(
           "`Idempotency-Key` must be 1–255 visible ASCII characters.",
           undefined,
@@ -120,6 +126,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
         organization_id: principal.organizationId,
         agent_id: agentId,
         source: options.source,
+        schedule_id: options.scheduleId ?? null,
         user_id: body.input.user.id,
         user_email: body.input.user.email,
         input: body.input.text,
@@ -158,6 +165,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
             status: row.status,
             result: row.result,
             source: row.source,
+            schedule_id: row.schedule_id,
             user_id: row.user_id,
             user_email: row.user_email,
             created_at: row.created_at,
@@ -293,6 +301,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       readonly agent_id?: string | undefined
       readonly status?: string | undefined
       readonly user_id?: string | undefined
+      readonly schedule_id?: string | undefined
       readonly created_after?: Date | undefined
       readonly created_before?: Date | undefined
       readonly limit?: number | undefined
@@ -305,6 +314,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
         agentId: f.agent_id,
         status: f.status,
         userId: f.user_id,
+        scheduleId: f.schedule_id,
         createdAfter: f.created_after,
         createdBefore: f.created_before,
         after,

@@ -1,0 +1,127 @@
+import { Schema } from "effect"
+import { InvokeAgent } from "./Agents.js"
+import { reportAllErrors } from "./Identity.js"
+import { AgentId, ScheduleId, TaskId } from "./Ids.js"
+import { DateParam, Timestamp } from "./Timestamp.js"
+
+/** A length of time as sent and shown: `90s`, `15m`, `1h30m`, `2d` (units ms, s, m, h, d). */
+export const DurationText = Schema.String.pipe(
+  Schema.pattern(/^(\d{1,9}(ms|s|m|h|d))+$/, { message: () => "must be a duration such as 30s, 15m, 1h30m or 1d" })
+)
+
+export const Overlap = Schema.Literal("skip", "buffer_one", "allow").annotations({
+  description: "When a run is due while the schedule's previous run is still going: `skip` it (default), " +
+    "`buffer_one` (keep one run waiting, started when the previous one ends; further ones are skipped), or " +
+    "`allow` it to run alongside."
+})
+export type Overlap = typeof Overlap.Type
+
+export const ScheduleInput = InvokeAgent.fields.input.annotations({
+  description: "What each run sends the agent: `text`, and `user`, the person each run is recorded under."
+})
+
+const timing = {
+  cron: Schema.String.annotations({
+    description: "A cron expression: 5 fields (minute hour day month weekday), or 6 with seconds first; or a macro " +
+      "(@yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly). Read in `timezone`."
+  }),
+  every: DurationText.annotations({
+    description: "Instead of `cron`: a fixed interval (at least 1s), counted from `start_at` (else the creation)."
+  }),
+  timezone: Schema.String.annotations({
+    description: "IANA time zone the cron expression is read in, e.g. Europe/Berlin. Default UTC."
+  }),
+  start_at: DateParam.annotations({ description: "No run before this instant." }),
+  end_at: DateParam.annotations({ description: "No run after this instant." }),
+  jitter: DurationText.annotations({
+    description: "Each run starts up to this much later than its time (a fixed offset per run), to spread load."
+  }),
+  catchup_window: DurationText.annotations({
+    description: "After downtime, the latest missed run is still made once if it is at most this late. " +
+      "Default 1h; `0s`: only runs at most 30 s late are made."
+  })
+}
+
+export const CreateSchedule = Schema.Struct({
+  name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  agent_id: AgentId,
+  cron: Schema.optional(timing.cron),
+  every: Schema.optional(timing.every),
+  timezone: Schema.optional(timing.timezone),
+  input: ScheduleInput,
+  enabled: Schema.optional(Schema.Boolean).annotations({ description: "Default true." }),
+  start_at: Schema.optional(timing.start_at),
+  end_at: Schema.optional(timing.end_at),
+  jitter: Schema.optional(timing.jitter),
+  overlap: Schema.optional(Overlap),
+  catchup_window: Schema.optional(timing.catchup_window)
+}).annotations({ identifier: "CreateSchedule", ...reportAllErrors })
+export type CreateSchedule = typeof CreateSchedule.Type
+
+/** A change: fields left out stay; `null` clears an optional one. Setting `cron` clears `every`, and back. */
+export const UpdateSchedule = Schema.Struct({
+  name: Schema.optional(CreateSchedule.fields.name),
+  agent_id: Schema.optional(AgentId),
+  cron: Schema.optional(timing.cron),
+  every: Schema.optional(timing.every),
+  timezone: Schema.optional(timing.timezone),
+  input: Schema.optional(ScheduleInput),
+  enabled: Schema.optional(Schema.Boolean),
+  start_at: Schema.optional(Schema.NullOr(timing.start_at)),
+  end_at: Schema.optional(Schema.NullOr(timing.end_at)),
+  jitter: Schema.optional(Schema.NullOr(timing.jitter)),
+  overlap: Schema.optional(Overlap),
+  catchup_window: Schema.optional(timing.catchup_window)
+}).annotations({ identifier: "UpdateSchedule", ...reportAllErrors })
+export type UpdateSchedule = typeof UpdateSchedule.Type
+
+export const NextRun = Schema.Struct({
+  utc: Schema.String.annotations({ description: "ISO 8601 in UTC, e.g. 2026-03-29T01:00:00.000Z." }),
+  local: Schema.String.annotations({
+    description: "The same instant in the schedule's time zone, with its offset, e.g. 2026-03-29T03:00:00.000+02:00."
+  })
+}).annotations({ identifier: "NextRun" })
+
+export const RunStatus = Schema.Literal("pending", "fired", "skipped", "buffered", "failed").annotations({
+  description: "`fired`: its task was made (`task_id`). `pending`: being made. `skipped`: the previous run was " +
+    "still going (overlap `skip`, or `buffer_one` with one already waiting). `buffered`: waits for the previous " +
+    "run to end. `failed`: no task could be made (`reason`: the agent is gone, its budget is spent)."
+})
+
+export const ScheduleRun = Schema.Struct({
+  scheduled_for: Timestamp.annotations({ description: "The run's time by the schedule (before jitter)." }),
+  kind: Schema.Literal("scheduled", "catchup", "manual").annotations({
+    description: "`catchup`: made late, after downtime (within `catchup_window`). `manual`: POST …/trigger."
+  }),
+  status: RunStatus,
+  task_id: Schema.NullOr(TaskId),
+  reason: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "ScheduleRun" })
+export type ScheduleRun = typeof ScheduleRun.Type
+
+export class Schedule extends Schema.Class<Schedule>("Schedule")({
+  id: ScheduleId,
+  name: Schema.String,
+  agent_id: AgentId,
+  cron: Schema.NullOr(Schema.String),
+  every: Schema.NullOr(Schema.String),
+  timezone: Schema.String,
+  input: ScheduleInput,
+  enabled: Schema.Boolean,
+  start_at: Schema.NullOr(Timestamp),
+  end_at: Schema.NullOr(Timestamp),
+  jitter: Schema.NullOr(Schema.String),
+  overlap: Overlap,
+  catchup_window: Schema.String,
+  next_runs: Schema.Array(NextRun).annotations({
+    description: "The next 5 runs from the later of now and `start_at` (none while paused or past `end_at`)."
+  }),
+  last_run: Schema.NullOr(ScheduleRun),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}) {}
+
+export const SchedulePage = Schema.Struct({
+  items: Schema.Array(Schedule),
+  total: Schema.Int
+}).annotations({ identifier: "SchedulePage" })

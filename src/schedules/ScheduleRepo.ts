@@ -1,0 +1,260 @@
+import { PgClient } from "@effect/sql-pg"
+import { Effect } from "effect"
+import type { AgentId, OrganizationId, ScheduleId, TaskId, UserId } from "../../schema/Ids.js"
+import type { Overlap } from "../../schema/Schedules.js"
+
+export interface ScheduleFields {
+  readonly name: string
+  readonly agent_id: AgentId
+  readonly cron: string | null
+  readonly every_ms: number | null
+  readonly timezone: string
+  readonly input_text: string
+  readonly user_id: string
+  readonly user_email: string
+  readonly enabled: boolean
+  readonly start_at: Date | null
+  readonly end_at: Date | null
+  readonly jitter_ms: number
+  readonly overlap: Overlap
+  readonly catchup_window_ms: number
+  readonly next_tick: Date | null
+  readonly next_run_at: Date | null
+}
+
+export interface ScheduleRow extends ScheduleFields {
+  readonly id: ScheduleId
+  readonly organization_id: OrganizationId
+  readonly created_by: UserId | null
+  readonly created_by_key: string
+  readonly created_at: Date
+  readonly updated_at: Date
+}
+
+export type TickStatus = "pending" | "fired" | "skipped" | "buffered" | "failed"
+export type TickKind = "scheduled" | "catchup" | "manual"
+
+export interface TickRow {
+  readonly scheduled_for: Date
+  readonly kind: TickKind
+  readonly status: TickStatus
+  readonly task_id: TaskId | null
+  readonly reason: string | null
+}
+
+/** A schedule with its last tick, as readers see it. */
+export type ScheduleWithLast = ScheduleRow & { readonly last: TickRow | null }
+
+/** A claimed schedule: its row, whether its previous run is still going, and its run waiting (`buffer_one`). */
+export type ClaimedSchedule = ScheduleRow & {
+  readonly running: boolean
+  readonly buffered_for: Date | null
+}
+
+/** A tick to make: the schedule it is of, for the task's principal and input. */
+export interface OpenTick {
+  readonly schedule: ScheduleRow
+  readonly scheduled_for: Date
+}
+
+/** What the scheduler decided for the schedules it claimed. */
+export interface Decisions {
+  readonly ticks: ReadonlyArray<{ schedule_id: ScheduleId; scheduled_for: Date; kind: TickKind; status: TickStatus }>
+  /** Buffered ticks whose previous run ended: they are made now. */
+  readonly promoted: ReadonlyArray<{ schedule_id: ScheduleId; scheduled_for: Date }>
+  readonly moves: ReadonlyArray<{ id: ScheduleId; next_tick: Date | null; next_run_at: Date | null }>
+}
+
+const COLUMNS = `s.id, s.organization_id, s.agent_id, s.name, s.cron, s.every_ms::float8 AS every_ms, s.timezone,
+  s.input_text, s.user_id, s.user_email, s.enabled, s.start_at, s.end_at, s.jitter_ms::float8 AS jitter_ms, s.overlap,
+  s.catchup_window_ms::float8 AS catchup_window_ms, s.created_by, s.created_by_key, s.next_tick, s.next_run_at,
+  s.created_at, s.updated_at`
+
+const LAST = `(SELECT jsonb_build_object('scheduled_for', k.scheduled_for, 'kind', k.kind, 'status', k.status,
+    'task_id', k.task_id, 'reason', k.reason)
+  FROM schedule_ticks k WHERE k.schedule_id = s.id ORDER BY k.scheduled_for DESC LIMIT 1) AS last`
+
+const withLast = (row: ScheduleRow & { last: any }): ScheduleWithLast => ({
+  ...row,
+  last: row.last === null ? null : { ...row.last, scheduled_for: new Date(row.last.scheduled_for) }
+})
+
+/** The key of a tick's task: spaces, which a client's `Idempotency-Key` cannot hold, keep it apart from theirs. */
+export const tickKey = (scheduleId: ScheduleId, scheduledFor: Date) =>
+  `schedule ${scheduleId} ${scheduledFor.toISOString()}`
+
+export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/ScheduleRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* PgClient.PgClient
+
+    const insert = (row: Omit<ScheduleRow, "updated_at">) =>
+      sql<ScheduleRow>`
+        INSERT INTO schedules ${sql.insert({ ...row, updated_at: row.created_at })}
+        RETURNING ${sql.literal(COLUMNS.replaceAll("s.", ""))}`.pipe(
+        Effect.map(([r]) => withLast({ ...r!, last: null }))
+      )
+
+    const find = (organizationId: OrganizationId, id: ScheduleId) =>
+      sql<ScheduleRow & { last: any }>`
+        SELECT ${sql.literal(COLUMNS)}, ${sql.literal(LAST)} FROM schedules s
+        WHERE s.id = ${id} AND s.organization_id = ${organizationId}`.pipe(
+        Effect.map(([r]) => r === undefined ? undefined : withLast(r))
+      )
+
+    const list = (organizationId: OrganizationId, agentIds: ReadonlyArray<string> | null, agentId?: AgentId) =>
+      sql<ScheduleRow & { last: any }>`
+        SELECT ${sql.literal(COLUMNS)}, ${sql.literal(LAST)} FROM schedules s
+        WHERE s.organization_id = ${organizationId}
+        ${
+        agentIds === null
+          ? sql``
+          : agentIds.length === 0
+          ? sql`AND false`
+          : sql`AND s.agent_id::text IN ${sql.in(agentIds)}`
+      }
+        ${agentId === undefined ? sql`` : sql`AND s.agent_id = ${agentId}`}
+        ORDER BY s.created_at, s.id`.pipe(Effect.map((rows) => rows.map(withLast)))
+
+    /** Changes the schedule; the row is locked meanwhile, so no node claims it half-changed. */
+    const update = (organizationId: OrganizationId, id: ScheduleId, fields: ScheduleFields) =>
+      sql<ScheduleRow & { last: any }>`
+        UPDATE schedules s SET ${sql.update({ ...fields, updated_at: new Date() })}
+        WHERE s.id = ${id} AND s.organization_id = ${organizationId}
+        RETURNING ${sql.literal(COLUMNS)}, ${sql.literal(LAST)}`.pipe(
+        Effect.map(([r]) => r === undefined ? undefined : withLast(r))
+      )
+
+    const remove = (organizationId: OrganizationId, id: ScheduleId) =>
+      sql`DELETE FROM schedules WHERE id = ${id} AND organization_id = ${organizationId} RETURNING id`.pipe(
+        Effect.map((rows) => rows.length > 0)
+      )
+
+    /**
+     * Claims up to `limit` due schedules (`next_run_at` passed) that no other node holds, lets `decide` say
+     * which ticks to make and when to look again, and writes that: all in one transaction, so a tick is
+     * decided once cluster-wide. Returns the ticks to make now, committed `pending` before any task is made.
+     */
+    const claim = (
+      limit: number,
+      decide: (claimed: ReadonlyArray<ClaimedSchedule>, now: Date) => Decisions
+    ) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const claimed = yield* sql<ClaimedSchedule & { now: Date }>`
+          WITH due AS (
+            SELECT * FROM schedules WHERE next_run_at <= now() ORDER BY next_run_at LIMIT ${limit}
+            FOR UPDATE SKIP LOCKED
+          )
+          SELECT ${sql.literal(COLUMNS)}, now() AS now,
+            CASE WHEN s.overlap = 'allow' THEN false ELSE
+              (t.id IS NOT NULL AND t.finished_at IS NULL) OR EXISTS (
+                SELECT 1 FROM schedule_ticks k WHERE k.schedule_id = s.id AND k.status = 'pending')
+            END AS running,
+            (SELECT min(k.scheduled_for) FROM schedule_ticks k WHERE k.schedule_id = s.id AND k.status = 'buffered')
+              AS buffered_for
+          FROM due s LEFT JOIN tasks t ON t.id = s.last_task_id`
+        if (claimed.length === 0) return { claimed: 0, open: [] as Array<OpenTick> }
+        const decisions = decide(claimed, claimed[0]!.now)
+        const made = yield* sql<{ schedule_id: ScheduleId; scheduled_for: Date }>`
+          WITH ticks AS (
+            INSERT INTO schedule_ticks (schedule_id, scheduled_for, kind, status)
+            SELECT schedule_id, scheduled_for, kind, status
+            FROM jsonb_to_recordset(${JSON.stringify(decisions.ticks)}::jsonb)
+              AS r(schedule_id uuid, scheduled_for timestamptz, kind text, status text)
+            ON CONFLICT DO NOTHING
+            RETURNING schedule_id, scheduled_for, status
+          ),
+          promoted AS (
+            UPDATE schedule_ticks k SET status = 'pending', created_at = now()
+            FROM jsonb_to_recordset(${JSON.stringify(decisions.promoted)}::jsonb)
+              AS p(schedule_id uuid, scheduled_for timestamptz)
+            WHERE k.schedule_id = p.schedule_id AND k.scheduled_for = p.scheduled_for AND k.status = 'buffered'
+            RETURNING k.schedule_id, k.scheduled_for
+          ),
+          moved AS (
+            UPDATE schedules s SET next_tick = m.next_tick, next_run_at = m.next_run_at
+            FROM jsonb_to_recordset(${JSON.stringify(decisions.moves)}::jsonb)
+              AS m(id uuid, next_tick timestamptz, next_run_at timestamptz)
+            WHERE s.id = m.id
+          )
+          SELECT schedule_id, scheduled_for FROM ticks WHERE status = 'pending'
+          UNION ALL SELECT schedule_id, scheduled_for FROM promoted`
+        const byId = new Map(claimed.map((s) => [s.id, s]))
+        return {
+          claimed: claimed.length,
+          open: made.map((t) => ({ schedule: byId.get(t.schedule_id)!, scheduled_for: t.scheduled_for }))
+        }
+      }))
+
+    /**
+     * Ticks left `pending` for longer than `staleMs` (the node making them died or stalled): to be made by this
+     * node. Each is taken once per `staleMs` (its time is moved on), so nodes do not all make it at once; if two
+     * do, its task's key makes it one task.
+     */
+    const stale = (staleMs: number, limit: number) =>
+      sql<ScheduleRow & { scheduled_for: Date }>`
+        WITH picked AS (
+          SELECT schedule_id, scheduled_for FROM schedule_ticks
+          WHERE status = 'pending' AND created_at < now() - make_interval(secs => ${staleMs / 1000})
+          ORDER BY created_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
+        ),
+        taken AS (
+          UPDATE schedule_ticks k SET created_at = now() FROM picked p
+          WHERE k.schedule_id = p.schedule_id AND k.scheduled_for = p.scheduled_for
+          RETURNING k.schedule_id, k.scheduled_for
+        )
+        SELECT ${sql.literal(COLUMNS)}, k.scheduled_for FROM taken k JOIN schedules s ON s.id = k.schedule_id`.pipe(
+        Effect.map((rows) => rows.map(({ scheduled_for, ...schedule }): OpenTick => ({ schedule, scheduled_for })))
+      )
+
+    /** A manual run's tick, at this millisecond; undefined when another run has it (try again). */
+    const insertManual = (id: ScheduleId) =>
+      sql<{ scheduled_for: Date }>`
+        INSERT INTO schedule_ticks (schedule_id, scheduled_for, kind, status)
+        VALUES (${id}, date_trunc('milliseconds', clock_timestamp()), 'manual', 'pending')
+        ON CONFLICT DO NOTHING
+        RETURNING scheduled_for`.pipe(Effect.map(([r]) => r?.scheduled_for))
+
+    /** The ticks' outcomes; a tick's task becomes its schedule's latest run (what `skip` looks at). */
+    const settle = (
+      outcomes: ReadonlyArray<{
+        schedule_id: ScheduleId
+        scheduled_for: Date
+        status: TickStatus
+        task_id: TaskId | null
+        reason: string | null
+      }>
+    ) =>
+      outcomes.length === 0 ? Effect.void : sql`
+        WITH r AS (
+          SELECT * FROM jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb)
+            AS r(schedule_id uuid, scheduled_for timestamptz, status text, task_id uuid, reason text)
+        ),
+        ticks AS (
+          UPDATE schedule_ticks k SET status = r.status, task_id = r.task_id, reason = r.reason
+          FROM r WHERE k.schedule_id = r.schedule_id AND k.scheduled_for = r.scheduled_for AND k.status = 'pending'
+        )
+        UPDATE schedules s SET last_task_id = r.task_id FROM r WHERE s.id = r.schedule_id AND r.task_id IS NOT NULL`
+        .pipe(Effect.asVoid)
+
+    /** The task a tick's key made, if any (a run made before its node died, found again). */
+    const taskByKey = (organizationId: OrganizationId, key: string) =>
+      sql<{ id: TaskId }>`SELECT id FROM tasks WHERE organization_id = ${organizationId} AND idempotency_key = ${key}`
+        .pipe(Effect.map(([r]) => r?.id))
+
+    return {
+      insert: (row: Omit<ScheduleRow, "updated_at">) => Effect.orDie(insert(row)),
+      find: (organizationId: OrganizationId, id: ScheduleId) => Effect.orDie(find(organizationId, id)),
+      list: (organizationId: OrganizationId, agentIds: ReadonlyArray<string> | null, agentId?: AgentId) =>
+        Effect.orDie(list(organizationId, agentIds, agentId)),
+      update: (organizationId: OrganizationId, id: ScheduleId, fields: ScheduleFields) =>
+        Effect.orDie(update(organizationId, id, fields)),
+      remove: (organizationId: OrganizationId, id: ScheduleId) => Effect.orDie(remove(organizationId, id)),
+      claim: (limit: number, decide: (claimed: ReadonlyArray<ClaimedSchedule>, now: Date) => Decisions) =>
+        Effect.orDie(claim(limit, decide)),
+      stale: (staleMs: number, limit: number) => Effect.orDie(stale(staleMs, limit)),
+      insertManual: (id: ScheduleId) => Effect.orDie(insertManual(id)),
+      settle: (outcomes: Parameters<typeof settle>[0]) => Effect.orDie(settle(outcomes)),
+      taskByKey: (organizationId: OrganizationId, key: string) => Effect.orDie(taskByKey(organizationId, key))
+    } as const
+  })
+}) {}

@@ -1,0 +1,118 @@
+import { Either } from "effect"
+import { BadRequest } from "../../schema/Errors.js"
+import type { Overlap } from "../../schema/Schedules.js"
+import { NextRun, Schedule } from "../../schema/Schedules.js"
+import type { ScheduleFields, ScheduleWithLast } from "./ScheduleRepo.js"
+import {
+  formatDuration,
+  jitterOf,
+  localIso,
+  nextTick,
+  nextTicks,
+  parseCron,
+  parseDuration,
+  type Timing,
+  zoneOf
+} from "./ScheduleTiming.js"
+
+/** Without `catchup_window`: the latest missed run is made if it is at most an hour late. */
+export const DEFAULT_CATCHUP_MS = 3_600_000
+
+/** The timing a schedule's fields describe, or the 400 that names what is wrong with them. */
+export const timingOf = (
+  fields: Pick<ScheduleFields, "cron" | "every_ms" | "timezone" | "start_at" | "end_at">,
+  anchor: Date
+): Either.Either<Timing, BadRequest> => {
+  const zone = zoneOf(fields.timezone)
+  if (zone === undefined) {
+    return Either.left(BadRequest.of(
+      `\`timezone\` '${fields.timezone}' is not an IANA time zone (e.g. UTC, Europe/Berlin, America/New_York).`,
+      { field: "timezone" },
+      "invalid_timezone"
+    ))
+  }
+  if ((fields.cron === null) === (fields.every_ms === null)) {
+    return Either.left(BadRequest.of("Give exactly one of `cron` and `every`.", undefined, "validation_failed"))
+  }
+  if (fields.start_at !== null && fields.end_at !== null && fields.end_at < fields.start_at) {
+    return Either.left(BadRequest.of("`end_at` is before `start_at`.", undefined, "validation_failed"))
+  }
+  if (fields.cron !== null) {
+    const cron = parseCron(fields.cron, zone)
+    if (Either.isLeft(cron)) {
+      return Either.left(BadRequest.of(
+        `\`cron\` '${fields.cron}' is not a valid cron expression: ${cron.left}.`,
+        { field: "cron" },
+        "invalid_cron"
+      ))
+    }
+    return Either.right({
+      cron: cron.right,
+      everyMs: undefined,
+      anchor,
+      zone,
+      startAt: fields.start_at,
+      endAt: fields.end_at
+    })
+  }
+  return Either.right({
+    cron: undefined,
+    everyMs: fields.every_ms!,
+    anchor: fields.start_at ?? anchor,
+    zone,
+    startAt: fields.start_at,
+    endAt: fields.end_at
+  })
+}
+
+/** A duration field as ms, or the 400 that names it; `min` the least it may be. */
+export const durationOf = (field: string, text: string, min: number): Either.Either<number, BadRequest> => {
+  const ms = parseDuration(text)
+  return ms === undefined || ms < min || ms > 366 * 86_400_000
+    ? Either.left(BadRequest.of(
+      `\`${field}\` '${text}' is not a duration of ${formatDuration(min)} to 366d (e.g. 30s, 15m, 1h30m, 1d).`,
+      { field },
+      "invalid_duration"
+    ))
+    : Either.right(ms)
+}
+
+/** When the schedule next runs from `now`: its next tick, and that tick's run instant (jitter added). */
+export const nextFrom = (
+  id: string,
+  fields: Pick<ScheduleFields, "enabled" | "jitter_ms">,
+  timing: Timing,
+  now: Date
+): Pick<ScheduleFields, "next_tick" | "next_run_at"> => {
+  const tick = fields.enabled ? nextTick(timing, new Date(now.getTime() - 1)) : undefined
+  return tick === undefined
+    ? { next_tick: null, next_run_at: null }
+    : { next_tick: tick, next_run_at: new Date(tick.getTime() + jitterOf(id, tick, fields.jitter_ms)) }
+}
+
+export const overlapOf = (overlap: Overlap | undefined): Overlap => overlap ?? "skip"
+
+/** The schedule as its readers see it, with its next 5 runs from the later of now and `start_at`. */
+export const toSchedule = (row: ScheduleWithLast, now: Date) => {
+  const timing = Either.getOrUndefined(timingOf(row, row.created_at))
+  const runs = row.enabled && timing !== undefined ? nextTicks(timing, now, 5) : []
+  return new Schedule({
+    id: row.id,
+    name: row.name,
+    agent_id: row.agent_id,
+    cron: row.cron,
+    every: row.every_ms === null ? null : formatDuration(row.every_ms),
+    timezone: row.timezone,
+    input: { text: row.input_text, user: { id: row.user_id, email: row.user_email } },
+    enabled: row.enabled,
+    start_at: row.start_at,
+    end_at: row.end_at,
+    jitter: row.jitter_ms === 0 ? null : formatDuration(row.jitter_ms),
+    overlap: row.overlap,
+    catchup_window: formatDuration(row.catchup_window_ms),
+    next_runs: runs.map((at) => NextRun.make({ utc: at.toISOString(), local: localIso(timing!.zone, at) })),
+    last_run: row.last,
+    created_at: row.created_at,
+    updated_at: row.updated_at
+  })
+}

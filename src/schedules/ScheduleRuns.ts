@@ -1,0 +1,99 @@
+import { Effect, Either, Exit } from "effect"
+import type { Task } from "../../schema/Agents.js"
+import type { ApiKeyId, TaskId } from "../../schema/Ids.js"
+import type { Principal } from "../../schema/Security.js"
+import { Tasks } from "../tasks/Tasks.js"
+import { type OpenTick, ScheduleRepo, type ScheduleRow, tickKey, type TickStatus } from "./ScheduleRepo.js"
+
+/**
+ * Who a schedule's runs are invoked as: its creator (their key: they may cancel the runs as their own), scoped to nothing but the schedule's agent, which was checked when the schedule was made.
+ */
+const principalOf = (schedule: ScheduleRow): Principal => ({
+  organizationId: schedule.organization_id,
+  userId: schedule.created_by,
+  keyId: schedule.created_by_key as ApiKeyId,
+  role: "builder",
+  agentIds: [schedule.agent_id]
+})
+
+export interface RunOutcome {
+  readonly tick: OpenTick
+  readonly status: TickStatus
+  /** The task as invoked (undefined when it was found made earlier: `taskId` only). */
+  readonly task: Task | undefined
+  readonly taskId: TaskId | null
+  readonly reason: string | null
+  /** Why no task was made (`failed`). */
+  readonly error?: InvokeError
+}
+
+type InvokeError = Effect.Effect.Error<ReturnType<Tasks["invoke"]>>
+
+/**
+ * Makes ticks into tasks: the one core for the scheduler's runs, the runs a dead node left, and manual
+ * triggers. Each tick's task goes through `Tasks.invoke` (asynchronous) with the tick's own idempotency key,
+ * derived from (schedule, scheduled_for): making a tick twice, on one node or two, gives its one task.
+ */
+export class ScheduleRuns extends Effect.Service<ScheduleRuns>()("schedules/ScheduleRuns", {
+  effect: Effect.gen(function*() {
+    const repo = yield* ScheduleRepo
+    const tasks = yield* Tasks
+
+    const runOne = (tick: OpenTick): Effect.Effect<RunOutcome> => {
+      const { schedule } = tick
+      const key = tickKey(schedule.id, tick.scheduled_for)
+      return tasks.invoke(
+        principalOf(schedule),
+        schedule.agent_id,
+        { input: { text: schedule.input_text, user: { id: schedule.user_id, email: schedule.user_email } } },
+        { asynchronous: true, idempotencyKey: key, source: "schedule", scheduleId: schedule.id }
+      ).pipe(
+        Effect.either,
+        Effect.flatMap((result) => {
+          if (Either.isRight(result)) {
+            const task = result.right.task
+            return Effect.succeed<RunOutcome>({ tick, status: "fired", task, taskId: task.id, reason: null })
+          }
+          // the tick's task may exist though this call could not make it (made under an earlier input, or by a
+          // node making the same tick at this moment): then that is its run
+          return Effect.map(repo.taskByKey(schedule.organization_id, key), (id): RunOutcome =>
+            id === undefined
+              ? {
+                tick,
+                status: "failed",
+                task: undefined,
+                taskId: null,
+                reason: result.left.message,
+                error: result.left
+              }
+              : { tick, status: "fired", task: undefined, taskId: id, reason: null })
+        })
+      )
+    }
+
+    /** Makes the ticks, and records each outcome on its tick. A defect leaves its tick pending, for the sweep. */
+    const run = (ticks: ReadonlyArray<OpenTick>) =>
+      Effect.gen(function*() {
+        const outcomes = yield* Effect.forEach(
+          ticks,
+          (tick) => runOne(tick).pipe(Effect.exit),
+          { concurrency: 64 }
+        )
+        const done: Array<RunOutcome> = []
+        for (const exit of outcomes) {
+          if (Exit.isSuccess(exit)) done.push(exit.value)
+          else yield* Effect.logWarning("a scheduled run could not be made; the sweep makes it later", exit.cause)
+        }
+        yield* repo.settle(done.map((o) => ({
+          schedule_id: o.tick.schedule.id,
+          scheduled_for: o.tick.scheduled_for,
+          status: o.status,
+          task_id: o.taskId,
+          reason: o.reason
+        })))
+        return done
+      })
+
+    return { run } as const
+  })
+}) {}

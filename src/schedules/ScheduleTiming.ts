@@ -1,0 +1,175 @@
+import { Cron, DateTime, Either, Option } from "effect"
+import * as Crypto from "node:crypto"
+
+/**
+ * When a schedule runs: pure functions over its timing, the one place both the API (`next_runs`) and the
+ * scheduler compute times. Cron expressions are parsed and stepped by Effect's `Cron` (time zones included);
+ * what is ours is the rule for the spring-forward gap (below), the macros, and intervals.
+ */
+
+export interface Timing {
+  readonly cron: Cron.Cron | undefined
+  /** The interval in ms (`every`), counted from `anchor`. */
+  readonly everyMs: number | undefined
+  readonly anchor: Date
+  readonly zone: DateTime.TimeZone
+  readonly startAt: Date | null
+  readonly endAt: Date | null
+}
+
+/** The macros of common crons, as the expressions they stand for (`@reboot` has no time, so none). */
+const MACROS: Record<string, string> = {
+  "@yearly": "0 0 1 1 *",
+  "@annually": "0 0 1 1 *",
+  "@monthly": "0 0 1 * *",
+  "@weekly": "0 0 * * 0",
+  "@daily": "0 0 * * *",
+  "@midnight": "0 0 * * *",
+  "@hourly": "0 * * * *"
+}
+
+/** A tick claimed up to this late is on time, whatever the catch-up window (the scheduler's own lag). */
+export const ON_TIME_MS = 30_000
+
+/** The IANA zone, or undefined when the name is none (`Mars/Olympus`). */
+export const zoneOf = (name: string): DateTime.TimeZone.Named | undefined =>
+  Option.getOrUndefined(DateTime.zoneMakeNamed(name))
+
+/** The cron expression read in the zone, or why it cannot be. */
+export const parseCron = (expression: string, zone: DateTime.TimeZone): Either.Either<Cron.Cron, string> => {
+  const trimmed = expression.trim()
+  const text = trimmed.startsWith("@") ? MACROS[trimmed.toLowerCase()] : trimmed
+  if (text === undefined) return Either.left(`unknown macro ${trimmed}; use one of ${Object.keys(MACROS).join(", ")}`)
+  return Either.mapLeft(Cron.parse(text, zone), (e) => e.message)
+}
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+
+/** `1h30m` as ms; undefined for anything else. */
+export const parseDuration = (text: string): number | undefined => {
+  if (!/^(\d{1,9}(ms|s|m|h|d))+$/.test(text)) return undefined
+  let total = 0
+  for (const [, n, unit] of text.matchAll(/(\d+)(ms|s|m|h|d)/g)) total += Number(n) * UNIT_MS[unit!]!
+  return total
+}
+
+/** ms as the shortest text `parseDuration` reads back: 5_400_000 is `90m`. */
+export const formatDuration = (ms: number): string => {
+  for (const unit of ["d", "h", "m", "s"]) {
+    if (ms >= UNIT_MS[unit]! && ms % UNIT_MS[unit]! === 0) return `${ms / UNIT_MS[unit]!}${unit}`
+  }
+  return ms === 0 ? "0s" : `${ms}ms`
+}
+
+const offsetAt = (zone: DateTime.TimeZone, at: number) =>
+  DateTime.zonedOffset(DateTime.unsafeMakeZoned(at, { timeZone: zone }))
+
+/**
+ * The first instant after a spring-forward gap, given an instant just past it: the offset changes between
+ * `past - 4h` and `past`; found to the second by halving (zones change offset on whole seconds).
+ */
+const gapEnd = (zone: DateTime.TimeZone, past: Date): Date => {
+  let lo = past.getTime() - 4 * 3_600_000
+  let hi = past.getTime()
+  const after = offsetAt(zone, hi)
+  while (hi - lo > 1000) {
+    const mid = lo + Math.floor((hi - lo) / 2)
+    if (offsetAt(zone, mid) === after) hi = mid
+    else lo = mid
+  }
+  return new Date(Math.ceil(hi / 1000) * 1000)
+}
+
+/**
+ * The cron's first time strictly after `after`. The DST rule:
+ * - a wall-clock time that does not exist (in a spring-forward gap, e.g. 02:30 in Europe/Berlin on the last
+ *   Sunday of March) runs once, at the first instant after the gap (03:00 local);
+ * - a wall-clock time that occurs twice (fall-back) runs once, at its first occurrence. This holds for every
+ *   expression: `*\/30 * * * *` makes no run in the repeated hour's second pass. For a strict period use `every`.
+ * Effect's `Cron.next` moves a time in the gap forward by the gap's length (02:30 to 03:30); such a time no
+ * longer matches the expression, which is how it is told apart and moved to the gap's end instead.
+ */
+const nextCron = (cron: Cron.Cron, zone: DateTime.TimeZone, after: Date): Date => {
+  let from = after
+  for (let i = 0; i < 8; i++) {
+    const next = Cron.next(cron, from)
+    if (Cron.match(cron, next)) return next
+    const end = gapEnd(zone, next)
+    if (end.getTime() > after.getTime()) return end
+    from = next
+  }
+  return Cron.next(cron, from)
+}
+
+/** The first tick strictly after `after`, ignoring `start_at` and `end_at`. */
+const nextRaw = (timing: Timing, after: Date): Date => {
+  if (timing.cron !== undefined) return nextCron(timing.cron, timing.zone, after)
+  const every = timing.everyMs!
+  const anchor = timing.anchor.getTime()
+  const k = Math.max(0, Math.floor((after.getTime() - anchor) / every) + 1)
+  return new Date(anchor + k * every)
+}
+
+/** The first tick strictly after `after` within `start_at`…`end_at`; undefined when none is left. */
+export const nextTick = (timing: Timing, after: Date): Date | undefined => {
+  const from = timing.startAt !== null && timing.startAt.getTime() - 1 > after.getTime()
+    ? new Date(timing.startAt.getTime() - 1)
+    : after
+  const next = nextRaw(timing, from)
+  return timing.endAt !== null && next.getTime() > timing.endAt.getTime() ? undefined : next
+}
+
+/** The next `count` ticks from the later of `now` and `start_at` (a tick at that instant counts). */
+export const nextTicks = (timing: Timing, now: Date, count: number): Array<Date> => {
+  const ticks: Array<Date> = []
+  let after = new Date(now.getTime() - 1)
+  while (ticks.length < count) {
+    const next = nextTick(timing, after)
+    if (next === undefined) break
+    ticks.push(next)
+    after = next
+  }
+  return ticks
+}
+
+/** How a tick reads in its zone: ISO 8601 with the offset, e.g. `2026-03-29T03:00:00.000+02:00`. */
+export const localIso = (zone: DateTime.TimeZone, at: Date) =>
+  DateTime.formatIsoOffset(DateTime.unsafeMakeZoned(at, { timeZone: zone }))
+
+/** A run's delay within the schedule's jitter: fixed per (schedule, tick), so every node computes the same. */
+export const jitterOf = (scheduleId: string, tick: Date, jitterMs: number): number => {
+  if (jitterMs <= 0) return 0
+  const hash = Crypto.createHash("sha256").update(`${scheduleId} ${tick.toISOString()}`).digest()
+  return hash.readUInt32BE(0) % (jitterMs + 1)
+}
+
+/** Ticks stepped through at most, looking for the latest one due (a seconds cron over a long window). */
+const MAX_STEPS = 100_000
+
+/**
+ * The tick to make now, of the ticks due since `next` (the schedule's next tick, which is due): the latest
+ * one up to `now`, if it is at most max(`catchupMs`, ON_TIME_MS) late (the earlier ones are missed: after
+ * downtime, a schedule runs once, not once per tick missed); and the tick after `now`, the next to wait for.
+ */
+export const dueTick = (
+  timing: Timing,
+  next: Date,
+  now: Date,
+  catchupMs: number
+): { readonly fire: Date | undefined; readonly late: boolean; readonly following: Date | undefined } => {
+  const window = Math.max(catchupMs, ON_TIME_MS)
+  const oldest = now.getTime() - window
+  let latest: Date | undefined
+  let tick: Date | undefined = next.getTime() >= oldest ? next : nextTick(timing, new Date(oldest - 1))
+  for (let i = 0; tick !== undefined && tick.getTime() <= now.getTime() && i < MAX_STEPS; i++) {
+    latest = tick
+    tick = nextTick(timing, tick)
+  }
+  const following = tick !== undefined && tick.getTime() > now.getTime() ? tick : nextTick(timing, now)
+  return {
+    fire: latest,
+    late: latest !== undefined &&
+      (latest.getTime() !== next.getTime() || now.getTime() - latest.getTime() > ON_TIME_MS),
+    following
+  }
+}

@@ -1,0 +1,192 @@
+import { Effect } from "effect"
+import * as Crypto from "node:crypto"
+import { BadRequest, NotFound } from "../../schema/Errors.js"
+import type { AgentId, ScheduleId } from "../../schema/Ids.js"
+import type { CreateSchedule, UpdateSchedule } from "../../schema/Schedules.js"
+import type { Principal } from "../../schema/Security.js"
+import { AgentRepo } from "../agents/AgentRepo.js"
+import { mayUse } from "../agents/Agents.js"
+import { AuditLog } from "../audit/AuditLog.js"
+import { requireRole } from "../identity/IdentityPolicy.js"
+import { type ScheduleFields, ScheduleRepo, type ScheduleWithLast } from "./ScheduleRepo.js"
+import { DEFAULT_CATCHUP_MS, durationOf, nextFrom, overlapOf, timingOf, toSchedule } from "./ScheduleRules.js"
+import { ScheduleRuns } from "./ScheduleRuns.js"
+
+/**
+ * Schedules (issue 24): an agent run on a cron expression or an interval, each run a task with
+ * `source: "schedule"`. Anyone who may use the agent reads its schedules; Builders and above change them.
+ */
+export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules", {
+  effect: Effect.gen(function*() {
+    const repo = yield* ScheduleRepo
+    const agents = yield* AgentRepo
+    const audit = yield* AuditLog
+    const runs = yield* ScheduleRuns
+
+    /** The agent, if it is one of the organization's that the principal may use; else a 404 naming it. */
+    const usableAgent = (principal: Principal, id: AgentId) =>
+      (mayUse(principal, id) ? agents.find(principal.organizationId, id) : Effect.succeed(undefined)).pipe(
+        Effect.flatMap((row) => row === undefined ? Effect.fail(NotFound.of("Agent", id)) : Effect.void)
+      )
+
+    const find = (principal: Principal, id: ScheduleId) =>
+      Effect.flatMap(
+        repo.find(principal.organizationId, id),
+        (row): Effect.Effect<ScheduleWithLast, NotFound> =>
+          row === undefined || !mayUse(principal, row.agent_id)
+            ? Effect.fail(NotFound.of("Schedule", id))
+            : Effect.succeed(row)
+      )
+
+    /** The fields checked (each wrong one a 400 naming it), with the next run computed from now. */
+    const checked = (id: ScheduleId, fields: Omit<ScheduleFields, "next_tick" | "next_run_at">, anchor: Date) =>
+      Effect.map(timingOf(fields, anchor), (timing) => ({ ...fields, ...nextFrom(id, fields, timing, new Date()) }))
+
+    const durations = (input: {
+      readonly every?: string | undefined
+      readonly jitter?: string | null | undefined
+      readonly catchup_window?: string | undefined
+    }) =>
+      Effect.all({
+        every: input.every === undefined ? Effect.succeed(undefined) : durationOf("every", input.every, 1000),
+        jitter: input.jitter === undefined || input.jitter === null
+          ? Effect.succeed(input.jitter === null ? 0 : undefined)
+          : durationOf("jitter", input.jitter, 0),
+        catchup: input.catchup_window === undefined
+          ? Effect.succeed(undefined)
+          : durationOf("catchup_window", input.catchup_window, 0)
+      })
+
+    const create = Effect.fn("Schedules.create")(function*(principal: Principal, input: CreateSchedule) {
+      yield* requireRole(principal, "builder", "create schedules")
+      yield* usableAgent(principal, input.agent_id)
+      const id = Crypto.randomUUID() as ScheduleId
+      const now = new Date()
+      const d = yield* durations(input)
+      const fields = yield* checked(id, {
+        name: input.name,
+        agent_id: input.agent_id,
+        cron: input.cron ?? null,
+        every_ms: d.every ?? null,
+        timezone: input.timezone ?? "UTC",
+        input_text: input.input.text,
+        user_id: input.input.user.id,
+        user_email: input.input.user.email,
+        enabled: input.enabled ?? true,
+        start_at: input.start_at ?? null,
+        end_at: input.end_at ?? null,
+        jitter_ms: d.jitter ?? 0,
+        overlap: overlapOf(input.overlap),
+        catchup_window_ms: d.catchup ?? DEFAULT_CATCHUP_MS
+      }, now)
+      const row = yield* repo.insert({
+        ...fields,
+        id,
+        organization_id: principal.organizationId,
+        created_by: principal.userId,
+        created_by_key: principal.keyId,
+        created_at: now
+      }).pipe(audit.recorded(principal, (row) => ({
+        action: "CREATE_SCHEDULE",
+        targets: [{ type: "schedule", id: row.id, name: row.name }],
+        details: { agent_id: row.agent_id, cron: row.cron, every_ms: row.every_ms, timezone: row.timezone }
+      })))
+      return toSchedule(row, new Date())
+    })
+
+    /** A change of the schedule's fields: its next run is computed again from now. */
+    const change = (principal: Principal, id: ScheduleId, input: UpdateSchedule, action: string) =>
+      Effect.gen(function*() {
+        const current = yield* find(principal, id)
+        if (input.agent_id !== undefined) yield* usableAgent(principal, input.agent_id)
+        if (input.cron !== undefined && input.every !== undefined) {
+          return yield* BadRequest.of("Give one of `cron` and `every`, not both.", undefined, "validation_failed")
+        }
+        const d = yield* durations(input)
+        const fields = yield* checked(id, {
+          name: input.name ?? current.name,
+          agent_id: input.agent_id ?? current.agent_id,
+          cron: input.every !== undefined ? null : input.cron ?? current.cron,
+          every_ms: input.cron !== undefined ? null : d.every ?? current.every_ms,
+          timezone: input.timezone ?? current.timezone,
+          input_text: input.input?.text ?? current.input_text,
+          user_id: input.input?.user.id ?? current.user_id,
+          user_email: input.input?.user.email ?? current.user_email,
+          enabled: input.enabled ?? current.enabled,
+          start_at: input.start_at === undefined ? current.start_at : input.start_at,
+          end_at: input.end_at === undefined ? current.end_at : input.end_at,
+          jitter_ms: d.jitter ?? current.jitter_ms,
+          overlap: input.overlap ?? current.overlap,
+          catchup_window_ms: d.catchup ?? current.catchup_window_ms
+        }, current.created_at)
+        const row = yield* repo.update(principal.organizationId, id, fields).pipe(
+          audit.recorded(principal, (row) =>
+            row === undefined ? undefined : {
+              action,
+              targets: [{ type: "schedule", id, name: row.name }],
+              details: { changed: Object.keys(input).filter((k) => (input as any)[k] !== undefined).sort() }
+            })
+        )
+        if (row === undefined) return yield* NotFound.of("Schedule", id)
+        return toSchedule(row, new Date())
+      })
+
+    const update = Effect.fn("Schedules.update")(
+      function*(principal: Principal, id: ScheduleId, input: UpdateSchedule) {
+        yield* requireRole(principal, "builder", "change schedules")
+        return yield* change(principal, id, input, "UPDATE_SCHEDULE")
+      }
+    )
+
+    const pause = Effect.fn("Schedules.pause")(function*(principal: Principal, id: ScheduleId) {
+      yield* requireRole(principal, "builder", "pause schedules")
+      return yield* change(principal, id, { enabled: false }, "PAUSE_SCHEDULE")
+    })
+
+    const resume = Effect.fn("Schedules.resume")(function*(principal: Principal, id: ScheduleId) {
+      yield* requireRole(principal, "builder", "resume schedules")
+      return yield* change(principal, id, { enabled: true }, "RESUME_SCHEDULE")
+    })
+
+    const remove = Effect.fn("Schedules.remove")(function*(principal: Principal, id: ScheduleId) {
+      yield* requireRole(principal, "builder", "delete schedules")
+      const current = yield* find(principal, id)
+      yield* repo.remove(principal.organizationId, id).pipe(
+        audit.recorded(
+          principal,
+          (removed) =>
+            removed ? { action: "DELETE_SCHEDULE", targets: [{ type: "schedule", id, name: current.name }] } : undefined
+        )
+      )
+    })
+
+    const list = Effect.fn("Schedules.list")(function*(principal: Principal, agentId?: AgentId) {
+      const rows = yield* repo.list(principal.organizationId, principal.agentIds, agentId)
+      const now = new Date()
+      const items = rows.map((row) => toSchedule(row, now))
+      return { items, total: items.length }
+    })
+
+    const get = (principal: Principal, id: ScheduleId) =>
+      Effect.map(find(principal, id), (row) => toSchedule(row, new Date()))
+
+    /** Runs the schedule now, whatever its overlap policy and also while paused: the task, pending. */
+    const trigger = Effect.fn("Schedules.trigger")(function*(principal: Principal, id: ScheduleId) {
+      yield* requireRole(principal, "builder", "trigger schedules")
+      const schedule = yield* find(principal, id)
+      let scheduledFor = yield* repo.insertManual(id)
+      while (scheduledFor === undefined) {
+        yield* Effect.sleep("1 millis")
+        scheduledFor = yield* repo.insertManual(id)
+      }
+      const [outcome] = yield* runs.run([{ schedule, scheduled_for: scheduledFor }])
+      if (outcome === undefined) return yield* Effect.dieMessage(`schedule ${id}: the manual run was not made`)
+      if (outcome.task !== undefined) return outcome.task
+      return yield* (outcome.error === undefined
+        ? Effect.dieMessage(`schedule ${id}: the manual run has no task`)
+        : Effect.fail(outcome.error))
+    })
+
+    return { create, update, pause, resume, remove, list, get, trigger } as const
+  })
+}) {}

@@ -1,0 +1,298 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { addMember, auditEvents, call, expectError, orgKey, withDatabase } from "../access/support.js"
+import { startTestNode, type TestNode } from "../support/TestNode.js"
+import { createSchedule, createScriptedAgent, runsOf, ticksOf, until, user } from "./support.js"
+
+let node: TestNode
+beforeAll(async () => {
+  node = await startTestNode()
+})
+afterAll(() => node?.stop())
+
+describe("schedules REST API", () => {
+  it("creates a schedule with its next 5 runs in UTC and local time, and reads it back", async () => {
+    const org = await node.bootstrap()
+    const agentId = await createScriptedAgent(node, org.api_key)
+    const created = await createSchedule(node, org.api_key, {
+      agent_id: agentId,
+      cron: "30 2 * * *",
+      timezone: "Europe/Berlin",
+      start_at: "2030-03-29T00:00:00Z"
+    })
+    expect(created).toMatchObject({
+      agent_id: agentId,
+      cron: "30 2 * * *",
+      every: null,
+      timezone: "Europe/Berlin",
+      enabled: true,
+      overlap: "skip",
+      catchup_window: "1h",
+      jitter: null,
+      last_run: null,
+      input: { text: "go", user }
+    })
+    const got = await call(node, org.api_key, "GET", `/v1/schedules/${created.id}`)
+    expect(got.status).toBe(200)
+    // 2030-03-31 is the spring-forward day in Berlin: 02:30 does not exist, the run is at 03:00
+    expect(got.body.next_runs).toEqual([
+      { utc: "2030-03-29T01:30:00.000Z", local: "2030-03-29T02:30:00.000+01:00" },
+      { utc: "2030-03-30T01:30:00.000Z", local: "2030-03-30T02:30:00.000+01:00" },
+      { utc: "2030-03-31T01:00:00.000Z", local: "2030-03-31T03:00:00.000+02:00" },
+      { utc: "2030-04-01T00:30:00.000Z", local: "2030-04-01T02:30:00.000+02:00" },
+      { utc: "2030-04-02T00:30:00.000Z", local: "2030-04-02T02:30:00.000+02:00" }
+    ])
+    const listed = await call(node, org.api_key, "GET", `/v1/schedules?agent_id=${agentId}`)
+    expect(listed.body.items.map((s: any) => s.id)).toEqual([created.id])
+  })
+
+  it("an invalid cron expression, time zone or duration is a 400 that names it", async () => {
+    const org = await node.bootstrap()
+    const agentId = await createScriptedAgent(node, org.api_key)
+    const base = { name: "bad", agent_id: agentId, input: { text: "go", user } }
+    const badCron = await call(node, org.api_key, "POST", "/v1/schedules", { ...base, cron: "61 * * * *" })
+    expectError(badCron, 400, "invalid_cron")
+    expect(badCron.body.error.message).toContain("61 * * * *")
+    const badZone = await call(node, org.api_key, "POST", "/v1/schedules", {
+      ...base,
+      cron: "0 * * * *",
+      timezone: "Mars/Olympus"
+    })
+    expectError(badZone, 400, "invalid_timezone")
+    expect(badZone.body.error.message).toContain("Mars/Olympus")
+    expectError(
+      await call(node, org.api_key, "POST", "/v1/schedules", { ...base, cron: "@reboot" }),
+      400,
+      "invalid_cron"
+    )
+    expectError(
+      await call(node, org.api_key, "POST", "/v1/schedules", { ...base, every: "0s" }),
+      400,
+      "invalid_duration"
+    )
+    expectError(await call(node, org.api_key, "POST", "/v1/schedules", base), 400, "validation_failed")
+    expectError(
+      await call(node, org.api_key, "POST", "/v1/schedules", { ...base, cron: "* * * * *", every: "1m" }),
+      400,
+      "validation_failed"
+    )
+    expectError(
+      await call(node, org.api_key, "POST", "/v1/schedules", { ...base, every: "1 minute" }),
+      400,
+      "validation_failed"
+    )
+    const created = await createSchedule(node, org.api_key, { agent_id: agentId, cron: "0 * * * *" })
+    expectError(
+      await call(node, org.api_key, "PATCH", `/v1/schedules/${created.id}`, { timezone: "Nowhere/Town" }),
+      400,
+      "invalid_timezone"
+    )
+  })
+
+  it("Members read schedules but only Builders and above change them; another organization sees none", async () => {
+    const org = await node.bootstrap()
+    const agentId = await createScriptedAgent(node, org.api_key)
+    const member = await addMember(node, org.api_key, "member")
+    const builder = await addMember(node, org.api_key, "builder")
+    const body = { name: "n", agent_id: agentId, cron: "0 * * * *", input: { text: "go", user } }
+    expectError(await call(node, member.key, "POST", "/v1/schedules", body), 403, "forbidden")
+    const created = await createSchedule(node, builder.key, body)
+    expect((await call(node, member.key, "GET", `/v1/schedules/${created.id}`)).status).toBe(200)
+    for (
+      const [method, path, payload] of [
+        ["PATCH", `/v1/schedules/${created.id}`, { name: "x" }],
+        ["DELETE", `/v1/schedules/${created.id}`, undefined],
+        ["POST", `/v1/schedules/${created.id}/pause`, undefined],
+        ["POST", `/v1/schedules/${created.id}/resume`, undefined],
+        ["POST", `/v1/schedules/${created.id}/trigger`, undefined]
+      ] as const
+    ) {
+      expectError(await call(node, member.key, method, path, payload), 403, "forbidden")
+    }
+    // an organization key limited to another agent does not see it
+    const other = await createScriptedAgent(node, org.api_key)
+    const limited = await call(node, org.api_key, "POST", "/v1/api-keys", {
+      name: "limited",
+      kind: "organization",
+      role: "builder",
+      agent_ids: [other]
+    })
+    expect(limited.status).toBe(201)
+    expectError(await call(node, limited.body.api_key, "GET", `/v1/schedules/${created.id}`), 404, "not_found")
+    expect((await call(node, limited.body.api_key, "GET", "/v1/schedules")).body.items).toEqual([])
+    expectError(await call(node, limited.body.api_key, "POST", "/v1/schedules", body), 404, "not_found")
+    // another organization: its agent and its schedule are absent
+    const stranger = await node.bootstrap()
+    expectError(await call(node, stranger.api_key, "GET", `/v1/schedules/${created.id}`), 404, "not_found")
+    expectError(await call(node, stranger.api_key, "DELETE", `/v1/schedules/${created.id}`), 404, "not_found")
+    expectError(await call(node, stranger.api_key, "POST", "/v1/schedules", body), 404, "not_found")
+    expect((await call(node, stranger.api_key, "GET", "/v1/schedules")).body.items).toEqual([])
+    const builderKey = await orgKey(node, org.api_key, "builder")
+    expect((await call(node, builderKey.key, "DELETE", `/v1/schedules/${created.id}`)).status).toBe(204)
+  })
+
+  it("create, change, pause, resume and delete are audited", async () => {
+    const org = await node.bootstrap()
+    const agentId = await createScriptedAgent(node, org.api_key)
+    const created = await createSchedule(node, org.api_key, { agent_id: agentId, every: "1h" })
+    await call(node, org.api_key, "PATCH", `/v1/schedules/${created.id}`, { name: "renamed", jitter: "30s" })
+    await call(node, org.api_key, "POST", `/v1/schedules/${created.id}/pause`)
+    await call(node, org.api_key, "POST", `/v1/schedules/${created.id}/resume`)
+    await call(node, org.api_key, "DELETE", `/v1/schedules/${created.id}`)
+    const events = (await auditEvents(node, org.organization_id)).filter((e) => e.action.endsWith("_SCHEDULE"))
+    expect(events.map((e) => e.action)).toEqual([
+      "CREATE_SCHEDULE",
+      "UPDATE_SCHEDULE",
+      "PAUSE_SCHEDULE",
+      "RESUME_SCHEDULE",
+      "DELETE_SCHEDULE"
+    ])
+    expect(events[1].details).toEqual({ changed: ["jitter", "name"] })
+    expect(events.every((e) => e.targets[0].id === created.id && e.targets[0].type === "schedule")).toBe(true)
+  })
+
+  it("runs on its schedule as tasks with source schedule, listed by schedule_id; trigger runs now", async () => {
+    const org = await node.bootstrap()
+    const agentId = await createScriptedAgent(node, org.api_key)
+    const created = await createSchedule(node, org.api_key, {
+      agent_id: agentId,
+      cron: "* * * * * *",
+      overlap: "allow"
+    })
+    const runs = await until("three runs", async () => {
+      const items = await runsOf(node, org.api_key, created.id)
+      return items.length >= 3 ? items : undefined
+    })
+    for (const task of runs) {
+      expect(task).toMatchObject({ source: "schedule", schedule_id: created.id, agent_id: agentId, user })
+    }
+    const paused = await call(node, org.api_key, "POST", `/v1/schedules/${created.id}/pause`)
+    expect(paused.body).toMatchObject({ enabled: false, next_runs: [] })
+    expect(paused.body.last_run).toMatchObject({ kind: "scheduled", status: "fired" })
+    const ticks = await ticksOf(node, created.id)
+    // each tick made one task, and no task lacks its tick
+    const tasks = await runsOf(node, org.api_key, created.id)
+    expect(tasks.map((t) => t.id).sort()).toEqual(ticks.map((t) => t.task_id).sort())
+    const triggered = await call(node, org.api_key, "POST", `/v1/schedules/${created.id}/trigger`)
+    expect(triggered.status).toBe(202)
+    expect(triggered.body).toMatchObject({ source: "schedule", schedule_id: created.id, status: "pending" })
+    expect(triggered.headers.get("location")).toBe(`/v1/tasks/${triggered.body.id}`)
+    const after = await call(node, org.api_key, "GET", `/v1/schedules/${created.id}`)
+    expect(after.body.last_run).toMatchObject({ kind: "manual", status: "fired", task_id: triggered.body.id })
+    // tasks that are not a schedule's carry no schedule_id
+    const plain = await call(node, org.api_key, "POST", `/v1/agents/${agentId}/invoke`, { input: { text: "x", user } })
+    expect(plain.body.source).toBe("api")
+    expect("schedule_id" in plain.body).toBe(false)
+  })
+})
+
+describe("catch-up after downtime", () => {
+  /** A schedule whose next run was due `lateMs` ago, as after the node was down that long. */
+  const missed = async (org: { api_key: string }, lateMs: number, catchupWindow?: string) => {
+    const agentId = await createScriptedAgent(node, org.api_key)
+    const created = await createSchedule(node, org.api_key, {
+      agent_id: agentId,
+      cron: "0 0 1 1 *",
+      ...(catchupWindow === undefined ? {} : { catchup_window: catchupWindow })
+    })
+    const due = new Date(Math.floor((Date.now() - lateMs) / 60_000) * 60_000)
+    // the yearly cron's tick is moved to a minute boundary (it is any time, for the catch-up rule)
+    await withDatabase(
+      node,
+      (db) =>
+        db.query("UPDATE schedules SET cron = '* * * * *', next_tick = $2, next_run_at = $2 WHERE id = $1", [
+          created.id,
+          due
+        ])
+    )
+    return created
+  }
+
+  it("a run missed by less than the window (default 1h) is made once, as catchup", async () => {
+    const org = await node.bootstrap()
+    const s = await missed(org, 20 * 60_000)
+    const ticks = await until("the catch-up tick", async () => {
+      const t = await ticksOf(node, s.id)
+      return t.length > 0 && t[0]!.status === "fired" ? t : undefined
+    })
+    expect(ticks[0]).toMatchObject({ kind: "catchup", status: "fired" })
+    expect((await runsOf(node, org.api_key, s.id)).map((t) => t.id)).toContain(ticks[0]!.task_id)
+    // one run for the twenty missed minutes, the latest of them
+    expect(Date.now() - ticks[0]!.scheduled_for.getTime()).toBeLessThan(61_000)
+  })
+
+  it("a run missed by more than its window is not made; the schedule goes on from now", async () => {
+    const org = await node.bootstrap()
+    const agentId = await createScriptedAgent(node, org.api_key)
+    const created = await createSchedule(node, org.api_key, {
+      agent_id: agentId,
+      cron: "0 * * * *",
+      catchup_window: "10m"
+    })
+    const due = new Date(Math.floor((Date.now() - 40 * 60_000) / 60_000) * 60_000)
+    await withDatabase(
+      node,
+      (db) =>
+        db.query("UPDATE schedules SET cron = $3, next_tick = $2, next_run_at = $2 WHERE id = $1", [
+          created.id,
+          due,
+          `${due.getUTCMinutes()} * * * *`
+        ])
+    )
+    await until("the schedule to move on", () =>
+      withDatabase(node, async (db) => {
+        const { rows } = await db.query("SELECT next_tick FROM schedules WHERE id = $1", [created.id])
+        return rows[0].next_tick.getTime() > Date.now() ? true : undefined
+      }))
+    expect(await ticksOf(node, created.id)).toEqual([])
+  })
+})
+
+describe("overlap, with runs that take longer than the period", () => {
+  /** An every-second schedule of an agent whose runs take 2.5 s, left to run for about 5 s, then paused. */
+  const runFor = async (overlap: string) => {
+    const org = await node.bootstrap()
+    const agentId = await createScriptedAgent(node, org.api_key, 2500)
+    const created = await createSchedule(node, org.api_key, { agent_id: agentId, cron: "* * * * * *", overlap })
+    await new Promise((r) => setTimeout(r, 5200))
+    await call(node, org.api_key, "POST", `/v1/schedules/${created.id}/pause`)
+    const tasks = await runsOf(node, org.api_key, created.id)
+    return { ticks: await ticksOf(node, created.id), tasks }
+  }
+  /** Whether two of the tasks ran at the same time. */
+  const overlapping = (tasks: Array<any>) => {
+    const spans = tasks.map((
+      t
+    ) => [Date.parse(t.created_at), t.finished_at === null ? Infinity : Date.parse(t.finished_at)])
+      .sort((a, b) => a[0]! - b[0]!)
+    return spans.some((s, i) => i > 0 && s[0]! < spans[i - 1]![1]!)
+  }
+
+  it("skip: a run due while the previous one goes is skipped; runs never overlap", async () => {
+    const { tasks, ticks } = await runFor("skip")
+    expect(ticks.filter((t) => t.status === "skipped").length).toBeGreaterThan(0)
+    expect(ticks.filter((t) => t.status === "fired").length).toBe(tasks.length)
+    expect(tasks.length).toBeGreaterThanOrEqual(2)
+    expect(tasks.length).toBeLessThanOrEqual(3)
+    expect(overlapping(tasks)).toBe(false)
+  })
+
+  it("buffer_one: one run waits and starts when the previous ends; the rest are skipped", async () => {
+    const { tasks, ticks } = await runFor("buffer_one")
+    // the run that waited was made after the previous one ended
+    const waited = ticks.find((t) => t.status === "fired" && t.scheduled_for > ticks[0]!.scheduled_for)
+    expect(waited).toBeDefined()
+    expect(ticks.filter((t) => t.status === "skipped").length).toBeGreaterThan(0)
+    expect(overlapping(tasks)).toBe(false)
+    const first = tasks.find((t) => t.id === ticks[0]!.task_id)
+    const second = tasks.find((t) => t.id === waited!.task_id)
+    expect(Date.parse(second.created_at)).toBeGreaterThanOrEqual(Date.parse(first.finished_at))
+    expect(Date.parse(second.created_at) - Date.parse(first.finished_at)).toBeLessThan(2000)
+  })
+
+  it("allow: every tick runs, alongside the previous", async () => {
+    const { tasks, ticks } = await runFor("allow")
+    expect(ticks.every((t) => t.status === "fired")).toBe(true)
+    expect(tasks.length).toBeGreaterThanOrEqual(4)
+    expect(overlapping(tasks)).toBe(true)
+  })
+})

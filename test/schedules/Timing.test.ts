@@ -1,0 +1,204 @@
+import { Either } from "effect"
+import { describe, expect, it } from "vitest"
+import { decide } from "../../src/schedules/Scheduler.js"
+import type { ClaimedSchedule } from "../../src/schedules/ScheduleRepo.js"
+import { timingOf } from "../../src/schedules/ScheduleRules.js"
+import { dueTick, formatDuration, localIso, nextTicks, parseDuration } from "../../src/schedules/ScheduleTiming.js"
+
+/** The timing the scheduler uses for a schedule of these fields (ScheduleRules.timingOf). */
+const timing = (fields: { cron?: string; every_ms?: number; timezone?: string; start_at?: Date; end_at?: Date }) => {
+  const t = timingOf({
+    cron: fields.cron ?? null,
+    every_ms: fields.every_ms ?? null,
+    timezone: fields.timezone ?? "UTC",
+    start_at: fields.start_at ?? null,
+    end_at: fields.end_at ?? null
+  }, new Date("2025-01-01T00:00:00Z"))
+  if (Either.isLeft(t)) throw new Error(t.left.message)
+  return t.right
+}
+
+/** The daily 02:30 job's runs from `from`, as UTC and local ISO strings. */
+const daily0230 = (timezone: string, from: string, count = 3) => {
+  const t = timing({ cron: "30 2 * * *", timezone })
+  return nextTicks(t, new Date(from), count).map((at) => [at.toISOString(), localIso(t.zone, at)])
+}
+
+describe("daily 02:30 across DST (the rule in docs/guides/schedules.md)", () => {
+  it("Europe/Berlin spring-forward: runs once, at 03:00, the first instant after the gap", () => {
+    expect(daily0230("Europe/Berlin", "2025-03-29T12:00:00Z")).toEqual([
+      ["2025-03-30T01:00:00.000Z", "2025-03-30T03:00:00.000+02:00"],
+      ["2025-03-31T00:30:00.000Z", "2025-03-31T02:30:00.000+02:00"],
+      ["2025-04-01T00:30:00.000Z", "2025-04-01T02:30:00.000+02:00"]
+    ])
+  })
+
+  it("Europe/Berlin fall-back: 02:30 happens twice and runs once, at the first", () => {
+    expect(daily0230("Europe/Berlin", "2025-10-25T12:00:00Z")).toEqual([
+      ["2025-10-26T00:30:00.000Z", "2025-10-26T02:30:00.000+02:00"],
+      ["2025-10-27T01:30:00.000Z", "2025-10-27T02:30:00.000+01:00"],
+      ["2025-10-28T01:30:00.000Z", "2025-10-28T02:30:00.000+01:00"]
+    ])
+  })
+
+  it("America/New_York spring-forward: runs once, at 03:00 EDT", () => {
+    expect(daily0230("America/New_York", "2025-03-08T12:00:00Z")).toEqual([
+      ["2025-03-09T07:00:00.000Z", "2025-03-09T03:00:00.000-04:00"],
+      ["2025-03-10T06:30:00.000Z", "2025-03-10T02:30:00.000-04:00"],
+      ["2025-03-11T06:30:00.000Z", "2025-03-11T02:30:00.000-04:00"]
+    ])
+  })
+
+  it("America/New_York fall-back: runs once (02:30 is after the repeated hour; 01:30, in it, runs once too)", () => {
+    expect(daily0230("America/New_York", "2025-11-01T12:00:00Z")).toEqual([
+      ["2025-11-02T07:30:00.000Z", "2025-11-02T02:30:00.000-05:00"],
+      ["2025-11-03T07:30:00.000Z", "2025-11-03T02:30:00.000-05:00"],
+      ["2025-11-04T07:30:00.000Z", "2025-11-04T02:30:00.000-05:00"]
+    ])
+    const t = timing({ cron: "30 1 * * *", timezone: "America/New_York" })
+    expect(nextTicks(t, new Date("2025-11-01T12:00:00Z"), 2).map((d) => localIso(t.zone, d))).toEqual([
+      "2025-11-02T01:30:00.000-04:00",
+      "2025-11-03T01:30:00.000-05:00"
+    ])
+  })
+
+  it("the scheduler makes each of those runs once: stepping tick by tick through both changes", () => {
+    for (const timezone of ["Europe/Berlin", "America/New_York"]) {
+      const t = timing({ cron: "30 2 * * *", timezone })
+      const runs = nextTicks(t, new Date("2025-01-01T00:00:00Z"), 365)
+      const days = runs.map((at) => localIso(t.zone, at).slice(0, 10))
+      expect(new Set(days).size).toBe(365)
+      for (let i = 1; i < runs.length; i++) expect(runs[i]!.getTime()).toBeGreaterThan(runs[i - 1]!.getTime())
+    }
+  })
+})
+
+describe("cron and interval timing", () => {
+  it("reads 6 fields (seconds first) and the macros", () => {
+    const from = new Date("2025-06-01T10:00:00Z")
+    expect(nextTicks(timing({ cron: "*/20 * * * * *" }), from, 3).map((d) => d.toISOString())).toEqual([
+      "2025-06-01T10:00:00.000Z",
+      "2025-06-01T10:00:20.000Z",
+      "2025-06-01T10:00:40.000Z"
+    ])
+    expect(nextTicks(timing({ cron: "@daily", timezone: "Europe/Berlin" }), from, 1)[0]!.toISOString()).toBe(
+      "2025-06-01T22:00:00.000Z"
+    )
+    expect(nextTicks(timing({ cron: "@hourly" }), from, 2).map((d) => d.toISOString())).toEqual([
+      "2025-06-01T10:00:00.000Z",
+      "2025-06-01T11:00:00.000Z"
+    ])
+  })
+
+  it("counts an interval from start_at, and stops at end_at", () => {
+    const t = timing({
+      every_ms: 90 * 60_000,
+      start_at: new Date("2025-06-01T09:00:00Z"),
+      end_at: new Date("2025-06-01T13:00:00Z")
+    })
+    expect(nextTicks(t, new Date("2025-06-01T00:00:00Z"), 5).map((d) => d.toISOString())).toEqual([
+      "2025-06-01T09:00:00.000Z",
+      "2025-06-01T10:30:00.000Z",
+      "2025-06-01T12:00:00.000Z"
+    ])
+  })
+
+  it("reads and writes durations", () => {
+    expect(parseDuration("1h30m")).toBe(5_400_000)
+    expect(parseDuration("90s")).toBe(90_000)
+    expect(parseDuration("1.5h")).toBeUndefined()
+    expect(formatDuration(5_400_000)).toBe("90m")
+    expect(formatDuration(3_600_000)).toBe("1h")
+    expect(formatDuration(0)).toBe("0s")
+  })
+})
+
+describe("catch-up after downtime", () => {
+  const everyMinute = timing({ cron: "* * * * *" })
+  const hourly = timing({ cron: "0 * * * *" })
+
+  it("a due tick claimed on time is made as scheduled", () => {
+    const due = dueTick(everyMinute, new Date("2025-06-01T10:00:00Z"), new Date("2025-06-01T10:00:00.300Z"), 3600_000)
+    expect(due.fire?.toISOString()).toBe("2025-06-01T10:00:00.000Z")
+    expect(due.late).toBe(false)
+    expect(due.following?.toISOString()).toBe("2025-06-01T10:01:00.000Z")
+  })
+
+  it("after 30 minutes down, every-minute runs once (the latest missed), not 30 times", () => {
+    const due = dueTick(everyMinute, new Date("2025-06-01T10:00:00Z"), new Date("2025-06-01T10:30:20Z"), 3600_000)
+    expect(due.fire?.toISOString()).toBe("2025-06-01T10:30:00.000Z")
+    expect(due.late).toBe(true)
+    expect(due.following?.toISOString()).toBe("2025-06-01T10:31:00.000Z")
+  })
+
+  it("a miss within the window (default 1h) is made once; one beyond it is not", () => {
+    const within = dueTick(hourly, new Date("2025-06-01T10:00:00Z"), new Date("2025-06-01T10:59:00Z"), 3600_000)
+    expect(within.fire?.toISOString()).toBe("2025-06-01T10:00:00.000Z")
+    const beyond = dueTick(hourly, new Date("2025-06-01T10:00:00Z"), new Date("2025-06-01T10:59:00Z"), 1800_000)
+    expect(beyond.fire).toBeUndefined()
+    expect(beyond.following?.toISOString()).toBe("2025-06-01T11:00:00.000Z")
+  })
+
+  it("with a window of 0s, a tick up to 30 s late is still on time", () => {
+    const due = dueTick(hourly, new Date("2025-06-01T10:00:00Z"), new Date("2025-06-01T10:00:20Z"), 0)
+    expect(due.fire?.toISOString()).toBe("2025-06-01T10:00:00.000Z")
+    expect(dueTick(hourly, new Date("2025-06-01T10:00:00Z"), new Date("2025-06-01T10:00:40Z"), 0).fire)
+      .toBeUndefined()
+  })
+})
+
+describe("overlap: what the scheduler decides for a due schedule whose previous run is still going", () => {
+  const now = new Date("2025-06-01T10:00:00.200Z")
+  const claimed = (overrides: Partial<ClaimedSchedule>): ClaimedSchedule => ({
+    id: "00000000-0000-4000-8000-000000000001" as any,
+    organization_id: "00000000-0000-4000-8000-000000000002" as any,
+    agent_id: "00000000-0000-4000-8000-000000000003" as any,
+    name: "s",
+    cron: "* * * * *",
+    every_ms: null,
+    timezone: "UTC",
+    input_text: "hi",
+    user_id: "u",
+    user_email: "u@example.com",
+    enabled: true,
+    start_at: null,
+    end_at: null,
+    jitter_ms: 0,
+    overlap: "skip",
+    catchup_window_ms: 3600_000,
+    created_by: null,
+    created_by_key: "k",
+    next_tick: new Date("2025-06-01T10:00:00Z"),
+    next_run_at: new Date("2025-06-01T10:00:00Z"),
+    created_at: new Date("2025-01-01T00:00:00Z"),
+    updated_at: new Date("2025-01-01T00:00:00Z"),
+    running: true,
+    buffered_for: null,
+    ...overrides
+  })
+  const statusOf = (s: ClaimedSchedule) => decide([s], now).ticks.map((t) => t.status)
+
+  it("skip: the run is skipped; allow: it runs; buffer_one: it waits, and a second one is skipped", () => {
+    expect(statusOf(claimed({ overlap: "skip" }))).toEqual(["skipped"])
+    expect(statusOf(claimed({ overlap: "allow" }))).toEqual(["pending"])
+    expect(statusOf(claimed({ overlap: "buffer_one" }))).toEqual(["buffered"])
+    expect(statusOf(claimed({ overlap: "buffer_one", buffered_for: new Date("2025-06-01T09:59:00Z") })))
+      .toEqual(["skipped"])
+    expect(statusOf(claimed({ overlap: "skip", running: false }))).toEqual(["pending"])
+  })
+
+  it("buffer_one: the waiting run starts once the previous ended, and the schedule is looked at again soon", () => {
+    const waiting = claimed({
+      overlap: "buffer_one",
+      buffered_for: new Date("2025-06-01T09:59:00Z"),
+      next_tick: new Date("2025-06-01T10:01:00Z"),
+      next_run_at: now
+    })
+    const ended = decide([{ ...waiting, running: false }], now)
+    expect(ended.promoted.map((p) => p.scheduled_for.toISOString())).toEqual(["2025-06-01T09:59:00.000Z"])
+    expect(ended.moves[0]!.next_run_at?.toISOString()).toBe("2025-06-01T10:01:00.000Z")
+    const still = decide([waiting], now)
+    expect(still.promoted).toEqual([])
+    expect(still.moves[0]!.next_run_at?.toISOString()).toBe("2025-06-01T10:00:01.200Z")
+  })
+})
