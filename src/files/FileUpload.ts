@@ -1,4 +1,5 @@
 import { type HttpServerRequest, Multipart } from "@effect/platform"
+import { NodeHttpServerRequest, NodeStream } from "@effect/platform-node"
 import { Chunk, Effect, Option, Stream } from "effect"
 import { BadRequest } from "../../schema/Errors.js"
 import type { UploadParams } from "../../schema/Files.js"
@@ -42,7 +43,9 @@ const raw = (request: HttpServerRequest.HttpServerRequest, params: UploadParams)
       overwrite: params.overwrite === "true",
       declaredBytes: length === undefined ? undefined : Number(length)
     },
-    body: Stream.mapError(request.stream, broken)
+    // read from the Node request itself, which is left open when reading stops: a refused upload's rest is
+    // dropped by the request pipeline (dropRestOfUpload) rather than its connection reset before the answer
+    body: NodeStream.fromReadable(() => NodeHttpServerRequest.toIncomingMessage(request), broken, { closeOnDone: false })
   }
 }
 

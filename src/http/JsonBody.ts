@@ -1,3 +1,4 @@
+import type * as Http from "node:http"
 import type { ErrorFields } from "./ErrorEnvelope.js"
 
 /**
@@ -91,8 +92,8 @@ export const urlProblem = (url: string): ErrorFields | undefined =>
 /**
  * The one request on /v1 whose body is not JSON: a workspace file upload (`POST /v1/files`), raw or
  * multipart. Its handler streams the body to storage under SWITCHYARD_MAX_FILE_BYTES (src/files), so none
- * of the JSON body rules, nor SWITCHYARD_MAX_BODY_BYTES, apply to it; an error answer closes its connection
- * rather than read the rest of a large body.
+ * of the JSON body rules, nor SWITCHYARD_MAX_BODY_BYTES, apply to it; the rest of a refused one is dropped
+ * (`dropRestOfUpload`).
  */
 export const isFileUpload = (method: string, url: string): boolean => {
   if (method !== "POST") return false
@@ -104,6 +105,31 @@ export const isFileUpload = (method: string, url: string): boolean => {
 /** Whether a request's body must be JSON: the API's (/v1) bodies are, but for the file upload. */
 export const bodyMustBeJson = (method: string, url: string): boolean =>
   url.startsWith("/v1/") && !isFileUpload(method, url)
+
+const UPLOAD_LINGER_MS = 2000
+const UPLOAD_LINGER_BYTES = 8 * 1024 * 1024
+
+/**
+ * After a refused upload (a 413 past the limit, a 401, a 400) its client may still be sending. What it sends
+ * is read and dropped for a moment (2 s, 8 MiB), so the client reads the answer rather than a connection
+ * reset; then, if the body has not ended, the connection is closed. Closing at once loses the answer to the
+ * reset; reading to the end could read gigabytes.
+ */
+export const dropRestOfUpload = (request: Http.IncomingMessage): void => {
+  if (request.complete) return
+  const socket = request.socket
+  const from = socket.bytesRead
+  const started = Date.now()
+  request.resume()
+  const timer = setInterval(() => {
+    if (request.complete || socket.destroyed) return clearInterval(timer)
+    if (Date.now() - started > UPLOAD_LINGER_MS || socket.bytesRead - from > UPLOAD_LINGER_BYTES) {
+      clearInterval(timer)
+      socket.destroy()
+    }
+  }, 50)
+  timer.unref()
+}
 
 /** The request as a whole: its URL, then (when it declares one, and `json` holds) that its body is JSON. */
 export const requestProblem = (

@@ -6,13 +6,22 @@ import {
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, Option } from "effect"
 import * as Crypto from "node:crypto"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { makeAccessLog } from "./AccessLog.js"
 import { Drain } from "./Drain.js"
 import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "./ErrorEnvelope.js"
-import { bodyMustBeJson, declaresBody, inspectJsonText, isFileUpload, isJsonMediaType, requestProblem } from "./JsonBody.js"
+import {
+  bodyMustBeJson,
+  declaresBody,
+  dropRestOfUpload,
+  inspectJsonText,
+  isFileUpload,
+  isJsonMediaType,
+  requestProblem
+} from "./JsonBody.js"
 import { CurrentRequest, type RequestInfo } from "./RequestContext.js"
 import { allowedMethods, MAX_PATH_SEGMENT } from "./RouteTable.js"
 
@@ -225,7 +234,8 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
           request_id: info.requestId,
           organization_id: info.organizationId
         })
-        const headers = answerHeaders(info.requestId, drain.draining || (upload && response.status >= 400))
+        if (upload && response.status >= 400) dropRestOfUpload(NodeHttpServerRequest.toIncomingMessage(request))
+        const headers = answerHeaders(info.requestId, drain.draining)
         return HttpServerResponse.setHeaders(response, Headers.fromInput(headers))
       })
   }),
