@@ -226,9 +226,11 @@ const measureFailover = async (url: string) => {
   }
   const loop = async () => {
     while (!stopping) {
-      const tag = `k${serial++}`
+      const k = serial++
+      const tag = `k${k}`
+      // spread over the nodes: a task runs on the node that accepted it, so each node runs a third of them
       const accepted = await retrying((n) =>
-        request(pick(n), apiKey, "POST", `/v1/agents/${agent.body.id}/invoke?asynchronous=true`, {
+        request(pick(k + n), apiKey, "POST", `/v1/agents/${agent.body.id}/invoke?asynchronous=true`, {
           input: { text: tag, user: { id: "u", email: "u@example.com" } }
         })
       )
