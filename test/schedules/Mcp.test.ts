@@ -1,0 +1,99 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { addMember } from "../access/support.js"
+import { setPassword, signedUpAdmin, signInAndConsent, TestOAuthProvider } from "../mcp/support.js"
+import { startTestNode, type TestNode } from "../support/TestNode.js"
+import { createScriptedAgent, user } from "./support.js"
+
+let node: TestNode
+beforeAll(async () => {
+  node = await startTestNode()
+})
+afterAll(() => node?.stop())
+
+/** An MCP client of the SDK, signed in as `email`. */
+const connect = async (email: string) => {
+  const url = new URL(`${node.baseUrl}/mcp/`)
+  const provider = new TestOAuthProvider()
+  const first = new StreamableHTTPClientTransport(url, { authProvider: provider })
+  await expect(new Client({ name: "schedules", version: "1" }).connect(first)).rejects.toThrow(/Unauthorized/)
+  const { location } = await signInAndConsent(provider.authorizationUrl!.toString(), email)
+  await first.finishAuth(new URL(location).searchParams.get("code")!)
+  const client = new Client({ name: "schedules", version: "1" })
+  await client.connect(new StreamableHTTPClientTransport(url, { authProvider: provider }))
+  return client
+}
+
+describe("schedule MCP tools, through the SDK client", () => {
+  it("list, create, update, trigger and delete a schedule as the REST API does", async () => {
+    const admin = await signedUpAdmin(node)
+    const agentId = await createScriptedAgent(node, admin.api_key)
+    const client = await connect(admin.email)
+    const names = (await client.listTools()).tools.map((t) => t.name)
+    for (
+      const name of ["list_schedules", "create_schedule", "update_schedule", "delete_schedule", "trigger_schedule"]
+    ) {
+      expect(names).toContain(name)
+    }
+    const created = await client.callTool({
+      name: "create_schedule",
+      arguments: {
+        name: "weekly",
+        agent_id: agentId,
+        cron: "@weekly",
+        timezone: "America/New_York",
+        input: { text: "go", user }
+      }
+    })
+    expect(created.isError).toBeFalsy()
+    const schedule = created.structuredContent as any
+    expect(schedule).toMatchObject({ cron: "@weekly", timezone: "America/New_York", enabled: true })
+    expect(schedule.next_runs).toHaveLength(5)
+    expect(schedule.next_runs[0].local).toMatch(/T00:00:00\.000-0[45]:00$/)
+
+    const listed = await client.callTool({ name: "list_schedules", arguments: { agent_id: agentId } })
+    expect((listed.structuredContent as any).items.map((s: any) => s.id)).toEqual([schedule.id])
+
+    const updated = await client.callTool({
+      name: "update_schedule",
+      arguments: { schedule_id: schedule.id, every: "2h", enabled: false }
+    })
+    expect(updated.structuredContent).toMatchObject({ cron: null, every: "2h", enabled: false, next_runs: [] })
+
+    const bad = await client.callTool({
+      name: "update_schedule",
+      arguments: { schedule_id: schedule.id, cron: "nope" }
+    })
+    expect(bad.isError).toBe(true)
+    expect(bad.structuredContent).toMatchObject({ error: { code: "invalid_cron" } })
+
+    const triggered = await client.callTool({ name: "trigger_schedule", arguments: { schedule_id: schedule.id } })
+    expect(triggered.structuredContent).toMatchObject({ source: "schedule", schedule_id: schedule.id })
+
+    const deleted = await client.callTool({ name: "delete_schedule", arguments: { schedule_id: schedule.id } })
+    expect(deleted.structuredContent).toEqual({ schedule_id: schedule.id, deleted: true })
+    const gone = await client.callTool({ name: "delete_schedule", arguments: { schedule_id: schedule.id } })
+    expect(gone.structuredContent).toMatchObject({ error: { code: "not_found" } })
+    await client.close()
+  })
+
+  it("a Member may list schedules but not create one", async () => {
+    const admin = await signedUpAdmin(node)
+    const agentId = await createScriptedAgent(node, admin.api_key)
+    const member = await addMember(node, admin.api_key, "member")
+    await setPassword(node, member.email, "correct horse battery staple")
+    const client = await connect(member.email)
+    expect((await client.callTool({ name: "list_schedules", arguments: {} })).structuredContent).toEqual({
+      items: [],
+      total: 0
+    })
+    const refused = await client.callTool({
+      name: "create_schedule",
+      arguments: { name: "x", agent_id: agentId, every: "1h", input: { text: "go", user } }
+    })
+    expect(refused.isError).toBe(true)
+    expect(refused.structuredContent).toMatchObject({ error: { code: "forbidden" } })
+    await client.close()
+  })
+})
