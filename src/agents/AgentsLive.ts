@@ -1,5 +1,6 @@
 import { Layer } from "effect"
 import { ConnectorsLive } from "../connectors/ConnectorsLive.js"
+import { Workspace } from "../files/Workspace.js"
 import { Approvals } from "../skills/Approvals.js"
 import { Skills } from "../skills/Skills.js"
 import { LocalTasks } from "../tasks/LocalTasks.js"
@@ -30,5 +31,6 @@ export const AgentsLive = Layer.mergeAll(Tasks.Default, TaskEntityLive, TaskReco
     TaskCompletions.Default
   )),
   Layer.provideMerge(Layer.mergeAll(ModelProviders.Default, AgentRepo.Default, BudgetLeases.Default)),
+  Layer.provideMerge(Workspace.Default),
   Layer.provideMerge(ConnectorsLive)
 )

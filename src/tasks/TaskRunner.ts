@@ -10,6 +10,8 @@ import type { Message, ToolCall, ToolSpec } from "../agents/models/ModelProvider
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Connections } from "../connectors/Connections.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
+import { Workspace } from "../files/Workspace.js"
+import { workspaceTools } from "../files/WorkspaceTools.js"
 import { Approvals, conditionHolds } from "../skills/Approvals.js"
 import { type AttachedRow, Skills, type SkillTool } from "../skills/Skills.js"
 import { LocalTasks } from "./LocalTasks.js"
@@ -78,6 +80,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     const skills = yield* Skills
     const approvals = yield* Approvals
     const completions = yield* TaskCompletions
+    const workspace = yield* Workspace
 
     // uninterruptible: TaskRuns interrupts a run whose shard moved away (or at shutdown) at any point, and
     // an interrupt landing while the ending statement is in flight left the end committed but never
@@ -230,6 +233,11 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         const budgeted = agent.budget !== null
         const tools = yield* toolsOf(task, principal, attached)
         const byName = new Map(tools.map((t) => [t.spec.name, t]))
+        // the agent's workspace files (issue 25): built-in tools beside the connector ones
+        const files = workspaceTools(
+          workspace.forAgent({ organizationId: task.organization_id, agentId: agent.id, taskId: task.id }),
+          new Set(byName.keys())
+        )
         const messages: Array<Message> = [{ role: "user", text: task.input }]
         const who = { id: task.user_id, email: task.user_email }
         let tokens = 0
@@ -247,7 +255,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
               model: agent.model.name ?? agent.model.provider,
               instructions: agent.instructions,
               messages,
-              tools: tools.map((t) => t.spec),
+              tools: [...tools.map((t) => t.spec), ...files.specs],
               ...(agent.model.max_output_tokens === undefined
                 ? {}
                 : { maxOutputTokens: agent.model.max_output_tokens }),
@@ -338,7 +346,9 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
                 })
               }
               // a rejected call is not made: the reviewer's answer is its result
-              const r = gate === "call"
+              const r = gate === "call" && tool === undefined && files.has(call.name)
+                ? { ...(yield* files.call(call)), status: null, ms: 0 }
+                : gate === "call"
                 ? yield* callTool(task, principal, tool, call)
                 : { outcome: "rejected", status: null, content: gate.content, ms: 0 }
               done = { content: r.content }
