@@ -1,9 +1,10 @@
 import { PgClient } from "@effect/sql-pg"
-import { Chunk, Duration, Effect, Option, Runtime, Schedule, Stream } from "effect"
+import { Duration, Effect, Runtime, Schedule, Stream } from "effect"
 import { Gone } from "../../schema/Errors.js"
 import type { OrganizationId, TaskId } from "../../schema/Ids.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { type EventPage, type EventRecord, EventRepo } from "./EventRepo.js"
+import { makeTails, PAGE } from "./EventTails.js"
 
 export type { EventPage, EventRecord } from "./EventRepo.js"
 
@@ -12,10 +13,6 @@ export const EVENTS_CHANNEL = "switchyard_events"
 
 /** Every tail is read again this often, should a notification have been lost (a listener reconnecting). */
 const SAFETY_NET = Duration.seconds(2)
-/** Events per read. */
-const PAGE = 500
-/** A follower this far behind its tail leaves it and reads on its own until it catches up. */
-const BUFFER_MAX = 5000
 /** How often retention runs on each node (jittered): any node may, and a row is deleted once. */
 const PRUNE_EVERY = Duration.minutes(5)
 
@@ -29,23 +26,9 @@ export interface ReadOptions {
   readonly taskId?: TaskId
 }
 
-/** A stream's subscription to its organization's tail. */
-interface Follower {
-  readonly accept: (e: EventRecord) => boolean
-  buffer: Array<EventRecord>
-  detached: boolean
-  wake: (() => void) | undefined
-}
-
-/** One reader per organization on this node, for all of its streams here: one read per change, not one per stream. */
-interface Tail {
-  position: bigint
-  readonly followers: Set<Follower>
-  busy: boolean
-  again: boolean
-  retry: ReturnType<typeof setTimeout> | undefined
-  backoff: number
-}
+/** How long a node's interest in an organization lasts unless renewed, and how often it renews it. */
+const LISTEN_SECONDS = 30
+const RENEW_EVERY = Duration.seconds(10)
 
 const expired = (after: bigint, horizon: bigint) =>
   Gone.of(
@@ -74,8 +57,6 @@ export class EventLog extends Effect.Service<EventLog>()("events/EventLog", {
     const repo = yield* EventRepo
     const config = yield* SwitchyardConfig
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
-
-    const tails = new Map<string, Tail>()
     const listeners = new Map<string, Set<() => void>>()
 
     const checked = (page: EventPage, after: bigint) =>
@@ -103,54 +84,23 @@ export class EventLog extends Effect.Service<EventLog>()("events/EventLog", {
         }
       })
 
-    const pump = (organizationId: string, tail: Tail): void => {
-      if (tail.busy) {
-        tail.again = true
-        return
-      }
-      tail.busy = true
-      tail.again = false
+    const interested = () => new Set([...tails.organizations(), ...listeners.keys()])
+    /**
+     * Commits notify only for organizations some node follows (migration 0016): a new one is registered at
+     * once, then its tail reads what committed before the registration did.
+     */
+    const register = (organizationId: string) =>
       runFork(
-        repo.read(organizationId as OrganizationId, tail.position, PAGE).pipe(
-          Effect.map((page) => {
-            tail.busy = false
-            if (tails.get(organizationId) !== tail) return
-            // pruned under a tail (far behind, or a long pause): its followers find out on their own reads
-            const lost = page.horizon > tail.position && tail.position !== 0n
-            tail.position = page.next
-            for (const f of tail.followers) {
-              if (!lost) {
-                for (const e of page.events) if (f.accept(e)) f.buffer.push(e)
-              }
-              if (lost || f.buffer.length > BUFFER_MAX) {
-                f.detached = true
-                tail.followers.delete(f)
-              }
-              f.wake?.()
-            }
-            if (page.full || tail.again) return pump(organizationId, tail)
-            if (page.pending) {
-              // a transaction that took a lower id still runs: no commit may announce its end
-              clearTimeout(tail.retry)
-              tail.retry = setTimeout(() => pump(organizationId, tail), tail.backoff)
-              tail.backoff = Math.min(tail.backoff * 2, 200)
-            } else {
-              tail.backoff = 2
-            }
-          }),
-          Effect.catchAllCause((cause) =>
-            Effect.sync(() => {
-              tail.busy = false
-              tail.retry = setTimeout(() => pump(organizationId, tail), 1000)
-            }).pipe(Effect.zipRight(Effect.logWarning("event tail read failed", cause)))
-          )
+        repo.listen([organizationId], LISTEN_SECONDS).pipe(
+          Effect.zipRight(Effect.sync(() => woken(organizationId))),
+          Effect.catchAllCause((cause) => Effect.logWarning("event listener registration failed", cause))
         )
       )
-    }
+
+    const tails = makeTails({ repo, checked, run: (effect) => void runFork(effect), created: register })
 
     const woken = (organizationId: string) => {
-      const tail = tails.get(organizationId)
-      if (tail !== undefined) pump(organizationId, tail)
+      tails.woken(organizationId)
       for (const wake of listeners.get(organizationId) ?? []) wake()
     }
 
@@ -160,14 +110,17 @@ export class EventLog extends Effect.Service<EventLog>()("events/EventLog", {
       Effect.forkScoped
     )
     yield* Effect.sync(() => {
-      for (const organizationId of new Set([...tails.keys(), ...listeners.keys()])) woken(organizationId)
+      for (const organizationId of interested()) woken(organizationId)
     }).pipe(Effect.repeat(Schedule.spaced(SAFETY_NET)), Effect.forkScoped)
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        for (const tail of tails.values()) clearTimeout(tail.retry)
-        tails.clear()
-      })
+    yield* Effect.suspend(() => {
+      const organizations = [...interested()]
+      return organizations.length === 0 ? Effect.void : repo.listen(organizations, LISTEN_SECONDS)
+    }).pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("event listener renewal failed", cause)),
+      Effect.repeat(Schedule.spaced(RENEW_EVERY)),
+      Effect.forkScoped
     )
+    yield* Effect.addFinalizer(() => Effect.sync(() => tails.close()))
 
     // retention: any node, at a jittered interval
     yield* repo.prune(config.eventRetention).pipe(
@@ -184,9 +137,13 @@ export class EventLog extends Effect.Service<EventLog>()("events/EventLog", {
         Effect.acquireRelease(
           Effect.sync(() => {
             const wake = () => void emit.single(undefined)
-            const set = listeners.get(organizationId) ?? new Set()
-            set.add(wake)
-            listeners.set(organizationId, set)
+            const set = listeners.get(organizationId)
+            if (set === undefined) {
+              listeners.set(organizationId, new Set([wake]))
+              register(organizationId)
+            } else {
+              set.add(wake)
+            }
             return wake
           }),
           (wake) =>
@@ -197,96 +154,16 @@ export class EventLog extends Effect.Service<EventLog>()("events/EventLog", {
             })
         ), { bufferSize: 1, strategy: "sliding" })
 
-    const join = (organizationId: string, follower: Follower, position: bigint) => {
-      let tail = tails.get(organizationId)
-      if (tail === undefined) {
-        tail = { position, followers: new Set(), busy: false, again: false, retry: undefined, backoff: 2 }
-        tails.set(organizationId, tail)
-      }
-      tail.followers.add(follower)
-      // what committed since the follower's last read (its notification may have come before the tail existed)
-      pump(organizationId, tail)
-      return tail
-    }
-
-    const leave = (organizationId: string, follower: Follower) => {
-      const tail = tails.get(organizationId)
-      if (tail === undefined) return
-      tail.followers.delete(follower)
-      if (tail.followers.size === 0) {
-        clearTimeout(tail.retry)
-        tails.delete(organizationId)
-      }
-    }
-
     /**
-     * The organization's events after `after` that `accept` takes, in order, without end: first read on its
-     * own up to the present, then from the organization's tail on this node. A stream that falls behind
-     * its tail by BUFFER_MAX events leaves it and catches up on its own again.
+     * The organization's events after `after` that `accept` takes, in order, without end (EventTails.ts):
+     * a stream that falls far behind reads on its own until it catches up.
      */
     const follow = (
       organizationId: OrganizationId,
       after: bigint,
       accept: (e: EventRecord) => boolean,
       taskId?: TaskId
-    ): Stream.Stream<EventRecord, Gone> => {
-      let cursor = after
-      let phase: "catchUp" | "joining" | "tail" = "catchUp"
-      let joinedAt = 0n
-      const follower: Follower = { accept, buffer: [], detached: false, wake: undefined }
-      const own = Effect.suspend(() => {
-        const from = cursor
-        return Effect.map(
-          Effect.flatMap(repo.read(organizationId, from, PAGE, taskId), (page) => checked(page, from)),
-          (page) => {
-            cursor = page.next
-            return page
-          }
-        )
-      })
-      const waitForWake = Effect.async<void>((resume) => {
-        if (follower.buffer.length > 0 || follower.detached) return resume(Effect.void)
-        follower.wake = () => {
-          follower.wake = undefined
-          resume(Effect.void)
-        }
-        return Effect.sync(() => {
-          follower.wake = undefined
-        })
-      })
-      const step: Effect.Effect<Chunk.Chunk<EventRecord>, Option.Option<Gone>> = Effect.suspend(() => {
-        if (phase === "catchUp") {
-          return Effect.map(own, (page) => {
-            if (!page.full) {
-              follower.detached = false
-              joinedAt = join(organizationId, follower, cursor).position
-              phase = "joining"
-            }
-            return Chunk.fromIterable(page.events.filter(accept))
-          })
-        }
-        if (phase === "joining") {
-          // the tail was ahead when this stream joined: read up to where it was, the rest comes from it
-          if (cursor >= joinedAt) {
-            phase = "tail"
-            return Effect.succeed(Chunk.empty())
-          }
-          return Effect.map(own, (page) => Chunk.fromIterable(page.events.filter(accept)))
-        }
-        const taken = follower.buffer
-        follower.buffer = []
-        const fresh = taken.filter((e) => e.id > cursor)
-        if (fresh.length > 0) cursor = fresh[fresh.length - 1]!.id
-        if (follower.detached) phase = "catchUp"
-        return fresh.length > 0 || phase === "catchUp" ? Effect.succeed(Chunk.fromIterable(fresh)) : Effect.as(
-          waitForWake,
-          Chunk.empty()
-        )
-      }).pipe(Effect.mapError(Option.some))
-      return Stream.repeatEffectChunkOption(step).pipe(
-        Stream.ensuring(Effect.sync(() => leave(organizationId, follower)))
-      )
-    }
+    ): Stream.Stream<EventRecord, Gone> => tails.follow(organizationId, after, accept, taskId)
 
     /** The position of "now" in the organization's log: reading after it gives what commits from here on. */
     const position = (_organizationId: OrganizationId) => repo.now

@@ -164,6 +164,20 @@ export class EventRepo extends Effect.Service<EventRepo>()("events/EventRepo", {
     const task = (organizationId: OrganizationId, id: TaskId) =>
       findTask([id, organizationId]).pipe(Effect.map(([row]) => row), Effect.orDie)
 
-    return { read, prune, now, task } as const
+    const upsertListeners = prepared(
+      pool,
+      "events_listen",
+      `WITH fresh AS (
+        INSERT INTO event_listeners (organization_id, until)
+        SELECT o, now() + make_interval(secs => $2) FROM unnest($1::uuid[]) AS o
+        ON CONFLICT (organization_id) DO UPDATE SET until = greatest(event_listeners.until, excluded.until)
+      )
+      DELETE FROM event_listeners WHERE until < now() - interval '1 minute' AND organization_id <> ALL($1::uuid[])`
+    )
+    /** This node follows these organizations for `seconds` more: their commits notify (migration 0016). */
+    const listen = (organizationIds: ReadonlyArray<string>, seconds: number) =>
+      upsertListeners([organizationIds, seconds]).pipe(Effect.asVoid, Effect.orDie)
+
+    return { read, prune, now, task, listen } as const
   })
 }) {}

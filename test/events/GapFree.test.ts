@@ -25,11 +25,18 @@ interface Seen {
 }
 
 /** A transaction that writes `count` events, waits `holdMs` before its end, then commits or rolls back. */
-const transaction = async (organizationId: string, count: number, holdMs: number, commit: boolean) => {
+const transaction = async (
+  organizationId: string,
+  count: number,
+  holdMs: number,
+  commit: boolean,
+  written?: () => void
+) => {
   const client = await pool.connect()
   try {
     await client.query("BEGIN")
     const ids = await insertTasks(client, organizationId, count)
+    written?.()
     if (holdMs > 0) await client.query("SELECT pg_sleep($1)", [holdMs / 1000])
     await client.query(commit ? "COMMIT" : "ROLLBACK")
     return ids
@@ -101,8 +108,11 @@ describe("event ids are gap-free", () => {
 
     // a transaction that takes its id first and commits last, while others take higher ids and commit
     const late = async () => {
-      const slow = transaction(organizationId, 2, 400, true)
-      await sleep(50)
+      let written = () => {}
+      const wrote = new Promise<void>((resolve) => (written = resolve))
+      const slow = transaction(organizationId, 2, 400, true, written)
+      // its ids are taken: the next transactions take higher ones, and commit first
+      await wrote
       const fast = (await Promise.all(Array.from({ length: 5 }, () => transaction(organizationId, 1, 0, true)))).flat()
       fast.forEach((id) => committed.add(id))
       const held = await slow
@@ -181,5 +191,40 @@ describe("event ids are gap-free", () => {
     const ids = await insertTasks(pool, organizationId, 3)
     const got = await log.runtime.runPromise(Fiber.join(follower).pipe(Effect.timeout("1500 millis")))
     expect(Array.from(got, (e) => e.taskId)).toEqual(ids)
+  })
+})
+
+describe("wake-ups", () => {
+  it("commits notify only for organizations a node follows: a commit nobody follows takes no notification lock", async () => {
+    const followed = Crypto.randomUUID()
+    const unfollowed = Crypto.randomUUID()
+    const listener = new pg.Client({ connectionString: log.databaseUrl })
+    await listener.connect()
+    const heard: Array<string> = []
+    listener.on("notification", (n) => heard.push(n.payload ?? ""))
+    await listener.query("LISTEN switchyard_events")
+    const follower = log.runtime.runFork(
+      Effect.flatMap(
+        EventLog,
+        (events) => events.follow(followed as OrganizationId, 0n, () => true).pipe(Stream.take(1), Stream.runCollect)
+      )
+    )
+    try {
+      // the follower's node registers the organization (event_listeners) before it relies on notifications
+      const deadline = Date.now() + 5000
+      while (Date.now() < deadline) {
+        const { rows } = await pool.query("SELECT 1 FROM event_listeners WHERE organization_id = $1", [followed])
+        if (rows.length > 0) break
+        await sleep(20)
+      }
+      await insertTasks(pool, unfollowed, 1)
+      await insertTasks(pool, followed, 1)
+      await log.runtime.runPromise(Fiber.join(follower).pipe(Effect.timeout("3 seconds")))
+      await sleep(100)
+      expect(heard).toContain(followed)
+      expect(heard).not.toContain(unfollowed)
+    } finally {
+      await listener.end()
+    }
   })
 })

@@ -1,0 +1,190 @@
+import { Chunk, Effect, Option, Stream } from "effect"
+import type { Gone } from "../../schema/Errors.js"
+import type { OrganizationId, TaskId } from "../../schema/Ids.js"
+import type { EventPage, EventRecord, EventRepo } from "./EventRepo.js"
+
+/** Events per read. */
+export const PAGE = 500
+/** A follower this far behind its tail leaves it and reads on its own until it catches up. */
+const BUFFER_MAX = 5000
+
+/** A stream's subscription to its organization's tail. */
+interface Follower {
+  readonly accept: (e: EventRecord) => boolean
+  buffer: Array<EventRecord>
+  detached: boolean
+  wake: (() => void) | undefined
+}
+
+/** One reader per organization on this node, for all of its streams here: one read per change, not one per stream. */
+interface Tail {
+  position: bigint
+  readonly followers: Set<Follower>
+  busy: boolean
+  again: boolean
+  retry: ReturnType<typeof setTimeout> | undefined
+  backoff: number
+}
+
+/**
+ * The node's followers of event streams, by organization (EventLog.follow). A new stream reads on its own
+ * up to the present, then joins its organization's tail; each wake-up of the organization reads once, from
+ * the tail's position, and hands each follower the events it accepts. Positions only move through what was
+ * read (or up to the bound below which nothing can still commit: EventRepo.read), so a follower that joins,
+ * leaves or falls behind never skips an event; what it has seen twice (its own read and the tail's) is
+ * dropped by id.
+ */
+export const makeTails = (options: {
+  readonly repo: EventRepo
+  readonly checked: (page: EventPage, after: bigint) => Effect.Effect<EventPage, Gone>
+  readonly run: (effect: Effect.Effect<void>) => void
+  /** A tail was created: its organization's commits must notify this node. */
+  readonly created: (organizationId: string) => void
+}) => {
+  const { checked, repo, run } = options
+  const tails = new Map<string, Tail>()
+
+  const pump = (organizationId: string, tail: Tail): void => {
+    if (tail.busy) {
+      tail.again = true
+      return
+    }
+    tail.busy = true
+    tail.again = false
+    run(
+      repo.read(organizationId as OrganizationId, tail.position, PAGE).pipe(
+        Effect.map((page) => {
+          tail.busy = false
+          if (tails.get(organizationId) !== tail) return
+          // pruned under a tail (far behind, or a long pause): its followers find out on their own reads
+          const lost = page.horizon > tail.position && tail.position !== 0n
+          tail.position = page.next
+          for (const f of tail.followers) {
+            if (!lost) {
+              for (const e of page.events) if (f.accept(e)) f.buffer.push(e)
+            }
+            if (lost || f.buffer.length > BUFFER_MAX) {
+              f.detached = true
+              tail.followers.delete(f)
+            }
+            f.wake?.()
+          }
+          if (page.full || tail.again) return pump(organizationId, tail)
+          if (page.pending) {
+            // a transaction that took a lower id still runs: no commit may announce its end
+            clearTimeout(tail.retry)
+            tail.retry = setTimeout(() => pump(organizationId, tail), tail.backoff)
+            tail.backoff = Math.min(tail.backoff * 2, 200)
+          } else {
+            tail.backoff = 2
+          }
+        }),
+        Effect.catchAllCause((cause) =>
+          Effect.sync(() => {
+            tail.busy = false
+            tail.retry = setTimeout(() => pump(organizationId, tail), 1000)
+          }).pipe(Effect.zipRight(Effect.logWarning("event tail read failed", cause)))
+        )
+      )
+    )
+  }
+
+  /** A change of the organization (a notification, or the periodic safety net). */
+  const woken = (organizationId: string) => {
+    const tail = tails.get(organizationId)
+    if (tail !== undefined) pump(organizationId, tail)
+  }
+
+  const join = (organizationId: string, follower: Follower, position: bigint) => {
+    let tail = tails.get(organizationId)
+    if (tail === undefined) {
+      tail = { position, followers: new Set(), busy: false, again: false, retry: undefined, backoff: 2 }
+      tails.set(organizationId, tail)
+      options.created(organizationId)
+    }
+    tail.followers.add(follower)
+    // what committed since the follower's last read (its notification may have come before the tail existed)
+    pump(organizationId, tail)
+    return tail
+  }
+
+  const leave = (organizationId: string, follower: Follower) => {
+    const tail = tails.get(organizationId)
+    if (tail === undefined) return
+    tail.followers.delete(follower)
+    if (tail.followers.size === 0) {
+      clearTimeout(tail.retry)
+      tails.delete(organizationId)
+    }
+  }
+
+  const follow = (
+    organizationId: OrganizationId,
+    after: bigint,
+    accept: (e: EventRecord) => boolean,
+    taskId?: TaskId
+  ): Stream.Stream<EventRecord, Gone> => {
+    let cursor = after
+    let phase: "catchUp" | "joining" | "tail" = "catchUp"
+    let joinedAt = 0n
+    const follower: Follower = { accept, buffer: [], detached: false, wake: undefined }
+    const own = Effect.suspend(() => {
+      const from = cursor
+      return Effect.map(
+        Effect.flatMap(repo.read(organizationId, from, PAGE, taskId), (page) => checked(page, from)),
+        (page) => {
+          cursor = page.next
+          return page
+        }
+      )
+    })
+    const waitForWake = Effect.async<void>((resume) => {
+      if (follower.buffer.length > 0 || follower.detached) return resume(Effect.void)
+      follower.wake = () => {
+        follower.wake = undefined
+        resume(Effect.void)
+      }
+      return Effect.sync(() => {
+        follower.wake = undefined
+      })
+    })
+    const step: Effect.Effect<Chunk.Chunk<EventRecord>, Option.Option<Gone>> = Effect.suspend(() => {
+      if (phase === "catchUp") {
+        return Effect.map(own, (page) => {
+          if (!page.full) {
+            follower.detached = false
+            joinedAt = join(organizationId, follower, cursor).position
+            phase = "joining"
+          }
+          return Chunk.fromIterable(page.events.filter(accept))
+        })
+      }
+      if (phase === "joining") {
+        // the tail was ahead when this stream joined: read up to where it was, the rest comes from it
+        if (cursor >= joinedAt) {
+          phase = "tail"
+          return Effect.succeed(Chunk.empty())
+        }
+        return Effect.map(own, (page) => Chunk.fromIterable(page.events.filter(accept)))
+      }
+      const taken = follower.buffer
+      follower.buffer = []
+      const fresh = taken.filter((e) => e.id > cursor)
+      if (fresh.length > 0) cursor = fresh[fresh.length - 1]!.id
+      if (follower.detached) phase = "catchUp"
+      return fresh.length > 0 || phase === "catchUp"
+        ? Effect.succeed(Chunk.fromIterable(fresh))
+        : Effect.as(waitForWake, Chunk.empty())
+    }).pipe(Effect.mapError(Option.some))
+    return Stream.repeatEffectChunkOption(step).pipe(
+      Stream.ensuring(Effect.sync(() => leave(organizationId, follower)))
+    )
+  }
+
+  const close = () => {
+    for (const tail of tails.values()) clearTimeout(tail.retry)
+    tails.clear()
+  }
+
+  return { follow, woken, organizations: () => tails.keys(), close } as const
+}
