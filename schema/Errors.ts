@@ -320,6 +320,11 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   rest(409, "skill_name_taken", "A skill of that name exists in this organization."),
   rest(409, "file_exists", "A workspace file of that name is in the scope already: upload with `overwrite=true`."),
   rest(409, "approval_decided", "The request for approval was decided (or expired) already."),
+  rest(
+    409,
+    "webhook_disabled",
+    "A webhook ping or retry while the endpoint is disabled (`disabled_reason`): enable it with `PATCH` first."
+  ),
   rest(409, "idempotency_conflict", "This `Idempotency-Key` was used with a different request body."),
   rest(
     409,
@@ -348,8 +353,7 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   rest(
     413,
     "file_too_large",
-    "A workspace file upload past `SWITCHYARD_MAX_FILE_BYTES`: nothing is stored; what the client still sends is " +
-      "dropped for up to 2 s, then its connection is closed."
+    "A workspace file upload past `SWITCHYARD_MAX_FILE_BYTES`; the connection is closed, nothing is stored."
   ),
   rest(
     415,
@@ -376,6 +380,12 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
     422,
     "path_outside_server_url",
     "Connector invoke: the operation's path would leave the server URL's base path."
+  ),
+  rest(
+    422,
+    "webhook_url_not_allowed",
+    "A webhook `url` that resolves to an internal address (loopback, private, link-local, metadata); an operator " +
+      "can allow it with `SWITCHYARD_EGRESS_ALLOW`."
   ),
   rest(422, "unprocessable", "Well-formed but unusable input; the default of the 422 error."),
   rest(

@@ -65,6 +65,21 @@ const secretKey = optional(Config.redacted(env("SECRET_KEY")), nonEmpty).pipe(
   }))
 )
 
+const DELAY_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+
+/** `5s,1m,2h`: delays in milliseconds, or undefined when the text is not such a list. */
+export const parseDelays = (text: string): ReadonlyArray<number> | undefined => {
+  const parts = text.split(",").map((p) => p.trim())
+  if (parts.length < 1 || parts.length > 20) return undefined
+  const delays: Array<number> = []
+  for (const part of parts) {
+    const match = /^(\d{1,9})(ms|s|m|h|d)$/.exec(part)
+    if (match === null) return undefined
+    delays.push(Number(match[1]) * DELAY_UNITS[match[2]!]!)
+  }
+  return delays
+}
+
 export const decodeSecretKey = (text: string): Uint8Array | undefined => {
   const trimmed = text.trim()
   const bytes = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, "hex") : Buffer.from(trimmed, "base64")
@@ -121,6 +136,26 @@ export const config = Config.all({
     Config.validate({ message: "must be at least 1 minute", validation: (d) => Duration.toMillis(d) >= 60_000 })
   ),
   modelPrices: Config.string(env("MODEL_PRICES")).pipe(Config.withDefault("")),
+  // webhooks (issue 22): the retry schedule after a failed attempt, each request's limit, requests in flight per
+  // endpoint and node; see docs/guides/webhooks.md
+  webhooks: Config.all({
+    backoff: Config.string(env("WEBHOOK_BACKOFF")).pipe(
+      Config.withDefault("5s,1m,5m,30m,2h,6h,12h"),
+      Config.mapOrFail((text) => {
+        const delays = parseDelays(text)
+        return delays === undefined
+          ? Either.left(ConfigError.InvalidData(
+            [env("WEBHOOK_BACKOFF")],
+            "must be a comma-separated list of 1-20 delays such as 5s,1m,2h (units ms, s, m, h, d)"
+          ))
+          : Either.right(delays)
+      })
+    ),
+    timeout: duration("WEBHOOK_TIMEOUT", "15 seconds").pipe(
+      Config.validate({ message: "must be at least 100 milliseconds", validation: (d) => Duration.toMillis(d) >= 100 })
+    ),
+    concurrency: positive("WEBHOOK_CONCURRENCY", 8)
+  }),
   // schedules (issue 24): every node claims due schedules each poll; see docs/guides/schedules.md
   scheduler: Config.all({
     enabled: Config.boolean(env("SCHEDULER")).pipe(Config.withDefault(true)),

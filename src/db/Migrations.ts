@@ -23,6 +23,7 @@ import taskShards from "./migrations/0015_task_shards.js"
 import events from "./migrations/0016_events.js"
 import schedules from "./migrations/0017_schedules.js"
 import files from "./migrations/0018_files.js"
+import webhooks from "./migrations/0019_webhooks.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -42,7 +43,8 @@ export const migrations = {
   "0015_task_shards": taskShards,
   "0016_events": events,
   "0017_schedules": schedules,
-  "0018_files": files
+  "0018_files": files,
+  "0019_webhooks": webhooks
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

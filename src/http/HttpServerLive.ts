@@ -21,6 +21,7 @@ import { SchedulesHttpLive } from "../schedules/SchedulesHttp.js"
 import { ApprovalsHttpLive, SkillsHttpLive } from "../skills/SkillsHttp.js"
 import { SsoHttpLive } from "../sso/SsoHttp.js"
 import { SignInPages } from "../web/SignInPages.js"
+import { WebhooksHttpLive } from "../webhooks/WebhooksHttp.js"
 import { AuthenticationLive } from "./AuthenticationLive.js"
 import { Drain } from "./Drain.js"
 import { FastInvokeLive } from "./FastInvoke.js"
@@ -43,6 +44,7 @@ const ApiRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json"
     SsoHttpLive,
     SchedulesHttpLive,
     EventsHttpLive,
+    WebhooksHttpLive,
     FilesHttpLive
   ]),
   Layer.provide(AuthenticationLive)

@@ -1,0 +1,261 @@
+import pg from "pg"
+import { Webhook as Verifier } from "standardwebhooks"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { addMember, call } from "../access/support.js"
+import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
+import { startTestNode, type TestNode } from "../support/TestNode.js"
+import { appendEvents, eventually, headersOf, verified } from "./support.js"
+
+let node: TestNode
+let receiver: TargetServer
+let db: pg.Pool
+/** How the receiver answers each path; 200 otherwise. */
+const answers = new Map<string, (n: number) => number>()
+const seen = new Map<string, number>()
+
+beforeAll(async () => {
+  receiver = await startTargetServer((request, response) => {
+    const n = (seen.get(request.path) ?? 0) + 1
+    seen.set(request.path, n)
+    const status = answers.get(request.path)?.(n) ?? 200
+    response.writeHead(status, { "content-type": "text/plain" })
+    response.end(`answer ${n} to ${request.path}`)
+  })
+  node = await startTestNode({
+    SWITCHYARD_EGRESS_ALLOW: "127.0.0.1",
+    SWITCHYARD_WEBHOOK_BACKOFF: "100ms,200ms",
+    SWITCHYARD_WEBHOOK_TIMEOUT: "2 seconds"
+  })
+  db = new pg.Pool({ connectionString: node.databaseUrl, max: 2 })
+})
+afterAll(async () => {
+  await db?.end()
+  await node?.stop()
+  await receiver?.close()
+})
+
+const at = (path: string) => receiver.requests.filter((r) => r.path === path)
+
+const createWebhook = async (apiKey: string, path: string, extra: Record<string, unknown> = {}) => {
+  const created = await call(node, apiKey, "POST", "/v1/webhooks", {
+    url: `${receiver.url}${path}`,
+    event_types: ["task.created"],
+    ...extra
+  })
+  expect(created.status, JSON.stringify(created.body)).toBe(201)
+  return created.body as { id: string; secret: string; [k: string]: unknown }
+}
+
+describe("webhook deliveries", () => {
+  it("delivers each event once, in order, signed so that the standardwebhooks library verifies it", async () => {
+    const org = await node.bootstrap()
+    const hook = await createWebhook(org.api_key, "/signed", { description: "signed" })
+    expect(hook.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/)
+    expect(Buffer.from(hook.secret.slice(6), "base64").length).toBeGreaterThanOrEqual(24)
+    expect(hook).toMatchObject({ enabled: true, disabled_reason: null, event_types: ["task.created"] })
+
+    await appendEvents(db, org.organization_id, 5, "task.created", "a")
+    await appendEvents(db, org.organization_id, 3, "task.started", "filtered out")
+    await appendEvents(db, org.organization_id, 5, "task.created", "b")
+    const received = await eventually(() => at("/signed").length >= 10 ? at("/signed") : undefined)
+    await new Promise((r) => setTimeout(r, 300))
+    expect(at("/signed").length).toBe(10)
+
+    const payloads = received.map((r) => verified(hook.secret, r))
+    // in the log's order (by id), the events of the endpoint's types, each once
+    const inOrder = [...payloads].sort((x, y) => (BigInt(x.id) < BigInt(y.id) ? -1 : 1))
+    expect(inOrder.map((p) => `${p.data.tag}${p.data.n}`)).toEqual([
+      "a1",
+      "a2",
+      "a3",
+      "a4",
+      "a5",
+      "b1",
+      "b2",
+      "b3",
+      "b4",
+      "b5"
+    ])
+    for (const p of payloads) {
+      expect(Object.keys(p)).toEqual(["id", "type", "at", "organization_id", "data"])
+      expect(p).toMatchObject({ type: "task.created", organization_id: org.organization_id })
+    }
+    for (const r of received) {
+      expect(r.headers["webhook-id"]).toMatch(/^msg_[0-9a-f]{32}$/)
+      expect(r.headers["content-type"]).toBe("application/json")
+      expect(Math.abs(Number(r.headers["webhook-timestamp"]) - Date.now() / 1000)).toBeLessThan(30)
+    }
+    expect(new Set(received.map((r) => r.headers["webhook-id"])).size).toBe(10)
+    // a tampered body or another secret does not verify
+    const other = (await createWebhook(org.api_key, "/other")).secret
+    expect(() => new Verifier(other).verify(received[0]!.body.toString(), headersOf(received[0]!))).toThrow()
+    expect(() => new Verifier(hook.secret).verify(received[0]!.body.toString() + " ", headersOf(received[0]!)))
+      .toThrow()
+
+    const list = await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}/deliveries`)
+    expect(list.status).toBe(200)
+    expect(list.body.items.length).toBe(10)
+    for (const d of list.body.items) {
+      expect(d).toMatchObject({ status: "succeeded", event_type: "task.created", next_attempt_at: null })
+      expect(d.attempts).toHaveLength(1)
+      expect(d.attempts[0]).toMatchObject({ attempt: 1, status_code: 200, error: null })
+      expect(d.attempts[0].response_excerpt).toMatch(/^answer \d+ to \/signed$/)
+      expect(typeof d.attempts[0].latency_ms).toBe("number")
+    }
+  })
+
+  it("retries a failing receiver under the same webhook-id until it recovers", async () => {
+    const org = await node.bootstrap()
+    answers.set("/flaky", (n) => (n <= 4 ? 503 : 200))
+    const hook = await createWebhook(org.api_key, "/flaky")
+    await appendEvents(db, org.organization_id, 2)
+    const received = await eventually(() => {
+      const ok = new Set(at("/flaky").slice(4).map((r) => r.headers["webhook-id"]))
+      return ok.size === 2 ? at("/flaky") : undefined
+    })
+    const byId = new Map<string, Array<number>>()
+    for (const r of received) {
+      verified(hook.secret, r)
+      const id = String(r.headers["webhook-id"])
+      byId.set(id, [...(byId.get(id) ?? []), r.at])
+    }
+    // two deliveries, each sent several times under its one id, the retries spaced by the schedule
+    expect(byId.size).toBe(2)
+    for (const times of byId.values()) {
+      expect(times.length).toBeGreaterThanOrEqual(2)
+      expect(times.length).toBeLessThanOrEqual(3)
+      expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(80)
+    }
+    const list = await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}/deliveries`)
+    const attempts = list.body.items.flatMap((d: any) => d.attempts.map((a: any) => a.status_code))
+    expect(attempts.filter((s: number) => s === 503)).toHaveLength(4)
+    expect(list.body.items.map((d: any) => d.status)).toEqual(["succeeded", "succeeded"])
+  })
+
+  it("disables an endpoint that answers 410, with an audit record", async () => {
+    const org = await node.bootstrap()
+    answers.set("/gone", () => 410)
+    const hook = await createWebhook(org.api_key, "/gone")
+    await appendEvents(db, org.organization_id, 3)
+    const disabled = await eventually(async () => {
+      const got = await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}`)
+      return got.body.enabled === false ? got.body : undefined
+    })
+    expect(disabled.disabled_reason).toBe("gone")
+    const audit = await call(node, org.api_key, "GET", "/v1/audit-logs?event_type=DISABLE_WEBHOOK")
+    expect(audit.body.items).toHaveLength(1)
+    expect(audit.body.items[0]).toMatchObject({
+      actor: { type: "system", id: "webhooks" },
+      targets: [{ type: "webhook", id: hook.id }],
+      details: { reason: "gone" }
+    })
+    // nothing more is sent to it; the first delivery failed for good
+    const count = at("/gone").length
+    await appendEvents(db, org.organization_id, 2)
+    await new Promise((r) => setTimeout(r, 500))
+    expect(at("/gone").length).toBe(count)
+    const list = await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}/deliveries?status=failed`)
+    expect(list.body.items.length).toBeGreaterThanOrEqual(1)
+    expect(list.body.items[0].attempts.at(-1).status_code).toBe(410)
+    // enabled again, it goes on from where it stopped
+    answers.set("/gone", () => 200)
+    const enabled = await call(node, org.api_key, "PATCH", `/v1/webhooks/${hook.id}`, { enabled: true })
+    expect(enabled.body).toMatchObject({ enabled: true, disabled_reason: null })
+    await eventually(async () => {
+      const all = await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}/deliveries?status=succeeded`)
+      return all.body.items.length >= 2 ? true : undefined
+    })
+  })
+
+  it("disables an endpoint failing past the schedule, audited; a manual retry then delivers under the same id", async () => {
+    const org = await node.bootstrap()
+    answers.set("/down", () => 500)
+    const hook = await createWebhook(org.api_key, "/down")
+    await appendEvents(db, org.organization_id, 1)
+    const disabled = await eventually(async () => {
+      const got = await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}`)
+      return got.body.enabled === false ? got.body : undefined
+    })
+    expect(disabled.disabled_reason).toBe("failing")
+    // one attempt, then one per entry of the schedule (100ms, 200ms)
+    expect(at("/down")).toHaveLength(3)
+    const audit = await call(node, org.api_key, "GET", "/v1/audit-logs?event_type=DISABLE_WEBHOOK")
+    expect(audit.body.items[0]).toMatchObject({ details: { reason: "failing" } })
+    const list = await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}/deliveries`)
+    const [delivery] = list.body.items
+    expect(delivery).toMatchObject({ status: "failed", next_attempt_at: null })
+    expect(delivery.attempts.map((a: any) => a.status_code)).toEqual([500, 500, 500])
+
+    // retry and ping refuse a disabled endpoint
+    const refused = await call(node, org.api_key, "POST", `/v1/webhooks/${hook.id}/deliveries/${delivery.id}/retry`)
+    expect({ status: refused.status, code: refused.body.error.code }).toEqual({ status: 409, code: "webhook_disabled" })
+
+    answers.set("/down", () => 200)
+    await call(node, org.api_key, "PATCH", `/v1/webhooks/${hook.id}`, { enabled: true })
+    const retried = await call(node, org.api_key, "POST", `/v1/webhooks/${hook.id}/deliveries/${delivery.id}/retry`)
+    expect(retried.status).toBe(200)
+    expect(retried.body).toMatchObject({ id: delivery.id, status: "succeeded" })
+    expect(retried.body.attempts.map((a: any) => a.status_code)).toEqual([500, 500, 500, 200])
+    const ids = new Set(at("/down").map((r) => r.headers["webhook-id"]))
+    expect([...ids]).toEqual([delivery.id])
+  })
+
+  it("pings: a webhook.ping delivery, answered with its attempt", async () => {
+    const org = await node.bootstrap()
+    const hook = await createWebhook(org.api_key, "/ping")
+    const ping = await call(node, org.api_key, "POST", `/v1/webhooks/${hook.id}/ping`)
+    expect(ping.status).toBe(200)
+    expect(ping.body).toMatchObject({ event_type: "webhook.ping", event_id: null, status: "succeeded" })
+    expect(ping.body.attempts[0]).toMatchObject({ attempt: 1, status_code: 200 })
+    const [received] = at("/ping")
+    const payload = verified(hook.secret, received!)
+    expect(payload).toMatchObject({
+      id: ping.body.id,
+      type: "webhook.ping",
+      organization_id: org.organization_id,
+      data: { webhook_id: hook.id }
+    })
+    expect(received!.headers["webhook-id"]).toBe(ping.body.id)
+  })
+
+  it("rotation: for the window, deliveries verify with the previous secret and with the new one", async () => {
+    const org = await node.bootstrap()
+    const hook = await createWebhook(org.api_key, "/rotated")
+    const rotated = await call(node, org.api_key, "POST", `/v1/webhooks/${hook.id}/rotate-secret`)
+    expect(rotated.status).toBe(200)
+    expect(rotated.body.secret).toMatch(/^whsec_/)
+    expect(rotated.body.secret).not.toBe(hook.secret)
+    const expires = Date.parse(rotated.body.previous_secret_expires_at)
+    expect(Math.abs(expires - Date.now() - 24 * 3600_000)).toBeLessThan(60_000)
+    await appendEvents(db, org.organization_id, 1)
+    const [received] = await eventually(() => at("/rotated").length > 0 ? at("/rotated") : undefined)
+    expect(String(received!.headers["webhook-signature"]).split(" ")).toHaveLength(2)
+    expect(verified(hook.secret, received!).type).toBe("task.created")
+    expect(verified(rotated.body.secret, received!).type).toBe("task.created")
+    const audit = await call(node, org.api_key, "GET", "/v1/audit-logs?event_type=ROTATE_WEBHOOK_SECRET")
+    expect(audit.body.items).toHaveLength(1)
+    expect(JSON.stringify(audit.body.items)).not.toContain(rotated.body.secret.slice(6))
+    // past the window, the previous secret no longer signs
+    await db.query("UPDATE webhooks SET previous_secret_expires_at = now() - interval '1 second' WHERE id = $1", [
+      hook.id
+    ])
+    await appendEvents(db, org.organization_id, 1)
+    const later = await eventually(() => at("/rotated").length > 1 ? at("/rotated")[1] : undefined)
+    expect(String(later.headers["webhook-signature"]).split(" ")).toHaveLength(1)
+    expect(verified(rotated.body.secret, later).type).toBe("task.created")
+    expect(() => verified(hook.secret, later)).toThrow()
+  })
+
+  it("delivers real events of a change (audit.recorded of a member added), decodable as the Event schema", async () => {
+    const org = await node.bootstrap()
+    const hook = await createWebhook(org.api_key, "/audit", { event_types: ["audit.recorded"] })
+    const member = await addMember(node, org.api_key, "member")
+    const received = await eventually(() => {
+      const all = at("/audit").map((r) => verified(hook.secret, r))
+      return all.some((p) => p.data.action === "CREATE_API_KEY") ? all : undefined
+    })
+    const added = received.find((p) => p.data.action === "ADD_MEMBER" || p.data.action === "CREATE_MEMBER")
+    expect(added?.data.targets.some((t: any) => t.id === member.userId)).toBe(true)
+    expect(received.every((p) => p.type === "audit.recorded" && p.organization_id === org.organization_id)).toBe(true)
+  })
+})
