@@ -353,7 +353,8 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   rest(
     413,
     "file_too_large",
-    "A workspace file upload past `SWITCHYARD_MAX_FILE_BYTES`; the connection is closed, nothing is stored."
+    "A workspace file upload past `SWITCHYARD_MAX_FILE_BYTES`: nothing is stored; what the client still sends is " +
+      "dropped for up to 2 s, then its connection is closed."
   ),
   rest(
     415,
