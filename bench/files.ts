@@ -38,14 +38,17 @@ const postgresOf = (dataDir: string) => {
 const source = () => {
   const block = Crypto.randomBytes(settings.chunkBytes)
   let made = 0
-  return Readable.from((function*() {
-    while (made < settings.fileBytes) {
-      const piece = Buffer.from(block)
-      piece.writeUInt32BE(made / settings.chunkBytes, 0)
-      made += piece.length
-      yield piece
-    }
-  })(), { objectMode: false })
+  return Readable.from(
+    (function*() {
+      while (made < settings.fileBytes) {
+        const piece = Buffer.from(block)
+        piece.writeUInt32BE(made / settings.chunkBytes, 0)
+        made += piece.length
+        yield piece
+      }
+    })(),
+    { objectMode: false }
+  )
 }
 
 const rssOf = (pid: number) => {
@@ -66,7 +69,12 @@ const measured = async (pid: number, transfer: () => Promise<void>) => {
   }
   const seconds = (performance.now() - started) / 1000
   peak = Math.max(peak, rssOf(pid))
-  return { seconds, mibPerSecond: settings.fileBytes / MiB / seconds, rssBeforeMiB: before / MiB, peakDeltaMiB: (peak - before) / MiB }
+  return {
+    seconds,
+    mibPerSecond: settings.fileBytes / MiB / seconds,
+    rssBeforeMiB: before / MiB,
+    peakDeltaMiB: (peak - before) / MiB
+  }
 }
 
 const upload = (baseUrl: string, apiKey: string, fileName: string) =>
@@ -86,8 +94,13 @@ const upload = (baseUrl: string, apiKey: string, fileName: string) =>
       let text = ""
       response.setEncoding("utf8")
       response.on("data", (c) => (text += c))
-      response.on("end", () =>
-        response.statusCode === 201 ? resolve(JSON.parse(text)) : reject(new Error(`upload: ${response.statusCode} ${text}`)))
+      response.on(
+        "end",
+        () =>
+          response.statusCode === 201
+            ? resolve(JSON.parse(text))
+            : reject(new Error(`upload: ${response.statusCode} ${text}`))
+      )
     })
     request.on("error", reject)
     source().pipe(request)
@@ -193,11 +206,22 @@ export const run = async () => {
         const result: Record<string, any> = { round }
         const viaNode = async () => {
           let file: { id: string; sha256: string } | undefined
-          result.upload = await measured(node.pid, async () => void (file = await upload(node.baseUrl, apiKey, `bench/${round}.bin`)))
+          result.upload = await measured(
+            node.pid,
+            async () => void (file = await upload(node.baseUrl, apiKey, `bench/${round}.bin`))
+          )
           let got: { size: number; sha256: string } | undefined
-          result.download = await measured(node.pid, async () => void (got = await download(node.baseUrl, apiKey, file!.id)))
-          if (got!.size !== settings.fileBytes || got!.sha256 !== file!.sha256) throw new Error("download differs from upload")
-          const deleted = await fetch(`${node.baseUrl}/v1/files/${file!.id}`, { method: "DELETE", headers: { "x-api-key": apiKey } })
+          result.download = await measured(
+            node.pid,
+            async () => void (got = await download(node.baseUrl, apiKey, file!.id))
+          )
+          if (got!.size !== settings.fileBytes || got!.sha256 !== file!.sha256) {
+            throw new Error("download differs from upload")
+          }
+          const deleted = await fetch(`${node.baseUrl}/v1/files/${file!.id}`, {
+            method: "DELETE",
+            headers: { "x-api-key": apiKey }
+          })
           if (deleted.status !== 204) throw new Error(`delete: ${deleted.status}`)
         }
         const bare = async () => {
@@ -215,8 +239,12 @@ export const run = async () => {
         console.log(
           `  ${label.padEnd(8)} upload ${fmt(result.upload.mibPerSecond, 1)} MiB/s (bare ${
             fmt(result.bareUpload.mibPerSecond, 1)
-          }), download ${fmt(result.download.mibPerSecond, 1)} MiB/s (bare ${fmt(result.bareDownload.mibPerSecond, 1)}); ` +
-            `node RSS +${fmt(result.upload.peakDeltaMiB, 1)} MiB uploading, +${fmt(result.download.peakDeltaMiB, 1)} MiB ` +
+          }), download ${fmt(result.download.mibPerSecond, 1)} MiB/s (bare ${
+            fmt(result.bareDownload.mibPerSecond, 1)
+          }); ` +
+            `node RSS +${fmt(result.upload.peakDeltaMiB, 1)} MiB uploading, +${
+              fmt(result.download.peakDeltaMiB, 1)
+            } MiB ` +
             `downloading (from ${fmt(result.upload.rssBeforeMiB, 0)} MiB)`
         )
         if (round > 0) rows.push(result)

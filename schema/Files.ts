@@ -12,7 +12,7 @@ export type FileId = typeof FileId.Type
 export const MAX_FILE_NAME = 1024
 
 // control characters (C0, DEL) have no place in a name a person reads or a shell quotes
-// eslint-disable-next-line no-control-regex
+
 const CONTROL = /[\u0000-\u001f\u007f]/
 
 /**
@@ -62,7 +62,9 @@ export class WorkspaceFile extends Schema.Class<WorkspaceFile>("WorkspaceFile")(
   sha256: Schema.String.annotations({ description: "SHA-256 of the content, hex; also its `ETag`." }),
   content_type: Schema.String.annotations({ description: "Media type, as uploaded." }),
   scope: FileScope,
-  agent_id: Schema.NullOr(AgentId).annotations({ description: "The agent whose workspace holds it; null: the organization's." }),
+  agent_id: Schema.NullOr(AgentId).annotations({
+    description: "The agent whose workspace holds it; null: the organization's."
+  }),
   owner: FileOwner,
   created_at: Timestamp
 }) {}
@@ -108,7 +110,9 @@ export const FileText = Schema.Struct({
   file: WorkspaceFile,
   text: Schema.String.annotations({ description: "The bytes read, as UTF-8." }),
   offset: Schema.NonNegativeInt.annotations({ description: "Where the text starts, in bytes." }),
-  bytes_read: Schema.NonNegativeInt.annotations({ description: "Bytes the text holds; `offset + bytes_read` reads on." }),
+  bytes_read: Schema.NonNegativeInt.annotations({
+    description: "Bytes the text holds; `offset + bytes_read` reads on."
+  }),
   truncated: Schema.Boolean.annotations({ description: "Whether the file goes on past this text." })
 }).annotations({ identifier: "FileText" })
 export type FileText = typeof FileText.Type

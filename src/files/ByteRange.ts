@@ -27,15 +27,18 @@ export const parseRange = (header: string | undefined, size: number): ByteRange 
   const dash = spec.indexOf("-")
   const first = spec.slice(0, dash).trim()
   const last = spec.slice(dash + 1).trim()
-  if (dash === -1 || (first === "" && last === "") || (first !== "" && !DIGITS.test(first)) ||
-    (last !== "" && !DIGITS.test(last)))
-  {
+  if (
+    dash === -1 || (first === "" && last === "") || (first !== "" && !DIGITS.test(first)) ||
+    (last !== "" && !DIGITS.test(last))
+  ) {
     return invalid(`\`Range\`: \`${spec}\` is not \`first-last\`, \`first-\` or \`-suffix\` in bytes.`)
   }
   if (first === "") {
     // the last `suffix` bytes
     const suffix = Number(last)
-    return suffix === 0 || size === 0 ? { _tag: "Unsatisfiable" } : { _tag: "Part", start: Math.max(0, size - suffix), end: size - 1 }
+    return suffix === 0 || size === 0
+      ? { _tag: "Unsatisfiable" }
+      : { _tag: "Part", start: Math.max(0, size - suffix), end: size - 1 }
   }
   const start = Number(first)
   if (last !== "" && Number(last) < start) {

@@ -91,7 +91,8 @@ export class FileRepo extends Effect.Service<FileRepo>()("files/FileRepo", {
       )
 
     /** An upload that failed: its row and (by cascade) whatever content it wrote. */
-    const discard = (id: FileId) => sql`DELETE FROM files WHERE id = ${id} AND status = 'uploading'`.pipe(Effect.asVoid, Effect.orDie)
+    const discard = (id: FileId) =>
+      sql`DELETE FROM files WHERE id = ${id} AND status = 'uploading'`.pipe(Effect.asVoid, Effect.orDie)
 
     const find = (organizationId: OrganizationId, id: FileId) =>
       sql<FileRow>`
@@ -118,7 +119,9 @@ export class FileRepo extends Effect.Service<FileRepo>()("files/FileRepo", {
     }) =>
       sql<FileRow>`
         SELECT * FROM files WHERE organization_id = ${organizationId} AND status = 'ready'
-        ${f.agents === null ? sql`` : sql`AND (agent_id IS NULL OR agent_id = ANY(${`{${f.agents.join(",")}}`}::uuid[]))`}
+        ${
+        f.agents === null ? sql`` : sql`AND (agent_id IS NULL OR agent_id = ANY(${`{${f.agents.join(",")}}`}::uuid[]))`
+      }
         ${f.agentId === undefined ? sql`` : sql`AND agent_id = ${f.agentId}`}
         ${
         f.prefix === undefined || f.prefix === ""

@@ -45,7 +45,9 @@ const raw = (request: HttpServerRequest.HttpServerRequest, params: UploadParams)
     },
     // read from the Node request itself, which is left open when reading stops: a refused upload's rest is
     // dropped by the request pipeline (dropRestOfUpload) rather than its connection reset before the answer
-    body: NodeStream.fromReadable(() => NodeHttpServerRequest.toIncomingMessage(request), broken, { closeOnDone: false })
+    body: NodeStream.fromReadable(() => NodeHttpServerRequest.toIncomingMessage(request), broken, {
+      closeOnDone: false
+    })
   }
 }
 

@@ -118,7 +118,11 @@ export class Files extends Effect.Service<Files>()("files/Files", {
      * upload is discarded. A name taken in the scope is a 409 unless `overwrite`, checked before the body is
      * read and again when the file is made visible.
      */
-    const store_ = <E, R>(writer: Writer, input: FileInput & { readonly name: string }, body: Stream.Stream<Uint8Array, E, R>) =>
+    const store_ = <E, R>(
+      writer: Writer,
+      input: FileInput & { readonly name: string },
+      body: Stream.Stream<Uint8Array, E, R>
+    ) =>
       Effect.gen(function*() {
         const problem = fileNameProblem(input.name)
         if (problem !== undefined) return yield* validation("name", problem)

@@ -76,5 +76,7 @@ export const FilesHttpLive = HttpApiBuilder.group(Api, "files", (handlers) =>
       .handle("getFile", ({ path }) => as((p) => files.get(p, path.file_id)))
       .handle("deleteFile", ({ path }) => as((p) => files.remove(p, path.file_id)))
       .handle("getFileContent", ({ path, request }) =>
-        as((p) => Effect.flatMap(files.open(p, path.file_id), (row) => contentResponse(files, row, request.headers))))
+        as((p) =>
+          Effect.flatMap(files.open(p, path.file_id), (row) => contentResponse(files, row, request.headers))
+        ))
   })).pipe(Layer.provide(Files.Default))

@@ -21,15 +21,17 @@ export const PgFileStoreLive = Layer.effect(
   Effect.gen(function*() {
     const pool = yield* PgPool
     const sql = yield* SqlClient.SqlClient
-    const sliceText = "SELECT substring(data FROM ($2::bigint - start + 1)::int FOR $3::int) AS data FROM file_chunks " +
+    const sliceText =
+      "SELECT substring(data FROM ($2::bigint - start + 1)::int FOR $3::int) AS data FROM file_chunks " +
       "WHERE file_id = $1 AND start <= $2::bigint ORDER BY start DESC LIMIT 1"
     /** Up to `length` bytes from `position`, within the one chunk that holds it (empty: no such chunk). */
     const slice = (fileId: FileId, position: number, length: number) =>
       Effect.async<Buffer>((resume) => {
-        pool.query<{ data: Buffer }>({ name: "file_chunks_slice", text: sliceText, values: [fileId, position, length] }).then(
-          (result) => resume(Effect.succeed(result.rows[0]?.data ?? Buffer.alloc(0))),
-          (cause) => resume(Effect.die(cause))
-        )
+        pool.query<{ data: Buffer }>({ name: "file_chunks_slice", text: sliceText, values: [fileId, position, length] })
+          .then(
+            (result) => resume(Effect.succeed(result.rows[0]?.data ?? Buffer.alloc(0))),
+            (cause) => resume(Effect.die(cause))
+          )
       })
 
     const put = <E, R>(
@@ -91,11 +93,12 @@ export const PgFileStoreLive = Layer.effect(
             bytes.length === 0
               ? Effect.dieMessage(`file ${fileId}: no content at byte ${position}`)
               : Effect.succeed(Option.some([Chunk.of<Uint8Array>(bytes), position + bytes.length] as const)))).pipe(
-        // the next chunk is read while this one is sent
-        Stream.buffer({ capacity: 1 })
-      )
+          // the next chunk is read while this one is sent
+          Stream.buffer({ capacity: 1 })
+        )
 
-    const remove = (fileId: FileId) => sql`DELETE FROM file_chunks WHERE file_id = ${fileId}`.pipe(Effect.asVoid, Effect.orDie)
+    const remove = (fileId: FileId) =>
+      sql`DELETE FROM file_chunks WHERE file_id = ${fileId}`.pipe(Effect.asVoid, Effect.orDie)
 
     return FileStore.of({ put, read, delete: remove })
   })

@@ -104,7 +104,12 @@ export class Workspace extends Effect.Service<Workspace>()("files/Workspace", {
 
     const writeText = (
       principal: Principal,
-      input: { readonly name: string; readonly agent_id?: AgentId | undefined; readonly text: string; readonly overwrite?: boolean | undefined }
+      input: {
+        readonly name: string
+        readonly agent_id?: AgentId | undefined
+        readonly text: string
+        readonly overwrite?: boolean | undefined
+      }
     ) =>
       Effect.flatMap(files.writerFor(principal, input.agent_id, "write files"), (writer) =>
         files.store(
@@ -141,9 +146,9 @@ export class Workspace extends Effect.Service<Workspace>()("files/Workspace", {
           return row
         })
       return {
-        list: (prefix: string | undefined, cursor?: string) =>
-          files.list(reader, { prefix, cursor, limit: 100 }),
-        read: (name: string, offset = 0) => Effect.flatMap(byName(name), (row) => window(row, offset, DEFAULT_TEXT_READ)),
+        list: (prefix: string | undefined, cursor?: string) => files.list(reader, { prefix, cursor, limit: 100 }),
+        read: (name: string, offset = 0) =>
+          Effect.flatMap(byName(name), (row) => window(row, offset, DEFAULT_TEXT_READ)),
         write: (name: string, text: string) =>
           files.store(writer, { name, contentType: textTypeOf(name), overwrite: true }, textBody(text))
       }

@@ -18,7 +18,11 @@ const multipart = (parts: Array<{ name: string; value: string | Uint8Array; file
   const form = new FormData()
   for (const p of parts) {
     if (p.filename === undefined) form.append(p.name, p.value as string)
-    else form.append(p.name, new Blob([p.value as BlobPart], { type: p.type ?? "application/octet-stream" }), p.filename)
+    else {form.append(
+        p.name,
+        new Blob([p.value as BlobPart], { type: p.type ?? "application/octet-stream" }),
+        p.filename
+      )}
   }
   return form
 }
@@ -53,8 +57,13 @@ describe("uploading and downloading workspace files", () => {
     expect(got.headers.get("content-disposition")).toBe(`attachment; filename="blob.bin"; filename*=UTF-8''blob.bin`)
     expect(got.headers.get("x-content-type-options")).toBe("nosniff")
     expect(back.equals(bytes)).toBe(true)
-    const chunks = await withDatabase(node, async (db) =>
-      (await db.query("SELECT start::int AS start, octet_length(data) AS length FROM file_chunks WHERE file_id = $1 ORDER BY start", [file.id])).rows
+    const chunks = await withDatabase(
+      node,
+      async (db) =>
+        (await db.query(
+          "SELECT start::int AS start, octet_length(data) AS length FROM file_chunks WHERE file_id = $1 ORDER BY start",
+          [file.id]
+        )).rows
     )
     expect(chunks).toEqual([
       { start: 0, length: 1048576 },
@@ -94,7 +103,12 @@ describe("uploading and downloading workspace files", () => {
     })
     const file = await response.json()
     expect(response.status, JSON.stringify(file)).toBe(201)
-    expect(file).toMatchObject({ name: "photo.raw", size: bytes.length, sha256: sha256(bytes), content_type: "image/x-raw" })
+    expect(file).toMatchObject({
+      name: "photo.raw",
+      size: bytes.length,
+      sha256: sha256(bytes),
+      content_type: "image/x-raw"
+    })
     expect((await download(file.id)).bytes.equals(bytes)).toBe(true)
 
     // a JSON file part is a file too, and `name` comes from the field
@@ -137,13 +151,18 @@ describe("uploading and downloading workspace files", () => {
       headers: { "content-type": "multipart/form-data; boundary=xyz" },
       body: "this is not multipart"
     })
-    expectError({ status: garbled.status, headers: garbled.headers, body: await garbled.json() }, 400, "invalid_multipart")
+    expectError(
+      { status: garbled.status, headers: garbled.headers, body: await garbled.json() },
+      400,
+      "invalid_multipart"
+    )
     const names = (await call(node, admin, "GET", "/v1/files?limit=200")).body.items.map((f: any) => f.name)
     for (const name of ["none.txt", "two-files.txt", "late-field.txt", "unknown-field.txt", "late", "g.txt"]) {
       expect(names).not.toContain(name)
     }
-    const uploading = await withDatabase(node, async (db) =>
-      (await db.query("SELECT count(*)::int AS n FROM files WHERE status = 'uploading'")).rows[0].n
+    const uploading = await withDatabase(
+      node,
+      async (db) => (await db.query("SELECT count(*)::int AS n FROM files WHERE status = 'uploading'")).rows[0].n
     )
     expect(uploading).toBe(0)
   })
@@ -218,7 +237,8 @@ describe("listing, replacing and deleting", () => {
     const first = (await call(node, org.api_key, "GET", "/v1/files?prefix=a/&limit=2")).body
     expect(first.items.map((f: any) => f.name)).toEqual(["a/1.txt", "a/2.txt"])
     expect(typeof first.next_cursor).toBe("string")
-    const second = (await call(node, org.api_key, "GET", `/v1/files?prefix=a/&limit=2&cursor=${first.next_cursor}`)).body
+    const second =
+      (await call(node, org.api_key, "GET", `/v1/files?prefix=a/&limit=2&cursor=${first.next_cursor}`)).body
     expect(second).toMatchObject({ items: [{ name: "a/3.txt" }], next_cursor: null })
     const underscore = (await call(node, org.api_key, "GET", "/v1/files?prefix=a_")).body
     expect(underscore.items.map((f: any) => f.name)).toEqual(["a_x.txt"])
@@ -257,8 +277,10 @@ describe("listing, replacing and deleting", () => {
     expectError(await call(node, admin, "GET", `/v1/files/${file.id}`), 404, "not_found")
     expectError(await call(node, admin, "GET", `/v1/files/${file.id}/content`), 404, "not_found")
     expectError(await call(node, admin, "DELETE", `/v1/files/${file.id}`), 404, "not_found")
-    const chunks = await withDatabase(node, async (db) =>
-      (await db.query("SELECT count(*)::int AS n FROM file_chunks WHERE file_id = $1", [file.id])).rows[0].n
+    const chunks = await withDatabase(
+      node,
+      async (db) =>
+        (await db.query("SELECT count(*)::int AS n FROM file_chunks WHERE file_id = $1", [file.id])).rows[0].n
     )
     expect(chunks).toBe(0)
     const events = (await auditEvents(node, organizationId)).filter((e: any) => e.targets[0]?.id === file.id)
@@ -280,7 +302,11 @@ describe("bad input gets a clear 4xx in the error envelope", () => {
     expect(missing.body.error.message).toContain("name")
     for (const name of ["../etc/passwd", "/abs", "a//b", "dir/", "a\\b", "./x", "tab\there"]) {
       const r = await asJson(await uploadRaw(node, admin, `?name=${encodeURIComponent(name)}`, "x"))
-      expect({ name, status: r.status, code: r.body.error.code }).toEqual({ name, status: 400, code: "validation_failed" })
+      expect({ name, status: r.status, code: r.body.error.code }).toEqual({
+        name,
+        status: 400,
+        code: "validation_failed"
+      })
     }
     expectError(await asJson(await uploadRaw(node, admin, "?name=x.txt&agent_id=nope", "x")), 400, "validation_failed")
     expectError(

@@ -46,7 +46,12 @@ const sendUntilAnswered = (path: string, total: number, headers: Record<string, 
       response.on("data", (c: Buffer) => chunks.push(c))
       response.on("end", () => {
         const text = Buffer.concat(chunks).toString("utf8")
-        resolve({ status: response.statusCode!, headers: response.headers, body: text === "" ? undefined : JSON.parse(text), sent })
+        resolve({
+          status: response.statusCode!,
+          headers: response.headers,
+          body: text === "" ? undefined : JSON.parse(text),
+          sent
+        })
         request.destroy()
       })
     })
@@ -96,8 +101,12 @@ describe("SWITCHYARD_MAX_FILE_BYTES", () => {
     // the node stopped reading just past the limit, not at the end of the 256 MiB
     expect(answer.sent).toBeLessThan(32 * 1024 * 1024)
     expect(await storedFiles()).toBe(before)
-    const chunks = await withDatabase(node, async (db) =>
-      (await db.query("SELECT count(*)::int AS n FROM file_chunks c WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.id = c.file_id AND f.status = 'ready')")).rows[0].n
+    const chunks = await withDatabase(
+      node,
+      async (db) =>
+        (await db.query(
+          "SELECT count(*)::int AS n FROM file_chunks c WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.id = c.file_id AND f.status = 'ready')"
+        )).rows[0].n
     )
     expect(chunks).toBe(0)
   })
@@ -167,7 +176,12 @@ describe("SWITCHYARD_MAX_FILE_BYTES", () => {
         const chunks: Array<Buffer> = []
         response.on("data", (c: Buffer) => chunks.push(c))
         response.on("end", () => {
-          resolve({ status: response.statusCode!, headers: response.headers, body: JSON.parse(Buffer.concat(chunks).toString()), sent })
+          resolve({
+            status: response.statusCode!,
+            headers: response.headers,
+            body: JSON.parse(Buffer.concat(chunks).toString()),
+            sent
+          })
           request.destroy()
         })
       })

@@ -2,7 +2,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { addMember, call } from "../access/support.js"
-import { obtainTokens, setPassword, PASSWORD, signedUpAdmin } from "../mcp/support.js"
+import { obtainTokens, PASSWORD, setPassword, signedUpAdmin } from "../mcp/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 import { patterned, uploaded } from "./support.js"
 
@@ -26,7 +26,11 @@ const connect = async (email: string) => {
 
 const tool = async (client: Client, name: string, args: Record<string, unknown>) => {
   const result = await client.callTool({ name, arguments: args })
-  return { isError: result.isError === true, value: result.structuredContent as any, text: (result.content as any)[0]?.text }
+  return {
+    isError: result.isError === true,
+    value: result.structuredContent as any,
+    text: (result.content as any)[0]?.text
+  }
 }
 
 describe("workspace files through MCP, with the SDK's client", () => {
@@ -120,7 +124,9 @@ describe("workspace files through MCP, with the SDK's client", () => {
     const other = await connect(stranger.email)
     const missing = await tool(other, "read_file", { file_id: shared.id })
     expect(missing.value).toMatchObject({ error: { code: "not_found" } })
-    expect((await tool(other, "read_file", { name: "shared.txt" })).value).toMatchObject({ error: { code: "not_found" } })
+    expect((await tool(other, "read_file", { name: "shared.txt" })).value).toMatchObject({
+      error: { code: "not_found" }
+    })
     expect((await tool(other, "list_files", {})).value.items).toEqual([])
     await other.close()
   })
