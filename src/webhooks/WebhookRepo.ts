@@ -1,5 +1,6 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
+import { v7 as uuidV7 } from "uuid"
 import type { OrganizationId, UserId } from "../../schema/Ids.js"
 import type { DeliveryId, WebhookId } from "../../schema/Webhooks.js"
 import { PgPool, prepared } from "../db/PgPool.js"
@@ -84,6 +85,9 @@ export interface DeliveryRow {
     readonly error: string | null
   }>
 }
+
+/** A delivery's id: `msg_` and a time-ordered UUID's hex, so ids sort as deliveries were made (listings, ties). */
+export const newDeliveryId = () => `msg_${uuidV7().replaceAll("-", "")}` as DeliveryId
 
 const WEBHOOK_COLUMNS = `id, organization_id, url, description, event_types, enabled, disabled_reason, secret,
   secret_key_version, previous_secret, previous_secret_key_version, previous_secret_expires_at, created_at, updated_at`
@@ -211,10 +215,10 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("webhooks/Webhook
       inserted AS (
         INSERT INTO webhook_deliveries (id, webhook_id, organization_id, event_id, event_type, body, status,
           next_attempt_at, lease_until, lease_owner)
-        SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), m.webhook_id, m.organization_id, e.id, e.type,
+        SELECT e.did, m.webhook_id, m.organization_id, e.id, e.type,
           e.body, 'pending', now(),
           CASE WHEN $7::boolean THEN now() + make_interval(secs => $8) END, CASE WHEN $7::boolean THEN $9 END
-        FROM moved m, unnest($4::bigint[], $5::text[], $6::text[]) WITH ORDINALITY AS e(id, type, body, o)
+        FROM moved m, unnest($4::bigint[], $5::text[], $6::text[], $10::text[]) WITH ORDINALITY AS e(id, type, body, did, o)
         ORDER BY e.o
         ON CONFLICT (webhook_id, event_id) DO NOTHING
         RETURNING id, event_id, body
@@ -246,7 +250,8 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("webhooks/Webhook
         events.map((e) => e.body),
         hold !== undefined,
         hold?.leaseSeconds ?? 0,
-        hold?.owner ?? null
+        hold?.owner ?? null,
+        events.map(() => newDeliveryId())
       ]).pipe(Effect.map(([r]) => r!), Effect.orDie)
 
     const claimStatement = prepared<HeldDelivery & Endpoint>(

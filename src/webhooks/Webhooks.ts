@@ -20,7 +20,7 @@ import { EventLog } from "../events/EventLog.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
 import { secretContext, WebhookDispatcher } from "./WebhookDispatcher.js"
-import { type DeliveryRow, WebhookRepo, type WebhookRow } from "./WebhookRepo.js"
+import { type DeliveryRow, newDeliveryId, WebhookRepo, type WebhookRow } from "./WebhookRepo.js"
 import { newSecret } from "./WebhookSignature.js"
 
 /** How long a rotated-out secret still signs deliveries. */
@@ -211,7 +211,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
     /** A `webhook.ping` delivery, sent now; answered after its first attempt. */
     const ping = Effect.fn("Webhooks.ping")(function*(principal: Principal, id: WebhookId) {
       yield* enabledOne(principal, id, "ping webhooks")
-      const deliveryId = `msg_${Crypto.randomUUID().replaceAll("-", "")}` as DeliveryId
+      const deliveryId = newDeliveryId()
       const body = JSON.stringify({
         id: deliveryId,
         type: "webhook.ping",
