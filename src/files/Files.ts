@@ -93,15 +93,21 @@ export class Files extends Effect.Service<Files>()("files/Files", {
         )
       })
 
-    /** Where a caller may write: Builders and above; a key limited to agents only in those agents' workspaces. */
-    const writerFor = (principal: Principal, agentId: AgentId | undefined, verb: string) =>
+    /** Builders and above change files; a key limited to agents only in those agents' workspaces. */
+    const mayChange = (principal: Principal, agentId: AgentId | null, verb: string) =>
       Effect.gen(function*() {
         yield* requireRole(principal, "builder", verb)
-        if (agentId === undefined && principal.agentIds !== null) {
+        if (agentId === null && principal.agentIds !== null) {
           return yield* Forbidden.of(
             `This key is limited to agents: it may ${verb} in those agents' workspaces only (give \`agent_id\`).`
           )
         }
+      })
+
+    /** Where a caller may write: as `mayChange` says, in a live agent of the organization it may use. */
+    const writerFor = (principal: Principal, agentId: AgentId | undefined, verb: string) =>
+      Effect.gen(function*() {
+        yield* mayChange(principal, agentId ?? null, verb)
         const scope = agentId === undefined ? null : yield* usableAgent(principal, agentId)
         return {
           organizationId: principal.organizationId,
@@ -206,7 +212,8 @@ export class Files extends Effect.Service<Files>()("files/Files", {
 
     const remove = Effect.fn("Files.remove")(function*(principal: Principal, id: string) {
       const row = yield* find(principal, id)
-      yield* writerFor(principal, row.agent_id ?? undefined, "delete files")
+      // a deleted agent's files can still be deleted: the file is found, its agent need not be live
+      yield* mayChange(principal, row.agent_id, "delete files")
       yield* transaction(Effect.gen(function*() {
         const removed = yield* repo.remove(principal.organizationId, row.id)
         if (removed === undefined) return yield* NotFound.of("File", id)

@@ -89,6 +89,20 @@ describe("who may read and write workspace files", () => {
   })
 })
 
+describe("a deleted agent's files", () => {
+  it("stay listed and can still be deleted, though nothing new can be written there", async () => {
+    const w = await world()
+    expect((await call(node, w.admin, "DELETE", `/v1/agents/${w.agentA.id}`)).status).toBeLessThan(300)
+    expect((await call(node, w.admin, "GET", `/v1/files/${w.ofA.id}`)).status).toBe(200)
+    expectError(
+      await asJson(await uploadRaw(node, w.admin, `?name=late.txt&agent_id=${w.agentA.id}`, "x")),
+      400,
+      "unknown_agent"
+    )
+    expect((await call(node, w.admin, "DELETE", `/v1/files/${w.ofA.id}`)).status).toBe(204)
+  })
+})
+
 describe("workspace files across organizations", () => {
   it("another organization's Super admin can neither see, read, delete nor write into this one's files", async () => {
     const w = await world()
