@@ -241,7 +241,14 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
       sql<{ id: TaskId }>`SELECT id FROM tasks WHERE organization_id = ${organizationId} AND idempotency_key = ${key}`
         .pipe(Effect.map(([r]) => r?.id))
 
+    /** Pauses a schedule that may not run any more (its creator lost the right to run it). */
+    const disable = (id: ScheduleId) =>
+      sql`UPDATE schedules SET enabled = false, next_run_at = NULL, updated_at = now() WHERE id = ${id}`.pipe(
+        Effect.asVoid
+      )
+
     return {
+      disable: (id: ScheduleId) => Effect.orDie(disable(id)),
       insert: (row: Omit<ScheduleRow, "updated_at">) => Effect.orDie(insert(row)),
       find: (organizationId: OrganizationId, id: ScheduleId) => Effect.orDie(find(organizationId, id)),
       list: (organizationId: OrganizationId, agentIds: ReadonlyArray<string> | null, agentId?: AgentId) =>

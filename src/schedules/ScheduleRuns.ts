@@ -1,7 +1,9 @@
 import { Effect, Either, Exit } from "effect"
 import type { Task } from "../../schema/Agents.js"
+import { roleAtLeast } from "../../schema/Identity.js"
 import type { ApiKeyId, TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
+import { IdentityRepo } from "../identity/IdentityRepo.js"
 import { Tasks } from "../tasks/Tasks.js"
 import { type OpenTick, ScheduleRepo, type ScheduleRow, tickKey, type TickStatus } from "./ScheduleRepo.js"
 
@@ -38,8 +40,33 @@ export class ScheduleRuns extends Effect.Service<ScheduleRuns>()("schedules/Sche
   effect: Effect.gen(function*() {
     const repo = yield* ScheduleRepo
     const tasks = yield* Tasks
+    const identity = yield* IdentityRepo
 
-    const runOne = (tick: OpenTick): Effect.Effect<RunOutcome> => {
+    /**
+     * Why the schedule may not run any more, if so: its creator left the organization or is no longer a
+     * Builder (runs are invoked as them, so they stop with their rights, and the schedule is paused).
+     */
+    const creatorGone = (schedule: ScheduleRow) =>
+      schedule.created_by === null
+        ? Effect.succeed(undefined)
+        : Effect.map(identity.findMember(schedule.organization_id, schedule.created_by), (member) =>
+          member === undefined
+            ? "The schedule's creator is no longer a member of the organization; a Builder can recreate it."
+            : roleAtLeast(member.role, "builder")
+            ? undefined
+            : "The schedule's creator is no longer a Builder; a Builder can recreate it.")
+
+    const runOne = (tick: OpenTick): Effect.Effect<RunOutcome> =>
+      Effect.flatMap(creatorGone(tick.schedule), (reason) =>
+        reason === undefined
+          ? invokeOne(tick)
+          // paused: it would only fail again; a Builder who resumes it gets the same answer
+          : Effect.as(
+            repo.disable(tick.schedule.id),
+            { tick, status: "failed", task: undefined, taskId: null, reason } satisfies RunOutcome
+          ))
+
+    const invokeOne = (tick: OpenTick): Effect.Effect<RunOutcome> => {
       const { schedule } = tick
       const key = tickKey(schedule.id, tick.scheduled_for)
       return tasks.invoke(

@@ -185,6 +185,35 @@ describe("schedules REST API", () => {
   })
 })
 
+describe("runs as its creator", () => {
+  it("stops once its creator is no longer a Builder: the run is recorded failed with why, and the schedule paused", async () => {
+    const org = await node.bootstrap()
+    const agentId = await createScriptedAgent(node, org.api_key)
+    const builder = await addMember(node, org.api_key, "builder")
+    const created = await createSchedule(node, builder.key, {
+      agent_id: agentId,
+      cron: "* * * * * *",
+      overlap: "allow"
+    })
+    await until("a run", async () => ((await runsOf(node, org.api_key, created.id)).length > 0 ? true : undefined))
+    const demoted = await call(node, org.api_key, "PATCH", `/v1/members/${builder.userId}`, { role: "member" })
+    expect(demoted.status, JSON.stringify(demoted.body)).toBe(200)
+    const refused = await until("a refused run", async () => {
+      const ticks = await ticksOf(node, created.id)
+      return ticks.find((t) => t.status === "failed")
+    })
+    expect(refused.reason).toContain("no longer a Builder")
+    expect(refused.task_id).toBeNull()
+    // and the schedule is paused, with the refusal as its last run
+    const after = await call(node, org.api_key, "GET", `/v1/schedules/${created.id}`)
+    expect(after.body).toMatchObject({ enabled: false, next_runs: [], last_run: { status: "failed" } })
+    expect(after.body.last_run.reason).toContain("no longer a Builder")
+    const before = (await ticksOf(node, created.id)).length
+    await new Promise((r) => setTimeout(r, 1500))
+    expect((await ticksOf(node, created.id)).length).toBe(before)
+  })
+})
+
 describe("catch-up after downtime", () => {
   /** A schedule whose next run was due `lateMs` ago, as after the node was down that long. */
   const missed = async (org: { api_key: string }, lateMs: number, catchupWindow?: string) => {

@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import { TaskPage, TaskStatus } from "../../../schema/Agents.js"
-import { AgentId } from "../../../schema/Ids.js"
+import { AgentId, ScheduleId } from "../../../schema/Ids.js"
 import { DateParam } from "../../../schema/Timestamp.js"
 import { Tasks } from "../../tasks/Tasks.js"
 import { defineTool } from "../McpTool.js"
@@ -12,6 +12,7 @@ export default defineTool({
     agent_id: Schema.optional(AgentId),
     status: Schema.optional(TaskStatus),
     user_id: Schema.optional(Schema.String),
+    schedule_id: Schema.optional(ScheduleId).annotations({ description: "The runs of this schedule." }),
     created_after: Schema.optional(DateParam),
     created_before: Schema.optional(DateParam),
     limit: Schema.optional(Schema.Int.pipe(Schema.between(1, 200))),
