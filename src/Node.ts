@@ -7,6 +7,8 @@ import { MigrationsLive } from "./db/Migrations.js"
 import { Drain } from "./http/Drain.js"
 import { HttpServerLive } from "./http/HttpServerLive.js"
 import { Identity } from "./identity/Identity.js"
+import { MetricsEndpointLive } from "./observability/MetricsEndpoint.js"
+import { ObservabilityLive } from "./observability/ObservabilityLive.js"
 
 /** On an empty database: the default organization and its Super admin, whose key is printed once. */
 const FirstStartLive = Layer.effectDiscard(
@@ -47,10 +49,12 @@ const FirstStartLive = Layer.effectDiscard(
  */
 export const NodeLive = FirstStartLive.pipe(
   Layer.provide(HttpServerLive),
+  Layer.provide(MetricsEndpointLive),
   Layer.provideMerge(ClusterRunnerLive),
   Layer.provide(MigrationsLive),
   Layer.provide(SecretKey.layer),
   Layer.provideMerge(DatabaseLive),
   Layer.provide(Drain.Default),
+  Layer.provideMerge(ObservabilityLive),
   Layer.provideMerge(SwitchyardConfig.layer)
 )

@@ -4,6 +4,7 @@ import type { ModelConfig } from "../../schema/Agents.js"
 import type { OrganizationId } from "../../schema/Ids.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Egress } from "../connectors/Egress.js"
+import { observedModelCall } from "../observability/ModelCallObserver.js"
 import { ModelProviders } from "./ModelProviders.js"
 import { providerFor } from "./models/index.js"
 import {
@@ -85,6 +86,8 @@ export class ModelGateway extends Effect.Service<ModelGateway>()("agents/ModelGa
         return { provider: providerFor(name) as ModelProvider, connection }
       })
 
+    // metrics and a GenAI span per attempt, when on (issue 23)
+    const observe = yield* observedModelCall
     const call = (
       organizationId: OrganizationId,
       model: ModelConfig,
@@ -103,7 +106,7 @@ export class ModelGateway extends Effect.Service<ModelGateway>()("agents/ModelGa
               : new ModelError({ code: "model_bad_response", message: String(e), retryable: false })
         })
         return { response, cost: prices.cost(response.model, response.usage), durationMs: performance.now() - started }
-      })
+      }).pipe(observe(model))
       // retried twice, 0.5 s then 1 s later; the first attempt goes without a schedule, as most calls need none
       return attempt.pipe(Effect.catchIf((e) => e.retryable, () =>
         attempt.pipe(

@@ -180,6 +180,40 @@ export const config = Config.all({
     anthropicApiKey: optional(Config.redacted(env("ANTHROPIC_API_KEY")), nonEmpty),
     anthropicBaseUrl: Config.string(env("ANTHROPIC_BASE_URL")).pipe(Config.withDefault("https://api.anthropic.com"))
   }),
+  // observability (issue 23): Prometheus metrics on their own port, OpenTelemetry traces over OTLP/HTTP when the
+  // standard OTEL_* variables say where; both off by default. See docs/guides/observability.md
+  metrics: Config.all({
+    port: optional(Config.string(env("METRICS_PORT")), (s) => s.trim() !== "").pipe(
+      Config.mapOrFail(Option.match({
+        onNone: () => Either.right(Option.none<number>()),
+        onSome: (text) => {
+          const n = Number(text.trim())
+          return Number.isInteger(n) && n >= 0 && n <= 65535
+            ? Either.right(Option.some(n))
+            : Either.left(ConfigError.InvalidData([env("METRICS_PORT")], "must be a port number between 0 and 65535"))
+        }
+      }))
+    ),
+    host: optional(Config.string(env("METRICS_HOST")), (s) => s.trim() !== "")
+  }),
+  tracing: Config.all({
+    endpoint: optional(Config.string("OTEL_EXPORTER_OTLP_ENDPOINT"), (s) => s.trim() !== ""),
+    tracesEndpoint: optional(Config.string("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), (s) => s.trim() !== ""),
+    protocol: Config.literal("http/protobuf", "http/json")("OTEL_EXPORTER_OTLP_PROTOCOL").pipe(
+      Config.withDefault("http/protobuf" as const)
+    ),
+    headers: Config.string("OTEL_EXPORTER_OTLP_HEADERS").pipe(Config.withDefault("")),
+    serviceName: Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("switchyard")),
+    disabled: Config.boolean("OTEL_SDK_DISABLED").pipe(Config.withDefault(false)),
+    exportDelayMs: Config.integer("OTEL_BSP_SCHEDULE_DELAY").pipe(
+      Config.validate({
+        message: "must be between 1 and 60000 (milliseconds)",
+        validation: (n) => n >= 1 && n <= 60_000
+      }),
+      Config.withDefault(5000)
+    ),
+    propagateUpstream: Config.boolean(env("TRACE_PROPAGATE_UPSTREAM")).pipe(Config.withDefault(false))
+  }),
   bootstrapOnFirstStart: Config.boolean(env("BOOTSTRAP_ON_FIRST_START")).pipe(Config.withDefault(true)),
   bootstrapOrganization: Config.string(env("BOOTSTRAP_ORG")).pipe(Config.withDefault("Default organization")),
   bootstrapEmail: Config.string(env("BOOTSTRAP_EMAIL")).pipe(Config.withDefault("admin@localhost")),

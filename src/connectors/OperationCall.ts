@@ -1,8 +1,10 @@
+import type { Tracer } from "effect"
 import type { Dispatcher } from "undici"
 import type { AppliedCredentials, ConnectionUnusable } from "../../cluster/ConnectionEntity.js"
 import type { InvokeOperation } from "../../schema/Connectors.js"
 import type { ConnectionId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
+import type { CallObserver } from "../observability/ConnectorObserver.js"
 import type { Invocation } from "./InvocationRecorder.js"
 import { type InvokeTarget, prepareCall, type Prepared } from "./PreparedCall.js"
 import {
@@ -29,6 +31,8 @@ export interface InvokeContext {
   readonly taskId?: string
   /** The end user's OAuth token (spec 5.1.6), for connections that sign in as the user. */
   readonly userToken?: string
+  /** The caller's span, for the call's own (while spans are exported). */
+  readonly parentSpan?: Tracer.AnySpan | undefined
 }
 
 /** The target's answer, passed on: hop-by-hop and Switchyard's own headers already dropped. */
@@ -85,6 +89,8 @@ export interface OperationCallSetup {
   /** Takes the record of one invocation (InvocationRecorder). */
   readonly record: (invocation: Invocation) => void
   readonly timeoutMs: number
+  /** Metrics and spans of each call (src/observability); undefined while both are off. */
+  readonly observer?: CallObserver | undefined
 }
 
 /** The invocation record of a call, without its outcome. */
@@ -142,6 +148,7 @@ class CallInFlight implements OperationCall {
   private current: UpstreamCall | undefined
   private aborted = false
   private base: ReturnType<typeof invocationOf> | undefined
+  private readonly span: Tracer.Span | undefined
 
   constructor(
     private readonly setup: OperationCallSetup,
@@ -151,6 +158,7 @@ class CallInFlight implements OperationCall {
     private readonly context: InvokeContext
   ) {
     this.self = setup.ownApi.serves(target.connector)
+    this.span = setup.observer?.begin(target, context.parentSpan)
     let outcome: Promise<CallOutcome>
     try {
       const cached = this.self ? setup.ownApi.credentialsFor(principal) : setup.credentials.peek(target.connection.id)
@@ -163,6 +171,11 @@ class CallInFlight implements OperationCall {
       outcome = Promise.reject(defect)
     }
     this.outcome = outcome
+    if (this.span !== undefined) this.endSpan(this.span, setup.observer!)
+  }
+
+  private endSpan(span: Tracer.Span, observer: CallObserver) {
+    this.outcome.then((o) => observer.end(span, o), () => observer.end(span, undefined))
   }
 
   abort() {
@@ -172,6 +185,7 @@ class CallInFlight implements OperationCall {
 
   private record(status: number | null, errorCode: string | null, responseBytes: number | null) {
     const base = this.base!
+    this.setup.observer?.record?.(this.target, status, performance.now() - this.started)
     this.setup.record({
       organization_id: base.organization_id,
       connector_id: base.connector_id,
@@ -195,6 +209,7 @@ class CallInFlight implements OperationCall {
   }
 
   private send(request: Extract<Prepared, { ok: true }>["request"], dispatcher: Dispatcher) {
+    if (this.span !== undefined) this.setup.observer!.outgoing(this.span, request.headers)
     this.current = startUpstream(request.url, request, dispatcher, this.setup.timeoutMs)
     return this.current.response
   }

@@ -5,6 +5,7 @@ import { BadGateway, BadRequest, Conflict, Forbidden, GatewayTimeout, Unprocessa
 import type { ConnectionId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { currentParentSpan, makeCallObserver } from "../observability/ConnectorObserver.js"
 import { ConnectionCredentials } from "./ConnectionCredentials.js"
 import { Egress } from "./Egress.js"
 import { InvocationRecorder } from "./InvocationRecorder.js"
@@ -55,6 +56,7 @@ export class OperationInvoker extends Effect.Service<OperationInvoker>()("connec
     const ownApi = yield* OwnApi
     const runExit = Runtime.runPromiseExit(yield* Effect.runtime<never>())
     const timeoutMs = Math.max(1, Duration.toMillis(config.connectorTimeout))
+    const observer = yield* makeCallObserver
 
     const fetch = (id: ConnectionId, stale: boolean): Promise<Credentialed> =>
       runExit(credentials.get(id, { staleToken: stale })).then((exit) => {
@@ -70,10 +72,16 @@ export class OperationInvoker extends Effect.Service<OperationInvoker>()("connec
       ownApi,
       credentials: { peek: credentials.peek, fetch },
       record: recorder.recordNow,
-      timeoutMs
+      timeoutMs,
+      observer
     })
 
-    const invoke = (principal: Principal, target: InvokeTarget, input: InvokeOperation, context: InvokeContext = {}) =>
+    const invokeUntraced = (
+      principal: Principal,
+      target: InvokeTarget,
+      input: InvokeOperation,
+      context: InvokeContext = {}
+    ) =>
       Effect.async<UpstreamResponse, ReturnType<typeof refusalError>>((resume) => {
         const started = call(principal, target, input, context)
         started.outcome.then(
@@ -87,6 +95,15 @@ export class OperationInvoker extends Effect.Service<OperationInvoker>()("connec
         )
         return Effect.sync(() => started.abort())
       })
+
+    // while spans are exported, the call's span goes under the caller's (issue 23)
+    const invoke: typeof invokeUntraced = observer?.traces !== true
+      ? invokeUntraced
+      : (principal, target, input, context = {}) =>
+        Effect.flatMap(
+          currentParentSpan,
+          (parentSpan) => invokeUntraced(principal, target, input, { ...context, parentSpan })
+        )
 
     return { call, invoke } as const
   })

@@ -1,4 +1,6 @@
 import { Effect, FiberRef, HashSet, Logger, LogLevel, Runtime } from "effect"
+import { NodeMetrics } from "../observability/NodeMetrics.js"
+import { tracedNodeLogger } from "../observability/TraceLogger.js"
 
 /** One access-log line's fields: what every transport logs for a request it answered. */
 export interface AccessLine {
@@ -53,15 +55,23 @@ const pathOf = (url: string) => {
  * other) the line is written directly; with any other (tests, an embedding program) through Effect's logger.
  */
 export const makeAccessLog = Effect.gen(function*() {
+  // every answered request is counted here, once, for both stacks (metrics on: SWITCHYARD_METRICS_PORT)
+  const observe = (yield* NodeMetrics).request
   const enabled = LogLevel.lessThanEqual(yield* FiberRef.get(FiberRef.currentMinimumLogLevel), LogLevel.Info)
-  if (!enabled) return undefined
+  if (!enabled) {
+    return observe === undefined
+      ? undefined
+      : (fields: AccessFields): void => observe(fields.method, fields.url, fields.status, fields.started)
+  }
   const loggers = yield* FiberRef.get(FiberRef.currentLoggers)
   // the tracer's logger only adds events to a current span, and access lines are written outside any
-  const lean = HashSet.has(loggers, nodeLogger) && HashSet.size(HashSet.remove(loggers, Logger.tracerLogger)) === 1
+  const lean = (HashSet.has(loggers, nodeLogger) || HashSet.has(loggers, tracedNodeLogger)) &&
+    HashSet.size(HashSet.remove(loggers, Logger.tracerLogger)) === 1
   const runSync = Runtime.runSync(yield* Effect.runtime<never>())
   return (
-    fields: Omit<AccessLine, "path" | "latency_ms"> & { readonly url: string; readonly started: number }
+    fields: AccessFields
   ): void => {
+    observe?.(fields.method, fields.url, fields.status, fields.started)
     const line: AccessLine = {
       method: fields.method,
       path: pathOf(fields.url),
@@ -75,5 +85,7 @@ export const makeAccessLog = Effect.gen(function*() {
     else runSync(Effect.logInfo("http").pipe(Effect.annotateLogs(line as unknown as Record<string, unknown>)))
   }
 })
+
+type AccessFields = Omit<AccessLine, "path" | "latency_ms"> & { readonly url: string; readonly started: number }
 
 export type AccessLog = NonNullable<Effect.Effect.Success<typeof makeAccessLog>>

@@ -17,6 +17,7 @@ import { McpRoutes } from "../mcp/McpEndpoint.js"
 import { SystemHttpLive } from "../node/SystemHttp.js"
 import { OAuthHttpLive } from "../oauth/OAuthHttp.js"
 import { OAuthRoutes } from "../oauth/OAuthRoutes.js"
+import { tracesUrl } from "../observability/Tracing.js"
 import { SchedulesHttpLive } from "../schedules/SchedulesHttp.js"
 import { ApprovalsHttpLive, SkillsHttpLive } from "../skills/SkillsHttp.js"
 import { SsoHttpLive } from "../sso/SsoHttp.js"
@@ -79,8 +80,11 @@ export const HttpServerLive = Layer.unwrapEffect(
       // the router's default (100) turned a long id into "no such route"; ids are checked by their schemas
       routerConfig: { maxParamLength: MAX_PATH_SEGMENT }
     }).pipe(
-      // no tracer exports spans here: skip building one per request
-      Layer.locally(HttpMiddleware.currentTracerDisabledWhen, () => true),
+      // no tracer exports spans here (unless OTLP is configured: src/observability): skip building one per request
+      Layer.locally(
+        HttpMiddleware.currentTracerDisabledWhen,
+        tracesUrl(config) === undefined ? () => true : () => false
+      ),
       Layer.provide(NodeHttpServer.layer(() => server, { port: config.httpPort, host: config.host })),
       Layer.provide(Etag.layerWeak)
     )

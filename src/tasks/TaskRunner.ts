@@ -12,6 +12,8 @@ import { Connections } from "../connectors/Connections.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { Workspace } from "../files/Workspace.js"
 import { workspaceTools } from "../files/WorkspaceTools.js"
+import { NodeMetrics } from "../observability/NodeMetrics.js"
+import { tracesUrl } from "../observability/Tracing.js"
 import { Approvals, conditionHolds } from "../skills/Approvals.js"
 import { type AttachedRow, Skills, type SkillTool } from "../skills/Skills.js"
 import { LocalTasks } from "./LocalTasks.js"
@@ -81,6 +83,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     const approvals = yield* Approvals
     const completions = yield* TaskCompletions
     const workspace = yield* Workspace
+    const metrics = yield* NodeMetrics
 
     // uninterruptible: TaskRuns interrupts a run whose shard moved away (or at shutdown) at any point, and
     // an interrupt landing while the ending statement is in flight left the end committed but never
@@ -91,6 +94,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         if (ended === undefined) return outcomeOf((yield* repo.findById(task.id))!)
         const outcome = outcomeOf(ended)
         completions.ended(task.id, outcome, ended.waiters)
+        metrics.taskEnded?.(stop.status, (Date.now() - task.created_at.getTime()) / 1000)
         return outcome
       }))
 
@@ -433,6 +437,11 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             : finish(task, new Stop("error", message))
       )
 
-    return { run, cancelled, failed, timedOut } as const
+    // one span per run while spans are exported (issue 23); untraced otherwise, as above
+    const traced = tracesUrl(config) === undefined
+      ? run
+      : (taskId: TaskId, limit: (limit: Duration.Duration) => void) =>
+        Effect.withSpan(run(taskId, limit), "task.run", { attributes: { "switchyard.task_id": taskId } })
+    return { run: traced, cancelled, failed, timedOut } as const
   })
 }) {}
