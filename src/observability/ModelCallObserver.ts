@@ -1,0 +1,88 @@
+import { Effect } from "effect"
+import type { ModelConfig } from "../../schema/Agents.js"
+import type { ModelCallResult } from "../agents/ModelGateway.js"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { NodeMetrics } from "./NodeMetrics.js"
+import { tracesUrl } from "./Tracing.js"
+
+/** `gen_ai.system` (OpenTelemetry GenAI semantic conventions) of each provider kind. */
+const GEN_AI_SYSTEM: Record<string, string> = {
+  openai: "openai",
+  "openai-chat": "openai",
+  anthropic: "anthropic",
+  scripted: "scripted"
+}
+
+/**
+ * Wraps one model call attempt (ModelGateway.call): its tokens, cost and duration into the metrics, and, while
+ * spans are exported, a client span named `chat {model}` with the GenAI attributes (gen_ai.system,
+ * gen_ai.operation.name, gen_ai.request.model, gen_ai.response.model, gen_ai.usage.input_tokens and
+ * output_tokens, gen_ai.response.finish_reasons). With both off, the attempt is returned as it is.
+ */
+export const observedModelCall = Effect.gen(function*() {
+  const metrics = yield* NodeMetrics
+  const config = yield* SwitchyardConfig
+  const tracing = tracesUrl(config) !== undefined
+  const record = metrics.modelCall
+  return (model: ModelConfig) =>
+  <E, R>(attempt: Effect.Effect<ModelCallResult, E, R>): Effect.Effect<ModelCallResult, E, R> => {
+    if (record === undefined && !tracing) return attempt
+    const requested = model.name ?? model.provider
+    let started = 0
+    const observed = Effect.suspend(() => {
+      started = performance.now()
+      return attempt
+    }).pipe(
+      Effect.tap((r) =>
+        Effect.sync(() => {
+          record?.({
+            provider: model.provider,
+            model: r.response.model,
+            inputTokens: r.response.usage.input_tokens,
+            outputTokens: r.response.usage.output_tokens,
+            cachedTokens: r.response.usage.cached_tokens,
+            cost: r.cost,
+            seconds: r.durationMs / 1000,
+            ok: true
+          })
+        })
+      ),
+      Effect.tapError(() =>
+        Effect.sync(() =>
+          record?.({
+            provider: model.provider,
+            model: requested,
+            inputTokens: 0,
+            outputTokens: 0,
+            cachedTokens: 0,
+            cost: 0,
+            seconds: (performance.now() - started) / 1000,
+            ok: false
+          })
+        )
+      )
+    )
+    if (!tracing) return observed
+    return observed.pipe(
+      Effect.tap((r) =>
+        Effect.annotateCurrentSpan({
+          "gen_ai.response.model": r.response.model,
+          "gen_ai.usage.input_tokens": r.response.usage.input_tokens,
+          "gen_ai.usage.output_tokens": r.response.usage.output_tokens,
+          "gen_ai.response.finish_reasons": [r.response.finish],
+          "switchyard.model.cost_usd": r.cost
+        })
+      ),
+      Effect.withSpan(`chat ${requested}`, {
+        kind: "client",
+        attributes: {
+          "gen_ai.system": GEN_AI_SYSTEM[model.provider] ?? model.provider,
+          "gen_ai.operation.name": "chat",
+          "gen_ai.request.model": requested,
+          "switchyard.model.provider": model.provider,
+          ...(model.max_output_tokens === undefined ? {} : { "gen_ai.request.max_tokens": model.max_output_tokens })
+        }
+      })
+    )
+  }
+})
