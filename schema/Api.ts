@@ -14,6 +14,7 @@ import { SchedulesApi } from "./SchedulesApi.js"
 import { Authentication } from "./Security.js"
 import { ApprovalsApi, SkillsApi } from "./SkillsApi.js"
 import { SsoApi } from "./SsoApi.js"
+import { UsageApi } from "./UsageApi.js"
 import { documentWebhooks, WebhooksApi } from "./WebhooksApi.js"
 
 export class Readiness extends Schema.Class<Readiness>("Readiness")({
@@ -128,6 +129,7 @@ export class Api extends HttpApi.make("switchyard")
   .add(FilesApi)
   .add(EventsApi)
   .add(WebhooksApi)
+  .add(UsageApi)
   .annotate(OpenApi.Title, "Switchyard API")
   .annotate(OpenApi.Description, "Self-hostable platform for AI agents. Every REST call carries `x-api-key`.")
   .annotate(OpenApi.Transform, (spec) => documentWebhooks(documentEvents(spec)))

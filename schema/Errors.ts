@@ -198,6 +198,17 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   rest(400, "invalid_timezone", "A schedule's `timezone` is not an IANA time zone name (e.g. Europe/Berlin)."),
   rest(
     400,
+    "invalid_time_range",
+    "`GET /v1/usage`: `from` is not before `to`, or the range is longer than its bucket allows (93 days of hours, " +
+      "1830 of days)."
+  ),
+  rest(
+    400,
+    "invalid_group_by",
+    "`GET /v1/usage`: `group_by` names something other than agent, user, model, provider, connector, source."
+  ),
+  rest(
+    400,
     "invalid_duration",
     "A schedule's `every`, `jitter` or `catchup_window` is not a duration in range (`details.field` names it)."
   ),

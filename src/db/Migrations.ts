@@ -24,6 +24,7 @@ import events from "./migrations/0016_events.js"
 import schedules from "./migrations/0017_schedules.js"
 import files from "./migrations/0018_files.js"
 import webhooks from "./migrations/0019_webhooks.js"
+import usage from "./migrations/0020_usage.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -44,7 +45,8 @@ export const migrations = {
   "0016_events": events,
   "0017_schedules": schedules,
   "0018_files": files,
-  "0019_webhooks": webhooks
+  "0019_webhooks": webhooks,
+  "0020_usage": usage
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

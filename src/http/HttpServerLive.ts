@@ -21,6 +21,7 @@ import { tracesUrl } from "../observability/Tracing.js"
 import { SchedulesHttpLive } from "../schedules/SchedulesHttp.js"
 import { ApprovalsHttpLive, SkillsHttpLive } from "../skills/SkillsHttp.js"
 import { SsoHttpLive } from "../sso/SsoHttp.js"
+import { UsageHttpLive } from "../usage/UsageHttp.js"
 import { SignInPages } from "../web/SignInPages.js"
 import { WebhooksHttpLive } from "../webhooks/WebhooksHttp.js"
 import { AuthenticationLive } from "./AuthenticationLive.js"
@@ -46,7 +47,8 @@ const ApiRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json"
     SchedulesHttpLive,
     EventsHttpLive,
     WebhooksHttpLive,
-    FilesHttpLive
+    FilesHttpLive,
+    UsageHttpLive
   ]),
   Layer.provide(AuthenticationLive)
 )

@@ -10,6 +10,7 @@ import { extraRoutes } from "../http/RouteTable.js"
 import { OAuthLive } from "../oauth/OAuthLive.js"
 import type { ProtectedResource } from "../oauth/Resources.js"
 import { SchedulesLive } from "../schedules/SchedulesLive.js"
+import { UsageLive } from "../usage/UsageLive.js"
 import { McpAdmission } from "./McpAdmission.js"
 import { type Answer, bodyJson, httpError } from "./McpAnswer.js"
 import { McpFastPathLive } from "./McpFastPath.js"
@@ -118,6 +119,7 @@ export const McpRoutes = Layer.mergeAll(McpRouteTable, McpFastPathLive).pipe(
   Layer.provide(McpSessions.DefaultWithoutDependencies),
   Layer.provide(OAuthLive),
   Layer.provide(SchedulesLive),
+  Layer.provide(UsageLive),
   Layer.provide(AgentsLive),
   Layer.provide(AuditLog.Default)
 )

@@ -10,6 +10,7 @@ import type { Schedules } from "../schedules/Schedules.js"
 import type { Approvals } from "../skills/Approvals.js"
 import type { Skills } from "../skills/Skills.js"
 import type { Tasks } from "../tasks/Tasks.js"
+import type { Usage } from "../usage/Usage.js"
 
 /** The services a tool may call: the same ones the REST handlers call, with the caller's Principal. */
 export type ToolServices =
@@ -23,6 +24,7 @@ export type ToolServices =
   | Files
   | Workspace
   | Schedules
+  | Usage
 
 export interface ToolContext {
   readonly caller: McpCaller
