@@ -37,7 +37,7 @@ export const makeCallObserver = Effect.gen(function*() {
     begin: (target, parent) => {
       if (tracer === undefined) return undefined
       const span = tracer.span(
-        `connector ${target.operation.id}`,
+        `connector ${target.operation.operationId}`,
         parent === undefined ? Option.none() : Option.some(parent),
         Context.empty(),
         [],
@@ -48,6 +48,7 @@ export const makeCallObserver = Effect.gen(function*() {
       span.attribute("switchyard.connector.name", target.connector.name)
       span.attribute("switchyard.connection.id", target.connection.id)
       span.attribute("switchyard.operation.id", target.operation.id)
+      span.attribute("http.request.method", target.operation.method.toUpperCase())
       return span
     },
     outgoing: (span, headers) => {

@@ -70,7 +70,8 @@ describe("GET /metrics (SWITCHYARD_METRICS_PORT)", () => {
     }
     const after = await scrape(port)
     expect(
-      total(after, "switchyard_connector_calls_total", labels) - total(before, "switchyard_connector_calls_total", labels)
+      total(after, "switchyard_connector_calls_total", labels) -
+        total(before, "switchyard_connector_calls_total", labels)
     ).toBe(4)
     // both stacks label the invoke route with the template the contract declares
     const invokes = after.filter((s) =>

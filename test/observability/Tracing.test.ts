@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createAgent, invokeAgent, startPetWorld } from "../agents/support.js"
+import { eventually, type ReceivedSpan, startOtlpReceiver } from "./support.js"
+
+type World = Awaited<ReturnType<typeof startPetWorld>>
+type Receiver = Awaited<ReturnType<typeof startOtlpReceiver>>
+
+const toolAgent = (world: World) =>
+  createAgent(world.node, world.apiKey, {
+    name: "Pet helper",
+    instructions: "Help with pets.",
+    model: {
+      provider: "scripted",
+      script: [
+        { tool_calls: [{ name: "getPet", arguments: { path_params: { petId: "7" } } }] },
+        { text: "Result: {{last_tool_result}}" }
+      ]
+    },
+    skills: [{ connection_id: world.connection.id, operation_ids: ["getPet"] }]
+  })
+
+describe("traces over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT)", () => {
+  let world: World
+  let receiver: Receiver
+
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver()
+    world = await startPetWorld({
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+      OTEL_BSP_SCHEDULE_DELAY: "100",
+      OTEL_SERVICE_NAME: "switchyard-test",
+      SWITCHYARD_TRACE_PROPAGATE_UPSTREAM: "true",
+      // the general stack, whose request span the task's run and calls hang under
+      SWITCHYARD_TASK_FAST_PATH: "false"
+    })
+  })
+  afterAll(async () => {
+    await world?.stop()
+    await receiver?.close()
+  })
+
+  it("exports one trace per invoke: the request, the task run, GenAI model calls, the connector call", async () => {
+    const agent = await toolAgent(world)
+    const before = world.target.requests.length
+    const response = await invokeAgent(world.node, world.apiKey, agent.id, "How is pet 7?")
+    expect(response.status).toBe(200)
+    const task = await response.json()
+    expect(task.status).toBe("completed")
+
+    const run = await eventually(() =>
+      receiver.spans.find((s) => s.name === "task.run" && s.attributes["switchyard.task_id"] === task.id)
+    )
+    const inTrace = (name: (s: ReceivedSpan) => boolean) =>
+      receiver.spans.filter((s) => s.traceId === run.traceId && name(s))
+    const server = await eventually(() =>
+      inTrace((s) => s.kind === 2 && s.attributes["http.request.method"] === "POST")[0]
+    )
+    expect(server.attributes["http.route"]).toMatch(/^\/v1\/agents\/:\w+\/invoke$/)
+    expect(server.attributes["http.response.status_code"]).toBe(200)
+    expect(server.service).toBe("switchyard-test")
+
+    const chats = await eventually(() => {
+      const found = inTrace((s) => s.name === "chat scripted")
+      return found.length === 2 ? found : undefined
+    })
+    for (const chat of chats) {
+      expect(chat.kind).toBe(3) // client
+      expect(chat.attributes).toMatchObject({
+        "gen_ai.system": "scripted",
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "scripted"
+      })
+      expect(chat.attributes["gen_ai.usage.input_tokens"]).toBeGreaterThan(0)
+      expect(chat.attributes["gen_ai.usage.output_tokens"]).toBeGreaterThan(0)
+    }
+
+    const call = await eventually(() => inTrace((s) => s.name === "connector getPet")[0])
+    expect(call.kind).toBe(3)
+    expect(call.attributes).toMatchObject({
+      "switchyard.connector.id": world.connection.connector_id,
+      "switchyard.connection.id": world.connection.id,
+      "http.response.status_code": 200
+    })
+    // the target was told the trace (SWITCHYARD_TRACE_PROPAGATE_UPSTREAM)
+    const upstream = world.target.requests[before]!
+    expect(upstream.headers["traceparent"]).toBe(`00-${call.traceId}-${call.spanId}-01`)
+
+    // everything hangs under the request's span
+    const ids = new Set(receiver.spans.filter((s) => s.traceId === run.traceId).map((s) => s.spanId))
+    for (const s of [run, ...chats, call]) expect(ids.has(s.parentSpanId!)).toBe(true)
+  })
+
+  it("exports the connector call of a connector invoke, on either stack", async () => {
+    const path = `/v1/tools/connectors/${world.connection.connector_id}/connections/${world.connection.id}/getPet`
+    for (let i = 0; i < 2; i++) {
+      const response = await world.node.fetch(path, {
+        method: "POST",
+        apiKey: world.apiKey,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ path_params: { petId: `c${i}` } })
+      })
+      expect(response.status).toBe(200)
+      await response.arrayBuffer()
+    }
+    const calls = await eventually(() => {
+      const found = receiver.spans.filter((s) => s.name === "connector getPet")
+      return found.length >= 3 ? found : undefined
+    })
+    expect(calls.length).toBeGreaterThanOrEqual(3)
+  })
+})
+
+describe("tracing off", () => {
+  it("exports nothing when OTEL_SDK_DISABLED is true, even with an endpoint set", async () => {
+    const receiver = await startOtlpReceiver()
+    const world = await startPetWorld({
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+      OTEL_BSP_SCHEDULE_DELAY: "50",
+      OTEL_SDK_DISABLED: "true",
+      SWITCHYARD_TRACE_PROPAGATE_UPSTREAM: "true"
+    })
+    try {
+      const agent = await toolAgent(world)
+      const before = world.target.requests.length
+      const response = await invokeAgent(world.node, world.apiKey, agent.id, "How is pet 7?")
+      expect((await response.json()).status).toBe("completed")
+      await new Promise((r) => setTimeout(r, 500))
+      expect(receiver.requests).toEqual([])
+      expect(world.target.requests[before]!.headers["traceparent"]).toBeUndefined()
+    } finally {
+      await world.stop()
+      await receiver.close()
+    }
+  })
+})
