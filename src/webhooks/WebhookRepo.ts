@@ -1,5 +1,6 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
+import * as Crypto from "node:crypto"
 import { v7 as uuidV7 } from "uuid"
 import type { OrganizationId, UserId } from "../../schema/Ids.js"
 import type { DeliveryId, WebhookId } from "../../schema/Webhooks.js"
@@ -86,8 +87,26 @@ export interface DeliveryRow {
   }>
 }
 
-/** A delivery's id: `msg_` and a time-ordered UUID's hex, so ids sort as deliveries were made (listings, ties). */
+/** A ping's delivery id: `msg_` and a time-ordered UUID's hex. */
 export const newDeliveryId = () => `msg_${uuidV7().replaceAll("-", "")}` as DeliveryId
+
+/**
+ * An event's delivery id: the same for the same endpoint and event whoever makes it, so a delivery made again
+ * (its statement lost with the database's last commits) keeps its `webhook-id`; the event id first, so the
+ * deliveries of one statement sort in log order.
+ */
+export const eventDeliveryId = (webhookId: string, eventId: bigint) =>
+  `msg_${eventId.toString(16).padStart(16, "0")}${
+    Crypto.createHash("sha256").update(webhookId).digest("hex").slice(0, 16)
+  }` as DeliveryId
+
+/**
+ * The fan-out and the attempts' records commit without waiting for the WAL flush (synchronous_commit off for
+ * their transaction: the flush cost tens of ms on a busy disk, on the path from an event to its delivery). A
+ * database crash can lose the last few hundred ms of them: the deliveries are then made again under the same
+ * ids (eventDeliveryId), or sent again; at least once either way. A node's crash loses nothing.
+ */
+const ASYNC_COMMIT = "(SELECT set_config('synchronous_commit', 'off', true)) async_commit"
 
 const WEBHOOK_COLUMNS = `id, organization_id, url, description, event_types, enabled, disabled_reason, secret,
   secret_key_version, previous_secret, previous_secret_key_version, previous_secret_expires_at, created_at, updated_at`
@@ -209,7 +228,8 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("webhooks/Webhook
       pool,
       "webhooks_fan_out",
       `WITH moved AS (
-        UPDATE webhooks w SET position = $3::bigint WHERE w.id = $1 AND w.position = $2::bigint AND w.enabled
+        UPDATE webhooks w SET position = $3::bigint FROM ${ASYNC_COMMIT}
+        WHERE w.id = $1 AND w.position = $2::bigint AND w.enabled
         RETURNING ${ENDPOINT}
       ),
       inserted AS (
@@ -251,7 +271,7 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("webhooks/Webhook
         hold !== undefined,
         hold?.leaseSeconds ?? 0,
         hold?.owner ?? null,
-        events.map(() => newDeliveryId())
+        events.map((e) => eventDeliveryId(id, e.id))
       ]).pipe(Effect.map(([r]) => r!), Effect.orDie)
 
     const claimStatement = prepared<HeldDelivery & Endpoint>(
@@ -290,7 +310,8 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("webhooks/Webhook
       pool,
       "webhooks_record",
       `WITH r AS (
-        SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(id text, webhook_id uuid, owner text, attempt int,
+        SELECT r.* FROM ${ASYNC_COMMIT}, jsonb_to_recordset($1::jsonb) AS r(id text, webhook_id uuid, owner text,
+          attempt int,
           outcome text, status_code int, latency_ms float8, excerpt text, error text, at timestamptz,
           next_at timestamptz, last_scheduled boolean)
       ),

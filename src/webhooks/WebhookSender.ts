@@ -38,12 +38,11 @@ export const send = async (
 ): Promise<Answer> => {
   const timestamp = Math.floor(Date.now() / 1000)
   const started = performance.now()
-  const signal = AbortSignal.timeout(timeoutMs)
   try {
     const response = await request(message.url, {
       method: "POST",
       dispatcher,
-      signal,
+      // undici's own timers (no AbortSignal timer per request): the answer's head, then each gap in its body
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
       headers: {
@@ -73,7 +72,7 @@ export const send = async (
       error: null
     }
   } catch (error) {
-    const timedOut = signal.aborted || (error as { code?: string }).code?.includes("TIMEOUT") === true
+    const timedOut = (error as { code?: string }).code?.includes("TIMEOUT") === true
     return {
       status: null,
       latencyMs: performance.now() - started,
