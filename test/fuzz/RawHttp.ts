@@ -48,6 +48,11 @@ export const send = (baseUrl: string, request: RawRequest, timeoutMs: number): P
         agent,
         signal
       }, (res) => {
+        // an event stream does not end: its answer is its status and headers
+        if (String(res.headers["content-type"] ?? "").startsWith("text/event-stream")) {
+          res.destroy()
+          return done({ outcome: "answered", status: res.statusCode ?? 0, headers: res.headers, body: "" })
+        }
         const chunks: Array<Buffer> = []
         let kept = 0
         res.on("data", (c: Buffer) => {
