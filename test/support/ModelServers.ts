@@ -26,6 +26,8 @@ export interface TurnSpec {
   ignore_stream?: boolean
   /** After the first streamed text delta: stop sending, drop the connection, or send an error event. */
   mid_stream?: "hang" | "reset" | "error"
+  /** Pause this long between the frames of a streamed answer (text reaching a listener before the end). */
+  frame_delay_ms?: number
 }
 
 export interface ModelServerRequest {
@@ -173,6 +175,38 @@ const chatFrames = (answer: Answer, includeUsage: boolean) => {
   return { frames, cut: 1, error }
 }
 
+/** Responses API stream events (`stream: true`): the final `response.completed` carries the whole response. */
+const responsesFrames = (answer: Answer) => {
+  let sequence = 0
+  const event = (type: string, data: object) =>
+    `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...data })}\n\n`
+  const whole = responsesJson(answer)
+  const pending = { ...whole, status: "in_progress", output: [], usage: null, incomplete_details: null }
+  const frames = [event("response.created", { response: pending }), event("response.in_progress", { response: pending })]
+  whole.output.forEach((item: any, output_index) => {
+    if (item.type === "message") {
+      frames.push(event("response.output_item.added", { output_index, item: { ...item, content: [] } }))
+      for (const delta of words(answer.turn.text ?? "")) {
+        frames.push(event("response.output_text.delta", { item_id: item.id, output_index, content_index: 0, delta }))
+      }
+      frames.push(event("response.output_text.done", { item_id: item.id, output_index, content_index: 0, text: answer.turn.text }))
+    } else if (item.type === "function_call") {
+      frames.push(event("response.output_item.added", { output_index, item: { ...item, arguments: "" } }))
+      for (const delta of fragments(item.arguments)) {
+        frames.push(event("response.function_call_arguments.delta", { item_id: item.id, output_index, delta }))
+      }
+    }
+    frames.push(event("response.output_item.done", { output_index, item }))
+  })
+  frames.push(event(whole.status === "completed" ? "response.completed" : "response.incomplete", { response: whole }))
+  const cut = frames.findIndex((f) => f.startsWith("event: response.output_text.delta"))
+  return {
+    frames,
+    cut: cut === -1 ? 2 : cut,
+    error: event("error", { code: "server_error", message: "The server had an error", param: null })
+  }
+}
+
 const anthropicStop = ({ calls, turn }: Answer) =>
   turn.finish === "length"
     ? "max_tokens"
@@ -241,14 +275,17 @@ const anthropicFrames = (answer: Answer) => {
   return { frames, cut: 3, error: event("error", { error: { type: "overloaded_error", message: "Overloaded" } }) }
 }
 
-const stream = (
+const stream = async (
   res: Http.ServerResponse,
   frames: { frames: Array<string>; cut: number; error: string },
   turn: TurnSpec
 ) => {
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
   const sent = turn.mid_stream === undefined ? frames.frames : frames.frames.slice(0, frames.cut + 1)
-  for (const frame of sent) res.write(frame)
+  for (const frame of sent) {
+    res.write(frame)
+    if (turn.frame_delay_ms !== undefined) await sleep(turn.frame_delay_ms)
+  }
   if (turn.mid_stream === "hang") return
   if (turn.mid_stream === "reset") return void res.write("", () => res.socket?.destroy())
   if (turn.mid_stream === "error") res.write(frames.error)
@@ -296,7 +333,10 @@ export const startModelServer = async (kind: ModelServerKind): Promise<ModelServ
       usage: { input: usage.input, output: usage.output, cached: usage.cached ?? 0 }
     }
     const streamed = body?.stream === true && turn.ignore_stream !== true
-    if (kind === "openai") return sendJson(res, 200, responsesJson(reply))
+    if (kind === "openai") {
+      if (!streamed) return sendJson(res, 200, responsesJson(reply))
+      return stream(res, responsesFrames(reply), turn)
+    }
     if (kind === "openai-chat") {
       if (!streamed) return sendJson(res, 200, chatJson(reply))
       return stream(res, chatFrames(reply, body?.stream_options?.include_usage === true), turn)

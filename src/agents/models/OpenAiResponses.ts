@@ -1,8 +1,17 @@
 /**
- * OpenAI Responses API (`POST {baseUrl}/responses`), non-streaming. `store: false` because the agent
- * keeps the conversation itself and replays it every turn: nothing should persist at OpenAI.
+ * OpenAI Responses API (`POST {baseUrl}/responses`). `store: false` because the agent keeps the
+ * conversation itself and replays it every turn: nothing should persist at OpenAI. Non-streaming unless the
+ * caller listens for text (`onTextDelta`: a streamed invoke follows the task): then `stream: true`, whose
+ * final `response.completed` event carries the same response object a non-streamed call returns.
  */
-import { badResponse, parseJsonObject, postJson, readText } from "./ModelHttp.js"
+import {
+  badResponse,
+  bodyChunks,
+  type ModelHttpResponse,
+  parseJsonObject,
+  postJson,
+  readText
+} from "./ModelHttp.js"
 import {
   type Message,
   ModelError,
@@ -11,6 +20,7 @@ import {
   type ModelResponse,
   type ToolCall
 } from "./ModelProvider.js"
+import { serverSentEvents } from "./ServerSentEvents.js"
 import {
   asArray,
   asCount,
@@ -18,7 +28,8 @@ import {
   asString,
   type JsonRecord,
   parseArguments,
-  serializeArguments
+  serializeArguments,
+  tryParseJson
 } from "./WireJson.js"
 
 const inputItems = (messages: ReadonlyArray<Message>): Array<JsonRecord> =>
@@ -121,14 +132,83 @@ export const parseResponse = (json: JsonRecord, requestedModel: string): ModelRe
   }
 }
 
+/** The events that end a streamed response; each carries the whole `response` object. */
+const FINAL = new Set(["response.completed", "response.incomplete", "response.failed"])
+/** Text as it is generated: the answer's, or a refusal's (kept as text, as `parseResponse` does). */
+const TEXT_DELTAS = new Set(["response.output_text.delta", "response.refusal.delta"])
+
+/**
+ * A streamed response: text deltas as they come, the result from the final event's `response`. Output items
+ * are also collected as they finish, for servers whose final event carries the response without its output.
+ */
+const readStream = async (
+  chunks: AsyncIterable<Buffer | string> | Iterable<Buffer | string>,
+  signal: AbortSignal,
+  request: ModelRequest,
+  onTextDelta: (delta: string) => void
+): Promise<ModelResponse> => {
+  const items: Array<unknown> = []
+  let final: JsonRecord | undefined
+  for await (const event of serverSentEvents(chunks)) {
+    // events already buffered must not reach onTextDelta once the caller has given up
+    signal.throwIfAborted()
+    if (final !== undefined) continue // read on to the end, so the connection can be reused
+    const json = asRecord(tryParseJson(event.data))
+    if (json === undefined) throw badResponse("Responses API stream carried an event that is not a JSON object")
+    const type = asString(json["type"]) ?? event.event
+    if (TEXT_DELTAS.has(type)) {
+      const delta = asString(json["delta"])
+      if (delta !== undefined && delta !== "") onTextDelta(delta)
+    } else if (type === "response.output_item.done") {
+      items.push(json["item"])
+    } else if (FINAL.has(type)) {
+      final = asRecord(json["response"])
+      if (final === undefined) throw badResponse(`Responses API ${type} event without a response`)
+    } else if (type === "error") {
+      const code = asString(json["code"])
+      throw new ModelError({
+        code: "model_stream_error",
+        message: asString(json["message"]) ?? "error event in the Responses API stream",
+        retryable: code === undefined || code === "server_error" || code === "rate_limit_exceeded"
+      })
+    }
+  }
+  if (final === undefined) {
+    // the server closed cleanly but mid-answer (a crashed worker behind a proxy); the next attempt may work
+    throw badResponse("Responses API stream ended before the response was completed", true)
+  }
+  const output = asArray(final["output"])
+  return parseResponse(output.length === 0 && items.length > 0 ? { ...final, output: items } : final, request.model)
+}
+
+const readAnswer = async (
+  response: ModelHttpResponse,
+  signal: AbortSignal,
+  request: ModelRequest,
+  onTextDelta: ((delta: string) => void) | undefined
+) => {
+  if (onTextDelta !== undefined && response.contentType.includes("text/event-stream")) {
+    return readStream(bodyChunks(response, signal), signal, request, onTextDelta)
+  }
+  const text = await readText(response, signal)
+  // a stream sent with the wrong content type is still a stream
+  if (onTextDelta !== undefined && /^\s*(data|event):/.test(text)) return readStream([text], signal, request, onTextDelta)
+  const parsed = parseResponse(parseJsonObject(text, "Responses API"), request.model)
+  // a server that ignored `stream` answers in one piece
+  if (parsed.text !== null && parsed.text !== "") onTextDelta?.(parsed.text)
+  return parsed
+}
+
 export const openAiResponses: ModelProvider = {
   call: async (connection, request, { onTextDelta, signal }) => {
-    const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" }
+    const streamed = onTextDelta !== undefined
+    const headers: Record<string, string> = {
+      "content-type": "application/json",
+      accept: streamed ? "text/event-stream, application/json" : "application/json"
+    }
     if (connection.apiKey !== undefined) headers["authorization"] = `Bearer ${connection.apiKey}`
-    const response = await postJson(connection, "/responses", headers, responsesBody(request), signal)
-    const text = await readText(response, signal)
-    const parsed = parseResponse(parseJsonObject(text, "Responses API"), request.model)
-    if (parsed.text !== null && parsed.text !== "") onTextDelta?.(parsed.text)
-    return parsed
+    const body = streamed ? { ...responsesBody(request), stream: true } : responsesBody(request)
+    const response = await postJson(connection, "/responses", headers, body, signal)
+    return readAnswer(response, signal, request, onTextDelta)
   }
 }

@@ -53,6 +53,15 @@ const withInput = (value: unknown, input: string): unknown =>
     ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withInput(v, input)]))
     : value
 
+/** A streamed answer's pieces: about four, split after words, as real servers split text. */
+const pieces = (text: string): Array<string> => {
+  const words = text.match(/\S+\s*|\s+/g) ?? []
+  const size = Math.max(1, Math.ceil(words.length / 4))
+  const out: Array<string> = []
+  for (let i = 0; i < words.length; i += size) out.push(words.slice(i, i + size).join(""))
+  return out
+}
+
 export const scripted = (script: ReadonlyArray<ScriptTurn>): ModelProvider => ({
   call: async (_connection, request, { onTextDelta, signal }): Promise<ModelResponse> => {
     signal.throwIfAborted()
@@ -65,7 +74,10 @@ export const scripted = (script: ReadonlyArray<ScriptTurn>): ModelProvider => ({
         retryable: false
       })
     }
-    if (step.delay_ms !== undefined && step.delay_ms > 0) await sleep(step.delay_ms, signal)
+    const delay = step.delay_ms ?? 0
+    // a listener (a streamed invoke) hears the text in pieces across the delay; otherwise it all comes after it
+    const streamed = onTextDelta !== undefined && "text" in step
+    if (delay > 0 && !streamed) await sleep(delay, signal)
     const inputChars = request.instructions.length +
       (request.tools.length > 0 ? JSON.stringify(request.tools).length : 0) +
       request.messages.reduce((sum, message) => sum + messageChars(message), 0)
@@ -97,7 +109,15 @@ export const scripted = (script: ReadonlyArray<ScriptTurn>): ModelProvider => ({
       text = text.slice(0, request.maxOutputTokens * 4)
       finish = "length"
     }
-    if (text !== "") onTextDelta?.(text)
+    if (streamed) {
+      const parts = pieces(text)
+      for (const part of parts) {
+        if (delay > 0) await sleep(delay / Math.max(parts.length, 1), signal)
+        signal.throwIfAborted()
+        onTextDelta!(part)
+      }
+      if (parts.length === 0 && delay > 0) await sleep(delay, signal)
+    }
     return { text, tool_calls: [], usage: usage(text.length), model: "scripted", finish }
   }
 })

@@ -25,8 +25,8 @@ describe("OpenAI Responses API", () => {
       model: "test-model-2025-01-01",
       finish: "stop"
     })
-    // a non-streaming answer still reaches onTextDelta, in one piece
-    expect(deltas).toEqual(["Sunny in Paris."])
+    // a listener (onTextDelta) makes the call stream: the text arrives in pieces (test/agents/models/Streaming.test.ts)
+    expect(deltas).toEqual(["Sunny ", "in ", "Paris."])
     const [sent] = fixture.server.requests
     expect(sent!.path).toBe("/v1/responses")
     expect(sent!.headers["authorization"]).toBe("Bearer sk-test-key")
@@ -43,7 +43,8 @@ describe("OpenAI Responses API", () => {
       }],
       max_output_tokens: 256,
       temperature: 0.2,
-      store: false
+      store: false,
+      stream: true
     })
   })
 
@@ -77,14 +78,15 @@ describe("OpenAI Responses API", () => {
 
   it("omits instructions, tools and the key when there are none, and maps an incomplete answer to length", async () => {
     fixture.server.script.push({ text: "Partial", finish: "length" })
-    const { response } = await callRecording(
-      openAiResponses,
+    // without a listener: not streamed, so no `stream` field
+    const response = await openAiResponses.call(
       connectionTo(fixture.server.url, fixture.dispatcher, { apiKey: undefined }),
       {
         ...baseRequest,
         instructions: "",
         tools: []
-      }
+      },
+      { signal: new AbortController().signal }
     )
     expect(response.finish).toBe("length")
     const [sent] = fixture.server.requests
