@@ -1,0 +1,208 @@
+import * as Fs from "node:fs"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import * as Path from "node:path"
+import { measureThroughput, type Target } from "./support/load.js"
+import { type Bare, startNode, startScript, type SwitchyardNode, tempDir } from "./support/processes.js"
+import { fmt, warnIfBusy } from "./support/report.js"
+import { appendRun, median, rounds, spread } from "./support/runs.js"
+
+/**
+ * What observability costs (issue 23), measured in one run against nodes that differ only in it:
+ *   - off: no SWITCHYARD_METRICS_PORT, no OTEL_EXPORTER_OTLP_ENDPOINT (the default);
+ *   - metrics: SWITCHYARD_METRICS_PORT set, and scraped every second during the measurement;
+ *   - tracing: OTEL_EXPORTER_OTLP_ENDPOINT set to a local OTLP/HTTP receiver in this process (protobuf, the
+ *     default protocol), which reads every export and answers 200;
+ * for connector invokes/s (`POST /v1/tools/connectors/{id}/connections/{id}/getItem` against a local upstream)
+ * and tasks/s (sync `POST /v1/agents/{id}/invoke` of a scripted agent that answers at once), each from
+ * 16 closed-loop clients. The three nodes run side by side (each with its embedded PostgreSQL) and are
+ * measured in turns, the order rotating per round, so machine drift hits each alike; the ratio on/off is
+ * taken per round and its median reported. Target: each ratio ≥ 0.90 (cost ≤ 10%).
+ */
+export const name = "observability"
+
+const settings = { concurrency: 16, warmupMs: 1000, durationMs: 4000, scrapeEveryMs: 1000 } as const
+
+const upstreamKey = "k"
+const spec = (upstreamUrl: string) => ({
+  openapi: "3.0.3",
+  info: { title: "Bench items", version: "1.0" },
+  servers: [{ url: upstreamUrl }],
+  security: [{ apiKey: [] }],
+  components: { securitySchemes: { apiKey: { type: "apiKey", in: "header", name: "X-Api-Key" } } },
+  paths: {
+    "/items/{id}": {
+      get: {
+        operationId: "getItem",
+        parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }],
+        responses: { "200": { description: "the item" } }
+      }
+    }
+  }
+})
+
+const post = async (url: string, apiKey: string, body: unknown): Promise<any> => {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "x-api-key": apiKey, "content-type": "application/json" },
+    body: JSON.stringify(body)
+  })
+  const text = await response.text()
+  if (response.status !== 201) throw new Error(`POST ${new URL(url).pathname}: ${response.status} ${text}`)
+  return JSON.parse(text)
+}
+
+/** An OTLP/HTTP receiver that reads each export and answers 200: it counts requests and bytes. */
+const startReceiver = async () => {
+  const seen = { requests: 0, bytes: 0 }
+  const server = Http.createServer((req, res) => {
+    req.on("data", (c: Buffer) => void (seen.bytes += c.length))
+    req.on("end", () => {
+      seen.requests++
+      res.writeHead(200, { "content-type": "application/x-protobuf" }).end()
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    seen,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+}
+
+type Variant = "off" | "metrics" | "tracing"
+const VARIANTS: ReadonlyArray<Variant> = ["off", "metrics", "tracing"]
+
+interface Setup {
+  readonly node: SwitchyardNode
+  readonly metricsPort: number | undefined
+  readonly invoke: Target
+  readonly task: Target
+}
+
+export const run = async (): Promise<{ readonly ok: boolean }> => {
+  const tmp = tempDir("switchyard-bench-observability-")
+  const loadBefore = warnIfBusy()
+  const count = rounds()
+  let upstream: Bare | undefined
+  const receiver = await startReceiver()
+  const setups = new Map<Variant, Setup>()
+  let errors = 0
+  try {
+    upstream = await startScript("upstreamServer.ts")
+    for (const variant of VARIANTS) {
+      const dataDir = Path.join(tmp, variant)
+      Fs.mkdirSync(dataDir)
+      const metricsPort = variant === "metrics" ? 20_000 + Math.floor(Math.random() * 20_000) : undefined
+      const env: Record<string, string> = {
+        SWITCHYARD_EGRESS_ALLOW: "127.0.0.1",
+        ...(metricsPort === undefined ? {} : { SWITCHYARD_METRICS_PORT: String(metricsPort) }),
+        ...(variant === "tracing" ? { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } : {})
+      }
+      const node = await startNode({
+        dataDir,
+        logLevel: "warning",
+        logFile: Path.join(tmp, `${variant}.log`),
+        expectApiKey: true,
+        env
+      })
+      const apiKey = node.apiKey!
+      const connector = await post(`${node.baseUrl}/v1/tools/connectors`, apiKey, { spec: spec(upstream.baseUrl) })
+      const connection = await post(`${node.baseUrl}/v1/tools/connectors/${connector.id}/connections`, apiKey, {
+        name: "bench",
+        credentials: { type: "api_key", value: upstreamKey }
+      })
+      const agent = await post(`${node.baseUrl}/v1/agents`, apiKey, {
+        name: "Bench agent",
+        instructions: "Answer.",
+        model: { provider: "scripted", script: [{ text: "done" }] }
+      })
+      const headers = { "x-api-key": apiKey, "content-type": "application/json" }
+      setups.set(variant, {
+        node,
+        metricsPort,
+        invoke: {
+          name: `${variant} connector invoke`,
+          url: `${node.baseUrl}/v1/tools/connectors/${connector.id}/connections/${connection.id}/getItem`,
+          method: "POST",
+          headers,
+          body: JSON.stringify({ path_params: { id: "42" } })
+        },
+        task: {
+          name: `${variant} sync task`,
+          url: `${node.baseUrl}/v1/agents/${agent.id}/invoke`,
+          method: "POST",
+          headers,
+          body: JSON.stringify({ input: { text: "hi", user: { id: "u-1", email: "ada@example.com" } } })
+        }
+      })
+      console.log(`${variant}: node up in ${fmt(node.startupMs)} ms ${JSON.stringify(env)}`)
+    }
+
+    const results: Record<Variant, { invoke: Array<number>; task: Array<number> }> = {
+      off: { invoke: [], task: [] },
+      metrics: { invoke: [], task: [] },
+      tracing: { invoke: [], task: [] }
+    }
+    const measure = async (variant: Variant, kind: "invoke" | "task") => {
+      const setup = setups.get(variant)!
+      const scraper = setup.metricsPort === undefined ? undefined : setInterval(() => {
+        fetch(`http://127.0.0.1:${setup.metricsPort}/metrics`).then((r) => r.text(), () => undefined)
+      }, settings.scrapeEveryMs)
+      try {
+        const t = await measureThroughput(setup[kind], settings)
+        errors += t.errors
+        if (t.errors > 0) console.log(`!!! ${variant} ${kind}: ${t.errors} errors ${JSON.stringify(t.statuses)}`)
+        results[variant][kind].push(t.rps)
+        return t.rps
+      } finally {
+        if (scraper !== undefined) clearInterval(scraper)
+      }
+    }
+    for (let round = 0; round < count; round++) {
+      const order = VARIANTS.map((_, i) => VARIANTS[(i + round) % VARIANTS.length]!)
+      for (const kind of ["invoke", "task"] as const) {
+        const line: Array<string> = []
+        for (const variant of order) line.push(`${variant} ${fmt(await measure(variant, kind))}/s`)
+        console.log(`round ${round + 1} ${kind}: ${line.join(", ")}`)
+      }
+    }
+
+    const ratios = (variant: Variant, kind: "invoke" | "task") =>
+      results[variant][kind].map((rps, i) => rps / results.off[kind][i]!)
+    const summary = {
+      connectorInvokesPerSecond: {
+        off: spread(results.off.invoke),
+        metrics: spread(results.metrics.invoke),
+        tracing: spread(results.tracing.invoke),
+        metricsVsOff: spread(ratios("metrics", "invoke")),
+        tracingVsOff: spread(ratios("tracing", "invoke"))
+      },
+      tasksPerSecond: {
+        off: spread(results.off.task),
+        metrics: spread(results.metrics.task),
+        tracing: spread(results.tracing.task),
+        metricsVsOff: spread(ratios("metrics", "task")),
+        tracingVsOff: spread(ratios("tracing", "task"))
+      },
+      otlpExports: { ...receiver.seen }
+    }
+    console.log("\nmedian of per-round ratios against off (target ≥ 0.90):")
+    for (const [kind, label] of [["invoke", "connector invokes/s"], ["task", "tasks/s"]] as const) {
+      for (const variant of ["metrics", "tracing"] as const) {
+        const r = median(ratios(variant, kind))
+        console.log(
+          `  ${label.padEnd(20)} ${variant.padEnd(8)} ${r.toFixed(3)}  ${r >= 0.9 ? "PASS" : "MISS"}  ` +
+            `(off ${fmt(median(results.off[kind]))}/s, on ${fmt(median(results[variant][kind]))}/s)`
+        )
+      }
+    }
+    console.log(`OTLP receiver: ${receiver.seen.requests} exports, ${fmt(receiver.seen.bytes / 1024)} KiB`)
+    appendRun(name, { ...settings, rounds: count }, { ok: errors === 0, loadBefore, errors, ...summary })
+    return { ok: errors === 0 }
+  } finally {
+    for (const setup of setups.values()) await setup.node.stop()
+    await upstream?.stop()
+    await receiver.close()
+  }
+}
