@@ -1,42 +1,15 @@
 import { Duration, Effect, Either, Fiber, Runtime, Schedule, Stream } from "effect"
-import * as Crypto from "node:crypto"
-import * as Os from "node:os"
 import type { OrganizationId } from "../../schema/Ids.js"
-import type { DeliveryId, WebhookId } from "../../schema/Webhooks.js"
-import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
-import { CredentialVault } from "../connectors/CredentialVault.js"
-import { Egress } from "../connectors/Egress.js"
+import type { WebhookId } from "../../schema/Webhooks.js"
 import { EventLog } from "../events/EventLog.js"
 import type { EventRecord } from "../events/EventRepo.js"
-import { WebhookDisabler } from "./WebhookDisabler.js"
-import { type AttemptResult, type Endpoint, type Follower, type HeldDelivery, WebhookRepo } from "./WebhookRepo.js"
-import { send } from "./WebhookSender.js"
-import { secretKey } from "./WebhookSignature.js"
+import { DeliveryRepo, type Endpoint, type Follower, type HeldDelivery } from "./DeliveryRepo.js"
+import { DeliverySender } from "./DeliverySender.js"
 
 /** Events read per fan-out statement. */
 const PAGE = 500
-/** Deliveries a node holds (queued or in flight) at most; past it, new ones wait in the table for any node. */
-const HELD_MAX = 5000
-/** Deliveries claimed per statement. */
-const CLAIM_BATCH = 200
 /** How often every endpoint is looked at without a notification (a lost one, another node's change). */
 const SWEEP_EVERY_MS = 2000
-/** How often finished deliveries past the event retention are deleted (jittered), by any node. */
-const PRUNE_EVERY_MS = 5 * 60_000
-
-/** The context a webhook's secret is sealed under: a ciphertext copied to another row does not open. */
-export const secretContext = (organizationId: string, webhookId: string) => ["webhook", organizationId, webhookId]
-
-interface Queued extends HeldDelivery {
-  readonly webhookId: WebhookId
-  readonly url: string
-  readonly keys: ReadonlyArray<Buffer>
-}
-
-interface Queue {
-  readonly items: Array<Queued>
-  inFlight: number
-}
 
 interface Pump {
   busy: boolean
@@ -59,150 +32,27 @@ const bodyOf = (e: EventRecord, organizationId: string) => {
 }
 
 /**
- * Delivers the event log to webhook endpoints, on every node (docs/guides/webhooks.md):
- *   - fan-out: woken by the log's changes of the organizations with endpoints (`EventLog.changes`: each commit,
- *     and its safety net), and a sweep every 2 s, a node reads each enabled endpoint's
- *     events after its position and, in one statement, moves the position and inserts their deliveries, leased
- *     to itself; whichever node moves the position first makes the deliveries, the others read again.
- *   - sending: per endpoint, in event order, up to SWITCHYARD_WEBHOOK_CONCURRENCY at a time; results are
- *     recorded in batches (one statement for all the attempts that ended meanwhile). A failure is retried on
- *     the schedule (SWITCHYARD_WEBHOOK_BACKOFF, ±10% jitter) by whichever node claims it when due.
- *   - leases: a node renews the leases of what it holds; a killed node's deliveries come back to all nodes when
- *     their leases run out (the request timeout and 10 s), and are sent again under the same `webhook-id`.
+ * Turns the event log into webhook deliveries, on every node (docs/guides/webhooks.md). Woken by the log's
+ * changes of the organizations with enabled endpoints (`EventLog.changes`: each commit, and its safety net) and
+ * by a sweep every 2 s, a node reads each endpoint's events after its position and, in one statement, moves the
+ * position and inserts their deliveries, leased to itself; DeliverySender sends them. Whichever node moves the
+ * position first makes the deliveries; the others read again from where it moved it.
  */
 export class WebhookDispatcher extends Effect.Service<WebhookDispatcher>()("webhooks/WebhookDispatcher", {
   scoped: Effect.gen(function*() {
-    const repo = yield* WebhookRepo
+    const repo = yield* DeliveryRepo
+    const sender = yield* DeliverySender
     const log = yield* EventLog
-    const egress = yield* Egress
-    const vault = yield* CredentialVault
-    const disabler = yield* WebhookDisabler
-    const config = yield* SwitchyardConfig
-    const { backoff, concurrency } = config.webhooks
-    const timeoutMs = Duration.toMillis(config.webhooks.timeout)
-    const leaseSeconds = Math.ceil(timeoutMs / 1000) + 10
-    const pollMs = Math.min(1000, Math.max(50, backoff[0]! / 2))
-    const owner = `${Os.hostname()}/${process.pid}/${Crypto.randomBytes(4).toString("hex")}`
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
 
     const scope = yield* Effect.scope
     const followers = new Map<string, Map<WebhookId, Follower & { position: string }>>()
     const watching = new Map<string, Fiber.RuntimeFiber<void>>()
     const pumps = new Map<string, Pump>()
-    const queues = new Map<WebhookId, Queue>()
-    const held = new Set<string>()
-    const results: Array<AttemptResult> = []
-    const waiters = new Map<string, Array<() => void>>()
-    let flushing = false
 
-    const keysOf = (endpoint: Endpoint): ReadonlyArray<Buffer> => {
-      const context = secretContext(endpoint.organization_id, endpoint.webhook_id)
-      const keys = [secretKey(vault.open<string>(endpoint.secret, endpoint.secret_key_version, context))]
-      if (endpoint.previous_secret !== null && endpoint.previous_secret_key_version !== null) {
-        keys.push(
-          secretKey(vault.open<string>(endpoint.previous_secret, endpoint.previous_secret_key_version, context))
-        )
-      }
-      return keys
-    }
-
-    const resultOf = (item: Queued, answer: Awaited<ReturnType<typeof send>>): AttemptResult => {
-      const attempt = item.attempts + 1
-      const now = Date.now()
-      const ok = answer.status !== null && answer.status >= 200 && answer.status < 300
-      const outcome = ok
-        ? "succeeded"
-        : answer.status === 410
-        ? "gone"
-        : attempt <= backoff.length
-        ? "retry"
-        : "exhausted"
-      const delay = outcome === "retry" ? backoff[attempt - 1]! * (0.9 + Math.random() * 0.2) : 0
-      return {
-        id: item.id,
-        webhook_id: item.webhookId,
-        owner,
-        attempt,
-        outcome,
-        status_code: answer.status,
-        latency_ms: Math.round(answer.latencyMs * 100) / 100,
-        excerpt: answer.excerpt,
-        error: answer.error,
-        at: new Date(now - answer.latencyMs).toISOString(),
-        next_at: outcome === "retry" ? new Date(now + delay).toISOString() : null,
-        last_scheduled: attempt === backoff.length + 1
-      }
-    }
-
-    /** Group commit of the attempts that ended: one statement for every result since the last one. */
-    const flush = (): void => {
-      if (flushing || results.length === 0) return
-      flushing = true
-      const batch = results.splice(0)
-      runFork(
-        repo.record(batch).pipe(
-          Effect.flatMap((doomed) =>
-            Effect.forEach(
-              doomed,
-              (d) =>
-                disabler.disable(d.webhook_id, d.outcome === "gone" ? "gone" : "failing", d.id).pipe(
-                  Effect.tap(() => Effect.sync(() => forget(d.webhook_id)))
-                )
-            )
-          ),
-          Effect.catchAllCause((cause) => Effect.logWarning("webhook attempts could not be recorded", cause)),
-          Effect.ensuring(Effect.sync(() => {
-            for (const r of batch) {
-              held.delete(r.id)
-              for (const wake of waiters.get(r.id) ?? []) wake()
-              waiters.delete(r.id)
-            }
-            flushing = false
-            flush()
-          }))
-        )
-      )
-    }
-
-    const drain = (webhookId: WebhookId, queue: Queue): void => {
-      while (queue.inFlight < concurrency && queue.items.length > 0) {
-        const item = queue.items.shift()!
-        queue.inFlight++
-        void send(egress.dispatcher, item, timeoutMs, egress.explain).then((answer) => {
-          queue.inFlight--
-          results.push(resultOf(item, answer))
-          flush()
-          drain(webhookId, queue)
-          if (queue.inFlight === 0 && queue.items.length === 0 && queues.get(webhookId) === queue) {
-            queues.delete(webhookId)
-          }
-        })
-      }
-    }
-
-    /** Sends deliveries this node holds the lease of, after what is queued for the endpoint already. */
-    const enqueue = (endpoint: Endpoint, deliveries: ReadonlyArray<HeldDelivery>): void => {
-      if (deliveries.length === 0) return
-      const keys = keysOf(endpoint)
-      let queue = queues.get(endpoint.webhook_id)
-      if (queue === undefined) {
-        queue = { items: [], inFlight: 0 }
-        queues.set(endpoint.webhook_id, queue)
-      }
-      for (const d of deliveries) {
-        if (held.has(d.id)) continue
-        held.add(d.id)
-        queue.items.push({ ...d, webhookId: endpoint.webhook_id, url: endpoint.url, keys })
-      }
-      drain(endpoint.webhook_id, queue)
-    }
-
-    /** A disabled or deleted endpoint: what waits for it here is not sent (its leases run out). */
+    /** A disabled or deleted endpoint: nothing more read for it here, nothing more sent. */
     const forget = (webhookId: WebhookId) => {
-      const queue = queues.get(webhookId)
-      if (queue !== undefined) {
-        for (const item of queue.items.splice(0)) held.delete(item.id)
-      }
+      sender.forget(webhookId)
       for (const set of followers.values()) set.delete(webhookId)
     }
 
@@ -227,7 +77,7 @@ export class WebhookDispatcher extends Effect.Service<WebhookDispatcher>()("webh
             if (to === f.position) return read.right.pending
             events = read.right.events.map((e) => ({ id: e.id, type: e.type, body: bodyOf(e, f.organization_id) }))
           }
-          const hold = held.size < HELD_MAX ? { owner, leaseSeconds } : undefined
+          const hold = sender.lease()
           const moved = yield* repo.fanOut(f.id, f.position, to, events, hold)
           if (moved.moved === 0) {
             const now = yield* repo.positionOf(f.id)
@@ -239,7 +89,7 @@ export class WebhookDispatcher extends Effect.Service<WebhookDispatcher>()("webh
             continue
           }
           f.position = to
-          if (hold !== undefined) enqueue(moved, moved.delivered)
+          if (hold !== undefined) sender.enqueue(moved, moved.delivered)
           if (!page.full) return page.pending
         }
       })
@@ -336,47 +186,6 @@ export class WebhookDispatcher extends Effect.Service<WebhookDispatcher>()("webh
     yield* sweep
     yield* sweep.pipe(Effect.repeat(Schedule.spaced(Duration.millis(SWEEP_EVERY_MS))), Effect.forkScoped)
 
-    const claimOnce = Effect.suspend(() => {
-      const room = Math.min(CLAIM_BATCH, HELD_MAX - held.size)
-      if (room <= 0) return Effect.succeed(0)
-      return Effect.map(repo.claim(owner, leaseSeconds, room), (rows) => {
-        const byEndpoint = new Map<WebhookId, Array<typeof rows[number]>>()
-        for (const row of rows) {
-          const list = byEndpoint.get(row.webhook_id) ?? []
-          list.push(row)
-          byEndpoint.set(row.webhook_id, list)
-        }
-        for (const list of byEndpoint.values()) enqueue(list[0]!, list)
-        return rows.length === room ? rows.length : 0
-      })
-    })
-    yield* claimOnce.pipe(
-      Effect.repeat({ while: (n) => n > 0 }),
-      Effect.catchAllCause((cause) => Effect.logWarning("webhook deliveries could not be claimed", cause)),
-      Effect.repeat(Schedule.spaced(Duration.millis(pollMs))),
-      Effect.forkScoped
-    )
-    yield* Effect.suspend(() => repo.renew(owner, leaseSeconds, [...held])).pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning("webhook leases could not be renewed", cause)),
-      Effect.repeat(Schedule.spaced(Duration.seconds(leaseSeconds / 3))),
-      Effect.forkScoped
-    )
-    yield* repo.prune(Duration.toSeconds(config.eventRetention)).pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning("webhook delivery retention failed", cause)),
-      Effect.delay(Duration.millis(PRUNE_EVERY_MS * (0.5 + Math.random()))),
-      Effect.forever,
-      Effect.forkScoped
-    )
-
-    /** The first attempt of a delivery this node holds, recorded (or `timeoutMs` and a second passed). */
-    const attempted = (id: DeliveryId) =>
-      Effect.async<void>((resume) => {
-        if (!held.has(id)) return resume(Effect.void)
-        const wake = () => resume(Effect.void)
-        waiters.set(id, [...(waiters.get(id) ?? []), wake])
-        return Effect.sync(() => waiters.set(id, (waiters.get(id) ?? []).filter((w) => w !== wake)))
-      }).pipe(Effect.timeout(Duration.millis(timeoutMs + 1000)), Effect.ignore)
-
     /** After a change of an endpoint here: the endpoints read again, its organization's events looked at. */
     const changed = (organizationId: OrganizationId, webhookId: WebhookId, enabled: boolean) =>
       Effect.gen(function*() {
@@ -388,11 +197,11 @@ export class WebhookDispatcher extends Effect.Service<WebhookDispatcher>()("webh
     /** Sends deliveries this node just took the lease of (a manual retry, a ping); waits for the attempt. */
     const sendNow = (delivery: HeldDelivery & Endpoint) =>
       Effect.suspend(() => {
-        enqueue(delivery, [delivery])
-        return attempted(delivery.id)
+        sender.enqueue(delivery, [delivery])
+        return sender.attempted(delivery.id)
       })
 
-    return { owner, leaseSeconds, changed, sendNow } as const
+    return { owner: sender.owner, leaseSeconds: sender.leaseSeconds, changed, sendNow } as const
   }),
-  dependencies: [WebhookRepo.Default, CredentialVault.Default, Egress.Default, WebhookDisabler.Default]
+  dependencies: [DeliveryRepo.Default, DeliverySender.Default]
 }) {}

@@ -19,8 +19,10 @@ import { checkUrl } from "../connectors/egress/GuardedDispatcher.js"
 import { EventLog } from "../events/EventLog.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
-import { secretContext, WebhookDispatcher } from "./WebhookDispatcher.js"
-import { type DeliveryRow, newDeliveryId, WebhookRepo, type WebhookRow } from "./WebhookRepo.js"
+import { DeliveryRepo, type DeliveryRow, newDeliveryId } from "./DeliveryRepo.js"
+import { secretContext } from "./DeliverySender.js"
+import { WebhookDispatcher } from "./WebhookDispatcher.js"
+import { WebhookRepo, type WebhookRow } from "./WebhookRepo.js"
 import { newSecret } from "./WebhookSignature.js"
 
 /** How long a rotated-out secret still signs deliveries. */
@@ -59,6 +61,7 @@ const toDelivery = (row: DeliveryRow): WebhookDelivery => ({
 export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
   effect: Effect.gen(function*() {
     const repo = yield* WebhookRepo
+    const outbox = yield* DeliveryRepo
     const audit = yield* AuditLog
     const log = yield* EventLog
     const egress = yield* Egress
@@ -204,7 +207,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
 
     const deliveryOf = (webhookId: WebhookId, id: DeliveryId) =>
       Effect.flatMap(
-        repo.delivery(webhookId, id),
+        outbox.delivery(webhookId, id),
         (row) => row === undefined ? Effect.fail(NotFound.of("Delivery", id)) : Effect.succeed(toDelivery(row))
       )
 
@@ -219,7 +222,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
         organization_id: principal.organizationId,
         data: { webhook_id: id }
       })
-      const held = yield* repo.insertPing(id, deliveryId, body, dispatcher.owner, dispatcher.leaseSeconds)
+      const held = yield* outbox.insertPing(id, deliveryId, body, dispatcher.owner, dispatcher.leaseSeconds)
       if (held === undefined) return yield* NotFound.of("Webhook", id)
       yield* dispatcher.sendNow(held)
       return yield* deliveryOf(id, deliveryId)
@@ -228,7 +231,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
     /** Sends a delivery again now, under its `webhook-id`; answered after the attempt. */
     const retry = Effect.fn("Webhooks.retry")(function*(principal: Principal, id: WebhookId, deliveryId: DeliveryId) {
       yield* enabledOne(principal, id, "retry webhook deliveries")
-      const held = yield* repo.retryNow(id, deliveryId, dispatcher.owner, dispatcher.leaseSeconds)
+      const held = yield* outbox.retryNow(id, deliveryId, dispatcher.owner, dispatcher.leaseSeconds)
       if (held === undefined) return yield* NotFound.of("Delivery", deliveryId)
       yield* dispatcher.sendNow(held)
       return yield* deliveryOf(id, deliveryId)
@@ -247,11 +250,18 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
       yield* find(principal, id)
       const after = yield* positionOf(params.cursor)
       const limit = params.limit ?? 50
-      const rows = yield* repo.deliveries(id, { status: params.status, after, limit })
+      const rows = yield* outbox.deliveries(id, { status: params.status, after, limit })
       return pageOf(rows, limit, (r) => r.created_at, toDelivery)
     })
 
     return { create, list, get, update, remove, rotate, ping, retry, deliveries } as const
   }),
-  dependencies: [WebhookRepo.Default, AuditLog.Default, EventLog.Default, Egress.Default, CredentialVault.Default]
+  dependencies: [
+    WebhookRepo.Default,
+    DeliveryRepo.Default,
+    AuditLog.Default,
+    EventLog.Default,
+    Egress.Default,
+    CredentialVault.Default
+  ]
 }) {}

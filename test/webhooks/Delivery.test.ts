@@ -1,6 +1,8 @@
+import { Schema } from "effect"
 import pg from "pg"
 import { Webhook as Verifier } from "standardwebhooks"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Event } from "../../schema/Events.js"
 import { addMember, call } from "../access/support.js"
 import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
@@ -257,5 +259,6 @@ describe("webhook deliveries", () => {
     const added = received.find((p) => p.data.action === "ADD_MEMBER" || p.data.action === "CREATE_MEMBER")
     expect(added?.data.targets.some((t: any) => t.id === member.userId)).toBe(true)
     expect(received.every((p) => p.type === "audit.recorded" && p.organization_id === org.organization_id)).toBe(true)
+    for (const p of received) Schema.decodeUnknownSync(Event)(p)
   })
 })
