@@ -12,8 +12,10 @@ import { UsageRepo } from "../../src/usage/UsageRepo.js"
 import { freshDatabase } from "../support/TestDatabase.js"
 
 /** The usage service and the rollups' repository on a fresh, migrated database, without a node (no folder runs). */
-export const startUsage = async () => {
-  const databaseUrl = await freshDatabase()
+export const startUsage = async () => startUsageOn(await freshDatabase())
+
+/** The same on a given database, migrated to the latest on start. */
+export const startUsageOn = async (databaseUrl: string) => {
   const config = Layer.setConfigProvider(
     ConfigProvider.fromMap(new Map(Object.entries({ DATABASE_URL: databaseUrl, SWITCHYARD_DB_POOL_SIZE: "4" })))
   )
