@@ -6,6 +6,7 @@ import type { AgentId, TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { AgentsLive } from "../agents/AgentsLive.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { acceptsEventStream } from "../events/EventStreamResponse.js"
 import { ApiKeyAuthenticator } from "../identity/ApiKeyAuthenticator.js"
 import { Tasks } from "../tasks/Tasks.js"
 import { type Exchange, FastEdge } from "./FastEdge.js"
@@ -120,6 +121,8 @@ export const FastTasksLive = Layer.effectDiscard(
       const match = INVOKE.exec(url)
       if (match === null) return false
       if (!edge.takes(req, { bodyRequired: true })) return false
+      // a streamed invoke (issue 22) is the general stack's (src/events/InvokeStream.ts)
+      if (match[2] !== "true" && acceptsEventStream(req.headers["accept"])) return false
       const principal = authenticator.peek(req.headers["x-api-key"] as string | undefined)
       if (principal === undefined) return false
       invoke(req, res, principal, match[1] as AgentId, match[2] === "true")

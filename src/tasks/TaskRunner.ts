@@ -10,6 +10,7 @@ import type { Message, ToolCall, ToolSpec } from "../agents/models/ModelProvider
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Connections } from "../connectors/Connections.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
+import { TaskOutput } from "../events/TaskOutput.js"
 import { Workspace } from "../files/Workspace.js"
 import { workspaceTools } from "../files/WorkspaceTools.js"
 import { NodeMetrics } from "../observability/NodeMetrics.js"
@@ -84,6 +85,8 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     const completions = yield* TaskCompletions
     const workspace = yield* Workspace
     const metrics = yield* NodeMetrics
+    // a streamed invoke listening here hears the model's text as it comes (issue 22)
+    const output = yield* TaskOutput
 
     // uninterruptible: TaskRuns interrupts a run whose shard moved away (or at shutdown) at any point, and
     // an interrupt landing while the ending statement is in flight left the end committed but never
@@ -266,7 +269,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
               ...(agent.model.temperature === undefined ? {} : { temperature: agent.model.temperature })
             }
             // the call's worst case is reserved from this node's lease of the budget, and settled once known
-            const call = gateway.call(task.organization_id, agent.model, request).pipe(
+            const call = gateway.call(task.organization_id, agent.model, request, output.sink(task.id, step)).pipe(
               Effect.mapError((e) => new Stop("error", `The model call failed (${e.code}): ${e.message}`))
             )
             const result = yield* (!budgeted ? call : Effect.acquireUseRelease(
@@ -443,5 +446,6 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
       : (taskId: TaskId, limit: (limit: Duration.Duration) => void) =>
         Effect.withSpan(run(taskId, limit), "task.run", { attributes: { "switchyard.task_id": taskId } })
     return { run: traced, cancelled, failed, timedOut } as const
-  })
+  }),
+  dependencies: [TaskOutput.Default]
 }) {}

@@ -100,6 +100,8 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
         readonly source: "api" | "mcp" | "schedule"
         /** A schedule's run: its key is the scheduler's own (src/schedules/Scheduler.ts), not a client's. */
         readonly scheduleId?: ScheduleId | undefined
+        /** Told the new task's id before it can run: a streamed invoke listens to its output from its first call. */
+        readonly created?: ((id: TaskId) => void) | undefined
       }
     ) {
       if (!mayUse(principal, agentId)) return yield* NotFound.of("Agent", agentId)
@@ -117,6 +119,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       // (tasks, thread events, usage records) instead of on a random page of each; and on this node's shards,
       // so that it runs here (TaskPlacement)
       const id = placement.newId()
+      options.created?.(id)
       // only a keyed request is compared with a later one
       const requestHash = options.idempotencyKey === undefined
         ? null

@@ -182,14 +182,19 @@ const responsesFrames = (answer: Answer) => {
     `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...data })}\n\n`
   const whole = responsesJson(answer)
   const pending = { ...whole, status: "in_progress", output: [], usage: null, incomplete_details: null }
-  const frames = [event("response.created", { response: pending }), event("response.in_progress", { response: pending })]
+  const frames = [
+    event("response.created", { response: pending }),
+    event("response.in_progress", { response: pending })
+  ]
   whole.output.forEach((item: any, output_index) => {
     if (item.type === "message") {
       frames.push(event("response.output_item.added", { output_index, item: { ...item, content: [] } }))
       for (const delta of words(answer.turn.text ?? "")) {
         frames.push(event("response.output_text.delta", { item_id: item.id, output_index, content_index: 0, delta }))
       }
-      frames.push(event("response.output_text.done", { item_id: item.id, output_index, content_index: 0, text: answer.turn.text }))
+      frames.push(
+        event("response.output_text.done", { item_id: item.id, output_index, content_index: 0, text: answer.turn.text })
+      )
     } else if (item.type === "function_call") {
       frames.push(event("response.output_item.added", { output_index, item: { ...item, arguments: "" } }))
       for (const delta of fragments(item.arguments)) {

@@ -4,14 +4,7 @@
  * caller listens for text (`onTextDelta`: a streamed invoke follows the task): then `stream: true`, whose
  * final `response.completed` event carries the same response object a non-streamed call returns.
  */
-import {
-  badResponse,
-  bodyChunks,
-  type ModelHttpResponse,
-  parseJsonObject,
-  postJson,
-  readText
-} from "./ModelHttp.js"
+import { badResponse, bodyChunks, type ModelHttpResponse, parseJsonObject, postJson, readText } from "./ModelHttp.js"
 import {
   type Message,
   ModelError,
@@ -192,7 +185,9 @@ const readAnswer = async (
   }
   const text = await readText(response, signal)
   // a stream sent with the wrong content type is still a stream
-  if (onTextDelta !== undefined && /^\s*(data|event):/.test(text)) return readStream([text], signal, request, onTextDelta)
+  if (onTextDelta !== undefined && /^\s*(data|event):/.test(text)) {
+    return readStream([text], signal, request, onTextDelta)
+  }
   const parsed = parseResponse(parseJsonObject(text, "Responses API"), request.model)
   // a server that ignored `stream` answers in one piece
   if (parsed.text !== null && parsed.text !== "") onTextDelta?.(parsed.text)

@@ -1,0 +1,126 @@
+import { Effect, Queue, Stream } from "effect"
+import type { InvokeAgent } from "../../schema/Agents.js"
+import { taskLocation } from "../../schema/AgentsApi.js"
+import type { AgentId, TaskId } from "../../schema/Ids.js"
+import { OUTPUT_DELTA, type TaskOutputDelta } from "../../schema/InvokeStream.js"
+import type { Principal } from "../../schema/Security.js"
+import { Drain } from "../http/Drain.js"
+import { Tasks } from "../tasks/Tasks.js"
+import { EventLog } from "./EventLog.js"
+import { EventRepo } from "./EventRepo.js"
+import { eventStreamResponse, framed, taskEvents } from "./EventStreamResponse.js"
+import { type OutputDelta, TaskOutput } from "./TaskOutput.js"
+
+/** A delta's frame: no `id:` line, as it is not in the log (a reconnect resumes after the last logged event). */
+const deltaFrame = (taskId: string, agentId: string, delta: OutputDelta) => {
+  const data: TaskOutputDelta = {
+    type: OUTPUT_DELTA,
+    data: { task_id: taskId as TaskId, agent_id: agentId as AgentId, step: delta.step, text: delta.text }
+  }
+  return `event: ${OUTPUT_DELTA}\ndata: ${JSON.stringify(data)}\n\n`
+}
+
+/**
+ * A streamed invoke's ear on its task's output (TaskOutput), from before the task can run. Deltas heard before
+ * the stream's first event (`task.created`) wait for it, so a client learns the task's id first.
+ */
+class Hearing {
+  taskId: string | undefined
+  private stop: (() => void) | undefined
+  private held: Array<OutputDelta> = []
+  private deliver: ((frame: string) => void) | undefined
+
+  constructor(readonly output: TaskOutput, readonly agentId: string) {}
+
+  listen(taskId: string) {
+    this.stop?.()
+    this.taskId = taskId
+    this.held = []
+    this.stop = this.output.listen(taskId, (delta) => {
+      if (this.deliver === undefined) this.held.push(delta)
+      else this.deliver(deltaFrame(taskId, this.agentId, delta))
+    })
+  }
+
+  open(deliver: (frame: string) => void) {
+    this.deliver = deliver
+    for (const delta of this.held) deliver(deltaFrame(this.taskId!, this.agentId, delta))
+    this.held = []
+  }
+
+  close() {
+    this.stop?.()
+    this.stop = undefined
+    this.deliver = undefined
+    this.held = []
+  }
+}
+
+/**
+ * `POST /v1/agents/{id}/invoke` with `Accept: text/event-stream` (docs/guides/events.md, "Streamed invoke"): the
+ * task is invoked as an asynchronous invoke would, and the response streams its events as
+ * `GET /v1/tasks/{id}/events` does (the same writer and framing), with the model's text as `task.output.delta`
+ * events between them, until the task's end. The deltas come from this node's memory (TaskOutput): the task runs
+ * here (TaskPlacement); should its run move to another node, the deltas stop and its events go on.
+ */
+export class InvokeStream extends Effect.Service<InvokeStream>()("events/InvokeStream", {
+  effect: Effect.gen(function*() {
+    const log = yield* EventLog
+    const repo = yield* EventRepo
+    const output = yield* TaskOutput
+    const tasks = yield* Tasks
+    const drain = yield* Drain
+
+    /** Invokes, then answers with the stream; a refused invoke (404, 402, 409 …) fails before any byte is sent. */
+    const invoke = (principal: Principal, agentId: AgentId, body: InvokeAgent, idempotencyKey: string | undefined) =>
+      Effect.gen(function*() {
+        const hearing = new Hearing(output, agentId)
+        const { task } = yield* tasks.invoke(principal, agentId, body, {
+          asynchronous: true,
+          idempotencyKey,
+          source: "api",
+          created: (id) => hearing.listen(id)
+        }).pipe(Effect.onError(() => Effect.sync(() => hearing.close())))
+        // an Idempotency-Key seen before: its task, not the one this request would have made
+        if (hearing.taskId !== task.id) hearing.listen(task.id)
+        const stored = yield* repo.task(principal.organizationId, task.id).pipe(
+          Effect.onError(() => Effect.sync(() => hearing.close()))
+        )
+        const events = taskEvents(
+          log,
+          principal.organizationId,
+          task.id,
+          0n,
+          stored ?? { status: task.status, has_end: false }
+        )
+        const frames = Stream.unwrapScoped(Effect.gen(function*() {
+          yield* Effect.addFinalizer(() => Effect.sync(() => hearing.close()))
+          const queue = yield* Effect.acquireRelease(Queue.unbounded<string | null>(), Queue.shutdown)
+          // one queue in arrival order: a call's deltas are heard before its task.model_call is committed, so
+          // they come before it, and all of them before the task's end
+          let opened = false
+          yield* framed(events).pipe(
+            Stream.runForEach((frame) =>
+              Effect.sync(() => {
+                queue.unsafeOffer(frame)
+                if (!opened) {
+                  opened = true
+                  hearing.open((delta) => void queue.unsafeOffer(delta))
+                }
+              })
+            ),
+            Effect.ensuring(Effect.sync(() => {
+              hearing.close()
+              queue.unsafeOffer(null)
+            })),
+            Effect.forkScoped
+          )
+          return Stream.fromQueue(queue).pipe(Stream.takeWhile((frame): frame is string => frame !== null))
+        }))
+        return eventStreamResponse(drain, frames, { location: taskLocation(task.id) })
+      })
+
+    return { invoke } as const
+  }),
+  dependencies: [EventLog.Default, EventRepo.Default, TaskOutput.Default]
+}) {}
