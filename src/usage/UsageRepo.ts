@@ -47,18 +47,23 @@ const measures: Record<Fact, string> = {
 
 const truncate = (unit: "day" | "month", column: string) => `date_trunc('${unit}', ${column}, 'UTC')`
 
-/** The grouping read from the rollups (by hour for hour buckets, by day otherwise) and the deltas (by hour). */
-const grains = (bucket: UsageBucket) =>
-  bucket === "hour"
+/**
+ * The grouping read from the rollups and the deltas (by hour): hour rows for hour buckets, day rows otherwise,
+ * and the day rows summed over users when the read neither groups nor filters by user (many fewer rows).
+ */
+const grains = (q: UsageQuery) => {
+  const day = q.userId === undefined && !q.groupBy.includes("user") ? "day_all_users" : "day"
+  return q.bucket === "hour"
     ? { grain: "hour", rollupBucket: "period", deltaBucket: "period" }
-    : bucket === "day"
-    ? { grain: "day", rollupBucket: "period", deltaBucket: truncate("day", "period") }
-    : { grain: "day", rollupBucket: truncate("month", "period"), deltaBucket: truncate("month", "period") }
+    : q.bucket === "day"
+    ? { grain: day, rollupBucket: "period", deltaBucket: truncate("day", "period") }
+    : { grain: day, rollupBucket: truncate("month", "period"), deltaBucket: truncate("month", "period") }
+}
 
 /** The SQL of one fact's read, and its parameters. */
 export const factStatement = (fact: Fact, q: UsageQuery) => {
   const params: Array<unknown> = [q.organizationId, q.from, q.to]
-  const g = grains(q.bucket)
+  const g = grains(q)
   const filters: Array<string> = []
   const param = (value: unknown) => {
     params.push(value)
@@ -105,6 +110,10 @@ const SUMS: Record<Fact, ReadonlyArray<string>> = {
 const histogram = (f: (i: number) => string) =>
   `ARRAY[${Array.from({ length: BUCKETS }, (_, i) => f(i + 1)).join(", ")}]::int[]`
 
+/** The fact's key columns of a delta `t`, its user as the grain's (`g`). */
+const keyColumns = (fact: Fact) =>
+  KEYS[fact].split(", ").map((k) => k === "user_id" ? "g.user_id" : `t.${k}`).join(", ")
+
 const foldPart = (fact: Fact) => {
   const values = [...SUMS[fact], ...(fact === "task" ? ["duration_histogram"] : [])]
   const aggregates = [
@@ -125,10 +134,11 @@ const foldPart = (fact: Fact) => {
     ),
     ${fact}_folded AS (
       INSERT INTO usage_${fact}_rollups AS r (grain, period, ${KEYS[fact]}, ${values.join(", ")})
-      SELECT g.grain, g.period, ${KEYS[fact].split(", ").map((k) => `t.${k}`).join(", ")}, ${aggregates.join(", ")}
+      SELECT g.grain, g.period, ${keyColumns(fact)}, ${aggregates.join(", ")}
       FROM ${fact}_taken t,
-        LATERAL (VALUES ('hour', t.period), ('day', date_trunc('day', t.period, 'UTC'))) AS g(grain, period)
-      GROUP BY g.grain, g.period, ${KEYS[fact].split(", ").map((k) => `t.${k}`).join(", ")}
+        LATERAL (VALUES ('hour', t.period, t.user_id), ('day', date_trunc('day', t.period, 'UTC'), t.user_id),
+          ('day_all_users', date_trunc('day', t.period, 'UTC'), '')) AS g(grain, period, user_id)
+      GROUP BY g.grain, g.period, ${keyColumns(fact)}
       ON CONFLICT (organization_id, grain, period, ${KEYS[fact].replace("organization_id, ", "")})
       DO UPDATE SET ${updates.join(", ")}
     )`

@@ -3,7 +3,7 @@ import { Effect } from "effect"
 
 /**
  * Usage rollups (issue 24): what `GET /v1/usage` reads, kept incrementally, never by scanning raw rows per
- * request. Three facts, each by hour and by day (UTC) in its own table:
+ * request. Three facts, each in its own table by UTC hour, day, and day summed over users (`day_all_users`):
  *   - `usage_model_rollups`: model calls, tokens and cost (from `llm_usage`, at the record's `at`);
  *   - `usage_task_rollups`: ended tasks by final status, and a histogram of their durations (at `finished_at`);
  *   - `usage_connector_rollups`: connector calls by status class (from `connector_invocations`, at `created_at`).
@@ -54,12 +54,17 @@ export default Effect.gen(function*() {
   }
   const keys = { model: MODEL_KEYS, task: TASK_KEYS, connector: CONNECTOR_KEYS }
   for (const fact of ["model", "task", "connector"] as const) {
-    // grain 'hour' or 'day'; period: the bucket's start (UTC). The key leads with what every read filters by
+    // grain 'hour', 'day', or 'day_all_users' (the day's rows summed over users, user_id '': what the
+    // organization-wide reads take, a fraction of the rows); period: the bucket's start (UTC). The key leads
+    // with what every read filters by; a second index serves the reads of one person's usage
     yield* sql.unsafe(`
       CREATE TABLE usage_${fact}_rollups (
         grain text NOT NULL, period timestamptz NOT NULL, ${dims[fact]}, ${measures[fact]},
         PRIMARY KEY (organization_id, grain, period, ${keys[fact].replace("organization_id, ", "")})
       )`)
+    yield* sql.unsafe(
+      `CREATE INDEX usage_${fact}_rollups_user ON usage_${fact}_rollups (organization_id, user_id, grain, period)`
+    )
     // append-only; no index: the folder takes them all, readers scan the few not yet taken
     yield* sql.unsafe(`
       CREATE TABLE usage_${fact}_deltas (period timestamptz NOT NULL, ${dims[fact]}, ${measures[fact]})
@@ -154,20 +159,16 @@ export default Effect.gen(function*() {
     CREATE TRIGGER usage_connector_called AFTER INSERT ON connector_invocations REFERENCING NEW TABLE AS new_calls
     FOR EACH STATEMENT EXECUTE FUNCTION usage_connector_called()`
 
-  // the backfill: what an upgraded database holds already, aggregated once, by hour and by day. The triggers
-  // exist first, in this transaction: their tables' writers wait for it, so no row is counted twice or missed
-  const backfill = (
-    fact: "model" | "task" | "connector",
-    select: (period: string) => string,
-    column: string,
-    values: string
-  ) =>
-    sql.unsafe(`
-      INSERT INTO usage_${fact}_rollups (grain, period, ${keys[fact]}, ${values})
-      SELECT 'hour', * FROM (${select(hour(column))}) h
-      UNION ALL
-      SELECT 'day', * FROM (${select(`date_trunc('day', ${column}, 'UTC')`)}) d`)
-  yield* backfill("model", (p) => modelSelect(p, "llm_usage"), "u.at", MODEL_VALUES)
-  yield* backfill("task", (p) => taskSelect(p, "tasks n", "n.finished_at IS NOT NULL"), "n.finished_at", TASK_VALUES)
-  yield* backfill("connector", (p) => connectorSelect(p, "connector_invocations"), "c.created_at", CONNECTOR_VALUES)
+  // the backfill: what an upgraded database holds already, aggregated once by hour into the deltas, which
+  // the first fold spreads into every grain as it does any delta (readers add the deltas meanwhile). The
+  // triggers exist first, in this transaction: their tables' writers wait for it, so no row is counted twice
+  // or missed
+  yield* sql.unsafe(`
+    INSERT INTO usage_model_deltas (period, ${MODEL_KEYS}, ${MODEL_VALUES}) ${modelSelect(hour("u.at"), "llm_usage")}`)
+  yield* sql.unsafe(`
+    INSERT INTO usage_task_deltas (period, ${TASK_KEYS}, ${TASK_VALUES})
+    ${taskSelect(hour("n.finished_at"), "tasks n", "n.finished_at IS NOT NULL")}`)
+  yield* sql.unsafe(`
+    INSERT INTO usage_connector_deltas (period, ${CONNECTOR_KEYS}, ${CONNECTOR_VALUES})
+    ${connectorSelect(hour("c.created_at"), "connector_invocations")}`)
 })
