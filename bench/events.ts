@@ -233,25 +233,35 @@ export const run = async () => {
         body: JSON.stringify({ name: "bench", model: { provider: "scripted", script: [{ text: "done" }] } })
       })
       const agent = await created.json() as { id: string }
-      console.log(`Cost: sync invokes from ${settings.cost.producers} producers, event triggers on and off in turns`)
-      const cost = await measureCost({
+      const target: Target = {
         name: "sync invoke",
         url: `${node.baseUrl}/v1/agents/${agent.id}/invoke`,
         method: "POST",
         headers: { "x-api-key": apiKey, "content-type": "application/json" },
         body: JSON.stringify({ input: { text: "hi", user: { id: "u1", email: "u1@example.com" } } })
-      }, pool)
-      console.log(
-        `  with events ${fmt(cost.tasksPerSecondWithEvents, 0)} tasks/s, without ${
-          fmt(cost.tasksPerSecondWithout, 0)
-        } tasks/s (means); median of the rounds' ratios ${fmt(cost.ratio, 3)}x (${
-          fmt(cost.eventsPerTask, 1)
-        } events per task) — target ≥ ${targets.tasksWithEventsVsWithout}x: ${
-          cost.ratio >= targets.tasksWithEventsVsWithout ? "PASS" : "MISS"
-        }`
-      )
-      append({ ok: latency.missing === 0 && cost.errors === 0, latency, cost, targets })
-      return { ok: latency.missing === 0 && cost.errors === 0 }
+      }
+      const print = (cost: Awaited<ReturnType<typeof measureCost>>) =>
+        console.log(
+          `  with events ${fmt(cost.tasksPerSecondWithEvents, 0)} tasks/s, without ${
+            fmt(cost.tasksPerSecondWithout, 0)
+          } tasks/s (means); median of the rounds' ratios ${fmt(cost.ratio, 3)}x (${
+            fmt(cost.eventsPerTask, 1)
+          } events per task) — target ≥ ${targets.tasksWithEventsVsWithout}x: ${
+            cost.ratio >= targets.tasksWithEventsVsWithout ? "PASS" : "MISS"
+          }`
+        )
+      console.log(`Cost, nobody following: sync invokes from ${settings.cost.producers} producers, triggers on/off`)
+      const unfollowed = await measureCost(target, pool)
+      print(unfollowed)
+      console.log("Cost, an SSE client following every event of the organization")
+      let followedEvents = 0
+      const stream = await follow(node.baseUrl, apiKey, () => void followedEvents++, "")
+      const followed = await measureCost(target, pool)
+      await stream.close()
+      print(followed)
+      const ok = latency.missing === 0 && unfollowed.errors === 0 && followed.errors === 0
+      append({ ok, latency, cost: { unfollowed, followed: { ...followed, eventsReceived: followedEvents } }, targets })
+      return { ok }
     } finally {
       await pool.end()
       await node.stop()

@@ -7,6 +7,11 @@ import type { EventPage, EventRecord, EventRepo } from "./EventRepo.js"
 export const PAGE = 500
 /** A follower this far behind its tail leaves it and reads on its own until it catches up. */
 const BUFFER_MAX = 5000
+/**
+ * Reads of one tail start at least this far apart: under load, the commits of a few milliseconds go in one
+ * read instead of one read each (a read per commit cost the node a third of its task throughput).
+ */
+const READ_GAP_MS = 5
 
 /** A stream's subscription to its organization's tail. */
 interface Follower {
@@ -24,6 +29,10 @@ interface Tail {
   again: boolean
   retry: ReturnType<typeof setTimeout> | undefined
   backoff: number
+  /** When its last read started (performance.now()). */
+  started: number
+  /** A read is due once READ_GAP_MS have passed. */
+  due: ReturnType<typeof setTimeout> | undefined
 }
 
 /**
@@ -49,6 +58,15 @@ export const makeTails = (options: {
       tail.again = true
       return
     }
+    const wait = tail.started + READ_GAP_MS - performance.now()
+    if (wait > 0) {
+      tail.due ??= setTimeout(() => {
+        tail.due = undefined
+        pump(organizationId, tail)
+      }, wait)
+      return
+    }
+    tail.started = performance.now()
     tail.busy = true
     tail.again = false
     run(
@@ -98,7 +116,16 @@ export const makeTails = (options: {
   const join = (organizationId: string, follower: Follower, position: bigint) => {
     let tail = tails.get(organizationId)
     if (tail === undefined) {
-      tail = { position, followers: new Set(), busy: false, again: false, retry: undefined, backoff: 2 }
+      tail = {
+        position,
+        followers: new Set(),
+        busy: false,
+        again: false,
+        retry: undefined,
+        backoff: 2,
+        started: 0,
+        due: undefined
+      }
       tails.set(organizationId, tail)
       options.created(organizationId)
     }
@@ -114,6 +141,7 @@ export const makeTails = (options: {
     tail.followers.delete(follower)
     if (tail.followers.size === 0) {
       clearTimeout(tail.retry)
+      clearTimeout(tail.due)
       tails.delete(organizationId)
     }
   }
@@ -182,7 +210,10 @@ export const makeTails = (options: {
   }
 
   const close = () => {
-    for (const tail of tails.values()) clearTimeout(tail.retry)
+    for (const tail of tails.values()) {
+      clearTimeout(tail.retry)
+      clearTimeout(tail.due)
+    }
     tails.clear()
   }
 

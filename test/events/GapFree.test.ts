@@ -132,7 +132,8 @@ describe("event ids are gap-free", () => {
 
     // the slow transactions' events have lower ids than those committed before them
     const { rows } = await pool.query<{ id: string; task_id: string }>(
-      "SELECT id::text, task_id FROM events WHERE organization_id = $1 ORDER BY id",
+      // ordered by the number (the text of ids of 9 and 10 digits sorts otherwise)
+      "SELECT id::text, task_id FROM events WHERE organization_id = $1 ORDER BY events.id",
       [organizationId]
     )
     expect(new Set(rows.map((r) => r.task_id))).toEqual(committed)

@@ -28,7 +28,7 @@ describe("event retention", () => {
     for (const n of [1, 1, 1]) await insertTasks(pool, organizationId, n)
     await insertTasks(pool, other, 1)
     const ids = (await pool.query<{ id: string }>(
-      "SELECT id::text FROM events WHERE organization_id = $1 ORDER BY id",
+      "SELECT id::text FROM events WHERE organization_id = $1 ORDER BY events.id",
       [organizationId]
     )).rows.map((r) => BigInt(r.id))
     expect(ids).toHaveLength(3)
