@@ -212,6 +212,18 @@ export const config = Config.all({
       }),
       Config.withDefault(5000)
     ),
+    sampler: Config.literal(
+      "always_on",
+      "always_off",
+      "traceidratio",
+      "parentbased_always_on",
+      "parentbased_always_off",
+      "parentbased_traceidratio"
+    )("OTEL_TRACES_SAMPLER").pipe(Config.withDefault("parentbased_always_on" as const)),
+    samplerRatio: Config.number("OTEL_TRACES_SAMPLER_ARG").pipe(
+      Config.validate({ message: "must be a ratio between 0 and 1", validation: (n) => n >= 0 && n <= 1 }),
+      Config.withDefault(1)
+    ),
     propagateUpstream: Config.boolean(env("TRACE_PROPAGATE_UPSTREAM")).pipe(Config.withDefault(false))
   }),
   bootstrapOnFirstStart: Config.boolean(env("BOOTSTRAP_ON_FIRST_START")).pipe(Config.withDefault(true)),

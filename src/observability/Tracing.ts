@@ -1,7 +1,8 @@
 import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
 import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
 import { FetchHttpClient } from "@effect/platform"
-import { Duration, Effect, Layer, Logger, Option } from "effect"
+import { Duration, Effect, type Exit, Layer, Logger, Option, Tracer } from "effect"
+import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import { SwitchyardConfig, type SwitchyardSettings } from "../config/SwitchyardConfig.js"
 import { nodeLogger } from "../http/AccessLog.js"
@@ -37,6 +38,67 @@ export const otlpHeaders = (text: string): Record<string, string> => {
   return headers
 }
 
+type Sampler = SwitchyardSettings["tracing"]["sampler"]
+
+/**
+ * Whether a new span is recorded, by OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG as the OpenTelemetry
+ * specification defines them: a ratio sampler keeps a trace by its id; a parent-based one follows the parent
+ * span, local or remote (a `traceparent`, a cluster message), so a trace is kept or dropped whole.
+ */
+export const samplerOf = (sampler: Sampler, ratio: number) => {
+  // the trace id's last 14 hex digits as a fraction of 16^14, as OpenTelemetry's TraceIdRatioBased does
+  const byRatio = (traceId: string) => parseInt(traceId.slice(-14), 16) / 0x100000000000000 < ratio
+  const root = sampler.endsWith("always_on") ? () => true : sampler.endsWith("always_off") ? () => false : byRatio
+  return sampler.startsWith("parentbased_")
+    ? (parent: Option.Option<Tracer.AnySpan>, traceId: string) =>
+      Option.isSome(parent) ? parent.value.sampled : root(traceId)
+    : (_: Option.Option<Tracer.AnySpan>, traceId: string) => root(traceId)
+}
+
+/** A span not sampled: kept in memory for its children's decisions and ids, never exported. */
+class UnsampledSpan implements Tracer.Span {
+  readonly _tag = "Span"
+  readonly sampled = false
+  readonly spanId = Crypto.randomBytes(8).toString("hex")
+  readonly attributes = new Map<string, unknown>()
+  readonly links: Array<Tracer.SpanLink>
+  status: Tracer.SpanStatus
+  constructor(
+    readonly name: string,
+    readonly parent: Option.Option<Tracer.AnySpan>,
+    readonly context: Tracer.Span["context"],
+    links: ReadonlyArray<Tracer.SpanLink>,
+    startTime: bigint,
+    readonly kind: Tracer.SpanKind,
+    readonly traceId: string
+  ) {
+    this.links = Array.from(links)
+    this.status = { _tag: "Started", startTime }
+  }
+  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>) {
+    this.status = { _tag: "Ended", startTime: this.status.startTime, endTime, exit }
+  }
+  attribute(key: string, value: unknown) {
+    this.attributes.set(key, value)
+  }
+  event() {}
+  addLinks(links: ReadonlyArray<Tracer.SpanLink>) {
+    this.links.push(...links)
+  }
+}
+
+/** The exporting tracer behind a sampler: spans it does not sample cost a small object, and no export. */
+const sampled = (exporting: Tracer.Tracer, sample: ReturnType<typeof samplerOf>): Tracer.Tracer =>
+  Tracer.make({
+    span: (name, parent, context, links, startTime, kind, options) => {
+      const traceId = Option.isSome(parent) ? parent.value.traceId : Crypto.randomBytes(16).toString("hex")
+      return sample(parent, traceId)
+        ? exporting.span(name, parent, context, links, startTime, kind, options)
+        : new UnsampledSpan(name, parent, context, links, startTime, kind, traceId)
+    },
+    context: (f, fiber) => exporting.context(f, fiber)
+  })
+
 /**
  * OpenTelemetry traces over OTLP/HTTP (JSON or protobuf by OTEL_EXPORTER_OTLP_PROTOCOL), through
  * @effect/opentelemetry's OtlpTracer: every Effect span of the node (the HTTP request, Effect.fn service
@@ -50,12 +112,20 @@ export const TracingLive: Layer.Layer<never, never, SwitchyardConfig> = Layer.un
   if (url === undefined) return Layer.empty
   const t = config.tracing
   return Layer.merge<never, never, never, never, never, never>(
-    OtlpTracer.layer({
-      url,
-      resource: { serviceName: t.serviceName, serviceVersion: VERSION },
-      headers: otlpHeaders(t.headers),
-      exportInterval: Duration.millis(t.exportDelayMs)
-    }).pipe(
+    Layer.unwrapScoped(Effect.map(
+      OtlpTracer.make({
+        url,
+        resource: { serviceName: t.serviceName, serviceVersion: VERSION },
+        headers: otlpHeaders(t.headers),
+        exportInterval: Duration.millis(t.exportDelayMs)
+      }),
+      (exporting) =>
+        Layer.setTracer(
+          t.sampler === "always_on"
+            ? exporting
+            : sampled(exporting, samplerOf(t.sampler, t.samplerRatio))
+        )
+    )).pipe(
       Layer.provide(t.protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf),
       Layer.provide(FetchHttpClient.layer)
     ),

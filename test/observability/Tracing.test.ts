@@ -135,3 +135,41 @@ describe("tracing off", () => {
     }
   })
 })
+
+describe("sampling (OTEL_TRACES_SAMPLER)", () => {
+  it("parentbased_traceidratio at 0 drops new traces whole, and keeps a trace its caller sampled", async () => {
+    const receiver = await startOtlpReceiver()
+    const world = await startPetWorld({
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+      OTEL_BSP_SCHEDULE_DELAY: "50",
+      OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
+      OTEL_TRACES_SAMPLER_ARG: "0",
+      SWITCHYARD_TASK_FAST_PATH: "false"
+    })
+    try {
+      const agent = await toolAgent(world)
+      const dropped = await (await invokeAgent(world.node, world.apiKey, agent.id, "How is pet 7?")).json()
+      expect(dropped.status).toBe("completed")
+      const traceId = "4bf92f3577b34da6a3ce929d0e0e4736"
+      const kept = await world.node.fetch(`/v1/agents/${agent.id}/invoke`, {
+        method: "POST",
+        apiKey: world.apiKey,
+        headers: { "content-type": "application/json", traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+        body: JSON.stringify({ input: { text: "How is pet 7?", user: { id: "u1", email: "u1@example.com" } } })
+      })
+      const task = await kept.json()
+      expect(task.status).toBe("completed")
+      const run = await eventually(() =>
+        receiver.spans.find((s) => s.name === "task.run" && s.attributes["switchyard.task_id"] === task.id)
+      )
+      expect(run.traceId).toBe(traceId)
+      await new Promise((r) => setTimeout(r, 300))
+      expect(receiver.spans.filter((s) => s.attributes["switchyard.task_id"] === dropped.id)).toEqual([])
+      expect(receiver.spans.every((s) => s.traceId === traceId)).toBe(true)
+    } finally {
+      await world.stop()
+      await receiver.close()
+    }
+  })
+})
