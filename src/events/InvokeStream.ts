@@ -1,7 +1,7 @@
 import { Effect, Queue, Stream } from "effect"
 import type { InvokeAgent } from "../../schema/Agents.js"
 import { taskLocation } from "../../schema/AgentsApi.js"
-import type { AgentId, TaskId } from "../../schema/Ids.js"
+import type { AgentId, OrganizationId, TaskId } from "../../schema/Ids.js"
 import { OUTPUT_DELTA, type TaskOutputDelta } from "../../schema/InvokeStream.js"
 import type { Principal } from "../../schema/Security.js"
 import { Drain } from "../http/Drain.js"
@@ -120,7 +120,17 @@ export class InvokeStream extends Effect.Service<InvokeStream>()("events/InvokeS
         return eventStreamResponse(drain, frames, { location: taskLocation(task.id) })
       })
 
-    return { invoke } as const
+    /**
+     * A task's events from its first, ending after its end (what `GET /v1/tasks/{id}/events` sends): MCP's
+     * `invoke_agent` reports progress per event. The caller has checked that the principal may read the task.
+     */
+    const events = (organizationId: OrganizationId, taskId: TaskId) =>
+      Stream.unwrap(Effect.map(
+        repo.task(organizationId, taskId),
+        (stored) => taskEvents(log, organizationId, taskId, 0n, stored ?? { status: "pending", has_end: false })
+      ))
+
+    return { invoke, events } as const
   }),
   dependencies: [EventLog.Default, EventRepo.Default, TaskOutput.Default]
 }) {}

@@ -2,6 +2,7 @@ import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse } from "@ef
 import { Effect, Layer, Mailbox, Schedule, Stream } from "effect"
 import { AgentsLive } from "../agents/AgentsLive.js"
 import { AuditLog } from "../audit/AuditLog.js"
+import { InvokeStream } from "../events/InvokeStream.js"
 import { Files } from "../files/Files.js"
 import { Workspace } from "../files/Workspace.js"
 import { Drain } from "../http/Drain.js"
@@ -120,6 +121,7 @@ export const McpRoutes = Layer.mergeAll(McpRouteTable, McpFastPathLive).pipe(
   Layer.provide(OAuthLive),
   Layer.provide(SchedulesLive),
   Layer.provide(UsageLive),
+  Layer.provide(InvokeStream.Default),
   Layer.provide(AgentsLive),
   Layer.provide(AuditLog.Default)
 )

@@ -3,6 +3,7 @@ import type { Agents } from "../agents/Agents.js"
 import type { Connections } from "../connectors/Connections.js"
 import type { ConnectorCatalog } from "../connectors/ConnectorCatalog.js"
 import type { OperationInvoker } from "../connectors/OperationInvoker.js"
+import type { InvokeStream } from "../events/InvokeStream.js"
 import type { Files } from "../files/Files.js"
 import type { Workspace } from "../files/Workspace.js"
 import type { McpCaller } from "../oauth/TokenVerifier.js"
@@ -25,6 +26,7 @@ export type ToolServices =
   | Workspace
   | Schedules
   | Usage
+  | InvokeStream
 
 export interface ToolContext {
   readonly caller: McpCaller

@@ -1,6 +1,8 @@
-import { Effect, Schema } from "effect"
+import { Duration, Effect, Option, Schedule, Schema, Stream } from "effect"
 import { InvokeAgent, Task } from "../../../schema/Agents.js"
 import { AgentId } from "../../../schema/Ids.js"
+import type { EventRecord } from "../../events/EventRepo.js"
+import { InvokeStream } from "../../events/InvokeStream.js"
 import { Tasks } from "../../tasks/Tasks.js"
 import { defineTool, ToolText } from "../McpTool.js"
 
@@ -10,6 +12,39 @@ const TERMINAL = new Set(["completed", "error", "cancelled"])
 const WAIT_WITH_PROGRESS_S = 15 * 60
 const WAIT_WITHOUT_PROGRESS_S = 50
 const POLL_S = 5
+// between events, a tick says the task still runs: clients that reset their timeout on progress keep waiting
+const TICK = Duration.seconds(10)
+
+/** A progress message per task event (docs/guides/mcp.md, "Progress"). */
+const progressMessage = (e: EventRecord): string | undefined => {
+  const data = (JSON.parse(e.json) as { data: Record<string, any> }).data
+  switch (e.type) {
+    case "task.created":
+      return `Task ${data["task_id"]} created.`
+    case "task.started":
+      return "Task started."
+    case "task.model_call":
+      return `Model call ${data["step"] ?? ""}: ${data["model"] ?? data["provider"]}, ${
+        data["input_tokens"] ?? 0
+      } in / ${data["output_tokens"] ?? 0} out tokens (${data["finish"]}).`
+    case "task.tool_call":
+      return `Tool call ${data["step"] ?? ""}: ${data["name"]} (${data["outcome"]}${
+        data["status"] === null ? "" : `, HTTP ${data["status"]}`
+      }).`
+    case "task.waiting_approval":
+      return "Waiting for a person to approve a tool call."
+    case "approval.requested":
+      return `Approval requested for ${data["tool"]}.`
+    case "approval.decided":
+      return `Approval for ${data["tool"]} ${data["status"]}.`
+    case "task.completed":
+    case "task.error":
+    case "task.cancelled":
+      return `Task ${data["status"]}.`
+    default:
+      return undefined
+  }
+}
 
 export default defineTool({
   name: "invoke_agent",
@@ -42,11 +77,30 @@ export default defineTool({
       )
       if (asynchronous === true) return task
       const deadline = Date.now() + (wantsProgress ? WAIT_WITH_PROGRESS_S : WAIT_WITHOUT_PROGRESS_S) * 1000
-      let current = task
-      let ticks = 0
+      // one count for all notifications of the call: progress only ever increases
+      let n = 0
+      if (wantsProgress) {
+        // a notification per event of the task as it is committed (the log: EventLog), then the result
+        const streams = yield* InvokeStream
+        const ticks = Stream.fromSchedule(Schedule.spaced(TICK)).pipe(Stream.as(Option.none<EventRecord>()))
+        yield* Stream.merge(
+          streams.events(caller.principal.organizationId, task.id).pipe(Stream.map(Option.some)),
+          ticks,
+          { haltStrategy: "left" }
+        ).pipe(
+          Stream.runForEach((e) => {
+            const text = Option.match(e, { onNone: () => `Task ${task.id} is running.`, onSome: progressMessage })
+            return text === undefined ? Effect.void : progress(++n, text)
+          }),
+          Effect.timeout(Duration.millis(Math.max(0, deadline - Date.now()))),
+          // the log cannot say (pruned under the stream, or too long): the task is read as it is now
+          Effect.ignore
+        )
+      }
+      let current = wantsProgress ? yield* tasks.get(caller.principal, task.id, 0) : task
       while (!TERMINAL.has(current.status) && Date.now() < deadline) {
         current = yield* tasks.get(caller.principal, task.id, Math.min(POLL_S, (deadline - Date.now()) / 1000))
-        if (!TERMINAL.has(current.status)) yield* progress(++ticks, `Task ${task.id} is ${current.status}.`)
+        if (!TERMINAL.has(current.status)) yield* progress(++n, `Task ${task.id} is ${current.status}.`)
       }
       const answer = TERMINAL.has(current.status)
         ? current.result ?? ""
