@@ -36,6 +36,26 @@ export class TaskAccepted extends Schema.Class<TaskAccepted>("TaskAccepted")(Tas
 /** Where an accepted task is read: the `Location` header of a 202 from an asynchronous invoke. */
 export const taskLocation = (taskId: string) => `/v1/tasks/${taskId}`
 
+/** A streamed invoke's body (issue 22): documented beside the JSON answer of the same 200. */
+const INVOKE_STREAM_DESCRIPTION = "With `Accept: text/event-stream` (and without `asynchronous=true`): the task's " +
+  "events as server-sent events, framed as `GET /v1/tasks/{task_id}/events` frames them (`id:`, `event:`, `data:` " +
+  "an `Event`), from `task.created` to the task's end, after which the stream ends; between them the model's text " +
+  "as `event: task.output.delta` with no `id:` (not stored, not resumable; `data:` a `TaskOutputDelta`: " +
+  "`{type, data: {task_id, agent_id, step, text}}`). `Location` names the task. Refusals (400, 402, 404, 409) " +
+  "come as JSON before any stream. See docs/guides/events.md, \"Streamed invoke\"."
+
+const invokeStreamResponse = (operation: Record<string, any>) => {
+  const ok = operation.responses["200"]
+  ok.content = {
+    ...ok.content,
+    "text/event-stream": {
+      schema: { type: "string", description: INVOKE_STREAM_DESCRIPTION },
+      "x-event-data": { $ref: "#/components/schemas/Event" }
+    }
+  }
+  return operation
+}
+
 export class AgentsApi extends HttpApiGroup.make("agents")
   .add(
     HttpApiEndpoint.get("listAgents", "/agents").addSuccess(ListOf(Agent)).annotate(OpenApi.Description, "List agents.")
@@ -73,8 +93,10 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       .addError(ServiceUnavailableWire)
       .annotate(
         OpenApi.Description,
-        "Invoke an agent (spec 4.6): synchronous (200, the finished task) or asynchronous (202)."
+        "Invoke an agent (spec 4.6): synchronous (200, the finished task) or asynchronous (202). With " +
+          "`Accept: text/event-stream`, streamed: the task's events and the model's text as they come (200)."
       )
+      .annotate(OpenApi.Transform, invokeStreamResponse)
   )
   .add(
     HttpApiEndpoint.get("listTasks", "/tasks")
