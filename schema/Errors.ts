@@ -368,6 +368,11 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
       "dropped for up to 2 s, then its connection is closed."
   ),
   rest(
+    416,
+    "range_not_satisfiable",
+    "Workspace file content: the `Range` starts past the end of the file; `Content-Range: bytes */<size>` says its size."
+  ),
+  rest(
     415,
     "unsupported_media_type",
     "A body whose `Content-Type` is missing, or neither `application/json` nor `application/*+json`."
