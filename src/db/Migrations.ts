@@ -25,6 +25,8 @@ import schedules from "./migrations/0017_schedules.js"
 import files from "./migrations/0018_files.js"
 import webhooks from "./migrations/0019_webhooks.js"
 import usage from "./migrations/0020_usage.js"
+import eventWrites from "./migrations/0021_event_writes.js"
+import usageFold from "./migrations/0022_usage_fold.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -46,7 +48,9 @@ export const migrations = {
   "0017_schedules": schedules,
   "0018_files": files,
   "0019_webhooks": webhooks,
-  "0020_usage": usage
+  "0020_usage": usage,
+  "0021_event_writes": eventWrites,
+  "0022_usage_fold": usageFold
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

@@ -68,6 +68,40 @@ const readText = (taskFilter: boolean) => `
   ) e ON true
   ORDER BY e.id`
 
+/** An event of any organization, as `readAcross` reads it. */
+export interface CrossEventRecord extends EventRecord {
+  readonly organizationId: string
+}
+
+/**
+ * The committed events of every organization after one position ($1 after, $2 limit, $3 types), in id
+ * order: ids are global (`xid << 20 | n`), so one position serves every organization. The organizations are
+ * walked by a loose index scan of the primary key (two probes each), then each one's events after the
+ * position read by the same key; `horizon` is the highest id retention pruned anywhere.
+ */
+const READ_ACROSS = `
+  WITH RECURSIVE orgs AS (
+    (SELECT organization_id AS id FROM events ORDER BY organization_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT e.organization_id FROM events e WHERE e.organization_id > orgs.id ORDER BY e.organization_id LIMIT 1)
+    FROM orgs WHERE orgs.id IS NOT NULL
+  ),
+  bound AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint << 20 AS below)
+  SELECT bound.below::text AS below,
+    (SELECT coalesce(max(pruned_through), 0) FROM event_horizons)::text AS horizon,
+    e.organization_id, e.id::text AS id, e.type, e.task_id, e.agent_id, e.owner_user_id,
+    json_build_object('id', e.id::text, 'type', e.type, 'at', event_time(e.at), 'data', e.data)::text AS json
+  FROM bound LEFT JOIN LATERAL (
+    SELECT x.* FROM orgs, LATERAL (
+      SELECT * FROM events
+      WHERE organization_id = orgs.id AND id > $1::bigint AND id < bound.below AND type = ANY($3::text[])
+      ORDER BY id LIMIT $2
+    ) x
+    WHERE orgs.id IS NOT NULL
+    ORDER BY x.id LIMIT $2
+  ) e ON true
+  ORDER BY e.id`
+
 /** At most this many events are pruned per statement. */
 const PRUNE_BATCH = 5000
 
@@ -106,6 +140,41 @@ export class EventRepo extends Effect.Service<EventRepo>()("events/EventRepo", {
             return { events, next, full, pending: first.pending, horizon }
           })
         )
+
+    const readAcrossStatement = prepared<Row & { readonly organization_id: string | null }>(
+      pool,
+      "events_read_across",
+      READ_ACROSS
+    )
+    /**
+     * Committed events of these types in every organization after `after` (a global position), at most
+     * `limit`, for a reader of the whole cluster (the usage rollups). `next` as `read`'s; `horizon`: the
+     * highest id pruned in any organization (above `after`: events were lost to retention).
+     */
+    const readAcross = (after: bigint, limit: number, types: ReadonlyArray<string>) =>
+      readAcrossStatement([after.toString(), limit, types]).pipe(
+        Effect.orDie,
+        Effect.map((rows) => {
+          const first = rows[0]!
+          const events: Array<CrossEventRecord> = []
+          for (const r of rows) {
+            if (r.id === null) continue
+            events.push({
+              organizationId: r.organization_id!,
+              id: BigInt(r.id),
+              type: r.type,
+              taskId: r.task_id,
+              agentId: r.agent_id,
+              ownerUserId: r.owner_user_id,
+              json: r.json
+            })
+          }
+          const full = events.length >= limit
+          const settled = BigInt(first.below) - 1n
+          const next = full ? events[events.length - 1]!.id : settled > after ? settled : after
+          return { events, next, full, horizon: BigInt(first.horizon) }
+        })
+      )
 
     const pruneBatch = prepared<{ readonly deleted: string }>(
       pool,
@@ -178,6 +247,6 @@ export class EventRepo extends Effect.Service<EventRepo>()("events/EventRepo", {
     const listen = (organizationIds: ReadonlyArray<string>, seconds: number) =>
       upsertListeners([organizationIds, seconds]).pipe(Effect.asVoid, Effect.orDie)
 
-    return { read, prune, now, task, listen } as const
+    return { read, readAcross, prune, now, task, listen } as const
   })
 }) {}

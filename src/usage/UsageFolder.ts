@@ -1,14 +1,14 @@
 import { Effect, Layer, Schedule } from "effect"
 import { UsageRepo } from "./UsageRepo.js"
 
-/** How often a node folds the rollups' deltas (readers add the deltas not yet folded, so this is no lag). */
-const FOLD_EVERY = "1 second"
+/** How often a node folds what was written into the rollups: reads of `GET /v1/usage` lag by about this. */
+export const FOLD_EVERY = "1 second"
 
 /**
- * Folds the usage deltas the triggers append (migration 0020) into the rollups, on every node; one node at
- * a time gets the lock, the others find it taken and wait for the next round. Folding keeps the deltas, which
- * every read scans, to about a second's worth of writes; a backlog (after all nodes were down) goes in
- * several statements at once.
+ * Folds into the usage rollups what the task path writes anyway (migration 0022): task ends from the event
+ * log, model calls from `llm_usage`, connector calls from `connector_invocations`, each after a stored
+ * position. Runs on every node; one node at a time gets the lock, the others find it taken and wait for the
+ * next round. A backlog (after every node was down) goes in several rounds at once.
  */
 export const UsageFolderLive = Layer.scopedDiscard(
   Effect.gen(function*() {

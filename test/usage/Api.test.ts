@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { USAGE_CSV_COLUMNS } from "../../schema/Usage.js"
 import { addMember, call, expectError, scriptedAgent, withDatabase } from "../access/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
+import { foldedByNode } from "./support.js"
 
 let node: TestNode
 beforeAll(async () => {
@@ -41,6 +42,8 @@ const usedOrganization = async () => {
           503, 40, 0)`,
       [org.organization_id, Crypto.randomUUID(), Crypto.randomUUID(), org.user_id, a.id]
     ))
+  // the node folds every second: wait until it folded all of it
+  await withDatabase(node, (db) => foldedByNode(db))
   return { org, admin, a, b, member }
 }
 

@@ -1,9 +1,10 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { addMember, call, scriptedAgent } from "../access/support.js"
+import { addMember, call, scriptedAgent, withDatabase } from "../access/support.js"
 import { setPassword, signedUpAdmin, signInAndConsent, TestOAuthProvider } from "../mcp/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
+import { foldedByNode } from "./support.js"
 
 let node: TestNode
 beforeAll(async () => {
@@ -36,6 +37,7 @@ describe("get_usage, through the SDK client", () => {
       })
       expect(r.status).toBe(200)
     }
+    await withDatabase(node, (db) => foldedByNode(db))
     const client = await connect(admin.email)
     expect((await client.listTools()).tools.map((t) => t.name)).toContain("get_usage")
     const args = { group_by: "user", bucket: "month" }

@@ -47,7 +47,7 @@ const taskArbitrary = (agents: ReadonlyArray<string>, users: ReadonlyArray<strin
 
 const sum = <A>(xs: ReadonlyArray<A>, f: (a: A) => number) => xs.reduce((n, x) => n + f(x), 0)
 
-describe("usage rollups, kept by the triggers and folded", () => {
+describe("usage rollups, folded from the event log, llm_usage and connector_invocations", () => {
   it(
     "usage totals equal the sum of llm_usage over the same tasks, whatever the tasks, users, models and folds",
     async () => {
@@ -77,6 +77,7 @@ describe("usage rollups, kept by the triggers and folded", () => {
               taskIds.push(...await seedTasks(world.db, org, batch))
               if (folds[i]) await world.fold()
             }
+            await world.settle()
             const report = await world.report(adminOf(org), {
               from: new Date(BASE - 86_400_000),
               to: new Date(BASE + 5 * 86_400_000),
@@ -170,6 +171,7 @@ describe("usage rollups, kept by the triggers and folded", () => {
         call("2026-02-01T00:30:00.000Z", 1000)
       ]
     }])
+    await world.settle()
     const range = { from: new Date("2026-01-01T00:00:00Z"), to: new Date("2026-03-01T00:00:00Z") }
     const by = async (bucket: "hour" | "day" | "month") =>
       (await world.report(adminOf(org), { ...range, bucket })).rows.map((r) => [
@@ -183,7 +185,7 @@ describe("usage rollups, kept by the triggers and folded", () => {
     ])
     expect(await by("day")).toEqual([["2026-01-31T00:00:00.000Z", 11], ["2026-02-01T00:00:00.000Z", 1100]])
     expect(await by("month")).toEqual([["2026-01-01T00:00:00.000Z", 11], ["2026-02-01T00:00:00.000Z", 1100]])
-    // folded, the same
+    // folded again (nothing new), the same
     await world.fold()
     expect(await by("day")).toEqual([["2026-01-31T00:00:00.000Z", 11], ["2026-02-01T00:00:00.000Z", 1100]])
     // `from` is rounded down to its bucket; a bucket is in when it starts before `to`
@@ -210,10 +212,11 @@ describe("usage rollups, kept by the triggers and folded", () => {
       durationMs,
       calls: []
     })
-    // half folded into the rollups, half still deltas: they merge
+    // half folded in one round, half in another: the histograms merge
     await seedTasks(world.db, org, durations.slice(0, half).map(task))
-    await world.fold()
+    await world.settle()
     await seedTasks(world.db, org, durations.slice(half).map(task))
+    await world.settle()
     const [row] = (await world.report(adminOf(org), {
       from: new Date("2026-03-10T00:00:00Z"),
       to: new Date("2026-03-11T00:00:00Z")

@@ -8,8 +8,23 @@ import { SwitchyardConfig } from "../../src/config/SwitchyardConfig.js"
 import { DatabaseLive } from "../../src/db/Database.js"
 import { MigrationsLive } from "../../src/db/Migrations.js"
 import { Usage } from "../../src/usage/Usage.js"
-import { UsageRepo } from "../../src/usage/UsageRepo.js"
+import { FOLD_MARK, FOLDED_THROUGH, UsageRepo } from "../../src/usage/UsageRepo.js"
 import { freshDatabase } from "../support/TestDatabase.js"
+
+/**
+ * Folds until what committed before the call is folded: the fold reads only below the oldest transaction
+ * still running anywhere on the server (another test's included), so it may take a few rounds.
+ */
+export const settle = (repo: UsageRepo) =>
+  Effect.gen(function*() {
+    const mark = yield* repo.mark
+    for (let round = 0;; round++) {
+      yield* repo.fold
+      if (yield* repo.foldedThrough(mark)) return
+      if (round > 3000) return yield* Effect.die(new Error("usage fold did not catch up"))
+      yield* Effect.sleep("10 millis")
+    }
+  })
 
 /** The usage service and the rollups' repository on a fresh, migrated database, without a node (no folder runs). */
 export const startUsage = async () => startUsageOn(await freshDatabase())
@@ -35,7 +50,10 @@ export const startUsageOn = async (databaseUrl: string) => {
     db,
     report: (principal: Principal, filters: UsageFilters) =>
       runtime.runPromise(Effect.flatMap(Usage, (u) => u.report(principal, filters))),
+    /** One round of the fold (what is committed and not folded yet, up to a round's worth). */
     fold: () => runtime.runPromise(Effect.flatMap(UsageRepo, (r) => r.fold)),
+    /** Folds until everything committed before the call is in the rollups (no fixed sleep: rounds until then). */
+    settle: () => runtime.runPromise(Effect.flatMap(UsageRepo, settle)),
     stop: async () => {
       await db.end()
       await runtime.dispose()
@@ -108,4 +126,17 @@ export const seedTasks = async (db: pg.Pool, organizationId: string, tasks: Read
     [JSON.stringify(tasks.map((t, i) => ({ id: ids[i], status: t.status, ms: t.durationMs })))]
   )
   return ids
+}
+
+/**
+ * Waits until a node's folder has folded everything committed before the call (the rollups lag the
+ * writes by about a second): polls the fold's positions, no fixed sleep.
+ */
+export const foldedByNode = async (db: pg.ClientBase | pg.Pool, timeoutMs = 30_000) => {
+  const { rows: [{ mark }] } = await db.query<{ mark: string }>(FOLD_MARK)
+  const deadline = Date.now() + timeoutMs
+  while ((await db.query<{ done: boolean }>(FOLDED_THROUGH, [mark])).rows[0]?.done !== true) {
+    if (Date.now() > deadline) throw new Error("the node's usage folder did not catch up")
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
 }
