@@ -7,21 +7,11 @@ import { Egress } from "../connectors/Egress.js"
 import { observedModelCall } from "../observability/ModelCallObserver.js"
 import { ModelProviders } from "./ModelProviders.js"
 import { providerFor } from "./models/index.js"
-import {
-  ModelError,
-  type ModelProvider,
-  type ModelRequest,
-  type ModelResponse,
-  type ProviderConnection
-} from "./models/ModelProvider.js"
+import { ModelError, type ModelProvider, type ModelRequest, type ProviderConnection } from "./models/ModelProvider.js"
 import { scripted } from "./models/Scripted.js"
 import { makePriceTable } from "./Prices.js"
 
-export interface ModelCallResult {
-  readonly response: ModelResponse
-  readonly cost: number
-  readonly durationMs: number
-}
+export type { ModelCallResult } from "./models/ModelProvider.js"
 
 const notConfigured = (message: string) => new ModelError({ code: "model_not_configured", message, retryable: false })
 

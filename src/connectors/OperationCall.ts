@@ -4,7 +4,6 @@ import type { AppliedCredentials, ConnectionUnusable } from "../../cluster/Conne
 import type { InvokeOperation } from "../../schema/Connectors.js"
 import type { ConnectionId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
-import type { CallObserver } from "../observability/ConnectorObserver.js"
 import type { Invocation } from "./InvocationRecorder.js"
 import { type InvokeTarget, prepareCall, type Prepared } from "./PreparedCall.js"
 import {
@@ -284,3 +283,16 @@ export const makeOperationCall = (setup: OperationCallSetup) =>
 ): OperationCall => new CallInFlight(setup, principal, target, input, context)
 
 export type CallOperation = ReturnType<typeof makeOperationCall>
+
+/** What the one invoke core (OperationCall.ts) tells about each call; absent while metrics and traces are off. */
+export interface CallObserver {
+  /** Whether spans are exported: the general stack then hands the caller's span down. */
+  readonly traces: boolean
+  /** A span for the call, under `parent` (the caller's span, if any), while spans are exported. */
+  readonly begin: (target: InvokeTarget, parent: Tracer.AnySpan | undefined) => Tracer.Span | undefined
+  /** Adds `traceparent` to the upstream request (SWITCHYARD_TRACE_PROPAGATE_UPSTREAM). */
+  readonly outgoing: (span: Tracer.Span, headers: Record<string, string>) => void
+  readonly end: (span: Tracer.Span, outcome: CallOutcome | undefined) => void
+  /** Metrics: one call that reached the target or failed to, with its status (null: no answer). */
+  readonly record: ((target: InvokeTarget, status: number | null, ms: number) => void) | undefined
+}

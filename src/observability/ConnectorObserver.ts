@@ -1,22 +1,8 @@
 import { Context, Effect, Exit, Option, Tracer } from "effect"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
-import type { CallOutcome } from "../connectors/OperationCall.js"
-import type { InvokeTarget } from "../connectors/PreparedCall.js"
+import type { CallObserver } from "../connectors/OperationCall.js"
 import { NodeMetrics } from "./NodeMetrics.js"
 import { tracesUrl } from "./Tracing.js"
-
-/** What the one invoke core (OperationCall.ts) tells about each call; absent while metrics and traces are off. */
-export interface CallObserver {
-  /** Whether spans are exported: the general stack then hands the caller's span down. */
-  readonly traces: boolean
-  /** A span for the call, under `parent` (the caller's span, if any), while spans are exported. */
-  readonly begin: (target: InvokeTarget, parent: Tracer.AnySpan | undefined) => Tracer.Span | undefined
-  /** Adds `traceparent` to the upstream request (SWITCHYARD_TRACE_PROPAGATE_UPSTREAM). */
-  readonly outgoing: (span: Tracer.Span, headers: Record<string, string>) => void
-  readonly end: (span: Tracer.Span, outcome: CallOutcome | undefined) => void
-  /** Metrics: one call that reached the target or failed to, with its status (null: no answer). */
-  readonly record: ((target: InvokeTarget, status: number | null, ms: number) => void) | undefined
-}
 
 const OK = Exit.void
 

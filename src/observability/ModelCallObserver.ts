@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import type { ModelConfig } from "../../schema/Agents.js"
-import type { ModelCallResult } from "../agents/ModelGateway.js"
+import type { ModelCallResult } from "../agents/models/ModelProvider.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { NodeMetrics } from "./NodeMetrics.js"
 import { tracesUrl } from "./Tracing.js"

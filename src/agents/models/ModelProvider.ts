@@ -99,3 +99,10 @@ export interface CallOptions {
 export interface ModelProvider {
   readonly call: (connection: ProviderConnection, request: ModelRequest, options: CallOptions) => Promise<ModelResponse>
 }
+
+/** A model call as the gateway returns it: the response, its cost by the price table, and how long it took. */
+export interface ModelCallResult {
+  readonly response: ModelResponse
+  readonly cost: number
+  readonly durationMs: number
+}
