@@ -1,0 +1,136 @@
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import pg from "pg"
+import { statements as eventWrites } from "../../src/db/migrations/0021_event_writes.js"
+import { repoRoot, startNode, stopAll, tempDir } from "./processes.js"
+
+/**
+ * A probe of what the event triggers cost the database (issue 22), for looking into them, not a benchmark
+ * of record: `node --import tsx bench/support/eventWrites.ts [tasks] [rounds]`.
+ *
+ * One backend runs a sync invoke's writes (the task inserted executing; its end with the model call that
+ * ended it: the statements of src/tasks/TaskRepo.ts, reduced to what the triggers see) `tasks` times in a
+ * loop inside one transaction, rolled back, so no commit, client or network is in the figure; what is
+ * measured is the backend's CPU time (/proc/<pid>/stat), which a busy machine disturbs far less than the
+ * wall clock. Variants, alternating in each round: the triggers disabled, the triggers of 0016 (their
+ * functions as 0016 wrote them, replaced inside the transaction), and those of 0021 (as migrated). Prints
+ * the median CPU µs per task of each, and the triggers' share over "off".
+ */
+const [tasksArg, roundsArg] = process.argv.slice(2).map(Number)
+const TASKS = tasksArg || 2000
+const ROUNDS = roundsArg || 6
+
+const TRIGGERS: ReadonlyArray<readonly [string, string]> = [
+  ["tasks", "events_tasks_inserted"],
+  ["tasks", "events_tasks_updated"],
+  ["task_events", "events_task_events_inserted"]
+]
+
+/** 0016's functions, as it created them (its statements have no interpolations), made replaceable. */
+const functionsOf0016 = () =>
+  Array.from(
+    Fs.readFileSync(Path.join(repoRoot, "src/db/migrations/0016_events.ts"), "utf8").matchAll(/yield\* sql`([^`]*)`/g),
+    (m) => m[1]!.trim()
+  ).filter((s) => s.startsWith("CREATE FUNCTION")).map((s) =>
+    s.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION")
+  )
+
+const LOOP = `
+  CREATE OR REPLACE FUNCTION pg_temp.probe_loop(n int, org uuid, agent uuid) RETURNS void LANGUAGE plpgsql AS $$
+  DECLARE
+    tid uuid;
+    md jsonb := '{"step":1,"provider":"scripted","model":"scripted","input_tokens":10,"output_tokens":2,
+      "cached_tokens":0,"cost_usd":0,"duration_ms":1,"finish":"stop"}';
+    one int;
+  BEGIN
+    FOR i IN 1..n LOOP
+      tid := gen_random_uuid();
+      INSERT INTO tasks (id, organization_id, agent_id, status, source, user_id, user_email, input, agent_version,
+        started_at, shard)
+      VALUES (tid, org, agent, 'executing', 'api', 'u1', 'u1@example.com', 'hi', 1, now(), 0);
+      WITH ended AS (
+        UPDATE tasks SET status = 'completed', result = 'done', finished_at = now(), oidc_token = NULL
+        WHERE id = tid AND status NOT IN ('completed', 'error', 'cancelled') RETURNING id
+      ),
+      model_event AS (
+        INSERT INTO task_events (task_id, seq, type, step_key, data)
+        SELECT tid, coalesce((SELECT max(seq) FROM task_events e WHERE e.task_id = tid), 0) + 1, 'model_call',
+          's1', md
+        ON CONFLICT DO NOTHING
+      )
+      SELECT 1 FROM ended INTO STRICT one;
+    END LOOP;
+  END $$`
+
+const postgresOf = (dataDir: string) => {
+  const lines = Fs.readFileSync(Path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")
+  return { port: Number(lines[3]), password: Fs.readFileSync(Path.join(dataDir, "pg-password"), "utf8").trim() }
+}
+
+const main = async () => {
+  const tmp = tempDir("probe-events-")
+  const dataDir = Path.join(tmp, "data")
+  try {
+    const node = await startNode({
+      dataDir,
+      logLevel: "warning",
+      logFile: Path.join(tmp, "node.log"),
+      expectApiKey: true
+    })
+    const headers = { "x-api-key": node.apiKey!, "content-type": "application/json" }
+    const me = await (await fetch(`${node.baseUrl}/v1/me`, { headers })).json() as any
+    const organizationId: string = me.organization_id ?? me.organization?.id
+    const agent = await (await fetch(`${node.baseUrl}/v1/agents`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ name: "probe", model: { provider: "scripted", script: [{ text: "done" }] } })
+    })).json() as { id: string }
+    const client = new pg.Client({ ...postgresOf(dataDir), host: "127.0.0.1", user: "postgres", database: "postgres" })
+    await client.connect()
+    try {
+      const { rows: [{ pid }] } = await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")
+      // user + system time of the backend, in ms (clock ticks of 10 ms)
+      const cpu = () => {
+        const fields = Fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+        return (Number(fields[11]) + Number(fields[12])) * 10
+      }
+      const variants: Record<string, ReadonlyArray<string>> = {
+        off: TRIGGERS.map(([table, trigger]) => `ALTER TABLE ${table} DISABLE TRIGGER ${trigger}`),
+        "0016": functionsOf0016(),
+        "0021": eventWrites
+      }
+      const cpuPerTask: Record<string, Array<number>> = { off: [], "0016": [], "0021": [] }
+      const names = Object.keys(variants)
+      for (let round = 0; round <= ROUNDS; round++) {
+        for (const name of round % 2 === 0 ? names : [...names].reverse()) {
+          await client.query("BEGIN")
+          for (const statement of [LOOP, ...variants[name]!]) await client.query(statement)
+          // the first round warms caches and is not counted
+          const before = cpu()
+          await client.query("SELECT pg_temp.probe_loop($1, $2, $3)", [TASKS, organizationId, agent.id])
+          const spent = cpu() - before
+          await client.query("ROLLBACK")
+          if (round > 0) cpuPerTask[name]!.push((spent * 1000) / TASKS)
+        }
+      }
+      const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+      const off = median(cpuPerTask.off!)
+      for (const name of names) {
+        const m = median(cpuPerTask[name]!)
+        console.log(
+          `${name.padEnd(5)} ${m.toFixed(0).padStart(5)} µs CPU per task` +
+            (name === "off" ? "" : `, triggers ${(m - off).toFixed(0)} µs`) +
+            `  (rounds: ${cpuPerTask[name]!.map((x) => x.toFixed(0)).join(", ")})`
+        )
+      }
+    } finally {
+      await client.end()
+      await node.stop()
+    }
+  } finally {
+    await stopAll()
+    Fs.rmSync(tmp, { recursive: true, force: true })
+  }
+}
+
+await main()
