@@ -1,6 +1,7 @@
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import pg from "pg"
+import { FOLD_MARK, FOLDED_THROUGH } from "../src/usage/UsageRepo.js"
 import { measureThroughput, percentile, type Target } from "./support/load.js"
 import { repoRoot, startNode, stopAll, tempDir } from "./support/processes.js"
 import { fmt, machine, ratio, warnIfBusy } from "./support/report.js"
@@ -8,13 +9,15 @@ import { fmt, machine, ratio, warnIfBusy } from "./support/report.js"
 /**
  * Usage reports (issue 24), on one node, in one run:
  *   - cost: synchronous invokes (a scripted model that answers at once) from 16 producers, in blocks with the
- *     usage triggers enabled, then disabled (`ALTER TABLE … DISABLE TRIGGER`), which side first alternating;
- *     the node's folder runs throughout. Tasks/s with the rollups over tasks/s without; the median of the
- *     rounds' ratios (each round's two blocks saw the same minute of a noisy machine);
+ *     node's usage folder running, then off (the bench holds the fold's advisory lock, so the node's rounds
+ *     find it taken), which side first alternating. The rollups are kept off the task path (migration 0022):
+ *     what they cost the tasks is the folder's work, which a block with it running also pays for the backlog
+ *     of the block before. Tasks/s with the folder over tasks/s without; the median of the rounds' ratios
+ *     (each round's two blocks saw the same minute of a noisy machine);
  *   - seed: 1,000,000 tasks' worth of rollups over the last 30 days in the node's organization, realistic in
  *     shape (200 users, each on 2 of 20 agents, each agent on one model; 1–3 model calls and one connector
  *     call per task, 3 sources): a sample of `sampleTasks` written as the API writes them (tasks inserted,
- *     model calls recorded, tasks ended: through the real triggers, then folded), the rest aggregated by
+ *     model calls recorded, tasks ended: then folded by the node from the event log and the tables), the rest aggregated by
  *     generate_series straight into the rollups, with the same distribution;
  *   - read: `GET /v1/usage` over HTTP for those 30 days, in several shapes, `reads` times each: p50 and p99.
  * Each run is appended to bench/results/usage.json.
@@ -36,12 +39,8 @@ const only = process.env.BENCH_USAGE
 
 const targets = { readP99Ms: 100, tasksWithRollupsVsWithout: 0.95 } as const
 
-const TRIGGERS: ReadonlyArray<readonly [string, string]> = [
-  ["llm_usage", "usage_llm_recorded"],
-  ["tasks", "usage_tasks_ended"],
-  ["tasks", "usage_tasks_inserted_ended"],
-  ["connector_invocations", "usage_connector_called"]
-]
+/** The fold's advisory lock (src/usage/UsageRepo.ts): held by the bench, the node's folder is off. */
+const FOLD_LOCK = 0x5717c4_20
 
 const postgresOf = (dataDir: string) => {
   const lines = Fs.readFileSync(Path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")
@@ -52,41 +51,92 @@ const postgresOf = (dataDir: string) => {
   }
 }
 
-const setTriggers = async (pool: pg.Pool, enabled: boolean) => {
-  for (const [table, trigger] of TRIGGERS) {
-    await pool.query(`ALTER TABLE ${table} ${enabled ? "ENABLE" : "DISABLE"} TRIGGER ${trigger}`)
+/** The folder on (the lock released) or off (held by the bench's own connection). */
+const folderSwitch = async (pool: pg.Pool) => {
+  const holder = await pool.connect()
+  let held = false
+  return {
+    set: async (running: boolean) => {
+      if (running === !held) return
+      await holder.query(running ? "SELECT pg_advisory_unlock($1)" : "SELECT pg_advisory_lock($1)", [FOLD_LOCK])
+      held = !running
+    },
+    release: () => holder.release()
+  }
+}
+
+/** Waits until the node folded what committed before the call. */
+const waitForFold = async (pool: pg.Pool) => {
+  const { rows: [{ mark }] } = await pool.query<{ mark: string }>(FOLD_MARK)
+  while ((await pool.query<{ done: boolean }>(FOLDED_THROUGH, [mark])).rows[0]?.done !== true) {
+    await new Promise((r) => setTimeout(r, 200))
   }
 }
 
 const mean = (xs: ReadonlyArray<number>) => xs.reduce((a, b) => a + b, 0) / xs.length
 const median = (xs: ReadonlyArray<number>) => percentile([...xs].sort((a, b) => a - b), 50)
 
+/**
+ * The write path as before 0022 (the third arm, "bare"): the xid columns' default a constant and their
+ * indexes gone, so what 0022 adds to every model and connector call's insert shows. Rows written bare carry
+ * xid 0 and are never folded (a bench-only state).
+ */
+const setBare = async (pool: pg.Pool, bare: boolean) => {
+  for (const [table, key] of [["llm_usage", "task_id, seq"], ["connector_invocations", "id"]] as const) {
+    if (bare) {
+      await pool.query(`ALTER TABLE ${table} ALTER COLUMN xid SET DEFAULT '0'`)
+      await pool.query(`DROP INDEX IF EXISTS ${table}_xid`)
+    } else {
+      await pool.query(`CREATE INDEX IF NOT EXISTS ${table}_xid ON ${table} (xid, ${key}) WHERE xid > '0'::xid8`)
+      await pool.query(`ALTER TABLE ${table} ALTER COLUMN xid SET DEFAULT pg_current_xact_id()`)
+    }
+  }
+}
+
+type Arm = "on" | "off" | "bare"
+
 const measureCost = async (target: Target, pool: pg.Pool) => {
   const { blockMs, producers, rounds, skipMs, warmupMs } = settings.cost
-  const counted = { on: [] as Array<number>, off: [] as Array<number> }
+  const counted: Record<Arm, Array<number>> = { on: [], off: [], bare: [] }
   let errors = 0
+  const folder = await folderSwitch(pool)
   await measureThroughput(target, { concurrency: producers, warmupMs: 0, durationMs: warmupMs })
+  const orders: ReadonlyArray<ReadonlyArray<Arm>> = [["on", "off", "bare"], ["bare", "off", "on"], [
+    "off",
+    "on",
+    "bare"
+  ], ["bare", "on", "off"]]
   for (let round = 0; round < rounds; round++) {
-    for (const enabled of round % 2 === 0 ? [true, false] : [false, true]) {
-      await setTriggers(pool, enabled)
+    for (const arm of orders[round % orders.length]!) {
+      await folder.set(arm === "on")
+      await setBare(pool, arm === "bare")
       const result = await measureThroughput(target, {
         concurrency: producers,
         warmupMs: skipMs,
         durationMs: blockMs - skipMs
       })
       errors += result.errors
-      counted[enabled ? "on" : "off"].push(result.rps)
-      process.stdout.write(`    rollups ${enabled ? "on " : "off"}: ${fmt(result.rps, 0)} tasks/s\n`)
+      counted[arm].push(result.rps)
+      process.stdout.write(
+        `    ${arm === "bare" ? "bare (no xid index)" : `folder ${arm}`}: ${fmt(result.rps, 0)} tasks/s\n`
+      )
     }
   }
-  await setTriggers(pool, true)
+  await setBare(pool, false)
+  await folder.set(true)
+  folder.release()
   const ratios = counted.on.map((on, i) => ratio(on, counted.off[i]!))
+  const bareRatios = counted.off.map((off, i) => ratio(off, counted.bare[i]!))
   return {
+    compared: "usage folder running vs off (migration 0022: no usage triggers); off vs bare (no xid column cost)",
     tasksPerSecondWithRollups: mean(counted.on),
     tasksPerSecondWithout: mean(counted.off),
+    tasksPerSecondBare: mean(counted.bare),
     ratio: median(ratios),
     ratioOfMeans: ratio(mean(counted.on), mean(counted.off)),
     roundRatios: ratios,
+    xidColumnRatio: median(bareRatios),
+    onVsBareRatio: median(counted.on.map((on, i) => ratio(on, counted.bare[i]!))),
     blocks: counted,
     errors
   }
@@ -114,7 +164,7 @@ const synthetic = (from: string, to: string) => `
     LATERAL (SELECT abs(hashint4(g + 3)) % ${settings.users} AS n) u,
     LATERAL (SELECT (u.n * 7 + abs(hashint4(g + 5)) % 2) % ${settings.agents} AS n) a`
 
-/** The sample: written as the API writes it, through the triggers (four statements per 2,000 tasks). */
+/** The sample: written as the API writes it (four statements per 2,000 tasks), for the node to fold. */
 const seedSample = async (pool: pg.Pool, organizationId: string) => {
   const chunk = 2000
   for (let first = 1; first <= settings.sampleTasks; first += chunk) {
@@ -164,9 +214,9 @@ const seedBulk = async (pool: pg.Pool, organizationId: string) => {
   const from = String(settings.sampleTasks + 1)
   const to = String(settings.tasks)
   await pool.query(`CREATE TABLE bench_usage_bulk AS ${synthetic(from, to)}`)
-  for (const grain of ["hour", "day", "day_all_users"]) {
-    const period = `date_trunc('${grain === "hour" ? "hour" : "day"}', created_at, 'UTC')`
-    const user = grain === "day_all_users" ? "''::text" : "user_id"
+  for (const grain of ["hour", "hour_all_users", "day", "day_all_users"]) {
+    const period = `date_trunc('${grain.startsWith("hour") ? "hour" : "day"}', created_at, 'UTC')`
+    const user = grain.endsWith("_all_users") ? "''::text" : "user_id"
     await pool.query(
       `INSERT INTO usage_model_rollups (grain, period, organization_id, agent_id, user_id, source, provider, model, calls,
          input_tokens, output_tokens, cached_tokens, cost_usd)
@@ -249,7 +299,7 @@ export const run = async () => {
         body: JSON.stringify({ name: "bench", model: { provider: "scripted", script: [{ text: "done" }] } })
       })
       const agent = await created.json() as { id: string }
-      console.log(`Cost: sync invokes from ${settings.cost.producers} producers, usage triggers on and off in turns`)
+      console.log(`Cost: sync invokes from ${settings.cost.producers} producers, usage folder on and off in turns`)
       const cost = only !== undefined && only !== "cost" ? undefined : await measureCost({
         name: "sync invoke",
         url: `${node.baseUrl}/v1/agents/${agent.id}/invoke`,
@@ -259,13 +309,15 @@ export const run = async () => {
       }, pool)
       if (cost !== undefined) {
         console.log(
-          `  with rollups ${fmt(cost.tasksPerSecondWithRollups, 0)} tasks/s, without ${
+          `  folder running ${fmt(cost.tasksPerSecondWithRollups, 0)} tasks/s, off ${
             fmt(cost.tasksPerSecondWithout, 0)
           } tasks/s (means); median of the rounds' ratios ${
             fmt(cost.ratio, 3)
           }x — target ≥ ${targets.tasksWithRollupsVsWithout}x: ${
             cost.ratio >= targets.tasksWithRollupsVsWithout ? "PASS" : "MISS"
-          }`
+          }; bare (no xid index) ${fmt(cost.tasksPerSecondBare, 0)} tasks/s: off/bare ${
+            fmt(cost.xidColumnRatio, 3)
+          }x, running/bare ${fmt(cost.onVsBareRatio, 3)}x`
         )
       }
       if (only === "cost") {
@@ -273,7 +325,7 @@ export const run = async () => {
         return { ok: cost!.errors === 0 }
       }
 
-      console.log(`Seed: ${settings.sampleTasks} tasks through the triggers, the rest of ${settings.tasks} in bulk`)
+      console.log(`Seed: ${settings.sampleTasks} tasks folded by the node, the rest of ${settings.tasks} in bulk`)
       // the bulk first: the sample's folds then add to its rows, as folds do
       let started = performance.now()
       await seedBulk(pool, organizationId)
@@ -281,15 +333,10 @@ export const run = async () => {
       started = performance.now()
       await seedSample(pool, organizationId)
       const sampleSeconds = (performance.now() - started) / 1000
-      // the node folds every second; wait for the deltas to be gone
-      while (true) {
-        const { rows: [d] } = await pool.query<{ n: number }>(
-          "SELECT ((SELECT count(*) FROM usage_model_deltas) + (SELECT count(*) FROM usage_task_deltas) + " +
-            "(SELECT count(*) FROM usage_connector_deltas))::int AS n"
-        )
-        if (d!.n === 0) break
-        await new Promise((r) => setTimeout(r, 200))
-      }
+      // the node folds every second; wait until it folded the sample
+      started = performance.now()
+      await waitForFold(pool)
+      const foldSeconds = (performance.now() - started) / 1000
       const { rows: [sampleShape] } = await pool.query(
         `SELECT (SELECT count(*) FROM usage_task_rollups WHERE organization_id = $1 AND grain = 'day')::int AS day_rows,
            (SELECT count(*) FROM usage_task_rollups WHERE organization_id = $1 AND grain = 'hour')::int AS hour_rows`,
@@ -308,7 +355,9 @@ export const run = async () => {
         `  sample ${
           fmt(sampleSeconds, 1)
         } s (${sampleShape.day_rows} day rows, ${sampleShape.hour_rows} hour rows of ` +
-          `tasks), bulk ${fmt(bulkSeconds, 1)} s; rollups: ${JSON.stringify(size)}`
+          `tasks), folded ${fmt(foldSeconds, 1)} s after, bulk ${fmt(bulkSeconds, 1)} s; rollups: ${
+            JSON.stringify(size)
+          }`
       )
 
       console.log(`Read: GET /v1/usage over the last ${settings.days} days, ${settings.reads} times each`)
@@ -339,7 +388,7 @@ export const run = async () => {
         }`
       )
       const ok = (cost?.errors ?? 0) === 0
-      append({ ok, cost, seed: { sampleSeconds, bulkSeconds, sampleShape, size }, reads, targets })
+      append({ ok, cost, seed: { sampleSeconds, foldSeconds, bulkSeconds, sampleShape, size }, reads, targets })
       return { ok }
     } finally {
       await pool.end()

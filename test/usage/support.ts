@@ -94,7 +94,11 @@ export interface SeedTask {
  * Writes tasks as the API does, in its statements' shapes (tasks have no foreign keys): inserted pending,
  * their model calls recorded, then ended in one UPDATE; each step through the real triggers.
  */
-export const seedTasks = async (db: pg.Pool, organizationId: string, tasks: ReadonlyArray<SeedTask>) => {
+export const seedTasks = async (
+  db: pg.Pool | pg.ClientBase,
+  organizationId: string,
+  tasks: ReadonlyArray<SeedTask>
+) => {
   const ids = tasks.map(() => Crypto.randomUUID())
   await db.query(
     `INSERT INTO tasks (id, organization_id, agent_id, status, source, user_id, user_email, input, created_at)
