@@ -38,6 +38,8 @@ export const WebhookUrl = Schema.String.pipe(
     return true
   })
 ).annotations({
+  // generated values (tests, the fuzz) are URLs: filtering random strings for one would rarely end
+  arbitrary: () => (fc) => fc.oneof(fc.webUrl({ withQueryParameters: true }), fc.constant("http://127.0.0.1:9/hook")),
   description: "Where deliveries are POSTed: an absolute http(s) URL (https recommended). Internal addresses " +
     "(loopback, private, link-local, metadata) are refused unless the operator allows them (SWITCHYARD_EGRESS_ALLOW)."
 })
