@@ -2,79 +2,74 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 /**
- * Cheaper event writes (issue 22): the triggers of 0016, each one SQL statement over its transition tables.
+ * Cheaper event writes (issue 22): the triggers of 0016, each one plain INSERT … SELECT over its transition
+ * tables.
  *
- * Measured (bench/support/eventWrites.ts, CPU time of the backend): 0016's triggers cost about 600 µs per sync
- * invoke, more than the task's own statements. Nearly all of it was per statement, not per row: each trigger
- * built an array of composite drafts, handed it to `events_append`, which ran four more queries on it (count,
- * INSERT with a window over `unnest`, the notify gate over `unnest` again), each initialising its executor
- * state anew, and planned afresh on every call (a query with an array parameter takes custom plans), which is
- * where most of the time went. Now each trigger is one statement without parameters (so one generic plan,
- * cached for the session): it reads the transaction's counter, inserts its events with their ids, advances
- * the counter, and notifies, in one executor run.
+ * Measured with bench/support/eventWrites.ts (the backend's CPU time for a sync invoke's writes, in one run):
+ * 0016's triggers cost about 550 µs per task, seven times the task's own statements, and nearly all of it per
+ * statement, not per row. Each trigger built an array of composite drafts and handed it to `events_append`,
+ * which ran four more queries over it (a count, the INSERT with a window over `unnest`, the notify gate over
+ * `unnest` again), each starting its executor anew, and with the array as a parameter each was planned again
+ * on most calls (custom plans). Now each trigger is one statement without parameters (a generic plan, cached
+ * for the session) and small plans: no window, no aggregate, no CTE, a sort only where a statement's rows need
+ * one. The counter and the notify gate moved to `events_next_id`, called per row: simple expressions, and the
+ * gate's one query once per transaction and organization. About 135 µs per task remain.
  *
- * Nothing a reader sees changes: the ids are still `(xid << 20) + n`, the end of a task still takes `n` from
- * the upper half, the payloads are the same JSON, and the notify is still sent only for followed
- * organizations. The two counters (events before, and task ends after, the half) are one transaction-local
- * setting, `switchyard.event_n` = `late << 20 | early`: one read and one write per statement, undone with a
- * rolled-back savepoint as the rows are. `event_time` is declared STABLE (as its body, to_char, is), so it
- * is inlined instead of called: to_char in place, a quarter of the time.
+ * Nothing a reader sees changes: the ids are still `(xid << 20) + n` in the order the statement's rows are
+ * written, the end of a task still takes `n` from the upper half, the payloads are the same JSON, and the
+ * notify is still sent only for followed organizations, once per transaction. The two counters (events
+ * before, and task ends after, the half) are one transaction-local setting, `switchyard.event_n` =
+ * `late << 20 | early`. `event_time` is declared STABLE (as its body, to_char, is), so it is inlined instead
+ * of called: a quarter of the time, and the readers' statements get it too.
  */
 
 /** The upper half of an event's place in its transaction: a task's end, after everything else. */
 const LATE = 524288
 
 /**
- * One statement appending the events of `drafts` (a SELECT of organization_id, type, task_id, agent_id,
- * owner_user_id, data, last and whatever `order` needs), numbered in `order` within each half after what
- * the transaction took already; it yields the counters after it, `early` and `late`, and notifies the
- * organizations some node follows. With no drafts it inserts nothing and leaves the counter alone.
+ * The id of the next event of the transaction, of the organization's: `(xid << 20) + n`, n counted in the
+ * lower half, or for a task's end (`last`) in the upper one. Called per row, in the order the rows reach it.
+ * Refuses a transaction past either half. The first event of each organization in the transaction also
+ * sends the wake-up if a node follows the organization (`event_listeners`): the one query here, once per
+ * transaction and organization (`switchyard.event_orgs` remembers which were looked up); everything else is
+ * simple expressions, a few microseconds. Both settings are transaction-local, undone with a rolled-back
+ * savepoint as its rows and notifications are.
  */
-const append = (drafts: string, order: string) => `
-  WITH c AS MATERIALIZED (
-    SELECT pg_current_xact_id()::text::bigint << 20 AS xid,
-      coalesce(nullif(current_setting('switchyard.event_n', true), ''), '0')::bigint AS n
-  ),
-  d AS (${drafts}),
-  ins AS (
-    INSERT INTO events (organization_id, id, type, task_id, agent_id, owner_user_id, data)
-    SELECT d.organization_id,
-      c.xid + CASE WHEN d.last THEN ${LATE} + (c.n >> 20) ELSE c.n & 1048575 END
-        + row_number() OVER (PARTITION BY d.last ORDER BY ${order}),
-      d.type, d.task_id, d.agent_id, d.owner_user_id, d.data
-    FROM d CROSS JOIN c
-    RETURNING organization_id, id
-  ),
-  s AS (
-    SELECT (c.n & 1048575) + count(ins.id) FILTER (WHERE ins.id & ${LATE} = 0) AS early,
-      (c.n >> 20) + count(ins.id) FILTER (WHERE ins.id & ${LATE} <> 0) AS late, count(ins.id) AS added
-    FROM c LEFT JOIN ins ON true
-    GROUP BY c.n
-  )
-  SELECT s.early, s.late,
-    CASE WHEN s.added > 0 THEN set_config('switchyard.event_n', ((s.late << 20) + s.early)::text, true) END,
-    -- only where a node follows the organization: a notifying commit takes a lock that every other one waits for
-    CASE WHEN s.added > 0 THEN (
-      SELECT count(pg_notify('switchyard_events', x.o::text))
-      FROM (SELECT DISTINCT organization_id FROM ins) x(o)
-      WHERE EXISTS (SELECT 1 FROM event_listeners l WHERE l.organization_id = x.o AND l.until > now())
-    ) END
-  FROM s`
-
-/** A trigger function running `append`, and refusing a transaction past either half. */
-const triggerFunction = (name: string, drafts: string, order: string) => `
-  CREATE OR REPLACE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+const NEXT_ID = `
+  CREATE OR REPLACE FUNCTION events_next_id(organization uuid, last boolean) RETURNS bigint LANGUAGE plpgsql
+  VOLATILE AS $$
   DECLARE
-    early bigint;
-    late bigint;
-    counted text;
-    notified bigint;
+    n bigint := coalesce(nullif(current_setting('switchyard.event_n', true), ''), '0')::bigint
+      + CASE WHEN last THEN 1048576 ELSE 1 END;
+    seen text := coalesce(current_setting('switchyard.event_orgs', true), '');
+    kept text;
   BEGIN
-    ${append(drafts, order)}
-    INTO early, late, counted, notified;
-    IF early >= ${LATE} OR late >= ${LATE} THEN
+    IF (n & 1048575) >= ${LATE} OR (n >> 20) >= ${LATE} THEN
       RAISE EXCEPTION 'more than ${LATE - 1} events of one kind in one transaction';
     END IF;
+    kept := set_config('switchyard.event_n', n::text, true);
+    IF strpos(seen, organization::text) = 0 THEN
+      kept := set_config('switchyard.event_orgs', seen || organization::text || ' ', true);
+      -- only where a node follows the organization: a notifying commit takes a lock that every other one waits for
+      IF EXISTS (SELECT 1 FROM event_listeners l WHERE l.organization_id = organization AND l.until > now()) THEN
+        PERFORM pg_notify('switchyard_events', organization::text);
+      END IF;
+    END IF;
+    RETURN (pg_current_xact_id()::text::bigint << 20) + CASE WHEN last THEN ${LATE} + (n >> 20) ELSE n & 1048575 END;
+  END $$`
+
+/**
+ * A trigger function appending the events of `drafts` (a SELECT of organization_id, type, task_id, agent_id,
+ * owner_user_id, data, last, and what `order` needs), numbered in `order`, or without it in the order the
+ * plan produces the rows (where that order is fixed by its shape, or does not matter).
+ */
+const triggerFunction = (name: string, drafts: string, order?: string) => `
+  CREATE OR REPLACE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    INSERT INTO events (organization_id, id, type, task_id, agent_id, owner_user_id, data)
+    SELECT d.organization_id, events_next_id(d.organization_id, d.last), d.type, d.task_id, d.agent_id,
+      d.owner_user_id, d.data
+    FROM (${drafts}${order === undefined ? "" : ` ORDER BY ${order}`}) d;
     RETURN NULL;
   END $$`
 
@@ -94,21 +89,23 @@ export const statements: ReadonlyArray<string> = [
   `CREATE OR REPLACE FUNCTION event_time(at timestamptz) RETURNS text LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
   $$`,
+  NEXT_ID,
 
   // a task inserted started (its run begins on the invoking node) is created, then started (or ended)
   triggerFunction(
     "events_tasks_inserted",
+    // in the order inserted, each task's created before its status: a nested loop over the transition table
+    // (in the order its rows were written) with the values listed (in their order) joined to each row, the
+    // one plan a lateral join allows
     `SELECT t.organization_id, CASE WHEN k.k = 0 THEN 'task.created' ELSE ${statusType("t")} END AS type,
       t.id AS task_id, t.agent_id, NULL::uuid AS owner_user_id,
       CASE WHEN k.k = 0 THEN
         jsonb_build_object('task_id', t.id, 'agent_id', t.agent_id, 'agent_version', t.agent_version,
           'source', t.source, 'user_id', t.user_id, 'created_at', event_time(t.created_at))
       ELSE ${statusData("t")} END AS data,
-      k.k = 1 AND t.status IN ${TERMINAL} AS last, t.r, k.k
-    FROM (SELECT row_number() OVER () AS r, * FROM new_tasks) t
-      JOIN (VALUES (0), (1)) k(k) ON k.k = 0 OR t.status <> 'pending'`,
-    // in the order inserted
-    "d.r, d.k"
+      k.k = 1 AND t.status IN ${TERMINAL} AS last
+    FROM new_tasks t CROSS JOIN LATERAL (VALUES (0, true), (1, t.status <> 'pending')) k(k, present)
+    WHERE k.present`
   ),
 
   // a status change is an event; back to executing after a decision is not (approval.decided says it)
@@ -117,8 +114,7 @@ export const statements: ReadonlyArray<string> = [
     `SELECT n.organization_id, ${statusType("n")} AS type, n.id AS task_id, n.agent_id,
       NULL::uuid AS owner_user_id, ${statusData("n")} AS data, n.status IN ${TERMINAL} AS last
     FROM new_tasks n JOIN old_tasks o ON o.id = n.id
-    WHERE n.status IS DISTINCT FROM o.status AND NOT (o.status = 'waiting_approval' AND n.status = 'executing')`,
-    "d.task_id"
+    WHERE n.status IS DISTINCT FROM o.status AND NOT (o.status = 'waiting_approval' AND n.status = 'executing')`
   ),
 
   // the steps of a run: what was called, how it went, what it cost; not the arguments, texts and results
@@ -138,7 +134,7 @@ export const statements: ReadonlyArray<string> = [
       END AS data, false AS last, e.seq
     FROM new_events e JOIN tasks t ON t.id = e.task_id
     WHERE e.type IN ('tool_call', 'model_call')`,
-    "d.task_id, d.seq"
+    "task_id, seq"
   ),
 
   triggerFunction(
@@ -148,7 +144,7 @@ export const statements: ReadonlyArray<string> = [
         'skill_id', a.skill_id, 'requested_at', event_time(a.requested_at), 'expires_at',
         event_time(a.expires_at)) AS data, false AS last, a.requested_at, a.id
     FROM new_approvals a`,
-    "d.requested_at, d.id"
+    "requested_at, id"
   ),
 
   triggerFunction(
@@ -159,7 +155,7 @@ export const statements: ReadonlyArray<string> = [
       false AS last, n.id
     FROM new_approvals n JOIN old_approvals o ON o.id = n.id
     WHERE o.status = 'pending' AND n.status <> 'pending'`,
-    "d.id"
+    "id"
   ),
 
   triggerFunction(
@@ -170,7 +166,7 @@ export const statements: ReadonlyArray<string> = [
         'access_scope', n.access_scope) AS data, false AS last, n.id
     FROM new_connections n JOIN old_connections o ON o.id = n.id
     WHERE n.status = 'needs_reauthentication' AND o.status <> 'needs_reauthentication'`,
-    "d.id"
+    "id"
   ),
 
   // the audit record whole, as GET /v1/audit-logs shows it: a SIEM takes the log as it is written
@@ -184,29 +180,20 @@ export const statements: ReadonlyArray<string> = [
         'user_agent', a.user_agent, 'request_id', a.request_id, 'details', a.details, 'prev_hash',
         a.prev_hash, 'hash', a.hash) AS data, false AS last, a.seq
     FROM new_audit a`,
-    "d.organization_id, d.seq"
+    "organization_id, seq"
   ),
 
   // drafts appended as 0016 took them (tests and benches write events with it), on the same counter
   `CREATE OR REPLACE FUNCTION events_append(drafts event_draft[]) RETURNS void LANGUAGE plpgsql AS $$
-  DECLARE
-    early bigint;
-    late bigint;
-    counted text;
-    notified bigint;
   BEGIN
-    IF coalesce(cardinality(drafts), 0) = 0 THEN RETURN; END IF;
-    ${
-    append(
-      `SELECT x.organization_id, x.type, x.task_id, x.agent_id, x.owner_user_id, x.data, x.last, x.o
-      FROM unnest(drafts) WITH ORDINALITY AS x(organization_id, type, task_id, agent_id, owner_user_id, data, last, o)`,
-      "d.o"
-    )
-  }
-    INTO early, late, counted, notified;
-    IF early >= ${LATE} OR late >= ${LATE} THEN
-      RAISE EXCEPTION 'more than ${LATE - 1} events of one kind in one transaction';
-    END IF;
+    INSERT INTO events (organization_id, id, type, task_id, agent_id, owner_user_id, data)
+    SELECT d.organization_id, events_next_id(d.organization_id, d.last), d.type, d.task_id, d.agent_id,
+      d.owner_user_id, d.data
+    FROM (
+      SELECT * FROM unnest(drafts) WITH ORDINALITY
+        AS x(organization_id, type, task_id, agent_id, owner_user_id, data, last, o)
+      ORDER BY o
+    ) d;
   END $$`,
   // no trigger builds drafts of task statuses any more
   "DROP FUNCTION IF EXISTS task_status_draft(uuid, uuid, uuid, text, text, timestamptz)"
