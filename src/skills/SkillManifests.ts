@@ -92,7 +92,14 @@ export const parseManifest = (text: string) => {
       message: e.message.split("\n")[0]!
     })))
   }
-  const decoded = Schema.decodeUnknownEither(Manifest, { errors: "all", onExcessProperty: "error" })(doc.toJS())
+  // an alias whose anchor is missing, or an alias bomb, throws only when the document is resolved
+  let value: unknown
+  try {
+    value = doc.toJS()
+  } catch (e) {
+    return Either.left([{ field: "", line: null, message: e instanceof Error ? e.message : String(e) }])
+  }
+  const decoded = Schema.decodeUnknownEither(Manifest, { errors: "all", onExcessProperty: "error" })(value)
   if (Either.isRight(decoded)) return Either.right({ manifest: decoded.right, doc, counter })
   return Either.left(
     ParseResult.ArrayFormatter.formatErrorSync(decoded.left).map((issue): Problem => ({

@@ -90,6 +90,18 @@ describe("publishing skills from switchyard.yaml", () => {
     expectError(syntax, 400, "invalid_manifest")
     expect(syntax.body.error.details.problems[0].line).toBeGreaterThan(0)
 
+    // aliases that cannot be resolved, or resolve to too much, are a bad manifest, not a 500
+    const alias = await call(w.node, w.admin, "POST", "/v1/skills/publish", { manifest: "*7" })
+    expectError(alias, 400, "invalid_manifest")
+    expect(alias.body.error.details.problems[0].message).toContain("Unresolved alias")
+    const bomb = [
+      "a: &a [x,x,x,x,x,x,x,x,x]",
+      "b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]",
+      "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]"
+    ]
+      .concat(["d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]", "e: [*d,*d,*d,*d,*d,*d,*d,*d,*d]"]).join("\n")
+    expectError(await call(w.node, w.admin, "POST", "/v1/skills/publish", { manifest: bomb }), 400, "invalid_manifest")
+
     const unknown = manifest().replace(
       "connection: pets\n        operation: getPet",
       "connection: cats\n        operation: getPet"
