@@ -121,10 +121,11 @@ export const mergeRows = (groupBy: ReadonlyArray<UsageDimension>, facts: Readonl
 }
 
 /**
- * Usage reports (issue 24), read from the rollups (migration 0020). Who sees what: Admins and above the
- * organization's usage; Builders and Members only the usage recorded under themselves (`user_id` is
- * theirs, whether given or not); a key limited to agents only those agents' usage, and never usage
- * outside an agent's tasks (a direct connector call).
+ * Usage reports (issue 24), read from the rollups (migrations 0020 and 0022), about a second behind the
+ * writes (src/usage/UsageFolder.ts). Who sees what: Admins and above the organization's usage; Builders
+ * and Members only the usage recorded under themselves (`user_id` is theirs, whether given or not); a key
+ * limited to agents only those agents' usage, and never usage outside an agent's tasks (a direct connector
+ * call).
  */
 export class Usage extends Effect.Service<Usage>()("usage/Usage", {
   effect: Effect.gen(function*() {
