@@ -14,9 +14,12 @@ import { repoRoot, startNode, stopAll, tempDir } from "./processes.js"
  * measured is the backend's CPU time (/proc/<pid>/stat), which a busy machine disturbs far less than the
  * wall clock. Variants, alternating in each round: the triggers disabled, the triggers of 0016 (their
  * functions as 0016 wrote them, replaced inside the transaction), and those of 0021 (as migrated). Prints
- * the median CPU µs per task of each, and the triggers' share over "off".
+ * the median CPU µs per task of each, and the triggers' share over "off". `--also "<sql>"` adds a variant:
+ * 0021 with that statement run after it (e.g. `DROP INDEX events_task`, to see what an index costs).
  */
-const [tasksArg, roundsArg] = process.argv.slice(2).map(Number)
+const argv = process.argv.slice(2)
+const also = argv.includes("--also") ? argv[argv.indexOf("--also") + 1] : undefined
+const [tasksArg, roundsArg] = argv.filter((a) => /^\d+$/.test(a)).map(Number)
 const TASKS = tasksArg || 2000
 const ROUNDS = roundsArg || 6
 
@@ -97,9 +100,10 @@ const main = async () => {
       const variants: Record<string, ReadonlyArray<string>> = {
         off: TRIGGERS.map(([table, trigger]) => `ALTER TABLE ${table} DISABLE TRIGGER ${trigger}`),
         "0016": functionsOf0016(),
-        "0021": eventWrites
+        "0021": eventWrites,
+        ...(also === undefined ? {} : { "0021+": [...eventWrites, also] })
       }
-      const cpuPerTask: Record<string, Array<number>> = { off: [], "0016": [], "0021": [] }
+      const cpuPerTask: Record<string, Array<number>> = Object.fromEntries(Object.keys(variants).map((k) => [k, []]))
       const names = Object.keys(variants)
       for (let round = 0; round <= ROUNDS; round++) {
         for (const name of round % 2 === 0 ? names : [...names].reverse()) {
