@@ -12,8 +12,9 @@ let connection: any
 let world: Awaited<ReturnType<typeof startPetWorld>>
 beforeAll(async () => {
   world = await startPetWorld({
-    // $0.001 per token: a budget is used up after a few calls
-    SWITCHYARD_MODEL_PRICES: JSON.stringify({ scripted: { input: 1000, output: 1000 } })
+    // $0.0001 per token: a budget is used up after a few calls (a call's request carries the workspace
+    // tools' descriptions, ~1,000 tokens of worst-case estimate)
+    SWITCHYARD_MODEL_PRICES: JSON.stringify({ scripted: { input: 100, output: 100 } })
   })
   ;({ apiKey, connection, node, target } = world)
 })
@@ -102,7 +103,7 @@ describe("limits", () => {
   })
 
   it("never spends past the budget under 50 concurrent invocations", async () => {
-    // each call costs about $0.02–0.03 here; a $0.20 budget admits only some of them
+    // each call reserves about $0.1 and costs less here; a $0.20 budget admits only some of them
     const agent = await createAgent(node, apiKey, {
       name: "budgeted",
       budget: { limit_usd: 0.2, period: "total" },
