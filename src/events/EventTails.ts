@@ -78,6 +78,7 @@ export const makeTails = (options: {
           const lost = page.horizon > tail.position && tail.position !== 0n
           tail.position = page.next
           for (const f of tail.followers) {
+            const before = f.buffer.length
             if (!lost) {
               for (const e of page.events) if (f.accept(e)) f.buffer.push(e)
             }
@@ -85,7 +86,8 @@ export const makeTails = (options: {
               f.detached = true
               tail.followers.delete(f)
             }
-            f.wake?.()
+            // only a follower with something new: waking them all on every read cost each read O(streams)
+            if (f.buffer.length > before || f.detached) f.wake?.()
           }
           if (page.full || tail.again) return pump(organizationId, tail)
           if (page.pending) {
