@@ -2,7 +2,8 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import pg from "pg"
 import { statements as eventWrites } from "../../src/db/migrations/0021_event_writes.js"
-import { repoRoot, startNode, stopAll, tempDir } from "./processes.js"
+import { functionsOf0016 } from "./events0016.js"
+import { startNode, stopAll, tempDir } from "./processes.js"
 
 /**
  * A probe of what the event triggers cost the database (issue 22), for looking into them, not a benchmark
@@ -10,12 +11,14 @@ import { repoRoot, startNode, stopAll, tempDir } from "./processes.js"
  *
  * One backend runs a sync invoke's writes (the task inserted executing; its end with the model call that
  * ended it: the statements of src/tasks/TaskRepo.ts, reduced to what the triggers see) `tasks` times in a
- * loop inside one transaction, rolled back, so no commit, client or network is in the figure; what is
- * measured is the backend's CPU time (/proc/<pid>/stat), which a busy machine disturbs far less than the
- * wall clock. Variants, alternating in each round: the triggers disabled, the triggers of 0016 (their
- * functions as 0016 wrote them, replaced inside the transaction), and those of 0021 (as migrated). Prints
- * the median CPU µs per task of each, and the triggers' share over "off". `--also "<sql>"` adds a variant:
- * 0021 with that statement run after it (e.g. `DROP INDEX events_task`, to see what an index costs).
+ * procedure, each statement its own transaction as in the API (what is set up per transaction counts:
+ * a first version of this probe ran them all in one transaction and missed it), with asynchronous commit, so
+ * no flush, client or network is in the figure; what is measured is the backend's CPU time
+ * (/proc/<pid>/stat), which a busy machine disturbs far less than the wall clock. Variants, alternating in
+ * each round: the triggers disabled, the triggers of 0016 (their functions as 0016 wrote them, put back),
+ * and those of 0021. Prints the median CPU µs per task of each, and the triggers' share over "off".
+ * `--also "<sql>"` adds a variant: 0021 with that statement run after it (e.g. `DROP INDEX events_task`, to
+ * see what an index costs; the probe's node is thrown away after).
  */
 const argv = process.argv.slice(2)
 const also = argv.includes("--also") ? argv[argv.indexOf("--also") + 1] : undefined
@@ -29,17 +32,8 @@ const TRIGGERS: ReadonlyArray<readonly [string, string]> = [
   ["task_events", "events_task_events_inserted"]
 ]
 
-/** 0016's functions, as it created them (its statements have no interpolations), made replaceable. */
-const functionsOf0016 = () =>
-  Array.from(
-    Fs.readFileSync(Path.join(repoRoot, "src/db/migrations/0016_events.ts"), "utf8").matchAll(/yield\* sql`([^`]*)`/g),
-    (m) => m[1]!.trim()
-  ).filter((s) => s.startsWith("CREATE FUNCTION")).map((s) =>
-    s.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION")
-  )
-
 const LOOP = `
-  CREATE OR REPLACE FUNCTION pg_temp.probe_loop(n int, org uuid, agent uuid) RETURNS void LANGUAGE plpgsql AS $$
+  CREATE OR REPLACE PROCEDURE probe_loop(n int, org uuid, agent uuid) LANGUAGE plpgsql AS $$
   DECLARE
     tid uuid;
     md jsonb := '{"step":1,"provider":"scripted","model":"scripted","input_tokens":10,"output_tokens":2,
@@ -51,6 +45,7 @@ const LOOP = `
       INSERT INTO tasks (id, organization_id, agent_id, status, source, user_id, user_email, input, agent_version,
         started_at, shard)
       VALUES (tid, org, agent, 'executing', 'api', 'u1', 'u1@example.com', 'hi', 1, now(), 0);
+      COMMIT;
       WITH ended AS (
         UPDATE tasks SET status = 'completed', result = 'done', finished_at = now(), oidc_token = NULL
         WHERE id = tid AND status NOT IN ('completed', 'error', 'cancelled') RETURNING id
@@ -62,6 +57,7 @@ const LOOP = `
         ON CONFLICT DO NOTHING
       )
       SELECT 1 FROM ended INTO STRICT one;
+      COMMIT;
     END LOOP;
   END $$`
 
@@ -107,13 +103,15 @@ const main = async () => {
       const names = Object.keys(variants)
       for (let round = 0; round <= ROUNDS; round++) {
         for (const name of round % 2 === 0 ? names : [...names].reverse()) {
-          await client.query("BEGIN")
-          for (const statement of [LOOP, ...variants[name]!]) await client.query(statement)
+          // each statement its own transaction, as the API's: what is set up per transaction counts
+          await client.query("SET synchronous_commit = off")
+          await client.query(LOOP)
+          for (const [table, trigger] of TRIGGERS) await client.query(`ALTER TABLE ${table} ENABLE TRIGGER ${trigger}`)
+          for (const statement of variants[name]!) await client.query(statement)
           // the first round warms caches and is not counted
           const before = cpu()
-          await client.query("SELECT pg_temp.probe_loop($1, $2, $3)", [TASKS, organizationId, agent.id])
+          await client.query("CALL probe_loop($1, $2, $3)", [TASKS, organizationId, agent.id])
           const spent = cpu() - before
-          await client.query("ROLLBACK")
           if (round > 0) cpuPerTask[name]!.push((spent * 1000) / TASKS)
         }
       }

@@ -5,15 +5,15 @@ import { Effect } from "effect"
  * Cheaper event writes (issue 22): the triggers of 0016, each one plain INSERT … SELECT over its transition
  * tables.
  *
- * Measured with bench/support/eventWrites.ts (the backend's CPU time for a sync invoke's writes, in one run):
- * 0016's triggers cost about 550 µs per task, seven times the task's own statements, and nearly all of it per
- * statement, not per row. Each trigger built an array of composite drafts and handed it to `events_append`,
+ * Measured with bench/support/eventWrites.ts (the backend's CPU time for a sync invoke's writes, each statement
+ * its own transaction, in one run): 0016's triggers cost about 590 µs per task, six times the task's own
+ * statements, and nearly all of it per statement, not per row. Each trigger built an array of composite drafts and handed it to `events_append`,
  * which ran four more queries over it (a count, the INSERT with a window over `unnest`, the notify gate over
  * `unnest` again), each starting its executor anew, and with the array as a parameter each was planned again
  * on most calls (custom plans). Now each trigger is one statement without parameters (a generic plan, cached
  * for the session) and small plans: no window, no aggregate, no CTE, a sort only where a statement's rows need
  * one. The counter and the notify gate moved to `events_next_id`, called per row: simple expressions, and the
- * gate's one query once per transaction and organization. About 135 µs per task remain.
+ * gate's one query once per transaction and organization. About 180 µs per task remain.
  *
  * Nothing a reader sees changes: the ids are still `(xid << 20) + n` in the order the statement's rows are
  * written, the end of a task still takes `n` from the upper half, the payloads are the same JSON, and the
