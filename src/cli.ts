@@ -1,6 +1,6 @@
 import { Command, Options } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { ConfigError, Console, Effect, Layer, Logger, LogLevel } from "effect"
+import { ConfigError, Console, Duration, Effect, Layer, Logger, LogLevel } from "effect"
 import { auditCommand } from "./audit/AuditCommand.js"
 import { SwitchyardConfig } from "./config/SwitchyardConfig.js"
 import { DatabaseForCommandLive } from "./db/Database.js"
@@ -77,6 +77,27 @@ const reportStartupFailure = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
         })
     )
   )
+
+/**
+ * A stop never hangs: after SIGTERM or SIGINT, what shutdown still does once requests have drained (shards
+ * handed back, loops stopped, pools closed) gets HARD_STOP_MS more, then the process exits with 1 (a
+ * finalizer waiting on a database that is gone would otherwise hold it until the orchestrator's SIGKILL).
+ */
+const HARD_STOP_MS = 30_000
+const armHardStop = () => {
+  let grace = 20_000
+  try {
+    grace = Duration.toMillis(Duration.decode(process.env["SWITCHYARD_SHUTDOWN_GRACE"] as Duration.DurationInput))
+  } catch {
+    // unset or not a duration: the default (an invalid one is reported by the configuration)
+  }
+  setTimeout(() => {
+    process.stderr.write(`switchyard: shutdown did not finish within ${grace + HARD_STOP_MS} ms; exiting\n`)
+    process.exit(1)
+  }, grace + HARD_STOP_MS).unref()
+}
+process.once("SIGTERM", armHardStop)
+process.once("SIGINT", armHardStop)
 
 cli(process.argv).pipe(
   reportStartupFailure,
