@@ -57,6 +57,22 @@ export const startTestNode = async (
   overrides: Record<string, string> = {},
   options: { readonly logs?: Array<LogLine> } = {}
 ): Promise<TestNode> => {
+  // a port found free can be taken before the node listens on it (by any socket of a busy machine): then
+  // again on other ports, unless the test chose them
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await startOnce(overrides, options)
+    } catch (e) {
+      const chosen = "SWITCHYARD_HTTP_PORT" in overrides || "SWITCHYARD_RUNNER_PORT" in overrides
+      if (attempt >= 3 || chosen || !String(e).includes("ServeError")) throw e
+    }
+  }
+}
+
+const startOnce = async (
+  overrides: Record<string, string>,
+  options: { readonly logs?: Array<LogLine> }
+): Promise<TestNode> => {
   const env = await testEnvironment(overrides)
   const baseUrl = `http://127.0.0.1:${env.SWITCHYARD_HTTP_PORT}`
   const config = Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
@@ -79,7 +95,10 @@ export const startTestNode = async (
       Layer.provide(logging)
     )
   )
-  await runtime.runPromise(Effect.void)
+  await runtime.runPromise(Effect.void).catch(async (e) => {
+    await runtime.dispose().catch(() => undefined)
+    throw e
+  })
   let count = 0
   return {
     baseUrl,
