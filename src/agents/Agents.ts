@@ -108,9 +108,10 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
       )
 
     // what this node spent and has not reported yet is counted: a task that ended here shows in the spend
+    // (waiting a second at most: while the agent's entity moves to another node, a read goes on without it)
     const present = (row: AgentRow) =>
       Effect.zipRight(
-        row.budget === null ? Effect.void : leases.report(row.id),
+        row.budget === null ? Effect.void : Effect.ignore(Effect.timeout(leases.report(row.id), "1 second")),
         Effect.map(repo.spent(row.id, row.budget), (spent) => toAgent(row, spent))
       )
 
