@@ -3,8 +3,9 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import pg from "pg"
 import { measureThroughput, percentile, type Target } from "./support/load.js"
-import { repoRoot, startNode, stopAll, tempDir } from "./support/processes.js"
-import { fmt, machine, ratio, warnIfBusy } from "./support/report.js"
+import { startNode, stopAll, tempDir } from "./support/processes.js"
+import { fmt, ratio, warnIfBusy } from "./support/report.js"
+import { appendToList } from "./support/runs.js"
 
 /**
  * The event log's cost and latency (issue 22), on one node, in one run:
@@ -195,13 +196,7 @@ const measureCost = async (target: Target, pool: pg.Pool) => {
 }
 
 /** Appends this run to bench/results/events.json (an array of runs). */
-const append = (run: Record<string, unknown>) => {
-  const file = Path.join(repoRoot, "bench/results/events.json")
-  const runs = Fs.existsSync(file) ? (JSON.parse(Fs.readFileSync(file, "utf8")) as Array<unknown>) : []
-  runs.push({ benchmark: name, date: new Date().toISOString(), machine, settings, ...run })
-  Fs.writeFileSync(file, JSON.stringify(runs, null, 2) + "\n")
-  console.log(`\nResults appended to ${Path.relative(process.cwd(), file)}`)
-}
+const append = (run: Record<string, unknown>) => appendToList(name, settings, run)
 
 export const run = async () => {
   warnIfBusy()

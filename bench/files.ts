@@ -5,8 +5,9 @@ import * as Path from "node:path"
 import { Readable, Writable } from "node:stream"
 import { pipeline } from "node:stream/promises"
 import pg from "pg"
-import { repoRoot, startNode, stopAll, tempDir } from "./support/processes.js"
-import { fmt, machine, ratio, warnIfBusy } from "./support/report.js"
+import { startNode, stopAll, tempDir } from "./support/processes.js"
+import { fmt, ratio, warnIfBusy } from "./support/report.js"
+import { appendToList } from "./support/runs.js"
 
 /**
  * Workspace files (issue 25), on one node with its embedded PostgreSQL, in one run:
@@ -172,13 +173,7 @@ const median = (xs: ReadonlyArray<number>) => {
 }
 
 /** Appends this run to bench/results/files.json (an array of runs). */
-const append = (run: Record<string, unknown>) => {
-  const file = Path.join(repoRoot, "bench/results/files.json")
-  const runs = Fs.existsSync(file) ? (JSON.parse(Fs.readFileSync(file, "utf8")) as Array<unknown>) : []
-  runs.push({ benchmark: name, date: new Date().toISOString(), machine, settings, ...run })
-  Fs.writeFileSync(file, JSON.stringify(runs, null, 2) + "\n")
-  console.log(`\nResults appended to ${Path.relative(process.cwd(), file)}`)
-}
+const append = (run: Record<string, unknown>) => appendToList(name, settings, run)
 
 export const run = async () => {
   const load = warnIfBusy()

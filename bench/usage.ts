@@ -3,8 +3,9 @@ import * as Path from "node:path"
 import pg from "pg"
 import { FOLD_MARK, FOLDED_THROUGH } from "../src/usage/UsageRepo.js"
 import { measureThroughput, percentile, type Target } from "./support/load.js"
-import { repoRoot, startNode, stopAll, tempDir } from "./support/processes.js"
-import { fmt, machine, ratio, warnIfBusy } from "./support/report.js"
+import { startNode, stopAll, tempDir } from "./support/processes.js"
+import { fmt, ratio, warnIfBusy } from "./support/report.js"
+import { appendToList } from "./support/runs.js"
 
 /**
  * Usage reports (issue 24), on one node, in one run:
@@ -272,13 +273,7 @@ const timeReads = async (baseUrl: string, apiKey: string, query: string) => {
   return { query, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99), rows, tasks }
 }
 
-const append = (run: Record<string, unknown>) => {
-  const file = Path.join(repoRoot, "bench/results/usage.json")
-  const runs = Fs.existsSync(file) ? (JSON.parse(Fs.readFileSync(file, "utf8")) as Array<unknown>) : []
-  runs.push({ benchmark: name, date: new Date().toISOString(), machine, settings, ...run })
-  Fs.writeFileSync(file, JSON.stringify(runs, null, 2) + "\n")
-  console.log(`\nResults appended to ${Path.relative(process.cwd(), file)}`)
-}
+const append = (run: Record<string, unknown>) => appendToList(name, settings, run)
 
 export const run = async () => {
   warnIfBusy()

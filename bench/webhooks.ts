@@ -6,8 +6,9 @@ import * as Path from "node:path"
 import pg from "pg"
 import { Agent, request } from "undici"
 import { percentile } from "./support/load.js"
-import { repoRoot, startNode, stopAll, tempDir } from "./support/processes.js"
-import { fmt, machine, ratio, warnIfBusy } from "./support/report.js"
+import { startNode, stopAll, tempDir } from "./support/processes.js"
+import { fmt, ratio, warnIfBusy } from "./support/report.js"
+import { appendToList } from "./support/runs.js"
 
 /**
  * Webhook delivery (issue 22), one node, one run:
@@ -197,13 +198,7 @@ const bareRound = async (receiver: Receiver) => {
   return { perSecond, errors }
 }
 
-const append = (run: Record<string, unknown>) => {
-  const file = Path.join(repoRoot, "bench/results/webhooks.json")
-  const runs = Fs.existsSync(file) ? (JSON.parse(Fs.readFileSync(file, "utf8")) as Array<unknown>) : []
-  runs.push({ benchmark: name, date: new Date().toISOString(), machine, settings, ...run })
-  Fs.writeFileSync(file, JSON.stringify(runs, null, 2) + "\n")
-  console.log(`\nResults appended to ${Path.relative(process.cwd(), file)}`)
-}
+const append = (run: Record<string, unknown>) => appendToList(name, settings, run)
 
 export const run = async () => {
   warnIfBusy()
