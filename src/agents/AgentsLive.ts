@@ -1,6 +1,8 @@
 import { Layer } from "effect"
 import { ConnectorsLive } from "../connectors/ConnectorsLive.js"
 import { Workspace } from "../files/Workspace.js"
+import { FunctionTools } from "../functions/FunctionTools.js"
+import { KnowledgeTools } from "../knowledge/KnowledgeTools.js"
 import { Approvals } from "../skills/Approvals.js"
 import { Skills } from "../skills/Skills.js"
 import { LocalTasks } from "../tasks/LocalTasks.js"
@@ -16,6 +18,7 @@ import { AgentEntityLive } from "./AgentEntityLive.js"
 import { AgentRepo } from "./AgentRepo.js"
 import { Agents } from "./Agents.js"
 import { BudgetLeases } from "./BudgetLeases.js"
+import { BuiltinTools } from "./BuiltinTools.js"
 import { ModelGateway } from "./ModelGateway.js"
 import { ModelProviders } from "./ModelProviders.js"
 
@@ -31,6 +34,7 @@ export const AgentsLive = Layer.mergeAll(Tasks.Default, TaskEntityLive, TaskReco
     TaskCompletions.Default
   )),
   Layer.provideMerge(Layer.mergeAll(ModelProviders.Default, AgentRepo.Default, BudgetLeases.Default)),
-  Layer.provideMerge(Workspace.Default),
+  Layer.provideMerge(BuiltinTools.Default),
+  Layer.provideMerge(Layer.mergeAll(Workspace.Default, KnowledgeTools.Default, FunctionTools.Default)),
   Layer.provideMerge(ConnectorsLive)
 )

@@ -1,6 +1,7 @@
 import { Effect, Either, ParseResult, Schema } from "effect"
 import { FileName, MAX_FILE_NAME } from "../../schema/Files.js"
 import type { ToolCall, ToolSpec } from "../agents/models/ModelProvider.js"
+import type { ToolResult, ToolSet } from "../agents/ToolSet.js"
 import { toolInputSchema } from "../mcp/ToolSchema.js"
 import type { Workspace } from "./Workspace.js"
 
@@ -49,13 +50,7 @@ const decode = <A, I>(schema: Schema.Schema<A, I>, args: unknown) =>
     (e) => `error: invalid arguments: ${ParseResult.TreeFormatter.formatErrorSync(e)}`
   )
 
-/** What a tool call answers the model: its text, and whether it failed. */
-export interface WorkspaceToolResult {
-  readonly outcome: "ok" | "error"
-  readonly content: string
-}
-
-const run = (workspace: AgentWorkspace, call: ToolCall): Effect.Effect<WorkspaceToolResult> => {
+const run = (workspace: AgentWorkspace, call: ToolCall): Effect.Effect<ToolResult> => {
   const done = (content: string) => Effect.succeed({ outcome: "ok" as const, content })
   const answer = (effect: Effect.Effect<string, { readonly message: string }>) =>
     Effect.match(effect, {
@@ -95,16 +90,9 @@ const run = (workspace: AgentWorkspace, call: ToolCall): Effect.Effect<Workspace
   }
 }
 
-/**
- * The workspace tools an agent's run is offered beside its connector tools (which keep their names when
- * one is also called `list_files`, `read_file` or `write_file`).
- */
-export const workspaceTools = (workspace: AgentWorkspace, taken: ReadonlySet<string>) => {
-  const specs = SPECS.filter((s) => !taken.has(s.name))
-  const names = new Set(specs.map((s) => s.name))
-  return {
-    specs,
-    has: (name: string) => names.has(name),
-    call: (call: ToolCall) => run(workspace, call)
-  }
-}
+/** The workspace tools every agent's run is offered (`list_files`, `read_file`, `write_file`). */
+export const workspaceTools = (workspace: AgentWorkspace): ToolSet => ({
+  specs: SPECS,
+  has: (name) => SPECS.some((s) => s.name === name),
+  call: (call) => run(workspace, call)
+})

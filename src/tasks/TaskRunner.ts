@@ -5,14 +5,13 @@ import type { InvokeOperation } from "../../schema/Connectors.js"
 import type { ApiKeyId, TaskId, UserId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { BudgetLeases } from "../agents/BudgetLeases.js"
+import { BuiltinTools } from "../agents/BuiltinTools.js"
 import { ModelGateway } from "../agents/ModelGateway.js"
 import type { Message, ToolCall, ToolSpec } from "../agents/models/ModelProvider.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Connections } from "../connectors/Connections.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { TaskOutput } from "../events/TaskOutput.js"
-import { Workspace } from "../files/Workspace.js"
-import { workspaceTools } from "../files/WorkspaceTools.js"
 import { NodeMetrics } from "../observability/NodeMetrics.js"
 import { tracesUrl } from "../observability/Tracing.js"
 import { Approvals, conditionHolds } from "../skills/Approvals.js"
@@ -83,7 +82,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     const skills = yield* Skills
     const approvals = yield* Approvals
     const completions = yield* TaskCompletions
-    const workspace = yield* Workspace
+    const builtins = yield* BuiltinTools
     const metrics = yield* NodeMetrics
     // a streamed invoke listening here hears the model's text as it comes (issue 22)
     const output = yield* TaskOutput
@@ -240,13 +239,13 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         const budgeted = agent.budget !== null
         const tools = yield* toolsOf(task, principal, attached)
         const byName = new Map(tools.map((t) => [t.spec.name, t]))
-        // the agent's workspace files (issue 25): built-in tools beside the connector ones
-        const files = workspaceTools(
-          workspace.forAgent({ organizationId: task.organization_id, agentId: agent.id, taskId: task.id }),
+        const who = { id: task.user_id, email: task.user_email }
+        // built-in tools (workspace files, knowledge, functions) beside the connector ones, which keep their names
+        const files = yield* builtins.forRun(
+          { organizationId: task.organization_id, agentId: agent.id, taskId: task.id, user: who },
           new Set(byName.keys())
         )
         const messages: Array<Message> = [{ role: "user", text: task.input }]
-        const who = { id: task.user_id, email: task.user_email }
         let tokens = 0
         for (let step = 1; step <= agent.max_steps; step++) {
           const key = `m:${step}`

@@ -1,0 +1,29 @@
+import { Effect } from "effect"
+import { Workspace } from "../files/Workspace.js"
+import { workspaceTools } from "../files/WorkspaceTools.js"
+import { FunctionTools } from "../functions/FunctionTools.js"
+import { KnowledgeTools } from "../knowledge/KnowledgeTools.js"
+import { combineToolSets, type RunScope } from "./ToolSet.js"
+
+/**
+ * The built-in tools of an agent's run (issue 25): workspace files for every agent, then each area's
+ * tools (knowledge search for an agent with bases, its custom functions). An area adds its tools by
+ * answering `forRun` in its own service; this is the one place they are put together.
+ */
+export class BuiltinTools extends Effect.Service<BuiltinTools>()("agents/BuiltinTools", {
+  effect: Effect.gen(function*() {
+    const workspace = yield* Workspace
+    const knowledge = yield* KnowledgeTools
+    const functions = yield* FunctionTools
+    return {
+      forRun: (scope: RunScope, taken: ReadonlySet<string>) =>
+        Effect.gen(function*() {
+          const files = workspaceTools(workspace.forAgent(scope))
+          const sets = yield* Effect.all([knowledge.forRun(scope), functions.forRun(scope)], {
+            concurrency: "unbounded"
+          })
+          return combineToolSets([files, ...sets], taken)
+        })
+    }
+  })
+}) {}
