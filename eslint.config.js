@@ -3,7 +3,7 @@ import effect from "@effect/eslint-plugin"
 import tseslint from "typescript-eslint"
 
 export default tseslint.config(
-  { ignores: ["node_modules/", ".switchyard/", "bench/results/", "test-artifacts/"] },
+  { ignores: ["node_modules/", ".switchyard/", "bench/results/", "test-artifacts/", "src/client/openapi.d.ts"] },
   ...tseslint.configs.recommended,
   {
     plugins: { "@effect": effect },

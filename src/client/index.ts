@@ -1,0 +1,23 @@
+import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { Effect } from "effect"
+import { Api } from "../../schema/Api.js"
+
+export { createFetchClient } from "./fetch.js"
+export type { ClientOptions } from "./fetch.js"
+
+/**
+ * The Effect client derived from `schema/` (HttpApiClient): the same schemas the server decodes with, so a
+ * response that does not match fails to decode instead of passing through untyped.
+ */
+export const makeClient = (options: { readonly baseUrl: string; readonly apiKey?: string | undefined }) =>
+  HttpApiClient.make(Api, {
+    baseUrl: options.baseUrl.replace(/\/+$/, ""),
+    transformClient: (client) =>
+      options.apiKey === undefined
+        ? client
+        : HttpClient.mapRequest(client, HttpClientRequest.bearerToken(options.apiKey))
+  })
+
+/** `makeClient` over the global `fetch`. */
+export const makeFetchBackedClient = (options: { readonly baseUrl: string; readonly apiKey?: string | undefined }) =>
+  makeClient(options).pipe(Effect.provide(FetchHttpClient.layer))
