@@ -204,6 +204,7 @@ export const config = Config.all({
     ),
     headers: Config.string("OTEL_EXPORTER_OTLP_HEADERS").pipe(Config.withDefault("")),
     serviceName: Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("switchyard")),
+    resourceAttributes: Config.string("OTEL_RESOURCE_ATTRIBUTES").pipe(Config.withDefault("")),
     disabled: Config.boolean("OTEL_SDK_DISABLED").pipe(Config.withDefault(false)),
     exportDelayMs: Config.integer("OTEL_BSP_SCHEDULE_DELAY").pipe(
       Config.validate({

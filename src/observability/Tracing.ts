@@ -23,20 +23,32 @@ export const tracesUrl = (settings: SwitchyardSettings): string | undefined => {
   return undefined
 }
 
-/** OTEL_EXPORTER_OTLP_HEADERS: `k1=v1,k2=v2`, values percent-encoded (W3C baggage style). */
-export const otlpHeaders = (text: string): Record<string, string> => {
-  const headers: Record<string, string> = {}
+/** `k1=v1,k2=v2` with values percent-encoded (W3C baggage style), as OTEL_EXPORTER_OTLP_HEADERS and
+ * OTEL_RESOURCE_ATTRIBUTES are written. */
+const keyValues = (text: string, key: (k: string) => string): Record<string, string> => {
+  const pairs: Record<string, string> = {}
   for (const pair of text.split(",")) {
     const eq = pair.indexOf("=")
     if (eq <= 0) continue
     try {
-      headers[pair.slice(0, eq).trim().toLowerCase()] = decodeURIComponent(pair.slice(eq + 1).trim())
+      pairs[key(pair.slice(0, eq).trim())] = decodeURIComponent(pair.slice(eq + 1).trim())
     } catch {
-      headers[pair.slice(0, eq).trim().toLowerCase()] = pair.slice(eq + 1).trim()
+      pairs[key(pair.slice(0, eq).trim())] = pair.slice(eq + 1).trim()
     }
   }
-  return headers
+  return pairs
 }
+
+export const otlpHeaders = (text: string) => keyValues(text, (k) => k.toLowerCase())
+
+/**
+ * The resource's attributes: OTEL_RESOURCE_ATTRIBUTES, and a `service.instance.id` of this process unless given
+ * there, so the spans of one trace tell which node made each.
+ */
+export const resourceAttributes = (text: string): Record<string, string> => ({
+  "service.instance.id": Crypto.randomUUID(),
+  ...keyValues(text, (k) => k)
+})
 
 type Sampler = SwitchyardSettings["tracing"]["sampler"]
 
@@ -115,7 +127,11 @@ export const TracingLive: Layer.Layer<never, never, SwitchyardConfig> = Layer.un
     Layer.unwrapScoped(Effect.map(
       OtlpTracer.make({
         url,
-        resource: { serviceName: t.serviceName, serviceVersion: VERSION },
+        resource: {
+          serviceName: t.serviceName,
+          serviceVersion: VERSION,
+          attributes: resourceAttributes(t.resourceAttributes)
+        },
         headers: otlpHeaders(t.headers),
         exportInterval: Duration.millis(t.exportDelayMs)
       }),

@@ -54,6 +54,8 @@ export interface ReceivedSpan {
   readonly kind: number
   readonly attributes: Record<string, unknown>
   readonly service: string | undefined
+  /** The node that exported it (`service.instance.id`). */
+  readonly instance: string | undefined
 }
 
 const valueOf = (v: any): unknown =>
@@ -78,7 +80,9 @@ export const startOtlpReceiver = async () => {
       }
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8"))
       for (const rs of body.resourceSpans ?? []) {
-        const service = attributesOf(rs.resource?.attributes)["service.name"] as string | undefined
+        const resource = attributesOf(rs.resource?.attributes)
+        const service = resource["service.name"] as string | undefined
+        const instance = resource["service.instance.id"] as string | undefined
         for (const ss of rs.scopeSpans ?? []) {
           for (const s of ss.spans ?? []) {
             spans.push({
@@ -88,7 +92,8 @@ export const startOtlpReceiver = async () => {
               name: s.name,
               kind: s.kind,
               attributes: attributesOf(s.attributes),
-              service
+              service,
+              instance
             })
           }
         }

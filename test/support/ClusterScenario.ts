@@ -16,6 +16,8 @@ export interface Scenario {
   /** `POST` path of the connector operation `getPet` on the scenario's connection. */
   readonly getPetPath: string
   readonly call: (method: string, path: string, body?: unknown) => Promise<Answer>
+  /** The same, sent to node `index` itself rather than through the proxy. */
+  readonly callAt: (index: number, method: string, path: string, body?: unknown) => Promise<Answer>
   /** Async invokes of the agent, input `t<n>` for each n (scripts use `{{input}}` to tag their tool calls). */
   readonly invoke: (ns: ReadonlyArray<number>) => Promise<Array<Answer>>
   /** Long-polls each task to its end. */
@@ -52,12 +54,15 @@ export const startScenario = async (options: {
   const { api_key: apiKey } = JSON.parse(
     (await runCli(["bootstrap", "--org", "Chaos", "--email", "c@o.test", "--json"], env)).stdout
   )
-  const call = (method: string, path: string, body?: unknown): Promise<Answer> =>
-    fetch(cluster.url + path, {
+  const callVia = (base: () => string) => (method: string, path: string, body?: unknown): Promise<Answer> =>
+    fetch(base() + path, {
       method,
       headers: { "x-api-key": apiKey, "content-type": "application/json" },
       ...(body === undefined ? {} : { body: JSON.stringify(body) })
     }).then(async (r) => ({ status: r.status, body: await r.json() }))
+  const call = callVia(() => cluster.url)
+  const callAt = (index: number, method: string, path: string, body?: unknown) =>
+    callVia(() => cluster.nodes[index]!.process.baseUrl)(method, path, body)
 
   const connector = await call("POST", "/v1/tools/connectors", { spec: petstore(target.url) })
   const connection = await call("POST", `/v1/tools/connectors/${connector.body.id}/connections`, {
@@ -76,6 +81,7 @@ export const startScenario = async (options: {
     agentId: agent.body.id,
     getPetPath: `/v1/tools/connectors/${connector.body.id}/connections/${connection.body.id}/getPet`,
     call,
+    callAt,
     invoke: (ns) =>
       Promise.all(ns.map((n) =>
         call("POST", `/v1/agents/${agent.body.id}/invoke?asynchronous=true`, {
