@@ -20,9 +20,14 @@ const decodeCursor = (cursor: string): number | undefined => {
   }
 }
 
-/** RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled. */
+/**
+ * RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled. A text that a spreadsheet
+ * would run as a formula (it starts with `=`, `+`, `-`, `@`, a tab or a carriage return: an agent name, an
+ * email, a user-chosen id) is prefixed with `'`, as OWASP advises against CSV injection; numbers stay numbers.
+ */
 export const csvField = (value: string | number | null) => {
-  const text = value === null ? "" : String(value)
+  const raw = value === null ? "" : String(value)
+  const text = typeof value === "string" && /^[=+\-@\t\r]/.test(raw) ? `'${raw}` : raw
   return /[",\r\n]/.test(text) ? `"${text.replaceAll("\"", "\"\"")}"` : text
 }
 

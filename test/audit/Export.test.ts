@@ -85,6 +85,24 @@ describe("audit log export", () => {
     expect(listed.body.items).toEqual([...events].reverse())
   })
 
+  it("neutralizes text a spreadsheet would run as a formula (CSV injection), and only in CSV", async () => {
+    const org = await node.bootstrap()
+    const evil = ["=HYPERLINK(\"http://evil.test\",\"x\")", "+1+1", "-2+3", "@SUM(A1)", "\tTAB"]
+    await withDatabase(node, (db) =>
+      db.query(
+        `INSERT INTO audit_events (organization_id, seq, id, time, actor_type, actor_id, action, targets, outcome,
+                                   prev_hash, hash)
+         SELECT $1, 100 + n, gen_random_uuid(), now(), 'system', ($2::text[])[n], 'FORMULA', '[]', 'success', '', ''
+         FROM generate_series(1, 5) AS n`,
+        [org.organization_id, evil]
+      ))
+    const [header, ...rows] = parseCsv((await exportAs(org.api_key, "format=csv&event_type=FORMULA")).text)
+    expect(rows.map((r) => r[header!.indexOf("actor_id")])).toEqual(evil.map((e) => `'${e}`))
+    // the JSON export keeps the values as they are
+    const json = JSON.parse((await exportAs(org.api_key, "format=json&event_type=FORMULA")).text)
+    expect(json.map((e: any) => e.actor.id)).toEqual(evil)
+  })
+
   it("exports an empty range as an empty array, and ranges far longer than a page", async () => {
     const org = await node.bootstrap()
     expect(JSON.parse((await exportAs(org.api_key, "format=json&event_type=NOTHING_LIKE_THIS")).text)).toEqual([])
