@@ -56,8 +56,8 @@ export class ScheduleRuns extends Effect.Service<ScheduleRuns>()("schedules/Sche
             ? undefined
             : "The schedule's creator is no longer a Builder; a Builder can recreate it.")
 
-    const runOne = (tick: OpenTick): Effect.Effect<RunOutcome> =>
-      Effect.flatMap(creatorGone(tick.schedule), (reason) =>
+    const runOne = (tick: OpenTick, gone: (schedule: ScheduleRow) => Effect.Effect<string | undefined>) =>
+      Effect.flatMap(gone(tick.schedule), (reason): Effect.Effect<RunOutcome> =>
         reason === undefined
           ? invokeOne(tick)
           // paused: it would only fail again; a Builder who resumes it gets the same answer
@@ -101,9 +101,20 @@ export class ScheduleRuns extends Effect.Service<ScheduleRuns>()("schedules/Sche
     /** Makes the ticks, and records each outcome on its tick. A defect leaves its tick pending, for the sweep. */
     const run = (ticks: ReadonlyArray<OpenTick>) =>
       Effect.gen(function*() {
+        // one look per creator in a batch: a claim of thousands of ticks is mostly a few people's schedules
+        const looked = new Map<string, Effect.Effect<string | undefined>>()
+        const gone = (schedule: ScheduleRow) => {
+          const key = `${schedule.organization_id}:${schedule.created_by}`
+          let found = looked.get(key)
+          if (found === undefined) {
+            found = Effect.runSync(Effect.cached(creatorGone(schedule)))
+            looked.set(key, found)
+          }
+          return found
+        }
         const outcomes = yield* Effect.forEach(
           ticks,
-          (tick) => runOne(tick).pipe(Effect.exit),
+          (tick) => runOne(tick, gone).pipe(Effect.exit),
           { concurrency: 64 }
         )
         const done: Array<RunOutcome> = []
