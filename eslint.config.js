@@ -3,7 +3,16 @@ import effect from "@effect/eslint-plugin"
 import tseslint from "typescript-eslint"
 
 export default tseslint.config(
-  { ignores: ["node_modules/", ".switchyard/", "bench/results/", "test-artifacts/", "src/client/openapi.d.ts"] },
+  {
+    ignores: [
+      "node_modules/",
+      ".switchyard/",
+      "bench/results/",
+      "test-artifacts/",
+      "src/client/openapi.d.ts",
+      "console/dist/"
+    ]
+  },
   ...tseslint.configs.recommended,
   {
     plugins: { "@effect": effect },

@@ -288,6 +288,17 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
     "MCP endpoint: no `Authorization: Bearer` token; `WWW-Authenticate` points at the resource metadata."
   ),
   rest(401, "api_key_not_accepted", "MCP endpoint: `x-api-key` instead of an OAuth access token."),
+  rest(
+    401,
+    "invalid_session",
+    "Web console: no console session, or it ended (12 hours, or signed out): sign in again."
+  ),
+  rest(
+    401,
+    "csrf_token_invalid",
+    "Web console: a changing request with the session cookie but without its `x-csrf-token`, or from another origin."
+  ),
+  rest(401, "invalid_credentials", "Web console sign-in: wrong e-mail or password."),
   rest(401, "invalid_token", "MCP endpoint: a bad, expired, revoked or foreign-audience access token."),
   rest(
     402,

@@ -4,12 +4,14 @@ import { Unauthenticated } from "../../schema/Errors.js"
 import { Authentication } from "../../schema/Security.js"
 import { CurrentAuditRequest } from "../audit/DeniedRequests.js"
 import { ApiKeyAuthenticator } from "../identity/ApiKeyAuthenticator.js"
+import { ConsoleSession } from "../web/ConsoleSession.js"
 import { CurrentRequest } from "./RequestContext.js"
 
 export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.gen(function*() {
     const authenticator = yield* ApiKeyAuthenticator
+    const consoleSession = yield* ConsoleSession
     return {
       apiKey: (key) =>
         Effect.gen(function*() {
@@ -21,7 +23,9 @@ export const AuthenticationLive = Layer.effect(
             )
           }
           const audit = yield* FiberRef.get(CurrentAuditRequest)
-          const principal = yield* authenticator.authenticate(key).pipe(
+          // no key: the web console's session cookie, if any (unsafe methods also need its CSRF header)
+          const session = Redacted.value(key) === "" ? yield* consoleSession.authenticate(request) : undefined
+          const principal = session ?? (yield* authenticator.authenticate(key).pipe(
             Effect.tapError((e) =>
               audit === undefined || (e._tag === "Unauthenticated" && e.code === "missing_api_key")
                 ? Effect.void
@@ -29,7 +33,7 @@ export const AuthenticationLive = Layer.effect(
                   audit.refusedKey = refused
                 })
             )
-          )
+          ))
           const info = yield* FiberRef.get(CurrentRequest)
           if (info !== undefined) info.organizationId = principal.organizationId
           if (audit !== undefined) audit.principal = principal
@@ -37,4 +41,4 @@ export const AuthenticationLive = Layer.effect(
         })
     }
   })
-).pipe(Layer.provide(ApiKeyAuthenticator.Default))
+).pipe(Layer.provide([ApiKeyAuthenticator.Default, ConsoleSession.Default]))

@@ -22,6 +22,7 @@ import { SchedulesHttpLive } from "../schedules/SchedulesHttp.js"
 import { ApprovalsHttpLive, SkillsHttpLive } from "../skills/SkillsHttp.js"
 import { SsoHttpLive } from "../sso/SsoHttp.js"
 import { UsageHttpLive } from "../usage/UsageHttp.js"
+import { ConsoleRoutes } from "../web/ConsoleRoutes.js"
 import { SignInPages } from "../web/SignInPages.js"
 import { WebhooksHttpLive } from "../webhooks/WebhooksHttp.js"
 import { AuthenticationLive } from "./AuthenticationLive.js"
@@ -59,6 +60,7 @@ const Routes = Layer.mergeAll(
   ConnectionOAuthRoutes,
   OAuthRoutes,
   SignInPages,
+  ConsoleRoutes,
   McpRoutes,
   FastInvokeLive,
   FastTasksLive,

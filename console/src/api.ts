@@ -1,0 +1,89 @@
+import { QueryClient } from "@tanstack/react-query"
+import { type components, createFetchClient } from "../../src/client/fetch.js"
+
+/** The API's shapes, from the OpenAPI document (src/client/openapi.d.ts): no hand-typed copies. */
+export type Schemas = components["schemas"]
+export type Role = Schemas["Role"]
+
+let csrfToken = ""
+
+/**
+ * The public REST API, typed from the OpenAPI document. The session cookie goes with every call (same
+ * origin); changing calls also carry the session's CSRF token, without which the API refuses them.
+ */
+export const api = createFetchClient({
+  baseUrl: window.location.origin,
+  fetch: (request) => {
+    if (request.method !== "GET" && request.method !== "HEAD") request.headers.set("x-csrf-token", csrfToken)
+    return fetch(request)
+  }
+})
+
+/** An error the API answered, with its stable code and its message (shown as is). */
+export class ApiError extends Error {
+  constructor(readonly status: number, readonly code: string, message: string, readonly details?: unknown) {
+    super(message)
+  }
+}
+
+const toApiError = (response: Response, body: unknown): ApiError => {
+  const error = (body as { error?: { code?: unknown; message?: unknown; details?: unknown } } | undefined)?.error
+  return typeof error?.message === "string"
+    ? new ApiError(response.status, String(error.code ?? "error"), error.message, error.details)
+    : new ApiError(response.status, "http_error", `The server answered ${response.status} ${response.statusText}.`)
+}
+
+/** The data of a successful call; any other answer throws its ApiError. */
+export const ok = async <T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> => {
+  const result = await call
+  if (!result.response.ok) throw toApiError(result.response, result.error)
+  return result.data as T
+}
+
+/** What `/console/api/session` tells about the signed-in person (the console's own endpoint, not the API). */
+export interface Session {
+  readonly user: { readonly id: string; readonly email: string; readonly name: string | null }
+  readonly organization: { readonly id: string; readonly name: string }
+  readonly role: Role
+  readonly organizations: ReadonlyArray<{ readonly id: string; readonly name: string; readonly role: Role }>
+  readonly csrf_token: string
+}
+
+const sessionCall = async (path: string, body?: unknown): Promise<Session | null> => {
+  const response = await fetch(`/console/api/${path}`, {
+    method: body === undefined ? "GET" : "POST",
+    headers: body === undefined ? {} : { "content-type": "application/json", "x-csrf-token": csrfToken },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+  const json = await response.json().catch(() => undefined)
+  if (response.status === 401 && path === "session") return null
+  if (!response.ok) throw toApiError(response, json)
+  const session = json as Session
+  if (typeof session.csrf_token === "string") csrfToken = session.csrf_token
+  return session
+}
+
+export const loadSession = () => sessionCall("session")
+export const signIn = (email: string, password: string) => sessionCall("sign-in", { email, password })
+export const signOut = () => sessionCall("sign-out", {})
+export const switchOrganization = (organizationId: string) =>
+  sessionCall("organization", { organization_id: organizationId })
+
+export const queryClient = new QueryClient({
+  defaultOptions: {
+    queries: {
+      retry: (count, error) => !(error instanceof ApiError && error.status < 500) && count < 2,
+      refetchOnWindowFocus: false,
+      staleTime: 5_000
+    }
+  }
+})
+
+const rank: Record<Role, number> = { member: 0, builder: 1, admin: 2, super_admin: 3 }
+export const roleAtLeast = (role: Role, minimum: Role) => rank[role] >= rank[minimum]
+export const roleNames: Record<Role, string> = {
+  super_admin: "Super admin",
+  admin: "Admin",
+  builder: "Builder",
+  member: "Member"
+}

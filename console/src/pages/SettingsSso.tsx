@@ -1,0 +1,106 @@
+import { useMutation, useQuery } from "@tanstack/react-query"
+import { type FormEvent, useEffect, useState } from "react"
+import { api, ApiError, ok, queryClient, type Schemas } from "../api.js"
+import { ErrorNote, Field, Loading } from "../ui.js"
+
+type Keys = "issuer" | "client_id" | "client_secret" | "domains"
+
+/** OIDC single sign-on of the organization (Admins). */
+export default function Sso() {
+  const current = useQuery({
+    queryKey: ["sso"],
+    queryFn: async () => {
+      try {
+        return await ok(api.GET("/v1/sso"))
+      } catch (e) {
+        if (e instanceof ApiError && e.status === 404) return null
+        throw e
+      }
+    }
+  })
+  const [issuer, setIssuer] = useState("")
+  const [clientId, setClientId] = useState("")
+  const [secret, setSecret] = useState("")
+  const [domains, setDomains] = useState("")
+  const [enabled, setEnabled] = useState(true)
+  const [errors, setErrors] = useState<Partial<Record<Keys, string>>>({})
+  useEffect(() => {
+    if (current.data) {
+      setIssuer(current.data.issuer)
+      setClientId(current.data.client_id)
+      setDomains(current.data.allowed_email_domains.join(", "))
+      setEnabled(current.data.enabled)
+    }
+  }, [current.data])
+  const save = useMutation({
+    mutationFn: (body: Schemas["PutSsoSettings"]) => ok(api.PUT("/v1/sso", { body })),
+    onSuccess: (s) => queryClient.setQueryData(["sso"], s)
+  })
+  const remove = useMutation({
+    mutationFn: () => ok(api.DELETE("/v1/sso")),
+    onSuccess: () => queryClient.setQueryData(["sso"], null)
+  })
+  const submit = (e: FormEvent) => {
+    e.preventDefault()
+    const found: Partial<Record<Keys, string>> = {}
+    if (!/^https:\/\/\S+$/.test(issuer.trim())) found.issuer = "The issuer is an https:// URL."
+    if (clientId.trim() === "") found.client_id = "Enter the client ID the identity provider gave you."
+    if (current.data === null && secret === "") found.client_secret = "Enter the client secret."
+    const list = domains.split(/[\s,]+/).filter(Boolean)
+    if (list.length === 0) found.domains = "Name at least one e-mail domain, e.g. example.com."
+    setErrors(found)
+    if (Object.keys(found).length > 0) return
+    save.mutate({
+      issuer: issuer.trim(),
+      client_id: clientId.trim(),
+      ...(secret !== "" ? { client_secret: secret } : {}),
+      allowed_email_domains: list,
+      enabled
+    })
+  }
+  if (current.isPending) return <Loading />
+  return (
+    <section aria-labelledby="sso">
+      <h2 id="sso">Single sign-on (OIDC)</h2>
+      <ErrorNote error={current.error} />
+      {current.data === null && <p>Not set up: people sign in with a password.</p>}
+      {current.data && (
+        <p>
+          Redirect URI to register at your identity provider: <code>{current.data.redirect_uri}</code>
+        </p>
+      )}
+      <form onSubmit={submit} noValidate className="form">
+        <Field label="Issuer" error={errors.issuer}>
+          {(p) => <input {...p} type="url" value={issuer} onChange={(e) => setIssuer(e.target.value)} />}
+        </Field>
+        <Field label="Client ID" error={errors.client_id}>
+          {(p) => <input {...p} value={clientId} onChange={(e) => setClientId(e.target.value)} />}
+        </Field>
+        <Field
+          label="Client secret"
+          error={errors.client_secret}
+          hint={current.data?.client_secret_set === true ? "Set; leave empty to keep it." : "Required"}
+        >
+          {(p) => (
+            <input
+              {...p}
+              type="password"
+              autoComplete="off"
+              value={secret}
+              onChange={(e) => setSecret(e.target.value)}
+            />
+          )}
+        </Field>
+        <Field label="Allowed email domains" error={errors.domains} hint="Comma-separated">
+          {(p) => <input {...p} value={domains} onChange={(e) => setDomains(e.target.value)} />}
+        </Field>
+        <label className="check">
+          <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.target.checked)} /> Enabled
+        </label>
+        <ErrorNote error={save.error ?? remove.error} />
+        <button type="submit" className="primary" disabled={save.isPending}>Save single sign-on</button>
+        {current.data && <button type="button" className="danger" onClick={() => remove.mutate()}>Remove</button>}
+      </form>
+    </section>
+  )
+}

@@ -1,0 +1,94 @@
+import type { Schemas } from "./api.js"
+import { Json, time } from "./ui.js"
+
+type Event = Schemas["ThreadEvent"]
+
+const field = (data: unknown, name: string): unknown =>
+  typeof data === "object" && data !== null ? (data as Record<string, unknown>)[name] : undefined
+
+const text = (data: unknown) => {
+  const t = field(data, "text") ?? field(data, "message")
+  return typeof t === "string" ? t : undefined
+}
+
+/** A task's thread as it grows: messages, model calls, tool calls (arguments and result), approvals, errors. */
+export const ThreadView = ({ events }: { readonly events: ReadonlyArray<Event> }) => (
+  <ol className="thread" aria-label="Thread">
+    {events.map((e) => (
+      <li key={`${e.seq}-${e.type}`} className={`event event-${e.type}`}>
+        <EventBody event={e} />
+        <div className="event-time muted">{time(e.at)}</div>
+      </li>
+    ))}
+  </ol>
+)
+
+const EventBody = ({ event: e }: { readonly event: Event }) => {
+  switch (e.type) {
+    case "user_message":
+      return (
+        <div>
+          <strong>{e.user.email || "User"}</strong>
+          <p className="message">{text(e.data)}</p>
+        </div>
+      )
+    case "agent_message":
+      return (
+        <div>
+          <strong>Agent</strong>
+          <p className="message">{text(e.data)}</p>
+        </div>
+      )
+    case "tool_call":
+      return (
+        <details open>
+          <summary>
+            Tool call <code>{String(field(e.data, "name"))}</code> — {String(field(e.data, "outcome") ?? "")}
+            {field(e.data, "status") !== null && field(e.data, "status") !== undefined &&
+              ` (HTTP ${String(field(e.data, "status"))})`}
+          </summary>
+          <h4>Arguments</h4>
+          <Json value={field(e.data, "arguments")} />
+          <h4>Result</h4>
+          <Json value={field(e.data, "result")} />
+        </details>
+      )
+    case "model_call":
+      return (
+        <details>
+          <summary>Model call</summary>
+          <Json value={e.data} />
+        </details>
+      )
+    case "approval_requested":
+      return (
+        <div>
+          <strong>Approval requested</strong> for <code>{String(field(e.data, "tool") ?? field(e.data, "name"))}</code>
+          <Json value={field(e.data, "arguments")} />
+        </div>
+      )
+    case "approval_decided":
+      return (
+        <div>
+          <strong>Approval {String(field(e.data, "status") ?? field(e.data, "decision") ?? "decided")}</strong>
+          {text(e.data) !== undefined && <p>{text(e.data)}</p>}
+        </div>
+      )
+    case "error":
+      return (
+        <div className="error-event">
+          <strong>Error</strong>
+          <p className="message">{text(e.data) ?? JSON.stringify(e.data)}</p>
+        </div>
+      )
+    case "cancelled":
+      return (
+        <div>
+          <strong>Cancelled</strong> {text(e.data)}
+        </div>
+      )
+  }
+}
+
+export const ended = (status: Schemas["Task"]["status"] | undefined) =>
+  status === "completed" || status === "error" || status === "cancelled"

@@ -1,0 +1,109 @@
+import { execFileSync } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core"
+import { expect } from "vitest"
+import { CONSOLE_DIST } from "../../src/web/ConsoleAssets.js"
+
+// Debian's package (.ci/run installs it when missing); playwright-core never downloads a browser
+export const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => Fs.existsSync(p))
+export const ARTIFACTS = Path.resolve(import.meta.dirname, "../../test-artifacts/console")
+const ROOT = Path.resolve(import.meta.dirname, "../..")
+
+/**
+ * The built console, as `npm install` (prepare) leaves it. Built here when missing or older than its sources
+ * (a checkout where someone edited console/ since the last install), so the tests see the sources' console.
+ */
+export const ensureConsoleBuilt = () => {
+  const newest = (dir: string): number =>
+    Fs.readdirSync(dir, { withFileTypes: true }).reduce((m, e) => {
+      const p = Path.join(dir, e.name)
+      return Math.max(m, e.isDirectory() ? newest(p) : Fs.statSync(p).mtimeMs)
+    }, 0)
+  const index = Path.join(CONSOLE_DIST, "index.html")
+  const sources = Math.max(
+    newest(Path.join(ROOT, "console/src")),
+    Fs.statSync(Path.join(ROOT, "console/index.html")).mtimeMs
+  )
+  if (Fs.existsSync(index) && Fs.statSync(index).mtimeMs >= sources) return
+  // NODE_ENV=production: under vitest (NODE_ENV=test) Vite would bundle the development build of React
+  execFileSync("npm", ["run", "build:console"], {
+    cwd: ROOT,
+    stdio: "inherit",
+    env: { ...process.env, NODE_ENV: "production" }
+  })
+}
+
+export const launch = () => chromium.launch({ executablePath: CHROMIUM!, headless: true, args: ["--no-sandbox"] })
+
+/** A new browser window (its own cookies) at one of the two widths the console is checked at. */
+export const windowOf = (browser: Browser, width: 1280 | 390 = 1280) =>
+  browser.newContext({ viewport: { width, height: width === 390 ? 844 : 900 }, acceptDownloads: true })
+
+export const signInAs = async (context: BrowserContext, baseUrl: string, email: string, password: string) => {
+  const page = await context.newPage()
+  await page.goto(`${baseUrl}/console/`)
+  await page.getByLabel("Email").fill(email)
+  await page.getByLabel("Password").fill(password)
+  await page.getByRole("button", { name: "Sign in" }).click()
+  await page.getByRole("navigation", { name: "Main" }).waitFor()
+  return page
+}
+
+const AXE = Fs.readFileSync(Path.join(ROOT, "node_modules/axe-core/axe.min.js"), "utf8")
+
+/**
+ * axe-core in the page (evaluated through the DevTools protocol, which the page's CSP does not govern):
+ * no serious or critical violation.
+ */
+export const expectAccessible = async (page: Page, what: string) => {
+  await page.evaluate(AXE)
+  const violations = await page.evaluate(async () => {
+    const result = await (window as any).axe.run(document, { resultTypes: ["violations"] })
+    return result.violations
+      .filter((v: any) => v.impact === "serious" || v.impact === "critical")
+      .map((v: any) => ({
+        id: v.id,
+        impact: v.impact,
+        help: v.help,
+        nodes: v.nodes.map((n: any) => n.html).slice(0, 3)
+      }))
+  })
+  expect(violations, `${what}: axe-core violations`).toEqual([])
+}
+
+/** A full-page screenshot into test-artifacts/console/NAME.png. */
+export const screenshot = async (page: Page, name: string) => {
+  Fs.mkdirSync(ARTIFACTS, { recursive: true })
+  await page.screenshot({ path: Path.join(ARTIFACTS, `${name}.png`), fullPage: true })
+}
+
+/** Parses RFC 4180 CSV (quoted fields, doubled quotes, newlines inside quotes). */
+export const parseCsv = (text: string): Array<Array<string>> => {
+  const rows: Array<Array<string>> = []
+  let row: Array<string> = []
+  let field = ""
+  let quoted = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!
+    if (quoted) {
+      if (c === "\"" && text[i + 1] === "\"") {
+        field += "\""
+        i++
+      } else if (c === "\"") quoted = false
+      else field += c
+    } else if (c === "\"") quoted = true
+    else if (c === ",") {
+      row.push(field)
+      field = ""
+    } else if (c === "\n" || c === "\r") {
+      if (c === "\r" && text[i + 1] === "\n") i++
+      row.push(field)
+      rows.push(row)
+      row = []
+      field = ""
+    } else field += c
+  }
+  if (field !== "" || row.length > 0) rows.push([...row, field])
+  return rows
+}
