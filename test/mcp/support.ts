@@ -1,4 +1,6 @@
 import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type {
   OAuthClientInformationMixed,
   OAuthClientMetadata,
@@ -270,4 +272,21 @@ export const openSession = async (baseUrl: string, accessToken: string, path = "
   const response = await mcpPost(baseUrl, initialize, { authorization: `Bearer ${accessToken}` }, path)
   if (response.status !== 200) throw new Error(`initialize: ${response.status} ${await response.text()}`)
   return response.headers.get("mcp-session-id")!
+}
+
+/**
+ * An MCP client of the SDK signed in as `email`, the way a third-party client does it: its first connect is
+ * refused (401), the person signs in and consents, the client finishes the OAuth flow and connects again.
+ */
+export const connectSdkClient = async (node: TestNode, email: string, name = "switchyard-test") => {
+  const url = new URL(`${node.baseUrl}/mcp/`)
+  const provider = new TestOAuthProvider()
+  const first = new StreamableHTTPClientTransport(url, { authProvider: provider })
+  const refused = await new Client({ name, version: "1" }).connect(first).then(() => undefined, (e: Error) => e)
+  if (!/Unauthorized/.test(String(refused))) throw new Error(`the first connect was not refused: ${refused}`)
+  const { location } = await signInAndConsent(provider.authorizationUrl!.toString(), email)
+  await first.finishAuth(new URL(location).searchParams.get("code")!)
+  const client = new Client({ name, version: "1" })
+  await client.connect(new StreamableHTTPClientTransport(url, { authProvider: provider }))
+  return client
 }

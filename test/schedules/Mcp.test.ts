@@ -1,8 +1,6 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { addMember } from "../access/support.js"
-import { setPassword, signedUpAdmin, signInAndConsent, TestOAuthProvider } from "../mcp/support.js"
+import { connectSdkClient, setPassword, signedUpAdmin } from "../mcp/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 import { createScriptedAgent, user } from "./support.js"
 
@@ -12,18 +10,7 @@ beforeAll(async () => {
 })
 afterAll(() => node?.stop())
 
-/** An MCP client of the SDK, signed in as `email`. */
-const connect = async (email: string) => {
-  const url = new URL(`${node.baseUrl}/mcp/`)
-  const provider = new TestOAuthProvider()
-  const first = new StreamableHTTPClientTransport(url, { authProvider: provider })
-  await expect(new Client({ name: "schedules", version: "1" }).connect(first)).rejects.toThrow(/Unauthorized/)
-  const { location } = await signInAndConsent(provider.authorizationUrl!.toString(), email)
-  await first.finishAuth(new URL(location).searchParams.get("code")!)
-  const client = new Client({ name: "schedules", version: "1" })
-  await client.connect(new StreamableHTTPClientTransport(url, { authProvider: provider }))
-  return client
-}
+const connect = (email: string) => connectSdkClient(node, email, "schedules")
 
 describe("schedule MCP tools, through the SDK client", () => {
   it("list, create, update, trigger and delete a schedule as the REST API does", async () => {

@@ -1,8 +1,6 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { addMember, call, scriptedAgent, withDatabase } from "../access/support.js"
-import { setPassword, signedUpAdmin, signInAndConsent, TestOAuthProvider } from "../mcp/support.js"
+import { connectSdkClient, setPassword, signedUpAdmin } from "../mcp/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 import { foldedByNode } from "./support.js"
 
@@ -12,18 +10,7 @@ beforeAll(async () => {
 })
 afterAll(() => node?.stop())
 
-/** An MCP client of the SDK, signed in as `email`. */
-const connect = async (email: string) => {
-  const url = new URL(`${node.baseUrl}/mcp/`)
-  const provider = new TestOAuthProvider()
-  const first = new StreamableHTTPClientTransport(url, { authProvider: provider })
-  await expect(new Client({ name: "usage", version: "1" }).connect(first)).rejects.toThrow(/Unauthorized/)
-  const { location } = await signInAndConsent(provider.authorizationUrl!.toString(), email)
-  await first.finishAuth(new URL(location).searchParams.get("code")!)
-  const client = new Client({ name: "usage", version: "1" })
-  await client.connect(new StreamableHTTPClientTransport(url, { authProvider: provider }))
-  return client
-}
+const connect = (email: string) => connectSdkClient(node, email, "usage")
 
 describe("get_usage, through the SDK client", () => {
   it("answers as GET /v1/usage does, with the same filters, roles and errors", async () => {
