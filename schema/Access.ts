@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { Email, Member, reportAllErrors, Role } from "./Identity.js"
 import { AgentId, UserId } from "./Ids.js"
+import { IntegerParam } from "./QueryParams.js"
 import { Timestamp } from "./Timestamp.js"
 
 export const GroupId = Schema.UUID.pipe(
@@ -63,7 +64,7 @@ export const GroupPath = Schema.Struct({ group_id: GroupId })
 export const GroupMemberPath = Schema.Struct({ group_id: GroupId, user_id: UserId })
 
 const PageParams = {
-  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200))).annotations({
+  limit: Schema.optional(IntegerParam(1, 200)).annotations({
     description: "Page size, 1–200 (default 50)."
   }),
   cursor: Schema.optional(Schema.String).annotations({ description: "The previous page's `next_cursor`." })

@@ -12,25 +12,38 @@ import {
 } from "./Access.js"
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire } from "./Errors.js"
 import { Member } from "./Identity.js"
+import { operation } from "./OperationDoc.js"
 import { Authentication } from "./Security.js"
 
 /** Groups: members sharing defaults (a default role, default agents). Admin and above. */
 export class GroupsApi extends HttpApiGroup.make("groups")
   .add(
     HttpApiEndpoint.get("listGroups", "/groups")
+      .annotateContext(operation({ summary: "List groups", role: "admin", errors: ["invalid_cursor"] }))
       .setUrlParams(PageUrlParams)
       .addSuccess(GroupPage)
-      .annotate(OpenApi.Description, "Groups of the organization, oldest first (Admin and above).")
+      .annotate(OpenApi.Description, "Groups of the organization, oldest first.")
   )
   .add(
     HttpApiEndpoint.post("createGroup", "/groups")
+      .annotateContext(
+        operation({ summary: "Create a group", role: "admin", errors: ["group_name_taken", "unknown_agent"] })
+      )
       .setPayload(CreateGroup)
       .addSuccess(Group, { status: 201 })
-      .annotate(OpenApi.Description, "Create a group (Admin and above). 409 `group_name_taken`.")
+      .annotate(OpenApi.Description, "Create a group. 409 `group_name_taken`.")
   )
-  .add(HttpApiEndpoint.get("getGroup", "/groups/:group_id").setPath(GroupPath).addSuccess(Group))
+  .add(
+    HttpApiEndpoint.get("getGroup", "/groups/:group_id")
+      .annotateContext(operation({ summary: "Get a group", role: "admin" }))
+      .setPath(GroupPath)
+      .addSuccess(Group)
+  )
   .add(
     HttpApiEndpoint.patch("updateGroup", "/groups/:group_id")
+      .annotateContext(
+        operation({ summary: "Change a group", role: "admin", errors: ["group_name_taken", "unknown_agent"] })
+      )
       .setPath(GroupPath)
       .setPayload(UpdateGroup)
       .addSuccess(Group)
@@ -38,18 +51,28 @@ export class GroupsApi extends HttpApiGroup.make("groups")
   )
   .add(
     HttpApiEndpoint.del("deleteGroup", "/groups/:group_id")
+      .annotateContext(operation({ summary: "Delete a group", role: "admin" }))
       .setPath(GroupPath)
       .addSuccess(HttpApiSchema.NoContent)
       .annotate(OpenApi.Description, "Delete a group. Its members keep their roles and stay in the organization.")
   )
   .add(
     HttpApiEndpoint.get("listGroupMembers", "/groups/:group_id/members")
+      .annotateContext(operation({ summary: "List a group's members", role: "admin", errors: ["invalid_cursor"] }))
       .setPath(GroupPath)
       .setUrlParams(PageUrlParams)
       .addSuccess(GroupMemberPage)
   )
   .add(
     HttpApiEndpoint.post("addGroupMember", "/groups/:group_id/members")
+      .annotateContext(
+        operation({
+          summary: "Add someone to a group",
+          role: "admin",
+          errors: ["already_in_group"],
+          access: "A group whose default role is above the caller's own cannot be given members by them."
+        })
+      )
       .setPath(GroupPath)
       .setPayload(AddGroupMember)
       .addSuccess(Member, { status: 201 })
@@ -61,6 +84,7 @@ export class GroupsApi extends HttpApiGroup.make("groups")
   )
   .add(
     HttpApiEndpoint.del("removeGroupMember", "/groups/:group_id/members/:user_id")
+      .annotateContext(operation({ summary: "Remove someone from a group", role: "admin" }))
       .setPath(GroupMemberPath)
       .addSuccess(HttpApiSchema.NoContent)
       .annotate(OpenApi.Description, "Remove a member from the group. Their role stays as it is.")
@@ -72,4 +96,8 @@ export class GroupsApi extends HttpApiGroup.make("groups")
   .middleware(Authentication)
   .prefix("/v1")
   .annotate(OpenApi.Title, "Groups")
+  .annotate(
+    OpenApi.Description,
+    "Groups of members: a default role for the people in them and the agents they may use (docs/guides/access-control.md)."
+  )
 {}

@@ -23,6 +23,8 @@ import {
 } from "./Errors.js"
 import { ListOf } from "./Identity.js"
 import { AgentId, ScheduleId, TaskId } from "./Ids.js"
+import { operation } from "./OperationDoc.js"
+import { FlagParam, IntegerParam, NumberParam } from "./QueryParams.js"
 import { Authentication } from "./Security.js"
 import { DateParam } from "./Timestamp.js"
 
@@ -58,26 +60,56 @@ const invokeStreamResponse = (operation: Record<string, any>) => {
 
 export class AgentsApi extends HttpApiGroup.make("agents")
   .add(
-    HttpApiEndpoint.get("listAgents", "/agents").addSuccess(ListOf(Agent)).annotate(OpenApi.Description, "List agents.")
+    HttpApiEndpoint.get("listAgents", "/agents")
+      .annotateContext(
+        operation({
+          summary: "List agents",
+          role: "member",
+          access: "The agents the key may use: an organization key limited to agents sees those."
+        })
+      )
+      .addSuccess(ListOf(Agent))
+      .annotate(OpenApi.Description, "List agents.")
   )
   .add(
     HttpApiEndpoint.post("createAgent", "/agents")
+      .annotateContext(operation({ summary: "Create an agent", role: "builder", errors: ["invalid_skill"] }))
       .setPayload(CreateAgent)
       .addSuccess(Agent, { status: 201 })
-      .annotate(OpenApi.Description, "Create an agent (Admin+).")
+      .annotate(OpenApi.Description, "Create an agent.")
   )
-  .add(HttpApiEndpoint.get("getAgent", "/agents/:agent_id").setPath(AgentPath).addSuccess(Agent))
   .add(
-    HttpApiEndpoint.patch("updateAgent", "/agents/:agent_id").setPath(AgentPath).setPayload(UpdateAgent).addSuccess(
-      Agent
-    )
+    HttpApiEndpoint.get("getAgent", "/agents/:agent_id")
+      .annotateContext(operation({ summary: "Get an agent", role: "member" }))
+      .setPath(AgentPath)
+      .addSuccess(Agent)
   )
-  .add(HttpApiEndpoint.del("deleteAgent", "/agents/:agent_id").setPath(AgentPath).addSuccess(HttpApiSchema.NoContent))
+  .add(
+    HttpApiEndpoint.patch("updateAgent", "/agents/:agent_id")
+      .annotateContext(operation({ summary: "Change an agent", role: "builder", errors: ["invalid_skill"] }))
+      .setPath(AgentPath)
+      .setPayload(UpdateAgent)
+      .addSuccess(Agent)
+  )
+  .add(
+    HttpApiEndpoint.del("deleteAgent", "/agents/:agent_id")
+      .annotateContext(operation({ summary: "Delete an agent", role: "builder" }))
+      .setPath(AgentPath)
+      .addSuccess(HttpApiSchema.NoContent)
+  )
   .add(
     HttpApiEndpoint.post("invokeAgent", "/agents/:agent_id/invoke")
+      .annotateContext(
+        operation({
+          summary: "Invoke an agent",
+          role: "member",
+          errors: ["budget_exhausted", "invalid_idempotency_key", "idempotency_conflict"],
+          access: "Any agent the key may use (an organization key limited to agents: those)."
+        })
+      )
       .setPath(AgentPath)
       .setUrlParams(Schema.Struct({
-        asynchronous: Schema.optional(Schema.String).annotations({
+        asynchronous: Schema.optional(FlagParam).annotations({
           description: "`true`: return at once with the pending task (202). Otherwise wait for the answer."
         })
       }))
@@ -100,6 +132,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   )
   .add(
     HttpApiEndpoint.get("listTasks", "/tasks")
+      .annotateContext(operation({ summary: "List tasks", role: "member", errors: ["invalid_cursor"] }))
       .setUrlParams(Schema.Struct({
         agent_id: Schema.optional(AgentId),
         status: Schema.optional(TaskStatus),
@@ -107,7 +140,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
         schedule_id: Schema.optional(ScheduleId).annotations({ description: "The runs of this schedule." }),
         created_after: Schema.optional(DateParam),
         created_before: Schema.optional(DateParam),
-        limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200))),
+        limit: Schema.optional(IntegerParam(1, 200)),
         cursor: Schema.optional(Schema.String)
       }))
       .addSuccess(TaskPage)
@@ -115,9 +148,10 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   )
   .add(
     HttpApiEndpoint.get("getTask", "/tasks/:task_id")
+      .annotateContext(operation({ summary: "Get a task", role: "member" }))
       .setPath(TaskPath)
       .setUrlParams(Schema.Struct({
-        wait: Schema.optional(Schema.NumberFromString.pipe(Schema.between(0, 60))).annotations({
+        wait: Schema.optional(NumberParam(0, 60)).annotations({
           description: "Long poll: hold the request up to this many seconds (0–60) until the task has ended."
         })
       }))
@@ -126,24 +160,48 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   )
   .add(
     HttpApiEndpoint.post("cancelTask", "/tasks/:task_id/cancel")
+      .annotateContext(
+        operation({
+          summary: "Cancel a task",
+          role: "member",
+          errors: ["forbidden"],
+          access: "A Member cancels only the tasks they invoked; Builders and above any task."
+        })
+      )
       .setPath(TaskPath)
       .addSuccess(Task)
       .annotate(OpenApi.Description, "Cancel a pending or running task: its model call and tool calls are interrupted.")
   )
-  .add(HttpApiEndpoint.get("getThread", "/tasks/:task_id/thread").setPath(TaskPath).addSuccess(Thread))
-  .add(HttpApiEndpoint.get("getLlmUsage", "/tasks/:task_id/llm_usage").setPath(TaskPath).addSuccess(LlmUsage))
-  .add(HttpApiEndpoint.get("listModelProviders", "/model-providers").addSuccess(Schema.Array(ModelProviderSettings)))
+  .add(
+    HttpApiEndpoint.get("getThread", "/tasks/:task_id/thread")
+      .annotateContext(operation({ summary: "Get a task's thread", role: "member" }))
+      .setPath(TaskPath)
+      .addSuccess(Thread)
+  )
+  .add(
+    HttpApiEndpoint.get("getLlmUsage", "/tasks/:task_id/llm_usage")
+      .annotateContext(operation({ summary: "Get a task's model usage", role: "member" }))
+      .setPath(TaskPath)
+      .addSuccess(LlmUsage)
+  )
+  .add(
+    HttpApiEndpoint.get("listModelProviders", "/model-providers")
+      .annotateContext(operation({ summary: "List model provider settings", role: "member" }))
+      .addSuccess(Schema.Array(ModelProviderSettings))
+  )
   .add(
     HttpApiEndpoint.put("setModelProvider", "/model-providers/:provider")
+      .annotateContext(operation({ summary: "Set a model provider's endpoint and key", role: "admin" }))
       .setPath(ProviderPath)
       .setPayload(SetModelProvider)
       .addSuccess(ModelProviderSettings)
-      .annotate(OpenApi.Description, "The organization's endpoint and key for a model provider (Admin+).")
+      .annotate(OpenApi.Description, "The organization's endpoint and key for a model provider.")
   )
   .add(
-    HttpApiEndpoint.del("deleteModelProvider", "/model-providers/:provider").setPath(ProviderPath).addSuccess(
-      HttpApiSchema.NoContent
-    )
+    HttpApiEndpoint.del("deleteModelProvider", "/model-providers/:provider")
+      .annotateContext(operation({ summary: "Remove a model provider's settings", role: "admin" }))
+      .setPath(ProviderPath)
+      .addSuccess(HttpApiSchema.NoContent)
   )
   .addError(BadRequestWire)
   .addError(ForbiddenWire)
@@ -152,4 +210,8 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   .middleware(Authentication)
   .prefix("/v1")
   .annotate(OpenApi.Title, "Agents and tasks")
+  .annotate(
+    OpenApi.Description,
+    "Agents (a model, instructions, skills, a budget), their invokes and the tasks they make, and the organization's model providers (docs/guides/agents-and-tasks.md)."
+  )
 {}

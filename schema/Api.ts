@@ -5,17 +5,19 @@ import { AgentsApi } from "./AgentsApi.js"
 import { AuditApi } from "./AuditApi.js"
 import { ToolsApi } from "./ConnectorsApi.js"
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire, ServiceUnavailableWire } from "./Errors.js"
-import { documentEvents, EventsApi } from "./EventsApi.js"
+import { EventsApi } from "./EventsApi.js"
 import { FilesApi } from "./FilesApi.js"
 import { ApiKey, CreateApiKey, CreatedApiKey, CreateMember, ListOf, Me, Member, UpdateMember } from "./Identity.js"
 import { ApiKeyId, UserId } from "./Ids.js"
 import { OAuthApi } from "./OAuth.js"
+import { documentApi } from "./OpenApiDocument.js"
+import { operation } from "./OperationDoc.js"
 import { SchedulesApi } from "./SchedulesApi.js"
 import { Authentication } from "./Security.js"
 import { ApprovalsApi, SkillsApi } from "./SkillsApi.js"
 import { SsoApi } from "./SsoApi.js"
 import { UsageApi } from "./UsageApi.js"
-import { documentWebhooks, WebhooksApi } from "./WebhooksApi.js"
+import { WebhooksApi } from "./WebhooksApi.js"
 
 export class Readiness extends Schema.Class<Readiness>("Readiness")({
   status: Schema.Literal("ready"),
@@ -27,11 +29,13 @@ export class Readiness extends Schema.Class<Readiness>("Readiness")({
 export class SystemApi extends HttpApiGroup.make("system")
   .add(
     HttpApiEndpoint.get("healthz", "/healthz")
+      .annotateContext(operation({ summary: "Liveness probe", role: null }))
       .addSuccess(Schema.Struct({ status: Schema.Literal("ok") }))
       .annotate(OpenApi.Description, "Liveness: the process is up.")
   )
   .add(
     HttpApiEndpoint.get("readyz", "/readyz")
+      .annotateContext(operation({ summary: "Readiness probe", role: null }))
       .addSuccess(Readiness)
       .addError(ServiceUnavailableWire)
       .annotate(
@@ -40,40 +44,71 @@ export class SystemApi extends HttpApiGroup.make("system")
       )
   )
   .annotate(OpenApi.Title, "System")
+  .annotate(
+    OpenApi.Description,
+    "Probes for load balancers and orchestrators; no API key."
+  )
 {}
 
 export class IdentityApi extends HttpApiGroup.make("identity")
   .add(
     HttpApiEndpoint.get("me", "/me")
+      .annotateContext(operation({ summary: "Who is calling", role: "member" }))
       .addSuccess(Me)
       .annotate(OpenApi.Description, "The caller: organization, user (for personal keys), key and role.")
   )
   .add(
     HttpApiEndpoint.get("listMembers", "/members")
+      .annotateContext(operation({ summary: "List members", role: "admin" }))
       .addSuccess(ListOf(Member))
-      .annotate(OpenApi.Description, "Members of the caller's organization (Admin and above).")
+      .annotate(OpenApi.Description, "Members of the caller's organization.")
   )
   .add(
     HttpApiEndpoint.post("createMember", "/members")
+      .annotateContext(
+        operation({
+          summary: "Add a member",
+          role: "admin",
+          errors: ["already_member"],
+          access: "Nobody grants a role above their own; only a Super admin grants Super admin."
+        })
+      )
       .setPayload(CreateMember)
       .addSuccess(Member, { status: 201 })
       .addError(ConflictWire)
-      .annotate(OpenApi.Description, "Add a person to the organization (Admin and above).")
+      .annotate(OpenApi.Description, "Add a person to the organization.")
   )
   .add(
     HttpApiEndpoint.patch("updateMember", "/members/:user_id")
+      .annotateContext(
+        operation({
+          summary: "Change a member's role",
+          role: "admin",
+          errors: ["last_super_admin"],
+          access:
+            "Nobody grants a role above their own or changes someone above it; only a Super admin grants or removes Super admin."
+        })
+      )
       .setPath(Schema.Struct({ user_id: UserId }))
       .setPayload(UpdateMember)
       .addSuccess(Member)
       .addError(ConflictWire)
       .annotate(
         OpenApi.Description,
-        "Change a member's role (Admin and above; only a Super admin grants or removes Super admin). " +
+        "Change a member's role. " +
           "409 `last_super_admin` when it would leave the organization without one."
       )
   )
   .add(
     HttpApiEndpoint.del("removeMember", "/members/:user_id")
+      .annotateContext(
+        operation({
+          summary: "Remove a member",
+          role: "admin",
+          errors: ["last_super_admin"],
+          access: "Nobody removes someone whose role is above their own."
+        })
+      )
       .setPath(Schema.Struct({ user_id: UserId }))
       .addSuccess(HttpApiSchema.NoContent)
       .addError(ConflictWire)
@@ -84,20 +119,43 @@ export class IdentityApi extends HttpApiGroup.make("identity")
   )
   .add(
     HttpApiEndpoint.get("listApiKeys", "/api-keys")
+      .annotateContext(
+        operation({
+          summary: "List API keys",
+          role: "member",
+          access: "Admins and above see organization keys and every personal key; others their own personal keys."
+        })
+      )
       .addSuccess(ListOf(ApiKey))
       .annotate(
         OpenApi.Description,
-        "API keys of the organization (Admin and above see organization keys and every personal key; others their own)."
+        "API keys of the organization."
       )
   )
   .add(
     HttpApiEndpoint.post("createApiKey", "/api-keys")
+      .annotateContext(
+        operation({
+          summary: "Create an API key",
+          role: "member",
+          errors: ["bad_request", "forbidden", "unknown_agent"],
+          access:
+            "Organization keys, and personal keys for other members, need Admin or above; a key's role is never above the caller's."
+        })
+      )
       .setPayload(CreateApiKey)
       .addSuccess(CreatedApiKey, { status: 201 })
       .annotate(OpenApi.Description, "Create an API key. The secret is returned once, in `api_key`.")
   )
   .add(
     HttpApiEndpoint.del("revokeApiKey", "/api-keys/:key_id")
+      .annotateContext(
+        operation({
+          summary: "Revoke an API key",
+          role: "member",
+          access: "Admins and above revoke any key; others their own personal keys (another's key is a 404)."
+        })
+      )
       .setPath(Schema.Struct({ key_id: ApiKeyId }))
       .addSuccess(ApiKey)
       .annotate(OpenApi.Description, "Revoke an API key. Requests with it fail with 401 from then on.")
@@ -108,13 +166,14 @@ export class IdentityApi extends HttpApiGroup.make("identity")
   .middleware(Authentication)
   .prefix("/v1")
   .annotate(OpenApi.Title, "Identity and API keys")
+  .annotate(
+    OpenApi.Description,
+    "The caller, the organization's members and roles, and API keys (docs/guides/access-control.md)."
+  )
 {}
 
-/**
- * The REST API: the contract of docs/spec/agent-platform-api.md, whose sections comments here and in src/
- * cite as "spec 4.6" and the like.
- */
-export class Api extends HttpApi.make("switchyard")
+/** Every group of the REST API, before the document transform. */
+const ApiGroups = HttpApi.make("switchyard")
   .add(SystemApi)
   .add(IdentityApi)
   .add(ToolsApi)
@@ -132,5 +191,12 @@ export class Api extends HttpApi.make("switchyard")
   .add(UsageApi)
   .annotate(OpenApi.Title, "Switchyard API")
   .annotate(OpenApi.Description, "Self-hostable platform for AI agents. Every REST call carries `x-api-key`.")
-  .annotate(OpenApi.Transform, (spec) => documentWebhooks(documentEvents(spec)))
+
+/**
+ * The REST API: the contract of docs/spec/agent-platform-api.md, whose sections comments here and in src/
+ * cite as "spec 4.6" and the like.
+ */
+export class Api extends ApiGroups
+  // one transform makes both the served /openapi.json and the committed openapi.json (schema/OpenApiDocument.ts)
+  .annotate(OpenApi.Transform, documentApi(ApiGroups))
 {}

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { OrganizationId } from "./Ids.js"
+import { IntegerParam } from "./QueryParams.js"
 import { DateParam, Timestamp } from "./Timestamp.js"
 
 /**
@@ -118,7 +119,7 @@ export const AuditFilters = {
 
 export const AuditListParams = Schema.Struct({
   ...AuditFilters,
-  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 500))).annotations({
+  limit: Schema.optional(IntegerParam(1, 500)).annotations({
     description: "Page size, 1–500 (default 100)."
   }),
   cursor: Schema.optional(Schema.String).annotations({ description: "The previous page's `next_cursor`." })

@@ -2,6 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { AUDIT_CSV_COLUMNS, AuditEvent, AuditExportParams, AuditListParams, AuditPage } from "./Audit.js"
 import { BadRequestWire, ForbiddenWire } from "./Errors.js"
+import { operation } from "./OperationDoc.js"
 import { Authentication } from "./Security.js"
 
 /** The export's three bodies, one per `format`: the generator documents one content type per status. */
@@ -32,17 +33,19 @@ const exportFormats = (operation: Record<string, any>) => {
 export class AuditApi extends HttpApiGroup.make("audit")
   .add(
     HttpApiEndpoint.get("listAuditEvents", "/audit-logs")
+      .annotateContext(operation({ summary: "List audit events", role: "admin", errors: ["invalid_cursor"] }))
       .setUrlParams(AuditListParams)
       .addSuccess(AuditPage)
-      .annotate(OpenApi.Description, "The organization's audit log, newest first (Admin and above).")
+      .annotate(OpenApi.Description, "The organization's audit log, newest first.")
   )
   .add(
     HttpApiEndpoint.get("exportAuditEvents", "/audit-logs/export")
+      .annotateContext(operation({ summary: "Export audit events", role: "admin" }))
       .setUrlParams(AuditExportParams)
       .addSuccess(Schema.Array(AuditEvent))
       .annotate(
         OpenApi.Description,
-        "Export the whole range that matches, oldest first, as CSV, a JSON array or NDJSON (Admin and above). " +
+        "Export the whole range that matches, oldest first, as CSV, a JSON array or NDJSON. " +
           "`format` picks the body; each is sent as an attachment."
       )
       .annotate(OpenApi.Transform, exportFormats)
@@ -52,4 +55,8 @@ export class AuditApi extends HttpApiGroup.make("audit")
   .middleware(Authentication)
   .prefix("/v1")
   .annotate(OpenApi.Title, "Audit log")
+  .annotate(
+    OpenApi.Description,
+    "The organization's tamper-evident audit log: every change and every refused request."
+  )
 {}

@@ -23,6 +23,8 @@ import {
   UnprocessableWire
 } from "./Errors.js"
 import { ConnectionId, ConnectorId } from "./Ids.js"
+import { operation } from "./OperationDoc.js"
+import { IntegerParam } from "./QueryParams.js"
 import { Authentication } from "./Security.js"
 
 const ConnectorPath = Schema.Struct({ connector_id: ConnectorId })
@@ -38,10 +40,13 @@ const OperationPath = Schema.Struct({
 export class ToolsApi extends HttpApiGroup.make("tools")
   .add(
     HttpApiEndpoint.get("listTools", "/tools")
+      .annotateContext(
+        operation({ summary: "Search the tool catalog", role: "member", errors: ["type_required", "invalid_cursor"] })
+      )
       .setUrlParams(Schema.Struct({
         type: Schema.optional(Schema.String).annotations({ description: "`connector` selects connectors (required)." }),
         query: Schema.optional(Schema.String).annotations({ description: "Case-insensitive name search." }),
-        limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200))).annotations({
+        limit: Schema.optional(IntegerParam(1, 200)).annotations({
           description: "Page size, 1–200 (default 50)."
         }),
         cursor: Schema.optional(Schema.String).annotations({ description: "`next_cursor` of the previous page." })
@@ -51,33 +56,44 @@ export class ToolsApi extends HttpApiGroup.make("tools")
   )
   .add(
     HttpApiEndpoint.post("createConnector", "/tools/connectors")
+      .annotateContext(operation({ summary: "Register a connector", role: "builder", errors: ["invalid_openapi"] }))
       .setPayload(CreateConnector)
       .addSuccess(ConnectorImported, { status: 201 })
-      .annotate(OpenApi.Description, "Register a connector from an OpenAPI 3.0/3.1 or Swagger 2.0 document (Admin+).")
+      .annotate(OpenApi.Description, "Register a connector from an OpenAPI 3.0/3.1 or Swagger 2.0 document.")
   )
   .add(
     HttpApiEndpoint.get("getConnector", "/tools/connectors/:connector_id")
+      .annotateContext(operation({ summary: "Get a connector", role: "member" }))
       .setPath(ConnectorPath)
       .addSuccess(Connector)
   )
   .add(
     HttpApiEndpoint.put("replaceConnector", "/tools/connectors/:connector_id")
+      .annotateContext(
+        operation({
+          summary: "Replace a connector's document",
+          role: "builder",
+          errors: ["invalid_openapi", "built_in_connector"]
+        })
+      )
       .setPath(ConnectorPath)
       .setPayload(CreateConnector)
       .addSuccess(ConnectorImported)
-      .annotate(OpenApi.Description, "Replace the connector's document; its connections stay (Admin+).")
+      .annotate(OpenApi.Description, "Replace the connector's document; its connections stay.")
   )
   .add(
     HttpApiEndpoint.del("archiveConnector", "/tools/connectors/:connector_id")
+      .annotateContext(operation({ summary: "Archive a connector", role: "builder", errors: ["built_in_connector"] }))
       .setPath(ConnectorPath)
       .addSuccess(Connector)
       .annotate(
         OpenApi.Description,
-        "Archive the connector: it leaves the catalog and can no longer be invoked (Admin+)."
+        "Archive the connector: it leaves the catalog and can no longer be invoked."
       )
   )
   .add(
     HttpApiEndpoint.get("listOperations", "/tools/connectors/:connector_id/operations")
+      .annotateContext(operation({ summary: "List a connector's operations", role: "member" }))
       .setPath(ConnectorPath)
       .setUrlParams(Schema.Struct({
         connection_id: Schema.optional(ConnectionId),
@@ -88,6 +104,14 @@ export class ToolsApi extends HttpApiGroup.make("tools")
   )
   .add(
     HttpApiEndpoint.post("createConnection", "/tools/connectors/:connector_id/connections")
+      .annotateContext(
+        operation({
+          summary: "Connect a connector",
+          role: "member",
+          errors: ["bad_request", "credentials_not_accepted", "forbidden"],
+          access: "Organizational connections need Builder or above; a personal connection needs a personal key."
+        })
+      )
       .setPath(ConnectorPath)
       .setPayload(CreateConnection)
       .addSuccess(ConnectionCreated, { status: 201 })
@@ -98,16 +122,38 @@ export class ToolsApi extends HttpApiGroup.make("tools")
   )
   .add(
     HttpApiEndpoint.get("listConnections", "/tools/connectors/:connector_id/connections")
+      .annotateContext(
+        operation({
+          summary: "List a connector's connections",
+          role: "member",
+          access: "Organizational connections and the caller's own personal ones."
+        })
+      )
       .setPath(ConnectorPath)
       .addSuccess(Schema.Array(Connection))
   )
   .add(
     HttpApiEndpoint.get("getConnection", "/tools/connectors/:connector_id/connections/:connection_id")
+      .annotateContext(
+        operation({
+          summary: "Get a connection",
+          role: "member",
+          access: "Organizational connections and the caller's own personal ones."
+        })
+      )
       .setPath(ConnectionPath)
       .addSuccess(Connection)
   )
   .add(
     HttpApiEndpoint.patch("updateConnection", "/tools/connectors/:connector_id/connections/:connection_id")
+      .annotateContext(
+        operation({
+          summary: "Change a connection",
+          role: "member",
+          errors: ["credentials_not_accepted", "forbidden"],
+          access: "Organizational connections need Builder or above; a personal connection only its owner."
+        })
+      )
       .setPath(ConnectionPath)
       .setPayload(UpdateConnection)
       .addSuccess(ConnectionCreated)
@@ -115,12 +161,28 @@ export class ToolsApi extends HttpApiGroup.make("tools")
   )
   .add(
     HttpApiEndpoint.del("deleteConnection", "/tools/connectors/:connector_id/connections/:connection_id")
+      .annotateContext(
+        operation({
+          summary: "Delete a connection",
+          role: "member",
+          errors: ["forbidden"],
+          access: "Organizational connections need Builder or above; a personal connection only its owner."
+        })
+      )
       .setPath(ConnectionPath)
       .addSuccess(HttpApiSchema.NoContent)
       .annotate(OpenApi.Description, "Delete a connection; its stored credentials are erased.")
   )
   .add(
     HttpApiEndpoint.post("authorizeConnection", "/tools/connections/:connection_id/authorize")
+      .annotateContext(
+        operation({
+          summary: "Authorize a connection again",
+          role: "member",
+          errors: ["not_oauth", "forbidden"],
+          access: "Organizational connections need Builder or above; a personal connection only its owner."
+        })
+      )
       .setPath(Schema.Struct({ connection_id: ConnectionId }))
       .addSuccess(ConnectionCreated)
       .annotate(OpenApi.Description, "A new `connector_page_url` to (re-)authorize an OAuth2 connection.")
@@ -130,12 +192,31 @@ export class ToolsApi extends HttpApiGroup.make("tools")
       "operationSchema",
       "/tools/connectors/:connector_id/connections/:connection_id/:operation_id/schema"
     )
+      .annotateContext(operation({ summary: "Get an operation's input schema", role: "member" }))
       .setPath(OperationPath)
       .addSuccess(OperationSchema)
       .annotate(OpenApi.Description, "The operation's input schema (spec 4.4).")
   )
   .add(
     HttpApiEndpoint.post("invokeOperation", "/tools/connectors/:connector_id/connections/:connection_id/:operation_id")
+      .annotateContext(operation({
+        summary: "Invoke a connector operation",
+        role: "member",
+        errors: [
+          "header_not_allowed",
+          "parameter_not_allowed",
+          "body_not_accepted",
+          "egress_refused",
+          "connection_pending_authorization",
+          "connection_needs_reauthentication",
+          "connection_not_found",
+          "connector_has_no_server_url",
+          "path_outside_server_url",
+          "upstream_unreachable",
+          "upstream_timeout"
+        ],
+        access: "Organizational connections and the caller's own personal ones."
+      }))
       .setPath(OperationPath)
       .setPayload(InvokeOperation)
       .addSuccess(Schema.Unknown.annotations({ description: "The target API's response, passed through unchanged." }))
@@ -155,4 +236,8 @@ export class ToolsApi extends HttpApiGroup.make("tools")
   .middleware(Authentication)
   .prefix("/v1")
   .annotate(OpenApi.Title, "Connectors")
+  .annotate(
+    OpenApi.Description,
+    "Connectors imported from OpenAPI documents, their connections (credentials) and operations, and invoking them (docs/guides/connectors.md)."
+  )
 {}

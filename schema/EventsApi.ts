@@ -3,6 +3,7 @@ import { JSONSchema, Schema } from "effect"
 import { BadRequestWire, ForbiddenWire, GoneWire, NotFoundWire } from "./Errors.js"
 import { Event, eventTypes } from "./Events.js"
 import { AgentId, TaskId } from "./Ids.js"
+import { operation } from "./OperationDoc.js"
 import { Authentication } from "./Security.js"
 
 /** An event stream's body; each event's `data:` is an `Event` (see `documentEvents`). */
@@ -47,6 +48,14 @@ const streamResponse = (operation: Record<string, any>) => {
 export class EventsApi extends HttpApiGroup.make("events")
   .add(
     HttpApiEndpoint.get("streamEvents", "/events")
+      .annotateContext(
+        operation({
+          summary: "Stream the organization's events",
+          role: "member",
+          errors: ["invalid_last_event_id", "events_expired"],
+          access: "Events are filtered by what the key may see: audit events for Admins and above."
+        })
+      )
       .setUrlParams(StreamEventsParams)
       .setHeaders(LastEventIdHeader)
       .addSuccess(EventStream)
@@ -61,6 +70,13 @@ export class EventsApi extends HttpApiGroup.make("events")
   )
   .add(
     HttpApiEndpoint.get("streamTaskEvents", "/tasks/:task_id/events")
+      .annotateContext(
+        operation({
+          summary: "Stream a task's events",
+          role: "member",
+          errors: ["invalid_last_event_id", "events_expired"]
+        })
+      )
       .setPath(Schema.Struct({ task_id: TaskId }))
       .setUrlParams(StreamTaskEventsParams)
       .setHeaders(LastEventIdHeader)
@@ -79,6 +95,10 @@ export class EventsApi extends HttpApiGroup.make("events")
   .middleware(Authentication)
   .prefix("/v1")
   .annotate(OpenApi.Title, "Events")
+  .annotate(
+    OpenApi.Description,
+    "The event log as server-sent events: the organization's, or one task's (docs/guides/events.md)."
+  )
 {}
 
 /**

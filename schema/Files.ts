@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { AgentId } from "./Ids.js"
+import { IntegerParam, StrictFlagParam } from "./QueryParams.js"
 import { Timestamp } from "./Timestamp.js"
 
 export const FileId = Schema.UUID.pipe(
@@ -83,7 +84,7 @@ const prefix = Schema.String.pipe(Schema.maxLength(MAX_FILE_NAME)).annotations({
 export const FileListParams = Schema.Struct({
   prefix: Schema.optional(prefix),
   agent_id: Schema.optional(AgentId).annotations({ description: "Only this agent's workspace." }),
-  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200))).annotations({
+  limit: Schema.optional(IntegerParam(1, 200)).annotations({
     description: "Page size, 1–200 (default 50)."
   }),
   cursor: Schema.optional(Schema.String).annotations({ description: "`next_cursor` of the previous page." })
@@ -98,7 +99,7 @@ export const UploadParams = Schema.Struct({
   agent_id: Schema.optional(AgentId).annotations({
     description: "Store it in this agent's workspace; without it, in the organization's."
   }),
-  overwrite: Schema.optional(Schema.Literal("true", "false")).annotations({
+  overwrite: Schema.optional(StrictFlagParam).annotations({
     description: "`true`: a file of that name in the scope is replaced (the new one gets a new id). Otherwise " +
       "such a name is a 409 `file_exists`."
   })

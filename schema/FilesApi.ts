@@ -9,6 +9,7 @@ import {
   RangeNotSatisfiableWire
 } from "./Errors.js"
 import { FileId, FileListParams, FilePage, UploadParams, WorkspaceFile } from "./Files.js"
+import { operation } from "./OperationDoc.js"
 import { Authentication } from "./Security.js"
 
 const FilePath = Schema.Struct({ file_id: FileId })
@@ -17,10 +18,11 @@ const FilePath = Schema.Struct({ file_id: FileId })
 const uploadBody = {
   requestBody: {
     required: true,
+    description: "The file itself as the raw body, any Content-Type (stored as the file's type; `?name=` names " +
+      "it), or multipart/form-data with one file part.",
     content: {
       "application/octet-stream": {
-        schema: { type: "string", format: "binary" },
-        description: "The file itself, any Content-Type (stored as the file's type); `?name=` names it."
+        schema: { type: "string", format: "binary" }
       },
       "multipart/form-data": {
         schema: {
@@ -40,12 +42,20 @@ const uploadBody = {
 export class FilesApi extends HttpApiGroup.make("files")
   .add(
     HttpApiEndpoint.post("uploadFile", "/files")
+      .annotateContext(
+        operation({
+          summary: "Upload a workspace file",
+          role: "builder",
+          errors: ["bad_request", "invalid_multipart", "file_exists", "file_too_large", "unknown_agent", "forbidden"],
+          access: "A key limited to agents writes only in those agents' workspaces (give `agent_id`)."
+        })
+      )
       .setUrlParams(UploadParams)
       .addSuccess(WorkspaceFile, { status: 201 })
       .addError(PayloadTooLargeWire)
       .annotate(
         OpenApi.Description,
-        "Upload a workspace file (Builder+): the raw body with `?name=` (its Content-Type is kept), or " +
+        "Upload a workspace file: the raw body with `?name=` (its Content-Type is kept), or " +
           "multipart/form-data with one file part. Streamed to storage, up to SWITCHYARD_MAX_FILE_BYTES " +
           "(413 `file_too_large`). A name taken in the scope is a 409 `file_exists` unless `overwrite=true`."
       )
@@ -53,19 +63,40 @@ export class FilesApi extends HttpApiGroup.make("files")
   )
   .add(
     HttpApiEndpoint.get("listFiles", "/files")
+      .annotateContext(operation({ summary: "List workspace files", role: "member", errors: ["invalid_cursor"] }))
       .setUrlParams(FileListParams)
       .addSuccess(FilePage)
       .annotate(OpenApi.Description, "Workspace files the caller may see, in name order (byte-wise).")
   )
-  .add(HttpApiEndpoint.get("getFile", "/files/:file_id").setPath(FilePath).addSuccess(WorkspaceFile))
+  .add(
+    HttpApiEndpoint.get("getFile", "/files/:file_id")
+      .annotateContext(operation({ summary: "Get a workspace file", role: "member" }))
+      .setPath(FilePath)
+      .addSuccess(WorkspaceFile)
+  )
   .add(
     HttpApiEndpoint.del("deleteFile", "/files/:file_id")
+      .annotateContext(
+        operation({
+          summary: "Delete a workspace file",
+          role: "builder",
+          errors: ["forbidden"],
+          access: "A key limited to agents deletes only in those agents' workspaces."
+        })
+      )
       .setPath(FilePath)
       .addSuccess(HttpApiSchema.NoContent)
-      .annotate(OpenApi.Description, "Delete a workspace file and its content (Builder+). Audited.")
+      .annotate(OpenApi.Description, "Delete a workspace file and its content. Audited.")
   )
   .add(
     HttpApiEndpoint.get("getFileContent", "/files/:file_id/content")
+      .annotateContext(
+        operation({
+          summary: "Download a workspace file",
+          role: "member",
+          errors: ["invalid_range", "range_not_satisfiable"]
+        })
+      )
       .setPath(FilePath)
       .addSuccess(HttpApiSchema.Uint8Array())
       .addError(RangeNotSatisfiableWire)
@@ -83,4 +114,8 @@ export class FilesApi extends HttpApiGroup.make("files")
   .middleware(Authentication)
   .prefix("/v1")
   .annotate(OpenApi.Title, "Workspace files")
+  .annotate(
+    OpenApi.Description,
+    "Files of the organization's and each agent's workspace, which runs read and write (docs/guides/files.md)."
+  )
 {}

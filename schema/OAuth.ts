@@ -2,6 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { BadRequestWire, ForbiddenWire, NotFoundWire } from "./Errors.js"
 import { ListOf } from "./Identity.js"
+import { operation } from "./OperationDoc.js"
 import { Authentication } from "./Security.js"
 import { Timestamp } from "./Timestamp.js"
 
@@ -46,6 +47,14 @@ export class OAuthAuthorization extends Schema.Class<OAuthAuthorization>("OAuthA
 export class OAuthApi extends HttpApiGroup.make("oauth")
   .add(
     HttpApiEndpoint.get("listAuthorizations", "/oauth/authorizations")
+      .annotateContext(
+        operation({
+          summary: "List your MCP authorizations",
+          role: "member",
+          errors: ["personal_key_required"],
+          access: "Personal API keys only: authorizations belong to a person."
+        })
+      )
       .addSuccess(ListOf(OAuthAuthorization))
       .annotate(
         OpenApi.Description,
@@ -54,6 +63,14 @@ export class OAuthApi extends HttpApiGroup.make("oauth")
   )
   .add(
     HttpApiEndpoint.del("revokeAuthorization", "/oauth/authorizations/:authorization_id")
+      .annotateContext(
+        operation({
+          summary: "Revoke an MCP authorization",
+          role: "member",
+          errors: ["personal_key_required"],
+          access: "Personal API keys only: authorizations belong to a person."
+        })
+      )
       .setPath(Schema.Struct({ authorization_id: OAuthGrantId }))
       .addSuccess(OAuthAuthorization)
       .annotate(
@@ -68,4 +85,8 @@ export class OAuthApi extends HttpApiGroup.make("oauth")
   .middleware(Authentication)
   .prefix("/v1")
   .annotate(OpenApi.Title, "MCP authorizations")
+  .annotate(
+    OpenApi.Description,
+    "The MCP clients a person authorized through OAuth (docs/guides/mcp.md)."
+  )
 {}

@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { Task } from "./Agents.js"
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire, PaymentRequiredWire } from "./Errors.js"
 import { AgentId, ScheduleId } from "./Ids.js"
+import { operation } from "./OperationDoc.js"
 import { CreateSchedule, Schedule, SchedulePage, UpdateSchedule } from "./Schedules.js"
 import { Authentication } from "./Security.js"
 
@@ -11,60 +12,82 @@ const SchedulePath = Schema.Struct({ schedule_id: ScheduleId })
 export class SchedulesApi extends HttpApiGroup.make("schedules")
   .add(
     HttpApiEndpoint.get("listSchedules", "/schedules")
+      .annotateContext(
+        operation({ summary: "List schedules", role: "member", access: "The schedules of the agents the key may use." })
+      )
       .setUrlParams(Schema.Struct({ agent_id: Schema.optional(AgentId) }))
       .addSuccess(SchedulePage)
       .annotate(OpenApi.Description, "Schedules of the agents you may use.")
   )
   .add(
     HttpApiEndpoint.post("createSchedule", "/schedules")
+      .annotateContext(
+        operation({
+          summary: "Create a schedule",
+          role: "builder",
+          errors: ["invalid_cron", "invalid_timezone", "invalid_duration"]
+        })
+      )
       .setPayload(CreateSchedule)
       .addSuccess(Schedule, { status: 201 })
       .annotate(
         OpenApi.Description,
-        "Create a schedule (Builder+): the agent runs on a cron expression or an interval. Its runs are tasks " +
+        "Create a schedule: the agent runs on a cron expression or an interval. Its runs are tasks " +
           "with `source: \"schedule\"`. 400 `invalid_cron`, `invalid_timezone` or `invalid_duration` names the " +
           "field that is wrong."
       )
   )
   .add(
     HttpApiEndpoint.get("getSchedule", "/schedules/:schedule_id")
+      .annotateContext(operation({ summary: "Get a schedule", role: "member" }))
       .setPath(SchedulePath)
       .addSuccess(Schedule)
       .annotate(OpenApi.Description, "A schedule with its next 5 runs (`next_runs`) and its last run.")
   )
   .add(
     HttpApiEndpoint.patch("updateSchedule", "/schedules/:schedule_id")
+      .annotateContext(
+        operation({
+          summary: "Change a schedule",
+          role: "builder",
+          errors: ["invalid_cron", "invalid_timezone", "invalid_duration"]
+        })
+      )
       .setPath(SchedulePath)
       .setPayload(UpdateSchedule)
       .addSuccess(Schedule)
-      .annotate(OpenApi.Description, "Change a schedule (Builder+). Its next run is computed again from now.")
+      .annotate(OpenApi.Description, "Change a schedule. Its next run is computed again from now.")
   )
   .add(
     HttpApiEndpoint.del("deleteSchedule", "/schedules/:schedule_id")
+      .annotateContext(operation({ summary: "Delete a schedule", role: "builder" }))
       .setPath(SchedulePath)
       .addSuccess(HttpApiSchema.NoContent)
-      .annotate(OpenApi.Description, "Delete a schedule (Builder+). Its past runs stay as tasks.")
+      .annotate(OpenApi.Description, "Delete a schedule. Its past runs stay as tasks.")
   )
   .add(
     HttpApiEndpoint.post("pauseSchedule", "/schedules/:schedule_id/pause")
+      .annotateContext(operation({ summary: "Pause a schedule", role: "builder" }))
       .setPath(SchedulePath)
       .addSuccess(Schedule)
-      .annotate(OpenApi.Description, "Pause (Builder+): no run until resumed. Runs missed meanwhile are not made.")
+      .annotate(OpenApi.Description, "Pause: no run until resumed. Runs missed meanwhile are not made.")
   )
   .add(
     HttpApiEndpoint.post("resumeSchedule", "/schedules/:schedule_id/resume")
+      .annotateContext(operation({ summary: "Resume a schedule", role: "builder" }))
       .setPath(SchedulePath)
       .addSuccess(Schedule)
-      .annotate(OpenApi.Description, "Resume (Builder+): the next run is the schedule's next time from now.")
+      .annotate(OpenApi.Description, "Resume: the next run is the schedule's next time from now.")
   )
   .add(
     HttpApiEndpoint.post("triggerSchedule", "/schedules/:schedule_id/trigger")
+      .annotateContext(operation({ summary: "Run a schedule now", role: "builder", errors: ["budget_exhausted"] }))
       .setPath(SchedulePath)
       .addSuccess(Task, { status: 202 })
       .addError(PaymentRequiredWire)
       .annotate(
         OpenApi.Description,
-        "Run now (Builder+), also while paused, whatever the overlap policy: the task is returned pending (202)."
+        "Run now, also while paused, whatever the overlap policy: the task is returned pending (202)."
       )
   )
   .addError(BadRequestWire)
@@ -74,4 +97,8 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
   .middleware(Authentication)
   .prefix("/v1")
   .annotate(OpenApi.Title, "Schedules")
+  .annotate(
+    OpenApi.Description,
+    "Agent runs on a cron expression or an interval (docs/guides/schedules.md)."
+  )
 {}

@@ -2,6 +2,8 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/p
 import { Schema } from "effect"
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire } from "./Errors.js"
 import { AgentId, TaskId } from "./Ids.js"
+import { operation } from "./OperationDoc.js"
+import { IntegerParam } from "./QueryParams.js"
 import { Authentication } from "./Security.js"
 import {
   Approval,
@@ -27,13 +29,22 @@ const SkillPath = Schema.Struct({ skill_id: SkillId })
 const AgentSkillPath = Schema.Struct({ agent_id: AgentId, skill_id: SkillId })
 const ApprovalPath = Schema.Struct({ approval_id: ApprovalId })
 const page = {
-  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200))),
+  limit: Schema.optional(IntegerParam(1, 200)),
   cursor: Schema.optional(Schema.String)
 }
 
 export class SkillsApi extends HttpApiGroup.make("skills")
   .add(
     HttpApiEndpoint.get("listSkills", "/skills")
+      .annotateContext(
+        operation({
+          summary: "List skills",
+          role: "member",
+          errors: ["invalid_cursor"],
+          access:
+            "Admins see every skill; others the published catalog, their own, and skills scoped to agents they created."
+        })
+      )
       .setUrlParams(Schema.Struct({ status: Schema.optional(SkillStatus), ...page }))
       .addSuccess(SkillPage)
       .annotate(
@@ -44,43 +55,81 @@ export class SkillsApi extends HttpApiGroup.make("skills")
   )
   .add(
     HttpApiEndpoint.post("createSkill", "/skills")
+      .annotateContext(
+        operation({
+          summary: "Create a skill",
+          role: "builder",
+          errors: ["invalid_skill", "unknown_agent", "skill_name_taken"]
+        })
+      )
       .setPayload(CreateSkill)
       .addSuccess(Skill, { status: 201 })
-      .annotate(OpenApi.Description, "Create a skill (Builder+). It starts as a `draft` until an Admin publishes it.")
+      .annotate(OpenApi.Description, "Create a skill. It starts as a `draft` until an Admin publishes it.")
   )
   .add(
     HttpApiEndpoint.post("publishManifest", "/skills/publish")
+      .annotateContext(
+        operation({
+          summary: "Publish skills from a manifest",
+          role: "builder",
+          errors: ["invalid_manifest", "invalid_skill", "skill_name_taken", "forbidden"]
+        })
+      )
       .setPayload(ManifestUpload)
       .addSuccess(PublishReport)
       .annotate(
         OpenApi.Description,
-        "Publish the skills a repository's `switchyard.yaml` declares (Builder+), with the OpenAPI documents it " +
+        "Publish the skills a repository's `switchyard.yaml` declares, with the OpenAPI documents it " +
           "refers to. Skills are matched by name: new ones are created, changed ones get a new version. An Admin's " +
           "upload publishes them; a Builder's leaves them as drafts. Errors name the manifest's line and field."
       )
   )
   .add(
     HttpApiEndpoint.get("listSkillViolations", "/skills/violations")
+      .annotateContext(
+        operation({ summary: "List skill visibility violations", role: "admin", errors: ["invalid_cursor"] })
+      )
       .setUrlParams(
         Schema.Struct({ skill_id: Schema.optional(SkillId), agent_id: Schema.optional(AgentId), ...page })
       )
       .addSuccess(Schema.Struct({ items: Schema.Array(SkillViolation), next_cursor: Schema.NullOr(Schema.String) }))
       .annotate(
         OpenApi.Description,
-        "Visibility violations recorded under SERVICE_SKILL_VISIBILITY_MODE=report (Admin+): attaching a skill " +
+        "Visibility violations recorded under SERVICE_SKILL_VISIBILITY_MODE=report: attaching a skill " +
           "outside its visibility, and each use of it by a run."
       )
   )
-  .add(HttpApiEndpoint.get("getSkill", "/skills/:skill_id").setPath(SkillPath).addSuccess(Skill))
+  .add(
+    HttpApiEndpoint.get("getSkill", "/skills/:skill_id")
+      .annotateContext(operation({ summary: "Get a skill", role: "member" }))
+      .setPath(SkillPath)
+      .addSuccess(Skill)
+  )
   .add(
     HttpApiEndpoint.patch("updateSkill", "/skills/:skill_id")
+      .annotateContext(
+        operation({
+          summary: "Change a skill",
+          role: "member",
+          errors: ["forbidden", "skill_archived", "invalid_skill", "skill_name_taken"],
+          access: "The skill's owner, or Admin and above."
+        })
+      )
       .setPath(SkillPath)
       .setPayload(UpdateSkill)
       .addSuccess(Skill)
-      .annotate(OpenApi.Description, "Change name, description or actions (owner or Admin+): a new version.")
+      .annotate(OpenApi.Description, "Change name, description or actions: a new version.")
   )
   .add(
     HttpApiEndpoint.put("setSkillAccess", "/skills/:skill_id/access")
+      .annotateContext(
+        operation({
+          summary: "Set a skill's visibility and allowlist",
+          role: "member",
+          errors: ["forbidden", "unknown_agent", "skill_archived"],
+          access: "The skill's owner, or Admin and above."
+        })
+      )
       .setPath(SkillPath)
       .setPayload(SkillAccess)
       .addSuccess(Skill)
@@ -88,24 +137,42 @@ export class SkillsApi extends HttpApiGroup.make("skills")
   )
   .add(
     HttpApiEndpoint.post("publishSkill", "/skills/:skill_id/publish")
+      .annotateContext(operation({ summary: "Publish a skill", role: "admin", errors: ["skill_archived"] }))
       .setPath(SkillPath)
       .addSuccess(Skill)
-      .annotate(OpenApi.Description, "Approve a skill for the organization (Admin+). Audited.")
+      .annotate(OpenApi.Description, "Approve a skill for the organization. Audited.")
   )
   .add(
     HttpApiEndpoint.post("archiveSkill", "/skills/:skill_id/archive")
+      .annotateContext(
+        operation({
+          summary: "Archive a skill",
+          role: "member",
+          errors: ["forbidden", "skill_archived"],
+          access: "The skill's owner, or Admin and above."
+        })
+      )
       .setPath(SkillPath)
       .addSuccess(Skill)
-      .annotate(OpenApi.Description, "Retire a skill (owner or Admin+): runs no longer get its tools. Audited.")
+      .annotate(OpenApi.Description, "Retire a skill: runs no longer get its tools. Audited.")
   )
   .add(
     HttpApiEndpoint.get("listAgentSkills", "/agents/:agent_id/skills")
+      .annotateContext(operation({ summary: "List an agent's skills", role: "member" }))
       .setPath(Schema.Struct({ agent_id: AgentId }))
       .addSuccess(Schema.Array(AttachedSkill))
       .annotate(OpenApi.Description, "The skills added to an agent, and whether their visibility admits it.")
   )
   .add(
     HttpApiEndpoint.put("attachSkill", "/agents/:agent_id/skills/:skill_id")
+      .annotateContext(
+        operation({
+          summary: "Add a skill to an agent",
+          role: "builder",
+          errors: ["skill_not_published", "skill_not_allowed", "skill_archived", "forbidden"],
+          access: "And the agent's creator, or Admin and above."
+        })
+      )
       .setPath(AgentSkillPath)
       .addSuccess(AttachedSkill)
       .annotate(
@@ -117,6 +184,14 @@ export class SkillsApi extends HttpApiGroup.make("skills")
   )
   .add(
     HttpApiEndpoint.del("detachSkill", "/agents/:agent_id/skills/:skill_id")
+      .annotateContext(
+        operation({
+          summary: "Remove a skill from an agent",
+          role: "member",
+          errors: ["forbidden"],
+          access: "The agent's creator, or Admin and above."
+        })
+      )
       .setPath(AgentSkillPath)
       .addSuccess(HttpApiSchema.NoContent)
   )
@@ -127,33 +202,53 @@ export class SkillsApi extends HttpApiGroup.make("skills")
   .middleware(Authentication)
   .prefix("/v1")
   .annotate(OpenApi.Title, "Skills")
+  .annotate(
+    OpenApi.Description,
+    "Reusable sets of connector actions, their visibility, publishing and the agents that hold them (docs/guides/skills.md)."
+  )
 {}
 
 export class ApprovalsApi extends HttpApiGroup.make("approvals")
   .add(
     HttpApiEndpoint.get("listApprovals", "/approvals")
+      .annotateContext(operation({ summary: "List approval requests", role: "admin", errors: ["invalid_cursor"] }))
       .setUrlParams(
         Schema.Struct({ status: Schema.optional(ApprovalStatus), task_id: Schema.optional(TaskId), ...page })
       )
       .addSuccess(ApprovalPage)
-      .annotate(OpenApi.Description, "Approval requests, newest first (Admin+, or the asking task's agent's creator).")
+      .annotate(OpenApi.Description, "Approval requests, newest first.")
   )
-  .add(HttpApiEndpoint.get("getApproval", "/approvals/:approval_id").setPath(ApprovalPath).addSuccess(Approval))
+  .add(
+    HttpApiEndpoint.get("getApproval", "/approvals/:approval_id")
+      .annotateContext(
+        operation({
+          summary: "Get an approval request",
+          role: "member",
+          access: "Admins and above, or the creator of the asking task's agent."
+        })
+      )
+      .setPath(ApprovalPath)
+      .addSuccess(Approval)
+  )
   .add(
     HttpApiEndpoint.post("approve", "/approvals/:approval_id/approve")
+      .annotateContext(operation({ summary: "Approve a tool call", role: "admin", errors: ["approval_decided"] }))
+      .annotate(OpenApi.Identifier, "approveApproval")
       .setPath(ApprovalPath)
       .setPayload(Decision)
       .addSuccess(Approval)
-      .annotate(OpenApi.Description, "Approve: the task goes on and makes the call (Admin+). 409 once decided.")
+      .annotate(OpenApi.Description, "Approve: the task goes on and makes the call. 409 once decided.")
   )
   .add(
     HttpApiEndpoint.post("reject", "/approvals/:approval_id/reject")
+      .annotateContext(operation({ summary: "Reject a tool call", role: "admin", errors: ["approval_decided"] }))
+      .annotate(OpenApi.Identifier, "rejectApproval")
       .setPath(ApprovalPath)
       .setPayload(Decision)
       .addSuccess(Approval)
       .annotate(
         OpenApi.Description,
-        "Reject: the task goes on without the call; the model is told it was rejected, and why (Admin+)."
+        "Reject: the task goes on without the call; the model is told it was rejected, and why."
       )
   )
   .addError(BadRequestWire)
@@ -163,4 +258,8 @@ export class ApprovalsApi extends HttpApiGroup.make("approvals")
   .middleware(Authentication)
   .prefix("/v1")
   .annotate(OpenApi.Title, "Approvals")
+  .annotate(
+    OpenApi.Description,
+    "Tool calls waiting for a person's approval, and the decisions (docs/guides/skills.md)."
+  )
 {}

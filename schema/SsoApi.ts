@@ -1,5 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { BadRequestWire, ForbiddenWire, NotFoundWire, UnprocessableWire } from "./Errors.js"
+import { operation } from "./OperationDoc.js"
 import { Authentication } from "./Security.js"
 import { PutSsoSettings, SsoSettings } from "./Sso.js"
 
@@ -7,11 +8,19 @@ import { PutSsoSettings, SsoSettings } from "./Sso.js"
 export class SsoApi extends HttpApiGroup.make("sso")
   .add(
     HttpApiEndpoint.get("getSso", "/sso")
+      .annotateContext(operation({ summary: "Get single sign-on settings", role: "admin" }))
       .addSuccess(SsoSettings)
       .annotate(OpenApi.Description, "The organization's single sign-on settings; 404 when none are set.")
   )
   .add(
     HttpApiEndpoint.put("putSso", "/sso")
+      .annotateContext(
+        operation({
+          summary: "Set single sign-on",
+          role: "admin",
+          errors: ["unknown_group", "sso_issuer_unreachable", "sso_issuer_not_oidc"]
+        })
+      )
       .setPayload(PutSsoSettings)
       .addSuccess(SsoSettings)
       .annotate(
@@ -23,6 +32,7 @@ export class SsoApi extends HttpApiGroup.make("sso")
   )
   .add(
     HttpApiEndpoint.del("deleteSso", "/sso")
+      .annotateContext(operation({ summary: "Remove single sign-on", role: "admin" }))
       .addSuccess(HttpApiSchema.NoContent)
       .annotate(OpenApi.Description, "Remove single sign-on. People keep their memberships and groups.")
   )
@@ -33,4 +43,8 @@ export class SsoApi extends HttpApiGroup.make("sso")
   .middleware(Authentication)
   .prefix("/v1")
   .annotate(OpenApi.Title, "Single sign-on")
+  .annotate(
+    OpenApi.Description,
+    "OpenID Connect single sign-on for the organization (docs/guides/access-control.md)."
+  )
 {}

@@ -1,5 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { BadRequestWire, ForbiddenWire, NotFoundWire } from "./Errors.js"
+import { operation } from "./OperationDoc.js"
 import { Authentication } from "./Security.js"
 import { USAGE_CSV_COLUMNS, UsageParams, UsageReport } from "./Usage.js"
 
@@ -24,6 +25,14 @@ const usageFormats = (operation: Record<string, any>) => {
 export class UsageApi extends HttpApiGroup.make("usage")
   .add(
     HttpApiEndpoint.get("getUsage", "/usage")
+      .annotateContext(
+        operation({
+          summary: "Report usage and cost",
+          role: "member",
+          errors: ["invalid_time_range", "invalid_group_by", "forbidden"],
+          access: "Below Admin, only the caller's own usage (`user_id` their own or left out)."
+        })
+      )
       .setUrlParams(UsageParams)
       .addSuccess(UsageReport)
       .annotate(
@@ -42,4 +51,8 @@ export class UsageApi extends HttpApiGroup.make("usage")
   .middleware(Authentication)
   .prefix("/v1")
   .annotate(OpenApi.Title, "Usage")
+  .annotate(
+    OpenApi.Description,
+    "Tokens, cost, tasks and connector calls over time (docs/guides/usage.md)."
+  )
 {}

@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { EventId, EventType } from "./Events.js"
 import { reportAllErrors } from "./Identity.js"
 import { OrganizationId } from "./Ids.js"
+import { IntegerParam } from "./QueryParams.js"
 import { Timestamp } from "./Timestamp.js"
 
 /**
@@ -139,7 +140,7 @@ export const DeliveryPage = Schema.Struct({
 
 export const DeliveriesParams = Schema.Struct({
   status: Schema.optional(DeliveryStatus),
-  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200))).annotations({
+  limit: Schema.optional(IntegerParam(1, 200)).annotations({
     description: "Deliveries per page, 1–200 (default 50), newest first."
   }),
   cursor: Schema.optional(Schema.String)

@@ -2,6 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/p
 import { JSONSchema, Schema } from "effect"
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire, UnprocessableWire } from "./Errors.js"
 import { eventTypes } from "./Events.js"
+import { operation } from "./OperationDoc.js"
 import { Authentication } from "./Security.js"
 import {
   CreatedWebhook,
@@ -23,81 +24,94 @@ const WebhookPath = Schema.Struct({ webhook_id: WebhookId })
 export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .add(
     HttpApiEndpoint.get("listWebhooks", "/webhooks")
+      .annotateContext(operation({ summary: "List webhook endpoints", role: "admin" }))
       .addSuccess(WebhookList)
-      .annotate(OpenApi.Description, "The organization's webhook endpoints (Admin+).")
+      .annotate(OpenApi.Description, "The organization's webhook endpoints.")
   )
   .add(
     HttpApiEndpoint.post("createWebhook", "/webhooks")
+      .annotateContext(
+        operation({ summary: "Create a webhook endpoint", role: "admin", errors: ["webhook_url_not_allowed"] })
+      )
       .setPayload(CreateWebhook)
       .addSuccess(CreatedWebhook, { status: 201 })
       .annotate(
         OpenApi.Description,
-        "Create a webhook endpoint (Admin+): the events committed from now on (of `event_types`, or all) are " +
+        "Create a webhook endpoint: the events committed from now on (of `event_types`, or all) are " +
           "POSTed to `url`, signed as Standard Webhooks says. The signing secret is in `secret`, shown once. " +
           "422 `webhook_url_not_allowed`: the URL resolves to an internal address."
       )
   )
   .add(
     HttpApiEndpoint.get("getWebhook", "/webhooks/:webhook_id")
+      .annotateContext(operation({ summary: "Get a webhook endpoint", role: "admin" }))
       .setPath(WebhookPath)
       .addSuccess(Webhook)
-      .annotate(OpenApi.Description, "A webhook endpoint (Admin+); its secret is never shown again.")
+      .annotate(OpenApi.Description, "A webhook endpoint; its secret is never shown again.")
   )
   .add(
     HttpApiEndpoint.patch("updateWebhook", "/webhooks/:webhook_id")
+      .annotateContext(
+        operation({ summary: "Change a webhook endpoint", role: "admin", errors: ["webhook_url_not_allowed"] })
+      )
       .setPath(WebhookPath)
       .setPayload(UpdateWebhook)
       .addSuccess(Webhook)
       .annotate(
         OpenApi.Description,
-        "Change a webhook endpoint (Admin+). `enabled: true` on a disabled one goes on from the event after the " +
+        "Change a webhook endpoint. `enabled: true` on a disabled one goes on from the event after the " +
           "last one it was sent (within the event retention window)."
       )
   )
   .add(
     HttpApiEndpoint.del("deleteWebhook", "/webhooks/:webhook_id")
+      .annotateContext(operation({ summary: "Delete a webhook endpoint", role: "admin" }))
       .setPath(WebhookPath)
       .addSuccess(HttpApiSchema.NoContent)
-      .annotate(OpenApi.Description, "Delete a webhook endpoint (Admin+) and its deliveries.")
+      .annotate(OpenApi.Description, "Delete a webhook endpoint and its deliveries.")
   )
   .add(
     HttpApiEndpoint.post("rotateWebhookSecret", "/webhooks/:webhook_id/rotate-secret")
+      .annotateContext(operation({ summary: "Rotate a webhook's signing secret", role: "admin" }))
       .setPath(WebhookPath)
       .addSuccess(CreatedWebhook)
       .annotate(
         OpenApi.Description,
-        "A new signing secret (Admin+), in `secret`, shown once. For 24 hours deliveries carry a signature by " +
+        "A new signing secret, in `secret`, shown once. For 24 hours deliveries carry a signature by " +
           "the previous secret as well (`previous_secret_expires_at`), so receivers can switch at their pace."
       )
   )
   .add(
     HttpApiEndpoint.get("listWebhookDeliveries", "/webhooks/:webhook_id/deliveries")
+      .annotateContext(operation({ summary: "List a webhook's deliveries", role: "admin", errors: ["invalid_cursor"] }))
       .setPath(WebhookPath)
       .setUrlParams(DeliveriesParams)
       .addSuccess(DeliveryPage)
       .annotate(
         OpenApi.Description,
-        "The endpoint's deliveries, newest first (Admin+): each with its attempts (status, latency, the answer's " +
+        "The endpoint's deliveries, newest first: each with its attempts (status, latency, the answer's " +
           "first 1024 characters) and, while pending, its next attempt. Kept as long as events are."
       )
   )
   .add(
     HttpApiEndpoint.post("retryWebhookDelivery", "/webhooks/:webhook_id/deliveries/:delivery_id/retry")
+      .annotateContext(operation({ summary: "Send a delivery again", role: "admin", errors: ["webhook_disabled"] }))
       .setPath(Schema.Struct({ webhook_id: WebhookId, delivery_id: DeliveryId }))
       .addSuccess(WebhookDelivery)
       .annotate(
         OpenApi.Description,
-        "Send a delivery again now (Admin+), under its `webhook-id`; answered after the attempt. 409 " +
+        "Send a delivery again now, under its `webhook-id`; answered after the attempt. 409 " +
           "`webhook_disabled` while the endpoint is disabled."
       )
   )
   .add(
     HttpApiEndpoint.post("pingWebhook", "/webhooks/:webhook_id/ping")
+      .annotateContext(operation({ summary: "Send a test event", role: "admin", errors: ["webhook_disabled"] }))
       .setPath(WebhookPath)
       .addSuccess(WebhookDelivery)
       .annotate(
         OpenApi.Description,
-        "Send a test event, `webhook.ping` (Admin+); answered after its first attempt, with its result. 409 " +
+        "Send a test event, `webhook.ping`; answered after its first attempt, with its result. 409 " +
           "`webhook_disabled` while the endpoint is disabled."
       )
   )
@@ -109,6 +123,10 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .middleware(Authentication)
   .prefix("/v1")
   .annotate(OpenApi.Title, "Webhooks")
+  .annotate(
+    OpenApi.Description,
+    "Endpoints that receive the organization's events as signed POSTs (docs/guides/webhooks.md); the bodies are in `webhooks`."
+  )
 {}
 
 /**

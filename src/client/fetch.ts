@@ -1,7 +1,7 @@
 import createClient from "openapi-fetch"
 import type { paths } from "./openapi.js"
 
-export type { components, operations, paths } from "./openapi.js"
+export type { components, operations, paths, webhooks } from "./openapi.js"
 
 /** Where a node is and the API key to call it with. */
 export interface ClientOptions {
@@ -12,11 +12,12 @@ export interface ClientOptions {
 
 /**
  * A plain-`fetch` client typed from the OpenAPI document (openapi-fetch): every path, parameter, body and
- * response shape is checked at compile time, with no Effect needed.
+ * response shape is checked at compile time, with no Effect needed. The key goes in `x-api-key`, the one
+ * header REST takes (`Authorization: Bearer` is refused with `bearer_not_supported`).
  */
 export const createFetchClient = (options: ClientOptions) =>
   createClient<paths>({
     baseUrl: options.baseUrl.replace(/\/+$/, ""),
-    ...(options.apiKey === undefined ? {} : { headers: { authorization: `Bearer ${options.apiKey}` } }),
+    ...(options.apiKey === undefined ? {} : { headers: { "x-api-key": options.apiKey } }),
     ...(options.fetch === undefined ? {} : { fetch: options.fetch })
   })

@@ -7,7 +7,8 @@ export type { ClientOptions } from "./fetch.js"
 
 /**
  * The Effect client derived from `schema/` (HttpApiClient): the same schemas the server decodes with, so a
- * response that does not match fails to decode instead of passing through untyped.
+ * response that does not match fails to decode instead of passing through untyped. The key goes in
+ * `x-api-key`, the one header REST takes.
  */
 export const makeClient = (options: { readonly baseUrl: string; readonly apiKey?: string | undefined }) =>
   HttpApiClient.make(Api, {
@@ -15,7 +16,7 @@ export const makeClient = (options: { readonly baseUrl: string; readonly apiKey?
     transformClient: (client) =>
       options.apiKey === undefined
         ? client
-        : HttpClient.mapRequest(client, HttpClientRequest.bearerToken(options.apiKey))
+        : HttpClient.mapRequest(client, HttpClientRequest.setHeader("x-api-key", options.apiKey))
   })
 
 /** `makeClient` over the global `fetch`. */

@@ -7,8 +7,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Liveness: the process is up. */
-        get: operations["system.healthz"];
+        /**
+         * Liveness probe
+         * @description Liveness: the process is up.
+         *
+         *     **Role:** none: no API key needed.
+         */
+        get: operations["healthz"];
         put?: never;
         post?: never;
         delete?: never;
@@ -24,8 +29,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Readiness: the database is reachable, migrations are applied, and this node's runner is registered and owns shards. */
-        get: operations["system.readyz"];
+        /**
+         * Readiness probe
+         * @description Readiness: the database is reachable, migrations are applied, and this node's runner is registered and owns shards.
+         *
+         *     **Role:** none: no API key needed.
+         */
+        get: operations["readyz"];
         put?: never;
         post?: never;
         delete?: never;
@@ -41,8 +51,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description The caller: organization, user (for personal keys), key and role. */
-        get: operations["identity.me"];
+        /**
+         * Who is calling
+         * @description The caller: organization, user (for personal keys), key and role.
+         *
+         *     **Role:** any member's key (Member and above).
+         */
+        get: operations["me"];
         put?: never;
         post?: never;
         delete?: never;
@@ -58,11 +73,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Members of the caller's organization (Admin and above). */
-        get: operations["identity.listMembers"];
+        /**
+         * List members
+         * @description Members of the caller's organization.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        get: operations["listMembers"];
         put?: never;
-        /** @description Add a person to the organization (Admin and above). */
-        post: operations["identity.createMember"];
+        /**
+         * Add a member
+         * @description Add a person to the organization.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`). Nobody grants a role above their own; only a Super admin grants Super admin.
+         */
+        post: operations["createMember"];
         delete?: never;
         options?: never;
         head?: never;
@@ -79,12 +104,22 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** @description Remove a member from the organization: their personal keys are revoked, their groups left. */
-        delete: operations["identity.removeMember"];
+        /**
+         * Remove a member
+         * @description Remove a member from the organization: their personal keys are revoked, their groups left.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`). Nobody removes someone whose role is above their own.
+         */
+        delete: operations["removeMember"];
         options?: never;
         head?: never;
-        /** @description Change a member's role (Admin and above; only a Super admin grants or removes Super admin). 409 `last_super_admin` when it would leave the organization without one. */
-        patch: operations["identity.updateMember"];
+        /**
+         * Change a member's role
+         * @description Change a member's role. 409 `last_super_admin` when it would leave the organization without one.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`). Nobody grants a role above their own or changes someone above it; only a Super admin grants or removes Super admin.
+         */
+        patch: operations["updateMember"];
         trace?: never;
     };
     "/v1/api-keys": {
@@ -94,11 +129,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description API keys of the organization (Admin and above see organization keys and every personal key; others their own). */
-        get: operations["identity.listApiKeys"];
+        /**
+         * List API keys
+         * @description API keys of the organization.
+         *
+         *     **Role:** any member's key (Member and above). Admins and above see organization keys and every personal key; others their own personal keys.
+         */
+        get: operations["listApiKeys"];
         put?: never;
-        /** @description Create an API key. The secret is returned once, in `api_key`. */
-        post: operations["identity.createApiKey"];
+        /**
+         * Create an API key
+         * @description Create an API key. The secret is returned once, in `api_key`.
+         *
+         *     **Role:** any member's key (Member and above). Organization keys, and personal keys for other members, need Admin or above; a key's role is never above the caller's.
+         */
+        post: operations["createApiKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -115,8 +160,13 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** @description Revoke an API key. Requests with it fail with 401 from then on. */
-        delete: operations["identity.revokeApiKey"];
+        /**
+         * Revoke an API key
+         * @description Revoke an API key. Requests with it fail with 401 from then on.
+         *
+         *     **Role:** any member's key (Member and above). Admins and above revoke any key; others their own personal keys (another's key is a 404).
+         */
+        delete: operations["revokeApiKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -129,8 +179,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Search the tool catalog (spec 4.1): `{items, total}` plus `next_cursor`. */
-        get: operations["tools.listTools"];
+        /**
+         * Search the tool catalog
+         * @description Search the tool catalog (spec 4.1): `{items, total}` plus `next_cursor`.
+         *
+         *     **Role:** any member's key (Member and above).
+         */
+        get: operations["listTools"];
         put?: never;
         post?: never;
         delete?: never;
@@ -148,8 +203,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Register a connector from an OpenAPI 3.0/3.1 or Swagger 2.0 document (Admin+). */
-        post: operations["tools.createConnector"];
+        /**
+         * Register a connector
+         * @description Register a connector from an OpenAPI 3.0/3.1 or Swagger 2.0 document.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         */
+        post: operations["createConnector"];
         delete?: never;
         options?: never;
         head?: never;
@@ -163,12 +223,26 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["tools.getConnector"];
-        /** @description Replace the connector's document; its connections stay (Admin+). */
-        put: operations["tools.replaceConnector"];
+        /**
+         * Get a connector
+         * @description **Role:** any member's key (Member and above).
+         */
+        get: operations["getConnector"];
+        /**
+         * Replace a connector's document
+         * @description Replace the connector's document; its connections stay.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         */
+        put: operations["replaceConnector"];
         post?: never;
-        /** @description Archive the connector: it leaves the catalog and can no longer be invoked (Admin+). */
-        delete: operations["tools.archiveConnector"];
+        /**
+         * Archive a connector
+         * @description Archive the connector: it leaves the catalog and can no longer be invoked.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         */
+        delete: operations["archiveConnector"];
         options?: never;
         head?: never;
         patch?: never;
@@ -181,8 +255,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description The connector's operations (spec 4.3). */
-        get: operations["tools.listOperations"];
+        /**
+         * List a connector's operations
+         * @description The connector's operations (spec 4.3).
+         *
+         *     **Role:** any member's key (Member and above).
+         */
+        get: operations["listOperations"];
         put?: never;
         post?: never;
         delete?: never;
@@ -198,10 +277,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["tools.listConnections"];
+        /**
+         * List a connector's connections
+         * @description **Role:** any member's key (Member and above). Organizational connections and the caller's own personal ones.
+         */
+        get: operations["listConnections"];
         put?: never;
-        /** @description Connect a connector (spec 4.2). OAuth2 authorization-code connectors answer with `connector_page_url`. */
-        post: operations["tools.createConnection"];
+        /**
+         * Connect a connector
+         * @description Connect a connector (spec 4.2). OAuth2 authorization-code connectors answer with `connector_page_url`.
+         *
+         *     **Role:** any member's key (Member and above). Organizational connections need Builder or above; a personal connection needs a personal key.
+         */
+        post: operations["createConnection"];
         delete?: never;
         options?: never;
         head?: never;
@@ -215,15 +303,29 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["tools.getConnection"];
+        /**
+         * Get a connection
+         * @description **Role:** any member's key (Member and above). Organizational connections and the caller's own personal ones.
+         */
+        get: operations["getConnection"];
         put?: never;
         post?: never;
-        /** @description Delete a connection; its stored credentials are erased. */
-        delete: operations["tools.deleteConnection"];
+        /**
+         * Delete a connection
+         * @description Delete a connection; its stored credentials are erased.
+         *
+         *     **Role:** any member's key (Member and above). Organizational connections need Builder or above; a personal connection only its owner.
+         */
+        delete: operations["deleteConnection"];
         options?: never;
         head?: never;
-        /** @description Rename a connection, point it elsewhere, or replace its credentials. */
-        patch: operations["tools.updateConnection"];
+        /**
+         * Change a connection
+         * @description Rename a connection, point it elsewhere, or replace its credentials.
+         *
+         *     **Role:** any member's key (Member and above). Organizational connections need Builder or above; a personal connection only its owner.
+         */
+        patch: operations["updateConnection"];
         trace?: never;
     };
     "/v1/tools/connections/{connection_id}/authorize": {
@@ -235,8 +337,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description A new `connector_page_url` to (re-)authorize an OAuth2 connection. */
-        post: operations["tools.authorizeConnection"];
+        /**
+         * Authorize a connection again
+         * @description A new `connector_page_url` to (re-)authorize an OAuth2 connection.
+         *
+         *     **Role:** any member's key (Member and above). Organizational connections need Builder or above; a personal connection only its owner.
+         */
+        post: operations["authorizeConnection"];
         delete?: never;
         options?: never;
         head?: never;
@@ -250,8 +357,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description The operation's input schema (spec 4.4). */
-        get: operations["tools.operationSchema"];
+        /**
+         * Get an operation's input schema
+         * @description The operation's input schema (spec 4.4).
+         *
+         *     **Role:** any member's key (Member and above).
+         */
+        get: operations["operationSchema"];
         put?: never;
         post?: never;
         delete?: never;
@@ -269,8 +381,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Invoke an operation (spec 4.5) with its spec-defined method and the connection's credentials. Errors of ours carry `x-switchyard-error: true`; anything else is the target's response. */
-        post: operations["tools.invokeOperation"];
+        /**
+         * Invoke a connector operation
+         * @description Invoke an operation (spec 4.5) with its spec-defined method and the connection's credentials. Errors of ours carry `x-switchyard-error: true`; anything else is the target's response.
+         *
+         *     **Role:** any member's key (Member and above). Organizational connections and the caller's own personal ones.
+         */
+        post: operations["invokeOperation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -284,11 +401,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description List agents. */
-        get: operations["agents.listAgents"];
+        /**
+         * List agents
+         * @description List agents.
+         *
+         *     **Role:** any member's key (Member and above). The agents the key may use: an organization key limited to agents sees those.
+         */
+        get: operations["listAgents"];
         put?: never;
-        /** @description Create an agent (Admin+). */
-        post: operations["agents.createAgent"];
+        /**
+         * Create an agent
+         * @description Create an agent.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         */
+        post: operations["createAgent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -302,13 +429,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["agents.getAgent"];
+        /**
+         * Get an agent
+         * @description **Role:** any member's key (Member and above).
+         */
+        get: operations["getAgent"];
         put?: never;
         post?: never;
-        delete: operations["agents.deleteAgent"];
+        /**
+         * Delete an agent
+         * @description **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         */
+        delete: operations["deleteAgent"];
         options?: never;
         head?: never;
-        patch: operations["agents.updateAgent"];
+        /**
+         * Change an agent
+         * @description **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         */
+        patch: operations["updateAgent"];
         trace?: never;
     };
     "/v1/agents/{agent_id}/invoke": {
@@ -320,8 +459,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Invoke an agent (spec 4.6): synchronous (200, the finished task) or asynchronous (202). With `Accept: text/event-stream`, streamed: the task's events and the model's text as they come (200). */
-        post: operations["agents.invokeAgent"];
+        /**
+         * Invoke an agent
+         * @description Invoke an agent (spec 4.6): synchronous (200, the finished task) or asynchronous (202). With `Accept: text/event-stream`, streamed: the task's events and the model's text as they come (200).
+         *
+         *     **Role:** any member's key (Member and above). Any agent the key may use (an organization key limited to agents: those).
+         */
+        post: operations["invokeAgent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -335,8 +479,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Tasks, newest first. */
-        get: operations["agents.listTasks"];
+        /**
+         * List tasks
+         * @description Tasks, newest first.
+         *
+         *     **Role:** any member's key (Member and above).
+         */
+        get: operations["listTasks"];
         put?: never;
         post?: never;
         delete?: never;
@@ -352,8 +501,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Read a task; with `wait`, answer as soon as it ends (or when `wait` runs out). */
-        get: operations["agents.getTask"];
+        /**
+         * Get a task
+         * @description Read a task; with `wait`, answer as soon as it ends (or when `wait` runs out).
+         *
+         *     **Role:** any member's key (Member and above).
+         */
+        get: operations["getTask"];
         put?: never;
         post?: never;
         delete?: never;
@@ -371,8 +525,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Cancel a pending or running task: its model call and tool calls are interrupted. */
-        post: operations["agents.cancelTask"];
+        /**
+         * Cancel a task
+         * @description Cancel a pending or running task: its model call and tool calls are interrupted.
+         *
+         *     **Role:** any member's key (Member and above). A Member cancels only the tasks they invoked; Builders and above any task.
+         */
+        post: operations["cancelTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -386,7 +545,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["agents.getThread"];
+        /**
+         * Get a task's thread
+         * @description **Role:** any member's key (Member and above).
+         */
+        get: operations["getThread"];
         put?: never;
         post?: never;
         delete?: never;
@@ -402,7 +565,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["agents.getLlmUsage"];
+        /**
+         * Get a task's model usage
+         * @description **Role:** any member's key (Member and above).
+         */
+        get: operations["getLlmUsage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -418,7 +585,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["agents.listModelProviders"];
+        /**
+         * List model provider settings
+         * @description **Role:** any member's key (Member and above).
+         */
+        get: operations["listModelProviders"];
         put?: never;
         post?: never;
         delete?: never;
@@ -435,10 +606,19 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** @description The organization's endpoint and key for a model provider (Admin+). */
-        put: operations["agents.setModelProvider"];
+        /**
+         * Set a model provider's endpoint and key
+         * @description The organization's endpoint and key for a model provider.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        put: operations["setModelProvider"];
         post?: never;
-        delete: operations["agents.deleteModelProvider"];
+        /**
+         * Remove a model provider's settings
+         * @description **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        delete: operations["deleteModelProvider"];
         options?: never;
         head?: never;
         patch?: never;
@@ -451,8 +631,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description MCP clients you authorized in this organization (personal keys), newest first, revoked ones included. */
-        get: operations["oauth.listAuthorizations"];
+        /**
+         * List your MCP authorizations
+         * @description MCP clients you authorized in this organization (personal keys), newest first, revoked ones included.
+         *
+         *     **Role:** any member's key (Member and above). Personal API keys only: authorizations belong to a person.
+         */
+        get: operations["listAuthorizations"];
         put?: never;
         post?: never;
         delete?: never;
@@ -471,8 +656,13 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** @description Revoke an authorization: its access and refresh tokens stop working (at once on this node, within SWITCHYARD_API_KEY_CACHE_TTL on the others). */
-        delete: operations["oauth.revokeAuthorization"];
+        /**
+         * Revoke an MCP authorization
+         * @description Revoke an authorization: its access and refresh tokens stop working (at once on this node, within SWITCHYARD_API_KEY_CACHE_TTL on the others).
+         *
+         *     **Role:** any member's key (Member and above). Personal API keys only: authorizations belong to a person.
+         */
+        delete: operations["revokeAuthorization"];
         options?: never;
         head?: never;
         patch?: never;
@@ -485,11 +675,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Groups of the organization, oldest first (Admin and above). */
-        get: operations["groups.listGroups"];
+        /**
+         * List groups
+         * @description Groups of the organization, oldest first.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        get: operations["listGroups"];
         put?: never;
-        /** @description Create a group (Admin and above). 409 `group_name_taken`. */
-        post: operations["groups.createGroup"];
+        /**
+         * Create a group
+         * @description Create a group. 409 `group_name_taken`.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        post: operations["createGroup"];
         delete?: never;
         options?: never;
         head?: never;
@@ -503,15 +703,29 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["groups.getGroup"];
+        /**
+         * Get a group
+         * @description **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        get: operations["getGroup"];
         put?: never;
         post?: never;
-        /** @description Delete a group. Its members keep their roles and stay in the organization. */
-        delete: operations["groups.deleteGroup"];
+        /**
+         * Delete a group
+         * @description Delete a group. Its members keep their roles and stay in the organization.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        delete: operations["deleteGroup"];
         options?: never;
         head?: never;
-        /** @description Change a group. A new default role applies to members added from then on. */
-        patch: operations["groups.updateGroup"];
+        /**
+         * Change a group
+         * @description Change a group. A new default role applies to members added from then on.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        patch: operations["updateGroup"];
         trace?: never;
     };
     "/v1/groups/{group_id}/members": {
@@ -521,10 +735,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["groups.listGroupMembers"];
+        /**
+         * List a group's members
+         * @description **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        get: operations["listGroupMembers"];
         put?: never;
-        /** @description Add a member (`user_id`) or a person (`email`) to the group; the group's default role applies when it is above theirs. 409 `already_in_group`. */
-        post: operations["groups.addGroupMember"];
+        /**
+         * Add someone to a group
+         * @description Add a member (`user_id`) or a person (`email`) to the group; the group's default role applies when it is above theirs. 409 `already_in_group`.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`). A group whose default role is above the caller's own cannot be given members by them.
+         */
+        post: operations["addGroupMember"];
         delete?: never;
         options?: never;
         head?: never;
@@ -541,8 +764,13 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** @description Remove a member from the group. Their role stays as it is. */
-        delete: operations["groups.removeGroupMember"];
+        /**
+         * Remove someone from a group
+         * @description Remove a member from the group. Their role stays as it is.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        delete: operations["removeGroupMember"];
         options?: never;
         head?: never;
         patch?: never;
@@ -555,8 +783,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description The organization's audit log, newest first (Admin and above). */
-        get: operations["audit.listAuditEvents"];
+        /**
+         * List audit events
+         * @description The organization's audit log, newest first.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        get: operations["listAuditEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -572,8 +805,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Export the whole range that matches, oldest first, as CSV, a JSON array or NDJSON (Admin and above). `format` picks the body; each is sent as an attachment. */
-        get: operations["audit.exportAuditEvents"];
+        /**
+         * Export audit events
+         * @description Export the whole range that matches, oldest first, as CSV, a JSON array or NDJSON. `format` picks the body; each is sent as an attachment.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        get: operations["exportAuditEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -589,11 +827,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Skills the caller may see, newest first: Admins see all; others the published organization catalog, their own, and skills scoped to agents they created. */
-        get: operations["skills.listSkills"];
+        /**
+         * List skills
+         * @description Skills the caller may see, newest first: Admins see all; others the published organization catalog, their own, and skills scoped to agents they created.
+         *
+         *     **Role:** any member's key (Member and above). Admins see every skill; others the published catalog, their own, and skills scoped to agents they created.
+         */
+        get: operations["listSkills"];
         put?: never;
-        /** @description Create a skill (Builder+). It starts as a `draft` until an Admin publishes it. */
-        post: operations["skills.createSkill"];
+        /**
+         * Create a skill
+         * @description Create a skill. It starts as a `draft` until an Admin publishes it.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         */
+        post: operations["createSkill"];
         delete?: never;
         options?: never;
         head?: never;
@@ -609,8 +857,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Publish the skills a repository's `switchyard.yaml` declares (Builder+), with the OpenAPI documents it refers to. Skills are matched by name: new ones are created, changed ones get a new version. An Admin's upload publishes them; a Builder's leaves them as drafts. Errors name the manifest's line and field. */
-        post: operations["skills.publishManifest"];
+        /**
+         * Publish skills from a manifest
+         * @description Publish the skills a repository's `switchyard.yaml` declares, with the OpenAPI documents it refers to. Skills are matched by name: new ones are created, changed ones get a new version. An Admin's upload publishes them; a Builder's leaves them as drafts. Errors name the manifest's line and field.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         */
+        post: operations["publishManifest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -624,8 +877,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Visibility violations recorded under SERVICE_SKILL_VISIBILITY_MODE=report (Admin+): attaching a skill outside its visibility, and each use of it by a run. */
-        get: operations["skills.listSkillViolations"];
+        /**
+         * List skill visibility violations
+         * @description Visibility violations recorded under SERVICE_SKILL_VISIBILITY_MODE=report: attaching a skill outside its visibility, and each use of it by a run.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        get: operations["listSkillViolations"];
         put?: never;
         post?: never;
         delete?: never;
@@ -641,14 +899,23 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["skills.getSkill"];
+        /**
+         * Get a skill
+         * @description **Role:** any member's key (Member and above).
+         */
+        get: operations["getSkill"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** @description Change name, description or actions (owner or Admin+): a new version. */
-        patch: operations["skills.updateSkill"];
+        /**
+         * Change a skill
+         * @description Change name, description or actions: a new version.
+         *
+         *     **Role:** any member's key (Member and above). The skill's owner, or Admin and above.
+         */
+        patch: operations["updateSkill"];
         trace?: never;
     };
     "/v1/skills/{skill_id}/access": {
@@ -659,8 +926,13 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** @description Set visibility and allowlist (owner, Admin or Super admin only). Audited. */
-        put: operations["skills.setSkillAccess"];
+        /**
+         * Set a skill's visibility and allowlist
+         * @description Set visibility and allowlist (owner, Admin or Super admin only). Audited.
+         *
+         *     **Role:** any member's key (Member and above). The skill's owner, or Admin and above.
+         */
+        put: operations["setSkillAccess"];
         post?: never;
         delete?: never;
         options?: never;
@@ -677,8 +949,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Approve a skill for the organization (Admin+). Audited. */
-        post: operations["skills.publishSkill"];
+        /**
+         * Publish a skill
+         * @description Approve a skill for the organization. Audited.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        post: operations["publishSkill"];
         delete?: never;
         options?: never;
         head?: never;
@@ -694,8 +971,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Retire a skill (owner or Admin+): runs no longer get its tools. Audited. */
-        post: operations["skills.archiveSkill"];
+        /**
+         * Archive a skill
+         * @description Retire a skill: runs no longer get its tools. Audited.
+         *
+         *     **Role:** any member's key (Member and above). The skill's owner, or Admin and above.
+         */
+        post: operations["archiveSkill"];
         delete?: never;
         options?: never;
         head?: never;
@@ -709,8 +991,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description The skills added to an agent, and whether their visibility admits it. */
-        get: operations["skills.listAgentSkills"];
+        /**
+         * List an agent's skills
+         * @description The skills added to an agent, and whether their visibility admits it.
+         *
+         *     **Role:** any member's key (Member and above).
+         */
+        get: operations["listAgentSkills"];
         put?: never;
         post?: never;
         delete?: never;
@@ -727,10 +1014,19 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** @description Add a published skill to an agent you manage. Under SERVICE_SKILL_VISIBILITY_MODE=enforce a skill whose visibility does not admit the agent is refused (403 `skill_not_allowed`); under `report` it is added and recorded as a violation. */
-        put: operations["skills.attachSkill"];
+        /**
+         * Add a skill to an agent
+         * @description Add a published skill to an agent you manage. Under SERVICE_SKILL_VISIBILITY_MODE=enforce a skill whose visibility does not admit the agent is refused (403 `skill_not_allowed`); under `report` it is added and recorded as a violation.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`). And the agent's creator, or Admin and above.
+         */
+        put: operations["attachSkill"];
         post?: never;
-        delete: operations["skills.detachSkill"];
+        /**
+         * Remove a skill from an agent
+         * @description **Role:** any member's key (Member and above). The agent's creator, or Admin and above.
+         */
+        delete: operations["detachSkill"];
         options?: never;
         head?: never;
         patch?: never;
@@ -743,8 +1039,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Approval requests, newest first (Admin+, or the asking task's agent's creator). */
-        get: operations["approvals.listApprovals"];
+        /**
+         * List approval requests
+         * @description Approval requests, newest first.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        get: operations["listApprovals"];
         put?: never;
         post?: never;
         delete?: never;
@@ -760,7 +1061,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["approvals.getApproval"];
+        /**
+         * Get an approval request
+         * @description **Role:** any member's key (Member and above). Admins and above, or the creator of the asking task's agent.
+         */
+        get: operations["getApproval"];
         put?: never;
         post?: never;
         delete?: never;
@@ -778,8 +1083,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Approve: the task goes on and makes the call (Admin+). 409 once decided. */
-        post: operations["approvals.approve"];
+        /**
+         * Approve a tool call
+         * @description Approve: the task goes on and makes the call. 409 once decided.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        post: operations["approveApproval"];
         delete?: never;
         options?: never;
         head?: never;
@@ -795,8 +1105,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Reject: the task goes on without the call; the model is told it was rejected, and why (Admin+). */
-        post: operations["approvals.reject"];
+        /**
+         * Reject a tool call
+         * @description Reject: the task goes on without the call; the model is told it was rejected, and why.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        post: operations["rejectApproval"];
         delete?: never;
         options?: never;
         head?: never;
@@ -810,13 +1125,28 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description The organization's single sign-on settings; 404 when none are set. */
-        get: operations["sso.getSso"];
-        /** @description Set the OIDC single sign-on settings. The issuer is discovered first: 422 `sso_issuer_unreachable` or `sso_issuer_not_oidc` when it cannot be used. 400 `unknown_group` for a mapping to no group of this organization. */
-        put: operations["sso.putSso"];
+        /**
+         * Get single sign-on settings
+         * @description The organization's single sign-on settings; 404 when none are set.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        get: operations["getSso"];
+        /**
+         * Set single sign-on
+         * @description Set the OIDC single sign-on settings. The issuer is discovered first: 422 `sso_issuer_unreachable` or `sso_issuer_not_oidc` when it cannot be used. 400 `unknown_group` for a mapping to no group of this organization.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        put: operations["putSso"];
         post?: never;
-        /** @description Remove single sign-on. People keep their memberships and groups. */
-        delete: operations["sso.deleteSso"];
+        /**
+         * Remove single sign-on
+         * @description Remove single sign-on. People keep their memberships and groups.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        delete: operations["deleteSso"];
         options?: never;
         head?: never;
         patch?: never;
@@ -829,11 +1159,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Schedules of the agents you may use. */
-        get: operations["schedules.listSchedules"];
+        /**
+         * List schedules
+         * @description Schedules of the agents you may use.
+         *
+         *     **Role:** any member's key (Member and above). The schedules of the agents the key may use.
+         */
+        get: operations["listSchedules"];
         put?: never;
-        /** @description Create a schedule (Builder+): the agent runs on a cron expression or an interval. Its runs are tasks with `source: "schedule"`. 400 `invalid_cron`, `invalid_timezone` or `invalid_duration` names the field that is wrong. */
-        post: operations["schedules.createSchedule"];
+        /**
+         * Create a schedule
+         * @description Create a schedule: the agent runs on a cron expression or an interval. Its runs are tasks with `source: "schedule"`. 400 `invalid_cron`, `invalid_timezone` or `invalid_duration` names the field that is wrong.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         */
+        post: operations["createSchedule"];
         delete?: never;
         options?: never;
         head?: never;
@@ -847,16 +1187,31 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description A schedule with its next 5 runs (`next_runs`) and its last run. */
-        get: operations["schedules.getSchedule"];
+        /**
+         * Get a schedule
+         * @description A schedule with its next 5 runs (`next_runs`) and its last run.
+         *
+         *     **Role:** any member's key (Member and above).
+         */
+        get: operations["getSchedule"];
         put?: never;
         post?: never;
-        /** @description Delete a schedule (Builder+). Its past runs stay as tasks. */
-        delete: operations["schedules.deleteSchedule"];
+        /**
+         * Delete a schedule
+         * @description Delete a schedule. Its past runs stay as tasks.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         */
+        delete: operations["deleteSchedule"];
         options?: never;
         head?: never;
-        /** @description Change a schedule (Builder+). Its next run is computed again from now. */
-        patch: operations["schedules.updateSchedule"];
+        /**
+         * Change a schedule
+         * @description Change a schedule. Its next run is computed again from now.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         */
+        patch: operations["updateSchedule"];
         trace?: never;
     };
     "/v1/schedules/{schedule_id}/pause": {
@@ -868,8 +1223,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Pause (Builder+): no run until resumed. Runs missed meanwhile are not made. */
-        post: operations["schedules.pauseSchedule"];
+        /**
+         * Pause a schedule
+         * @description Pause: no run until resumed. Runs missed meanwhile are not made.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         */
+        post: operations["pauseSchedule"];
         delete?: never;
         options?: never;
         head?: never;
@@ -885,8 +1245,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Resume (Builder+): the next run is the schedule's next time from now. */
-        post: operations["schedules.resumeSchedule"];
+        /**
+         * Resume a schedule
+         * @description Resume: the next run is the schedule's next time from now.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         */
+        post: operations["resumeSchedule"];
         delete?: never;
         options?: never;
         head?: never;
@@ -902,8 +1267,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Run now (Builder+), also while paused, whatever the overlap policy: the task is returned pending (202). */
-        post: operations["schedules.triggerSchedule"];
+        /**
+         * Run a schedule now
+         * @description Run now, also while paused, whatever the overlap policy: the task is returned pending (202).
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         */
+        post: operations["triggerSchedule"];
         delete?: never;
         options?: never;
         head?: never;
@@ -917,11 +1287,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Workspace files the caller may see, in name order (byte-wise). */
-        get: operations["files.listFiles"];
+        /**
+         * List workspace files
+         * @description Workspace files the caller may see, in name order (byte-wise).
+         *
+         *     **Role:** any member's key (Member and above).
+         */
+        get: operations["listFiles"];
         put?: never;
-        /** @description Upload a workspace file (Builder+): the raw body with `?name=` (its Content-Type is kept), or multipart/form-data with one file part. Streamed to storage, up to SWITCHYARD_MAX_FILE_BYTES (413 `file_too_large`). A name taken in the scope is a 409 `file_exists` unless `overwrite=true`. */
-        post: operations["files.uploadFile"];
+        /**
+         * Upload a workspace file
+         * @description Upload a workspace file: the raw body with `?name=` (its Content-Type is kept), or multipart/form-data with one file part. Streamed to storage, up to SWITCHYARD_MAX_FILE_BYTES (413 `file_too_large`). A name taken in the scope is a 409 `file_exists` unless `overwrite=true`.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`). A key limited to agents writes only in those agents' workspaces (give `agent_id`).
+         */
+        post: operations["uploadFile"];
         delete?: never;
         options?: never;
         head?: never;
@@ -935,11 +1315,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["files.getFile"];
+        /**
+         * Get a workspace file
+         * @description **Role:** any member's key (Member and above).
+         */
+        get: operations["getFile"];
         put?: never;
         post?: never;
-        /** @description Delete a workspace file and its content (Builder+). Audited. */
-        delete: operations["files.deleteFile"];
+        /**
+         * Delete a workspace file
+         * @description Delete a workspace file and its content. Audited.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`). A key limited to agents deletes only in those agents' workspaces.
+         */
+        delete: operations["deleteFile"];
         options?: never;
         head?: never;
         patch?: never;
@@ -952,11 +1341,313 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description The file's bytes, streamed, with its Content-Type. `ETag` is its SHA-256 (`If-None-Match` gives 304); one `Range: bytes=…` gives 206 with `Content-Range` (416 past the end, 400 `invalid_range` when malformed or several); `If-Range` is honoured. */
-        get: operations["files.getFileContent"];
+        /**
+         * Download a workspace file
+         * @description The file's bytes, streamed, with its Content-Type. `ETag` is its SHA-256 (`If-None-Match` gives 304); one `Range: bytes=…` gives 206 with `Content-Range` (416 past the end, 400 `invalid_range` when malformed or several); `If-Range` is honoured.
+         *
+         *     **Role:** any member's key (Member and above).
+         */
+        get: operations["getFileContent"];
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/functions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List functions
+         * @description The organization's custom functions, current versions.
+         */
+        get: operations["listFunctions"];
+        put?: never;
+        /**
+         * Create function
+         * @description Create a custom function (Builder+), version 1. 400 `invalid_input_schema` when `input_schema` is not a JSON Schema; 409 `function_name_taken` when the name is in use.
+         */
+        post: operations["createFunction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/functions/{function_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get function
+         * @description A function at its current version, or at `?version=`.
+         */
+        get: operations["getFunction"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete function
+         * @description Delete a function and its versions (Builder+); agents lose its tool.
+         */
+        delete: operations["deleteFunction"];
+        options?: never;
+        head?: never;
+        /**
+         * Update function
+         * @description Change a function (Builder+): a new version with the fields given, the rest as they were; it becomes current.
+         */
+        patch: operations["updateFunction"];
+        trace?: never;
+    };
+    "/v1/functions/{function_id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List function versions
+         * @description Every version of a function, newest first.
+         */
+        get: operations["listFunctionVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/functions/{function_id}/invoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Invoke function
+         * @description Run the function (any member) in its sandbox, as you: `ctx.connectors.invoke` calls connections with your rights. 400 `validation_failed` when `input` fails `input_schema` (nothing runs); 422 `function_error` (it threw: message and stack), `function_memory` (past memory_mb), `function_output_too_large` (output JSON past 1 MiB); 504 `function_timeout` (past timeout_ms); 503 `functions_busy` when this node's sandbox queue is full.
+         */
+        post: operations["invokeFunction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{agent_id}/functions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List agent functions
+         * @description The functions attached to an agent: each is a tool of its runs.
+         */
+        get: operations["listAgentFunctions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{agent_id}/functions/{function_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Attach function
+         * @description Attach a function to an agent (Builder+): its runs get a tool named after the function, with `input_schema` as parameters, run as the agent's runs call connectors.
+         */
+        put: operations["attachFunction"];
+        post?: never;
+        /**
+         * Detach function
+         * @description Detach a function from an agent (Builder+).
+         */
+        delete: operations["detachFunction"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/knowledge-bases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List knowledge bases
+         * @description The organization's knowledge bases, oldest first (every member reads them).
+         */
+        get: operations["listKnowledgeBases"];
+        put?: never;
+        /**
+         * Create knowledge base
+         * @description Create a knowledge base (Builder+, a key not limited to agents). 400 `invalid_language` for a language that is no text search configuration; 409 `knowledge_base_name_taken`. Audited.
+         */
+        post: operations["createKnowledgeBase"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/knowledge-bases/{knowledge_base_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get knowledge base */
+        get: operations["getKnowledgeBase"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete knowledge base
+         * @description Delete a knowledge base with its documents (Builder+); agents it was attached to stop searching it. Audited.
+         */
+        delete: operations["deleteKnowledgeBase"];
+        options?: never;
+        head?: never;
+        /**
+         * Update knowledge base
+         * @description Change a knowledge base (Builder+). A new language re-indexes it. Audited.
+         */
+        patch: operations["updateKnowledgeBase"];
+        trace?: never;
+    };
+    "/v1/knowledge-bases/{knowledge_base_id}/documents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List knowledge documents
+         * @description The base's documents in the order they were added, with their status.
+         */
+        get: operations["listKnowledgeDocuments"];
+        put?: never;
+        /**
+         * Add knowledge document
+         * @description Add a document (Builder+): `{name, text}`, `{name, file_id}` or `{name, url}`. Answers 202 with the document `processing`; it is read, chunked and indexed in the background (poll it for `status`, `progress`). 413 `document_too_large`, 415 `unsupported_document_type`, 400 `unknown_file`, 422 `document_url_not_allowed` (egress guard) or `document_url_unreachable`. Audited.
+         */
+        post: operations["addKnowledgeDocument"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/knowledge-bases/{knowledge_base_id}/documents/{document_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get knowledge document
+         * @description A document: `status` (processing, ready, error with `error`) and `progress`.
+         */
+        get: operations["getKnowledgeDocument"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete knowledge document
+         * @description Delete a document and its chunks (Builder+), even while it is processed. Audited.
+         */
+        delete: operations["deleteKnowledgeDocument"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/knowledge-bases/{knowledge_base_id}/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Search knowledge base
+         * @description Full-text search of the base's ready documents (web-search syntax, in the base's language): the best chunks with their document, score and a snippet.
+         */
+        post: operations["searchKnowledgeBase"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{agent_id}/knowledge-bases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List agent knowledge bases
+         * @description The knowledge bases an agent searches (its `search_knowledge` tool).
+         */
+        get: operations["listAgentKnowledgeBases"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{agent_id}/knowledge-bases/{knowledge_base_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Attach knowledge base
+         * @description Attach a knowledge base to an agent (spec 2.7; Builder+ who may use the agent): its runs get a `search_knowledge` tool. Attaching again changes nothing. Audited.
+         */
+        put: operations["attachKnowledgeBase"];
+        post?: never;
+        /**
+         * Detach knowledge base
+         * @description Detach a knowledge base from an agent (Builder+); 404 when it is not attached.
+         */
+        delete: operations["detachKnowledgeBase"];
         options?: never;
         head?: never;
         patch?: never;
@@ -969,8 +1660,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description The organization's events as they are committed, in order, as server-sent events. A reader that resumes with `Last-Event-ID` gets every event after it, none twice. Role-filtered: task and approval events of the agents the key may use; connection events of organizational connections and the caller's own; audit events for Admins and above. */
-        get: operations["events.streamEvents"];
+        /**
+         * Stream the organization's events
+         * @description The organization's events as they are committed, in order, as server-sent events. A reader that resumes with `Last-Event-ID` gets every event after it, none twice. Role-filtered: task and approval events of the agents the key may use; connection events of organizational connections and the caller's own; audit events for Admins and above.
+         *
+         *     **Role:** any member's key (Member and above). Events are filtered by what the key may see: audit events for Admins and above.
+         */
+        get: operations["streamEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -986,8 +1682,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description One task's events (task.*, approval.*) from its first, or after `Last-Event-ID`, as server-sent events; the stream ends after the task's end (task.completed, task.error or task.cancelled). */
-        get: operations["events.streamTaskEvents"];
+        /**
+         * Stream a task's events
+         * @description One task's events (task.*, approval.*) from its first, or after `Last-Event-ID`, as server-sent events; the stream ends after the task's end (task.completed, task.error or task.cancelled).
+         *
+         *     **Role:** any member's key (Member and above).
+         */
+        get: operations["streamTaskEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1003,11 +1704,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description The organization's webhook endpoints (Admin+). */
-        get: operations["webhooks.listWebhooks"];
+        /**
+         * List webhook endpoints
+         * @description The organization's webhook endpoints.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        get: operations["listWebhooks"];
         put?: never;
-        /** @description Create a webhook endpoint (Admin+): the events committed from now on (of `event_types`, or all) are POSTed to `url`, signed as Standard Webhooks says. The signing secret is in `secret`, shown once. 422 `webhook_url_not_allowed`: the URL resolves to an internal address. */
-        post: operations["webhooks.createWebhook"];
+        /**
+         * Create a webhook endpoint
+         * @description Create a webhook endpoint: the events committed from now on (of `event_types`, or all) are POSTed to `url`, signed as Standard Webhooks says. The signing secret is in `secret`, shown once. 422 `webhook_url_not_allowed`: the URL resolves to an internal address.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        post: operations["createWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1021,16 +1732,31 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description A webhook endpoint (Admin+); its secret is never shown again. */
-        get: operations["webhooks.getWebhook"];
+        /**
+         * Get a webhook endpoint
+         * @description A webhook endpoint; its secret is never shown again.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        get: operations["getWebhook"];
         put?: never;
         post?: never;
-        /** @description Delete a webhook endpoint (Admin+) and its deliveries. */
-        delete: operations["webhooks.deleteWebhook"];
+        /**
+         * Delete a webhook endpoint
+         * @description Delete a webhook endpoint and its deliveries.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
-        /** @description Change a webhook endpoint (Admin+). `enabled: true` on a disabled one goes on from the event after the last one it was sent (within the event retention window). */
-        patch: operations["webhooks.updateWebhook"];
+        /**
+         * Change a webhook endpoint
+         * @description Change a webhook endpoint. `enabled: true` on a disabled one goes on from the event after the last one it was sent (within the event retention window).
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        patch: operations["updateWebhook"];
         trace?: never;
     };
     "/v1/webhooks/{webhook_id}/rotate-secret": {
@@ -1042,8 +1768,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description A new signing secret (Admin+), in `secret`, shown once. For 24 hours deliveries carry a signature by the previous secret as well (`previous_secret_expires_at`), so receivers can switch at their pace. */
-        post: operations["webhooks.rotateWebhookSecret"];
+        /**
+         * Rotate a webhook's signing secret
+         * @description A new signing secret, in `secret`, shown once. For 24 hours deliveries carry a signature by the previous secret as well (`previous_secret_expires_at`), so receivers can switch at their pace.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        post: operations["rotateWebhookSecret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1057,8 +1788,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description The endpoint's deliveries, newest first (Admin+): each with its attempts (status, latency, the answer's first 1024 characters) and, while pending, its next attempt. Kept as long as events are. */
-        get: operations["webhooks.listWebhookDeliveries"];
+        /**
+         * List a webhook's deliveries
+         * @description The endpoint's deliveries, newest first: each with its attempts (status, latency, the answer's first 1024 characters) and, while pending, its next attempt. Kept as long as events are.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1076,8 +1812,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Send a delivery again now (Admin+), under its `webhook-id`; answered after the attempt. 409 `webhook_disabled` while the endpoint is disabled. */
-        post: operations["webhooks.retryWebhookDelivery"];
+        /**
+         * Send a delivery again
+         * @description Send a delivery again now, under its `webhook-id`; answered after the attempt. 409 `webhook_disabled` while the endpoint is disabled.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        post: operations["retryWebhookDelivery"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1093,8 +1834,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Send a test event, `webhook.ping` (Admin+); answered after its first attempt, with its result. 409 `webhook_disabled` while the endpoint is disabled. */
-        post: operations["webhooks.pingWebhook"];
+        /**
+         * Send a test event
+         * @description Send a test event, `webhook.ping`; answered after its first attempt, with its result. 409 `webhook_disabled` while the endpoint is disabled.
+         *
+         *     **Role:** Admin and above (`admin`, `super_admin`).
+         */
+        post: operations["pingWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1108,10 +1854,59 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Model tokens and cost, tasks by final status with duration p50/p95, and connector calls by status class, per UTC hour, day or month, grouped by agent, user, model, provider, connector or source; with each budgeted agent's spend against its cap. Admins and above see the organization's usage; Builders and Members their own (recorded under their user id); a key limited to agents, those agents'. 400 `invalid_time_range` (`from` not before `to`, or too long a range) or `invalid_group_by`. */
-        get: operations["usage.getUsage"];
+        /**
+         * Report usage and cost
+         * @description Model tokens and cost, tasks by final status with duration p50/p95, and connector calls by status class, per UTC hour, day or month, grouped by agent, user, model, provider, connector or source; with each budgeted agent's spend against its cap. Admins and above see the organization's usage; Builders and Members their own (recorded under their user id); a key limited to agents, those agents'. 400 `invalid_time_range` (`from` not before `to`, or too long a range) or `invalid_group_by`.
+         *
+         *     **Role:** any member's key (Member and above). Below Admin, only the caller's own usage (`user_id` their own or left out).
+         */
+        get: operations["getUsage"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{agent_id}/command-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get command policy
+         * @description The agent's command policy (anyone who may use the agent). An agent without one denies every command: `{default_action: "deny", rules: [], is_default: true}`.
+         */
+        get: operations["getCommandPolicy"];
+        /**
+         * Put command policy
+         * @description Replace the agent's command policy (Builder+, for an agent the key may use). Audited (`UPDATE_COMMAND_POLICY`). At most 200 rules, patterns of 1-500 characters.
+         */
+        put: operations["putCommandPolicy"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{agent_id}/commands/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check command
+         * @description Judge shell text before running it (anyone who may use the agent). It is parsed as bash and every simple command in it is judged (lists, pipes, subshells, substitutions, wrappers such as env/sudo/xargs, `sh -c` and `eval` strings, output redirections to files); the strictest decides. Text that cannot be read is denied. `pending` opens an approval request (`approval_id`): wait for it with `GET /v1/approvals/{approval_id}?wait=30`. Every decision is recorded: in the task's thread with `task_id`, else in the audit log (`CHECK_COMMAND`).
+         */
+        post: operations["checkCommand"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1133,42 +1928,7 @@ export interface webhooks {
          * task.created
          * @description Sent to endpoints whose `event_types` include task.created (or are empty). Answer 2xx within 15 s to acknowledge; anything else is retried on the schedule, and 410 disables the endpoint. See docs/guides/webhooks.md.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
-                    "webhook-id": string;
-                    /** @description When this attempt was signed, in seconds since the Unix epoch. */
-                    "webhook-timestamp": string;
-                    /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
-                    "webhook-signature": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["Event_task_created"] & components["schemas"]["WebhookEnvelope"];
-                };
-            };
-            responses: {
-                /** @description Disables the endpoint. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["onTaskCreated"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1188,42 +1948,7 @@ export interface webhooks {
          * task.started
          * @description Sent to endpoints whose `event_types` include task.started (or are empty). Answer 2xx within 15 s to acknowledge; anything else is retried on the schedule, and 410 disables the endpoint. See docs/guides/webhooks.md.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
-                    "webhook-id": string;
-                    /** @description When this attempt was signed, in seconds since the Unix epoch. */
-                    "webhook-timestamp": string;
-                    /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
-                    "webhook-signature": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["Event_task_started"] & components["schemas"]["WebhookEnvelope"];
-                };
-            };
-            responses: {
-                /** @description Disables the endpoint. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["onTaskStarted"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1243,42 +1968,7 @@ export interface webhooks {
          * task.tool_call
          * @description Sent to endpoints whose `event_types` include task.tool_call (or are empty). Answer 2xx within 15 s to acknowledge; anything else is retried on the schedule, and 410 disables the endpoint. See docs/guides/webhooks.md.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
-                    "webhook-id": string;
-                    /** @description When this attempt was signed, in seconds since the Unix epoch. */
-                    "webhook-timestamp": string;
-                    /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
-                    "webhook-signature": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["Event_task_tool_call"] & components["schemas"]["WebhookEnvelope"];
-                };
-            };
-            responses: {
-                /** @description Disables the endpoint. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["onTaskToolCall"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1298,42 +1988,7 @@ export interface webhooks {
          * task.model_call
          * @description Sent to endpoints whose `event_types` include task.model_call (or are empty). Answer 2xx within 15 s to acknowledge; anything else is retried on the schedule, and 410 disables the endpoint. See docs/guides/webhooks.md.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
-                    "webhook-id": string;
-                    /** @description When this attempt was signed, in seconds since the Unix epoch. */
-                    "webhook-timestamp": string;
-                    /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
-                    "webhook-signature": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["Event_task_model_call"] & components["schemas"]["WebhookEnvelope"];
-                };
-            };
-            responses: {
-                /** @description Disables the endpoint. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["onTaskModelCall"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1353,42 +2008,7 @@ export interface webhooks {
          * task.waiting_approval
          * @description Sent to endpoints whose `event_types` include task.waiting_approval (or are empty). Answer 2xx within 15 s to acknowledge; anything else is retried on the schedule, and 410 disables the endpoint. See docs/guides/webhooks.md.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
-                    "webhook-id": string;
-                    /** @description When this attempt was signed, in seconds since the Unix epoch. */
-                    "webhook-timestamp": string;
-                    /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
-                    "webhook-signature": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["Event_task_waiting_approval"] & components["schemas"]["WebhookEnvelope"];
-                };
-            };
-            responses: {
-                /** @description Disables the endpoint. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["onTaskWaitingApproval"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1408,42 +2028,7 @@ export interface webhooks {
          * task.completed
          * @description Sent to endpoints whose `event_types` include task.completed (or are empty). Answer 2xx within 15 s to acknowledge; anything else is retried on the schedule, and 410 disables the endpoint. See docs/guides/webhooks.md.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
-                    "webhook-id": string;
-                    /** @description When this attempt was signed, in seconds since the Unix epoch. */
-                    "webhook-timestamp": string;
-                    /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
-                    "webhook-signature": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["Event_task_completed"] & components["schemas"]["WebhookEnvelope"];
-                };
-            };
-            responses: {
-                /** @description Disables the endpoint. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["onTaskCompleted"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1463,42 +2048,7 @@ export interface webhooks {
          * task.error
          * @description Sent to endpoints whose `event_types` include task.error (or are empty). Answer 2xx within 15 s to acknowledge; anything else is retried on the schedule, and 410 disables the endpoint. See docs/guides/webhooks.md.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
-                    "webhook-id": string;
-                    /** @description When this attempt was signed, in seconds since the Unix epoch. */
-                    "webhook-timestamp": string;
-                    /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
-                    "webhook-signature": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["Event_task_error"] & components["schemas"]["WebhookEnvelope"];
-                };
-            };
-            responses: {
-                /** @description Disables the endpoint. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["onTaskError"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1518,42 +2068,7 @@ export interface webhooks {
          * task.cancelled
          * @description Sent to endpoints whose `event_types` include task.cancelled (or are empty). Answer 2xx within 15 s to acknowledge; anything else is retried on the schedule, and 410 disables the endpoint. See docs/guides/webhooks.md.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
-                    "webhook-id": string;
-                    /** @description When this attempt was signed, in seconds since the Unix epoch. */
-                    "webhook-timestamp": string;
-                    /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
-                    "webhook-signature": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["Event_task_cancelled"] & components["schemas"]["WebhookEnvelope"];
-                };
-            };
-            responses: {
-                /** @description Disables the endpoint. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["onTaskCancelled"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1573,42 +2088,7 @@ export interface webhooks {
          * approval.requested
          * @description Sent to endpoints whose `event_types` include approval.requested (or are empty). Answer 2xx within 15 s to acknowledge; anything else is retried on the schedule, and 410 disables the endpoint. See docs/guides/webhooks.md.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
-                    "webhook-id": string;
-                    /** @description When this attempt was signed, in seconds since the Unix epoch. */
-                    "webhook-timestamp": string;
-                    /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
-                    "webhook-signature": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["Event_approval_requested"] & components["schemas"]["WebhookEnvelope"];
-                };
-            };
-            responses: {
-                /** @description Disables the endpoint. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["onApprovalRequested"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1628,42 +2108,7 @@ export interface webhooks {
          * approval.decided
          * @description Sent to endpoints whose `event_types` include approval.decided (or are empty). Answer 2xx within 15 s to acknowledge; anything else is retried on the schedule, and 410 disables the endpoint. See docs/guides/webhooks.md.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
-                    "webhook-id": string;
-                    /** @description When this attempt was signed, in seconds since the Unix epoch. */
-                    "webhook-timestamp": string;
-                    /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
-                    "webhook-signature": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["Event_approval_decided"] & components["schemas"]["WebhookEnvelope"];
-                };
-            };
-            responses: {
-                /** @description Disables the endpoint. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["onApprovalDecided"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1683,42 +2128,7 @@ export interface webhooks {
          * connection.needs_reauthentication
          * @description Sent to endpoints whose `event_types` include connection.needs_reauthentication (or are empty). Answer 2xx within 15 s to acknowledge; anything else is retried on the schedule, and 410 disables the endpoint. See docs/guides/webhooks.md.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
-                    "webhook-id": string;
-                    /** @description When this attempt was signed, in seconds since the Unix epoch. */
-                    "webhook-timestamp": string;
-                    /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
-                    "webhook-signature": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["Event_connection_needs_reauthentication"] & components["schemas"]["WebhookEnvelope"];
-                };
-            };
-            responses: {
-                /** @description Disables the endpoint. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["onConnectionNeedsReauthentication"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1738,42 +2148,7 @@ export interface webhooks {
          * audit.recorded
          * @description Sent to endpoints whose `event_types` include audit.recorded (or are empty). Answer 2xx within 15 s to acknowledge; anything else is retried on the schedule, and 410 disables the endpoint. See docs/guides/webhooks.md.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
-                    "webhook-id": string;
-                    /** @description When this attempt was signed, in seconds since the Unix epoch. */
-                    "webhook-timestamp": string;
-                    /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
-                    "webhook-signature": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["Event_audit_recorded"] & components["schemas"]["WebhookEnvelope"];
-                };
-            };
-            responses: {
-                /** @description Disables the endpoint. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["onAuditRecorded"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1793,42 +2168,7 @@ export interface webhooks {
          * webhook.ping
          * @description Sent to endpoints whose `event_types` include webhook.ping (or are empty). Answer 2xx within 15 s to acknowledge; anything else is retried on the schedule, and 410 disables the endpoint. See docs/guides/webhooks.md.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
-                    "webhook-id": string;
-                    /** @description When this attempt was signed, in seconds since the Unix epoch. */
-                    "webhook-timestamp": string;
-                    /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
-                    "webhook-signature": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["Event_webhook_ping"];
-                };
-            };
-            responses: {
-                /** @description Disables the endpoint. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["onWebhookPing"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1838,30 +2178,7 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
-        /** @description The request did not match the expected schema */
-        HttpApiDecodeError: {
-            issues: components["schemas"]["Issue"][];
-            message: string;
-            /** @enum {string} */
-            _tag: "HttpApiDecodeError";
-        };
-        /** @description Represents an error encountered while parsing a value to match the schema */
-        Issue: {
-            /**
-             * @description The tag identifying the type of parse issue
-             * @enum {string}
-             */
-            _tag: "Pointer" | "Unexpected" | "Missing" | "Composite" | "Refinement" | "Transformation" | "Type" | "Forbidden";
-            /** @description The path to the property where the issue occurred */
-            path: components["schemas"]["PropertyKey"][];
-            /** @description A descriptive message explaining the issue */
-            message: string;
-        };
-        PropertyKey: string | number | {
-            /** @enum {string} */
-            _tag: "symbol";
-            key: string;
-        };
+        /** Readiness */
         Readiness: {
             /** @enum {string} */
             status: "ready";
@@ -1871,25 +2188,11 @@ export interface components {
             shards_total: components["schemas"]["Int"];
         };
         /**
-         * int
+         * Int
          * @description an integer
          */
         Int: number;
-        ErrorBody: {
-            error: {
-                /** @description Stable machine-readable error code. */
-                code: string;
-                /** @description What went wrong and what to do about it. */
-                message: string;
-                /** @description The request's `x-request-id`. */
-                request_id?: string;
-                /**
-                 * unknown
-                 * @description Structured details, e.g. failing fields.
-                 */
-                details?: unknown;
-            };
-        };
+        /** Me */
         Me: {
             organization: components["schemas"]["Organization"];
             user: components["schemas"]["User"] | null;
@@ -1897,6 +2200,7 @@ export interface components {
             role: components["schemas"]["Role"];
             role_display: string;
         };
+        /** Organization */
         Organization: {
             /**
              * Format: uuid
@@ -1906,8 +2210,12 @@ export interface components {
             name: string;
             created_at: components["schemas"]["Timestamp"];
         };
-        /** @description ISO 8601 UTC timestamp with microseconds and a `Z` suffix. */
+        /**
+         * Timestamp
+         * @description ISO 8601 UTC timestamp with microseconds and a `Z` suffix.
+         */
         Timestamp: string;
+        /** User */
         User: {
             /**
              * Format: uuid
@@ -1917,6 +2225,7 @@ export interface components {
             email: string;
             name: string | null;
         };
+        /** ApiKey */
         ApiKey: {
             /** @description Public identifier of an API key: the `<id>` part of `sy_<id>_<secret>`. */
             id: string;
@@ -1937,34 +2246,33 @@ export interface components {
             revoked_at: components["schemas"]["Timestamp"] | null;
         };
         /**
+         * Role
          * @description Organization role, strongest first: `super_admin` (Super admin), `admin` (Admin), `builder` (Builder), `member` (Member).
          * @enum {string}
          */
         Role: "super_admin" | "admin" | "builder" | "member";
+        /** Member */
         Member: {
             user: components["schemas"]["User"];
             role: components["schemas"]["Role"];
             role_display: string;
             created_at: components["schemas"]["Timestamp"];
         };
+        /** CreateMember */
         CreateMember: {
             /** @description a string that will be trimmed */
             email: string;
-            /**
-             * maxLength(200)
-             * @description a string at most 200 character(s) long
-             */
+            /** @description a string at most 200 character(s) long */
             name?: string;
             role?: components["schemas"]["Role"];
         };
+        /** UpdateMember */
         UpdateMember: {
             role: components["schemas"]["Role"];
         };
+        /** CreateApiKey */
         CreateApiKey: {
-            /**
-             * maxLength(200)
-             * @description a string at most 200 character(s) long
-             */
+            /** @description a string at most 200 character(s) long */
             name: string;
             /**
              * @description `organization`: for applications and pipelines, optionally limited to agents. `personal`: carries one person's identity.
@@ -1979,6 +2287,7 @@ export interface components {
             user_id?: string;
             agent_ids?: string[];
         };
+        /** CreatedApiKey */
         CreatedApiKey: {
             /** @description Public identifier of an API key: the `<id>` part of `sy_<id>_<secret>`. */
             id: string;
@@ -2000,12 +2309,14 @@ export interface components {
             /** @description The full key. Shown once: store it now. */
             api_key: string;
         };
+        /** CatalogPage */
         CatalogPage: {
             items: components["schemas"]["Connector"][];
             total: components["schemas"]["Int"];
             /** @description Pass as `cursor` for the next page. */
             next_cursor: string | null;
         };
+        /** Connector */
         Connector: {
             /** @enum {string} */
             kind: "connector";
@@ -2031,6 +2342,7 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
         };
+        /** Connection */
         Connection: {
             /**
              * Format: uuid
@@ -2060,24 +2372,20 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
         };
+        /** CreateConnector */
         CreateConnector: {
             /** @description An OpenAPI 3.0/3.1 or Swagger 2.0 document: a JSON object, or JSON/YAML text. */
             spec: string | {
                 [key: string]: unknown;
             };
-            /**
-             * maxLength(200)
-             * @description Default: the document's `info.title`.
-             */
+            /** @description Default: the document's `info.title`. */
             name?: string;
-            /**
-             * maxLength(4000)
-             * @description a string at most 4000 character(s) long
-             */
+            /** @description a string at most 4000 character(s) long */
             description?: string;
             /** @description Base URL overriding the document's servers (e.g. an on-prem install). */
             server_url?: string;
         };
+        /** ConnectorImported */
         ConnectorImported: {
             /** @enum {string} */
             kind: "connector";
@@ -2104,7 +2412,10 @@ export interface components {
             updated_at: components["schemas"]["Timestamp"];
             import_report: components["schemas"]["ImportReport"];
         };
-        /** @description What the import took, skipped (and why) and warned about. */
+        /**
+         * ImportReport
+         * @description What the import took, skipped (and why) and warned about.
+         */
         ImportReport: {
             imported: components["schemas"]["Int"];
             skipped: {
@@ -2118,6 +2429,7 @@ export interface components {
                 message: string;
             }[];
         };
+        /** Operation */
         Operation: {
             id: string;
             operationId: string;
@@ -2127,11 +2439,9 @@ export interface components {
             pretty_name: string;
             pretty_description: string;
         };
+        /** CreateConnection */
         CreateConnection: {
-            /**
-             * maxLength(200)
-             * @description a string at most 200 character(s) long
-             */
+            /** @description a string at most 200 character(s) long */
             name: string;
             /**
              * @description `organizational`: usable by the whole organization. `personal`: belongs to its creator, visible and usable only by them; the agent then acts with that person's own permissions.
@@ -2141,27 +2451,24 @@ export interface components {
             credentials?: components["schemas"]["Credentials"];
             server_url?: string;
         };
-        /** @description Where an API key goes (header, query or cookie, and its name) comes from the connector's security scheme. */
+        /**
+         * Credentials
+         * @description Where an API key goes (header, query or cookie, and its name) comes from the connector's security scheme.
+         */
         Credentials: {
             /** @enum {string} */
             type: "none";
         } | {
             /** @enum {string} */
             type: "api_key";
-            /**
-             * minLength(1)
-             * @description a string at least 1 character(s) long
-             */
+            /** @description a string at least 1 character(s) long */
             value: string;
             /** @description Security scheme name, when several apply. */
             scheme?: string;
         } | {
             /** @enum {string} */
             type: "bearer";
-            /**
-             * minLength(1)
-             * @description a string at least 1 character(s) long
-             */
+            /** @description a string at least 1 character(s) long */
             token: string;
         } | {
             /** @enum {string} */
@@ -2171,14 +2478,12 @@ export interface components {
         } | {
             /** @enum {string} */
             type: "oauth2";
-            /**
-             * minLength(1)
-             * @description a string at least 1 character(s) long
-             */
+            /** @description a string at least 1 character(s) long */
             client_id: string;
             client_secret: string;
             scopes?: string[];
         };
+        /** ConnectionCreated */
         ConnectionCreated: {
             /**
              * Format: uuid
@@ -2210,26 +2515,23 @@ export interface components {
             /** @description OAuth2 authorization-code connectors: open this page in a browser to finish connecting. */
             connector_page_url?: string;
         };
+        /** UpdateConnection */
         UpdateConnection: {
-            /**
-             * maxLength(200)
-             * @description a string at most 200 character(s) long
-             */
+            /** @description a string at most 200 character(s) long */
             name?: string;
             credentials?: components["schemas"]["Credentials"];
             server_url?: string | null;
         };
+        /** OperationSchema */
         OperationSchema: {
             /** @description JSON Schema with the groups `body_params`, `query_params`, `path_params` (and `headers`). */
             input: {
                 [key: string]: unknown;
             };
         };
+        /** InvokeOperation */
         InvokeOperation: {
-            /**
-             * unknown
-             * @description JSON body sent to the target API.
-             */
+            /** @description JSON body sent to the target API. */
             body_params?: unknown;
             query_params?: {
                 [key: string]: unknown;
@@ -2242,6 +2544,7 @@ export interface components {
                 [key: string]: string;
             };
         };
+        /** Agent */
         Agent: {
             /**
              * Format: uuid
@@ -2258,92 +2561,68 @@ export interface components {
             max_steps: components["schemas"]["Int"];
             max_tokens: components["schemas"]["Int"] | null;
             timeout_seconds: components["schemas"]["Int"] | null;
-            /**
-             * int
-             * @description 1 when created, one more on each change of configuration. A task runs the version current when it was invoked (the task's `agent_version`), also when the agent changes while it runs.
-             */
+            /** @description 1 when created, one more on each change of configuration. A task runs the version current when it was invoked (the task's `agent_version`), also when the agent changes while it runs. */
             version: number;
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
         };
+        /** ModelConfig */
         ModelConfig: {
             /**
              * @description `openai`: OpenAI Responses API. `openai-chat`: any OpenAI-compatible Chat Completions server (vLLM, Ollama, llama.cpp, LM Studio, LiteLLM). `anthropic`: Anthropic Messages. `scripted`: replays `script`.
              * @enum {string}
              */
             provider: "openai" | "openai-chat" | "anthropic" | "scripted";
-            /**
-             * maxLength(200)
-             * @description Model name, e.g. `gpt-4.1-mini`, `claude-sonnet-4-5`, `llama3.1`.
-             */
+            /** @description Model name, e.g. `gpt-4.1-mini`, `claude-sonnet-4-5`, `llama3.1`. */
             name?: string;
             /** @description Provider endpoint for this agent (default: the organization's or the deployment's). */
             base_url?: string;
             /** @description `scripted` only: the turns to play. */
             script?: components["schemas"]["ScriptTurn"][];
-            /**
-             * between(0, 2)
-             * @description a number between 0 and 2
-             */
+            /** @description a number between 0 and 2 */
             temperature?: number;
-            /**
-             * between(1, 200000)
-             * @description a number between 1 and 200000
-             */
+            /** @description a number between 1 and 200000 */
             max_output_tokens?: components["schemas"]["Int"];
         };
+        /** ScriptTurn */
         ScriptTurn: {
             /** @description A reply; `{{last_tool_result}}` is replaced by the previous tool result. */
             text: string;
-            /**
-             * between(0, 600000)
-             * @description a number between 0 and 600000
-             */
+            /** @description a number between 0 and 600000 */
             delay_ms?: components["schemas"]["Int"];
         } | {
             tool_calls: {
                 name: string;
-                /** unknown */
                 arguments: unknown;
             }[];
-            /**
-             * between(0, 600000)
-             * @description a number between 0 and 600000
-             */
+            /** @description a number between 0 and 600000 */
             delay_ms?: components["schemas"]["Int"];
         };
+        /** AgentSkill */
         AgentSkill: {
             /**
              * Format: uuid
              * @description Identifier of a connection (UUID), different from the connector id: `items[].connections[].id`.
              */
             connection_id: string;
-            /**
-             * minItems(1)
-             * @description Operations (their `id` or `operationId`); each becomes one tool named by its `operationId`.
-             */
+            /** @description Operations (their `id` or `operationId`); each becomes one tool named by its `operationId`. */
             operation_ids: string[];
         };
-        /** @description A spend cap in USD per UTC day, calendar month, or in total. */
+        /**
+         * Budget
+         * @description A spend cap in USD per UTC day, calendar month, or in total.
+         */
         Budget: {
-            /**
-             * positive
-             * @description a positive number
-             */
+            /** @description a positive number */
             limit_usd: number;
             /** @enum {string} */
             period?: "day" | "month" | "total";
         };
+        /** CreateAgent */
         CreateAgent: {
-            /**
-             * maxLength(200)
-             * @description a string at most 200 character(s) long
-             */
+            /** @description a string at most 200 character(s) long */
             name: string;
-            /**
-             * maxLength(100000)
-             * @description a string at most 100000 character(s) long
-             */
+            /** @description a string at most 100000 character(s) long */
             instructions?: string;
             model: components["schemas"]["ModelConfig"];
             skills?: components["schemas"]["AgentSkill"][];
@@ -2355,16 +2634,11 @@ export interface components {
             /** @description Longest a task may run (default SWITCHYARD_TASK_TIMEOUT). */
             timeout_seconds?: components["schemas"]["Int"];
         };
+        /** UpdateAgent */
         UpdateAgent: {
-            /**
-             * maxLength(200)
-             * @description a string at most 200 character(s) long
-             */
+            /** @description a string at most 200 character(s) long */
             name?: string;
-            /**
-             * maxLength(100000)
-             * @description a string at most 100000 character(s) long
-             */
+            /** @description a string at most 100000 character(s) long */
             instructions?: string;
             model?: components["schemas"]["ModelConfig"];
             skills?: components["schemas"]["AgentSkill"][];
@@ -2376,18 +2650,13 @@ export interface components {
             /** @description Longest a task may run (default SWITCHYARD_TASK_TIMEOUT). */
             timeout_seconds?: components["schemas"]["Int"];
         };
+        /** InvokeAgent */
         InvokeAgent: {
             input: {
-                /**
-                 * minLength(1)
-                 * @description The prompt.
-                 */
+                /** @description The prompt. */
                 text: string;
                 user: {
-                    /**
-                     * minLength(1)
-                     * @description a string at least 1 character(s) long
-                     */
+                    /** @description a string at least 1 character(s) long */
                     id: string;
                     /** @description a string matching the pattern ^[^\s@]+@[^\s@]+$ */
                     email: string;
@@ -2396,6 +2665,7 @@ export interface components {
             /** @description The user's OAuth token, for tools that need it. Kept for the run only, never stored. */
             user_oidc_token?: string;
         };
+        /** Task */
         Task: {
             /**
              * Format: uuid
@@ -2430,6 +2700,7 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             finished_at: components["schemas"]["Timestamp"] | null;
         };
+        /** TaskAccepted */
         TaskAccepted: {
             /**
              * Format: uuid
@@ -2464,12 +2735,17 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             finished_at: components["schemas"]["Timestamp"] | null;
         };
-        /** @description a string to be decoded into a Date */
+        /**
+         * Date
+         * @description a string to be decoded into a Date
+         */
         Date: string;
+        /** TaskPage */
         TaskPage: {
             items: components["schemas"]["Task"][];
             next_cursor: string | null;
         };
+        /** Thread */
         Thread: {
             /**
              * Format: uuid
@@ -2478,22 +2754,12 @@ export interface components {
             task_id: string;
             events: components["schemas"]["ThreadEvent"][];
         };
-        ThreadEvent: {
-            seq: components["schemas"]["Int"];
-            /** @enum {string} */
-            type: "user_message" | "model_call" | "tool_call" | "approval_requested" | "approval_decided" | "agent_message" | "error" | "cancelled";
-            at: components["schemas"]["Timestamp"];
-            /** @description The person who asked. */
-            user: {
-                id: string;
-                email: string;
-            };
-            /**
-             * unknown
-             * @description user_message/agent_message: `{text}`. model_call: `{step, provider, model, input_tokens, output_tokens, cached_tokens, cost_usd, duration_ms, finish, text, tool_calls}`. tool_call: `{step, name, connection_id, operation_id, arguments, status, outcome, result, duration_ms}` (outcome `rejected` when a person rejected it). approval_requested: `{approval_id, name, arguments, skill_id}`. approval_decided: `{approval_id, status, by, reason}`. error/cancelled: `{message}`.
-             */
-            data: unknown;
-        };
+        /**
+         * ThreadEvent
+         * @description One step of a task's thread; `data` by `type`.
+         */
+        ThreadEvent: components["schemas"]["ThreadMessageEvent"] | components["schemas"]["ThreadModelCallEvent"] | components["schemas"]["ThreadToolCallEvent"] | components["schemas"]["ThreadApprovalRequestedEvent"] | components["schemas"]["ThreadApprovalDecidedEvent"] | components["schemas"]["ThreadEndEvent"];
+        /** LlmUsage */
         LlmUsage: {
             /**
              * Format: uuid
@@ -2518,6 +2784,7 @@ export interface components {
                 cost_usd: number;
             };
         };
+        /** ModelProviderSettings */
         ModelProviderSettings: {
             /** @enum {string} */
             provider: "openai" | "openai-chat" | "anthropic";
@@ -2525,14 +2792,13 @@ export interface components {
             has_api_key: boolean;
             updated_at: components["schemas"]["Timestamp"];
         };
+        /** SetModelProvider */
         SetModelProvider: {
-            /**
-             * minLength(1)
-             * @description a string at least 1 character(s) long
-             */
+            /** @description a string at least 1 character(s) long */
             api_key?: string;
             base_url?: string;
         };
+        /** OAuthAuthorization */
         OAuthAuthorization: {
             /** @description Identifier of an authorization you gave a client (a consent). */
             id: string;
@@ -2546,10 +2812,12 @@ export interface components {
             last_used_at: components["schemas"]["Timestamp"] | null;
             revoked_at: components["schemas"]["Timestamp"] | null;
         };
+        /** GroupPage */
         GroupPage: {
             items: components["schemas"]["Group"][];
             next_cursor: string | null;
         };
+        /** Group */
         Group: {
             /**
              * Format: uuid
@@ -2565,42 +2833,34 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
         };
+        /** CreateGroup */
         CreateGroup: {
             /** @description a string that will be trimmed */
             name: string;
-            /**
-             * maxLength(2000)
-             * @description a string at most 2000 character(s) long
-             */
+            /** @description a string at most 2000 character(s) long */
             description?: string;
             /** @description Role a member gets when added through this group, if it is above their own (never lowers a role). `null`: the group changes no role. */
             default_role?: components["schemas"]["Role"] | null;
-            /**
-             * maxItems(500)
-             * @description Agents the group's members may use by default (ids of this organization's agents).
-             */
+            /** @description Agents the group's members may use by default (ids of this organization's agents). */
             agent_ids?: string[];
         };
+        /** UpdateGroup */
         UpdateGroup: {
             /** @description a string that will be trimmed */
             name?: string;
-            /**
-             * maxLength(2000)
-             * @description a string at most 2000 character(s) long
-             */
+            /** @description a string at most 2000 character(s) long */
             description?: string;
             /** @description Role a member gets when added through this group, if it is above their own (never lowers a role). `null`: the group changes no role. */
             default_role?: components["schemas"]["Role"] | null;
-            /**
-             * maxItems(500)
-             * @description Agents the group's members may use by default (ids of this organization's agents).
-             */
+            /** @description Agents the group's members may use by default (ids of this organization's agents). */
             agent_ids?: string[];
         };
+        /** GroupMemberPage */
         GroupMemberPage: {
             items: components["schemas"]["Member"][];
             next_cursor: string | null;
         };
+        /** AddGroupMember */
         AddGroupMember: {
             /**
              * Format: uuid
@@ -2609,22 +2869,18 @@ export interface components {
             user_id?: string;
             /** @description Or an e-mail: a person not yet in the organization is added to it (with the group's default role). */
             email?: string;
-            /**
-             * maxLength(200)
-             * @description Name of a person added by `email`.
-             */
+            /** @description Name of a person added by `email`. */
             name?: string;
         };
+        /** AuditPage */
         AuditPage: {
             items: components["schemas"]["AuditEvent"][];
             next_cursor: string | null;
         };
+        /** AuditEvent */
         AuditEvent: {
             id: components["schemas"]["UUID"];
-            /**
-             * int
-             * @description Position in the organization's chain, from 1.
-             */
+            /** @description Position in the organization's chain, from 1. */
             seq: number;
             time: components["schemas"]["Timestamp"];
             /**
@@ -2652,10 +2908,12 @@ export interface components {
             hash: string;
         };
         /**
+         * UUID
          * Format: uuid
          * @description a Universally Unique Identifier
          */
         UUID: string;
+        /** AuditActor */
         AuditActor: {
             /** @enum {string} */
             type: "user" | "api_key" | "oauth_client" | "system";
@@ -2664,16 +2922,19 @@ export interface components {
             /** @description The API key the request carried, if any. */
             key_id: string | null;
         };
+        /** AuditTarget */
         AuditTarget: {
             /** @description What was acted on: `agent`, `member`, `api_key`, `route`, … */
             type: string;
             id: string;
             name?: string;
         };
+        /** SkillPage */
         SkillPage: {
             items: components["schemas"]["Skill"][];
             next_cursor: string | null;
         };
+        /** Skill */
         Skill: {
             /**
              * Format: uuid
@@ -2690,10 +2951,7 @@ export interface components {
              * @enum {string}
              */
             status: "draft" | "published" | "archived";
-            /**
-             * int
-             * @description Raised by every change of name, description or actions.
-             */
+            /** @description Raised by every change of name, description or actions. */
             version: number;
             actions: components["schemas"]["SkillAction"][];
             created_at: components["schemas"]["Timestamp"];
@@ -2701,65 +2959,55 @@ export interface components {
             published_at: components["schemas"]["Timestamp"] | null;
         };
         /**
+         * SkillVisibility
          * @description `private`: only agents created by the skill's owner. `restricted`: only the agents on its `allowlist`. `organization`: any agent of the organization.
          * @enum {string}
          */
         SkillVisibility: "private" | "restricted" | "organization";
+        /** SkillAction */
         SkillAction: {
             /**
              * Format: uuid
              * @description Identifier of a connection (UUID), different from the connector id: `items[].connections[].id`.
              */
             connection_id: string;
-            /**
-             * minLength(1)
-             * @description The operation's `id` or `operationId`; the tool the model sees is named by its `operationId`.
-             */
+            /** @description The operation's `id` or `operationId`; the tool the model sees is named by its `operationId`. */
             operation_id: string;
             requires_approval?: boolean;
             approval_condition?: components["schemas"]["ApprovalCondition"];
         };
-        /** @description Ask for approval only when this holds for the call's arguments (a missing argument never matches). */
+        /**
+         * ApprovalCondition
+         * @description Ask for approval only when this holds for the call's arguments (a missing argument never matches).
+         */
         ApprovalCondition: {
-            /**
-             * minLength(1)
-             * @description Dot path into the tool call's arguments, e.g. `body_params.amount`.
-             */
+            /** @description Dot path into the tool call's arguments, e.g. `body_params.amount`. */
             argument: string;
             /** @enum {string} */
             op: "gt" | "gte" | "lt" | "lte" | "eq" | "ne";
             value: number | string | boolean;
         };
+        /** CreateSkill */
         CreateSkill: {
-            /**
-             * maxLength(200)
-             * @description a string at most 200 character(s) long
-             */
+            /** @description a string at most 200 character(s) long */
             name: string;
-            /**
-             * maxLength(10000)
-             * @description a string at most 10000 character(s) long
-             */
+            /** @description a string at most 10000 character(s) long */
             description?: string;
-            /**
-             * maxItems(200)
-             * @description an array of at most 200 item(s)
-             */
+            /** @description an array of at most 200 item(s) */
             actions: components["schemas"]["SkillAction"][];
             visibility?: components["schemas"]["SkillVisibility"];
             allowlist?: string[];
         };
+        /** ManifestUpload */
         ManifestUpload: {
-            /**
-             * minLength(1)
-             * @description The text of `switchyard.yaml` (YAML or JSON).
-             */
+            /** @description The text of `switchyard.yaml` (YAML or JSON). */
             manifest: string;
             /** @description Files the manifest refers to (OpenAPI documents), by the path it uses. */
             files?: {
                 [key: string]: string;
             };
         };
+        /** PublishReport */
         PublishReport: {
             skills: {
                 name: string;
@@ -2780,6 +3028,7 @@ export interface components {
                 outcome: "created" | "updated";
             }[];
         };
+        /** SkillViolation */
         SkillViolation: {
             id: string;
             skill_id: string;
@@ -2792,69 +3041,64 @@ export interface components {
             mode: "off" | "report" | "enforce";
             at: components["schemas"]["Timestamp"];
         };
+        /** UpdateSkill */
         UpdateSkill: {
-            /**
-             * maxLength(200)
-             * @description a string at most 200 character(s) long
-             */
+            /** @description a string at most 200 character(s) long */
             name?: string;
-            /**
-             * maxLength(10000)
-             * @description a string at most 10000 character(s) long
-             */
+            /** @description a string at most 10000 character(s) long */
             description?: string;
-            /**
-             * maxItems(200)
-             * @description an array of at most 200 item(s)
-             */
+            /** @description an array of at most 200 item(s) */
             actions?: components["schemas"]["SkillAction"][];
         };
+        /** SkillAccess */
         SkillAccess: {
             visibility: components["schemas"]["SkillVisibility"];
             allowlist?: string[];
         };
+        /** AttachedSkill */
         AttachedSkill: {
             skill: components["schemas"]["Skill"];
             attached_at: components["schemas"]["Timestamp"];
             /** @description Whether the skill's visibility admits this agent. Under `enforce` a disallowed skill is not given to the agent's runs; under `report` it is, and each use is recorded as a violation. */
             allowed: boolean;
         };
+        /** ApprovalPage */
         ApprovalPage: {
             items: components["schemas"]["Approval"][];
             next_cursor: string | null;
         };
+        /** Approval */
         Approval: {
             /**
              * Format: uuid
              * @description Identifier of an approval request (UUID).
              */
             id: string;
-            /**
-             * Format: uuid
-             * @description Identifier of a task: a UUID, time-ordered (version 7) for new tasks.
-             */
-            task_id: string;
+            /** @description The asking task; null for a shell command checked outside a task (`kind: command`). */
+            task_id: string | null;
             agent_id: string;
             skill_id: string | null;
             tool: string;
-            /** unknown */
             arguments: unknown;
             /** @enum {string} */
             status: "pending" | "approved" | "rejected" | "expired";
+            /**
+             * @description `tool_call`: a run waits to make a tool call. `command`: a coding-agent runtime waits to run a shell command (`tool: shell`, `arguments: {command, cwd, commands}`: see the commands guide).
+             * @enum {string}
+             */
+            kind: "tool_call" | "command";
             requested_at: components["schemas"]["Timestamp"];
             expires_at: components["schemas"]["Timestamp"];
             decided_at: components["schemas"]["Timestamp"] | null;
-            /** unknown */
             decided_by: unknown;
             reason: string | null;
         };
+        /** Decision */
         Decision: {
-            /**
-             * maxLength(2000)
-             * @description a string at most 2000 character(s) long
-             */
+            /** @description a string at most 2000 character(s) long */
             reason?: string;
         };
+        /** SsoSettings */
         SsoSettings: {
             issuer: string;
             client_id: string;
@@ -2869,11 +3113,9 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
         };
+        /** SsoGroupMapping */
         SsoGroupMapping: {
-            /**
-             * maxLength(500)
-             * @description A value of the group claim, as the identity provider sends it (case-sensitive).
-             */
+            /** @description A value of the group claim, as the identity provider sends it (case-sensitive). */
             idp_group: string;
             /**
              * Format: uuid
@@ -2881,39 +3123,33 @@ export interface components {
              */
             group_id: string;
         };
+        /** PutSsoSettings */
         PutSsoSettings: {
             /** @description The identity provider's issuer; `{issuer}/.well-known/openid-configuration` must describe it. */
             issuer: string;
             /** @description a string that will be trimmed */
             client_id: string;
-            /**
-             * maxLength(4000)
-             * @description a string at most 4000 character(s) long
-             */
+            /** @description a string at most 4000 character(s) long */
             client_secret?: string;
-            /**
-             * maxItems(100)
-             * @description Only people whose verified e-mail is in one of these domains may sign in.
-             */
+            /** @description Only people whose verified e-mail is in one of these domains may sign in. */
             allowed_email_domains: components["schemas"]["Trim"][];
-            /**
-             * maxLength(200)
-             * @description The ID token (or userinfo) claim that lists the person's groups. Default `groups`.
-             */
+            /** @description The ID token (or userinfo) claim that lists the person's groups. Default `groups`. */
             group_claim?: string;
-            /**
-             * maxItems(1000)
-             * @description Identity-provider group → Switchyard group. Synced on every sign-in: a person is added to the mapped groups they are in and removed from the mapped groups they are no longer in.
-             */
+            /** @description Identity-provider group → Switchyard group. Synced on every sign-in: a person is added to the mapped groups they are in and removed from the mapped groups they are no longer in. */
             group_mapping?: components["schemas"]["SsoGroupMapping"][];
             enabled?: boolean;
         };
-        /** @description a string that will be trimmed */
+        /**
+         * Trim
+         * @description a string that will be trimmed
+         */
         Trim: string;
+        /** SchedulePage */
         SchedulePage: {
             items: components["schemas"]["Schedule"][];
             total: components["schemas"]["Int"];
         };
+        /** Schedule */
         Schedule: {
             /**
              * Format: uuid
@@ -2931,16 +3167,10 @@ export interface components {
             timezone: string;
             /** @description What each run sends the agent: `text`, and `user`, the person each run is recorded under. */
             input: {
-                /**
-                 * minLength(1)
-                 * @description The prompt.
-                 */
+                /** @description The prompt. */
                 text: string;
                 user: {
-                    /**
-                     * minLength(1)
-                     * @description a string at least 1 character(s) long
-                     */
+                    /** @description a string at least 1 character(s) long */
                     id: string;
                     /** @description a string matching the pattern ^[^\s@]+@[^\s@]+$ */
                     email: string;
@@ -2962,12 +3192,14 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
         };
+        /** NextRun */
         NextRun: {
             /** @description ISO 8601 in UTC, e.g. 2026-03-29T01:00:00.000Z. */
             utc: string;
             /** @description The same instant in the schedule's time zone, with its offset, e.g. 2026-03-29T03:00:00.000+02:00. */
             local: string;
         };
+        /** ScheduleRun */
         ScheduleRun: {
             /** @description The run's time by the schedule (before jitter). */
             scheduled_for: string;
@@ -2984,11 +3216,9 @@ export interface components {
             task_id: string | null;
             reason: string | null;
         };
+        /** CreateSchedule */
         CreateSchedule: {
-            /**
-             * maxLength(200)
-             * @description a string at most 200 character(s) long
-             */
+            /** @description a string at most 200 character(s) long */
             name: string;
             /**
              * Format: uuid
@@ -3003,16 +3233,10 @@ export interface components {
             timezone?: string;
             /** @description What each run sends the agent: `text`, and `user`, the person each run is recorded under. */
             input: {
-                /**
-                 * minLength(1)
-                 * @description The prompt.
-                 */
+                /** @description The prompt. */
                 text: string;
                 user: {
-                    /**
-                     * minLength(1)
-                     * @description a string at least 1 character(s) long
-                     */
+                    /** @description a string at least 1 character(s) long */
                     id: string;
                     /** @description a string matching the pattern ^[^\s@]+@[^\s@]+$ */
                     email: string;
@@ -3032,11 +3256,9 @@ export interface components {
             /** @description After downtime, the latest missed run is still made once if it is at most this late. Default 1h; `0s`: only runs at most 30 s late are made. */
             catchup_window?: string;
         };
+        /** UpdateSchedule */
         UpdateSchedule: {
-            /**
-             * maxLength(200)
-             * @description a string at most 200 character(s) long
-             */
+            /** @description a string at most 200 character(s) long */
             name?: string;
             /**
              * Format: uuid
@@ -3051,16 +3273,10 @@ export interface components {
             timezone?: string;
             /** @description What each run sends the agent: `text`, and `user`, the person each run is recorded under. */
             input?: {
-                /**
-                 * minLength(1)
-                 * @description The prompt.
-                 */
+                /** @description The prompt. */
                 text: string;
                 user: {
-                    /**
-                     * minLength(1)
-                     * @description a string at least 1 character(s) long
-                     */
+                    /** @description a string at least 1 character(s) long */
                     id: string;
                     /** @description a string matching the pattern ^[^\s@]+@[^\s@]+$ */
                     email: string;
@@ -3078,7 +3294,9 @@ export interface components {
             /** @description After downtime, the latest missed run is still made once if it is at most this late. Default 1h; `0s`: only runs at most 30 s late are made. */
             catchup_window?: string;
         };
+        /** FileName */
         FileName: string;
+        /** WorkspaceFile */
         WorkspaceFile: {
             /**
              * Format: uuid
@@ -3087,10 +3305,7 @@ export interface components {
             id: string;
             /** @description Its name (a relative path), unique in its scope. */
             name: string;
-            /**
-             * int
-             * @description Size in bytes.
-             */
+            /** @description Size in bytes. */
             size: components["schemas"]["NonNegative"];
             /** @description SHA-256 of the content, hex; also its `ETag`. */
             sha256: string;
@@ -3107,10 +3322,11 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
         };
         /**
-         * nonNegative
+         * NonNegative
          * @description a non-negative number
          */
         NonNegative: number;
+        /** FileOwner */
         FileOwner: {
             /**
              * @description Who wrote the file: a person (personal key), an organization key, or an agent's run.
@@ -3120,14 +3336,290 @@ export interface components {
             /** @description The user id, API key id or agent id. */
             id: string;
         };
+        /** FilePage */
         FilePage: {
             items: components["schemas"]["WorkspaceFile"][];
             next_cursor: string | null;
         };
+        /** FunctionPage */
+        FunctionPage: {
+            items: components["schemas"]["CustomFunction"][];
+            total: components["schemas"]["Int"];
+        };
+        /** CustomFunction */
+        CustomFunction: {
+            /**
+             * Format: uuid
+             * @description Identifier of a custom function (UUID).
+             */
+            id: string;
+            /** @description Unique in the organization; an agent it is attached to gets a tool of this name. */
+            name: string;
+            description: string;
+            /** @description JSON Schema (2020-12) of `input`, checked before the function runs. Default `{"type":"object"}`. */
+            input_schema: {
+                [key: string]: unknown;
+            };
+            code: string;
+            timeout_ms: components["schemas"]["Int"];
+            memory_mb: components["schemas"]["Int"];
+            /** @description The version shown (the current one unless `?version=`). */
+            version: number;
+            /** @description The version invokes run unless they ask for another. */
+            current_version: number;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        /** CreateFunction */
+        CreateFunction: {
+            /** @description Unique in the organization; an agent it is attached to gets a tool of this name. */
+            name: string;
+            /** @description What the function does: an agent reads it as the tool's description. */
+            description?: string;
+            /** @description JSON Schema (2020-12) of `input`, checked before the function runs. Default `{"type":"object"}`. */
+            input_schema?: {
+                [key: string]: unknown;
+            };
+            /** @description An ES module whose default export is `async (input, ctx) => output`. No import resolves: `ctx` is the only way out (`ctx.connectors.invoke`, `ctx.files`, `ctx.log`). */
+            code: string;
+            /** @description Longest a call may take, waiting on `ctx` included (1-30000, default 5000). */
+            timeout_ms?: components["schemas"]["Int"];
+            /** @description Heap a call may use, in MiB (16-64, default 32). */
+            memory_mb?: components["schemas"]["Int"];
+        };
+        /** FunctionVersionPage */
+        FunctionVersionPage: {
+            /** @description Newest first. */
+            items: components["schemas"]["FunctionVersion"][];
+        };
+        /** FunctionVersion */
+        FunctionVersion: {
+            version: components["schemas"]["Int"];
+            /** @description Unique in the organization; an agent it is attached to gets a tool of this name. */
+            name: string;
+            description: string;
+            timeout_ms: components["schemas"]["Int"];
+            memory_mb: components["schemas"]["Int"];
+            /** @description The user, or null for an organization key. */
+            created_by: string | null;
+            created_at: components["schemas"]["Timestamp"];
+        };
+        /** UpdateFunction */
+        UpdateFunction: {
+            /** @description Unique in the organization; an agent it is attached to gets a tool of this name. */
+            name?: string;
+            /** @description What the function does: an agent reads it as the tool's description. */
+            description?: string;
+            /** @description JSON Schema (2020-12) of `input`, checked before the function runs. Default `{"type":"object"}`. */
+            input_schema?: {
+                [key: string]: unknown;
+            };
+            /** @description An ES module whose default export is `async (input, ctx) => output`. No import resolves: `ctx` is the only way out (`ctx.connectors.invoke`, `ctx.files`, `ctx.log`). */
+            code?: string;
+            /** @description Longest a call may take, waiting on `ctx` included (1-30000, default 5000). */
+            timeout_ms?: components["schemas"]["Int"];
+            /** @description Heap a call may use, in MiB (16-64, default 32). */
+            memory_mb?: components["schemas"]["Int"];
+        };
+        /** InvokeFunction */
+        InvokeFunction: {
+            /** @description The function's input, checked against its `input_schema` (default `{}`). */
+            input?: unknown;
+        };
+        /** FunctionResult */
+        FunctionResult: {
+            /** @description What the function returned, as JSON (`undefined` is null). */
+            output: unknown;
+            /** @description Lines written with `ctx.log` (at most 200 lines, 64 KiB, 4 KiB a line). */
+            logs: string[];
+            logs_truncated: boolean;
+            /** @description Time the call took in the sandbox, in milliseconds. */
+            duration_ms: number;
+            /** @description The version that ran. */
+            version: number;
+        };
+        /** AgentFunctionPage */
+        AgentFunctionPage: {
+            items: components["schemas"]["AgentFunction"][];
+        };
+        /** AgentFunction */
+        AgentFunction: {
+            /**
+             * Format: uuid
+             * @description Identifier of an agent (UUID).
+             */
+            agent_id: string;
+            /**
+             * Format: uuid
+             * @description Identifier of a custom function (UUID).
+             */
+            function_id: string;
+            /** @description Unique in the organization; an agent it is attached to gets a tool of this name. */
+            name: string;
+            attached_at: components["schemas"]["Timestamp"];
+        };
+        /** KnowledgeBasePage */
+        KnowledgeBasePage: {
+            items: components["schemas"]["KnowledgeBase"][];
+            next_cursor: string | null;
+        };
+        /** KnowledgeBase */
+        KnowledgeBase: {
+            /**
+             * Format: uuid
+             * @description Identifier of a knowledge base (UUID).
+             */
+            id: string;
+            name: string;
+            description: string;
+            /** @description Its text search configuration (stemming, stop words). */
+            language: string;
+            /** @description Documents in it, whatever their status. */
+            document_count: components["schemas"]["NonNegative"];
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        /** CreateKnowledgeBase */
+        CreateKnowledgeBase: {
+            /** @description a string that will be trimmed */
+            name: string;
+            /** @description What it holds; agents see it in their `search_knowledge` tool's description. */
+            description?: string;
+            language?: components["schemas"]["TextSearchLanguage"];
+        };
+        /**
+         * TextSearchLanguage
+         * @description A PostgreSQL text search configuration: `english`, `simple` (no stemming, no stop words), `german`, `french`, `spanish`, … (400 `invalid_language` lists those the server has). Default `english`.
+         */
+        TextSearchLanguage: string;
+        /** UpdateKnowledgeBase */
+        UpdateKnowledgeBase: {
+            /** @description a string that will be trimmed */
+            name?: string;
+            /** @description a string at most 2000 character(s) long */
+            description?: string;
+            /** @description Changing it re-indexes every chunk of the base in the same request. */
+            language?: components["schemas"]["TextSearchLanguage"];
+        };
+        /**
+         * AddDocument
+         * @description A name and exactly one source: `text`, `file_id` or `url`.
+         */
+        AddDocument: {
+            /** @description a string that will be trimmed */
+            name: string;
+            /** @description Source 1: the document itself, inline. */
+            text?: string;
+            /**
+             * Format: uuid
+             * @description Source 2: a workspace file you may read (`POST /v1/files`); its type from its Content-Type or extension.
+             */
+            file_id?: string;
+            /** @description Source 3: an http(s) URL, fetched once, now, through the egress guard (internal addresses refused; at most 5 redirects, each checked); its type from the answer's Content-Type. */
+            url?: string;
+            /**
+             * @description Overrides the type: default from the Content-Type, else the name's extension (`.md`, `.html`/`.htm`, `.pdf`, `.txt`); inline text is `txt` unless the name says otherwise.
+             * @enum {string}
+             */
+            format?: "txt" | "md" | "html" | "pdf";
+        };
+        /** KnowledgeDocument */
+        KnowledgeDocument: {
+            /**
+             * Format: uuid
+             * @description Identifier of a document of a knowledge base (UUID).
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description Identifier of a knowledge base (UUID).
+             */
+            knowledge_base_id: string;
+            name: string;
+            /**
+             * @description How the text is read: plain text, Markdown (headings make sections), HTML (its text, headings kept) or PDF (each page's text).
+             * @enum {string}
+             */
+            format: "txt" | "md" | "html" | "pdf";
+            /** @description Bytes of the source as received. */
+            size: components["schemas"]["NonNegative"];
+            source: components["schemas"]["KnowledgeDocumentSource"];
+            /**
+             * @description `processing`: queued or being read and indexed; `ready`: searchable; `error`: see `error`.
+             * @enum {string}
+             */
+            status: "processing" | "ready" | "error";
+            /** @description 0 to 1: how far ingestion has come (1 when ready). */
+            progress: number;
+            /** @description Chunks indexed so far. */
+            chunk_count: components["schemas"]["NonNegative"];
+            /** @description Why ingestion failed, when `status` is `error`. */
+            error: {
+                /** @description `extraction_failed`, `no_text`, `file_gone` or `ingestion_failed`. */
+                code: string;
+                message: string;
+            } | null;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        /** KnowledgeDocumentSource */
+        KnowledgeDocumentSource: {
+            /** @enum {string} */
+            type: "text" | "file" | "url";
+            file_id: string | null;
+            url: string | null;
+        };
+        /** KnowledgeDocumentPage */
+        KnowledgeDocumentPage: {
+            items: components["schemas"]["KnowledgeDocument"][];
+            next_cursor: string | null;
+        };
+        /** SearchKnowledge */
+        SearchKnowledge: {
+            /** @description a string that will be trimmed */
+            query: string;
+            /** @description Most chunks to return, 1–50 (default 10). */
+            limit?: components["schemas"]["Int"];
+        };
+        /** KnowledgeSearchResults */
+        KnowledgeSearchResults: {
+            items: components["schemas"]["KnowledgeSearchHit"][];
+        };
+        /** KnowledgeSearchHit */
+        KnowledgeSearchHit: {
+            /**
+             * Format: uuid
+             * @description Identifier of a knowledge base (UUID).
+             */
+            knowledge_base_id: string;
+            /**
+             * Format: uuid
+             * @description Identifier of a document of a knowledge base (UUID).
+             */
+            document_id: string;
+            document_name: string;
+            /**
+             * Format: uuid
+             * @description Identifier of one chunk (passage) of a document (UUID); stable until the document is deleted.
+             */
+            chunk_id: string;
+            /** @description The chunk's place in its document, from 0. */
+            chunk_index: components["schemas"]["NonNegative"];
+            /** @description The headings the chunk is under, outermost first (a PDF's: `Page N`). */
+            heading_path: string[];
+            /** @description Relevance (ts_rank_cd), higher is better; comparable within one search. */
+            score: number;
+            /** @description The best-matching fragments, matches in `**…**`. */
+            snippet: string;
+            /** @description The whole chunk. */
+            text: string;
+        };
+        /** WebhookList */
         WebhookList: {
             items: components["schemas"]["Webhook"][];
             total: components["schemas"]["Int"];
         };
+        /** Webhook */
         Webhook: {
             /**
              * Format: uuid
@@ -3136,10 +3628,7 @@ export interface components {
             id: string;
             url: string;
             description: string;
-            /**
-             * maxItems(50)
-             * @description The event types delivered; empty (the default): every type. `audit.recorded` events are whole audit records.
-             */
+            /** @description The event types delivered; empty (the default): every type. `audit.recorded` events are whole audit records. */
             event_types: components["schemas"]["EventType"][];
             enabled: boolean;
             disabled_reason: ("manual" | "gone" | "failing") | null;
@@ -3148,27 +3637,23 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
         };
-        /** @enum {string} */
+        /**
+         * EventType
+         * @enum {string}
+         */
         EventType: "task.created" | "task.started" | "task.tool_call" | "task.model_call" | "task.waiting_approval" | "task.completed" | "task.error" | "task.cancelled" | "approval.requested" | "approval.decided" | "connection.needs_reauthentication" | "audit.recorded";
+        /** CreateWebhook */
         CreateWebhook: {
-            /**
-             * maxLength(2048)
-             * @description a string at most 2048 character(s) long
-             */
+            /** @description a string at most 2048 character(s) long */
             url: string;
-            /**
-             * maxItems(50)
-             * @description The event types delivered; empty (the default): every type. `audit.recorded` events are whole audit records.
-             */
+            /** @description The event types delivered; empty (the default): every type. `audit.recorded` events are whole audit records. */
             event_types?: components["schemas"]["EventType"][];
-            /**
-             * maxLength(500)
-             * @description For people: what the endpoint is for.
-             */
+            /** @description For people: what the endpoint is for. */
             description?: string;
             /** @description Default true. */
             enabled?: boolean;
         };
+        /** CreatedWebhook */
         CreatedWebhook: {
             /**
              * Format: uuid
@@ -3177,10 +3662,7 @@ export interface components {
             id: string;
             url: string;
             description: string;
-            /**
-             * maxItems(50)
-             * @description The event types delivered; empty (the default): every type. `audit.recorded` events are whole audit records.
-             */
+            /** @description The event types delivered; empty (the default): every type. `audit.recorded` events are whole audit records. */
             event_types: components["schemas"]["EventType"][];
             enabled: boolean;
             disabled_reason: ("manual" | "gone" | "failing") | null;
@@ -3191,29 +3673,23 @@ export interface components {
             /** @description The signing secret, `whsec_` and base64: shown once, store it now. Verify deliveries with it (any Standard Webhooks library takes it as is). */
             secret: string;
         };
+        /** UpdateWebhook */
         UpdateWebhook: {
-            /**
-             * maxLength(2048)
-             * @description a string at most 2048 character(s) long
-             */
+            /** @description a string at most 2048 character(s) long */
             url?: string;
-            /**
-             * maxItems(50)
-             * @description The event types delivered; empty (the default): every type. `audit.recorded` events are whole audit records.
-             */
+            /** @description The event types delivered; empty (the default): every type. `audit.recorded` events are whole audit records. */
             event_types?: components["schemas"]["EventType"][];
-            /**
-             * maxLength(500)
-             * @description For people: what the endpoint is for.
-             */
+            /** @description For people: what the endpoint is for. */
             description?: string;
             enabled?: boolean;
         };
+        /** DeliveryPage */
         DeliveryPage: {
             items: components["schemas"]["WebhookDelivery"][];
             /** @description Pass as `cursor` for the next page. */
             next_cursor: string | null;
         };
+        /** WebhookDelivery */
         WebhookDelivery: {
             /** @description Identifier of a delivery: `msg_` and 32 hex digits. It is sent as `webhook-id`, the same on every attempt: receivers deduplicate by it. */
             id: string;
@@ -3232,13 +3708,14 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             delivered_at: components["schemas"]["Timestamp"] | null;
         };
-        /** @description An event's id: a decimal integer (as a string) that increases in the order readers receive events. Resume after it with `Last-Event-ID`; `0` means from the oldest event kept. */
+        /**
+         * EventId
+         * @description An event's id: a decimal integer (as a string) that increases in the order readers receive events. Resume after it with `Last-Event-ID`; `0` means from the oldest event kept.
+         */
         EventId: string;
+        /** DeliveryAttempt */
         DeliveryAttempt: {
-            /**
-             * int
-             * @description 1 for the first attempt.
-             */
+            /** @description 1 for the first attempt. */
             attempt: number;
             at: components["schemas"]["Timestamp"];
             /** @description The receiver's HTTP status; null: no answer. */
@@ -3251,10 +3728,12 @@ export interface components {
             error: string | null;
         };
         /**
+         * UsageBucket
          * @description The width of a bucket: an hour, a day or a calendar month, in UTC.
          * @enum {string}
          */
         UsageBucket: "hour" | "day" | "month";
+        /** UsageReport */
         UsageReport: {
             /** @description The first bucket's start: `from` rounded down to its bucket. */
             from: string;
@@ -3266,7 +3745,10 @@ export interface components {
             /** @description Each budgeted agent you may use (or `agent_id`'s), against its cap for the current period. */
             budgets: components["schemas"]["BudgetUse"][];
         };
-        /** @description A dimension absent from `group_by` is absent from the row; null: the usage has no such key (a task has no model, a model call no connector). */
+        /**
+         * UsageRow
+         * @description A dimension absent from `group_by` is absent from the row; null: the usage has no such key (a task has no model, a model call no connector).
+         */
         UsageRow: {
             /** @description The bucket's start (UTC). */
             bucket_start: string;
@@ -3276,74 +3758,41 @@ export interface components {
             provider?: string | null;
             connector_id?: string | null;
             source?: string | null;
-            /**
-             * int
-             * @description Model calls recorded (`llm_usage` records).
-             */
+            /** @description Model calls recorded (`llm_usage` records). */
             model_calls: number;
-            /**
-             * int
-             * @description Input tokens of those calls.
-             */
+            /** @description Input tokens of those calls. */
             input_tokens: number;
-            /**
-             * int
-             * @description Output tokens.
-             */
+            /** @description Output tokens. */
             output_tokens: number;
-            /**
-             * int
-             * @description Cached input tokens.
-             */
+            /** @description Cached input tokens. */
             cached_tokens: number;
             /** @description Their cost in USD, from the price table at the call. */
             cost_usd: number;
-            /**
-             * int
-             * @description Tasks that ended `completed` in the bucket.
-             */
+            /** @description Tasks that ended `completed` in the bucket. */
             tasks_completed: number;
-            /**
-             * int
-             * @description Tasks that ended `error`.
-             */
+            /** @description Tasks that ended `error`. */
             tasks_error: number;
-            /**
-             * int
-             * @description Tasks that ended `cancelled`.
-             */
+            /** @description Tasks that ended `cancelled`. */
             tasks_cancelled: number;
             /** @description Median task duration (creation to end) in ms, within 19% (see docs/guides/usage.md); null: no task. */
             task_duration_p50_ms: number | null;
             /** @description 95th percentile, as p50. */
             task_duration_p95_ms: number | null;
-            /**
-             * int
-             * @description Connector calls answered 2xx (and 1xx).
-             */
+            /** @description Connector calls answered 2xx (and 1xx). */
             connector_calls_2xx: number;
-            /**
-             * int
-             * @description Answered 3xx.
-             */
+            /** @description Answered 3xx. */
             connector_calls_3xx: number;
-            /**
-             * int
-             * @description Answered 4xx.
-             */
+            /** @description Answered 4xx. */
             connector_calls_4xx: number;
-            /**
-             * int
-             * @description Answered 5xx.
-             */
+            /** @description Answered 5xx. */
             connector_calls_5xx: number;
-            /**
-             * int
-             * @description Not answered: refused, timed out, unreachable, or the caller left.
-             */
+            /** @description Not answered: refused, timed out, unreachable, or the caller left. */
             connector_calls_failed: number;
         };
-        /** @description An agent's spend against its budget's cap. */
+        /**
+         * BudgetUse
+         * @description An agent's spend against its budget's cap.
+         */
         BudgetUse: {
             /**
              * Format: uuid
@@ -3361,8 +3810,85 @@ export interface components {
             /** @description A call was refused for lack of budget in this period. */
             exhausted: boolean;
         };
+        /** CommandPolicy */
+        CommandPolicy: {
+            /**
+             * Format: uuid
+             * @description Identifier of an agent (UUID).
+             */
+            agent_id: string;
+            default_action: components["schemas"]["CommandAction"];
+            rules: components["schemas"]["CommandRule"][];
+            /** @description No policy was set: every command is denied (`default_action: deny`, no rules). */
+            is_default: boolean;
+            updated_at: components["schemas"]["Timestamp"] | null;
+        };
+        /**
+         * CommandAction
+         * @description `allow` runs it; `deny` refuses it; `require_approval` waits for a person (an approval request).
+         * @enum {string}
+         */
+        CommandAction: "allow" | "deny" | "require_approval";
+        /** CommandRule */
+        CommandRule: {
+            /** @description A glob over one simple command's words, separated by spaces: `*` any characters in a word, `?` one, `[…]` a class; a last word `*` stands for any further words (none included). `git push *`, `npm run *`, `rm *`; `*` alone matches every command; `> *` every output redirection to a file. */
+            pattern: string;
+            action: components["schemas"]["CommandAction"];
+        };
+        /** CommandPolicyInput */
+        CommandPolicyInput: {
+            /**
+             * @description What a command no rule matches gets.
+             * @enum {string}
+             */
+            default_action: "allow" | "deny" | "require_approval";
+            /** @description In order: the first rule that matches a command decides. */
+            rules: components["schemas"]["CommandRule"][];
+        };
+        /** CheckCommand */
+        CheckCommand: {
+            /** @description The shell text the runtime is about to run (bash syntax). */
+            command: string;
+            /** @description The directory it would run in: recorded with the decision, not matched. */
+            cwd?: string;
+            /**
+             * Format: uuid
+             * @description The agent's task the command belongs to: the decision is recorded in its thread (else in the audit log), and an approval request names it.
+             */
+            task_id?: string;
+        };
+        /** CommandDecision */
+        CommandDecision: {
+            /**
+             * @description The strictest of its commands' decisions. `pending`: wait for the approval (`approval_id`) with `GET /v1/approvals/{approval_id}?wait=30` until it is approved (run it) or rejected/expired (do not).
+             * @enum {string}
+             */
+            decision: "allow" | "deny" | "pending";
+            rule: string | null;
+            reason?: string;
+            /**
+             * Format: uuid
+             * @description Identifier of an approval request (UUID).
+             */
+            approval_id?: string;
+            commands: components["schemas"]["JudgedCommand"][];
+        };
+        /** JudgedCommand */
+        JudgedCommand: {
+            /** @description The simple command's words as judged (after leading assignments and wrappers such as `env`, `sudo`, `xargs`): each word's text when known before it runs, else as written. An output redirection to a file is judged as `[">" or ">>", file]`. */
+            words: string[];
+            decision: components["schemas"]["CommandAction"];
+            /** @description The deciding rule's pattern; null for the default action or a refusal of the gate itself. */
+            rule: string | null;
+            /** @description Why it was denied whatever the rules say (unreadable text, an unknown command name, …). */
+            reason?: string;
+        };
+        /** Event */
         Event: components["schemas"]["Event_task_created"] | components["schemas"]["Event_task_started"] | components["schemas"]["Event_task_tool_call"] | components["schemas"]["Event_task_model_call"] | components["schemas"]["Event_task_waiting_approval"] | components["schemas"]["Event_task_completed"] | components["schemas"]["Event_task_error"] | components["schemas"]["Event_task_cancelled"] | components["schemas"]["Event_approval_requested"] | components["schemas"]["Event_approval_decided"] | components["schemas"]["Event_connection_needs_reauthentication"] | components["schemas"]["Event_audit_recorded"];
-        /** @description A task was accepted. */
+        /**
+         * Event_task_created
+         * @description A task was accepted.
+         */
         Event_task_created: {
             id: components["schemas"]["EventId"];
             /** @enum {string} */
@@ -3371,6 +3897,7 @@ export interface components {
             at: string;
             data: components["schemas"]["TaskCreatedData"];
         };
+        /** TaskCreatedData */
         TaskCreatedData: {
             /**
              * Format: uuid
@@ -3389,7 +3916,10 @@ export interface components {
             user_id: string;
             created_at: components["schemas"]["Timestamp"];
         };
-        /** @description A task's run began. */
+        /**
+         * Event_task_started
+         * @description A task's run began.
+         */
         Event_task_started: {
             id: components["schemas"]["EventId"];
             /** @enum {string} */
@@ -3398,6 +3928,7 @@ export interface components {
             at: string;
             data: components["schemas"]["TaskStatusData"];
         };
+        /** TaskStatusData */
         TaskStatusData: {
             /**
              * Format: uuid
@@ -3412,7 +3943,10 @@ export interface components {
             /** @enum {string} */
             status: "executing" | "waiting_approval";
         };
-        /** @description A run called a tool. */
+        /**
+         * Event_task_tool_call
+         * @description A run called a tool.
+         */
         Event_task_tool_call: {
             id: components["schemas"]["EventId"];
             /** @enum {string} */
@@ -3421,7 +3955,10 @@ export interface components {
             at: string;
             data: components["schemas"]["TaskToolCallData"];
         };
-        /** @description A tool call of the run; its arguments and result are in the task's thread. */
+        /**
+         * TaskToolCallData
+         * @description A tool call of the run; its arguments and result are in the task's thread.
+         */
         TaskToolCallData: {
             /**
              * Format: uuid
@@ -3442,7 +3979,10 @@ export interface components {
             status: components["schemas"]["Int"] | null;
             duration_ms: number | null;
         };
-        /** @description A run called its model. */
+        /**
+         * Event_task_model_call
+         * @description A run called its model.
+         */
         Event_task_model_call: {
             id: components["schemas"]["EventId"];
             /** @enum {string} */
@@ -3451,7 +3991,10 @@ export interface components {
             at: string;
             data: components["schemas"]["TaskModelCallData"];
         };
-        /** @description A model call of the run; its text is in the task's thread. */
+        /**
+         * TaskModelCallData
+         * @description A model call of the run; its text is in the task's thread.
+         */
         TaskModelCallData: {
             /**
              * Format: uuid
@@ -3473,7 +4016,10 @@ export interface components {
             duration_ms: number | null;
             finish: string | null;
         };
-        /** @description A run paused for a person's decision on a tool call. */
+        /**
+         * Event_task_waiting_approval
+         * @description A run paused for a person's decision on a tool call.
+         */
         Event_task_waiting_approval: {
             id: components["schemas"]["EventId"];
             /** @enum {string} */
@@ -3482,7 +4028,10 @@ export interface components {
             at: string;
             data: components["schemas"]["TaskStatusData"];
         };
-        /** @description A task ended with an answer. */
+        /**
+         * Event_task_completed
+         * @description A task ended with an answer.
+         */
         Event_task_completed: {
             id: components["schemas"]["EventId"];
             /** @enum {string} */
@@ -3491,6 +4040,7 @@ export interface components {
             at: string;
             data: components["schemas"]["TaskEndedData"];
         };
+        /** TaskEndedData */
         TaskEndedData: {
             /**
              * Format: uuid
@@ -3509,7 +4059,10 @@ export interface components {
             result_truncated: boolean;
             finished_at: components["schemas"]["Timestamp"];
         };
-        /** @description A task ended in error. */
+        /**
+         * Event_task_error
+         * @description A task ended in error.
+         */
         Event_task_error: {
             id: components["schemas"]["EventId"];
             /** @enum {string} */
@@ -3518,7 +4071,10 @@ export interface components {
             at: string;
             data: components["schemas"]["TaskEndedData"];
         };
-        /** @description A task was cancelled. */
+        /**
+         * Event_task_cancelled
+         * @description A task was cancelled.
+         */
         Event_task_cancelled: {
             id: components["schemas"]["EventId"];
             /** @enum {string} */
@@ -3527,7 +4083,10 @@ export interface components {
             at: string;
             data: components["schemas"]["TaskEndedData"];
         };
-        /** @description A tool call waits for approval. */
+        /**
+         * Event_approval_requested
+         * @description A tool call waits for approval.
+         */
         Event_approval_requested: {
             id: components["schemas"]["EventId"];
             /** @enum {string} */
@@ -3536,13 +4095,11 @@ export interface components {
             at: string;
             data: components["schemas"]["ApprovalRequestedData"];
         };
+        /** ApprovalRequestedData */
         ApprovalRequestedData: {
             approval_id: components["schemas"]["UUID"];
-            /**
-             * Format: uuid
-             * @description Identifier of a task: a UUID, time-ordered (version 7) for new tasks.
-             */
-            task_id: string;
+            /** @description Null for a shell command checked outside a task. */
+            task_id: string | null;
             /**
              * Format: uuid
              * @description Identifier of an agent (UUID).
@@ -3553,7 +4110,10 @@ export interface components {
             requested_at: components["schemas"]["Timestamp"];
             expires_at: components["schemas"]["Timestamp"];
         };
-        /** @description A request for approval was approved, rejected or expired; the task runs on. */
+        /**
+         * Event_approval_decided
+         * @description A request for approval was approved, rejected or expired; the task runs on.
+         */
         Event_approval_decided: {
             id: components["schemas"]["EventId"];
             /** @enum {string} */
@@ -3562,13 +4122,11 @@ export interface components {
             at: string;
             data: components["schemas"]["ApprovalDecidedData"];
         };
+        /** ApprovalDecidedData */
         ApprovalDecidedData: {
             approval_id: components["schemas"]["UUID"];
-            /**
-             * Format: uuid
-             * @description Identifier of a task: a UUID, time-ordered (version 7) for new tasks.
-             */
-            task_id: string;
+            /** @description Null for a shell command checked outside a task. */
+            task_id: string | null;
             /**
              * Format: uuid
              * @description Identifier of an agent (UUID).
@@ -3580,7 +4138,10 @@ export interface components {
             reason: string | null;
             decided_at: components["schemas"]["Timestamp"];
         };
-        /** @description A connection's sign-in expired and could not be refreshed: authorize it again. */
+        /**
+         * Event_connection_needs_reauthentication
+         * @description A connection's sign-in expired and could not be refreshed: authorize it again.
+         */
         Event_connection_needs_reauthentication: {
             id: components["schemas"]["EventId"];
             /** @enum {string} */
@@ -3589,6 +4150,7 @@ export interface components {
             at: string;
             data: components["schemas"]["ConnectionNeedsReauthenticationData"];
         };
+        /** ConnectionNeedsReauthenticationData */
         ConnectionNeedsReauthenticationData: {
             /**
              * Format: uuid
@@ -3604,7 +4166,10 @@ export interface components {
             /** @enum {string} */
             access_scope: "organizational" | "personal";
         };
-        /** @description An audit record was written (Admin and above), whole, as GET /v1/audit-logs shows it. */
+        /**
+         * Event_audit_recorded
+         * @description An audit record was written (Admin and above), whole, as GET /v1/audit-logs shows it.
+         */
         Event_audit_recorded: {
             id: components["schemas"]["EventId"];
             /** @enum {string} */
@@ -3613,6 +4178,7 @@ export interface components {
             at: string;
             data: components["schemas"]["AuditEvent"];
         };
+        /** WebhookEnvelope */
         WebhookEnvelope: {
             /**
              * Format: uuid
@@ -3620,7 +4186,10 @@ export interface components {
              */
             organization_id: string;
         };
-        /** @description A test delivery: POST /v1/webhooks/{id}/ping. */
+        /**
+         * Event_webhook_ping
+         * @description A test delivery: POST /v1/webhooks/{id}/ping.
+         */
         Event_webhook_ping: {
             /** @description The ping's delivery id (pings are not in the event log). */
             id: string;
@@ -3640,6 +4209,2386 @@ export interface components {
                 webhook_id: string;
             };
         };
+        /**
+         * ErrorDetails
+         * @description Structured details of an error; which fields come depends on `code`.
+         */
+        ErrorDetails: {
+            /** @description `validation_failed`: every failing field. */
+            issues?: components["schemas"]["ValidationIssue"][];
+            /** @description `rate_limited`: also the `Retry-After` header. */
+            retry_after_seconds?: number;
+            /** @description `invalid_manifest`: each field, line and message. */
+            problems?: components["schemas"]["ManifestProblem"][];
+            /** @description `invalid_openapi`: a JSON pointer to the part of the document that cannot be imported. */
+            pointer?: string;
+            /** @description `invalid_duration`, `invalid_cron`, `invalid_timezone`: the field at fault. */
+            field?: string;
+            /** @description `budget_exhausted`: the budget. */
+            limit_usd?: number;
+            /** @description `budget_exhausted`: spent this period. */
+            spent_usd?: number;
+            /** @description `budget_exhausted`: the budget's period. */
+            period?: string;
+            /** @description `events_expired`: the oldest kept event follows this id. */
+            oldest_after?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * ValidationIssue
+         * @description One failing field of a request.
+         */
+        ValidationIssue: {
+            /** @description The failing field, dot-separated (`model.provider`). */
+            path: string;
+            message: string;
+        };
+        /**
+         * ManifestProblem
+         * @description One problem of a `switchyard.yaml`.
+         */
+        ManifestProblem: {
+            field: string;
+            line: number | null;
+            message: string;
+        };
+        /** ThreadMessageEvent */
+        ThreadMessageEvent: {
+            seq: components["schemas"]["Int"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "user_message" | "agent_message";
+            at: components["schemas"]["Timestamp"];
+            /** @description The person who asked. */
+            user: {
+                id: string;
+                email: string;
+            };
+            data: components["schemas"]["ThreadMessageData"];
+        };
+        /**
+         * ThreadMessageData
+         * @description user_message, agent_message: the text.
+         */
+        ThreadMessageData: {
+            text: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** ThreadModelCallEvent */
+        ThreadModelCallEvent: {
+            seq: components["schemas"]["Int"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "model_call";
+            at: components["schemas"]["Timestamp"];
+            /** @description The person who asked. */
+            user: {
+                id: string;
+                email: string;
+            };
+            data: components["schemas"]["ThreadModelCallData"];
+        };
+        /**
+         * ThreadModelCallData
+         * @description model_call: one call of the model and its answer.
+         */
+        ThreadModelCallData: {
+            step?: number | null;
+            provider?: string | null;
+            model?: string | null;
+            input_tokens?: number | null;
+            output_tokens?: number | null;
+            cached_tokens?: number | null;
+            cost_usd?: number | null;
+            duration_ms?: number | null;
+            finish?: string | null;
+            text?: string | null;
+            tool_calls?: unknown[];
+        } & {
+            [key: string]: unknown;
+        };
+        /** ThreadToolCallEvent */
+        ThreadToolCallEvent: {
+            seq: components["schemas"]["Int"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "tool_call";
+            at: components["schemas"]["Timestamp"];
+            /** @description The person who asked. */
+            user: {
+                id: string;
+                email: string;
+            };
+            data: components["schemas"]["ThreadToolCallData"];
+        };
+        /**
+         * ThreadToolCallData
+         * @description tool_call: one tool call and its result.
+         */
+        ThreadToolCallData: {
+            step?: number | null;
+            name?: string | null;
+            connection_id?: string | null;
+            operation_id?: string | null;
+            arguments?: unknown;
+            /** @description The upstream HTTP status, if a call was made. */
+            status?: number | null;
+            /** @description `rejected` when a person rejected the call. */
+            outcome?: string | null;
+            result?: string | null;
+            duration_ms?: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** ThreadApprovalRequestedEvent */
+        ThreadApprovalRequestedEvent: {
+            seq: components["schemas"]["Int"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "approval_requested";
+            at: components["schemas"]["Timestamp"];
+            /** @description The person who asked. */
+            user: {
+                id: string;
+                email: string;
+            };
+            data: components["schemas"]["ThreadApprovalRequestedData"];
+        };
+        /**
+         * ThreadApprovalRequestedData
+         * @description approval_requested: a tool call waits for a person's decision.
+         */
+        ThreadApprovalRequestedData: {
+            approval_id: string;
+            name?: string | null;
+            arguments?: unknown;
+            skill_id?: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** ThreadApprovalDecidedEvent */
+        ThreadApprovalDecidedEvent: {
+            seq: components["schemas"]["Int"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "approval_decided";
+            at: components["schemas"]["Timestamp"];
+            /** @description The person who asked. */
+            user: {
+                id: string;
+                email: string;
+            };
+            data: components["schemas"]["ThreadApprovalDecidedData"];
+        };
+        /**
+         * ThreadApprovalDecidedData
+         * @description approval_decided: the decision on a tool call.
+         */
+        ThreadApprovalDecidedData: {
+            approval_id: string;
+            status: string;
+            by?: unknown;
+            reason?: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** ThreadEndEvent */
+        ThreadEndEvent: {
+            seq: components["schemas"]["Int"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "error" | "cancelled";
+            at: components["schemas"]["Timestamp"];
+            /** @description The person who asked. */
+            user: {
+                id: string;
+                email: string;
+            };
+            data: components["schemas"]["ThreadEndData"];
+        };
+        /**
+         * ThreadEndData
+         * @description error, cancelled: why the task ended.
+         */
+        ThreadEndData: {
+            message: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * HealthzError
+         * @description An error of `healthz`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        HealthzError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bad_request" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "file_not_text" | "header_not_allowed" | "internal_error" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "skill_archived" | "skill_not_published" | "type_required" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ReadyzError
+         * @description An error of `readyz`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ReadyzError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bad_request" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "file_not_text" | "functions_busy" | "header_not_allowed" | "internal_error" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "skill_archived" | "skill_not_published" | "type_required" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * MeError
+         * @description An error of `me`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        MeError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListMembersError
+         * @description An error of `listMembers`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListMembersError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * CreateMemberError
+         * @description An error of `createMember`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        CreateMemberError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_member" | "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * UpdateMemberError
+         * @description An error of `updateMember`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        UpdateMemberError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * RemoveMemberError
+         * @description An error of `removeMember`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        RemoveMemberError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListApiKeysError
+         * @description An error of `listApiKeys`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListApiKeysError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * CreateApiKeyError
+         * @description An error of `createApiKey`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        CreateApiKeyError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bad_request" | "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * RevokeApiKeyError
+         * @description An error of `revokeApiKey`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        RevokeApiKeyError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListToolsError
+         * @description An error of `listTools`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListToolsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "type_required" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * CreateConnectorError
+         * @description An error of `createConnector`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        CreateConnectorError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_openapi" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetConnectorError
+         * @description An error of `getConnector`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetConnectorError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ReplaceConnectorError
+         * @description An error of `replaceConnector`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ReplaceConnectorError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "built_in_connector" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_openapi" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ArchiveConnectorError
+         * @description An error of `archiveConnector`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ArchiveConnectorError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "built_in_connector" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListOperationsError
+         * @description An error of `listOperations`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListOperationsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * CreateConnectionError
+         * @description An error of `createConnection`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        CreateConnectionError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bad_request" | "bearer_not_supported" | "credentials_not_accepted" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListConnectionsError
+         * @description An error of `listConnections`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListConnectionsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetConnectionError
+         * @description An error of `getConnection`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetConnectionError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * UpdateConnectionError
+         * @description An error of `updateConnection`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        UpdateConnectionError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "credentials_not_accepted" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * DeleteConnectionError
+         * @description An error of `deleteConnection`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        DeleteConnectionError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * AuthorizeConnectionError
+         * @description An error of `authorizeConnection`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        AuthorizeConnectionError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * OperationSchemaError
+         * @description An error of `operationSchema`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        OperationSchemaError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * InvokeOperationError
+         * @description An error of `invokeOperation`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        InvokeOperationError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "body_not_accepted" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "database_unavailable" | "egress_refused" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "upstream_timeout" | "upstream_unreachable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListAgentsError
+         * @description An error of `listAgents`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListAgentsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * CreateAgentError
+         * @description An error of `createAgent`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        CreateAgentError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_skill" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetAgentError
+         * @description An error of `getAgent`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetAgentError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * UpdateAgentError
+         * @description An error of `updateAgent`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        UpdateAgentError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_skill" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * DeleteAgentError
+         * @description An error of `deleteAgent`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        DeleteAgentError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * InvokeAgentError
+         * @description An error of `invokeAgent`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        InvokeAgentError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "budget_exhausted" | "database_unavailable" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_idempotency_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListTasksError
+         * @description An error of `listTasks`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListTasksError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetTaskError
+         * @description An error of `getTask`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetTaskError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * CancelTaskError
+         * @description An error of `cancelTask`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        CancelTaskError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetThreadError
+         * @description An error of `getThread`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetThreadError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetLlmUsageError
+         * @description An error of `getLlmUsage`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetLlmUsageError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListModelProvidersError
+         * @description An error of `listModelProviders`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListModelProvidersError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * SetModelProviderError
+         * @description An error of `setModelProvider`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        SetModelProviderError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * DeleteModelProviderError
+         * @description An error of `deleteModelProvider`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        DeleteModelProviderError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListAuthorizationsError
+         * @description An error of `listAuthorizations`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListAuthorizationsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "unavailable";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * RevokeAuthorizationError
+         * @description An error of `revokeAuthorization`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        RevokeAuthorizationError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListGroupsError
+         * @description An error of `listGroups`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListGroupsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * CreateGroupError
+         * @description An error of `createGroup`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        CreateGroupError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "group_name_taken" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetGroupError
+         * @description An error of `getGroup`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetGroupError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * UpdateGroupError
+         * @description An error of `updateGroup`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        UpdateGroupError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "group_name_taken" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * DeleteGroupError
+         * @description An error of `deleteGroup`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        DeleteGroupError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListGroupMembersError
+         * @description An error of `listGroupMembers`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListGroupMembersError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * AddGroupMemberError
+         * @description An error of `addGroupMember`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        AddGroupMemberError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * RemoveGroupMemberError
+         * @description An error of `removeGroupMember`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        RemoveGroupMemberError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListAuditEventsError
+         * @description An error of `listAuditEvents`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListAuditEventsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ExportAuditEventsError
+         * @description An error of `exportAuditEvents`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ExportAuditEventsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListSkillsError
+         * @description An error of `listSkills`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListSkillsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * CreateSkillError
+         * @description An error of `createSkill`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        CreateSkillError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_skill" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_name_taken" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * PublishManifestError
+         * @description An error of `publishManifest`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        PublishManifestError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_manifest" | "invalid_skill" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_name_taken" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListSkillViolationsError
+         * @description An error of `listSkillViolations`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListSkillViolationsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetSkillError
+         * @description An error of `getSkill`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetSkillError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * UpdateSkillError
+         * @description An error of `updateSkill`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        UpdateSkillError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_skill" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_archived" | "skill_name_taken" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * SetSkillAccessError
+         * @description An error of `setSkillAccess`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        SetSkillAccessError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_archived" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * PublishSkillError
+         * @description An error of `publishSkill`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        PublishSkillError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "skill_archived" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ArchiveSkillError
+         * @description An error of `archiveSkill`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ArchiveSkillError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "skill_archived" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListAgentSkillsError
+         * @description An error of `listAgentSkills`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListAgentSkillsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * AttachSkillError
+         * @description An error of `attachSkill`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        AttachSkillError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * DetachSkillError
+         * @description An error of `detachSkill`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        DetachSkillError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListApprovalsError
+         * @description An error of `listApprovals`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListApprovalsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetApprovalError
+         * @description An error of `getApproval`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetApprovalError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ApproveApprovalError
+         * @description An error of `approveApproval`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ApproveApprovalError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "approval_decided" | "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * RejectApprovalError
+         * @description An error of `rejectApproval`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        RejectApprovalError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "approval_decided" | "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetSsoError
+         * @description An error of `getSso`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetSsoError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_output_too_large" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_url_not_allowed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * PutSsoError
+         * @description An error of `putSso`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        PutSsoError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "unavailable" | "unknown_group" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * DeleteSsoError
+         * @description An error of `deleteSso`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        DeleteSsoError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_output_too_large" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_url_not_allowed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListSchedulesError
+         * @description An error of `listSchedules`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListSchedulesError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * CreateScheduleError
+         * @description An error of `createSchedule`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        CreateScheduleError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_duration" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetScheduleError
+         * @description An error of `getSchedule`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetScheduleError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * UpdateScheduleError
+         * @description An error of `updateSchedule`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        UpdateScheduleError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_duration" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * DeleteScheduleError
+         * @description An error of `deleteSchedule`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        DeleteScheduleError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * PauseScheduleError
+         * @description An error of `pauseSchedule`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        PauseScheduleError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ResumeScheduleError
+         * @description An error of `resumeSchedule`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ResumeScheduleError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * TriggerScheduleError
+         * @description An error of `triggerSchedule`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        TriggerScheduleError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "budget_exhausted" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * UploadFileError
+         * @description An error of `uploadFile`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        UploadFileError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bad_request" | "bearer_not_supported" | "database_unavailable" | "file_exists" | "file_too_large" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_multipart" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "unavailable" | "unknown_agent" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListFilesError
+         * @description An error of `listFiles`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListFilesError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetFileError
+         * @description An error of `getFile`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetFileError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * DeleteFileError
+         * @description An error of `deleteFile`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        DeleteFileError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetFileContentError
+         * @description An error of `getFileContent`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetFileContentError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_range" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "range_not_satisfiable" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListFunctionsError
+         * @description An error of `listFunctions`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListFunctionsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * CreateFunctionError
+         * @description An error of `createFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        CreateFunctionError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetFunctionError
+         * @description An error of `getFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetFunctionError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * UpdateFunctionError
+         * @description An error of `updateFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        UpdateFunctionError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * DeleteFunctionError
+         * @description An error of `deleteFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        DeleteFunctionError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListFunctionVersionsError
+         * @description An error of `listFunctionVersions`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListFunctionVersionsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * InvokeFunctionError
+         * @description An error of `invokeFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        InvokeFunctionError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "function_timeout" | "functions_busy" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "unsupported_media_type" | "upstream_timeout" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListAgentFunctionsError
+         * @description An error of `listAgentFunctions`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListAgentFunctionsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * AttachFunctionError
+         * @description An error of `attachFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        AttachFunctionError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * DetachFunctionError
+         * @description An error of `detachFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        DetachFunctionError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListKnowledgeBasesError
+         * @description An error of `listKnowledgeBases`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListKnowledgeBasesError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * CreateKnowledgeBaseError
+         * @description An error of `createKnowledgeBase`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        CreateKnowledgeBaseError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetKnowledgeBaseError
+         * @description An error of `getKnowledgeBase`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetKnowledgeBaseError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * UpdateKnowledgeBaseError
+         * @description An error of `updateKnowledgeBase`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        UpdateKnowledgeBaseError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * DeleteKnowledgeBaseError
+         * @description An error of `deleteKnowledgeBase`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        DeleteKnowledgeBaseError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * AddKnowledgeDocumentError
+         * @description An error of `addKnowledgeDocument`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        AddKnowledgeDocumentError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_too_large" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "file_too_large" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "unsupported_document_type" | "unsupported_media_type" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListKnowledgeDocumentsError
+         * @description An error of `listKnowledgeDocuments`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListKnowledgeDocumentsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetKnowledgeDocumentError
+         * @description An error of `getKnowledgeDocument`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetKnowledgeDocumentError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * DeleteKnowledgeDocumentError
+         * @description An error of `deleteKnowledgeDocument`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        DeleteKnowledgeDocumentError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * SearchKnowledgeBaseError
+         * @description An error of `searchKnowledgeBase`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        SearchKnowledgeBaseError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListAgentKnowledgeBasesError
+         * @description An error of `listAgentKnowledgeBases`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListAgentKnowledgeBasesError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * AttachKnowledgeBaseError
+         * @description An error of `attachKnowledgeBase`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        AttachKnowledgeBaseError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * DetachKnowledgeBaseError
+         * @description An error of `detachKnowledgeBase`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        DetachKnowledgeBaseError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * StreamEventsError
+         * @description An error of `streamEvents`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        StreamEventsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "events_expired" | "internal_error" | "invalid_api_key" | "invalid_last_event_id" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * StreamTaskEventsError
+         * @description An error of `streamTaskEvents`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        StreamTaskEventsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "events_expired" | "internal_error" | "invalid_api_key" | "invalid_last_event_id" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListWebhooksError
+         * @description An error of `listWebhooks`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListWebhooksError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * CreateWebhookError
+         * @description An error of `createWebhook`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        CreateWebhookError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed" | "webhook_url_not_allowed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetWebhookError
+         * @description An error of `getWebhook`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetWebhookError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * UpdateWebhookError
+         * @description An error of `updateWebhook`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        UpdateWebhookError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed" | "webhook_url_not_allowed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * DeleteWebhookError
+         * @description An error of `deleteWebhook`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        DeleteWebhookError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * RotateWebhookSecretError
+         * @description An error of `rotateWebhookSecret`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        RotateWebhookSecretError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListWebhookDeliveriesError
+         * @description An error of `listWebhookDeliveries`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListWebhookDeliveriesError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * RetryWebhookDeliveryError
+         * @description An error of `retryWebhookDelivery`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        RetryWebhookDeliveryError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * PingWebhookError
+         * @description An error of `pingWebhook`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        PingWebhookError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetUsageError
+         * @description An error of `getUsage`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetUsageError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_group_by" | "invalid_text" | "invalid_time_range" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetCommandPolicyError
+         * @description An error of `getCommandPolicy`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetCommandPolicyError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * PutCommandPolicyError
+         * @description An error of `putCommandPolicy`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        PutCommandPolicyError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * CheckCommandError
+         * @description An error of `checkCommand`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        CheckCommandError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
     };
     responses: never;
     parameters: never;
@@ -3649,7 +6598,7 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    "system.healthz": {
+    healthz: {
         parameters: {
             query?: never;
             header?: never;
@@ -3670,18 +6619,38 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"];
+                    "application/json": components["schemas"]["HealthzError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HealthzError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HealthzError"];
                 };
             };
         };
     };
-    "system.readyz": {
+    readyz: {
         parameters: {
             query?: never;
             header?: never;
@@ -3699,27 +6668,38 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"];
+                    "application/json": components["schemas"]["ReadyzError"];
                 };
             };
-            /** @description Error */
-            503: {
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ReadyzError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `functions_busy`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadyzError"];
                 };
             };
         };
     };
-    "identity.me": {
+    me: {
         parameters: {
             query?: never;
             header?: never;
@@ -3737,54 +6717,76 @@ export interface operations {
                     "application/json": components["schemas"]["Me"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["MeError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["MeError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["MeError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["MeError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MeError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["MeError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MeError"];
                 };
             };
         };
     };
-    "identity.listMembers": {
+    listMembers: {
         parameters: {
             query?: never;
             header?: never;
@@ -3805,54 +6807,76 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListMembersError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListMembersError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListMembersError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListMembersError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListMembersError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListMembersError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListMembersError"];
                 };
             };
         };
     };
-    "identity.createMember": {
+    createMember: {
         parameters: {
             query?: never;
             header?: never;
@@ -3874,63 +6898,94 @@ export interface operations {
                     "application/json": components["schemas"]["Member"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateMemberError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateMemberError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateMemberError"];
                 };
             };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Conflict: `already_member`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateMemberError"];
                 };
             };
-            /** @description Error */
-            429: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateMemberError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateMemberError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateMemberError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateMemberError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateMemberError"];
                 };
             };
         };
     };
-    "identity.removeMember": {
+    removeMember: {
         parameters: {
             query?: never;
             header?: never;
@@ -3949,63 +7004,85 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RemoveMemberError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RemoveMemberError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RemoveMemberError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RemoveMemberError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `last_super_admin`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RemoveMemberError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RemoveMemberError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RemoveMemberError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RemoveMemberError"];
                 };
             };
         };
     };
-    "identity.updateMember": {
+    updateMember: {
         parameters: {
             query?: never;
             header?: never;
@@ -4030,63 +7107,103 @@ export interface operations {
                     "application/json": components["schemas"]["Member"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateMemberError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateMemberError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateMemberError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateMemberError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `last_super_admin`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateMemberError"];
                 };
             };
-            /** @description Error */
-            429: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateMemberError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateMemberError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateMemberError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateMemberError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateMemberError"];
                 };
             };
         };
     };
-    "identity.listApiKeys": {
+    listApiKeys: {
         parameters: {
             query?: never;
             header?: never;
@@ -4107,54 +7224,76 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListApiKeysError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListApiKeysError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListApiKeysError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListApiKeysError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListApiKeysError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListApiKeysError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListApiKeysError"];
                 };
             };
         };
     };
-    "identity.createApiKey": {
+    createApiKey: {
         parameters: {
             query?: never;
             header?: never;
@@ -4163,6 +7302,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "CI deploys",
+                 *       "kind": "organization",
+                 *       "role": "builder"
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateApiKey"];
             };
         };
@@ -4176,54 +7322,85 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedApiKey"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `unknown_agent`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateApiKeyError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateApiKeyError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateApiKeyError"];
                 };
             };
-            /** @description Error */
-            404: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateApiKeyError"];
                 };
             };
-            /** @description Error */
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateApiKeyError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateApiKeyError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateApiKeyError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateApiKeyError"];
                 };
             };
         };
     };
-    "identity.revokeApiKey": {
+    revokeApiKey: {
         parameters: {
             query?: never;
             header?: never;
@@ -4244,54 +7421,76 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKey"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RevokeApiKeyError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RevokeApiKeyError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RevokeApiKeyError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RevokeApiKeyError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevokeApiKeyError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RevokeApiKeyError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevokeApiKeyError"];
                 };
             };
         };
     };
-    "tools.listTools": {
+    listTools: {
         parameters: {
             query?: {
                 /** @description `connector` selects connectors (required). */
@@ -4299,7 +7498,7 @@ export interface operations {
                 /** @description Case-insensitive name search. */
                 query?: string;
                 /** @description Page size, 1–200 (default 50). */
-                limit?: string;
+                limit?: number;
                 /** @description `next_cursor` of the previous page. */
                 cursor?: string;
             };
@@ -4318,63 +7517,58 @@ export interface operations {
                     "application/json": components["schemas"]["CatalogPage"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `type_required`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListToolsError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListToolsError"];
                 };
             };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListToolsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListToolsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListToolsError"];
                 };
             };
         };
     };
-    "tools.createConnector": {
+    createConnector: {
         parameters: {
             query?: never;
             header?: never;
@@ -4383,6 +7577,45 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "spec": {
+                 *         "openapi": "3.1.0",
+                 *         "info": {
+                 *           "version": "2.0"
+                 *         },
+                 *         "servers": [
+                 *           {
+                 *             "url": "https://orders.example.com/v2"
+                 *           }
+                 *         ],
+                 *         "paths": {
+                 *           "/orders/{id}": {
+                 *             "get": {
+                 *               "operationId": "getOrder",
+                 *               "summary": "Get an order",
+                 *               "parameters": [
+                 *                 {
+                 *                   "name": "id",
+                 *                   "in": "path",
+                 *                   "required": true,
+                 *                   "schema": {
+                 *                     "type": "string"
+                 *                   }
+                 *                 }
+                 *               ],
+                 *               "responses": {
+                 *                 "200": {
+                 *                   "description": "The order."
+                 *                 }
+                 *               }
+                 *             }
+                 *           }
+                 *         }
+                 *       },
+                 *       "name": "Orders"
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateConnector"];
             };
         };
@@ -4396,63 +7629,85 @@ export interface operations {
                     "application/json": components["schemas"]["ConnectorImported"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `invalid_openapi`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateConnectorError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateConnectorError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateConnectorError"];
                 };
             };
-            /** @description Error */
-            404: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateConnectorError"];
                 };
             };
-            /** @description Error */
-            409: {
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateConnectorError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateConnectorError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateConnectorError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateConnectorError"];
                 };
             };
         };
     };
-    "tools.getConnector": {
+    getConnector: {
         parameters: {
             query?: never;
             header?: never;
@@ -4473,63 +7728,85 @@ export interface operations {
                     "application/json": components["schemas"]["Connector"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetConnectorError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetConnectorError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetConnectorError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetConnectorError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetConnectorError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetConnectorError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetConnectorError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetConnectorError"];
                 };
             };
         };
     };
-    "tools.replaceConnector": {
+    replaceConnector: {
         parameters: {
             query?: never;
             header?: never;
@@ -4554,63 +7831,94 @@ export interface operations {
                     "application/json": components["schemas"]["ConnectorImported"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `invalid_openapi`, `built_in_connector`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ReplaceConnectorError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ReplaceConnectorError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ReplaceConnectorError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ReplaceConnectorError"];
                 };
             };
-            /** @description Error */
-            409: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ReplaceConnectorError"];
                 };
             };
-            /** @description Error */
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReplaceConnectorError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ReplaceConnectorError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReplaceConnectorError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReplaceConnectorError"];
                 };
             };
         };
     };
-    "tools.archiveConnector": {
+    archiveConnector: {
         parameters: {
             query?: never;
             header?: never;
@@ -4631,63 +7939,76 @@ export interface operations {
                     "application/json": components["schemas"]["Connector"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `built_in_connector`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ArchiveConnectorError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ArchiveConnectorError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ArchiveConnectorError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ArchiveConnectorError"];
                 };
             };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ArchiveConnectorError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArchiveConnectorError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArchiveConnectorError"];
                 };
             };
         };
     };
-    "tools.listOperations": {
+    listOperations: {
         parameters: {
             query?: {
                 /** @description Identifier of a connection (UUID), different from the connector id: `items[].connections[].id`. */
@@ -4713,63 +8034,85 @@ export interface operations {
                     "application/json": components["schemas"]["Operation"][];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListOperationsError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListOperationsError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListOperationsError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListOperationsError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListOperationsError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListOperationsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListOperationsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListOperationsError"];
                 };
             };
         };
     };
-    "tools.listConnections": {
+    listConnections: {
         parameters: {
             query?: never;
             header?: never;
@@ -4790,63 +8133,85 @@ export interface operations {
                     "application/json": components["schemas"]["Connection"][];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListConnectionsError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListConnectionsError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListConnectionsError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListConnectionsError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListConnectionsError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListConnectionsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListConnectionsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListConnectionsError"];
                 };
             };
         };
     };
-    "tools.createConnection": {
+    createConnection: {
         parameters: {
             query?: never;
             header?: never;
@@ -4858,6 +8223,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Orders (production)",
+                 *       "access_scope": "organizational",
+                 *       "credentials": {
+                 *         "type": "bearer",
+                 *         "token": "orders-api-token"
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateConnection"];
             };
         };
@@ -4871,63 +8246,94 @@ export interface operations {
                     "application/json": components["schemas"]["ConnectionCreated"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `credentials_not_accepted`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateConnectionError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateConnectionError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateConnectionError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateConnectionError"];
                 };
             };
-            /** @description Error */
-            409: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateConnectionError"];
                 };
             };
-            /** @description Error */
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateConnectionError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateConnectionError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateConnectionError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateConnectionError"];
                 };
             };
         };
     };
-    "tools.getConnection": {
+    getConnection: {
         parameters: {
             query?: never;
             header?: never;
@@ -4950,63 +8356,85 @@ export interface operations {
                     "application/json": components["schemas"]["Connection"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetConnectionError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetConnectionError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetConnectionError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetConnectionError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetConnectionError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetConnectionError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetConnectionError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetConnectionError"];
                 };
             };
         };
     };
-    "tools.deleteConnection": {
+    deleteConnection: {
         parameters: {
             query?: never;
             header?: never;
@@ -5027,63 +8455,76 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteConnectionError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteConnectionError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteConnectionError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteConnectionError"];
                 };
             };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteConnectionError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteConnectionError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteConnectionError"];
                 };
             };
         };
     };
-    "tools.updateConnection": {
+    updateConnection: {
         parameters: {
             query?: never;
             header?: never;
@@ -5110,63 +8551,94 @@ export interface operations {
                     "application/json": components["schemas"]["ConnectionCreated"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `credentials_not_accepted`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateConnectionError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateConnectionError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateConnectionError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateConnectionError"];
                 };
             };
-            /** @description Error */
-            409: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateConnectionError"];
                 };
             };
-            /** @description Error */
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateConnectionError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateConnectionError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateConnectionError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateConnectionError"];
                 };
             };
         };
     };
-    "tools.authorizeConnection": {
+    authorizeConnection: {
         parameters: {
             query?: never;
             header?: never;
@@ -5187,63 +8659,76 @@ export interface operations {
                     "application/json": components["schemas"]["ConnectionCreated"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `not_oauth`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["AuthorizeConnectionError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["AuthorizeConnectionError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["AuthorizeConnectionError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["AuthorizeConnectionError"];
                 };
             };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["AuthorizeConnectionError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthorizeConnectionError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthorizeConnectionError"];
                 };
             };
         };
     };
-    "tools.operationSchema": {
+    operationSchema: {
         parameters: {
             query?: never;
             header?: never;
@@ -5266,63 +8751,85 @@ export interface operations {
                     "application/json": components["schemas"]["OperationSchema"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["OperationSchemaError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["OperationSchemaError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["OperationSchemaError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["OperationSchemaError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["OperationSchemaError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationSchemaError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["OperationSchemaError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationSchemaError"];
                 };
             };
         };
     };
-    "tools.invokeOperation": {
+    invokeOperation: {
         parameters: {
             query?: never;
             header?: never;
@@ -5336,6 +8843,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "path_params": {
+                 *         "id": "1234"
+                 *       },
+                 *       "query_params": {
+                 *         "expand": "items"
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["InvokeOperation"];
             };
         };
@@ -5346,93 +8863,139 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "1234",
+                     *       "status": "shipped"
+                     *     }
+                     */
                     "application/json": unknown;
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["InvokeOperationError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["InvokeOperationError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["InvokeOperationError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["InvokeOperationError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["InvokeOperationError"];
                 };
             };
-            /** @description Error */
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeOperationError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeOperationError"];
+                };
+            };
+            /** @description Unprocessable: `connector_has_no_server_url`, `path_outside_server_url`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["InvokeOperationError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeOperationError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["InvokeOperationError"];
                 };
             };
-            /** @description Error */
+            /** @description Bad gateway: `upstream_unreachable`. */
             502: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["InvokeOperationError"];
                 };
             };
-            /** @description Error */
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeOperationError"];
+                };
+            };
+            /** @description Gateway timeout: `upstream_timeout`. */
             504: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["InvokeOperationError"];
                 };
             };
         };
     };
-    "agents.listAgents": {
+    listAgents: {
         parameters: {
             query?: never;
             header?: never;
@@ -5453,63 +9016,85 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListAgentsError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListAgentsError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListAgentsError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListAgentsError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListAgentsError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListAgentsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentsError"];
                 };
             };
         };
     };
-    "agents.createAgent": {
+    createAgent: {
         parameters: {
             query?: never;
             header?: never;
@@ -5518,6 +9103,28 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Support triage",
+                 *       "instructions": "Answer from the order system; never promise refunds.",
+                 *       "model": {
+                 *         "provider": "openai",
+                 *         "name": "gpt-4.1-mini"
+                 *       },
+                 *       "skills": [
+                 *         {
+                 *           "connection_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                 *           "operation_ids": [
+                 *             "getOrder"
+                 *           ]
+                 *         }
+                 *       ],
+                 *       "budget": {
+                 *         "limit_usd": 50,
+                 *         "period": "month"
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateAgent"];
             };
         };
@@ -5528,66 +9135,118 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *       "name": "Support triage",
+                     *       "instructions": "Answer from the order system; never promise refunds.",
+                     *       "model": {
+                     *         "provider": "openai",
+                     *         "name": "gpt-4.1-mini"
+                     *       },
+                     *       "skills": [
+                     *         {
+                     *           "connection_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *           "operation_ids": [
+                     *             "getOrder"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "budget": {
+                     *         "limit_usd": 50,
+                     *         "period": "month"
+                     *       },
+                     *       "spent_usd": 0,
+                     *       "max_steps": 10,
+                     *       "max_tokens": null,
+                     *       "timeout_seconds": null,
+                     *       "version": 1,
+                     *       "created_at": "2026-01-15T09:00:00.000000Z",
+                     *       "updated_at": "2026-01-15T09:00:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Agent"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `invalid_skill`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateAgentError"];
                 };
             };
-            /** @description Error */
-            404: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateAgentError"];
                 };
             };
-            /** @description Error */
-            409: {
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateAgentError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateAgentError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateAgentError"];
                 };
             };
         };
     };
-    "agents.getAgent": {
+    getAgent: {
         parameters: {
             query?: never;
             header?: never;
@@ -5608,63 +9267,85 @@ export interface operations {
                     "application/json": components["schemas"]["Agent"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetAgentError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetAgentError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetAgentError"];
                 };
             };
         };
     };
-    "agents.deleteAgent": {
+    deleteAgent: {
         parameters: {
             query?: never;
             header?: never;
@@ -5683,63 +9364,85 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteAgentError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteAgentError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteAgentError"];
                 };
             };
         };
     };
-    "agents.updateAgent": {
+    updateAgent: {
         parameters: {
             query?: never;
             header?: never;
@@ -5764,67 +9467,98 @@ export interface operations {
                     "application/json": components["schemas"]["Agent"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `invalid_skill`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateAgentError"];
                 };
             };
-            /** @description Error */
-            409: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateAgentError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateAgentError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateAgentError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateAgentError"];
                 };
             };
         };
     };
-    "agents.invokeAgent": {
+    invokeAgent: {
         parameters: {
             query?: {
                 /** @description `true`: return at once with the pending task (202). Otherwise wait for the answer. */
-                asynchronous?: string;
+                asynchronous?: boolean;
             };
             header?: {
                 /** @description The same key and body return the same task; the same key with another body is a 409. */
@@ -5838,6 +9572,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "input": {
+                 *         "text": "Where is order 1234?",
+                 *         "user": {
+                 *           "id": "customer-42",
+                 *           "email": "ada@example.com"
+                 *         }
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["InvokeAgent"];
             };
         };
@@ -5848,6 +9593,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "5f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f",
+                     *       "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *       "agent_version": 1,
+                     *       "status": "completed",
+                     *       "result": "Order 1234 shipped on January 14.",
+                     *       "source": "api",
+                     *       "user": {
+                     *         "id": "customer-42",
+                     *         "email": "ada@example.com"
+                     *       },
+                     *       "created_at": "2026-01-15T09:30:00.000000Z",
+                     *       "finished_at": "2026-01-15T09:30:04.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Task"];
                     "text/event-stream": string;
                 };
@@ -5861,81 +9622,103 @@ export interface operations {
                     "application/json": components["schemas"]["TaskAccepted"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `invalid_idempotency_key`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["InvokeAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["InvokeAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Payment required: `budget_exhausted`. */
             402: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["InvokeAgentError"];
                 };
             };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["InvokeAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `idempotency_conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["InvokeAgentError"];
                 };
             };
-            /** @description Error */
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeAgentError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeAgentError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["InvokeAgentError"];
                 };
             };
-            /** @description Error */
-            503: {
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["InvokeAgentError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeAgentError"];
                 };
             };
         };
     };
-    "agents.listTasks": {
+    listTasks: {
         parameters: {
             query?: {
                 /** @description Identifier of an agent (UUID). */
@@ -5947,8 +9730,7 @@ export interface operations {
                 schedule_id?: string;
                 created_after?: components["schemas"]["Date"];
                 created_before?: components["schemas"]["Date"];
-                /** @description a string to be decoded into a number */
-                limit?: string;
+                limit?: number;
                 cursor?: string;
             };
             header?: never;
@@ -5966,67 +9748,62 @@ export interface operations {
                     "application/json": components["schemas"]["TaskPage"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListTasksError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListTasksError"];
                 };
             };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListTasksError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListTasksError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListTasksError"];
                 };
             };
         };
     };
-    "agents.getTask": {
+    getTask: {
         parameters: {
             query?: {
                 /** @description Long poll: hold the request up to this many seconds (0–60) until the task has ended. */
-                wait?: string;
+                wait?: number;
             };
             header?: never;
             path: {
@@ -6043,66 +9820,104 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "5f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f",
+                     *       "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *       "agent_version": 1,
+                     *       "status": "executing",
+                     *       "result": null,
+                     *       "source": "api",
+                     *       "user": {
+                     *         "id": "customer-42",
+                     *         "email": "ada@example.com"
+                     *       },
+                     *       "created_at": "2026-01-15T09:30:00.000000Z",
+                     *       "finished_at": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["Task"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetTaskError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetTaskError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetTaskError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetTaskError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetTaskError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetTaskError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetTaskError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetTaskError"];
                 };
             };
         };
     };
-    "agents.cancelTask": {
+    cancelTask: {
         parameters: {
             query?: never;
             header?: never;
@@ -6123,63 +9938,76 @@ export interface operations {
                     "application/json": components["schemas"]["Task"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CancelTaskError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CancelTaskError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CancelTaskError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CancelTaskError"];
                 };
             };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CancelTaskError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CancelTaskError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CancelTaskError"];
                 };
             };
         };
     };
-    "agents.getThread": {
+    getThread: {
         parameters: {
             query?: never;
             header?: never;
@@ -6197,66 +10025,143 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "task_id": "5f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f",
+                     *       "events": [
+                     *         {
+                     *           "seq": 1,
+                     *           "type": "user_message",
+                     *           "at": "2026-01-15T09:30:00.000000Z",
+                     *           "user": {
+                     *             "id": "customer-42",
+                     *             "email": "ada@example.com"
+                     *           },
+                     *           "data": {
+                     *             "text": "Where is order 1234?"
+                     *           }
+                     *         },
+                     *         {
+                     *           "seq": 2,
+                     *           "type": "tool_call",
+                     *           "at": "2026-01-15T09:30:02.000000Z",
+                     *           "user": {
+                     *             "id": "customer-42",
+                     *             "email": "ada@example.com"
+                     *           },
+                     *           "data": {
+                     *             "step": 1,
+                     *             "name": "getOrder",
+                     *             "connection_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *             "operation_id": "getOrder",
+                     *             "arguments": {
+                     *               "path_params": {
+                     *                 "id": "1234"
+                     *               }
+                     *             },
+                     *             "status": 200,
+                     *             "outcome": "ok",
+                     *             "result": "{\"id\":\"1234\",\"status\":\"shipped\"}",
+                     *             "duration_ms": 84
+                     *           }
+                     *         },
+                     *         {
+                     *           "seq": 3,
+                     *           "type": "agent_message",
+                     *           "at": "2026-01-15T09:30:04.000000Z",
+                     *           "user": {
+                     *             "id": "customer-42",
+                     *             "email": "ada@example.com"
+                     *           },
+                     *           "data": {
+                     *             "text": "Order 1234 shipped on January 14."
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["Thread"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetThreadError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetThreadError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetThreadError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetThreadError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetThreadError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetThreadError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetThreadError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetThreadError"];
                 };
             };
         };
     };
-    "agents.getLlmUsage": {
+    getLlmUsage: {
         parameters: {
             query?: never;
             header?: never;
@@ -6277,63 +10182,85 @@ export interface operations {
                     "application/json": components["schemas"]["LlmUsage"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetLlmUsageError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetLlmUsageError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetLlmUsageError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetLlmUsageError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetLlmUsageError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetLlmUsageError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetLlmUsageError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetLlmUsageError"];
                 };
             };
         };
     };
-    "agents.listModelProviders": {
+    listModelProviders: {
         parameters: {
             query?: never;
             header?: never;
@@ -6351,63 +10278,85 @@ export interface operations {
                     "application/json": components["schemas"]["ModelProviderSettings"][];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListModelProvidersError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListModelProvidersError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListModelProvidersError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListModelProvidersError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListModelProvidersError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListModelProvidersError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListModelProvidersError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListModelProvidersError"];
                 };
             };
         };
     };
-    "agents.setModelProvider": {
+    setModelProvider: {
         parameters: {
             query?: never;
             header?: never;
@@ -6431,63 +10380,103 @@ export interface operations {
                     "application/json": components["schemas"]["ModelProviderSettings"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["SetModelProviderError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["SetModelProviderError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["SetModelProviderError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["SetModelProviderError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["SetModelProviderError"];
                 };
             };
-            /** @description Error */
-            429: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["SetModelProviderError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SetModelProviderError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SetModelProviderError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SetModelProviderError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SetModelProviderError"];
                 };
             };
         };
     };
-    "agents.deleteModelProvider": {
+    deleteModelProvider: {
         parameters: {
             query?: never;
             header?: never;
@@ -6505,63 +10494,85 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteModelProviderError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteModelProviderError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteModelProviderError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteModelProviderError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteModelProviderError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteModelProviderError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteModelProviderError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteModelProviderError"];
                 };
             };
         };
     };
-    "oauth.listAuthorizations": {
+    listAuthorizations: {
         parameters: {
             query?: never;
             header?: never;
@@ -6582,54 +10593,58 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `personal_key_required`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListAuthorizationsError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListAuthorizationsError"];
                 };
             };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListAuthorizationsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAuthorizationsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAuthorizationsError"];
                 };
             };
         };
     };
-    "oauth.revokeAuthorization": {
+    revokeAuthorization: {
         parameters: {
             query?: never;
             header?: never;
@@ -6650,58 +10665,71 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthAuthorization"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `personal_key_required`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RevokeAuthorizationError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RevokeAuthorizationError"];
                 };
             };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RevokeAuthorizationError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevokeAuthorizationError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RevokeAuthorizationError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevokeAuthorizationError"];
                 };
             };
         };
     };
-    "groups.listGroups": {
+    listGroups: {
         parameters: {
             query?: {
                 /** @description Page size, 1–200 (default 50). */
-                limit?: string;
+                limit?: number;
                 /** @description The previous page's `next_cursor`. */
                 cursor?: string;
             };
@@ -6720,63 +10748,67 @@ export interface operations {
                     "application/json": components["schemas"]["GroupPage"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListGroupsError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListGroupsError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListGroupsError"];
                 };
             };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListGroupsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListGroupsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListGroupsError"];
                 };
             };
         };
     };
-    "groups.createGroup": {
+    createGroup: {
         parameters: {
             query?: never;
             header?: never;
@@ -6798,63 +10830,94 @@ export interface operations {
                     "application/json": components["schemas"]["Group"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `unknown_agent`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateGroupError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateGroupError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateGroupError"];
                 };
             };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Conflict: `group_name_taken`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateGroupError"];
                 };
             };
-            /** @description Error */
-            429: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateGroupError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateGroupError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateGroupError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateGroupError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateGroupError"];
                 };
             };
         };
     };
-    "groups.getGroup": {
+    getGroup: {
         parameters: {
             query?: never;
             header?: never;
@@ -6875,63 +10938,85 @@ export interface operations {
                     "application/json": components["schemas"]["Group"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetGroupError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetGroupError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetGroupError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetGroupError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetGroupError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetGroupError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetGroupError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetGroupError"];
                 };
             };
         };
     };
-    "groups.deleteGroup": {
+    deleteGroup: {
         parameters: {
             query?: never;
             header?: never;
@@ -6950,63 +11035,85 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteGroupError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteGroupError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteGroupError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteGroupError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteGroupError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteGroupError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteGroupError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteGroupError"];
                 };
             };
         };
     };
-    "groups.updateGroup": {
+    updateGroup: {
         parameters: {
             query?: never;
             header?: never;
@@ -7031,67 +11138,107 @@ export interface operations {
                     "application/json": components["schemas"]["Group"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `unknown_agent`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateGroupError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateGroupError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateGroupError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateGroupError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `group_name_taken`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateGroupError"];
                 };
             };
-            /** @description Error */
-            429: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateGroupError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateGroupError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateGroupError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateGroupError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateGroupError"];
                 };
             };
         };
     };
-    "groups.listGroupMembers": {
+    listGroupMembers: {
         parameters: {
             query?: {
                 /** @description Page size, 1–200 (default 50). */
-                limit?: string;
+                limit?: number;
                 /** @description The previous page's `next_cursor`. */
                 cursor?: string;
             };
@@ -7113,63 +11260,76 @@ export interface operations {
                     "application/json": components["schemas"]["GroupMemberPage"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListGroupMembersError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListGroupMembersError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListGroupMembersError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListGroupMembersError"];
                 };
             };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListGroupMembersError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListGroupMembersError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListGroupMembersError"];
                 };
             };
         };
     };
-    "groups.addGroupMember": {
+    addGroupMember: {
         parameters: {
             query?: never;
             header?: never;
@@ -7194,63 +11354,103 @@ export interface operations {
                     "application/json": components["schemas"]["Member"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["AddGroupMemberError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["AddGroupMemberError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["AddGroupMemberError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["AddGroupMemberError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_in_group`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["AddGroupMemberError"];
                 };
             };
-            /** @description Error */
-            429: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["AddGroupMemberError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddGroupMemberError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddGroupMemberError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddGroupMemberError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddGroupMemberError"];
                 };
             };
         };
     };
-    "groups.removeGroupMember": {
+    removeGroupMember: {
         parameters: {
             query?: never;
             header?: never;
@@ -7271,63 +11471,85 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RemoveGroupMemberError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RemoveGroupMemberError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RemoveGroupMemberError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RemoveGroupMemberError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RemoveGroupMemberError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RemoveGroupMemberError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RemoveGroupMemberError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RemoveGroupMemberError"];
                 };
             };
         };
     };
-    "audit.listAuditEvents": {
+    listAuditEvents: {
         parameters: {
             query?: {
                 /** @description Only this event type. */
@@ -7339,7 +11561,7 @@ export interface operations {
                 /** @description Before this time (exclusive), ISO 8601. */
                 to?: components["schemas"]["Date"];
                 /** @description Page size, 1–500 (default 100). */
-                limit?: string;
+                limit?: number;
                 /** @description The previous page's `next_cursor`. */
                 cursor?: string;
             };
@@ -7358,45 +11580,67 @@ export interface operations {
                     "application/json": components["schemas"]["AuditPage"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListAuditEventsError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListAuditEventsError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListAuditEventsError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAuditEventsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListAuditEventsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAuditEventsError"];
                 };
             };
         };
     };
-    "audit.exportAuditEvents": {
+    exportAuditEvents: {
         parameters: {
             query?: {
                 /** @description Event type, e.g. CREATE_ORGANIZATION, ADD_MEMBER, UPDATE_MEMBER_ROLE, REMOVE_MEMBER, CREATE_API_KEY, REVOKE_API_KEY, … (see docs/guides/access-control.md). */
@@ -7425,51 +11669,72 @@ export interface operations {
                     "text/csv": string;
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ExportAuditEventsError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ExportAuditEventsError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ExportAuditEventsError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportAuditEventsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ExportAuditEventsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportAuditEventsError"];
                 };
             };
         };
     };
-    "skills.listSkills": {
+    listSkills: {
         parameters: {
             query?: {
                 /** @description `draft` until an Admin publishes it; only `published` skills can be added to agents and run. */
                 status?: "draft" | "published" | "archived";
-                /** @description a string to be decoded into a number */
-                limit?: string;
+                limit?: number;
                 cursor?: string;
             };
             header?: never;
@@ -7487,63 +11752,58 @@ export interface operations {
                     "application/json": components["schemas"]["SkillPage"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListSkillsError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListSkillsError"];
                 };
             };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListSkillsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListSkillsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListSkillsError"];
                 };
             };
         };
     };
-    "skills.createSkill": {
+    createSkill: {
         parameters: {
             query?: never;
             header?: never;
@@ -7565,63 +11825,94 @@ export interface operations {
                     "application/json": components["schemas"]["Skill"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `invalid_skill`, `unknown_agent`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateSkillError"];
                 };
             };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Conflict: `skill_name_taken`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateSkillError"];
                 };
             };
-            /** @description Error */
-            429: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateSkillError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateSkillError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateSkillError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateSkillError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateSkillError"];
                 };
             };
         };
     };
-    "skills.publishManifest": {
+    publishManifest: {
         parameters: {
             query?: never;
             header?: never;
@@ -7643,71 +11934,101 @@ export interface operations {
                     "application/json": components["schemas"]["PublishReport"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `invalid_manifest`, `invalid_skill`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PublishManifestError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PublishManifestError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PublishManifestError"];
                 };
             };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Conflict: `skill_name_taken`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PublishManifestError"];
                 };
             };
-            /** @description Error */
-            429: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PublishManifestError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublishManifestError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublishManifestError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublishManifestError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublishManifestError"];
                 };
             };
         };
     };
-    "skills.listSkillViolations": {
+    listSkillViolations: {
         parameters: {
             query?: {
                 /** @description Identifier of a skill (UUID). */
                 skill_id?: string;
                 /** @description Identifier of an agent (UUID). */
                 agent_id?: string;
-                /** @description a string to be decoded into a number */
-                limit?: string;
+                limit?: number;
                 cursor?: string;
             };
             header?: never;
@@ -7728,63 +12049,67 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListSkillViolationsError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListSkillViolationsError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListSkillViolationsError"];
                 };
             };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListSkillViolationsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListSkillViolationsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListSkillViolationsError"];
                 };
             };
         };
     };
-    "skills.getSkill": {
+    getSkill: {
         parameters: {
             query?: never;
             header?: never;
@@ -7805,63 +12130,85 @@ export interface operations {
                     "application/json": components["schemas"]["Skill"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetSkillError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetSkillError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetSkillError"];
                 };
             };
         };
     };
-    "skills.updateSkill": {
+    updateSkill: {
         parameters: {
             query?: never;
             header?: never;
@@ -7886,63 +12233,103 @@ export interface operations {
                     "application/json": components["schemas"]["Skill"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `skill_archived`, `invalid_skill`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `skill_name_taken`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateSkillError"];
                 };
             };
-            /** @description Error */
-            429: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateSkillError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateSkillError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateSkillError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateSkillError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateSkillError"];
                 };
             };
         };
     };
-    "skills.setSkillAccess": {
+    setSkillAccess: {
         parameters: {
             query?: never;
             header?: never;
@@ -7967,63 +12354,94 @@ export interface operations {
                     "application/json": components["schemas"]["Skill"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `unknown_agent`, `skill_archived`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["SetSkillAccessError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["SetSkillAccessError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["SetSkillAccessError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["SetSkillAccessError"];
                 };
             };
-            /** @description Error */
-            409: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["SetSkillAccessError"];
                 };
             };
-            /** @description Error */
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SetSkillAccessError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["SetSkillAccessError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SetSkillAccessError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SetSkillAccessError"];
                 };
             };
         };
     };
-    "skills.publishSkill": {
+    publishSkill: {
         parameters: {
             query?: never;
             header?: never;
@@ -8044,63 +12462,76 @@ export interface operations {
                     "application/json": components["schemas"]["Skill"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `skill_archived`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PublishSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PublishSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PublishSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PublishSkillError"];
                 };
             };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PublishSkillError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublishSkillError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublishSkillError"];
                 };
             };
         };
     };
-    "skills.archiveSkill": {
+    archiveSkill: {
         parameters: {
             query?: never;
             header?: never;
@@ -8121,63 +12552,76 @@ export interface operations {
                     "application/json": components["schemas"]["Skill"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `skill_archived`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ArchiveSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ArchiveSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ArchiveSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ArchiveSkillError"];
                 };
             };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ArchiveSkillError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArchiveSkillError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArchiveSkillError"];
                 };
             };
         };
     };
-    "skills.listAgentSkills": {
+    listAgentSkills: {
         parameters: {
             query?: never;
             header?: never;
@@ -8198,63 +12642,85 @@ export interface operations {
                     "application/json": components["schemas"]["AttachedSkill"][];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListAgentSkillsError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListAgentSkillsError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListAgentSkillsError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListAgentSkillsError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListAgentSkillsError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentSkillsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListAgentSkillsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentSkillsError"];
                 };
             };
         };
     };
-    "skills.attachSkill": {
+    attachSkill: {
         parameters: {
             query?: never;
             header?: never;
@@ -8277,63 +12743,76 @@ export interface operations {
                     "application/json": components["schemas"]["AttachedSkill"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `skill_not_published`, `skill_archived`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["AttachSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["AttachSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["AttachSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["AttachSkillError"];
                 };
             };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["AttachSkillError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachSkillError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachSkillError"];
                 };
             };
         };
     };
-    "skills.detachSkill": {
+    detachSkill: {
         parameters: {
             query?: never;
             header?: never;
@@ -8354,70 +12833,82 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DetachSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DetachSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DetachSkillError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DetachSkillError"];
                 };
             };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DetachSkillError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachSkillError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachSkillError"];
                 };
             };
         };
     };
-    "approvals.listApprovals": {
+    listApprovals: {
         parameters: {
             query?: {
                 status?: "pending" | "approved" | "rejected" | "expired";
                 /** @description Identifier of a task: a UUID, time-ordered (version 7) for new tasks. */
                 task_id?: string;
-                /** @description a string to be decoded into a number */
-                limit?: string;
+                limit?: number;
                 cursor?: string;
             };
             header?: never;
@@ -8435,65 +12926,72 @@ export interface operations {
                     "application/json": components["schemas"]["ApprovalPage"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListApprovalsError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListApprovalsError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListApprovalsError"];
                 };
             };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListApprovalsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListApprovalsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListApprovalsError"];
                 };
             };
         };
     };
-    "approvals.getApproval": {
+    getApproval: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Seconds (0-60) to wait for a pending request to be decided before answering: a long poll. The answer comes as soon as it is decided or expires, else with `status: pending` after `wait`. */
+                wait?: number;
+            };
             header?: never;
             path: {
                 /** @description Identifier of an approval request (UUID). */
@@ -8512,63 +13010,85 @@ export interface operations {
                     "application/json": components["schemas"]["Approval"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetApprovalError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetApprovalError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetApprovalError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetApprovalError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetApprovalError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApprovalError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetApprovalError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApprovalError"];
                 };
             };
         };
     };
-    "approvals.approve": {
+    approveApproval: {
         parameters: {
             query?: never;
             header?: never;
@@ -8593,63 +13113,103 @@ export interface operations {
                     "application/json": components["schemas"]["Approval"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ApproveApprovalError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ApproveApprovalError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ApproveApprovalError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ApproveApprovalError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `approval_decided`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ApproveApprovalError"];
                 };
             };
-            /** @description Error */
-            429: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ApproveApprovalError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApproveApprovalError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApproveApprovalError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApproveApprovalError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApproveApprovalError"];
                 };
             };
         };
     };
-    "approvals.reject": {
+    rejectApproval: {
         parameters: {
             query?: never;
             header?: never;
@@ -8674,63 +13234,103 @@ export interface operations {
                     "application/json": components["schemas"]["Approval"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RejectApprovalError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RejectApprovalError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RejectApprovalError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RejectApprovalError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `approval_decided`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RejectApprovalError"];
                 };
             };
-            /** @description Error */
-            429: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RejectApprovalError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RejectApprovalError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RejectApprovalError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RejectApprovalError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RejectApprovalError"];
                 };
             };
         };
     };
-    "sso.getSso": {
+    getSso: {
         parameters: {
             query?: never;
             header?: never;
@@ -8748,63 +13348,85 @@ export interface operations {
                     "application/json": components["schemas"]["SsoSettings"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetSsoError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetSsoError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetSsoError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetSsoError"];
                 };
             };
-            /** @description Error */
+            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetSsoError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetSsoError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetSsoError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetSsoError"];
                 };
             };
         };
     };
-    "sso.putSso": {
+    putSso: {
         parameters: {
             query?: never;
             header?: never;
@@ -8826,63 +13448,94 @@ export interface operations {
                     "application/json": components["schemas"]["SsoSettings"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `unknown_group`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PutSsoError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PutSsoError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PutSsoError"];
                 };
             };
-            /** @description Error */
-            404: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PutSsoError"];
                 };
             };
-            /** @description Error */
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PutSsoError"];
+                };
+            };
+            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PutSsoError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PutSsoError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PutSsoError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PutSsoError"];
                 };
             };
         };
     };
-    "sso.deleteSso": {
+    deleteSso: {
         parameters: {
             query?: never;
             header?: never;
@@ -8898,63 +13551,85 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteSsoError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteSsoError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteSsoError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteSsoError"];
                 };
             };
-            /** @description Error */
+            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteSsoError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteSsoError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteSsoError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteSsoError"];
                 };
             };
         };
     };
-    "schedules.listSchedules": {
+    listSchedules: {
         parameters: {
             query?: {
                 /** @description Identifier of an agent (UUID). */
@@ -8975,63 +13650,85 @@ export interface operations {
                     "application/json": components["schemas"]["SchedulePage"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListSchedulesError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListSchedulesError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListSchedulesError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListSchedulesError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListSchedulesError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListSchedulesError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListSchedulesError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListSchedulesError"];
                 };
             };
         };
     };
-    "schedules.createSchedule": {
+    createSchedule: {
         parameters: {
             query?: never;
             header?: never;
@@ -9040,6 +13737,21 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                 *       "name": "Morning digest",
+                 *       "cron": "0 8 * * 1-5",
+                 *       "timezone": "Europe/Berlin",
+                 *       "input": {
+                 *         "text": "Summarize yesterday's open tickets.",
+                 *         "user": {
+                 *           "id": "customer-42",
+                 *           "email": "ada@example.com"
+                 *         }
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateSchedule"];
             };
         };
@@ -9053,63 +13765,85 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `invalid_cron`, `invalid_timezone`, `invalid_duration`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateScheduleError"];
                 };
             };
-            /** @description Error */
-            404: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateScheduleError"];
                 };
             };
-            /** @description Error */
-            409: {
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateScheduleError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateScheduleError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateScheduleError"];
                 };
             };
         };
     };
-    "schedules.getSchedule": {
+    getSchedule: {
         parameters: {
             query?: never;
             header?: never;
@@ -9130,63 +13864,85 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetScheduleError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetScheduleError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetScheduleError"];
                 };
             };
         };
     };
-    "schedules.deleteSchedule": {
+    deleteSchedule: {
         parameters: {
             query?: never;
             header?: never;
@@ -9205,63 +13961,85 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteScheduleError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteScheduleError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteScheduleError"];
                 };
             };
         };
     };
-    "schedules.updateSchedule": {
+    updateSchedule: {
         parameters: {
             query?: never;
             header?: never;
@@ -9286,63 +14064,94 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `invalid_cron`, `invalid_timezone`, `invalid_duration`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateScheduleError"];
                 };
             };
-            /** @description Error */
-            409: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateScheduleError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateScheduleError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateScheduleError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateScheduleError"];
                 };
             };
         };
     };
-    "schedules.pauseSchedule": {
+    pauseSchedule: {
         parameters: {
             query?: never;
             header?: never;
@@ -9363,63 +14172,85 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PauseScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PauseScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PauseScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PauseScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PauseScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PauseScheduleError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PauseScheduleError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PauseScheduleError"];
                 };
             };
         };
     };
-    "schedules.resumeSchedule": {
+    resumeSchedule: {
         parameters: {
             query?: never;
             header?: never;
@@ -9440,63 +14271,85 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ResumeScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ResumeScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ResumeScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ResumeScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ResumeScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResumeScheduleError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ResumeScheduleError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResumeScheduleError"];
                 };
             };
         };
     };
-    "schedules.triggerSchedule": {
+    triggerSchedule: {
         parameters: {
             query?: never;
             header?: never;
@@ -9517,72 +14370,85 @@ export interface operations {
                     "application/json": components["schemas"]["Task"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["TriggerScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["TriggerScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Payment required: `budget_exhausted`. */
             402: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["TriggerScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["TriggerScheduleError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["TriggerScheduleError"];
                 };
             };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["TriggerScheduleError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TriggerScheduleError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TriggerScheduleError"];
                 };
             };
         };
     };
-    "files.listFiles": {
+    listFiles: {
         parameters: {
             query?: {
                 /** @description Only names starting with this text (byte-wise), e.g. `reports/`. */
@@ -9590,7 +14456,7 @@ export interface operations {
                 /** @description Only this agent's workspace. */
                 agent_id?: string;
                 /** @description Page size, 1–200 (default 50). */
-                limit?: string;
+                limit?: number;
                 /** @description `next_cursor` of the previous page. */
                 cursor?: string;
             };
@@ -9609,63 +14475,58 @@ export interface operations {
                     "application/json": components["schemas"]["FilePage"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListFilesError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListFilesError"];
                 };
             };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListFilesError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFilesError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFilesError"];
                 };
             };
         };
     };
-    "files.uploadFile": {
+    uploadFile: {
         parameters: {
             query?: {
                 /** @description The file's name. Required for a raw body; a multipart upload may give it as the `name` field or the file part's filename instead. */
@@ -9673,15 +14534,15 @@ export interface operations {
                 /** @description Store it in this agent's workspace; without it, in the organization's. */
                 agent_id?: string;
                 /** @description `true`: a file of that name in the scope is replaced (the new one gets a new id). Otherwise such a name is a 409 `file_exists`. */
-                overwrite?: "true" | "false";
+                overwrite?: boolean;
             };
             header?: never;
             path?: never;
             cookie?: never;
         };
+        /** @description The file itself as the raw body, any Content-Type (stored as the file's type; `?name=` names it), or multipart/form-data with one file part. */
         requestBody: {
             content: {
-                /** @description The file itself, any Content-Type (stored as the file's type); `?name=` names it. */
                 "application/octet-stream": string;
                 "multipart/form-data": {
                     /** @description The file's name, when `?name=` does not give it. */
@@ -9709,72 +14570,85 @@ export interface operations {
                     "application/json": components["schemas"]["WorkspaceFile"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `bad_request`, `invalid_multipart`, `unknown_agent`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UploadFileError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UploadFileError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UploadFileError"];
                 };
             };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Conflict: `file_exists`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UploadFileError"];
                 };
             };
-            /** @description Error */
+            /** @description Payload too large: `file_too_large`. */
             413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UploadFileError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadFileError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UploadFileError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadFileError"];
                 };
             };
         };
     };
-    "files.getFile": {
+    getFile: {
         parameters: {
             query?: never;
             header?: never;
@@ -9795,63 +14669,85 @@ export interface operations {
                     "application/json": components["schemas"]["WorkspaceFile"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetFileError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetFileError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetFileError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetFileError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetFileError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFileError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetFileError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFileError"];
                 };
             };
         };
     };
-    "files.deleteFile": {
+    deleteFile: {
         parameters: {
             query?: never;
             header?: never;
@@ -9870,63 +14766,76 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteFileError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteFileError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteFileError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteFileError"];
                 };
             };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteFileError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFileError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFileError"];
                 };
             };
         };
     };
-    "files.getFileContent": {
+    getFileContent: {
         parameters: {
             query?: never;
             header?: never;
@@ -9947,72 +14856,2525 @@ export interface operations {
                     "application/octet-stream": string;
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_range`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetFileContentError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetFileContentError"];
                 };
             };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetFileContentError"];
                 };
             };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Range not satisfiable: `range_not_satisfiable`. */
             416: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetFileContentError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFileContentError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetFileContentError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFileContentError"];
                 };
             };
         };
     };
-    "events.streamEvents": {
+    listFunctions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description FunctionPage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FunctionPage"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionsError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionsError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionsError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionsError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionsError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionsError"];
+                };
+            };
+        };
+    };
+    createFunction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateFunction"];
+            };
+        };
+        responses: {
+            /** @description CustomFunction */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomFunction"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateFunctionError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateFunctionError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateFunctionError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateFunctionError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateFunctionError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateFunctionError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateFunctionError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateFunctionError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateFunctionError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateFunctionError"];
+                };
+            };
+        };
+    };
+    getFunction: {
+        parameters: {
+            query?: {
+                /** @description A past version (default: the current one). */
+                version?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Identifier of a custom function (UUID). */
+                function_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description CustomFunction */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomFunction"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFunctionError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFunctionError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFunctionError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFunctionError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFunctionError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFunctionError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFunctionError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFunctionError"];
+                };
+            };
+        };
+    };
+    deleteFunction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of a custom function (UUID). */
+                function_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFunctionError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFunctionError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFunctionError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFunctionError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFunctionError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFunctionError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFunctionError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFunctionError"];
+                };
+            };
+        };
+    };
+    updateFunction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of a custom function (UUID). */
+                function_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateFunction"];
+            };
+        };
+        responses: {
+            /** @description CustomFunction */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomFunction"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateFunctionError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateFunctionError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateFunctionError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateFunctionError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateFunctionError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateFunctionError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateFunctionError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateFunctionError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateFunctionError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateFunctionError"];
+                };
+            };
+        };
+    };
+    listFunctionVersions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of a custom function (UUID). */
+                function_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description FunctionVersionPage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FunctionVersionPage"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionVersionsError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionVersionsError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionVersionsError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionVersionsError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionVersionsError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionVersionsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionVersionsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionVersionsError"];
+                };
+            };
+        };
+    };
+    invokeFunction: {
+        parameters: {
+            query?: {
+                /** @description A past version (default: the current one). */
+                version?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Identifier of a custom function (UUID). */
+                function_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvokeFunction"];
+            };
+        };
+        responses: {
+            /** @description FunctionResult */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FunctionResult"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `functions_busy`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+            /** @description Gateway timeout: `function_timeout`, `upstream_timeout`. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+        };
+    };
+    listAgentFunctions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of an agent (UUID). */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description AgentFunctionPage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentFunctionPage"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentFunctionsError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentFunctionsError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentFunctionsError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentFunctionsError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentFunctionsError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentFunctionsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentFunctionsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentFunctionsError"];
+                };
+            };
+        };
+    };
+    attachFunction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of an agent (UUID). */
+                agent_id: string;
+                /** @description Identifier of a custom function (UUID). */
+                function_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description AgentFunction */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentFunction"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachFunctionError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachFunctionError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachFunctionError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachFunctionError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachFunctionError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachFunctionError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachFunctionError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachFunctionError"];
+                };
+            };
+        };
+    };
+    detachFunction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of an agent (UUID). */
+                agent_id: string;
+                /** @description Identifier of a custom function (UUID). */
+                function_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachFunctionError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachFunctionError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachFunctionError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachFunctionError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachFunctionError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachFunctionError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachFunctionError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachFunctionError"];
+                };
+            };
+        };
+    };
+    listKnowledgeBases: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1–200 (default 50). */
+                limit?: string;
+                /** @description `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description KnowledgeBasePage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeBasePage"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeBasesError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeBasesError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeBasesError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeBasesError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeBasesError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeBasesError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeBasesError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeBasesError"];
+                };
+            };
+        };
+    };
+    createKnowledgeBase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateKnowledgeBase"];
+            };
+        };
+        responses: {
+            /** @description KnowledgeBase */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeBase"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
+                };
+            };
+        };
+    };
+    getKnowledgeBase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                knowledge_base_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description KnowledgeBase */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeBase"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeBaseError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeBaseError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeBaseError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeBaseError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeBaseError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeBaseError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeBaseError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeBaseError"];
+                };
+            };
+        };
+    };
+    deleteKnowledgeBase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                knowledge_base_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
+                };
+            };
+        };
+    };
+    updateKnowledgeBase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                knowledge_base_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateKnowledgeBase"];
+            };
+        };
+        responses: {
+            /** @description KnowledgeBase */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeBase"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
+                };
+            };
+        };
+    };
+    listKnowledgeDocuments: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1–200 (default 50). */
+                limit?: string;
+                /** @description `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                knowledge_base_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description KnowledgeDocumentPage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeDocumentPage"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
+                };
+            };
+        };
+    };
+    addKnowledgeDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                knowledge_base_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddDocument"];
+            };
+        };
+        responses: {
+            /** @description KnowledgeDocument */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeDocument"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`, `file_too_large`, `document_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`, `unsupported_document_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+        };
+    };
+    getKnowledgeDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                knowledge_base_id: string;
+                document_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description KnowledgeDocument */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeDocument"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeDocumentError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeDocumentError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeDocumentError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeDocumentError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeDocumentError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeDocumentError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeDocumentError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeDocumentError"];
+                };
+            };
+        };
+    };
+    deleteKnowledgeDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                knowledge_base_id: string;
+                document_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
+                };
+            };
+        };
+    };
+    searchKnowledgeBase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                knowledge_base_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SearchKnowledge"];
+            };
+        };
+        responses: {
+            /** @description KnowledgeSearchResults */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeSearchResults"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
+                };
+            };
+        };
+    };
+    listAgentKnowledgeBases: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["KnowledgeBase"][];
+                    };
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
+                };
+            };
+        };
+    };
+    attachKnowledgeBase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: string;
+                knowledge_base_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachKnowledgeBaseError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachKnowledgeBaseError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachKnowledgeBaseError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachKnowledgeBaseError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachKnowledgeBaseError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachKnowledgeBaseError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachKnowledgeBaseError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachKnowledgeBaseError"];
+                };
+            };
+        };
+    };
+    detachKnowledgeBase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: string;
+                knowledge_base_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachKnowledgeBaseError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachKnowledgeBaseError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachKnowledgeBaseError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachKnowledgeBaseError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachKnowledgeBaseError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachKnowledgeBaseError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachKnowledgeBaseError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachKnowledgeBaseError"];
+                };
+            };
+        };
+    };
+    streamEvents: {
         parameters: {
             query?: {
                 /** @description Only these types, comma-separated: task.created, task.started, task.tool_call, task.model_call, task.waiting_approval, task.completed, task.error, task.cancelled, approval.requested, approval.decided, connection.needs_reauthentication, audit.recorded. */
@@ -10040,63 +17402,67 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_last_event_id`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["StreamEventsError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["StreamEventsError"];
                 };
             };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Gone: `events_expired`. */
             410: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["StreamEventsError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamEventsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["StreamEventsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamEventsError"];
                 };
             };
         };
     };
-    "events.streamTaskEvents": {
+    streamTaskEvents: {
         parameters: {
             query?: {
                 /** @description As the `Last-Event-ID` header, for clients that cannot set it; the header wins. */
@@ -10123,63 +17489,76 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_last_event_id`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["StreamTaskEventsError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["StreamTaskEventsError"];
                 };
             };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["StreamTaskEventsError"];
                 };
             };
-            /** @description Error */
+            /** @description Gone: `events_expired`. */
             410: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["StreamTaskEventsError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamTaskEventsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["StreamTaskEventsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamTaskEventsError"];
                 };
             };
         };
     };
-    "webhooks.listWebhooks": {
+    listWebhooks: {
         parameters: {
             query?: never;
             header?: never;
@@ -10197,72 +17576,94 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookList"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListWebhooksError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListWebhooksError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListWebhooksError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListWebhooksError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListWebhooksError"];
                 };
             };
-            /** @description Error */
+            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListWebhooksError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListWebhooksError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListWebhooksError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListWebhooksError"];
                 };
             };
         };
     };
-    "webhooks.createWebhook": {
+    createWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -10271,6 +17672,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/switchyard",
+                 *       "event_types": [
+                 *         "task.completed",
+                 *         "task.error"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateWebhook"];
             };
         };
@@ -10284,72 +17694,94 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedWebhook"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateWebhookError"];
                 };
             };
-            /** @description Error */
-            404: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateWebhookError"];
                 };
             };
-            /** @description Error */
-            409: {
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Unprocessable: `webhook_url_not_allowed`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateWebhookError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["CreateWebhookError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateWebhookError"];
                 };
             };
         };
     };
-    "webhooks.getWebhook": {
+    getWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -10370,72 +17802,94 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetWebhookError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetWebhookError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetWebhookError"];
                 };
             };
         };
     };
-    "webhooks.deleteWebhook": {
+    deleteWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -10454,72 +17908,94 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteWebhookError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["DeleteWebhookError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteWebhookError"];
                 };
             };
         };
     };
-    "webhooks.updateWebhook": {
+    updateWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -10544,72 +18020,103 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateWebhookError"];
                 };
             };
-            /** @description Error */
-            409: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateWebhookError"];
+                };
+            };
+            /** @description Unprocessable: `webhook_url_not_allowed`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateWebhookError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["UpdateWebhookError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateWebhookError"];
                 };
             };
         };
     };
-    "webhooks.rotateWebhookSecret": {
+    rotateWebhookSecret: {
         parameters: {
             query?: never;
             header?: never;
@@ -10630,78 +18137,100 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedWebhook"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RotateWebhookSecretError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RotateWebhookSecretError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RotateWebhookSecretError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RotateWebhookSecretError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RotateWebhookSecretError"];
                 };
             };
-            /** @description Error */
+            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RotateWebhookSecretError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RotateWebhookSecretError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RotateWebhookSecretError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RotateWebhookSecretError"];
                 };
             };
         };
     };
-    "webhooks.listWebhookDeliveries": {
+    listWebhookDeliveries: {
         parameters: {
             query?: {
                 /** @description `pending`: not delivered yet (`next_attempt_at` says when it is tried). `succeeded`: a 2xx answer. `failed`: the retry schedule ran out, or the endpoint answered 410. */
                 status?: "pending" | "succeeded" | "failed";
                 /** @description Deliveries per page, 1–200 (default 50), newest first. */
-                limit?: string;
+                limit?: number;
                 cursor?: string;
             };
             header?: never;
@@ -10722,72 +18251,76 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryPage"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListWebhookDeliveriesError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListWebhookDeliveriesError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListWebhookDeliveriesError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListWebhookDeliveriesError"];
                 };
             };
-            /** @description Error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ListWebhookDeliveriesError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListWebhookDeliveriesError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListWebhookDeliveriesError"];
                 };
             };
         };
     };
-    "webhooks.retryWebhookDelivery": {
+    retryWebhookDelivery: {
         parameters: {
             query?: never;
             header?: never;
@@ -10810,72 +18343,85 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RetryWebhookDeliveryError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RetryWebhookDeliveryError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RetryWebhookDeliveryError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RetryWebhookDeliveryError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `webhook_disabled`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RetryWebhookDeliveryError"];
                 };
             };
-            /** @description Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["RetryWebhookDeliveryError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetryWebhookDeliveryError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetryWebhookDeliveryError"];
                 };
             };
         };
     };
-    "webhooks.pingWebhook": {
+    pingWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -10896,72 +18442,85 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PingWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PingWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PingWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PingWebhookError"];
                 };
             };
-            /** @description Error */
+            /** @description Conflict: `webhook_disabled`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PingWebhookError"];
                 };
             };
-            /** @description Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["PingWebhookError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PingWebhookError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PingWebhookError"];
                 };
             };
         };
     };
-    "usage.getUsage": {
+    getUsage: {
         parameters: {
             query?: {
                 from?: components["schemas"]["Date"];
@@ -10992,50 +18551,845 @@ export interface operations {
                     "text/csv": string;
                 };
             };
-            /** @description The request did not match the expected schema */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_time_range`, `invalid_group_by`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetUsageError"];
                 };
             };
-            /** @description Error */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetUsageError"];
                 };
             };
-            /** @description Error */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetUsageError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetUsageError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetUsageError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetUsageError"];
+                };
+            };
+        };
+    };
+    getCommandPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of an agent (UUID). */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description CommandPolicy */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CommandPolicy"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetCommandPolicyError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetCommandPolicyError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetCommandPolicyError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetCommandPolicyError"];
                 };
             };
-            /** @description Error */
+            /** @description Too many requests: `rate_limited`. */
             429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetCommandPolicyError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["GetCommandPolicyError"];
                 };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetCommandPolicyError"];
+                };
+            };
+        };
+    };
+    putCommandPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of an agent (UUID). */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CommandPolicyInput"];
+            };
+        };
+        responses: {
+            /** @description CommandPolicy */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CommandPolicy"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PutCommandPolicyError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PutCommandPolicyError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PutCommandPolicyError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PutCommandPolicyError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PutCommandPolicyError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PutCommandPolicyError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PutCommandPolicyError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PutCommandPolicyError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PutCommandPolicyError"];
+                };
+            };
+        };
+    };
+    checkCommand: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of an agent (UUID). */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CheckCommand"];
+            };
+        };
+        responses: {
+            /** @description CommandDecision */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CommandDecision"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckCommandError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckCommandError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckCommandError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckCommandError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckCommandError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckCommandError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckCommandError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckCommandError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckCommandError"];
+                };
+            };
+        };
+    };
+    onTaskCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in seconds since the Unix epoch. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event_task_created"] & components["schemas"]["WebhookEnvelope"];
+            };
+        };
+        responses: {
+            /** @description Disables the endpoint. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onTaskStarted: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in seconds since the Unix epoch. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event_task_started"] & components["schemas"]["WebhookEnvelope"];
+            };
+        };
+        responses: {
+            /** @description Disables the endpoint. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onTaskToolCall: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in seconds since the Unix epoch. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event_task_tool_call"] & components["schemas"]["WebhookEnvelope"];
+            };
+        };
+        responses: {
+            /** @description Disables the endpoint. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onTaskModelCall: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in seconds since the Unix epoch. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event_task_model_call"] & components["schemas"]["WebhookEnvelope"];
+            };
+        };
+        responses: {
+            /** @description Disables the endpoint. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onTaskWaitingApproval: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in seconds since the Unix epoch. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event_task_waiting_approval"] & components["schemas"]["WebhookEnvelope"];
+            };
+        };
+        responses: {
+            /** @description Disables the endpoint. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onTaskCompleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in seconds since the Unix epoch. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event_task_completed"] & components["schemas"]["WebhookEnvelope"];
+            };
+        };
+        responses: {
+            /** @description Disables the endpoint. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onTaskError: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in seconds since the Unix epoch. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event_task_error"] & components["schemas"]["WebhookEnvelope"];
+            };
+        };
+        responses: {
+            /** @description Disables the endpoint. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onTaskCancelled: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in seconds since the Unix epoch. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event_task_cancelled"] & components["schemas"]["WebhookEnvelope"];
+            };
+        };
+        responses: {
+            /** @description Disables the endpoint. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onApprovalRequested: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in seconds since the Unix epoch. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event_approval_requested"] & components["schemas"]["WebhookEnvelope"];
+            };
+        };
+        responses: {
+            /** @description Disables the endpoint. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onApprovalDecided: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in seconds since the Unix epoch. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event_approval_decided"] & components["schemas"]["WebhookEnvelope"];
+            };
+        };
+        responses: {
+            /** @description Disables the endpoint. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onConnectionNeedsReauthentication: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in seconds since the Unix epoch. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event_connection_needs_reauthentication"] & components["schemas"]["WebhookEnvelope"];
+            };
+        };
+        responses: {
+            /** @description Disables the endpoint. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onAuditRecorded: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in seconds since the Unix epoch. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event_audit_recorded"] & components["schemas"]["WebhookEnvelope"];
+            };
+        };
+        responses: {
+            /** @description Disables the endpoint. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onWebhookPing: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (`msg_…`), the same on every attempt: deduplicate by it. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in seconds since the Unix epoch. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the secret's bytes; several, separated by spaces, for 24 hours after a rotation. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event_webhook_ping"];
+            };
+        };
+        responses: {
+            /** @description Disables the endpoint. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

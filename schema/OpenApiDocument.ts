@@ -1,0 +1,256 @@
+import { HttpApi, OpenApi, OpenApiJsonSchema } from "@effect/platform"
+import { Context, Option } from "effect"
+import packageJson from "../package.json" with { type: "json" }
+import { ErrorDetails } from "./ErrorDetails.js"
+import { type ErrorCodeEntry, ErrorCodes } from "./Errors.js"
+import { documentEvents } from "./EventsApi.js"
+import { type Role, roleDisplayName } from "./Identity.js"
+import { type OperationDoc, OperationDocs } from "./OperationDoc.js"
+import { operationExamples } from "./OperationExamples.js"
+import { ThreadEventDoc } from "./ThreadEvents.js"
+import { documentWebhooks } from "./WebhooksApi.js"
+
+/**
+ * The one transform from what `OpenApi.fromApi` derives to the document we serve at /openapi.json and commit
+ * as openapi.json (`npm run openapi`): camelCase operationIds, a summary and the role on every operation,
+ * each error response as the one envelope with the operation's own `code` enum, typed `details`, thread
+ * events and event/webhook schemas, examples, the package's version and a server. Rules for new endpoints:
+ * docs/guides/clients.md ("Documenting an endpoint").
+ */
+export const documentApi = (api: HttpApi.HttpApi.Any) => (spec: Record<string, any>): Record<string, any> => {
+  const endpoints = endpointsOf(api)
+  documentEvents(spec)
+  documentWebhooks(spec)
+  for (const [type, item] of Object.entries<Record<string, any>>(spec.webhooks ?? {})) {
+    // `task.completed` -> `onTaskCompleted`: what a receiver's handler for it is called in generated code
+    item.post.operationId = `on${type.split(/[._]/).map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join("")}`
+  }
+  const schemas: Record<string, any> = spec.components.schemas
+  OpenApiJsonSchema.makeWithDefs(ErrorDetails, { defs: schemas })
+  documentThreadEvents(schemas)
+  for (const [path, methods] of Object.entries<Record<string, any>>(spec.paths)) {
+    for (const [method, op] of Object.entries<Record<string, any>>(methods)) {
+      const endpoint = endpoints.get(`${method} ${path}`)
+      if (endpoint === undefined) continue
+      const operationId = endpoint.identifier
+      op.operationId = operationId
+      const doc = endpoint.doc
+      op.summary ??= doc?.summary ?? words(operationId)
+      if (doc !== undefined) {
+        op.description = [op.description, roleNote(doc)].filter((s) => s !== undefined).join("\n\n")
+        op["x-switchyard-role"] = doc.role ?? "none"
+      }
+      documentErrors(op, operationId, doc, schemas)
+      const example = operationExamples[operationId]
+      if (example?.request !== undefined) op.requestBody.content["application/json"].example = example.request
+      if (example?.response !== undefined) {
+        op.responses[example.response.status].content["application/json"].example = example.response.value
+      }
+    }
+  }
+  for (const unused of ["HttpApiDecodeError", "Issue", "PropertyKey", "ErrorBody"]) delete schemas[unused]
+  cleanSchemas(spec.paths)
+  cleanSchemas(spec.webhooks)
+  cleanSchemas(schemas)
+  for (const [name, schema] of Object.entries(schemas)) schema.title = name
+  spec.info = {
+    ...spec.info,
+    version: packageJson.version,
+    license: { name: "Apache-2.0", identifier: "Apache-2.0" }
+  }
+  spec.servers = [{
+    url: "http://localhost:8080",
+    description: "A node on this machine (`switchyard serve`); use your deployment's `SWITCHYARD_PUBLIC_URL`."
+  }]
+  return spec
+}
+
+interface EndpointInfo {
+  readonly identifier: string
+  readonly doc: OperationDoc | undefined
+}
+
+/** Each endpoint by `method path` as the document writes them, with its id and its `operation(...)` doc. */
+const endpointsOf = (api: HttpApi.HttpApi.Any) => {
+  const endpoints = new Map<string, EndpointInfo>()
+  HttpApi.reflect(api as HttpApi.HttpApi.AnyWithProps, {
+    onGroup() {},
+    onEndpoint({ endpoint }) {
+      const path = endpoint.path.replace(/:(\w+)\??/g, "{$1}")
+      endpoints.set(`${endpoint.method.toLowerCase()} ${path}`, {
+        identifier: Option.getOrElse(Context.getOption(endpoint.annotations, OpenApi.Identifier), () => endpoint.name),
+        doc: Option.getOrUndefined(Context.getOption(endpoint.annotations, OperationDocs))
+      })
+    }
+  })
+  return endpoints
+}
+
+const words = (operationId: string) => {
+  const text = operationId.replace(/([A-Z])/g, " $1").toLowerCase()
+  return text.charAt(0).toUpperCase() + text.slice(1)
+}
+
+const ROLE_ORDER: ReadonlyArray<Role> = ["member", "builder", "admin", "super_admin"]
+
+const roleNote = (doc: OperationDoc) => {
+  const who = doc.role === null
+    ? "none: no API key needed."
+    : doc.role === "member"
+    ? "any member's key (Member and above)."
+    : `${roleDisplayName[doc.role]} and above (${
+      ROLE_ORDER.slice(ROLE_ORDER.indexOf(doc.role)).map((r) => `\`${r}\``).join(", ")
+    }).`
+  return `**Role:** ${who}${doc.access === undefined ? "" : ` ${doc.access}`}`
+}
+
+const codeEntries = new Map<string, ErrorCodeEntry>()
+for (const entry of ErrorCodes) {
+  if (entry.surface === "rest" && !codeEntries.has(entry.code)) codeEntries.set(entry.code, entry)
+}
+
+/** Codes of the MCP endpoint and the web console: never answered by the REST operations. */
+const elsewhere = (entry: ErrorCodeEntry) => /^(MCP endpoint|Web console)/.test(entry.meaning)
+
+/**
+ * The codes every operation of its kind can answer: the request pipeline's (bad text, a broken or oversized
+ * JSON body, validation), authentication's, `not_found` for a path id, `forbidden` above Member, and the
+ * 500/503 of a defect, a stopping node or a database gone.
+ */
+export const commonCodes = (op: Record<string, any>, doc: OperationDoc | undefined): Array<string> => {
+  const codes = ["invalid_text", "internal_error", "unavailable"]
+  const parameters: Array<Record<string, any>> = op.parameters ?? []
+  const json = op.requestBody?.content?.["application/json"] !== undefined
+  if (parameters.length > 0 || json) codes.push("validation_failed")
+  if (json) codes.push("invalid_json", "payload_too_large", "unsupported_media_type")
+  if (parameters.some((p) => p.in === "path")) codes.push("not_found")
+  if ((op.security ?? []).length > 0) {
+    codes.push(
+      "missing_api_key",
+      "malformed_api_key",
+      "invalid_api_key",
+      "revoked_api_key",
+      "bearer_not_supported",
+      "rate_limited",
+      "database_unavailable"
+    )
+  }
+  if (doc?.role !== undefined && doc.role !== null && doc.role !== "member") codes.push("forbidden")
+  return codes
+}
+
+const REASONS: Record<number, string> = {
+  400: "Bad request",
+  401: "Unauthenticated",
+  402: "Payment required",
+  403: "Forbidden",
+  404: "Not found",
+  409: "Conflict",
+  410: "Gone",
+  413: "Payload too large",
+  415: "Unsupported media type",
+  416: "Range not satisfiable",
+  422: "Unprocessable",
+  429: "Too many requests",
+  500: "Internal error",
+  502: "Bad gateway",
+  503: "Unavailable",
+  504: "Gateway timeout"
+}
+
+/**
+ * Replaces the error responses HttpApi derived (the groups' classes, the internal decode error) with the
+ * codes the operation answers: one named schema per operation (`<OperationId>Error`), the envelope with
+ * `code` as its enum, under each status its codes are sent with. An endpoint without `operation(...)`
+ * gets every code of each status it declares, so its enum is never narrower than the wire.
+ */
+const documentErrors = (
+  op: Record<string, any>,
+  operationId: string,
+  doc: OperationDoc | undefined,
+  schemas: Record<string, any>
+) => {
+  const declared = Object.keys(op.responses).map(Number).filter((status) => status >= 400)
+  const own = doc?.errors ?? [...codeEntries.values()]
+    .filter((e) => e.status !== null && declared.includes(e.status) && !elsewhere(e))
+    .map((e) => e.code)
+  const codes = [...new Set([...commonCodes(op, doc), ...own])]
+  for (const status of declared) delete op.responses[status]
+  const name = `${operationId.charAt(0).toUpperCase()}${operationId.slice(1)}Error`
+  schemas[name] = errorSchema(operationId, codes)
+  const byStatus = new Map<number, Array<string>>()
+  for (const code of codes) {
+    const entry = codeEntries.get(code)
+    if (entry === undefined || entry.status === null) {
+      throw new Error(`${operationId}: error code '${code}' is not in the catalogue (schema/Errors.ts)`)
+    }
+    byStatus.set(entry.status, [...(byStatus.get(entry.status) ?? []), code])
+  }
+  for (const status of [...byStatus.keys()].sort()) {
+    const list = byStatus.get(status)!.map((c) => `\`${c}\``).join(", ")
+    op.responses[status] = {
+      description: `${REASONS[status] ?? "Error"}: ${list}.`,
+      ...(status === 429 || status === 503 ? { headers: { "Retry-After": RETRY_AFTER } } : {}),
+      content: { "application/json": { schema: { $ref: `#/components/schemas/${name}` } } }
+    }
+  }
+}
+
+const RETRY_AFTER = {
+  description: "Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`).",
+  schema: { type: "integer" }
+}
+
+const errorSchema = (operationId: string, codes: ReadonlyArray<string>) => ({
+  type: "object",
+  description: `An error of \`${operationId}\`: the one error envelope, its \`code\` one of this operation's ` +
+    "(docs/reference/errors.md).",
+  required: ["error"],
+  properties: {
+    error: {
+      type: "object",
+      required: ["code", "message"],
+      properties: {
+        code: { type: "string", enum: [...codes].sort(), description: "Stable machine-readable error code." },
+        message: { type: "string", description: "What went wrong and what to do about it." },
+        request_id: { type: "string", description: "The request's `x-request-id`." },
+        details: { $ref: "#/components/schemas/ErrorDetails" }
+      },
+      additionalProperties: false
+    }
+  },
+  additionalProperties: false
+})
+
+/** `ThreadEvent` as the union its `type` tells apart, each with its `data` (schema/ThreadEvents.ts). */
+const documentThreadEvents = (schemas: Record<string, any>) => {
+  const union = OpenApiJsonSchema.makeWithDefs(ThreadEventDoc, { defs: schemas }) as Record<string, any>
+  const variants: Array<{ $ref: string }> = union.anyOf
+  const mapping: Record<string, string> = {}
+  for (const variant of variants) {
+    const schema = schemas[variant.$ref.split("/").pop()!]
+    const type = schema.properties.type
+    for (const value of type.enum ?? [type.const]) mapping[value] = variant.$ref
+  }
+  schemas.ThreadEvent = {
+    description: union.description,
+    oneOf: variants,
+    discriminator: { propertyName: "type", mapping }
+  }
+}
+
+/**
+ * Internal names out: Effect's refinement titles (`maxLength(128)`, `int`) and `$id`s (`/schemas/unknown`,
+ * repeated wherever `unknown` is) on inline schemas; every component is titled by its name instead.
+ */
+const cleanSchemas = (node: unknown): void => {
+  if (Array.isArray(node)) {
+    for (const item of node) cleanSchemas(item)
+    return
+  }
+  if (typeof node !== "object" || node === null) return
+  const record = node as Record<string, unknown>
+  if (typeof record.$id === "string") delete record.$id
+  if (typeof record.title === "string") delete record.title
+  for (const value of Object.values(record)) cleanSchemas(value)
+}

@@ -1,0 +1,32 @@
+import { OpenApi } from "@effect/platform"
+import { Context } from "effect"
+import type { Role } from "./Identity.js"
+
+/**
+ * What the OpenAPI document says of one endpoint beyond its schemas: a summary, who may call it and the
+ * error codes of its own. `documentApi` (schema/OpenApiDocument.ts) turns it into the operation's
+ * `summary`, its role note and `x-switchyard-role`, and the `code` enum of each error response.
+ */
+export interface OperationDoc {
+  /** A few words, imperative, no final period: "Create an agent". */
+  readonly summary: string
+  /**
+   * The weakest role that may call it, as the server checks it (`requireRole`; test/openapi/Roles.test.ts
+   * holds them to it). `null`: no API key (the probes).
+   */
+  readonly role: Role | null
+  /** The rest of the rule when the role is not all of it: owners, personal keys, keys limited to agents. */
+  readonly access?: string
+  /**
+   * Error codes this operation answers besides the ones every operation of its kind does (`commonCodes` in
+   * schema/OpenApiDocument.ts: authentication, validation, body limits, `not_found` with a path id,
+   * `forbidden` above Member, 500/503); each must be in the catalogue (schema/Errors.ts `ErrorCodes`).
+   */
+  readonly errors?: ReadonlyArray<string>
+}
+
+export class OperationDocs extends Context.Tag("switchyard/OpenApi/OperationDoc")<OperationDocs, OperationDoc>() {}
+
+/** `.annotateContext(operation({...}))` on an endpoint: its summary, role and error codes. */
+export const operation = (doc: OperationDoc) =>
+  Context.make(OperationDocs, doc).pipe(Context.add(OpenApi.Summary, doc.summary))

@@ -1,0 +1,83 @@
+import { Schema } from "effect"
+import { TaskUser } from "./Agents.js"
+import { Timestamp } from "./Timestamp.js"
+
+/**
+ * A thread event's `data` by its `type`, for the OpenAPI document: `ThreadEvent` carries `data` as
+ * `unknown` (the run records it as JSON), and `documentApi` documents it as one of these, told apart by
+ * `type`. Fields a run adds later come as further keys.
+ */
+const open = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+const data = <F extends Schema.Struct.Fields>(identifier: string, description: string, fields: F) =>
+  Schema.Struct(fields, open).annotations({ identifier, description })
+const nullable = <S extends Schema.Schema.Any>(s: S) => Schema.optional(Schema.NullOr(s))
+
+export const ThreadMessageData = data("ThreadMessageData", "user_message, agent_message: the text.", {
+  text: Schema.String
+})
+export const ThreadModelCallData = data("ThreadModelCallData", "model_call: one call of the model and its answer.", {
+  step: nullable(Schema.Number),
+  provider: nullable(Schema.String),
+  model: nullable(Schema.String),
+  input_tokens: nullable(Schema.Number),
+  output_tokens: nullable(Schema.Number),
+  cached_tokens: nullable(Schema.Number),
+  cost_usd: nullable(Schema.Number),
+  duration_ms: nullable(Schema.Number),
+  finish: nullable(Schema.String),
+  text: nullable(Schema.String),
+  tool_calls: Schema.optional(Schema.Array(Schema.Unknown))
+})
+export const ThreadToolCallData = data("ThreadToolCallData", "tool_call: one tool call and its result.", {
+  step: nullable(Schema.Number),
+  name: nullable(Schema.String),
+  connection_id: nullable(Schema.String),
+  operation_id: nullable(Schema.String),
+  arguments: Schema.optional(Schema.Unknown),
+  status: nullable(Schema.Number).annotations({ description: "The upstream HTTP status, if a call was made." }),
+  outcome: nullable(Schema.String).annotations({ description: "`rejected` when a person rejected the call." }),
+  result: nullable(Schema.String),
+  duration_ms: nullable(Schema.Number)
+})
+export const ThreadApprovalRequestedData = data(
+  "ThreadApprovalRequestedData",
+  "approval_requested: a tool call waits for a person's decision.",
+  {
+    approval_id: Schema.String,
+    name: nullable(Schema.String),
+    arguments: Schema.optional(Schema.Unknown),
+    skill_id: nullable(Schema.String)
+  }
+)
+export const ThreadApprovalDecidedData = data(
+  "ThreadApprovalDecidedData",
+  "approval_decided: the decision on a tool call.",
+  {
+    approval_id: Schema.String,
+    status: Schema.String,
+    by: Schema.optional(Schema.Unknown),
+    reason: nullable(Schema.String)
+  }
+)
+export const ThreadEndData = data("ThreadEndData", "error, cancelled: why the task ended.", {
+  message: Schema.NullOr(Schema.String)
+})
+
+const variant = <T extends string, D extends Schema.Schema.Any>(identifier: string, types: ReadonlyArray<T>, d: D) =>
+  Schema.Struct({
+    seq: Schema.Int,
+    type: Schema.Literal(...types),
+    at: Timestamp,
+    user: TaskUser.annotations({ description: "The person who asked." }),
+    data: d
+  }).annotations({ identifier })
+
+/** The documented `ThreadEvent`: one variant per kind of `data`. */
+export const ThreadEventDoc = Schema.Union(
+  variant("ThreadMessageEvent", ["user_message", "agent_message"], ThreadMessageData),
+  variant("ThreadModelCallEvent", ["model_call"], ThreadModelCallData),
+  variant("ThreadToolCallEvent", ["tool_call"], ThreadToolCallData),
+  variant("ThreadApprovalRequestedEvent", ["approval_requested"], ThreadApprovalRequestedData),
+  variant("ThreadApprovalDecidedEvent", ["approval_decided"], ThreadApprovalDecidedData),
+  variant("ThreadEndEvent", ["error", "cancelled"], ThreadEndData)
+).annotations({ description: "One step of a task's thread; `data` by `type`." })
