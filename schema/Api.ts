@@ -7,6 +7,7 @@ import { ToolsApi } from "./ConnectorsApi.js"
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire, ServiceUnavailableWire } from "./Errors.js"
 import { EventsApi } from "./EventsApi.js"
 import { FilesApi } from "./FilesApi.js"
+import { FunctionsApi } from "./FunctionsApi.js"
 import { ApiKey, CreateApiKey, CreatedApiKey, CreateMember, ListOf, Me, Member, UpdateMember } from "./Identity.js"
 import { ApiKeyId, UserId } from "./Ids.js"
 import { OAuthApi } from "./OAuth.js"
@@ -186,6 +187,7 @@ const ApiGroups = HttpApi.make("switchyard")
   .add(SsoApi)
   .add(SchedulesApi)
   .add(FilesApi)
+  .add(FunctionsApi)
   .add(EventsApi)
   .add(WebhooksApi)
   .add(UsageApi)

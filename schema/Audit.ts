@@ -56,7 +56,12 @@ export const auditActions = [
   "UPDATE_WEBHOOK",
   "DELETE_WEBHOOK",
   "ROTATE_WEBHOOK_SECRET",
-  "DISABLE_WEBHOOK"
+  "DISABLE_WEBHOOK",
+  "CREATE_FUNCTION",
+  "UPDATE_FUNCTION",
+  "DELETE_FUNCTION",
+  "ATTACH_FUNCTION",
+  "DETACH_FUNCTION"
 ] as const
 
 export const AuditAction = Schema.String.pipe(

@@ -188,6 +188,7 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
     "`Last-Event-ID` (or `last_event_id`) is not an event id: send a decimal id an event stream sent, or `0`."
   ),
   rest(400, "invalid_cursor", "`cursor` is not one this API returned; start the listing again without it."),
+  rest(400, "invalid_input_schema", "A custom function's `input_schema` is not a JSON Schema (2020-12) or is over 64 KiB."),
   rest(400, "type_required", "`GET /v1/tools` without `type=connector` (or with another type)."),
   rest(400, "invalid_idempotency_key", "The `Idempotency-Key` header is not 1–255 visible ASCII characters."),
   rest(
@@ -340,6 +341,7 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   rest(409, "group_name_taken", "A group of that name (case-insensitively) exists in this organization."),
   rest(409, "already_in_group", "The member is in the group already."),
   rest(409, "skill_name_taken", "A skill of that name exists in this organization."),
+  rest(409, "function_name_taken", "A custom function of that name exists in this organization."),
   rest(409, "file_exists", "A workspace file of that name is in the scope already: upload with `overwrite=true`."),
   rest(409, "approval_decided", "The request for approval was decided (or expired) already."),
   rest(
@@ -415,6 +417,9 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
     "A webhook `url` that resolves to an internal address (loopback, private, link-local, metadata); an operator " +
       "can allow it with `SWITCHYARD_EGRESS_ALLOW`."
   ),
+  rest(422, "function_error", "A custom function threw: the message names its error and line, `details.stack` and `details.logs` follow."),
+  rest(422, "function_memory", "A custom function used more than its `memory_mb` and was stopped."),
+  rest(422, "function_output_too_large", "A custom function returned more than 1 MiB of JSON."),
   rest(422, "unprocessable", "Well-formed but unusable input; the default of the 422 error."),
   rest(
     429,
@@ -427,12 +432,14 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
     "upstream_unreachable",
     "Connector invoke: the target could not be reached (a `POST` or `PATCH` is never resent)."
   ),
+  rest(503, "functions_busy", "This node's function sandbox has 1,000 calls waiting: retry shortly."),
   rest(503, "database_unavailable", "The database is unavailable right now: retry after `Retry-After`."),
   rest(
     503,
     "unavailable",
     "The node is starting, stopping or not ready (`/readyz` says why), or the request was interrupted: retry."
   ),
+  rest(504, "function_timeout", "A custom function ran longer than its `timeout_ms` (waiting on `ctx` included) and was stopped."),
   rest(
     504,
     "upstream_timeout",

@@ -27,6 +27,7 @@ import webhooks from "./migrations/0019_webhooks.js"
 import usage from "./migrations/0020_usage.js"
 import eventWrites from "./migrations/0021_event_writes.js"
 import usageFold from "./migrations/0022_usage_fold.js"
+import functions from "./migrations/0024_functions.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -50,7 +51,8 @@ export const migrations = {
   "0019_webhooks": webhooks,
   "0020_usage": usage,
   "0021_event_writes": eventWrites,
-  "0022_usage_fold": usageFold
+  "0022_usage_fold": usageFold,
+  "0024_functions": functions
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

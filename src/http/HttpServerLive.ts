@@ -12,6 +12,7 @@ import { ConnectionOAuthRoutes } from "../connectors/ConnectionOAuthRoutes.js"
 import { ToolsHttpLive } from "../connectors/ToolsHttp.js"
 import { EventsHttpLive } from "../events/EventsHttp.js"
 import { FilesHttpLive } from "../files/FilesHttp.js"
+import { FunctionsHttpLive } from "../functions/FunctionsHttp.js"
 import { IdentityHttpLive } from "../identity/IdentityHttp.js"
 import { McpRoutes } from "../mcp/McpEndpoint.js"
 import { SystemHttpLive } from "../node/SystemHttp.js"
@@ -49,6 +50,7 @@ const ApiRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json"
     EventsHttpLive,
     WebhooksHttpLive,
     FilesHttpLive,
+    FunctionsHttpLive,
     UsageHttpLive
   ]),
   Layer.provide(AuthenticationLive)

@@ -5,6 +5,7 @@ import { AuditLog } from "../audit/AuditLog.js"
 import { InvokeStream } from "../events/InvokeStream.js"
 import { Files } from "../files/Files.js"
 import { Workspace } from "../files/Workspace.js"
+import { FunctionsLive } from "../functions/FunctionsLive.js"
 import { Drain } from "../http/Drain.js"
 import { isJsonMediaType, unsupportedMediaType } from "../http/JsonBody.js"
 import { extraRoutes } from "../http/RouteTable.js"
@@ -120,6 +121,7 @@ export const McpRoutes = Layer.mergeAll(McpRouteTable, McpFastPathLive).pipe(
   Layer.provide(McpSessions.DefaultWithoutDependencies),
   Layer.provide(OAuthLive),
   Layer.provide(SchedulesLive),
+  Layer.provide(FunctionsLive),
   Layer.provide(UsageLive),
   Layer.provide(InvokeStream.Default),
   Layer.provide(AgentsLive),

@@ -6,6 +6,7 @@ import type { OperationInvoker } from "../connectors/OperationInvoker.js"
 import type { InvokeStream } from "../events/InvokeStream.js"
 import type { Files } from "../files/Files.js"
 import type { Workspace } from "../files/Workspace.js"
+import type { Functions } from "../functions/Functions.js"
 import type { McpCaller } from "../oauth/TokenVerifier.js"
 import type { Schedules } from "../schedules/Schedules.js"
 import type { Approvals } from "../skills/Approvals.js"
@@ -25,6 +26,7 @@ export type ToolServices =
   | Files
   | Workspace
   | Schedules
+  | Functions
   | Usage
   | InvokeStream
 

@@ -65,7 +65,7 @@ export type InputValidator = (value: unknown) => InputCheck
 
 const cache = new WeakMap<object, InputValidator>()
 
-const compile = (schema: object): InputValidator => {
+export const compile = (schema: object): InputValidator => {
   const validate = ajv.compile(schema)
   // Ajv keeps every compiled schema in a cache of its own; the WeakMap below is the one that should own it
   ajv.removeSchema(schema)

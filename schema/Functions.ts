@@ -1,0 +1,133 @@
+import { Schema } from "effect"
+import { reportAllErrors } from "./Identity.js"
+import { AgentId } from "./Ids.js"
+import { Timestamp } from "./Timestamp.js"
+
+export const FunctionId = Schema.UUID.pipe(
+  Schema.brand("FunctionId"),
+  Schema.annotations({ description: "Identifier of a custom function (UUID)." })
+)
+export type FunctionId = typeof FunctionId.Type
+
+/** Limits of a function: the contract states them, the sandbox enforces them. */
+export const FUNCTION_LIMITS = {
+  maxTimeoutMs: 30_000,
+  defaultTimeoutMs: 5_000,
+  minMemoryMb: 16,
+  maxMemoryMb: 64,
+  defaultMemoryMb: 32,
+  maxCodeChars: 256 * 1024,
+  maxSchemaChars: 64 * 1024,
+  /** Output (its JSON) above this is `function_output_too_large`. */
+  maxOutputBytes: 1024 * 1024
+} as const
+
+export const FunctionName = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/, {
+    message: () => "must be 1-64 letters, digits, _ or -, starting with a letter or _ (it is the agent tool's name)"
+  })
+).annotations({
+  description: "Unique in the organization; an agent it is attached to gets a tool of this name."
+})
+
+const fields = {
+  description: Schema.String.pipe(Schema.maxLength(4000)).annotations({
+    description: "What the function does: an agent reads it as the tool's description."
+  }),
+  input_schema: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
+    description: "JSON Schema (2020-12) of `input`, checked before the function runs. Default `{\"type\":\"object\"}`."
+  }),
+  code: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(FUNCTION_LIMITS.maxCodeChars)).annotations({
+    description: "An ES module whose default export is `async (input, ctx) => output`. No import resolves: " +
+      "`ctx` is the only way out (`ctx.connectors.invoke`, `ctx.files`, `ctx.log`)."
+  }),
+  timeout_ms: Schema.Int.pipe(Schema.between(1, FUNCTION_LIMITS.maxTimeoutMs)).annotations({
+    description: "Longest a call may take, waiting on `ctx` included (1-30000, default 5000)."
+  }),
+  memory_mb: Schema.Int.pipe(Schema.between(FUNCTION_LIMITS.minMemoryMb, FUNCTION_LIMITS.maxMemoryMb)).annotations({
+    description: "Heap a call may use, in MiB (16-64, default 32)."
+  })
+}
+
+export const CreateFunction = Schema.Struct({
+  name: FunctionName,
+  description: Schema.optional(fields.description),
+  input_schema: Schema.optional(fields.input_schema),
+  code: fields.code,
+  timeout_ms: Schema.optional(fields.timeout_ms),
+  memory_mb: Schema.optional(fields.memory_mb)
+}).annotations({ identifier: "CreateFunction", ...reportAllErrors })
+export type CreateFunction = typeof CreateFunction.Type
+
+/** A change: fields left out stay. Every change is a new version. */
+export const UpdateFunction = Schema.Struct({
+  name: Schema.optional(FunctionName),
+  description: Schema.optional(fields.description),
+  input_schema: Schema.optional(fields.input_schema),
+  code: Schema.optional(fields.code),
+  timeout_ms: Schema.optional(fields.timeout_ms),
+  memory_mb: Schema.optional(fields.memory_mb)
+}).annotations({ identifier: "UpdateFunction", ...reportAllErrors })
+export type UpdateFunction = typeof UpdateFunction.Type
+
+export class CustomFunction extends Schema.Class<CustomFunction>("CustomFunction")({
+  id: FunctionId,
+  name: FunctionName,
+  description: Schema.String,
+  input_schema: fields.input_schema,
+  code: Schema.String,
+  timeout_ms: Schema.Int,
+  memory_mb: Schema.Int,
+  version: Schema.Int.annotations({ description: "The version shown (the current one unless `?version=`)." }),
+  current_version: Schema.Int.annotations({ description: "The version invokes run unless they ask for another." }),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}) {}
+
+export const FunctionVersion = Schema.Struct({
+  version: Schema.Int,
+  name: FunctionName,
+  description: Schema.String,
+  timeout_ms: Schema.Int,
+  memory_mb: Schema.Int,
+  created_by: Schema.NullOr(Schema.String).annotations({ description: "The user, or null for an organization key." }),
+  created_at: Timestamp
+}).annotations({ identifier: "FunctionVersion" })
+
+export const FunctionVersionPage = Schema.Struct({
+  items: Schema.Array(FunctionVersion).annotations({ description: "Newest first." })
+}).annotations({ identifier: "FunctionVersionPage" })
+
+export const FunctionPage = Schema.Struct({
+  items: Schema.Array(CustomFunction),
+  total: Schema.Int
+}).annotations({ identifier: "FunctionPage" })
+
+export const InvokeFunction = Schema.Struct({
+  input: Schema.optional(Schema.Unknown).annotations({
+    description: "The function's input, checked against its `input_schema` (default `{}`)."
+  })
+}).annotations({ identifier: "InvokeFunction", parseOptions: { errors: "all", onExcessProperty: "error" } })
+export type InvokeFunction = typeof InvokeFunction.Type
+
+export const FunctionResult = Schema.Struct({
+  output: Schema.Unknown.annotations({ description: "What the function returned, as JSON (`undefined` is null)." }),
+  logs: Schema.Array(Schema.String).annotations({
+    description: "Lines written with `ctx.log` (at most 200 lines, 64 KiB, 4 KiB a line)."
+  }),
+  logs_truncated: Schema.Boolean,
+  duration_ms: Schema.Number.annotations({ description: "Time the call took in the sandbox, in milliseconds." }),
+  version: Schema.Int.annotations({ description: "The version that ran." })
+}).annotations({ identifier: "FunctionResult" })
+export type FunctionResult = typeof FunctionResult.Type
+
+export const AgentFunction = Schema.Struct({
+  agent_id: AgentId,
+  function_id: FunctionId,
+  name: FunctionName,
+  attached_at: Timestamp
+}).annotations({ identifier: "AgentFunction" })
+
+export const AgentFunctionPage = Schema.Struct({
+  items: Schema.Array(AgentFunction)
+}).annotations({ identifier: "AgentFunctionPage" })

@@ -1,0 +1,182 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { addMember, auditEvents, call, expectError, orgKey } from "../access/support.js"
+import { startTestNode, type TestNode } from "../support/TestNode.js"
+import { createFunction, invokeFunction, runCode, uniqueName } from "./support.js"
+
+let node: TestNode
+let admin: string
+let organizationId: string
+beforeAll(async () => {
+  node = await startTestNode()
+  const org = await node.bootstrap()
+  admin = org.api_key
+  organizationId = org.organization_id
+})
+afterAll(() => node?.stop())
+
+const ECHO = "export default async (input, ctx) => { ctx.log('got', input); return { echoed: input } }"
+
+describe("custom functions REST API", () => {
+  it("creates a function with its defaults, invokes it and answers output, logs and duration", async () => {
+    const fn = await createFunction(node, admin, ECHO, { description: "Echoes" })
+    expect(fn).toMatchObject({
+      version: 1,
+      current_version: 1,
+      timeout_ms: 5000,
+      memory_mb: 32,
+      input_schema: { type: "object" },
+      description: "Echoes"
+    })
+    const r = await invokeFunction(node, admin, fn.id, { a: 1, b: ["x"] })
+    expect(r.status, JSON.stringify(r.body)).toBe(200)
+    expect(r.body).toMatchObject({
+      output: { echoed: { a: 1, b: ["x"] } },
+      logs: ["got {\"a\":1,\"b\":[\"x\"]}"],
+      logs_truncated: false,
+      version: 1
+    })
+    expect(typeof r.body.duration_ms).toBe("number")
+  })
+
+  it("every update is a new version; GET shows the current one, ?version= an old one, invoke runs either", async () => {
+    const fn = await createFunction(node, admin, "export default async () => 'one'")
+    const updated = await call(node, admin, "PATCH", `/v1/functions/${fn.id}`, {
+      code: "export default async () => 'two'"
+    })
+    expect(updated.status, JSON.stringify(updated.body)).toBe(200)
+    expect(updated.body).toMatchObject({ version: 2, current_version: 2, code: "export default async () => 'two'" })
+    const renamed = await call(node, admin, "PATCH", `/v1/functions/${fn.id}`, { timeout_ms: 1000 })
+    expect(renamed.body).toMatchObject({ version: 3, timeout_ms: 1000, code: "export default async () => 'two'" })
+    expect((await call(node, admin, "GET", `/v1/functions/${fn.id}`)).body.version).toBe(3)
+    const old = await call(node, admin, "GET", `/v1/functions/${fn.id}?version=1`)
+    expect(old.body).toMatchObject({ version: 1, current_version: 3, code: "export default async () => 'one'" })
+    const versions = await call(node, admin, "GET", `/v1/functions/${fn.id}/versions`)
+    expect(versions.body.items.map((v: any) => v.version)).toEqual([3, 2, 1])
+    expect((await invokeFunction(node, admin, fn.id)).body.output).toBe("two")
+    expect((await invokeFunction(node, admin, fn.id, undefined, "?version=1")).body.output).toBe("one")
+    expectError(await invokeFunction(node, admin, fn.id, undefined, "?version=9"), 404, "not_found")
+    expectError(await call(node, admin, "GET", `/v1/functions/${fn.id}?version=9`), 404, "not_found")
+  })
+
+  it("input is validated against input_schema before anything runs: 400 validation_failed naming the field", async () => {
+    const fn = await createFunction(node, admin, "export default async (i, ctx) => { ctx.log('ran'); return i }", {
+      input_schema: {
+        type: "object",
+        required: ["city"],
+        properties: { city: { type: "string", minLength: 2 }, days: { type: "integer", maximum: 14 } },
+        additionalProperties: false
+      }
+    })
+    const missing = await invokeFunction(node, admin, fn.id, { days: 3 })
+    expectError(missing, 400, "validation_failed")
+    expect(missing.body.error.details.issues).toContainEqual({ path: "input.city", message: "is required" })
+    const wrong = await invokeFunction(node, admin, fn.id, { city: "Oslo", days: 99, extra: true })
+    expectError(wrong, 400, "validation_failed")
+    expect(wrong.body.error.details.issues.map((i: any) => i.path).sort()).toEqual(["input.days", "input.extra"])
+    const ok = await invokeFunction(node, admin, fn.id, { city: "Oslo", days: 3 })
+    expect(ok.body).toMatchObject({ output: { city: "Oslo", days: 3 }, logs: ["ran"] })
+  })
+
+  it("an input_schema that is not a JSON Schema is refused at create and update (400 invalid_input_schema)", async () => {
+    const bad = await call(node, admin, "POST", "/v1/functions", {
+      name: uniqueName(),
+      code: ECHO,
+      input_schema: { type: "no-such-type" }
+    })
+    expectError(bad, 400, "invalid_input_schema")
+    const fn = await createFunction(node, admin, ECHO)
+    expectError(
+      await call(node, admin, "PATCH", `/v1/functions/${fn.id}`, { input_schema: { $ref: "https://example.com/x" } }),
+      400,
+      "invalid_input_schema"
+    )
+  })
+
+  it("limits: timeout_ms above 30000, memory_mb above 64 and a bad name are 400 validation_failed", async () => {
+    for (const extra of [{ timeout_ms: 30_001 }, { memory_mb: 65 }, { memory_mb: 1 }, { name: "has space" }]) {
+      expectError(
+        await call(node, admin, "POST", "/v1/functions", { name: uniqueName(), code: ECHO, ...extra }),
+        400,
+        "validation_failed"
+      )
+    }
+  })
+
+  it("a name is unique in the organization: 409 function_name_taken on create and rename", async () => {
+    const a = await createFunction(node, admin, ECHO)
+    const b = await createFunction(node, admin, ECHO)
+    expectError(await call(node, admin, "POST", "/v1/functions", { name: a.name, code: ECHO }), 409, "function_name_taken")
+    expectError(await call(node, admin, "PATCH", `/v1/functions/${b.id}`, { name: a.name }), 409, "function_name_taken")
+  })
+
+  it("failures have their codes: function_error (422, message and stack line), function_timeout (504), function_memory (422), function_output_too_large (422)", async () => {
+    const thrown = await runCode(node, admin, "export default async () => {\n  throw new RangeError('no such city')\n}")
+    expectError(thrown, 422, "function_error")
+    expect(thrown.body.error.message).toContain("RangeError: no such city")
+    expect(thrown.body.error.message).toContain("function.js:2")
+    expect(thrown.body.error.details.stack).toContain("function.js:2")
+    const slow = await runCode(node, admin, "export default async () => { for (;;) {} }", {}, { timeout_ms: 300 })
+    expectError(slow, 504, "function_timeout")
+    const hungry = await runCode(
+      node,
+      admin,
+      "export default async () => { const a = []; for (;;) a.push('x'.repeat(4096) + a.length) }",
+      {},
+      { memory_mb: 16, timeout_ms: 10_000 }
+    )
+    expectError(hungry, 422, "function_memory")
+    const big = await runCode(node, admin, "export default async () => 'x'.repeat(2 * 1024 * 1024)")
+    expectError(big, 422, "function_output_too_large")
+    // the node keeps serving
+    expect((await call(node, admin, "GET", "/v1/me")).status).toBe(200)
+  })
+
+  it("roles: Members list, read and invoke; writes need Builder+", async () => {
+    const fn = await createFunction(node, admin, ECHO)
+    const member = await addMember(node, admin, "member")
+    expect((await call(node, member.key, "GET", "/v1/functions")).body.items.map((f: any) => f.id)).toContain(fn.id)
+    expect((await call(node, member.key, "GET", `/v1/functions/${fn.id}`)).status).toBe(200)
+    expect((await invokeFunction(node, member.key, fn.id, { x: 1 })).status).toBe(200)
+    expectError(await call(node, member.key, "POST", "/v1/functions", { name: uniqueName(), code: ECHO }), 403, "forbidden")
+    expectError(await call(node, member.key, "PATCH", `/v1/functions/${fn.id}`, { description: "x" }), 403, "forbidden")
+    expectError(await call(node, member.key, "DELETE", `/v1/functions/${fn.id}`), 403, "forbidden")
+    const builder = await orgKey(node, admin, "builder")
+    expect((await call(node, builder.key, "POST", "/v1/functions", { name: uniqueName(), code: ECHO })).status).toBe(201)
+  })
+
+  it("no cross-organization access: another organization's function is a 404 for every verb", async () => {
+    const fn = await createFunction(node, admin, ECHO)
+    const other = await node.bootstrap()
+    expect((await call(node, other.api_key, "GET", "/v1/functions")).body.items).toEqual([])
+    expectError(await call(node, other.api_key, "GET", `/v1/functions/${fn.id}`), 404, "not_found")
+    expectError(await call(node, other.api_key, "GET", `/v1/functions/${fn.id}/versions`), 404, "not_found")
+    expectError(await invokeFunction(node, other.api_key, fn.id, {}), 404, "not_found")
+    expectError(await call(node, other.api_key, "PATCH", `/v1/functions/${fn.id}`, { code: ECHO }), 404, "not_found")
+    expectError(await call(node, other.api_key, "DELETE", `/v1/functions/${fn.id}`), 404, "not_found")
+    const agent = (await call(node, other.api_key, "POST", "/v1/agents", {
+      name: "theirs",
+      model: { provider: "scripted", script: [{ text: "hi" }] }
+    })).body
+    expectError(await call(node, other.api_key, "PUT", `/v1/agents/${agent.id}/functions/${fn.id}`), 404, "not_found")
+    expect((await call(node, admin, "GET", `/v1/functions/${fn.id}`)).status).toBe(200)
+  })
+
+  it("create, update, delete, attach and detach are audited", async () => {
+    const fn = await createFunction(node, admin, ECHO)
+    await call(node, admin, "PATCH", `/v1/functions/${fn.id}`, { description: "changed" })
+    const agent = (await call(node, admin, "POST", "/v1/agents", {
+      name: "holder",
+      model: { provider: "scripted", script: [{ text: "hi" }] }
+    })).body
+    expect((await call(node, admin, "PUT", `/v1/agents/${agent.id}/functions/${fn.id}`)).status).toBe(200)
+    const listed = await call(node, admin, "GET", `/v1/agents/${agent.id}/functions`)
+    expect(listed.body.items).toMatchObject([{ function_id: fn.id, name: fn.name }])
+    expect((await call(node, admin, "DELETE", `/v1/agents/${agent.id}/functions/${fn.id}`)).status).toBe(204)
+    expect((await call(node, admin, "DELETE", `/v1/functions/${fn.id}`)).status).toBe(204)
+    expectError(await call(node, admin, "GET", `/v1/functions/${fn.id}`), 404, "not_found")
+    const actions = (await auditEvents(node, organizationId))
+      .filter((e: any) => e.targets.some((t: any) => t.id === fn.id))
+      .map((e: any) => e.action)
+    expect(actions).toEqual(["CREATE_FUNCTION", "UPDATE_FUNCTION", "ATTACH_FUNCTION", "DETACH_FUNCTION", "DELETE_FUNCTION"])
+  })
+})
