@@ -2,6 +2,7 @@ import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import pg from "pg"
+import { FOLD_LOCK } from "../src/usage/UsageRepo.js"
 import { measureThroughput, percentile, type Target } from "./support/load.js"
 import { startNode, stopAll, tempDir } from "./support/processes.js"
 import { fmt, ratio, warnIfBusy } from "./support/report.js"
@@ -17,7 +18,8 @@ import { appendToList } from "./support/runs.js"
  *     side first alternating; the first `skipMs` of each block is not counted. Tasks/s with events over
  *     tasks/s without, same machine, same minute; the median of the rounds' ratios. Twice: with nobody
  *     following the organization (its commits do not notify), and with an SSE client following it (they
- *     do, and the client reads every event).
+ *     do, and the client reads every event). The usage folder, which folds the event log into rollups, is held
+ *     off while cost is measured (its lock taken), so it is not counted as the event log's cost.
  * Each run is appended to bench/results/events.json.
  */
 export const name = "events"
@@ -156,7 +158,25 @@ const setTriggers = async (pool: pg.Pool, enabled: boolean) => {
   }
 }
 
-const measureCost = async (target: Target, pool: pg.Pool) => {
+/**
+ * Holds the usage fold's lock for as long as it runs, so the node's usage folder (which reads the event log)
+ * skips its rounds: the cost measured is the event log's alone, not the usage rollups' too.
+ */
+const withoutUsageFold = async <A>(pool: pg.Pool, f: () => Promise<A>): Promise<A> => {
+  const client = await pool.connect()
+  try {
+    await client.query("BEGIN")
+    await client.query("SELECT pg_advisory_xact_lock($1)", [FOLD_LOCK])
+    return await f()
+  } finally {
+    await client.query("ROLLBACK").catch(() => undefined)
+    client.release()
+  }
+}
+
+const measureCost = (target: Target, pool: pg.Pool) => withoutUsageFold(pool, () => measureCostNow(target, pool))
+
+const measureCostNow = async (target: Target, pool: pg.Pool) => {
   const { blockMs, producers, rounds, skipMs, warmupMs } = settings.cost
   const counted = { on: [] as Array<number>, off: [] as Array<number> }
   let errors = 0

@@ -88,7 +88,7 @@ export const factStatement = (fact: Fact, q: UsageQuery) => {
 }
 
 // one node folds at a time: two folding at once would count the same rows twice
-const FOLD_LOCK = 0x5717c4_20
+export const FOLD_LOCK = 0x5717c4_20
 /** Rows (task ends, model calls, connector calls) folded per source per round, at most (a backlog goes in several). */
 const FOLD_MAX = 20_000
 /** The events that end a task (migration 0016): one per task, in the transaction that ends it. */
