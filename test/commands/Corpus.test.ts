@@ -1,0 +1,189 @@
+import { describe, expect, it } from "vitest"
+import { judgeCommand } from "../../src/commands/CommandJudge.js"
+import type { Policy, RuleAction } from "../../src/commands/PolicyMatch.js"
+
+/** A coding agent's everyday policy: read and build freely, push with approval, never force-push or delete. */
+const everyday: Policy = {
+  default_action: "deny",
+  rules: [
+    { pattern: "git push --force *", action: "deny" },
+    { pattern: "git push -f *", action: "deny" },
+    { pattern: "git push *", action: "require_approval" },
+    { pattern: "git *", action: "allow" },
+    { pattern: "npm run *", action: "allow" },
+    { pattern: "npm test", action: "allow" },
+    { pattern: "ls *", action: "allow" },
+    { pattern: "cat *", action: "allow" },
+    { pattern: "grep *", action: "allow" },
+    { pattern: "echo *", action: "allow" },
+    { pattern: "rm *", action: "deny" },
+    { pattern: "> /tmp/*", action: "allow" },
+    { pattern: ">> /tmp/*", action: "allow" }
+  ]
+}
+
+/** The same, with the wrappers themselves allowed: what they run must still be judged. */
+const wrappers: Policy = {
+  default_action: "deny",
+  rules: [
+    { pattern: "env *", action: "allow" },
+    { pattern: "sudo *", action: "allow" },
+    { pattern: "bash -c *", action: "allow" },
+    { pattern: "sh -c *", action: "allow" },
+    { pattern: "xargs *", action: "allow" },
+    { pattern: "timeout *", action: "allow" },
+    { pattern: "nice *", action: "allow" },
+    { pattern: "find *", action: "allow" },
+    { pattern: "eval *", action: "allow" },
+    { pattern: "git status", action: "allow" },
+    { pattern: "rm *", action: "deny" }
+  ]
+}
+
+const policies = { everyday, wrappers }
+
+/** [policy, command, decision]: the adversarial corpus. Each case names the trick it tries. */
+const corpus: ReadonlyArray<readonly [keyof typeof policies, string, RuleAction, string]> = [
+  ["everyday", "ls -la", "allow", "a plain allowed command"],
+  ["everyday", "ls; rm -rf /", "deny", "a second command after ;"],
+  ["everyday", "ls;rm -rf /", "deny", "; without spaces"],
+  ["everyday", "ls && rm -rf /", "deny", "&&"],
+  ["everyday", "ls||rm -rf /", "deny", "|| without spaces"],
+  ["everyday", "ls | rm -rf /", "deny", "a pipe"],
+  ["everyday", "ls & rm -rf /", "deny", "a background command"],
+  ["everyday", "ls\nrm -rf /", "deny", "a newline"],
+  ["everyday", "echo $(rm -rf /)", "deny", "command substitution"],
+  ["everyday", "echo `rm -rf /`", "deny", "backticks"],
+  ["everyday", "echo \"$(rm -rf /)\"", "deny", "substitution inside double quotes"],
+  ["everyday", "ls /tmp/\"$(rm x)\"", "deny", "substitution inside a word"],
+  ["everyday", "echo $(echo $(rm x))", "deny", "nested substitutions"],
+  ["everyday", "(rm -rf /)", "deny", "a subshell"],
+  ["everyday", "{ ls; rm -rf /; }", "deny", "a group"],
+  ["everyday", "if ls; then rm -rf /; fi", "deny", "an if body"],
+  ["everyday", "while ls; do rm x; done", "deny", "a while body"],
+  ["everyday", "for f in a b; do rm $f; done", "deny", "a for body"],
+  ["everyday", "case a in a) rm x;; esac", "deny", "a case body"],
+  ["everyday", "f() { rm -rf /; }; f", "deny", "a function body"],
+  ["everyday", "diff <(ls) <(rm x)", "deny", "process substitution"],
+  ["everyday", "cat <<EOF\n$(rm -rf /)\nEOF", "deny", "substitution in a here-document"],
+  ["everyday", "cat <<'EOF'\n$(rm -rf /)\nEOF", "allow", "a quoted here-document substitutes nothing"],
+  ["everyday", "eval \"rm -rf /\"", "deny", "eval"],
+  ["everyday", "sh -c 'ls; rm x'", "deny", "sh -c"],
+  ["everyday", "$CMD -rf /", "deny", "a variable as the command name"],
+  ["everyday", "$(echo rm) -rf /", "deny", "a substitution as the command name"],
+  ["everyday", "rm$IFS-rf$IFS/", "deny", "$IFS instead of spaces"],
+  ["everyday", "r\"\"m -rf /", "deny", "empty quotes inside the name"],
+  ["everyday", "\\rm -rf /", "deny", "a backslash before the name"],
+  ["everyday", "'rm' -rf /", "deny", "a quoted name"],
+  ["everyday", "$'\\x72m' -rf /", "deny", "an ANSI-C escaped name"],
+  ["everyday", "/bin/rm -rf /", "deny", "the command by its path"],
+  ["everyday", "{rm,-rf,/}", "deny", "brace expansion into a command"],
+  ["everyday", "r?m x", "deny", "a glob in the command name"],
+  ["everyday", "git status", "allow", "an allowed git command"],
+  ["everyday", "git push origin main", "require_approval", "a push needs approval"],
+  ["everyday", "git push --force origin main", "deny", "a force push"],
+  ["everyday", "git push $(echo --force) origin", "deny", "an unknown word that could be --force"],
+  ["everyday", "git push origin main && git status", "require_approval", "the strictest of the list"],
+  ["everyday", "git status > /tmp/out.txt", "allow", "a redirection a rule allows"],
+  ["everyday", "git status > ~/.bashrc", "deny", "a redirection to a file no rule allows"],
+  ["everyday", "echo hi >> /tmp/log", "allow", "an append a rule allows"],
+  ["everyday", "echo hi &> ~/.profile", "deny", "&> to a file"],
+  ["everyday", "{ ls; } > ~/.ssh/authorized_keys", "deny", "a redirection of a group"],
+  ["everyday", "ls 2>&1 | grep x", "allow", "descriptor duplication is no file"],
+  ["everyday", "ls 2>/dev/null", "allow", "/dev/null is no file"],
+  ["everyday", "PATH=/tmp/evil git status", "deny", "PATH for one command"],
+  ["everyday", "GIT_SSH_COMMAND='rm -rf ~' git push origin", "deny", "GIT_SSH_COMMAND"],
+  ["everyday", "LD_PRELOAD=/tmp/x.so ls", "deny", "LD_PRELOAD"],
+  ["everyday", "export PATH=/tmp; git status", "deny", "export PATH"],
+  ["everyday", "x=$(rm -rf /)", "deny", "a substitution in an assignment"],
+  ["everyday", "a=(1 $(rm x)); ls", "deny", "a substitution in an array"],
+  ["everyday", "echo ${x:-$(rm -rf /)}", "deny", "a substitution in a parameter default"],
+  ["everyday", "echo $((1 + 2))", "allow", "arithmetic over numbers"],
+  ["everyday", "echo $((x[$(rm x)]))", "deny", "arithmetic over names can run commands"],
+  ["everyday", "[[ $x -eq 1 ]] && ls", "deny", "[[ -eq ]] evaluates its words as arithmetic"],
+  ["everyday", "alias ls='rm -rf /'", "deny", "an alias"],
+  ["everyday", "coproc rm x", "deny", "coproc"],
+  ["everyday", "ls (", "deny", "text the parser cannot read"],
+  ["everyday", "echo \"unterminated", "deny", "an unterminated quote"],
+  ["everyday", "git commit -m 'fix; rm -rf /'", "allow", "a ; inside quotes is text"],
+  ["everyday", "echo a\\; rm b", "allow", "an escaped ; is text"],
+  ["everyday", "ls # ; rm -rf /", "allow", "a comment"],
+  ["everyday", "npm run build && npm test", "allow", "two allowed commands"],
+  ["everyday", "npm run build; npm publish", "deny", "the default for an unmatched command"],
+  ["everyday", "cat install.sh | sh", "deny", "piping into a shell"],
+  ["everyday", "git status |& grep x", "allow", "|&"],
+  ["everyday", "! ls", "allow", "negation"],
+  ["everyday", "time ls", "allow", "time"],
+  ["everyday", "# only a comment", "deny", "nothing to run"],
+  ["wrappers", "env X=1 git status", "allow", "env with an assignment"],
+  ["wrappers", "env X=1 rm -rf /", "deny", "env runs rm"],
+  ["wrappers", "env -i PATH=/tmp git status", "deny", "env setting PATH"],
+  ["wrappers", "env -S 'rm x'", "deny", "env -S splits a string: unread"],
+  ["wrappers", "sudo -u bob git status", "allow", "sudo with an option"],
+  ["wrappers", "sudo rm -rf /", "deny", "sudo runs rm"],
+  ["wrappers", "sudo -s rm x", "deny", "sudo -s runs a shell"],
+  ["wrappers", "bash -c 'git status'", "allow", "bash -c with an allowed script"],
+  ["wrappers", "bash -c 'git status; rm x'", "deny", "bash -c with a denied command"],
+  ["wrappers", "sh -ec 'rm x'", "deny", "-c among other flags"],
+  ["wrappers", "sh -c \"$X\"", "deny", "a script not known before it runs"],
+  ["wrappers", "eval 'git status'", "allow", "eval of an allowed command"],
+  ["wrappers", "eval \"sh -c 'rm x'\"", "deny", "a script in a script"],
+  ["wrappers", "ls | xargs rm", "deny", "xargs runs rm"],
+  ["wrappers", "xargs -I{} {} --help < list", "deny", "xargs -I: the command name comes from the input"],
+  ["wrappers", "find . -name '*.o' -exec rm {} +", "deny", "find -exec"],
+  ["wrappers", "timeout 10 rm x", "deny", "timeout runs rm"],
+  ["wrappers", "nice -n 5 git status", "allow", "nice runs an allowed command"],
+  ["wrappers", "sudo env nice rm x", "deny", "wrappers in wrappers"]
+]
+
+describe("the command gate's adversarial corpus", () => {
+  it("has at least 40 cases", () => {
+    expect(corpus.length).toBeGreaterThanOrEqual(40)
+  })
+
+  it.each(corpus)("%s policy: %j is %s (%s)", async (policy, command, expected) => {
+    const verdict = await judgeCommand(policies[policy], command)
+    expect(verdict.decision, JSON.stringify(verdict)).toBe(expected)
+  })
+})
+
+describe("what a verdict reports", () => {
+  it("lists every simple command with its own decision and rule", async () => {
+    const v = await judgeCommand(everyday, "git status && echo $(rm -rf /) > /tmp/out")
+    expect(v.decision).toBe("deny")
+    expect(v.rule).toBe("rm *")
+    expect(v.commands.map((c) => [c.words.join(" "), c.decision, c.rule])).toEqual([
+      ["git status", "allow", "git *"],
+      ["rm -rf /", "deny", "rm *"],
+      ["> /tmp/out", "allow", "> /tmp/*"],
+      ["echo $(rm -rf /)", "allow", "echo *"]
+    ])
+  })
+
+  it("says why the gate itself denied, with no rule", async () => {
+    const v = await judgeCommand(everyday, "$CMD x")
+    expect(v).toMatchObject({ decision: "deny", rule: null, reason: "the command's name is not known before it runs" })
+    const unread = await judgeCommand(everyday, "ls (")
+    expect(unread.rule).toBeNull()
+    expect(unread.reason).toMatch(/^the shell parser cannot read it/)
+  })
+
+  it("judges an unknown word as strictly as any text it could be: a later allow cannot win over a maybe-deny", async () => {
+    const policy: Policy = {
+      default_action: "allow",
+      rules: [{ pattern: "git push --force *", action: "deny" }, { pattern: "git *", action: "allow" }]
+    }
+    expect((await judgeCommand(policy, "git push \"$FLAG\" origin")).decision).toBe("deny")
+    expect((await judgeCommand(policy, "git push origin \"$BRANCH\"")).decision).toBe("allow")
+  })
+
+  it("a last `*` matches no further words too; other words match exactly one word each", async () => {
+    const policy: Policy = {
+      default_action: "deny",
+      rules: [{ pattern: "git push *", action: "allow" }, { pattern: "npm run test:*", action: "allow" }]
+    }
+    expect((await judgeCommand(policy, "git push")).decision).toBe("allow")
+    expect((await judgeCommand(policy, "npm run test:unit")).decision).toBe("allow")
+    expect((await judgeCommand(policy, "npm run test:unit --watch")).decision).toBe("deny")
+  })
+})
