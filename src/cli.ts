@@ -1,56 +1,80 @@
-import { Command, Options } from "@effect/cli"
+import { CliConfig, Command, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { ConfigError, Console, Duration, Effect, Layer, Logger, LogLevel } from "effect"
+import { ConfigError, Console, Duration, Effect, Logger, LogLevel } from "effect"
 import { auditCommand } from "./audit/AuditCommand.js"
-import { SwitchyardConfig } from "./config/SwitchyardConfig.js"
-import { DatabaseForCommandLive } from "./db/Database.js"
-import { migrate } from "./db/Migrations.js"
+import { agentsCommand } from "./cli/AgentsCommand.js"
+import { API_ENVIRONMENT } from "./cli/ApiTarget.js"
+import { ExitCode } from "./cli/CliFailure.js"
+import { connectionsCommand, connectorsCommand } from "./cli/ConnectorsCommand.js"
+import { commandPath, type EnvironmentEntry, groupCommand, tidyHelp } from "./cli/Help.js"
+import { keysCommand } from "./cli/KeysCommand.js"
+import { loginCommand, loginEnvironment } from "./cli/LoginCommand.js"
+import { bootstrapCommand, migrateCommand, serveCommand } from "./cli/NodeCommands.js"
+import { databaseEnvironment, serveEnvironment } from "./cli/ServeSettings.js"
+import { tasksCommand } from "./cli/TasksCommand.js"
+import { cliConsole, Terminal } from "./cli/Terminal.js"
 import { nodeLogger } from "./http/AccessLog.js"
-import { Identity } from "./identity/Identity.js"
-import { NodeLive } from "./Node.js"
 import { usersCommand } from "./oauth/UsersCommand.js"
 
-const CommandDatabase = DatabaseForCommandLive.pipe(Layer.provideMerge(SwitchyardConfig.layer))
-
-const serve = Command.make("serve", {}, () => Layer.launch(NodeLive)).pipe(
-  Command.withDescription(
-    "Run a node: REST API, MCP, cluster runner (and the embedded PostgreSQL unless DATABASE_URL is set)."
-  )
+const switchyard = groupCommand(
+  "switchyard",
+  "Switchyard: a self-hostable platform for AI agents. `switchyard COMMAND --help` shows a command's options " +
+    "and the environment variables it reads; `switchyard --version` the version. Exit codes: 0 done, 1 the API " +
+    "refused (its message and code are printed), 2 wrong use, 3 the node cannot be reached, 4 the agent's task " +
+    "failed.",
+  [
+    serveCommand,
+    migrateCommand,
+    bootstrapCommand,
+    loginCommand,
+    keysCommand,
+    connectorsCommand,
+    connectionsCommand,
+    agentsCommand,
+    tasksCommand,
+    auditCommand,
+    usersCommand
+  ]
 )
 
-const migrateCommand = Command.make("migrate", {}, () =>
-  migrate.pipe(
-    Effect.zipRight(Console.log("Migrations applied.")),
-    Effect.provide(CommandDatabase)
-  )).pipe(Command.withDescription("Apply database migrations (ours and the cluster's) and exit."))
+const cli = Command.run(switchyard, { name: "switchyard", version: "0.2.0", executable: "switchyard" })
 
-const bootstrap = Command.make(
-  "bootstrap",
-  {
-    org: Options.text("org").pipe(Options.withDescription("Name of the new organization.")),
-    email: Options.text("email").pipe(Options.withDescription("E-mail of its Super admin.")),
-    json: Options.boolean("json").pipe(Options.withDescription("Print {organization_id, user_id, api_key} as JSON."))
-  },
-  ({ email, json, org }) =>
-    Effect.gen(function*() {
-      yield* migrate
-      const identity = yield* Identity
-      const created = yield* identity.bootstrap({ organization: org, email })
-      yield* json
-        ? Console.log(JSON.stringify(created))
-        : Console.log(
-          `Created organization ${created.organization_id} ("${org}") with Super admin ${email} (${created.user_id}).\n` +
-            `API key (shown once, store it now):\n\n  ${created.api_key}\n`
-        )
-    }).pipe(Effect.provide(Identity.Default), Effect.provide(CommandDatabase))
-).pipe(Command.withDescription("Create an organization with a Super admin and print a new API key."))
+/** The environment variables a command reads, for its help. */
+const environmentOf = (path: ReadonlyArray<string>): ReadonlyArray<EnvironmentEntry> => {
+  switch (path[1]) {
+    case "serve":
+      return serveEnvironment
+    case "migrate":
+    case "bootstrap":
+    case "audit":
+    case "users":
+      return databaseEnvironment
+    case "login":
+      return loginEnvironment
+    case undefined:
+      return []
+    default:
+      return API_ENVIRONMENT
+  }
+}
 
-const switchyard = Command.make("switchyard").pipe(
-  Command.withDescription("Switchyard: a self-hostable platform for AI agents."),
-  Command.withSubcommands([serve, migrateCommand, bootstrap, auditCommand, usersCommand])
-)
-
-const cli = Command.run(switchyard, { name: "switchyard", version: "0.2.0" })
+/**
+ * The command line: @effect/cli's own output (help, usage errors) through the same colour policy as ours;
+ * a usage error (unknown command, bad option) is its friendly message and exit code 2, never a dump.
+ */
+const main = (args: ReadonlyArray<string>) =>
+  Effect.flatMap(Terminal, (terminal) =>
+    Console.consoleWith((base) => {
+      const path = commandPath(args.slice(2))
+      const help = tidyHelp(path, environmentOf(path), terminal.colourOut)
+      return cli(args).pipe(
+        Console.withConsole(cliConsole(base, terminal, help)),
+        Effect.catchIf(ValidationError.isValidationError, () =>
+          Effect.sync(() => {
+            process.exitCode = ExitCode.usage
+          }))
+      )
+    }))
 
 const logLevel = LogLevel.fromLiteral(
   (process.env["SWITCHYARD_LOG_LEVEL"] ?? "Info").replace(/^./, (c) => c.toUpperCase()) as LogLevel.Literal
@@ -99,8 +123,11 @@ const armHardStop = () => {
 process.once("SIGTERM", armHardStop)
 process.once("SIGINT", armHardStop)
 
-cli(process.argv).pipe(
+main(process.argv).pipe(
   reportStartupFailure,
+  Effect.provide(Terminal.layer),
+  // the built-in options (--completions, --log-level, --wizard, --version) work but stay out of each help
+  Effect.provide(CliConfig.layer({ showBuiltIns: false })),
   Effect.provide(NodeContext.layer),
   // logs on stderr: stdout carries what a command prints (keys, --json output)
   Effect.provide(Logger.replace(Logger.defaultLogger, nodeLogger)),

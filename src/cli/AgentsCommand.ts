@@ -1,0 +1,229 @@
+import { Args, Command, Options } from "@effect/cli"
+import { Effect, Option, Schema } from "effect"
+import * as Fs from "node:fs"
+import { Agent, CreateAgent, InvokeAgent, Task } from "../../schema/Agents.js"
+import { ListOf } from "../../schema/Identity.js"
+import { AgentId, type TaskId } from "../../schema/Ids.js"
+import { apiOptions, type ApiTarget, resolveTarget, withClient } from "./ApiTarget.js"
+import { CliFailure, ExitCode } from "./CliFailure.js"
+import { groupCommand } from "./Help.js"
+import { streamInvoke } from "./InvokeStream.js"
+import { fields, out, print, printJson, reportFailure, table, validated } from "./Output.js"
+import { readStdin } from "./Stdin.js"
+import { dim, sanitize, Terminal } from "./Terminal.js"
+
+const optional = <A>(name: string, value: Option.Option<A>) =>
+  Option.match(value, { onNone: () => ({}), onSome: (v) => ({ [name]: v }) })
+
+const readJsonFile = (file: string) =>
+  Effect.try({
+    try: () => JSON.parse(file === "-" ? Fs.readFileSync(0, "utf8") : Fs.readFileSync(file, "utf8")) as unknown,
+    catch: (e: any) => CliFailure.usage(`cannot read ${file} as JSON: ${e?.message ?? e}`)
+  })
+
+/** `CONNECTION_ID:op1,op2` → an agent skill. */
+const skillOf = (text: string) =>
+  Effect.gen(function*() {
+    const [connection, operations] = text.split(":", 2)
+    if (connection === undefined || operations === undefined || operations.trim() === "") {
+      return yield* CliFailure.usage(`--skill ${text}: expected CONNECTION_ID:OPERATION[,OPERATION…]`)
+    }
+    return { connection_id: connection.trim(), operation_ids: operations.split(",").map((o) => o.trim()) }
+  })
+
+export const agentFields = (agent: Agent) =>
+  [
+    ["id", agent.id],
+    ["name", agent.name],
+    ["model", [agent.model.provider, agent.model.name].filter(Boolean).join(" ")],
+    ["skills", agent.skills.map((s) => `${s.connection_id}:${s.operation_ids.join(",")}`).join(" ")],
+    ["budget", agent.budget === null ? null : `$${agent.budget.limit_usd} per ${agent.budget.period}`],
+    ["spent", `$${agent.spent_usd.toFixed(4)}`],
+    ["version", agent.version]
+  ] as const
+
+const create = Command.make(
+  "create",
+  {
+    ...apiOptions,
+    file: Options.text("file").pipe(
+      Options.withDescription(
+        "The agent as JSON (the body of POST /v1/agents; `-`: stdin). Other options override it."
+      ),
+      Options.optional
+    ),
+    name: Options.text("name").pipe(Options.optional),
+    provider: Options.choice("provider", ["openai", "openai-chat", "anthropic", "scripted"]).pipe(
+      Options.withDescription("The model provider."),
+      Options.optional
+    ),
+    model: Options.text("model").pipe(Options.withDescription("Model name, e.g. gpt-4.1-mini."), Options.optional),
+    baseUrl: Options.text("base-url").pipe(
+      Options.withDescription(
+        "The provider endpoint for this agent (default: the organization's or the deployment's)."
+      ),
+      Options.optional
+    ),
+    instructions: Options.text("instructions").pipe(Options.optional),
+    skills: Options.text("skill").pipe(
+      Options.withDescription("CONNECTION_ID:OPERATION[,OPERATION…]: tools the agent may call (repeat for several)."),
+      Options.repeated
+    )
+  },
+  (options) =>
+    Effect.gen(function*() {
+      const target = yield* resolveTarget(options)
+      const base: any = Option.isSome(options.file) ? yield* readJsonFile(options.file.value) : {}
+      const model = {
+        ...(base?.model ?? {}),
+        ...optional("provider", options.provider),
+        ...optional("name", options.model),
+        ...optional("base_url", options.baseUrl)
+      }
+      const skills = yield* Effect.forEach(options.skills, skillOf)
+      const payload = yield* validated(CreateAgent, {
+        ...base,
+        ...optional("name", options.name),
+        ...optional("instructions", options.instructions),
+        model,
+        ...(skills.length === 0 ? {} : { skills })
+      })
+      const agent = yield* withClient(target, (client) => client.agents.createAgent({ payload }))
+      yield* print(options.json, Agent, agent, (agent, colour) => fields(colour, agentFields(agent)))
+    }).pipe(reportFailure(options.json))
+).pipe(Command.withDescription("Create an agent (POST /v1/agents, Admin and above) from options or a JSON file."))
+
+const list = Command.make("list", apiOptions, (options) =>
+  Effect.gen(function*() {
+    const target = yield* resolveTarget(options)
+    const agents = yield* withClient(target, (client) => client.agents.listAgents())
+    yield* print(options.json, ListOf(Agent), agents, (agents, colour) =>
+      table(
+        colour,
+        ["ID", "NAME", "MODEL", "SKILLS", "SPENT", "VERSION"],
+        agents.items.map((a) => [
+          a.id,
+          a.name,
+          [a.model.provider, a.model.name].filter(Boolean).join(" "),
+          a.skills.reduce((n, s) => n + s.operation_ids.length, 0),
+          `$${a.spent_usd.toFixed(4)}`,
+          a.version
+        ])
+      ))
+  }).pipe(reportFailure(options.json))).pipe(Command.withDescription("List the agents you may use (GET /v1/agents)."))
+
+/** The person the task is for: the options, else the caller's own user (a personal key). */
+const endUser = (target: ApiTarget, email: Option.Option<string>, id: Option.Option<string>) =>
+  Option.match(email, {
+    onSome: (email) => Effect.succeed({ id: Option.getOrElse(id, () => email), email }),
+    onNone: () =>
+      withClient(target, (client) => client.identity.me()).pipe(
+        Effect.flatMap((me) =>
+          me.user === null
+            ? Effect.fail(CliFailure.usage("an organization key has no user: pass --user EMAIL (the person asking)"))
+            : Effect.succeed({ id: Option.getOrElse(id, () => me.user!.id as string), email: me.user.email })
+        )
+      )
+  })
+
+const failedTask = (status: string, result: string | null) =>
+  new CliFailure({
+    message: `the task ended in ${status}${result === null ? "" : `: ${result}`}`,
+    exitCode: ExitCode.taskFailed
+  })
+
+/** The answer of a finished task for a person; a task that failed is the command's failure (exit 4). */
+const answer = (task: Task) =>
+  Effect.gen(function*() {
+    const t = yield* Terminal
+    if (task.status !== "completed") return yield* failedTask(task.status, task.result)
+    t.out(sanitize(task.result ?? "") + "\n")
+    t.err(dim(t.colourErr, `task ${task.id} completed\n`))
+  })
+
+/** Streams the text as it comes; the whole task is read when the stream could not carry it to its end. */
+const streamed = (target: ApiTarget, agentId: AgentId, body: typeof InvokeAgent.Encoded, key: Option.Option<string>) =>
+  Effect.gen(function*() {
+    const t = yield* Terminal
+    let last = ""
+    const end = yield* streamInvoke(target, agentId, body, (text) => {
+      last = text
+      t.out(sanitize(text))
+    }, key)
+    if (end.streamedText && !last.endsWith("\n")) t.out("\n")
+    if (end.status === undefined || (!end.streamedText && end.resultTruncated)) {
+      if (end.taskId === undefined) {
+        return yield* new CliFailure({ message: "the stream ended before the task was created", exitCode: 3 })
+      }
+      const task = yield* withClient(
+        target,
+        (client) => client.agents.getTask({ path: { task_id: end.taskId as TaskId }, urlParams: { wait: 60 } })
+      )
+      return yield* end.streamedText && task.status === "completed" ? Effect.void : answer(task)
+    }
+    if (end.status !== "completed") return yield* failedTask(end.status, end.result)
+    if (!end.streamedText) t.out(sanitize(end.result ?? "") + "\n")
+    t.err(dim(t.colourErr, `task ${end.taskId} completed\n`))
+  })
+
+const invoke = Command.make(
+  "invoke",
+  {
+    ...apiOptions,
+    agent: Args.text({ name: "AGENT_ID" }),
+    text: Args.text({ name: "TEXT" }).pipe(
+      Args.withDescription("The prompt (`-` or none: standard input)."),
+      Args.optional
+    ),
+    user: Options.text("user").pipe(
+      Options.withDescription("E-mail of the person asking (default: yours, for a personal key)."),
+      Options.optional
+    ),
+    userId: Options.text("user-id").pipe(Options.withDescription("Their id (default: the e-mail)."), Options.optional),
+    async: Options.boolean("async").pipe(Options.withDescription("Do not wait: print the task's id (202).")),
+    noStream: Options.boolean("no-stream").pipe(
+      Options.withDescription("Wait for the whole answer instead of streaming the text as it comes.")
+    ),
+    idempotencyKey: Options.text("idempotency-key").pipe(
+      Options.withDescription("The same key and prompt return the same task."),
+      Options.optional
+    )
+  },
+  (options) =>
+    Effect.gen(function*() {
+      const target = yield* resolveTarget(options)
+      const agent_id = yield* validated(AgentId, options.agent)
+      const text = Option.isNone(options.text) || options.text.value === "-"
+        ? (yield* readStdin).trim()
+        : options.text.value
+      const user = yield* endUser(target, options.user, options.userId)
+      const payload = yield* validated(InvokeAgent, { input: { text, user } })
+      const headers = Option.match(options.idempotencyKey, {
+        onNone: () => ({}),
+        onSome: (key) => ({ "idempotency-key": key })
+      })
+      if (options.async) {
+        const task = yield* withClient(target, (client) =>
+          client.agents.invokeAgent({ path: { agent_id }, urlParams: { asynchronous: "true" }, payload, headers }))
+        return yield* options.json ? printJson(Task, task) : out(`${task.id}\n`)
+      }
+      if (options.json || options.noStream) {
+        const task = yield* withClient(target, (client) =>
+          client.agents.invokeAgent({ path: { agent_id }, urlParams: {}, payload, headers }))
+        if (options.json) {
+          yield* printJson(Task, task)
+          return yield* task.status === "completed" ? Effect.void : failedTask(task.status, task.result)
+        }
+        return yield* answer(task)
+      }
+      yield* streamed(target, agent_id, Schema.encodeSync(InvokeAgent)(payload), options.idempotencyKey)
+    }).pipe(reportFailure(options.json))
+).pipe(
+  Command.withDescription(
+    "Invoke an agent and print its answer. On a terminal or not, the text is streamed as the model writes it " +
+      "(Accept: text/event-stream); --no-stream waits for the whole answer, --json prints the finished task, " +
+      "--async prints the new task's id at once. Exit code 4 when the task ends in error or cancelled."
+  )
+)
+
+export const agentsCommand = groupCommand("agents", "Agents: create, list, invoke.", [create, list, invoke])

@@ -1,0 +1,79 @@
+import { HttpClientError } from "@effect/platform"
+import { Data, Effect, Option, ParseResult, Schema } from "effect"
+import { ErrorBody } from "../../schema/Errors.js"
+
+/** The CLI's exit codes (docs/reference/cli.md "Exit codes"). */
+export const ExitCode = {
+  ok: 0,
+  /** The API refused the request: its error envelope's message and code are printed. */
+  api: 1,
+  /** Wrong use: unknown command or option, a missing value, no API key, an unreadable file. */
+  usage: 2,
+  /** The node could not be reached, or what answered is not a Switchyard API this CLI understands. */
+  unreachable: 3,
+  /** The agent's task ended in `error` or `cancelled`. */
+  taskFailed: 4
+} as const
+
+/** A failed command: what to tell the person (and, with `--json`, the envelope), and how to exit. */
+export class CliFailure extends Data.TaggedError("CliFailure")<{
+  readonly message: string
+  readonly exitCode: number
+  /** The API's stable error code, when the API refused. */
+  readonly code?: string | undefined
+  readonly details?: unknown
+}> {
+  static usage(message: string) {
+    return new CliFailure({ message, exitCode: ExitCode.usage })
+  }
+  static api(body: ErrorBody["error"]) {
+    return new CliFailure({ message: body.message, code: body.code, details: body.details, exitCode: ExitCode.api })
+  }
+}
+
+const isEnvelopeError = (e: unknown): e is { code: string; message: string; details?: unknown } =>
+  typeof e === "object" && e !== null && typeof (e as any).code === "string" &&
+  typeof (e as any).message === "string" && typeof (e as any)._tag === "string"
+
+const decodeBody = Schema.decodeUnknownOption(ErrorBody)
+
+/** An answer outside the contract of its endpoint (a 413 or 500 from a proxy, say): its envelope if it has one. */
+const fromResponse = (baseUrl: string, error: HttpClientError.ResponseError) =>
+  error.response.json.pipe(
+    Effect.option,
+    Effect.map((json) =>
+      Option.match(Option.flatMap(json, decodeBody), {
+        onSome: (body) => CliFailure.api(body.error),
+        onNone: () =>
+          new CliFailure({
+            message: `unexpected answer from ${baseUrl} (HTTP ${error.response.status}): is it a Switchyard node?`,
+            exitCode: ExitCode.unreachable
+          })
+      })
+    )
+  )
+
+/** Every way a call through the typed client fails, as one CliFailure. */
+export const fromClientError = (baseUrl: string) => (error: unknown): Effect.Effect<never, CliFailure> => {
+  if (error instanceof CliFailure) return Effect.fail(error)
+  if (HttpClientError.isHttpClientError(error)) {
+    return error._tag === "RequestError"
+      ? Effect.fail(
+        new CliFailure({
+          message: `cannot reach ${baseUrl}: ${String((error.cause as any)?.cause?.message ?? error.message)}`,
+          exitCode: ExitCode.unreachable
+        })
+      )
+      : Effect.flatMap(fromResponse(baseUrl, error), Effect.fail)
+  }
+  if (ParseResult.isParseError(error)) {
+    return Effect.fail(
+      new CliFailure({
+        message: `the answer of ${baseUrl} does not match this CLI's API version: ${error.message}`,
+        exitCode: ExitCode.unreachable
+      })
+    )
+  }
+  if (isEnvelopeError(error)) return Effect.fail(CliFailure.api(error))
+  return Effect.die(error)
+}

@@ -1,0 +1,250 @@
+import { Args, Command, Options } from "@effect/cli"
+import { Effect, Option } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import {
+  CatalogPage,
+  ConnectionCreated,
+  ConnectorImported,
+  CreateConnection,
+  CreateConnector
+} from "../../schema/Connectors.js"
+import { ConnectorId } from "../../schema/Ids.js"
+import { apiOptions, resolveTarget, withClient } from "./ApiTarget.js"
+import { CliFailure } from "./CliFailure.js"
+import { groupCommand } from "./Help.js"
+import { fields, print, reportFailure, table, validated } from "./Output.js"
+import { withProgress } from "./Progress.js"
+import { readStdin } from "./Stdin.js"
+import { bold, sanitize } from "./Terminal.js"
+
+const optional = <A>(name: string, value: Option.Option<A>) =>
+  Option.match(value, { onNone: () => ({}), onSome: (v) => ({ [name]: v }) })
+
+const size = (bytes: number) =>
+  bytes < 1024
+    ? `${bytes} B`
+    : bytes < 1024 * 1024
+    ? `${(bytes / 1024).toFixed(1)} KiB`
+    : `${(bytes / 1048576).toFixed(1)} MiB`
+
+const readDocument = (file: string) =>
+  Effect.try({
+    try: () => Fs.readFileSync(file, "utf8"),
+    catch: (e: any) => CliFailure.usage(`cannot read ${file}: ${e?.message ?? e}`)
+  })
+
+const importReport = (connector: ConnectorImported, colour: boolean) => {
+  const report = connector.import_report
+  const lines = [
+    fields(colour, [
+      ["id", connector.id],
+      ["name", connector.name],
+      ["operations", connector.total_operations],
+      ["auth", connector.auth_types.join(", ")],
+      ["server", connector.server_url]
+    ]),
+    `\n${bold(colour, "Import")}: ${report.imported} operations imported, ${report.skipped.length} skipped, ` +
+    `${report.warnings.length} warnings.\n`
+  ]
+  if (report.skipped.length > 0) {
+    lines.push(
+      "\n" + table(colour, ["SKIPPED", "PATH", "REASON"], report.skipped.map((s) => [s.method, s.path, s.reason]), 100)
+    )
+  }
+  if (report.warnings.length > 0) {
+    lines.push("\n" + table(colour, ["WARNING AT", "MESSAGE"], report.warnings.map((w) => [w.pointer, w.message]), 100))
+  }
+  return lines.join("")
+}
+
+const add = Command.make(
+  "add",
+  {
+    ...apiOptions,
+    file: Args.text({ name: "FILE" }).pipe(
+      Args.withDescription("An OpenAPI 3.0/3.1 or Swagger 2.0 document, JSON or YAML (`-`: standard input).")
+    ),
+    name: Options.text("name").pipe(Options.withDescription("Default: the document's info.title."), Options.optional),
+    description: Options.text("description").pipe(Options.optional),
+    serverUrl: Options.text("server-url").pipe(
+      Options.withDescription("Base URL overriding the document's servers."),
+      Options.optional
+    )
+  },
+  (options) =>
+    Effect.gen(function*() {
+      const target = yield* resolveTarget(options)
+      const text = options.file === "-" ? yield* readStdin : yield* readDocument(options.file)
+      const payload = yield* validated(CreateConnector, {
+        spec: text,
+        ...optional("name", options.name),
+        ...optional("description", options.description),
+        ...optional("server_url", options.serverUrl)
+      })
+      const label = `Importing ${options.file === "-" ? "standard input" : Path.basename(options.file)} ` +
+        `(${size(Buffer.byteLength(text))})`
+      const connector = yield* withClient(target, (client) => client.tools.createConnector({ payload })).pipe(
+        withProgress(label)
+      )
+      yield* print(options.json, ConnectorImported, connector, importReport)
+    }).pipe(reportFailure(options.json))
+).pipe(
+  Command.withDescription(
+    "Register a connector from an OpenAPI document (POST /v1/tools/connectors, Admin and above) and show the " +
+      "import report: what was imported, skipped (and why) and warned about. Progress goes to stderr."
+  )
+)
+
+const list = Command.make(
+  "list",
+  {
+    ...apiOptions,
+    query: Options.text("query").pipe(Options.withDescription("Case-insensitive name search."), Options.optional),
+    limit: Options.integer("limit").pipe(Options.withDescription("Page size, 1-200."), Options.withDefault(50)),
+    cursor: Options.text("cursor").pipe(
+      Options.withDescription("The next page (printed under the table)."),
+      Options.optional
+    )
+  },
+  (options) =>
+    Effect.gen(function*() {
+      const target = yield* resolveTarget(options)
+      const page = yield* withClient(target, (client) =>
+        client.tools.listTools({
+          urlParams: {
+            type: "connector",
+            limit: options.limit,
+            ...optional("query", options.query),
+            ...optional("cursor", options.cursor)
+          }
+        }))
+      yield* print(options.json, CatalogPage, page, (page, colour) =>
+        table(
+          colour,
+          ["ID", "NAME", "OPERATIONS", "AUTH", "CONNECTIONS", "BUILT-IN"],
+          page.items.map((c) => [
+            c.id,
+            c.name,
+            c.total_operations,
+            c.auth_types.join(","),
+            c.connections.length,
+            c.built_in ? "yes" : "no"
+          ])
+        ) + (page.next_cursor === null ? "" : `\nMore: --cursor ${sanitize(page.next_cursor)}\n`))
+    }).pipe(reportFailure(options.json))
+).pipe(Command.withDescription("List the connectors of the tool catalog (GET /v1/tools?type=connector)."))
+
+export const connectorsCommand = groupCommand("connectors", "Connectors: add an OpenAPI document, list them.", [
+  add,
+  list
+])
+
+/** A secret given as `-` is read from standard input, so it stays out of the shell's history and `ps`. */
+const secret = (value: string) =>
+  value === "-" ? Effect.map(readStdin, (s) => s.replace(/\r?\n$/, "")) : Effect.succeed(value)
+
+const credentialsOf = (options: {
+  apiKey: Option.Option<string>
+  scheme: Option.Option<string>
+  token: Option.Option<string>
+  username: Option.Option<string>
+  password: Option.Option<string>
+  clientId: Option.Option<string>
+  clientSecret: Option.Option<string>
+  scopes: Option.Option<string>
+}) =>
+  Effect.gen(function*() {
+    const given = [options.apiKey, options.token, options.username, options.clientId].filter(Option.isSome).length
+    if (given > 1) {
+      return yield* CliFailure.usage("give one kind of credentials: --api-key, --token, --username or --client-id")
+    }
+    if (Option.isSome(options.apiKey)) {
+      return { type: "api_key", value: yield* secret(options.apiKey.value), ...optional("scheme", options.scheme) }
+    }
+    if (Option.isSome(options.token)) return { type: "bearer", token: yield* secret(options.token.value) }
+    if (Option.isSome(options.username)) {
+      return {
+        type: "basic",
+        username: options.username.value,
+        password: yield* secret(Option.getOrElse(options.password, () => ""))
+      }
+    }
+    if (Option.isSome(options.clientId)) {
+      return {
+        type: "oauth2",
+        client_id: options.clientId.value,
+        client_secret: yield* secret(Option.getOrElse(options.clientSecret, () => "")),
+        ...Option.match(options.scopes, { onNone: () => ({}), onSome: (s) => ({ scopes: s.split(/[ ,]+/) }) })
+      }
+    }
+    return { type: "none" }
+  })
+
+const secretOption = (name: string, description: string) =>
+  Options.text(name).pipe(
+    Options.withDescription(`${description} \`-\` reads it from standard input.`),
+    Options.optional
+  )
+
+const create = Command.make(
+  "create",
+  {
+    ...apiOptions,
+    connector: Args.text({ name: "CONNECTOR_ID" }).pipe(Args.withDescription("The connector (see connectors list).")),
+    name: Options.text("name").pipe(Options.withDescription("The connection's name.")),
+    scope: Options.choice("scope", ["organizational", "personal"]).pipe(
+      Options.withDescription("organizational: the whole organization uses it. personal: yours only."),
+      Options.withDefault("organizational" as const)
+    ),
+    serverUrl: Options.text("server-url").pipe(
+      Options.withDescription("Where this connection's API is."),
+      Options.optional
+    ),
+    apiKey: secretOption("api-key", "An API key credential."),
+    scheme: Options.text("scheme").pipe(
+      Options.withDescription("With --api-key: the document's security scheme, when it has several."),
+      Options.optional
+    ),
+    token: secretOption("token", "A bearer token credential."),
+    username: Options.text("username").pipe(Options.withDescription("Basic auth user name."), Options.optional),
+    password: secretOption("password", "Basic auth password."),
+    clientId: Options.text("client-id").pipe(Options.withDescription("OAuth2 client id."), Options.optional),
+    clientSecret: secretOption("client-secret", "OAuth2 client secret."),
+    scopes: Options.text("scopes").pipe(Options.withDescription("OAuth2 scopes, comma-separated."), Options.optional)
+  },
+  (options) =>
+    Effect.gen(function*() {
+      const target = yield* resolveTarget(options)
+      const connector_id = yield* validated(ConnectorId, options.connector)
+      const payload = yield* validated(CreateConnection, {
+        name: options.name,
+        access_scope: options.scope,
+        credentials: yield* credentialsOf(options),
+        ...optional("server_url", options.serverUrl)
+      })
+      const created = yield* withClient(target, (client) =>
+        client.tools.createConnection({ path: { connector_id }, payload }))
+      yield* print(options.json, ConnectionCreated, created, (c, colour) =>
+        fields(colour, [
+          ["id", c.id],
+          ["name", c.name],
+          ["connector", c.connector_id],
+          ["scope", c.access_scope],
+          ["auth", c.auth_type],
+          ["status", c.status],
+          ["server", c.server_url]
+        ]) +
+        (c.connector_page_url === undefined
+          ? ""
+          : `\nAuthorize it in a browser:\n\n  ${sanitize(c.connector_page_url)}\n`))
+    }).pipe(reportFailure(options.json))
+).pipe(
+  Command.withDescription(
+    "Connect a connector (POST /v1/tools/connectors/{id}/connections) with credentials: --api-key, --token, " +
+      "--username/--password or --client-id/--client-secret (none: no credentials). An OAuth2 connection " +
+      "prints the page where a person authorizes it."
+  )
+)
+
+export const connectionsCommand = groupCommand("connections", "Connections of connectors: create.", [create])

@@ -1,0 +1,91 @@
+import { Args, Command, Options } from "@effect/cli"
+import { Effect, Option } from "effect"
+import { Task, Thread, type ThreadEvent } from "../../schema/Agents.js"
+import { TaskId } from "../../schema/Ids.js"
+import { apiOptions, resolveTarget, withClient } from "./ApiTarget.js"
+import { groupCommand } from "./Help.js"
+import { fields, print, reportFailure, validated } from "./Output.js"
+import { bold, dim, sanitize } from "./Terminal.js"
+
+const when = (date: Date | null) => date === null ? null : date.toISOString().replace("T", " ").replace("Z", "")
+
+const taskId = Args.text({ name: "TASK_ID" })
+
+const get = Command.make(
+  "get",
+  {
+    ...apiOptions,
+    id: taskId,
+    wait: Options.integer("wait").pipe(
+      Options.withDescription("Wait up to this many seconds (0-60) for the task to end."),
+      Options.optional
+    )
+  },
+  (options) =>
+    Effect.gen(function*() {
+      const target = yield* resolveTarget(options)
+      const task_id = yield* validated(TaskId, options.id)
+      const task = yield* withClient(target, (client) =>
+        client.agents.getTask({
+          path: { task_id },
+          urlParams: Option.match(options.wait, { onNone: () => ({}), onSome: (wait) => ({ wait }) })
+        }))
+      yield* print(options.json, Task, task, (task, colour) =>
+        fields(colour, [
+          ["id", task.id],
+          ["agent", task.agent_id],
+          ["status", task.status],
+          ["source", task.source],
+          ["user", task.user.email],
+          ["created", when(task.created_at)],
+          ["finished", when(task.finished_at)]
+        ]) + (task.result === null ? "" : `\n${sanitize(task.result)}\n`))
+    }).pipe(reportFailure(options.json))
+).pipe(Command.withDescription("Show a task (GET /v1/tasks/{id}): its status and, once it ended, its answer or error."))
+
+const str = (v: unknown) => (v === undefined || v === null ? "" : String(v))
+
+/** One line per event of the thread: what happened at each step. */
+const summary = (event: ThreadEvent): string => {
+  const d: any = event.data ?? {}
+  switch (event.type) {
+    case "user_message":
+    case "agent_message":
+      return str(d.text)
+    case "model_call":
+      return `${str(d.provider)} ${str(d.model)}: ${str(d.input_tokens)} in, ${str(d.output_tokens)} out, ` +
+        `$${Number(d.cost_usd ?? 0).toFixed(6)}, ${str(d.duration_ms)} ms` +
+        (Array.isArray(d.tool_calls) && d.tool_calls.length > 0
+          ? `, calls ${d.tool_calls.map((c: any) => str(c?.name)).join(", ")}`
+          : "")
+    case "tool_call":
+      return `${str(d.name)} ${str(d.outcome)}${
+        d.status === undefined || d.status === null ? "" : ` HTTP ${d.status}`
+      }` +
+        `, ${str(d.duration_ms)} ms`
+    case "approval_requested":
+      return `${str(d.name)} waits for approval ${str(d.approval_id)}`
+    case "approval_decided":
+      return `${str(d.status)} by ${str(d.by)}${d.reason ? `: ${str(d.reason)}` : ""}`
+    default:
+      return str(d.message)
+  }
+}
+
+const thread = Command.make("thread", { ...apiOptions, id: taskId }, (options) =>
+  Effect.gen(function*() {
+    const target = yield* resolveTarget(options)
+    const task_id = yield* validated(TaskId, options.id)
+    const thread = yield* withClient(target, (client) => client.agents.getThread({ path: { task_id } }))
+    yield* print(options.json, Thread, thread, (thread, colour) =>
+      thread.events.map((e) =>
+        `${dim(colour, `#${e.seq} ${e.at.toISOString().slice(11, 23)}`)} ${bold(colour, e.type.padEnd(18))} ` +
+        sanitize(summary(e)).replace(/\n/g, "\n    ")
+      ).join("\n") + "\n")
+  }).pipe(reportFailure(options.json))).pipe(
+    Command.withDescription(
+      "Show a task's thread (GET /v1/tasks/{id}/thread): the prompt, each model and tool call, the answer."
+    )
+  )
+
+export const tasksCommand = groupCommand("tasks", "Tasks: get one, read its thread.", [get, thread])
