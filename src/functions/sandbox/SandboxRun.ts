@@ -94,7 +94,9 @@ export const runInSandbox = (
   module: QuickJSWASMModule,
   job: SandboxJob,
   host: HostCall,
-  onCancel: (cancel: () => void) => void
+  onCancel: (cancel: () => void) => void,
+  /** Whether the module's memory is (nearly) at its cap: QuickJS throws `null` when it cannot even make an error. */
+  memoryFull: () => boolean = () => false
 ): Promise<RunResult> =>
   new Promise<RunResult>((resolveRun) => {
     const started = Date.now()
@@ -143,6 +145,7 @@ export const runInSandbox = (
     const kindOf = (info: ErrorInfo): FailureKind => {
       if (info.name === "InternalError" && info.message === "interrupted") return "timeout"
       if (/out of memory/.test(info.message)) return "memory"
+      if (/^the function threw (null|undefined)/.test(info.message) && memoryFull()) return "memory"
       return "error"
     }
 

@@ -42,8 +42,10 @@ const wasm = WebAssembly.compile(Fs.readFileSync(require.resolve("@jitl/quickjs-
 const idle = new Map<number, Array<QuickJSWASMModule>>()
 let idleCount = 0
 
+const growthPages = (memoryMb: number) => Math.max(0, memoryMb - FREE_IN_INITIAL_MB) * (1024 * 1024 / PAGE)
+
 const makeModule = async (memoryMb: number) => {
-  const growth = Math.max(0, memoryMb - FREE_IN_INITIAL_MB) * (1024 * 1024 / PAGE)
+  const growth = growthPages(memoryMb)
   const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: INITIAL_PAGES + growth })
   return newQuickJSWASMModuleFromVariant(newVariant(variant, {
       wasmModule: await wasm,
@@ -122,7 +124,14 @@ const run = async (id: number, job: SandboxJob) => {
       waiting.set(`${id}:${callId}`, resolve)
       send({ type: "host", id, callId, op, args })
     })
-  const { outcome, poisoned } = await runInSandbox(module, job, host, (cancel) => cancels.set(id, cancel))
+  const capBytes = (INITIAL_PAGES + growthPages(job.memoryMb)) * PAGE
+  const { outcome, poisoned } = await runInSandbox(
+    module,
+    job,
+    host,
+    (cancel) => cancels.set(id, cancel),
+    () => module.getWasmMemory().buffer.byteLength >= capBytes - 1024 * 1024
+  )
   cancels.delete(id)
   for (const key of waiting.keys()) if (key.startsWith(`${id}:`)) waiting.delete(key)
   if (!poisoned) giveBack(job.memoryMb, module)
