@@ -196,6 +196,7 @@ export class ThreadEvent extends Schema.Class<ThreadEvent>("ThreadEvent")({
     "tool_call",
     "approval_requested",
     "approval_decided",
+    "command_check",
     "agent_message",
     "error",
     "cancelled"
@@ -207,7 +208,8 @@ export class ThreadEvent extends Schema.Class<ThreadEvent>("ThreadEvent")({
       "output_tokens, cached_tokens, cost_usd, duration_ms, finish, text, tool_calls}`. tool_call: `{step, name, " +
       "connection_id, operation_id, arguments, status, outcome, result, duration_ms}` (outcome `rejected` when a person " +
       "rejected it). approval_requested: `{approval_id, name, arguments, skill_id}`. approval_decided: " +
-      "`{approval_id, status, by, reason}`. error/cancelled: `{message}`."
+      "`{approval_id, status, by, reason}`. command_check (a coding-agent runtime's shell command, judged): " +
+      "`{check_id, command, cwd, decision, rule, reason?, approval_id, commands, by}`. error/cancelled: `{message}`."
   })
 }) {}
 

@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { GroupsApi } from "./AccessApi.js"
 import { AgentsApi } from "./AgentsApi.js"
 import { AuditApi } from "./AuditApi.js"
+import { CommandsApi } from "./CommandsApi.js"
 import { ToolsApi } from "./ConnectorsApi.js"
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire, ServiceUnavailableWire } from "./Errors.js"
 import { EventsApi } from "./EventsApi.js"
@@ -191,6 +192,7 @@ const ApiGroups = HttpApi.make("switchyard")
   .add(EventsApi)
   .add(WebhooksApi)
   .add(UsageApi)
+  .add(CommandsApi)
   .annotate(OpenApi.Title, "Switchyard API")
   .annotate(OpenApi.Description, "Self-hostable platform for AI agents. Every REST call carries `x-api-key`.")
 

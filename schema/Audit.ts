@@ -61,7 +61,9 @@ export const auditActions = [
   "UPDATE_FUNCTION",
   "DELETE_FUNCTION",
   "ATTACH_FUNCTION",
-  "DETACH_FUNCTION"
+  "DETACH_FUNCTION",
+  "UPDATE_COMMAND_POLICY",
+  "CHECK_COMMAND"
 ] as const
 
 export const AuditAction = Schema.String.pipe(

@@ -93,9 +93,14 @@ export const TaskModelCallData = Schema.Struct({
   description: "A model call of the run; its text is in the task's thread."
 })
 
+const approvalTask = {
+  ...task,
+  task_id: Schema.NullOr(TaskId).annotations({ description: "Null for a shell command checked outside a task." })
+}
+
 export const ApprovalRequestedData = Schema.Struct({
   approval_id: Schema.UUID,
-  ...task,
+  ...approvalTask,
   tool: Schema.String,
   skill_id: Schema.NullOr(Schema.UUID),
   requested_at: Timestamp,
@@ -104,7 +109,7 @@ export const ApprovalRequestedData = Schema.Struct({
 
 export const ApprovalDecidedData = Schema.Struct({
   approval_id: Schema.UUID,
-  ...task,
+  ...approvalTask,
   tool: Schema.String,
   status: Schema.Literal("approved", "rejected", "expired"),
   reason: Schema.NullOr(Schema.String),

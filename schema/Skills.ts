@@ -143,12 +143,18 @@ export const ApprovalStatus = Schema.Literal("pending", "approved", "rejected", 
 
 export class Approval extends Schema.Class<Approval>("Approval")({
   id: ApprovalId,
-  task_id: TaskId,
+  task_id: Schema.NullOr(TaskId).annotations({
+    description: "The asking task; null for a shell command checked outside a task (`kind: command`)."
+  }),
   agent_id: Schema.String,
   skill_id: Schema.NullOr(Schema.String),
   tool: Schema.String,
   arguments: Schema.Unknown,
   status: ApprovalStatus,
+  kind: Schema.Literal("tool_call", "command").annotations({
+    description: "`tool_call`: a run waits to make a tool call. `command`: a coding-agent runtime waits to run a " +
+      "shell command (`tool: shell`, `arguments: {command, cwd, commands}`: see the commands guide)."
+  }),
   requested_at: Timestamp,
   expires_at: Timestamp,
   decided_at: Schema.NullOr(Timestamp),

@@ -229,6 +229,12 @@ export class ApprovalsApi extends HttpApiGroup.make("approvals")
       )
       .setPath(ApprovalPath)
       .addSuccess(Approval)
+      .setUrlParams(Schema.Struct({
+        wait: Schema.optional(IntegerParam(0, 60)).annotations({
+          description: "Seconds (0-60) to wait for a pending request to be decided before answering: a long " +
+            "poll. The answer comes as soon as it is decided or expires, else with `status: pending` after `wait`."
+        })
+      }))
   )
   .add(
     HttpApiEndpoint.post("approve", "/approvals/:approval_id/approve")

@@ -28,6 +28,7 @@ import usage from "./migrations/0020_usage.js"
 import eventWrites from "./migrations/0021_event_writes.js"
 import usageFold from "./migrations/0022_usage_fold.js"
 import functions from "./migrations/0024_functions.js"
+import commandPolicies from "./migrations/0025_command_policies.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -52,7 +53,8 @@ export const migrations = {
   "0020_usage": usage,
   "0021_event_writes": eventWrites,
   "0022_usage_fold": usageFold,
-  "0024_functions": functions
+  "0024_functions": functions,
+  "0025_command_policies": commandPolicies
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

@@ -6,6 +6,7 @@ import { Api } from "../../schema/Api.js"
 import { GroupsHttpLive } from "../access/GroupsHttp.js"
 import { AgentsHttpLive } from "../agents/AgentsHttp.js"
 import { AuditHttpLive } from "../audit/AuditHttp.js"
+import { CommandsHttpLive } from "../commands/CommandsHttp.js"
 import { DeniedRequestsLive } from "../audit/DeniedRequests.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { ConnectionOAuthRoutes } from "../connectors/ConnectionOAuthRoutes.js"
@@ -51,7 +52,8 @@ const ApiRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json"
     WebhooksHttpLive,
     FilesHttpLive,
     FunctionsHttpLive,
-    UsageHttpLive
+    UsageHttpLive,
+    CommandsHttpLive
   ]),
   Layer.provide(AuthenticationLive)
 )

@@ -2,6 +2,7 @@ import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse } from "@ef
 import { Effect, Layer, Mailbox, Schedule, Stream } from "effect"
 import { AgentsLive } from "../agents/AgentsLive.js"
 import { AuditLog } from "../audit/AuditLog.js"
+import { CommandPolicies } from "../commands/CommandPolicies.js"
 import { InvokeStream } from "../events/InvokeStream.js"
 import { Files } from "../files/Files.js"
 import { Workspace } from "../files/Workspace.js"
@@ -123,6 +124,7 @@ export const McpRoutes = Layer.mergeAll(McpRouteTable, McpFastPathLive).pipe(
   Layer.provide(SchedulesLive),
   Layer.provide(FunctionsLive),
   Layer.provide(UsageLive),
+  Layer.provide(CommandPolicies.Default),
   Layer.provide(InvokeStream.Default),
   Layer.provide(AgentsLive),
   Layer.provide(AuditLog.Default)

@@ -1,5 +1,6 @@
 import type { Context, Effect, Schema } from "effect"
 import type { Agents } from "../agents/Agents.js"
+import type { CommandPolicies } from "../commands/CommandPolicies.js"
 import type { Connections } from "../connectors/Connections.js"
 import type { ConnectorCatalog } from "../connectors/ConnectorCatalog.js"
 import type { OperationInvoker } from "../connectors/OperationInvoker.js"
@@ -29,6 +30,7 @@ export type ToolServices =
   | Functions
   | Usage
   | InvokeStream
+  | CommandPolicies
 
 export interface ToolContext {
   readonly caller: McpCaller

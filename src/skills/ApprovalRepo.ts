@@ -8,13 +8,14 @@ import type { Position } from "../support/Cursor.js"
 export interface ApprovalRow {
   readonly id: ApprovalId
   readonly organization_id: OrganizationId
-  readonly task_id: TaskId
+  /** `null` for a command checked outside a task (kind `command`). */
+  readonly task_id: TaskId | null
   readonly step_key: string
   readonly agent_id: string
   readonly skill_id: string | null
   readonly tool: string
-  readonly connection_id: string
-  readonly operation_id: string
+  readonly connection_id: string | null
+  readonly operation_id: string | null
   readonly arguments: unknown
   readonly status: "pending" | "approved" | "rejected" | "expired"
   readonly requested_at: Date
@@ -22,6 +23,8 @@ export interface ApprovalRow {
   readonly decided_at: Date | null
   readonly decided_by: unknown
   readonly reason: string | null
+  /** `tool_call`: a run waits on it; `command`: a coding-agent runtime does (src/commands/). */
+  readonly kind: "tool_call" | "command"
 }
 
 export interface ApprovalRequest {
@@ -106,7 +109,8 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("skills/Approva
           UPDATE approvals SET status = ${status}, decided_at = now(), decided_by = ${JSON.stringify(by)}::jsonb,
             reason = ${reason}
           WHERE id = ${id} AND status = 'pending' RETURNING *`
-        if (row === undefined) return undefined
+        if (row === undefined || row.task_id === null) return row
+        // a command's decision goes in its task's thread too, but its task was never paused for it
         yield* sql`
           WITH event AS (
             INSERT INTO task_events (task_id, seq, type, step_key, data)
@@ -115,7 +119,8 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("skills/Approva
             FROM task_events WHERE task_id = ${row.task_id}
             ON CONFLICT DO NOTHING
           )
-          UPDATE tasks SET status = 'executing' WHERE id = ${row.task_id} AND status = 'waiting_approval'`
+          UPDATE tasks SET status = 'executing'
+          WHERE id = ${row.task_id} AND status = 'waiting_approval' AND ${row.kind} = 'tool_call'`
         return row
       }).pipe(Effect.orDie)
 
@@ -137,10 +142,10 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("skills/Approva
     const expireDue = sql<{ task_id: TaskId }>`
       WITH expired AS (
         UPDATE approvals SET status = 'expired', decided_at = now()
-        WHERE status = 'pending' AND expires_at < now() RETURNING task_id
+        WHERE status = 'pending' AND expires_at < now() RETURNING task_id, kind
       )
       UPDATE tasks SET status = 'executing' FROM expired
-      WHERE tasks.id = expired.task_id AND tasks.status = 'waiting_approval'
+      WHERE tasks.id = expired.task_id AND expired.kind = 'tool_call' AND tasks.status = 'waiting_approval'
       RETURNING tasks.id AS task_id`.pipe(Effect.map((rows) => rows.map((r) => r.task_id)), Effect.orDie)
 
     return { forStep, request, pause, find, decide, list, expireDue } as const

@@ -21,6 +21,7 @@ const toApproval = (row: ApprovalRow) =>
     tool: row.tool,
     arguments: row.arguments,
     status: row.status,
+    kind: row.kind,
     requested_at: row.requested_at,
     expires_at: row.expires_at,
     decided_at: row.decided_at,
@@ -107,13 +108,17 @@ export class Approvals extends Effect.Service<Approvals>()("skills/Approvals", {
           if (row === undefined) return undefined
           yield* audit.record(principal, {
             action: status === "approved" ? "APPROVE_TOOL_CALL" : "REJECT_TOOL_CALL",
-            targets: [{ type: "approval", id: row.id, name: row.tool }, { type: "task", id: row.task_id }],
+            targets: [
+              { type: "approval", id: row.id, name: row.tool },
+              ...(row.task_id === null ? [] : [{ type: "task", id: row.task_id }])
+            ],
             ...(reason === undefined ? {} : { details: { reason } })
           })
           return row
         }))
         if (decided === undefined) return yield* Conflict.of("This request was decided already.", "approval_decided")
-        yield* resume(decided.task_id)
+        // a command's runtime learns the decision by reading the approval; no run is paused on it
+        if (decided.kind === "tool_call" && decided.task_id !== null) yield* resume(decided.task_id)
         return toApproval(decided)
       })
 

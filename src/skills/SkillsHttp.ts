@@ -3,6 +3,8 @@ import { Effect, Layer } from "effect"
 import { Api } from "../../schema/Api.js"
 import { Principal } from "../../schema/Security.js"
 import { AgentsLive } from "../agents/AgentsLive.js"
+import { approvalAfter } from "../commands/ApprovalWait.js"
+import { EventLog } from "../events/EventLog.js"
 import { Approvals } from "./Approvals.js"
 import { SkillManifests } from "./SkillManifests.js"
 import { Skills } from "./Skills.js"
@@ -33,7 +35,7 @@ export const ApprovalsHttpLive = HttpApiBuilder.group(Api, "approvals", (handler
     const approvals = yield* Approvals
     return handlers
       .handle("listApprovals", ({ urlParams }) => as((p) => approvals.list(p, urlParams)))
-      .handle("getApproval", ({ path }) => as((p) => approvals.get(p, path.approval_id)))
+      .handle("getApproval", ({ path, urlParams }) => as((p) => approvalAfter(p, path.approval_id, urlParams.wait ?? 0)))
       .handle("approve", ({ path, payload }) => as((p) => approvals.approve(p, path.approval_id, payload.reason)))
       .handle("reject", ({ path, payload }) => as((p) => approvals.reject(p, path.approval_id, payload.reason)))
-  })).pipe(Layer.provide(AgentsLive))
+  })).pipe(Layer.provide(AgentsLive), Layer.provide(EventLog.Default))
