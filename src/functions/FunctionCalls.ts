@@ -13,12 +13,17 @@ import { SandboxPool } from "./SandboxPool.js"
 
 /** The workspace a call's `ctx.files` reaches: the caller's view, or an agent run's. */
 export interface FunctionFiles {
-  readonly list: (prefix: string | undefined) => Effect.Effect<unknown, { readonly code: string; readonly message: string }>
+  readonly list: (
+    prefix: string | undefined
+  ) => Effect.Effect<unknown, { readonly code: string; readonly message: string }>
   readonly read: (
     name: string,
     offset: number | undefined
   ) => Effect.Effect<unknown, { readonly code: string; readonly message: string }>
-  readonly write: (name: string, text: string) => Effect.Effect<unknown, { readonly code: string; readonly message: string }>
+  readonly write: (
+    name: string,
+    text: string
+  ) => Effect.Effect<unknown, { readonly code: string; readonly message: string }>
 }
 
 /** Who a call acts as: connector calls are made and recorded as this principal (with the task, in a run). */
@@ -167,17 +172,20 @@ export class FunctionCalls extends Effect.Service<FunctionCalls>()("functions/Fu
           return yield* BadRequest.of("`input` is larger than 1 MiB of JSON.", undefined, "validation_failed")
         }
         const started = performance.now()
-        const outcome = yield* pool.run({
-          code: row.code,
-          input: inputText,
-          schema: JSON.stringify(row.input_schema),
-          timeoutMs: row.timeout_ms,
-          memoryMb: row.memory_mb,
-          maxOutputBytes: FUNCTION_LIMITS.maxOutputBytes
-        }, (op, args) =>
-          runPromise(Effect.either(serve(scope, op, args))).then((r) =>
-            r._tag === "Right" ? { ok: true as const, value: r.right } : { ok: false as const, error: r.left }
-          ))
+        const outcome = yield* pool.run(
+          {
+            code: row.code,
+            input: inputText,
+            schema: JSON.stringify(row.input_schema),
+            timeoutMs: row.timeout_ms,
+            memoryMb: row.memory_mb,
+            maxOutputBytes: FUNCTION_LIMITS.maxOutputBytes
+          },
+          (op, args) =>
+            runPromise(Effect.either(serve(scope, op, args))).then((r) =>
+              r._tag === "Right" ? { ok: true as const, value: r.right } : { ok: false as const, error: r.left }
+            )
+        )
         const duration_ms = Math.round((performance.now() - started) * 1000) / 1000
         if (outcome === "busy") {
           return yield* new ServiceUnavailable({

@@ -45,7 +45,8 @@ export class FunctionTools extends Effect.Service<FunctionTools>()("functions/Fu
           files: {
             list: (prefix) => files.list(prefix),
             read: (name, offset) => files.read(name, offset ?? 0),
-            write: (name, text) => Effect.map(files.write(name, text), (f) => ({ id: f.id, name: f.name, size: f.size }))
+            write: (name, text) =>
+              Effect.map(files.write(name, text), (f) => ({ id: f.id, name: f.name, size: f.size }))
           }
         }
         const byName = new Map(rows.map((r) => [r.name, r]))

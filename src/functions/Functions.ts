@@ -2,8 +2,8 @@ import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { BadRequest, Conflict, NotFound } from "../../schema/Errors.js"
 import {
-  CustomFunction,
   type CreateFunction,
+  CustomFunction,
   FUNCTION_LIMITS,
   type FunctionId,
   type UpdateFunction
@@ -39,7 +39,9 @@ export const toFunction = (row: FunctionRow) =>
 const checkSchema = (schema: Record<string, unknown>) =>
   Effect.suspend(() => {
     if (JSON.stringify(schema).length > FUNCTION_LIMITS.maxSchemaChars) {
-      return Effect.fail(BadRequest.of("`input_schema` is larger than 64 KiB of JSON.", undefined, "invalid_input_schema"))
+      return Effect.fail(
+        BadRequest.of("`input_schema` is larger than 64 KiB of JSON.", undefined, "invalid_input_schema")
+      )
     }
     try {
       compile(structuredClone(schema))
@@ -139,8 +141,11 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
       yield* requireRole(principal, "builder", "delete functions")
       const current = yield* find(principal, id)
       const removed = yield* repo.remove(principal.organizationId, id).pipe(
-        audit.recorded(principal, (removed) =>
-          removed ? { action: "DELETE_FUNCTION", targets: [{ type: "function", id, name: current.name }] } : undefined)
+        audit.recorded(
+          principal,
+          (removed) =>
+            removed ? { action: "DELETE_FUNCTION", targets: [{ type: "function", id, name: current.name }] } : undefined
+        )
       )
       if (!removed) return yield* NotFound.of("Function", id)
     })
@@ -150,7 +155,8 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
       return { items: rows.map(toFunction), total: rows.length }
     })
 
-    const get = (principal: Principal, id: FunctionId, version?: number) => Effect.map(find(principal, id, version), toFunction)
+    const get = (principal: Principal, id: FunctionId, version?: number) =>
+      Effect.map(find(principal, id, version), toFunction)
 
     const versions = Effect.fn("Functions.versions")(function*(principal: Principal, id: FunctionId) {
       yield* find(principal, id)

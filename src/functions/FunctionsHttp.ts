@@ -17,7 +17,9 @@ export const FunctionsHttpLive = HttpApiBuilder.group(Api, "functions", (handler
       .handle("updateFunction", ({ path, payload }) => as((p) => functions.update(p, path.function_id, payload)))
       .handle("deleteFunction", ({ path }) => as((p) => functions.remove(p, path.function_id)))
       .handle("invokeFunction", ({ path, payload, urlParams }) =>
-        as((p) => functions.invoke(p, path.function_id, payload.input, urlParams.version)))
+        as((p) =>
+          functions.invoke(p, path.function_id, payload.input, urlParams.version)
+        ))
       .handle("listAgentFunctions", ({ path }) => as((p) => functions.attachedTo(p, path.agent_id)))
       .handle("attachFunction", ({ path }) => as((p) => functions.attach(p, path.agent_id, path.function_id)))
       .handle("detachFunction", ({ path }) => as((p) => functions.detach(p, path.agent_id, path.function_id)))

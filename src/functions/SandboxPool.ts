@@ -137,7 +137,9 @@ export const makeSandboxPool = (maxWorkers: number) => {
       if (!slot.calls.has(call.id)) return
       slot.calls.delete(call.id)
       slot.running--
-      call.done(failed("timeout", `The function ran longer than its timeout_ms (${call.job.timeoutMs} ms) and was stopped.`))
+      call.done(
+        failed("timeout", `The function ran longer than its timeout_ms (${call.job.timeoutMs} ms) and was stopped.`)
+      )
       void slot.worker.terminate()
     }, call.job.timeoutMs + GRACE_MS)
     post(slot, { type: "run", id: call.id, job: call.job })

@@ -51,8 +51,11 @@ describe("custom functions as agent tools", () => {
     expect(target.requests.at(-1)!.path).toBe("/pets/42")
 
     // the connector call is recorded with the task, as the run's own connector tools are
-    const recorded = await withDatabase(node, async (db) =>
-      (await db.query("SELECT task_id, operation_id FROM connector_invocations WHERE task_id = $1", [task.id])).rows)
+    const recorded = await withDatabase(
+      node,
+      async (db) =>
+        (await db.query("SELECT task_id, operation_id FROM connector_invocations WHERE task_id = $1", [task.id])).rows
+    )
     expect(recorded).toMatchObject([{ task_id: task.id }])
     // ctx.files wrote into the agent's workspace
     const files = (await call(node, apiKey, "GET", `/v1/files?agent_id=${agent.id}`)).body.items
@@ -98,7 +101,10 @@ describe("custom function MCP tools, through the SDK client", () => {
     expect(fn).toMatchObject({ name: "mcp_add", version: 1 })
     const listed = await client.callTool({ name: "list_functions", arguments: {} })
     expect((listed.structuredContent as any).items.map((f: any) => f.id)).toContain(fn.id)
-    const invoked = await client.callTool({ name: "invoke_function", arguments: { function_id: fn.id, input: { a: 2, b: 3 } } })
+    const invoked = await client.callTool({
+      name: "invoke_function",
+      arguments: { function_id: fn.id, input: { a: 2, b: 3 } }
+    })
     expect(invoked.structuredContent).toMatchObject({ output: 5, logs: [], version: 1 })
     const thrown = await client.callTool({
       name: "create_function",

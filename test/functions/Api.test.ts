@@ -105,7 +105,11 @@ describe("custom functions REST API", () => {
   it("a name is unique in the organization: 409 function_name_taken on create and rename", async () => {
     const a = await createFunction(node, admin, ECHO)
     const b = await createFunction(node, admin, ECHO)
-    expectError(await call(node, admin, "POST", "/v1/functions", { name: a.name, code: ECHO }), 409, "function_name_taken")
+    expectError(
+      await call(node, admin, "POST", "/v1/functions", { name: a.name, code: ECHO }),
+      409,
+      "function_name_taken"
+    )
     expectError(await call(node, admin, "PATCH", `/v1/functions/${b.id}`, { name: a.name }), 409, "function_name_taken")
   })
 
@@ -137,11 +141,17 @@ describe("custom functions REST API", () => {
     expect((await call(node, member.key, "GET", "/v1/functions")).body.items.map((f: any) => f.id)).toContain(fn.id)
     expect((await call(node, member.key, "GET", `/v1/functions/${fn.id}`)).status).toBe(200)
     expect((await invokeFunction(node, member.key, fn.id, { x: 1 })).status).toBe(200)
-    expectError(await call(node, member.key, "POST", "/v1/functions", { name: uniqueName(), code: ECHO }), 403, "forbidden")
+    expectError(
+      await call(node, member.key, "POST", "/v1/functions", { name: uniqueName(), code: ECHO }),
+      403,
+      "forbidden"
+    )
     expectError(await call(node, member.key, "PATCH", `/v1/functions/${fn.id}`, { description: "x" }), 403, "forbidden")
     expectError(await call(node, member.key, "DELETE", `/v1/functions/${fn.id}`), 403, "forbidden")
     const builder = await orgKey(node, admin, "builder")
-    expect((await call(node, builder.key, "POST", "/v1/functions", { name: uniqueName(), code: ECHO })).status).toBe(201)
+    expect((await call(node, builder.key, "POST", "/v1/functions", { name: uniqueName(), code: ECHO })).status).toBe(
+      201
+    )
   })
 
   it("no cross-organization access: another organization's function is a 404 for every verb", async () => {
@@ -177,6 +187,12 @@ describe("custom functions REST API", () => {
     const actions = (await auditEvents(node, organizationId))
       .filter((e: any) => e.targets.some((t: any) => t.id === fn.id))
       .map((e: any) => e.action)
-    expect(actions).toEqual(["CREATE_FUNCTION", "UPDATE_FUNCTION", "ATTACH_FUNCTION", "DETACH_FUNCTION", "DELETE_FUNCTION"])
+    expect(actions).toEqual([
+      "CREATE_FUNCTION",
+      "UPDATE_FUNCTION",
+      "ATTACH_FUNCTION",
+      "DETACH_FUNCTION",
+      "DELETE_FUNCTION"
+    ])
   })
 })

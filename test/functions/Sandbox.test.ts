@@ -102,11 +102,20 @@ const cases: ReadonlyArray<Case> = [
     ["AsyncFunction constructor", "return await (async () => {}).constructor('return typeof fetch')()"],
     ["GeneratorFunction constructor", "return (function*(){}).constructor('yield typeof Buffer')().next().value"],
     ["ctx.log's constructor", "return ctx.log.constructor('return typeof process')()"],
-    ["ctx.connectors.invoke's constructor chain", "return ctx.connectors.invoke.constructor.constructor('return typeof require')()"],
-    ["ctx's prototype constructor chain", "return Object.getPrototypeOf(ctx).constructor.constructor('return typeof setTimeout')()"],
+    [
+      "ctx.connectors.invoke's constructor chain",
+      "return ctx.connectors.invoke.constructor.constructor('return typeof require')()"
+    ],
+    [
+      "ctx's prototype constructor chain",
+      "return Object.getPrototypeOf(ctx).constructor.constructor('return typeof setTimeout')()"
+    ],
     ["array constructor chain", "return [].constructor.constructor('return typeof module')()"],
     ["indirect eval", "return (0, eval)('typeof process')"],
-    ["a rejected promise's error constructor chain", "try { await ctx.connectors.invoke('x', 'y') } catch (e) { return e.constructor.constructor('return typeof process')() }"]
+    [
+      "a rejected promise's error constructor chain",
+      "try { await ctx.connectors.invoke('x', 'y') } catch (e) { return e.constructor.constructor('return typeof process')() }"
+    ]
   ].map(([name, js]): Case => ({ name: name!, code: body(js!), expect: answer("undefined") })),
   {
     name: "globalThis holds nothing of the host",
@@ -119,19 +128,42 @@ const cases: ReadonlyArray<Case> = [
     }
   },
   // host globals probed one by one
-  ...hostGlobals.map((g): Case => ({ name: `typeof ${g}`, code: body(`return typeof globalThis.${g}`), expect: answer("undefined") })),
+  ...hostGlobals.map((g): Case => ({
+    name: `typeof ${g}`,
+    code: body(`return typeof globalThis.${g}`),
+    expect: answer("undefined")
+  })),
   // modules: nothing resolves
-  ...["fs", "node:fs", "child_process", "./other.js", "https://example.com/x.js", "data:text/javascript,export default 1"].map(
+  ...[
+    "fs",
+    "node:fs",
+    "child_process",
+    "./other.js",
+    "https://example.com/x.js",
+    "data:text/javascript,export default 1"
+  ].map(
     (specifier): Case => ({
       name: `import('${specifier}') fails`,
       code: body(`try { await import(${JSON.stringify(specifier)}); return 'loaded' } catch (e) { return 'refused' }`),
       expect: answer("refused")
     })
   ),
-  { name: "a static import fails the module", code: "import fs from 'node:fs'\nexport default async () => 1", expect: thrown },
-  { name: "a re-export of a host module fails", code: "export * from 'os'\nexport default async () => 1", expect: thrown },
+  {
+    name: "a static import fails the module",
+    code: "import fs from 'node:fs'\nexport default async () => 1",
+    expect: thrown
+  },
+  {
+    name: "a re-export of a host module fails",
+    code: "export * from 'os'\nexport default async () => 1",
+    expect: thrown
+  },
   // prototype pollution of what the host hands in
-  { name: "ctx is frozen", code: body("try { ctx.log = null; return 'changed' } catch (e) { return 'frozen' }"), expect: answer("frozen") },
+  {
+    name: "ctx is frozen",
+    code: body("try { ctx.log = null; return 'changed' } catch (e) { return 'frozen' }"),
+    expect: answer("frozen")
+  },
   {
     name: "ctx.connectors is frozen",
     code: body("try { ctx.connectors.invoke = () => 1; return 'changed' } catch (e) { return 'frozen' }"),
@@ -163,8 +195,17 @@ const cases: ReadonlyArray<Case> = [
     code: body("Reflect.apply = () => 1; Object.freeze = (o) => o; ctx.log('still'); return 'ok'"),
     expect: answer("ok")
   },
-  { name: "an output whose toJSON throws", code: body("return { toJSON() { throw new Error('nope') } }"), expect: thrown },
-  { name: "an output with a looping getter", code: body("return { get x() { for (;;) {} } }"), extra: fast, expect: timeout },
+  {
+    name: "an output whose toJSON throws",
+    code: body("return { toJSON() { throw new Error('nope') } }"),
+    expect: thrown
+  },
+  {
+    name: "an output with a looping getter",
+    code: body("return { get x() { for (;;) {} } }"),
+    extra: fast,
+    expect: timeout
+  },
   { name: "a cyclic output", code: body("const o = {}; o.o = o; return o"), expect: thrown },
   {
     name: "a Proxy output whose traps throw",
@@ -183,19 +224,43 @@ const cases: ReadonlyArray<Case> = [
   },
   // infinite loops
   { name: "for (;;)", code: body("for (;;) {}"), extra: fast, expect: timeout },
-  { name: "a loop that catches the interrupt", code: body("for (;;) { try { for (;;) {} } catch (e) {} }"), extra: fast, expect: timeout },
-  { name: "a loop in finally", code: body("try { for (;;) {} } finally { for (;;) {} }"), extra: fast, expect: timeout },
+  {
+    name: "a loop that catches the interrupt",
+    code: body("for (;;) { try { for (;;) {} } catch (e) {} }"),
+    extra: fast,
+    expect: timeout
+  },
+  {
+    name: "a loop in finally",
+    code: body("try { for (;;) {} } finally { for (;;) {} }"),
+    extra: fast,
+    expect: timeout
+  },
   {
     name: "an endless microtask chain",
     code: body("const f = () => Promise.resolve().then(f); f(); await new Promise(() => {})"),
     extra: fast,
     expect: timeout
   },
-  { name: "a loop at module top level", code: "for (;;) {}\nexport default async () => 1", extra: fast, expect: timeout },
-  { name: "a sort comparator that never returns", code: body("[3, 1, 2].sort(() => { for (;;) {} })"), extra: fast, expect: timeout },
+  {
+    name: "a loop at module top level",
+    code: "for (;;) {}\nexport default async () => 1",
+    extra: fast,
+    expect: timeout
+  },
+  {
+    name: "a sort comparator that never returns",
+    code: body("[3, 1, 2].sort(() => { for (;;) {} })"),
+    extra: fast,
+    expect: timeout
+  },
   // deep recursion
   { name: "unbounded recursion", code: body("const f = () => f() + 1; return f()"), expect: thrown },
-  { name: "recursion through toString", code: body("const o = { toString() { return String(o) } }; return String(o)"), expect: thrown },
+  {
+    name: "recursion through toString",
+    code: body("const o = { toString() { return String(o) } }; return String(o)"),
+    expect: thrown
+  },
   { name: "a deeply nested JSON.parse", code: body("return JSON.parse('['.repeat(200000))"), expect: thrown },
   {
     name: "a deeply nested output",
@@ -253,7 +318,11 @@ const cases: ReadonlyArray<Case> = [
     expect: { status: 0, code: ["function_memory", "survived"] }
   },
   // huge outputs and logs
-  { name: "a 2 MiB string output", code: body("return 'x'.repeat(2 * 1024 * 1024)"), expect: { status: 422, code: "function_output_too_large" } },
+  {
+    name: "a 2 MiB string output",
+    code: body("return 'x'.repeat(2 * 1024 * 1024)"),
+    expect: { status: 422, code: "function_output_too_large" }
+  },
   {
     name: "an output of many small items",
     code: body("return new Array(400000).fill('abcd')"),
@@ -277,9 +346,24 @@ const cases: ReadonlyArray<Case> = [
     expect: { status: 200, check: (b) => expect(b.logs[0].length).toBeLessThan(5000) }
   },
   // catastrophic regular expressions
-  { name: "(a+)+$ on a near miss", code: body("return /(a+)+$/.test('a'.repeat(40) + 'b')"), extra: fast, expect: timeout },
-  { name: "(\\w+\\s?)*$ on a near miss", code: body("return /^(\\w+\\s?)*$/.test('ab '.repeat(30) + '!')"), extra: fast, expect: timeout },
-  { name: "a catastrophic replace", code: body("return 'x'.repeat(5000).replace(/(x+x+)+y/, '')"), extra: fast, expect: timeout },
+  {
+    name: "(a+)+$ on a near miss",
+    code: body("return /(a+)+$/.test('a'.repeat(40) + 'b')"),
+    extra: fast,
+    expect: timeout
+  },
+  {
+    name: "(\\w+\\s?)*$ on a near miss",
+    code: body("return /^(\\w+\\s?)*$/.test('ab '.repeat(30) + '!')"),
+    extra: fast,
+    expect: timeout
+  },
+  {
+    name: "a catastrophic replace",
+    code: body("return 'x'.repeat(5000).replace(/(x+x+)+y/, '')"),
+    extra: fast,
+    expect: timeout
+  },
   {
     name: "a catastrophic pattern in input_schema stalls only its worker",
     code: body("return input"),
@@ -289,7 +373,11 @@ const cases: ReadonlyArray<Case> = [
   },
   // promises that never settle
   { name: "await a promise that never settles", code: body("await new Promise(() => {})"), expect: thrown },
-  { name: "a top-level await that never settles", code: "await new Promise(() => {})\nexport default async () => 1", expect: thrown },
+  {
+    name: "a top-level await that never settles",
+    code: "await new Promise(() => {})\nexport default async () => 1",
+    expect: thrown
+  },
   { name: "a default export that is not a function", code: "export default 42", expect: thrown },
   { name: "code that does not parse", code: "export default async () => {", expect: thrown },
   // connections the caller may not use, and the egress guard
@@ -372,7 +460,9 @@ describe("sandbox escape and abuse corpus", () => {
     const invalid = await runCode(
       node,
       admin,
-      body("try { await ctx.connectors.invoke(input.id, 'createPet', { body_params: {} }) } catch (e) { return [e.code, e.status] }"),
+      body(
+        "try { await ctx.connectors.invoke(input.id, 'createPet', { body_params: {} }) } catch (e) { return [e.code, e.status] }"
+      ),
       { id: ids.connection }
     )
     expect(invalid.body.output).toEqual(["validation_failed", 400])

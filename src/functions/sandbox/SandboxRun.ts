@@ -11,7 +11,10 @@ import {
   type SandboxOutcome
 } from "./SandboxProtocol.js"
 
-export type HostReply = { readonly ok: true; readonly value: string } | { readonly ok: false; readonly error: HostFailure }
+export type HostReply = { readonly ok: true; readonly value: string } | {
+  readonly ok: false
+  readonly error: HostFailure
+}
 
 /** How a run reaches the node: one async call per `ctx` capability, arguments and answer as JSON text. */
 export type HostCall = (op: string, args: string) => Promise<HostReply>
@@ -248,7 +251,10 @@ export const runInSandbox = (
           return deferred.handle
         }
         if (args.length > MAX_HOST_ARGS_BYTES) {
-          reject({ code: "payload_too_large", message: `ctx call arguments are capped at ${MAX_HOST_ARGS_BYTES} bytes` })
+          reject({
+            code: "payload_too_large",
+            message: `ctx call arguments are capped at ${MAX_HOST_ARGS_BYTES} bytes`
+          })
           return deferred.handle
         }
         pending.add(deferred)
@@ -316,7 +322,9 @@ export const runInSandbox = (
               kind: "output_too_large",
               info: {
                 name: "Error",
-                message: `The function's output is ${Buffer.byteLength(payload)} bytes of JSON; the cap is ${job.maxOutputBytes} bytes.`,
+                message: `The function's output is ${
+                  Buffer.byteLength(payload)
+                } bytes of JSON; the cap is ${job.maxOutputBytes} bytes.`,
                 stack: ""
               }
             }
@@ -362,7 +370,10 @@ export const runInSandbox = (
           }
           const settled = context.getPromiseState(exports)
           if (settled.type === "pending") {
-            return finish({ ok: false, info: { name: "Error", message: "the module's top-level await never settles", stack: "" } })
+            return finish({
+              ok: false,
+              info: { name: "Error", message: "the module's top-level await never settles", stack: "" }
+            })
           }
           if (settled.type === "rejected") {
             const info = readError(settled.error)

@@ -48,11 +48,11 @@ const makeModule = async (memoryMb: number) => {
   const growth = growthPages(memoryMb)
   const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: INITIAL_PAGES + growth })
   return newQuickJSWASMModuleFromVariant(newVariant(variant, {
-      wasmModule: await wasm,
-      wasmMemory: memory,
-      // QuickJS reports a failed clean-up after an interrupt on stderr; the module is dropped then anyway
-      emscriptenModule: { printErr: () => {}, print: () => {} } as never
-    }))
+    wasmModule: await wasm,
+    wasmMemory: memory,
+    // QuickJS reports a failed clean-up after an interrupt on stderr; the module is dropped then anyway
+    emscriptenModule: { printErr: () => {}, print: () => {} } as never
+  }))
 }
 
 const lease = (memoryMb: number) => {
@@ -88,7 +88,13 @@ const checkInput = (job: SandboxJob): SandboxOutcome | undefined => {
     try {
       validate = compile(JSON.parse(job.schema) as object)
     } catch (e) {
-      return { ok: false, kind: "error", message: `The function's input_schema cannot be used: ${String(e)}`, logs: [], logsTruncated: false }
+      return {
+        ok: false,
+        kind: "error",
+        message: `The function's input_schema cannot be used: ${String(e)}`,
+        logs: [],
+        logsTruncated: false
+      }
     }
     if (validators.size >= MAX_VALIDATORS) validators.delete(validators.keys().next().value!)
     validators.set(job.schema, validate)
@@ -145,7 +151,13 @@ port.on("message", (message: ToWorker) => {
         send({
           type: "done",
           id: message.id,
-          outcome: { ok: false, kind: "error", message: `The sandbox failed: ${String(e)}`, logs: [], logsTruncated: false }
+          outcome: {
+            ok: false,
+            kind: "error",
+            message: `The sandbox failed: ${String(e)}`,
+            logs: [],
+            logsTruncated: false
+          }
         })
       )
       return
