@@ -1,7 +1,7 @@
 /**
  * Request and response examples of the main operations, by operationId, as the document shows them
- * (`documentApi`). test/openapi/Examples.test.ts decodes each with the operation's own schemas, so an
- * example that no longer fits the contract fails there.
+ * (`documentApi`). redocly.yaml makes an example that does not fit its schema a lint error, so one that
+ * no longer fits the contract fails test/openapi/Lint.test.ts.
  */
 export interface OperationExample {
   readonly request?: unknown

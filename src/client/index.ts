@@ -2,6 +2,7 @@ import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@
 import { Effect } from "effect"
 import { Api } from "../../schema/Api.js"
 
+export * from "../../schema/Ids.js"
 export { createFetchClient } from "./fetch.js"
 export type { ClientOptions } from "./fetch.js"
 
