@@ -15,6 +15,7 @@ import { OAuthApi } from "./OAuth.js"
 import { documentApi } from "./OpenApiDocument.js"
 import { operation } from "./OperationDoc.js"
 import { SchedulesApi } from "./SchedulesApi.js"
+import { KnowledgeBasesApi } from "./KnowledgeBasesApi.js"
 import { Authentication } from "./Security.js"
 import { ApprovalsApi, SkillsApi } from "./SkillsApi.js"
 import { SsoApi } from "./SsoApi.js"
@@ -188,6 +189,7 @@ const ApiGroups = HttpApi.make("switchyard")
   .add(SsoApi)
   .add(SchedulesApi)
   .add(FilesApi)
+  .add(KnowledgeBasesApi)
   .add(FunctionsApi)
   .add(EventsApi)
   .add(WebhooksApi)

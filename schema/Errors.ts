@@ -120,6 +120,11 @@ export class RangeNotSatisfiable extends Schema.TaggedError<RangeNotSatisfiable>
 }
 export const RangeNotSatisfiableWire = onTheWire(RangeNotSatisfiable, "RangeNotSatisfiable", 416)
 
+export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()("UnsupportedMediaType", fields) {
+  static readonly of = (message: string, code = "unsupported_media_type") => new UnsupportedMediaType({ code, message })
+}
+export const UnsupportedMediaTypeWire = onTheWire(UnsupportedMediaType, "UnsupportedMediaType", 415)
+
 /**
  * Where a client meets an error code: `rest`, the one error body above (also the `/mcp/` endpoint's HTTP
  * refusals); `model`, a failed model call, which ends a task (named in its `result`) or the built-in agent's
@@ -188,6 +193,13 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
     "`Last-Event-ID` (or `last_event_id`) is not an event id: send a decimal id an event stream sent, or `0`."
   ),
   rest(400, "invalid_cursor", "`cursor` is not one this API returned; start the listing again without it."),
+  rest(
+    400,
+    "invalid_language",
+    "A knowledge base's `language` is not a text search configuration of this PostgreSQL (`details.available` " +
+      "lists them: english, simple, german, …)."
+  ),
+  rest(400, "unknown_file", "A knowledge document's `file_id` names no workspace file the caller can read."),
   rest(400, "invalid_input_schema", "A custom function's `input_schema` is not a JSON Schema (2020-12) or is over 64 KiB."),
   rest(400, "type_required", "`GET /v1/tools` without `type=connector` (or with another type)."),
   rest(400, "invalid_idempotency_key", "The `Idempotency-Key` header is not 1–255 visible ASCII characters."),
@@ -341,6 +353,7 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   rest(409, "group_name_taken", "A group of that name (case-insensitively) exists in this organization."),
   rest(409, "already_in_group", "The member is in the group already."),
   rest(409, "skill_name_taken", "A skill of that name exists in this organization."),
+  rest(409, "knowledge_base_name_taken", "A knowledge base of that name (case-insensitively) exists in this organization."),
   rest(409, "function_name_taken", "A custom function of that name exists in this organization."),
   rest(409, "file_exists", "A workspace file of that name is in the scope already: upload with `overwrite=true`."),
   rest(409, "approval_decided", "The request for approval was decided (or expired) already."),
@@ -381,6 +394,12 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
       "dropped for up to 2 s, then its connection is closed."
   ),
   rest(
+    413,
+    "document_too_large",
+    "A knowledge document (inline text, workspace file or fetched URL) past `SWITCHYARD_MAX_DOCUMENT_BYTES` " +
+      "(default 25 MiB)."
+  ),
+  rest(
     416,
     "range_not_satisfiable",
     "Workspace file content: the `Range` starts past the end of the file; `Content-Range: bytes */<size>` says its size."
@@ -389,6 +408,12 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
     415,
     "unsupported_media_type",
     "A body whose `Content-Type` is missing, or neither `application/json` nor `application/*+json`."
+  ),
+  rest(
+    415,
+    "unsupported_document_type",
+    "A knowledge document that is not text, Markdown, HTML or PDF (by its Content-Type, else its name's " +
+      "extension): convert it, or name the format with `format`."
   ),
   rest(
     422,
@@ -416,6 +441,18 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
     "webhook_url_not_allowed",
     "A webhook `url` that resolves to an internal address (loopback, private, link-local, metadata); an operator " +
       "can allow it with `SWITCHYARD_EGRESS_ALLOW`."
+  ),
+  rest(
+    422,
+    "document_url_not_allowed",
+    "A knowledge document's `url` (or a redirect of it) resolves to an internal address, or is not http(s); an " +
+      "operator can allow it with `SWITCHYARD_EGRESS_ALLOW`."
+  ),
+  rest(
+    422,
+    "document_url_unreachable",
+    "A knowledge document's `url` could not be fetched: no answer within 30 s, an error status " +
+      "(`details.status`), more than 5 redirects."
   ),
   rest(422, "function_error", "A custom function threw: the message names its error and line, `details.stack` and `details.logs` follow."),
   rest(422, "function_memory", "A custom function used more than its `memory_mb` and was stopped."),

@@ -27,6 +27,7 @@ import webhooks from "./migrations/0019_webhooks.js"
 import usage from "./migrations/0020_usage.js"
 import eventWrites from "./migrations/0021_event_writes.js"
 import usageFold from "./migrations/0022_usage_fold.js"
+import knowledge from "./migrations/0023_knowledge.js"
 import functions from "./migrations/0024_functions.js"
 import commandPolicies from "./migrations/0025_command_policies.js"
 
@@ -54,7 +55,8 @@ export const migrations = {
   "0021_event_writes": eventWrites,
   "0022_usage_fold": usageFold,
   "0024_functions": functions,
-  "0025_command_policies": commandPolicies
+  "0025_command_policies": commandPolicies,
+  "0023_knowledge": knowledge
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

@@ -15,6 +15,7 @@ import { EventsHttpLive } from "../events/EventsHttp.js"
 import { FilesHttpLive } from "../files/FilesHttp.js"
 import { FunctionsHttpLive } from "../functions/FunctionsHttp.js"
 import { IdentityHttpLive } from "../identity/IdentityHttp.js"
+import { KnowledgeHttpLive } from "../knowledge/KnowledgeHttp.js"
 import { McpRoutes } from "../mcp/McpEndpoint.js"
 import { SystemHttpLive } from "../node/SystemHttp.js"
 import { OAuthHttpLive } from "../oauth/OAuthHttp.js"
@@ -51,6 +52,7 @@ const ApiRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json"
     EventsHttpLive,
     WebhooksHttpLive,
     FilesHttpLive,
+    KnowledgeHttpLive,
     FunctionsHttpLive,
     UsageHttpLive,
     CommandsHttpLive

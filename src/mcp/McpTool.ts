@@ -7,6 +7,7 @@ import type { OperationInvoker } from "../connectors/OperationInvoker.js"
 import type { InvokeStream } from "../events/InvokeStream.js"
 import type { Files } from "../files/Files.js"
 import type { Workspace } from "../files/Workspace.js"
+import type { KnowledgeBases } from "../knowledge/KnowledgeBases.js"
 import type { Functions } from "../functions/Functions.js"
 import type { McpCaller } from "../oauth/TokenVerifier.js"
 import type { Schedules } from "../schedules/Schedules.js"
@@ -30,6 +31,7 @@ export type ToolServices =
   | Functions
   | Usage
   | InvokeStream
+  | KnowledgeBases
   | CommandPolicies
 
 export interface ToolContext {

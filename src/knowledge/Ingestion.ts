@@ -1,0 +1,139 @@
+import { Cause, Chunk as Chunks, Config, Effect, Queue, Schedule, Stream } from "effect"
+import * as Crypto from "node:crypto"
+import type { FileId } from "../../schema/Files.js"
+import { FileRepo } from "../files/FileRepo.js"
+import { Files } from "../files/Files.js"
+import { chunksOf } from "./Chunker.js"
+import { IngestQueue, type Job } from "./IngestQueue.js"
+import { extractBlocks, ExtractionFailed } from "./TextExtraction.js"
+
+const LEASE_SECONDS = 60
+const RENEW_EVERY = "20 seconds"
+const IDLE_POLL = "1 second"
+const CLAIM_BATCH = 4
+const INSERT_BATCH = 500
+const MAX_ATTEMPTS = 3
+// progress is written at most this often, and not at all for a document read in less
+const PROGRESS_EVERY_MS = 500
+
+/**
+ * Every node ingests documents: `SWITCHYARD_KNOWLEDGE_WORKERS` workers (default 2; 0 turns ingestion off on
+ * the node) claim queued documents from PostgreSQL (IngestQueue), read them as their format, chunk them and
+ * write the chunks, then mark them ready, or failed with a reason. A document added on this node wakes a
+ * worker at once; others are found by polling every second. An unexpected failure is retried twice (10 s,
+ * 20 s later) before the document fails `ingestion_failed`; a node stopping hands its documents back.
+ */
+export class Ingestion extends Effect.Service<Ingestion>()("knowledge/Ingestion", {
+  scoped: Effect.gen(function*() {
+    const queue = yield* IngestQueue
+    const files = yield* Files
+    const fileRepo = yield* FileRepo
+    const workers = yield* Config.integer("SWITCHYARD_KNOWLEDGE_WORKERS").pipe(Config.withDefault(2))
+    const signals = yield* Queue.dropping<void>(Math.max(1, workers))
+
+    const bytesOf = (job: Job) =>
+      Effect.gen(function*() {
+        if (job.source_type !== "file") return yield* queue.source(job.id)
+        const row = yield* fileRepo.find(job.organization_id, job.source_file_id as FileId)
+        if (row === undefined) return undefined
+        const parts = yield* Stream.runCollect(files.content(row, 0, Number(row.size) - 1))
+        return Buffer.concat(Chunks.toArray(parts))
+      })
+
+    const ingest = (job: Job) =>
+      Effect.gen(function*() {
+        const started = Date.now()
+        let written = 0
+        const report = (fraction: number, chunks: number) => {
+          const now = Date.now()
+          if (now - started < PROGRESS_EVERY_MS || now - written < PROGRESS_EVERY_MS) return Effect.void
+          written = now
+          return queue.progress(job.id, Math.round(fraction * 1000) / 1000, chunks)
+        }
+        const bytes = yield* bytesOf(job)
+        if (bytes === undefined) {
+          return yield* queue.finish(job.id, {
+            status: "error",
+            reason: "file_gone",
+            message: "The workspace file was deleted before the document was read."
+          })
+        }
+        // extraction reports page by page (PDF); its progress is written from here, between pages
+        let extracted = 0
+        const blocks = yield* Effect.race(
+          Effect.promise(() => extractBlocks(job.format, bytes, (f) => void (extracted = f))),
+          Effect.suspend(() => report(extracted * 0.5, 0)).pipe(
+            Effect.repeat(Schedule.spaced("250 millis")),
+            Effect.zipRight(Effect.never)
+          )
+        )
+        if (blocks instanceof ExtractionFailed) {
+          return yield* queue.finish(job.id, { status: "error", reason: blocks.reason, message: blocks.message })
+        }
+        const chunks = chunksOf(blocks).map((c) => ({ ...c, id: Crypto.randomUUID() }))
+        yield* queue.clearChunks(job.id)
+        for (let at = 0; at < chunks.length; at += INSERT_BATCH) {
+          yield* queue.insertChunks(job, chunks.slice(at, at + INSERT_BATCH))
+          const done = Math.min(chunks.length, at + INSERT_BATCH)
+          yield* report(0.5 + 0.5 * (done / chunks.length), done)
+        }
+        yield* queue.finish(job.id, { status: "ready", chunks: chunks.length })
+      }).pipe(Effect.withSpan("Ingestion.ingest", { attributes: { document: job.id, format: job.format } }))
+
+    /** A failure nobody expected: retried later, until the last attempt fails the document. */
+    const failed = (job: Job, cause: Cause.Cause<never>) =>
+      Effect.gen(function*() {
+        if (!(yield* queue.queued(job.id))) return // deleted while it was being read
+        yield* Effect.logWarning(`knowledge document ${job.id}: ingestion attempt ${job.attempts} failed`, cause)
+        if (job.attempts < MAX_ATTEMPTS) return yield* queue.release(job.id, 10 * job.attempts)
+        yield* queue.finish(job.id, {
+          status: "error",
+          reason: "ingestion_failed",
+          message: `Ingestion failed ${MAX_ATTEMPTS} times; add the document again, or ask an operator.`
+        })
+      })
+
+    const work = (jobs: ReadonlyArray<Job>) =>
+      Effect.gen(function*() {
+        const pending = new Set(jobs.map((j) => j.id))
+        // the scope's end stops the renewal
+        yield* Effect.suspend(() => queue.renew([...pending], LEASE_SECONDS)).pipe(
+          Effect.repeat(Schedule.spaced(RENEW_EVERY)),
+          Effect.delay(RENEW_EVERY),
+          Effect.forkScoped
+        )
+        for (const job of jobs) {
+          yield* ingest(job).pipe(
+            Effect.catchAllCause((cause) =>
+              Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : failed(job, cause)
+            ),
+            // a node that stops hands what it holds back to the queue
+            Effect.onInterrupt(() => Effect.forEach([...pending], (id) => queue.release(id, 0)).pipe(Effect.ignore))
+          )
+          pending.delete(job.id)
+        }
+      }).pipe(Effect.scoped)
+
+    const worker = Effect.gen(function*() {
+      const jobs = yield* queue.claim(CLAIM_BATCH, LEASE_SECONDS)
+      if (jobs.length > 0) return yield* work(jobs)
+      yield* Effect.race(Queue.take(signals), Effect.sleep(IDLE_POLL))
+    }).pipe(
+      Effect.catchAllCause((cause) =>
+        Cause.isInterruptedOnly(cause)
+          ? Effect.failCause(cause)
+          : Effect.logWarning("knowledge ingestion: claim failed; trying again", cause).pipe(
+            Effect.zipRight(Effect.sleep(IDLE_POLL))
+          )
+      ),
+      Effect.forever
+    )
+    for (let i = 0; i < workers; i++) yield* Effect.forkScoped(worker)
+
+    return {
+      /** A document was queued here: an idle worker takes it now rather than at its next poll. */
+      wake: Queue.offerAll(signals, Array.from({ length: Math.max(1, workers) }, () => undefined)).pipe(Effect.asVoid)
+    } as const
+  }),
+  dependencies: [IngestQueue.Default, Files.Default, FileRepo.Default]
+}) {}

@@ -1,0 +1,359 @@
+import { Config, Effect } from "effect"
+import * as Crypto from "node:crypto"
+import { BadRequest, Forbidden, NotFound, PayloadTooLarge, UnsupportedMediaType } from "../../schema/Errors.js"
+import {
+  type AddDocument,
+  type CreateKnowledgeBase,
+  type DocumentFormat,
+  type DocumentId,
+  KnowledgeBase,
+  type KnowledgeBaseId,
+  KnowledgeDocument,
+  type SearchKnowledge,
+  type UpdateKnowledgeBase
+} from "../../schema/KnowledgeBases.js"
+import type { Principal } from "../../schema/Security.js"
+import { AuditLog } from "../audit/AuditLog.js"
+import { Files } from "../files/Files.js"
+import { requireRole } from "../identity/IdentityPolicy.js"
+import { pageOf, positionOf } from "../support/Cursor.js"
+import { Ingestion } from "./Ingestion.js"
+import { KnowledgeIndex, PgKnowledgeIndexLive } from "./KnowledgeIndex.js"
+import { type BaseRow, type DocumentRow, KnowledgeRepo } from "./KnowledgeRepo.js"
+import { formatOf } from "./TextExtraction.js"
+import { UrlSource } from "./UrlSource.js"
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+export const toBase = (row: BaseRow) =>
+  new KnowledgeBase({
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    language: row.language,
+    document_count: row.document_count,
+    created_at: row.created_at,
+    updated_at: row.updated_at
+  })
+
+const toDocument = (row: DocumentRow) =>
+  new KnowledgeDocument({
+    id: row.id,
+    knowledge_base_id: row.knowledge_base_id,
+    name: row.name,
+    format: row.format,
+    size: Number(row.size),
+    source: { type: row.source_type, file_id: row.source_file_id, url: row.source_url },
+    status: row.status,
+    progress: row.status === "ready" ? 1 : row.progress,
+    chunk_count: row.chunk_count,
+    error: row.status === "error"
+      ? { reason: row.error_reason ?? "ingestion_failed", message: row.error_message ?? "" }
+      : null,
+    created_at: row.created_at,
+    updated_at: row.updated_at
+  })
+
+const validation = (path: string, message: string) =>
+  BadRequest.of(`\`${path}\` ${message}.`, { issues: [{ path, message }] }, "validation_failed")
+
+/**
+ * Knowledge bases (issue 25; docs/guides/knowledge-bases.md). Every member of the organization reads and
+ * searches them; Builders and above create, change and delete bases and their documents, with keys not
+ * limited to agents (a base is the organization's). Attaching a base to an agent takes a Builder who may use
+ * that agent. Every change is audited. Another organization's ids are 404s.
+ */
+export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/KnowledgeBases", {
+  effect: Effect.gen(function*() {
+    const repo = yield* KnowledgeRepo
+    const index = yield* KnowledgeIndex
+    const audit = yield* AuditLog
+    const files = yield* Files
+    const urls = yield* UrlSource
+    const ingestion = yield* Ingestion
+    const maxBytes = yield* Config.integer("SWITCHYARD_MAX_DOCUMENT_BYTES").pipe(Config.withDefault(25 * 1024 * 1024))
+    let languages: ReadonlySet<string> | undefined
+
+    const tooLarge = PayloadTooLarge.of(
+      `The document is larger than this server accepts: at most ${maxBytes} bytes (SWITCHYARD_MAX_DOCUMENT_BYTES).`,
+      "document_too_large"
+    )
+
+    const mayChange = (principal: Principal, verb: string) =>
+      Effect.zipRight(
+        requireRole(principal, "builder", verb),
+        principal.agentIds === null
+          ? Effect.void
+          : Effect.fail(Forbidden.of(`A key limited to agents may not ${verb}: use a key of the whole organization.`))
+      )
+
+    const checkLanguage = (language: string) =>
+      Effect.gen(function*() {
+        languages ??= new Set(yield* repo.languages)
+        if (languages.has(language)) return language
+        return yield* BadRequest.of(
+          `\`language\` '${language}' is not a text search configuration of this server; use one of: ${
+            [...languages].join(", ")
+          }.`,
+          { issues: [{ path: "language", message: "unknown text search configuration" }], available: [...languages] },
+          "invalid_language"
+        )
+      })
+
+    const find = (principal: Principal, id: string) =>
+      Effect.gen(function*() {
+        const row = UUID.test(id) ? yield* repo.findBase(principal.organizationId, id as KnowledgeBaseId) : undefined
+        if (row === undefined) return yield* NotFound.of("Knowledge base", id)
+        return row
+      })
+
+    const create = Effect.fn("KnowledgeBases.create")(function*(principal: Principal, input: CreateKnowledgeBase) {
+      yield* mayChange(principal, "create knowledge bases")
+      const language = yield* checkLanguage(input.language ?? "english")
+      const row = yield* repo.insertBase({
+        id: Crypto.randomUUID() as KnowledgeBaseId,
+        organization_id: principal.organizationId,
+        name: input.name,
+        description: input.description ?? "",
+        language,
+        created_by: principal.userId,
+        created_by_key: principal.keyId
+      }).pipe(audit.recorded(principal, (row) => ({
+        action: "CREATE_KNOWLEDGE_BASE",
+        targets: [{ type: "knowledge_base", id: row.id, name: row.name }],
+        details: { language: row.language }
+      })))
+      return toBase(row)
+    })
+
+    const list = Effect.fn("KnowledgeBases.list")(function*(principal: Principal, page: {
+      readonly limit?: number | undefined
+      readonly cursor?: string | undefined
+    }) {
+      const after = yield* positionOf(page.cursor)
+      const limit = page.limit ?? 50
+      const rows = yield* repo.listBases(principal.organizationId, after, limit + 1)
+      return pageOf(rows, limit, (r) => r.created_at, toBase)
+    })
+
+    const get = (principal: Principal, id: string) => Effect.map(find(principal, id), toBase)
+
+    const update = Effect.fn("KnowledgeBases.update")(
+      function*(principal: Principal, id: string, input: UpdateKnowledgeBase) {
+        yield* mayChange(principal, "change knowledge bases")
+        const current = yield* find(principal, id)
+        const language = input.language === undefined ? current.language : yield* checkLanguage(input.language)
+        const row = yield* repo.updateBase(principal.organizationId, current.id, {
+          name: input.name ?? current.name,
+          description: input.description ?? current.description,
+          language
+        }).pipe(audit.recorded(principal, (row) =>
+          row === undefined ? undefined : {
+            action: "UPDATE_KNOWLEDGE_BASE",
+            targets: [{ type: "knowledge_base", id: row.id, name: row.name }],
+            details: { changed: Object.keys(input).filter((k) => (input as any)[k] !== undefined).sort() }
+          }))
+        if (row === undefined) return yield* NotFound.of("Knowledge base", id)
+        return toBase(row)
+      }
+    )
+
+    const remove = Effect.fn("KnowledgeBases.remove")(function*(principal: Principal, id: string) {
+      yield* mayChange(principal, "delete knowledge bases")
+      const current = yield* find(principal, id)
+      const removed = yield* repo.deleteBase(principal.organizationId, current.id).pipe(
+        audit.recorded(principal, (row) =>
+          row === undefined ? undefined : {
+            action: "DELETE_KNOWLEDGE_BASE",
+            targets: [{ type: "knowledge_base", id: row.id, name: row.name }],
+            details: { documents: current.document_count }
+          })
+      )
+      if (removed === undefined) return yield* NotFound.of("Knowledge base", id)
+    })
+
+    const unsupported = (what: string) =>
+      UnsupportedMediaType.of(
+        `${what} is not a supported document type: add text (txt), Markdown (md), HTML (html) or PDF (pdf), or ` +
+          "name the format with `format`.",
+        "unsupported_document_type"
+      )
+
+    /** The document's bytes, format and size, from whichever source it names (each checked now). */
+    const sourceOf = (principal: Principal, input: AddDocument) =>
+      Effect.gen(function*() {
+        const given = (["text", "file_id", "url"] as const).filter((k) => input[k] !== undefined)
+        if (given.length !== 1) {
+          return yield* validation(
+            given.length === 0 ? "text" : given[1]!,
+            "give exactly one source: `text`, `file_id` or `url`"
+          )
+        }
+        if (input.text !== undefined) {
+          const bytes = Buffer.from(input.text, "utf8")
+          if (bytes.length > maxBytes) return yield* tooLarge
+          const format = input.format ?? formatOf(undefined, input.name) ?? "txt"
+          if (format === "pdf") return yield* unsupported("Inline text as PDF")
+          return { type: "text" as const, bytes, format, size: bytes.length, fileId: null, url: null }
+        }
+        if (input.file_id !== undefined) {
+          const row = yield* files.find(principal, input.file_id).pipe(
+            Effect.catchTag("NotFound", () =>
+              BadRequest.of(
+                `There is no workspace file ${input.file_id} that you can read.`,
+                undefined,
+                "unknown_file"
+              ))
+          )
+          if (Number(row.size) > maxBytes) return yield* tooLarge
+          const format = input.format ?? formatOf(row.content_type, row.name)
+          if (format === undefined) return yield* unsupported(`A file of type ${row.content_type} (${row.name})`)
+          return { type: "file" as const, bytes: undefined, format, size: Number(row.size), fileId: row.id, url: null }
+        }
+        const url = input.url!
+        if (!/^https?:\/\//i.test(url) || !URL.canParse(url)) return yield* validation("url", "must be an http(s) URL")
+        const fetched = yield* urls.fetch(url, maxBytes)
+        const format: DocumentFormat | undefined = input.format ??
+          formatOf(fetched.contentType, new URL(fetched.url).pathname)
+        if (format === undefined) return yield* unsupported(`An answer of type ${fetched.contentType ?? "(none)"}`)
+        return { type: "url" as const, bytes: fetched.bytes, format, size: fetched.bytes.length, fileId: null, url }
+      })
+
+    const addDocument = Effect.fn("KnowledgeBases.addDocument")(
+      function*(principal: Principal, baseId: string, input: AddDocument) {
+        yield* mayChange(principal, "add documents")
+        const base = yield* find(principal, baseId)
+        const source = yield* sourceOf(principal, input)
+        const row = yield* repo.insertDocument({
+          id: Crypto.randomUUID() as DocumentId,
+          knowledge_base_id: base.id,
+          organization_id: principal.organizationId,
+          name: input.name,
+          format: source.format,
+          size: source.size,
+          source_type: source.type,
+          source_file_id: source.fileId,
+          source_url: source.url,
+          created_by: principal.userId,
+          created_by_key: principal.keyId
+        }, source.bytes).pipe(audit.recorded(principal, (row) => ({
+          action: "ADD_KNOWLEDGE_DOCUMENT",
+          targets: [{ type: "knowledge_base", id: base.id, name: base.name }, {
+            type: "knowledge_document",
+            id: row.id,
+            name: row.name
+          }],
+          details: {
+            format: row.format,
+            size: source.size,
+            source: source.type,
+            file_id: source.fileId,
+            url: source.url
+          }
+        })))
+        yield* ingestion.wake
+        return toDocument(row)
+      }
+    )
+
+    const findDocument = (principal: Principal, baseId: string, id: string) =>
+      Effect.gen(function*() {
+        const base = yield* find(principal, baseId)
+        const row = UUID.test(id)
+          ? yield* repo.findDocument(principal.organizationId, base.id, id as DocumentId)
+          : undefined
+        if (row === undefined) return yield* NotFound.of("Document", id)
+        return { base, row }
+      })
+
+    const listDocuments = Effect.fn("KnowledgeBases.listDocuments")(
+      function*(principal: Principal, baseId: string, page: {
+        readonly limit?: number | undefined
+        readonly cursor?: string | undefined
+      }) {
+        const base = yield* find(principal, baseId)
+        const after = yield* seqOf(page.cursor)
+        const limit = page.limit ?? 50
+        const rows = yield* repo.listDocuments(base.id, after, limit + 1)
+        const items = rows.slice(0, limit)
+        const last = items[items.length - 1]
+        return {
+          items: items.map(toDocument),
+          next_cursor: rows.length > limit && last !== undefined
+            ? Buffer.from(JSON.stringify(["d", last.seq])).toString("base64url")
+            : null
+        }
+      }
+    )
+
+    const getDocument = (principal: Principal, baseId: string, id: string) =>
+      Effect.map(findDocument(principal, baseId, id), ({ row }) => toDocument(row))
+
+    const removeDocument = Effect.fn("KnowledgeBases.removeDocument")(
+      function*(principal: Principal, baseId: string, id: string) {
+        yield* mayChange(principal, "delete documents")
+        const { base, row } = yield* findDocument(principal, baseId, id)
+        const removed = yield* repo.deleteDocument(principal.organizationId, base.id, row.id).pipe(
+          audit.recorded(principal, (removed) =>
+            removed === undefined ? undefined : {
+              action: "DELETE_KNOWLEDGE_DOCUMENT",
+              targets: [{ type: "knowledge_base", id: base.id, name: base.name }, {
+                type: "knowledge_document",
+                id: row.id,
+                name: row.name
+              }],
+              details: { status: row.status, chunks: row.chunk_count }
+            })
+        )
+        if (removed === undefined) return yield* NotFound.of("Document", id)
+      }
+    )
+
+    const search = Effect.fn("KnowledgeBases.search")(
+      function*(principal: Principal, baseId: string, input: SearchKnowledge) {
+        const base = yield* find(principal, baseId)
+        const items = yield* index.search({
+          bases: [{ id: base.id, language: base.language }],
+          query: input.query,
+          limit: input.limit ?? 10
+        })
+        return { items }
+      }
+    )
+
+    return {
+      create,
+      list,
+      get,
+      update,
+      remove,
+      addDocument,
+      listDocuments,
+      getDocument,
+      removeDocument,
+      search,
+      find
+    } as const
+  }),
+  dependencies: [
+    KnowledgeRepo.Default,
+    PgKnowledgeIndexLive,
+    AuditLog.Default,
+    Files.Default,
+    UrlSource.Default,
+    Ingestion.Default
+  ]
+}) {}
+
+const seqOf = (cursor: string | undefined) => {
+  if (cursor === undefined) return Effect.succeed(undefined)
+  try {
+    const [tag, seq] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
+    if (tag === "d" && typeof seq === "string" && /^\d{1,19}$/.test(seq)) return Effect.succeed(BigInt(seq))
+  } catch {
+    // not ours
+  }
+  return Effect.fail(
+    BadRequest.of("`cursor` is not one this API returned; start again without it.", undefined, "invalid_cursor")
+  )
+}
