@@ -6,6 +6,7 @@ import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import { SwitchyardConfig, type SwitchyardSettings } from "../config/SwitchyardConfig.js"
 import { nodeLogger } from "../http/AccessLog.js"
+import { layerProtobuf } from "./OtlpProtobuf.js"
 import { tracedNodeLogger } from "./TraceLogger.js"
 
 const VERSION: string = JSON.parse(Fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version
@@ -142,7 +143,7 @@ export const TracingLive: Layer.Layer<never, never, SwitchyardConfig> = Layer.un
             : sampled(exporting, samplerOf(t.sampler, t.samplerRatio))
         )
     )).pipe(
-      Layer.provide(t.protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf),
+      Layer.provide(t.protocol === "http/json" ? OtlpSerialization.layerJson : layerProtobuf),
       Layer.provide(FetchHttpClient.layer)
     ),
     Logger.replace(nodeLogger, tracedNodeLogger)
