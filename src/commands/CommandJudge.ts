@@ -2,7 +2,7 @@ import { judge, type Policy, type RuleAction, strictness } from "./PolicyMatch.j
 import { readScript } from "./ShellParser.js"
 import { bashSyntax } from "./ShellSyntax.js"
 import { literalWord, type ShellRedirect, type ShellWord, Unreadable } from "./ShellWord.js"
-import { innerOf, riskyAssignment } from "./Wrappers.js"
+import { innerOf, riskyAssignment, subscriptInjection } from "./Wrappers.js"
 
 /** Scripts inside scripts (`sh -c "eval '…'"`) deeper than this are denied. */
 const MAX_SCRIPT_DEPTH = 4
@@ -76,6 +76,10 @@ export const judgeCommand = async (policy: Policy, text: string, depth = 0): Pro
     const first = ws[0]!
     if (first.value === undefined || first.splits) {
       out.push(refused(ws.map(shown), "the command's name is not known before it runs"))
+      return
+    }
+    if (subscriptInjection(ws)) {
+      out.push(refused(ws.map(shown), "a subscript in a variable name is evaluated, and can run commands"))
       return
     }
     const j = judge(policy, ws)

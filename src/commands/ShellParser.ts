@@ -294,7 +294,7 @@ class Reader {
   private test() {
     this.i += 2
     let arithmetic = false
-    let dynamic = false
+    let operands = true
     for (;;) {
       this.skipLines()
       if (this.i >= this.src.length) this.fail("expected ']]'")
@@ -307,12 +307,15 @@ class Reader {
       else {
         const w = this.word()
         if (w.source === "") this.fail(`unexpected '${this.ch()}'`)
-        if (w.value === undefined) dynamic = true
         if (/^-(eq|ne|lt|le|gt|ge)$/.test(w.value ?? "")) arithmetic = true
+        else if (!/^[-+]?[0-9]+$/.test(w.value ?? "")) operands = false
+        if (/\[/.test(w.value ?? w.source) && /[$`]/.test(w.value ?? w.source)) {
+          this.fail("a subscript in '[[ … ]]' can run commands")
+        }
       }
     }
-    if (arithmetic && dynamic) {
-      this.fail("'[[ … -eq … ]]' evaluates unknown words as arithmetic, which can run commands")
+    if (arithmetic && !operands) {
+      this.fail("'[[ … -eq … ]]' evaluates its words as arithmetic, which can run commands: compare numbers only")
     }
     this.compoundRedirects()
   }
@@ -561,6 +564,7 @@ class Reader {
       return unknown
     }
     const n = this.src[this.i + 1]
+    if (n === "[") this.fail("'$[…]' arithmetic is not analysed")
     if (n === "(" && this.src[this.i + 2] === "(") {
       this.arithmetic(3)
       return unknown

@@ -98,6 +98,43 @@ export const innerOf = (words: ReadonlyArray<ShellWord>): Inner => {
       return rest(options(words, 1, { flags: name === "command" ? "pvV" : "", withArgument: "" }, name).next)
     case "exec":
       return rest(options(words, 1, { flags: "cl", withArgument: "a" }, "exec").next)
+    case "setsid":
+      return rest(options(words, 1, { flags: "cfw", withArgument: "" }, "setsid").next)
+    case "stdbuf":
+      return rest(
+        options(words, 1, { flags: "", withArgument: "ioe", long: ["--input", "--output", "--error"] }, "stdbuf").next
+      )
+    case "su":
+    case "runuser": {
+      // `su [user] -c 'script'`: the script runs in the user's shell
+      const at = words.findIndex((w, i) => i > 0 && (w.value === "-c" || w.value === "--command"))
+      const inline = words.find((w) => w.value?.startsWith("--command="))
+      if (inline !== undefined) return { ...none, scripts: [text(inline, `${name}'s command`).slice(10)] }
+      if (at < 0) return none
+      if (at + 1 >= words.length) throw new Unreadable(`${name} -c needs a script`)
+      return { ...none, scripts: [text(words[at + 1]!, `${name}'s command`)] }
+    }
+    case "watch": {
+      const o = options(words, 1, {
+        flags: "bcdeghptx",
+        withArgument: "nq",
+        long: [
+          "--interval",
+          "--differences",
+          "--no-title",
+          "--beep",
+          "--errexit",
+          "--exec",
+          "--chgexit",
+          "--precise",
+          "--color"
+        ]
+      }, "watch")
+      if (o.seen.some(([k]) => k === "-x" || k === "--exec")) return rest(o.next)
+      // without -x, watch hands its words to `sh -c` joined by spaces
+      const script = words.slice(o.next).map((w) => text(w, "watch's command")).join(" ")
+      return script === "" ? none : { ...none, scripts: [script] }
+    }
     case "time":
       return rest(options(words, 1, { flags: "p", withArgument: "" }, "time").next)
     case "nice": {
@@ -232,6 +269,31 @@ const RISKY_NAMES = new Set([
   "TMPDIR"
 ])
 const RISKY_PREFIXES = ["LD_", "DYLD_", "GIT_", "BASH_FUNC_", "NPM_CONFIG_", "PYTHON", "PERL", "RUBY"]
+
+/** Builtins that take variable names: a subscript in a name (`a[$(cmd)]`) is evaluated, and can run commands. */
+const NAME_TAKERS = new Set([
+  "printf",
+  "read",
+  "unset",
+  "declare",
+  "typeset",
+  "local",
+  "export",
+  "readonly",
+  "let",
+  "mapfile",
+  "readarray",
+  "getopts",
+  "wait",
+  "test",
+  "["
+])
+
+export const subscriptInjection = (words: ReadonlyArray<ShellWord>) =>
+  NAME_TAKERS.has(baseName(words[0]) ?? "") && words.slice(1).some((w) => {
+    const t = w.value ?? w.source
+    return t.includes("[") && /[$`]/.test(t)
+  })
 
 export const riskyAssignment = (name: string) =>
   RISKY_NAMES.has(name) || RISKY_PREFIXES.some((p) => name.toUpperCase().startsWith(p))

@@ -35,6 +35,12 @@ const wrappers: Policy = {
     { pattern: "nice *", action: "allow" },
     { pattern: "find *", action: "allow" },
     { pattern: "eval *", action: "allow" },
+    { pattern: "watch *", action: "allow" },
+    { pattern: "su *", action: "allow" },
+    { pattern: "setsid *", action: "allow" },
+    { pattern: "stdbuf *", action: "allow" },
+    { pattern: "printf *", action: "allow" },
+    { pattern: "unset *", action: "allow" },
     { pattern: "git status", action: "allow" },
     { pattern: "rm *", action: "deny" }
   ]
@@ -101,6 +107,9 @@ const corpus: ReadonlyArray<readonly [keyof typeof policies, string, RuleAction,
   ["everyday", "echo $((1 + 2))", "allow", "arithmetic over numbers"],
   ["everyday", "echo $((x[$(rm x)]))", "deny", "arithmetic over names can run commands"],
   ["everyday", "[[ $x -eq 1 ]] && ls", "deny", "[[ -eq ]] evaluates its words as arithmetic"],
+  ["everyday", "[[ x -eq 1 ]] && ls", "deny", "[[ -eq ]] evaluates a name's value as arithmetic too"],
+  ["everyday", "[[ 1 -eq 1 ]] && ls", "allow", "[[ -eq ]] over numbers"],
+  ["everyday", "echo $[x]", "deny", "old-style $[…] arithmetic"],
   ["everyday", "alias ls='rm -rf /'", "deny", "an alias"],
   ["everyday", "coproc rm x", "deny", "coproc"],
   ["everyday", "ls (", "deny", "text the parser cannot read"],
@@ -133,7 +142,14 @@ const corpus: ReadonlyArray<readonly [keyof typeof policies, string, RuleAction,
   ["wrappers", "find . -name '*.o' -exec rm {} +", "deny", "find -exec"],
   ["wrappers", "timeout 10 rm x", "deny", "timeout runs rm"],
   ["wrappers", "nice -n 5 git status", "allow", "nice runs an allowed command"],
-  ["wrappers", "sudo env nice rm x", "deny", "wrappers in wrappers"]
+  ["wrappers", "sudo env nice rm x", "deny", "wrappers in wrappers"],
+  ["wrappers", "watch -n 1 'git status; rm x'", "deny", "watch hands its words to sh -c"],
+  ["wrappers", "watch -n 5 git status", "allow", "watch of an allowed command"],
+  ["wrappers", "su bob -c 'rm x'", "deny", "su -c"],
+  ["wrappers", "setsid rm x", "deny", "setsid runs rm"],
+  ["wrappers", "stdbuf -o0 rm x", "deny", "stdbuf runs rm"],
+  ["wrappers", "printf -v 'a[$(rm x)]' %s 1", "deny", "an array subscript in a variable name runs commands"],
+  ["wrappers", "unset 'a[$(rm x)]'", "deny", "unset evaluates subscripts too"]
 ]
 
 describe("the command gate's adversarial corpus", () => {
