@@ -1,0 +1,79 @@
+import { readFileSync } from "node:fs"
+import { describe, expect, it } from "vitest"
+import { ErrorCodes } from "../../schema/Errors.js"
+
+/**
+ * What code generators need of the committed document (openapi-typescript, openapi-python-client): stable
+ * camelCase operationIds, every operation summarized, tagged, with its role and its error envelope, and
+ * every schema named once, with no internal names.
+ */
+const document = JSON.parse(readFileSync(new URL("../../openapi.json", import.meta.url), "utf8"))
+const operations = Object.entries<Record<string, any>>(document.paths).flatMap(([path, methods]) =>
+  Object.entries<Record<string, any>>(methods).map(([method, op]) => ({ where: `${method.toUpperCase()} ${path}`, op }))
+)
+
+const walk = (node: unknown, visit: (record: Record<string, unknown>) => void): void => {
+  if (Array.isArray(node)) return node.forEach((item) => walk(item, visit))
+  if (typeof node !== "object" || node === null) return
+  visit(node as Record<string, unknown>)
+  for (const value of Object.values(node)) walk(value, visit)
+}
+
+describe("openapi.json for code generators", () => {
+  it("has unique camelCase operationIds, no dots (webhooks included)", () => {
+    const ids = [
+      ...operations.map(({ op }) => op.operationId),
+      ...Object.values<Record<string, any>>(document.webhooks).map((item) => item.post.operationId)
+    ]
+    expect(ids.filter((id) => typeof id !== "string" || !/^[a-z][A-Za-z0-9]*$/.test(id))).toEqual([])
+    expect(new Set(ids).size).toBe(ids.length)
+  })
+
+  it("gives every operation a summary, a tag and its role", () => {
+    const lacking = operations.filter(({ op }) =>
+      typeof op.summary !== "string" || op.tags?.length !== 1 || typeof op["x-switchyard-role"] !== "string"
+    )
+    expect(lacking.map(({ where }) => where)).toEqual([])
+  })
+
+  it("documents every error as the envelope with a code enum from the catalogue, never HttpApiDecodeError", () => {
+    const catalogue = new Set(ErrorCodes.map((e) => e.code))
+    for (const { where, op } of operations) {
+      for (const [status, response] of Object.entries<Record<string, any>>(op.responses)) {
+        if (Number(status) < 400) continue
+        const ref: string = response.content["application/json"].schema.$ref
+        const schema = document.components.schemas[ref.split("/").pop()!]
+        const codes: Array<string> = schema.properties.error.properties.code.enum
+        expect(codes.length, where).toBeGreaterThan(0)
+        expect(codes.filter((c) => !catalogue.has(c)), where).toEqual([])
+      }
+    }
+    expect(JSON.stringify(document)).not.toContain("HttpApiDecodeError")
+  })
+
+  it("names every component schema once, titles it by its name, and leaks no internal title or $id", () => {
+    const schemas = document.components.schemas as Record<string, Record<string, unknown>>
+    expect(Object.entries(schemas).filter(([name, s]) => s.title !== name).map(([name]) => name)).toEqual([])
+    const leaks: Array<string> = []
+    walk({ paths: document.paths, webhooks: document.webhooks, schemas }, (record) => {
+      if (typeof record.$id === "string") leaks.push(`$id ${record.$id}`)
+      if (typeof record.title === "string" && !(record.title in schemas)) leaks.push(`title ${record.title}`)
+    })
+    expect(leaks).toEqual([])
+  })
+
+  it("types query integers and flags as such", () => {
+    const parameter = (path: string, name: string) =>
+      document.paths[path].get?.parameters?.find((p: any) => p.name === name) ??
+        document.paths[path].post?.parameters?.find((p: any) => p.name === name)
+    expect(parameter("/v1/tasks", "limit").schema.type).toBe("integer")
+    expect(parameter("/v1/tasks/{task_id}", "wait").schema.type).toBe("number")
+    expect(parameter("/v1/agents/{agent_id}/invoke", "asynchronous").schema.type).toBe("boolean")
+  })
+
+  it("carries the package's version and a server", async () => {
+    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"))
+    expect(document.info.version).toBe(pkg.version)
+    expect(document.servers.length).toBeGreaterThan(0)
+  })
+})
