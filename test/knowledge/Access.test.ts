@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { addMember, auditEvents, call, expectError, orgKey } from "../access/support.js"
+import { addMember, auditEvents, call, expectError } from "../access/support.js"
 import { createAgent } from "../agents/support.js"
 import { uploaded } from "../files/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"

@@ -18,7 +18,7 @@ describe("the ingestion queue is PostgreSQL's, not a node's", () => {
     const first = await start({ SWITCHYARD_KNOWLEDGE_WORKERS: "0" })
     const key = (await first.bootstrap()).api_key
     const base = await createBase(first, key, { name: "Queued" })
-    const docs = []
+    const docs: Array<any> = []
     for (const n of [1, 2, 3]) {
       docs.push(await addDocument(first, key, base.id, { name: `d${n}.md`, text: `# Part ${n}\n\nquokka ${n}` }))
     }
