@@ -59,6 +59,21 @@ export const ThreadApprovalDecidedData = data(
     reason: nullable(Schema.String)
   }
 )
+export const ThreadCommandCheckData = data(
+  "ThreadCommandCheckData",
+  "command_check: a shell command a coding-agent runtime checked against the agent's command policy.",
+  {
+    check_id: Schema.String,
+    command: Schema.String,
+    cwd: nullable(Schema.String),
+    decision: Schema.Literal("allow", "deny", "pending"),
+    rule: nullable(Schema.String),
+    reason: Schema.optional(Schema.String),
+    approval_id: nullable(Schema.String),
+    commands: Schema.Array(Schema.Unknown),
+    by: Schema.optional(Schema.Unknown)
+  }
+)
 export const ThreadEndData = data("ThreadEndData", "error, cancelled: why the task ended.", {
   message: Schema.NullOr(Schema.String)
 })
@@ -79,5 +94,6 @@ export const ThreadEventDoc = Schema.Union(
   variant("ThreadToolCallEvent", ["tool_call"], ThreadToolCallData),
   variant("ThreadApprovalRequestedEvent", ["approval_requested"], ThreadApprovalRequestedData),
   variant("ThreadApprovalDecidedEvent", ["approval_decided"], ThreadApprovalDecidedData),
+  variant("ThreadCommandCheckEvent", ["command_check"], ThreadCommandCheckData),
   variant("ThreadEndEvent", ["error", "cancelled"], ThreadEndData)
 ).annotations({ description: "One step of a task's thread; `data` by `type`." })
