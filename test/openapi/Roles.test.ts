@@ -40,7 +40,7 @@ HttpApi.reflect(Api, {
       method: endpoint.method,
       path: endpoint.path,
       role: doc.role,
-      payload: endpoint.payloadSchema as Option.Option<Schema.Schema.Any>
+      payload: endpoint.payloadSchema as unknown as Option.Option<Schema.Schema.Any>
     })
   }
 })
