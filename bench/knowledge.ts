@@ -1,0 +1,232 @@
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import pg from "pg"
+import { startNode, stopAll, tempDir } from "./support/processes.js"
+import { fmt, ratio, warnIfBusy } from "./support/report.js"
+import { appendToList } from "./support/runs.js"
+
+/**
+ * Knowledge bases (issue 25), on one node with its embedded PostgreSQL:
+ *   - ingest: 10,000 Markdown documents (~2 KiB each, ~20 MB) POSTed as inline text, 16 at a time; the time
+ *     from the first POST until every document is `ready` (read, chunked, indexed by the node's workers),
+ *     and docs/s. Baseline in the same run: the same documents' text inserted straight into a table with the
+ *     same generated, GIN-indexed tsvector (one INSERT per document, 16 at a time, no HTTP, no chunking).
+ *   - search: more documents are added until the base holds 100,000 chunks; then 1,000 searches
+ *     (`POST …/search`, limit 10, one at a time) of 1–3 words drawn from the corpus's own Zipf-like
+ *     vocabulary (some quoted phrases): p50/p99 in ms, against the same query sent straight to PostgreSQL.
+ * Appended to bench/results/knowledge.json. BENCH_KNOWLEDGE_DOCS / BENCH_KNOWLEDGE_CHUNKS scale it down.
+ */
+export const name = "knowledge"
+
+const settings = {
+  documents: Number(process.env["BENCH_KNOWLEDGE_DOCS"] ?? 10_000),
+  documentBytes: 2048,
+  searchChunks: Number(process.env["BENCH_KNOWLEDGE_CHUNKS"] ?? 100_000),
+  concurrency: 16,
+  searches: 1000,
+  limit: 10
+} as const
+
+const postgresOf = (dataDir: string) => {
+  const lines = Fs.readFileSync(Path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")
+  return {
+    port: Number(lines[3]),
+    host: lines[4]?.trim() || "127.0.0.1",
+    password: Fs.readFileSync(Path.join(dataDir, "pg-password"), "utf8").trim()
+  }
+}
+
+// a deterministic vocabulary of English-like words, drawn Zipf-like (word i with weight 1/(i+1))
+let seed = 42
+const random = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32)
+const syllables = ["ka", "lo", "mi", "ter", "an", "pro", "ver", "sel", "dun", "ra", "quo", "bel", "stro", "fin", "gal"]
+const vocabulary = Array.from({ length: 6000 }, () => {
+  let word = ""
+  for (let s = 0, n = 2 + Math.floor(random() * 3); s < n; s++) word += syllables[Math.floor(random() * syllables.length)]
+  return word
+})
+const cumulative: Array<number> = []
+vocabulary.reduce((sum, _, i) => (cumulative[i] = sum + 1 / (i + 1)), 0)
+const total = cumulative[cumulative.length - 1]!
+const word = () => {
+  const x = random() * total
+  let lo = 0
+  let hi = cumulative.length - 1
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1
+    if (cumulative[mid]! < x) lo = mid + 1
+    else hi = mid
+  }
+  return vocabulary[lo]!
+}
+const sentence = () => {
+  const words = Array.from({ length: 6 + Math.floor(random() * 10) }, word)
+  return words.join(" ").replace(/^./, (c) => c.toUpperCase()) + "."
+}
+
+/** ~2 KiB of Markdown: a title, two sections of paragraphs. */
+const documentText = (n: number) => {
+  let text = `# Document ${n} ${word()}\n\n`
+  let section = 0
+  while (text.length < settings.documentBytes) {
+    if (text.length > settings.documentBytes * section / 2) text += `## Section ${++section} ${word()}\n\n`
+    text += Array.from({ length: 2 + Math.floor(random() * 3) }, sentence).join(" ") + "\n\n"
+  }
+  return text
+}
+
+const query = () => {
+  const words = Array.from({ length: 1 + Math.floor(random() * 3) }, word)
+  return random() < 0.2 ? `"${words.join(" ")}"` : words.join(" ")
+}
+
+const percentile = (xs: ReadonlyArray<number>, p: number) => {
+  const sorted = [...xs].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+}
+
+/** Runs `work(i)` for i in [from, to) with `concurrency` in flight. */
+const pool = async (from: number, to: number, concurrency: number, work: (i: number) => Promise<void>) => {
+  let next = from
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < to) await work(next++)
+  }))
+}
+
+export const run = async () => {
+  const load = warnIfBusy()
+  const tmp = tempDir("bench-knowledge-")
+  const dataDir = Path.join(tmp, "data")
+  try {
+    const node = await startNode({ dataDir, logLevel: "warning", logFile: Path.join(tmp, "node.log"), expectApiKey: true })
+    const apiKey = node.apiKey!
+    const db = new pg.Pool({ ...postgresOf(dataDir), user: "postgres", database: "postgres", max: settings.concurrency })
+    const api = async (method: string, path: string, body?: unknown) => {
+      const response = await fetch(node.baseUrl + path, {
+        method,
+        headers: { "x-api-key": apiKey, "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) })
+      })
+      const text = await response.text()
+      if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${text}`)
+      return text === "" ? undefined : JSON.parse(text)
+    }
+    const count = async (sql: string, values: Array<unknown>) => Number((await db.query(sql, values)).rows[0].n)
+    try {
+      const base = await api("POST", "/v1/knowledge-bases", { name: "Bench", language: "english" })
+      const texts = Array.from({ length: settings.documents }, (_, n) => documentText(n))
+      const bytes = texts.reduce((sum, t) => sum + Buffer.byteLength(t), 0)
+
+      // ingestion through the node
+      const readyCount = () =>
+        count("SELECT count(*) AS n FROM knowledge_documents WHERE knowledge_base_id = $1 AND status = 'ready'", [base.id])
+      const t0 = performance.now()
+      await pool(0, settings.documents, settings.concurrency, async (n) => {
+        await api("POST", `/v1/knowledge-bases/${base.id}/documents`, { name: `doc-${n}.md`, text: texts[n] })
+      })
+      const acceptedSeconds = (performance.now() - t0) / 1000
+      while ((await readyCount()) < settings.documents) await new Promise((r) => setTimeout(r, 100))
+      const ingestSeconds = (performance.now() - t0) / 1000
+      const failed = await count(
+        "SELECT count(*) AS n FROM knowledge_documents WHERE knowledge_base_id = $1 AND status = 'error'",
+        [base.id]
+      )
+      const chunks = await count("SELECT count(*) AS n FROM knowledge_chunks WHERE knowledge_base_id = $1", [base.id])
+      const docsPerSecond = settings.documents / ingestSeconds
+      console.log(
+        `  ingest: ${settings.documents} documents (${fmt(bytes / 1e6, 1)} MB, ${chunks} chunks) ready in ${
+          fmt(ingestSeconds, 1)
+        } s: ${fmt(docsPerSecond, 0)} docs/s (all accepted after ${fmt(acceptedSeconds, 1)} s)`
+      )
+
+      // baseline: the same text straight into an indexed tsvector table
+      await db.query(`CREATE TABLE bench_texts (id serial PRIMARY KEY, text text NOT NULL,
+        tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, text)) STORED)`)
+      await db.query("CREATE INDEX bench_texts_tsv ON bench_texts USING gin (tsv)")
+      const b0 = performance.now()
+      await pool(0, settings.documents, settings.concurrency, async (n) => {
+        await db.query("INSERT INTO bench_texts (text) VALUES ($1)", [texts[n]])
+      })
+      const bareSeconds = (performance.now() - b0) / 1000
+      const bareDocsPerSecond = settings.documents / bareSeconds
+      console.log(
+        `  baseline: the same documents straight into a GIN-indexed tsvector table: ${
+          fmt(bareDocsPerSecond, 0)
+        } docs/s; the node's ingestion is ${fmt(ratio(docsPerSecond, bareDocsPerSecond), 2)}x that`
+      )
+
+      // more documents until the base holds the chunks searched over
+      const perDocument = chunks / settings.documents
+      const more = Math.max(0, Math.ceil((settings.searchChunks - chunks) / perDocument))
+      const f0 = performance.now()
+      await pool(settings.documents, settings.documents + more, settings.concurrency, async (n) => {
+        await api("POST", `/v1/knowledge-bases/${base.id}/documents`, { name: `doc-${n}.md`, text: documentText(n) })
+      })
+      while ((await readyCount()) < settings.documents + more) await new Promise((r) => setTimeout(r, 200))
+      const fillSeconds = (performance.now() - f0) / 1000
+      const searchedChunks = await count(
+        "SELECT count(*) AS n FROM knowledge_chunks WHERE knowledge_base_id = $1",
+        [base.id]
+      )
+      console.log(
+        `  filled to ${searchedChunks} chunks (${settings.documents + more} documents) in ${fmt(fillSeconds, 1)} s`
+      )
+      await db.query("VACUUM ANALYZE knowledge_chunks")
+
+      // searches: through the API, and the same SQL straight to PostgreSQL
+      const queries = Array.from({ length: settings.searches }, query)
+      for (const q of queries.slice(0, 50)) await api("POST", `/v1/knowledge-bases/${base.id}/search`, { query: q })
+      const viaApi: Array<number> = []
+      let hits = 0
+      for (const q of queries) {
+        const s0 = performance.now()
+        const found = await api("POST", `/v1/knowledge-bases/${base.id}/search`, { query: q, limit: settings.limit })
+        viaApi.push(performance.now() - s0)
+        hits += found.items.length > 0 ? 1 : 0
+      }
+      const bare: Array<number> = []
+      const bareSql = `SELECT c.id, ts_rank_cd(c.tsv, q) AS score FROM knowledge_chunks c,
+        websearch_to_tsquery('english'::regconfig, $2) q WHERE c.knowledge_base_id = $1 AND c.tsv @@ q
+        ORDER BY score DESC LIMIT ${settings.limit}`
+      for (const q of queries) {
+        const s0 = performance.now()
+        await db.query(bareSql, [base.id, q])
+        bare.push(performance.now() - s0)
+      }
+      const search = {
+        p50Ms: percentile(viaApi, 50),
+        p99Ms: percentile(viaApi, 99),
+        bareP50Ms: percentile(bare, 50),
+        bareP99Ms: percentile(bare, 99),
+        queriesWithHits: hits / queries.length
+      }
+      console.log(
+        `  search over ${searchedChunks} chunks, ${settings.searches} queries: p50 ${fmt(search.p50Ms, 2)} ms, p99 ${
+          fmt(search.p99Ms, 2)
+        } ms (bare SQL p50 ${fmt(search.bareP50Ms, 2)} ms, p99 ${fmt(search.bareP99Ms, 2)} ms: ${
+          fmt(ratio(search.p50Ms, search.bareP50Ms), 2)
+        }x / ${fmt(ratio(search.p99Ms, search.bareP99Ms), 2)}x); ${fmt(search.queriesWithHits * 100, 0)}% found something`
+      )
+      appendToList(name, settings, {
+        ok: failed === 0,
+        loadBefore: load,
+        ingest: { documents: settings.documents, megabytes: bytes / 1e6, chunks, seconds: ingestSeconds, docsPerSecond },
+        ingestBaselineDocsPerSecond: bareDocsPerSecond,
+        ingestRatio: ratio(docsPerSecond, bareDocsPerSecond),
+        failedDocuments: failed,
+        searchedChunks,
+        search,
+        searchP50Ratio: ratio(search.p50Ms, search.bareP50Ms),
+        searchP99Ratio: ratio(search.p99Ms, search.bareP99Ms)
+      })
+      if (failed > 0) console.error(`  !!! ${failed} documents failed to ingest`)
+      return { ok: failed === 0 }
+    } finally {
+      await db.end()
+      await node.stop()
+    }
+  } finally {
+    await stopAll()
+    Fs.rmSync(tmp, { recursive: true, force: true })
+  }
+}
