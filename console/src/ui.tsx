@@ -122,9 +122,18 @@ export const ShowOnce = ({ label, value }: { readonly label: string; readonly va
   )
 }
 
-export const Json = ({ value }: { readonly value: unknown }) => (
-  <pre className="json">{typeof value === "string" ? value : JSON.stringify(value, null, 2)}</pre>
-)
+/** A value as indented JSON; a string that holds JSON (a tool's result) is shown indented too. */
+export const Json = ({ value }: { readonly value: unknown }) => {
+  let shown = value
+  if (typeof value === "string") {
+    try {
+      shown = JSON.parse(value)
+    } catch {
+      return <pre className="json">{value}</pre>
+    }
+  }
+  return <pre className="json">{JSON.stringify(shown, null, 2)}</pre>
+}
 
 /** Parses a JSON text field: the value, or a message for the field. */
 export const parseJson = (text: string): { value?: unknown; error?: string } => {

@@ -46,7 +46,8 @@ export const signInAs = async (context: BrowserContext, baseUrl: string, email: 
   await page.getByLabel("Email").fill(email)
   await page.getByLabel("Password").fill(password)
   await page.getByRole("button", { name: "Sign in" }).click()
-  await page.getByRole("navigation", { name: "Main" }).waitFor()
+  // (at 390 px the navigation is folded behind the Menu button)
+  await page.getByRole("button", { name: "Sign out" }).waitFor()
   return page
 }
 

@@ -132,7 +132,7 @@ const ToolPicker = ({ value, onChange }: {
 }) => {
   const catalog = useQuery({
     queryKey: ["connectors", "all"],
-    queryFn: () => ok(api.GET("/v1/tools", { params: { query: { type: "connector", limit: "100" } } }))
+    queryFn: () => ok(api.GET("/v1/tools", { params: { query: { type: "connector", limit: 100 } } }))
   })
   const connectors = (catalog.data?.items ?? []).filter((c) => c.connections.length > 0)
   const operations = useQueries({
@@ -157,19 +157,23 @@ const ToolPicker = ({ value, onChange }: {
           <fieldset key={conn.id} className="tools">
             <legend>{c.name} — {conn.name}</legend>
             {(operations[i]?.data ?? []).map((op) => {
+              // an agent names an operation by its operationId (or its id, as older agents may)
               const chosen = value[conn.id] ?? []
+              const has = (o: string) => o === op.operationId || o === op.id
               return (
                 <label key={op.id} className="check">
                   <input
                     type="checkbox"
-                    checked={chosen.includes(op.id)}
+                    checked={chosen.some(has)}
                     onChange={(e) =>
                       onChange({
                         ...value,
-                        [conn.id]: e.target.checked ? [...chosen, op.id] : chosen.filter((o) => o !== op.id)
+                        [conn.id]: e.target.checked
+                          ? [...chosen, op.operationId]
+                          : chosen.filter((o) => !has(o))
                       })}
                   />
-                  {op.pretty_name || op.id} <code>{op.method.toUpperCase()} {op.path}</code>
+                  {op.pretty_name} <code>{op.operationId}</code> <code>{op.method.toUpperCase()} {op.path}</code>
                 </label>
               )
             })}

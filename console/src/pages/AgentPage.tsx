@@ -31,7 +31,14 @@ export default function AgentPage({ id }: { readonly id: string }) {
     }
   })
   if (agent.isPending) return <Loading />
-  if (agent.data === undefined) return <ErrorNote error={agent.error} />
+  if (agent.data === undefined) {
+    return (
+      <section>
+        <PageTitle>Agent</PageTitle>
+        <ErrorNote error={agent.error} />
+      </section>
+    )
+  }
   const a = agent.data
   const canBuild = roleAtLeast(session.role, "builder")
   return (
@@ -84,7 +91,7 @@ const TryIt = ({ agent }: { readonly agent: Schemas["Agent"] }) => {
     // asynchronous: the pending task as JSON at once (not the event stream a streaming invoke sends)
     mutationFn: async (message: string) =>
       (await ok(api.POST("/v1/agents/{agent_id}/invoke", {
-        params: { path: { agent_id: agent.id }, query: { asynchronous: "true" } },
+        params: { path: { agent_id: agent.id }, query: { asynchronous: true } },
         body: { input: { text: message, user: { id: session.user.id, email: session.user.email } } }
       }))) as Schemas["TaskAccepted"],
     onSuccess: (task) => {
@@ -99,7 +106,8 @@ const TryIt = ({ agent }: { readonly agent: Schemas["Agent"] }) => {
     refetchInterval: (q) => ended(q.state.data?.status) ? false : 500
   })
   const thread = useQuery({
-    queryKey: ["thread", taskId],
+    // keyed by the status too: the thread is read once more when the task ends
+    queryKey: ["thread", taskId, task.data?.status],
     enabled: taskId !== undefined,
     queryFn: () => ok(api.GET("/v1/tasks/{task_id}/thread", { params: { path: { task_id: taskId! } } })),
     refetchInterval: () => ended(task.data?.status) ? false : 500

@@ -49,7 +49,7 @@ export default function Agents() {
           </Empty>
         )
         : (
-          <div className="table-wrap">
+          <div className="table-wrap" tabIndex={0}>
             <table>
               <thead>
                 <tr>

@@ -14,7 +14,7 @@ export default function Approvals() {
     ["approvals", "list", status],
     (cursor) =>
       ok(api.GET("/v1/approvals", {
-        params: { query: { status, limit: "25", ...(cursor !== undefined ? { cursor } : {}) } }
+        params: { query: { status, limit: 25, ...(cursor !== undefined ? { cursor } : {}) } }
       })),
     { refetchInterval: status === "pending" ? 5000 : false }
   )
@@ -64,8 +64,12 @@ export const ApprovalCard = ({ approval: a }: { readonly approval: Schemas["Appr
         <code>{a.tool}</code> <Status value={a.status} />
       </h3>
       <p className="muted">
-        Task <Link to={`/tasks/${a.task_id}`}>{a.task_id.slice(0, 8)}</Link> · requested {time(a.requested_at)}{" "}
-        · expires {time(a.expires_at)}
+        {a.task_id !== null && (
+          <>
+            Task <Link to={`/tasks/${a.task_id}`}>{a.task_id.slice(0, 8)}</Link> ·{" "}
+          </>
+        )}
+        requested {time(a.requested_at)} · expires {time(a.expires_at)}
       </p>
       <Json value={a.arguments} />
       {a.status === "pending"

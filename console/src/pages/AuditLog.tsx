@@ -21,7 +21,7 @@ export default function AuditLog() {
   const params = Object.fromEntries(Object.entries(filters).filter(([, v]) => v !== "")) as Partial<typeof filters>
   const events = usePaged(["audit", filters], (cursor) =>
     ok(api.GET("/v1/audit-logs", {
-      params: { query: { ...params, limit: "50", ...(cursor !== undefined ? { cursor } : {}) } }
+      params: { query: { ...params, limit: 50, ...(cursor !== undefined ? { cursor } : {}) } }
     })))
   const exportAs = useMutation({
     mutationFn: async (format: "csv" | "json") => {
@@ -108,7 +108,7 @@ export default function AuditLog() {
       {events.isPending ? <Loading /> : events.items.length === 0
         ? <Empty title="No audit events match these filters." />
         : (
-          <div className="table-wrap">
+          <div className="table-wrap" tabIndex={0}>
             <table>
               <thead>
                 <tr>

@@ -20,7 +20,14 @@ export default function ConnectorPage({ id }: { readonly id: string }) {
       ok(api.GET("/v1/tools/connectors/{connector_id}/operations", { params: { path: { connector_id: id } } }))
   })
   if (connector.isPending) return <Loading />
-  if (connector.data === undefined) return <ErrorNote error={connector.error} />
+  if (connector.data === undefined) {
+    return (
+      <section>
+        <PageTitle>Connector</PageTitle>
+        <ErrorNote error={connector.error} />
+      </section>
+    )
+  }
   const c = connector.data
   return (
     <section>
@@ -33,7 +40,7 @@ export default function ConnectorPage({ id }: { readonly id: string }) {
       <h2>Operations</h2>
       <ErrorNote error={operations.error} />
       {operations.data && (
-        <div className="table-wrap">
+        <div className="table-wrap" tabIndex={0}>
           <table>
             <thead>
               <tr>
@@ -247,7 +254,7 @@ const TryOperation = ({ connector: c, operations }: {
   readonly operations: ReadonlyArray<Schemas["Operation"]>
 }) => {
   const [connectionId, setConnectionId] = useState(c.connections[0]?.id ?? "")
-  const [operationId, setOperationId] = useState(operations[0]?.id ?? "")
+  const [operationId, setOperationId] = useState(operations[0]?.operationId ?? "")
   const path = { connector_id: c.id, connection_id: connectionId, operation_id: operationId }
   const schema = useQuery({
     queryKey: ["operation-schema", c.id, connectionId, operationId],
@@ -295,7 +302,9 @@ const TryOperation = ({ connector: c, operations }: {
                 invoke.reset()
               }}
             >
-              {operations.map((op) => <option key={op.id} value={op.id}>{op.pretty_name || op.id}</option>)}
+              {operations.map((op) => (
+                <option key={op.id} value={op.operationId}>{op.pretty_name} ({op.operationId})</option>
+              ))}
             </select>
           )}
         </Field>

@@ -17,7 +17,7 @@ export default function Connectors() {
       params: {
         query: {
           type: "connector",
-          limit: "25",
+          limit: 25,
           ...(search !== "" ? { query: search } : {}),
           ...(cursor !== undefined ? { cursor } : {})
         }

@@ -16,7 +16,7 @@ export default function Overview() {
   })
   const tasks = useQuery({
     queryKey: ["tasks", "recent"],
-    queryFn: () => ok(api.GET("/v1/tasks", { params: { query: { limit: "10" } } }))
+    queryFn: () => ok(api.GET("/v1/tasks", { params: { query: { limit: 10 } } }))
   })
   const totals = (usage.data?.rows ?? []).reduce(
     (t, r) => ({
@@ -80,7 +80,7 @@ export default function Overview() {
           </Empty>
         )
         : (
-          <div className="table-wrap">
+          <div className="table-wrap" tabIndex={0}>
             <table>
               <thead>
                 <tr>

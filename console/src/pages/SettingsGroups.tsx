@@ -12,7 +12,7 @@ export default function Groups() {
   const groups = usePaged(
     ["groups"],
     (cursor) =>
-      ok(api.GET("/v1/groups", { params: { query: { limit: "25", ...(cursor !== undefined ? { cursor } : {}) } } }))
+      ok(api.GET("/v1/groups", { params: { query: { limit: 25, ...(cursor !== undefined ? { cursor } : {}) } } }))
   )
   const create = useMutation({
     mutationFn: (body: Schemas["CreateGroup"]) => ok(api.POST("/v1/groups", { body })),

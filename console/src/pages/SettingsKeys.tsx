@@ -69,7 +69,7 @@ export const ApiKeys = () => {
           </Empty>
         )
         : (
-          <div className="table-wrap">
+          <div className="table-wrap" tabIndex={0}>
             <table>
               <thead>
                 <tr>

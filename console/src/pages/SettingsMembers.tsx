@@ -54,7 +54,7 @@ export default function Members() {
       </form>
       <ErrorNote error={add.error ?? change.error ?? remove.error ?? members.error} />
       {members.isPending ? <Loading /> : (
-        <div className="table-wrap">
+        <div className="table-wrap" tabIndex={0}>
           <table>
             <thead>
               <tr>

@@ -10,7 +10,7 @@ export default function Skills() {
   const skills = usePaged(
     ["skills"],
     (cursor) =>
-      ok(api.GET("/v1/skills", { params: { query: { limit: "25", ...(cursor !== undefined ? { cursor } : {}) } } }))
+      ok(api.GET("/v1/skills", { params: { query: { limit: 25, ...(cursor !== undefined ? { cursor } : {}) } } }))
   )
   const isAdmin = roleAtLeast(session.role, "admin")
   const violations = useQuery({
@@ -38,7 +38,7 @@ export default function Skills() {
           {violations.data && (violations.data.items.length === 0
             ? <p className="muted">No agent used or attached a skill it was not allowed.</p>
             : (
-              <div className="table-wrap">
+              <div className="table-wrap" tabIndex={0}>
                 <table>
                   <thead>
                     <tr>

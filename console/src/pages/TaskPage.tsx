@@ -17,7 +17,8 @@ export default function TaskPage({ id }: { readonly id: string }) {
   })
   const live = !ended(task.data?.status)
   const thread = useQuery({
-    queryKey: ["thread", id],
+    // keyed by the status too: the thread is read once more when the task ends
+    queryKey: ["thread", id, task.data?.status],
     queryFn: () => ok(api.GET("/v1/tasks/{task_id}/thread", { params: { path } })),
     refetchInterval: live ? 1000 : false
   })
@@ -36,7 +37,14 @@ export default function TaskPage({ id }: { readonly id: string }) {
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ["tasks", id] })
   })
   if (task.isPending) return <Loading />
-  if (task.data === undefined) return <ErrorNote error={task.error} />
+  if (task.data === undefined) {
+    return (
+      <section>
+        <PageTitle>Task</PageTitle>
+        <ErrorNote error={task.error} />
+      </section>
+    )
+  }
   const t = task.data
   return (
     <section>
@@ -73,43 +81,45 @@ export default function TaskPage({ id }: { readonly id: string }) {
       <h2>Model calls</h2>
       <ErrorNote error={usage.error} />
       {usage.data &&
-        (usage.data.calls.length === 0 ? <p className="muted">No model calls.</p> : (
-          <div className="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">#</th>
-                  <th scope="col">Model</th>
-                  <th scope="col">Input tokens</th>
-                  <th scope="col">Output tokens</th>
-                  <th scope="col">Cached</th>
-                  <th scope="col">Cost</th>
-                </tr>
-              </thead>
-              <tbody>
-                {usage.data.calls.map((c) => (
-                  <tr key={c.seq}>
-                    <td>{c.seq}</td>
-                    <td>{c.provider} {c.model}</td>
-                    <td>{c.input_tokens}</td>
-                    <td>{c.output_tokens}</td>
-                    <td>{c.cached_tokens}</td>
-                    <td>{usd(c.cost_usd)}</td>
+        (usage.data.calls.length === 0 ?
+          <p className="muted">No model calls.</p> :
+          (
+            <div className="table-wrap" tabIndex={0}>
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">#</th>
+                    <th scope="col">Model</th>
+                    <th scope="col">Input tokens</th>
+                    <th scope="col">Output tokens</th>
+                    <th scope="col">Cached</th>
+                    <th scope="col">Cost</th>
                   </tr>
-                ))}
-              </tbody>
-              <tfoot>
-                <tr>
-                  <th scope="row" colSpan={2}>Total</th>
-                  <td>{usage.data.totals.input_tokens}</td>
-                  <td>{usage.data.totals.output_tokens}</td>
-                  <td>{usage.data.totals.cached_tokens}</td>
-                  <td>{usd(usage.data.totals.cost_usd)}</td>
-                </tr>
-              </tfoot>
-            </table>
-          </div>
-        ))}
+                </thead>
+                <tbody>
+                  {usage.data.calls.map((c) => (
+                    <tr key={c.seq}>
+                      <td>{c.seq}</td>
+                      <td>{c.provider} {c.model}</td>
+                      <td>{c.input_tokens}</td>
+                      <td>{c.output_tokens}</td>
+                      <td>{c.cached_tokens}</td>
+                      <td>{usd(c.cost_usd)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+                <tfoot>
+                  <tr>
+                    <th scope="row" colSpan={2}>Total</th>
+                    <td>{usage.data.totals.input_tokens}</td>
+                    <td>{usage.data.totals.output_tokens}</td>
+                    <td>{usage.data.totals.cached_tokens}</td>
+                    <td>{usd(usage.data.totals.cost_usd)}</td>
+                  </tr>
+                </tfoot>
+              </table>
+            </div>
+          ))}
     </section>
   )
 }

@@ -28,7 +28,7 @@ export default function Tasks() {
     ok(api.GET("/v1/tasks", {
       params: {
         query: {
-          limit: "25",
+          limit: 25,
           ...(cursor !== undefined ? { cursor } : {}),
           ...(filters.agent_id !== "" ? { agent_id: filters.agent_id } : {}),
           ...(filters.status !== "" ? { status: filters.status as TaskStatus } : {}),
@@ -86,7 +86,7 @@ export default function Tasks() {
           </Empty>
         )
         : (
-          <div className="table-wrap">
+          <div className="table-wrap" tabIndex={0}>
             <table>
               <thead>
                 <tr>
