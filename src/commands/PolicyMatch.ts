@@ -21,36 +21,71 @@ type Match = "yes" | "no" | "maybe"
 const both = (a: Match, b: Match): Match =>
   a === "no" || b === "no" ? "no" : a === "maybe" || b === "maybe" ? "maybe" : "yes"
 
-const globCache = new Map<string, RegExp>()
+type Token =
+  | { readonly _tag: "Any" }
+  | { readonly _tag: "One" }
+  | { readonly _tag: "Char"; readonly c: string }
+  | { readonly _tag: "Class"; readonly negated: boolean; readonly body: string }
 
-/** A glob over one word: `*` any characters (`/` too), `?` one, `[…]` a class (`[!…]` negated), `\x` literal x. */
-export const globOf = (glob: string): RegExp => {
-  const cached = globCache.get(glob)
-  if (cached !== undefined) return cached
-  let re = ""
+const tokensOf = (glob: string): ReadonlyArray<Token> => {
+  const tokens: Array<Token> = []
   for (let i = 0; i < glob.length; i++) {
     const c = glob[i]!
-    if (c === "*") re += "[\\s\\S]*"
-    else if (c === "?") re += "[\\s\\S]"
-    else if (c === "\\" && i + 1 < glob.length) re += escape(glob[++i]!)
-    else if (c === "[") {
+    if (c === "*") tokens.push({ _tag: "Any" })
+    else if (c === "?") tokens.push({ _tag: "One" })
+    else if (c === "\\" && i + 1 < glob.length) tokens.push({ _tag: "Char", c: glob[++i]! })
+    else if (c === "[" && glob.indexOf("]", i + 2) > 0) {
       const end = glob.indexOf("]", i + 2)
-      if (end < 0) re += "\\["
-      else {
-        const body = glob.slice(i + 1, end)
-        const negated = body.startsWith("!") || body.startsWith("^")
-        re += `[${negated ? "^" : ""}${(negated ? body.slice(1) : body).replace(/[\\\]^]/g, "\\$&")}]`
-        i = end
-      }
-    } else re += escape(c)
+      const body = glob.slice(i + 1, end)
+      const negated = body.startsWith("!") || body.startsWith("^")
+      tokens.push({ _tag: "Class", negated, body: negated ? body.slice(1) : body })
+      i = end
+    } else tokens.push({ _tag: "Char", c })
   }
-  const compiled = new RegExp(`^${re}$`)
-  if (globCache.size > 10_000) globCache.clear()
-  globCache.set(glob, compiled)
-  return compiled
+  return tokens
 }
 
-const escape = (c: string) => c.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")
+const inClass = (body: string, c: string) => {
+  for (let i = 0; i < body.length; i++) {
+    if (body[i + 1] === "-" && i + 2 < body.length) {
+      if (c >= body[i]! && c <= body[i + 2]!) return true
+      i += 2
+    } else if (body[i] === c) return true
+  }
+  return false
+}
+
+const matchesOne = (t: Token, c: string) =>
+  t._tag === "One" || (t._tag === "Char" && t.c === c) || (t._tag === "Class" && inClass(t.body, c) !== t.negated)
+
+/**
+ * A glob over one word: `*` any characters (`/` too), `?` one, `[…]` a class (`[!…]` negated, `a-z` ranges),
+ * `\x` literal x. Matched without regular expressions, in time proportional to the word times the glob (a
+ * pattern of many `*` cannot make a check slow).
+ */
+export const globMatch = (glob: string, text: string): boolean => {
+  const tokens = tokensOf(glob)
+  const chars = [...text]
+  let t = 0
+  let c = 0
+  let star = -1
+  let resume = 0
+  while (c < chars.length) {
+    const token = tokens[t]
+    if (token !== undefined && token._tag !== "Any" && matchesOne(token, chars[c]!)) {
+      t++
+      c++
+    } else if (token?._tag === "Any") {
+      star = t++
+      resume = c
+    } else if (star >= 0) {
+      t = star + 1
+      c = ++resume
+    } else return false
+  }
+  while (tokens[t]?._tag === "Any") t++
+  return t === tokens.length
+}
 
 /** A pattern's words; a last word `*` stands for any further words, none included. */
 export const patternWords = (pattern: string) => pattern.trim().split(/\s+/).filter((w) => w !== "")
@@ -59,9 +94,9 @@ const baseName = (path: string) => path.slice(path.lastIndexOf("/") + 1)
 
 const wordMatch = (glob: string, word: ShellWord, first: boolean): Match => {
   if (word.value === undefined) return glob === "*" ? "yes" : "maybe"
-  if (globOf(glob).test(word.value)) return "yes"
+  if (globMatch(glob, word.value)) return "yes"
   // `/bin/rm` is `rm` for a rule without a path, but only as far as that rule is strict: maybe, never surely
-  if (first && !glob.includes("/") && word.value.includes("/") && globOf(glob).test(baseName(word.value))) {
+  if (first && !glob.includes("/") && word.value.includes("/") && globMatch(glob, baseName(word.value))) {
     return "maybe"
   }
   return "no"

@@ -8,6 +8,8 @@ import {
 
 /** Substitutions, subshells and nested scripts deeper than this are not read. */
 const MAX_DEPTH = 8
+/** Subshells, groups and bodies inside one another in one text. */
+const MAX_NESTING = 64
 const META = new Set([" ", "\t", "\n", ";", "&", "|", "(", ")", "<", ">"])
 const REDIRECT_OPS = ["&>>", "&>", "<<<", "<<-", "<<", "<>", "<&", ">&", ">>", ">|", "<", ">"]
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*\+?=/
@@ -38,6 +40,7 @@ interface Scanned {
 class Reader {
   i = 0
   pending: Array<Pending> = []
+  private nesting = 0
 
   constructor(readonly src: string, readonly out: Array<SimpleCommand>, readonly depth: number) {
     if (depth > MAX_DEPTH) throw new Unreadable("commands are nested too deeply")
@@ -97,6 +100,15 @@ class Reader {
 
   /** An and-or list after another until a closer: the start of each (the top level's are checked against sh-syntax). */
   list(closers: ReadonlyArray<string>): Array<number> {
+    if (++this.nesting > MAX_NESTING) this.fail("commands are nested too deeply")
+    try {
+      return this.items(closers)
+    } finally {
+      this.nesting--
+    }
+  }
+
+  private items(closers: ReadonlyArray<string>): Array<number> {
     const starts: Array<number> = []
     for (;;) {
       this.skipBlanks()
