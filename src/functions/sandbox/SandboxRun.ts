@@ -29,60 +29,6 @@ export const FILE_NAME = "function.js"
 const STACK_SIZE = 512 * 1024
 const MAX_STACK_LINES = 10
 
-/**
- * Evaluated in each fresh context before the function's code, so it holds the intrinsics as they were then
- * (a function that replaces `JSON.stringify` or `Promise.prototype.then` changes nothing here). `ctx` is
- * made of frozen objects whose methods only pass JSON text to the three host functions.
- */
-const BOOTSTRAP = `(function (host, hostLog, done, maxOutput) {
-  "use strict";
-  const stringify = JSON.stringify, parse = JSON.parse, apply = Reflect.apply, freeze = Object.freeze;
-  const Str = String, P = Promise, then = P.prototype.then, resolved = P.resolve(undefined);
-  const on = (p, ok, bad) => apply(then, p, [ok, bad]);
-  const text = (v) => {
-    if (typeof v === "string") return v;
-    try { const s = stringify(v); return s === undefined ? Str(v) : s } catch (e) {
-      try { return Str(v) } catch (e2) { return "[unprintable]" }
-    }
-  };
-  const call = (op, args) => on(host(op, stringify(args)), (r) => r === undefined ? undefined : parse(r));
-  const describe = (e) => {
-    try {
-      if (e !== null && (typeof e === "object" || typeof e === "function")) {
-        const stack = e.stack;
-        return stringify({ name: Str(e.name), message: Str(e.message), stack: typeof stack === "string" ? stack : "" });
-      }
-      return stringify({ name: "Error", message: "the function threw " + text(e), stack: "" });
-    } catch (x) {
-      return stringify({ name: "Error", message: "the function threw a value that cannot be read", stack: "" });
-    }
-  };
-  const encode = (v) => { const s = stringify(v); return s === undefined ? "null" : s.length > maxOutput ? s.length : s };
-  const ctx = freeze({
-    log: (...values) => { let line = ""; for (let i = 0; i < values.length; i++) line += (i ? " " : "") + text(values[i]); hostLog(line) },
-    connectors: freeze({
-      invoke: (connection_id, operation_id, params) =>
-        call("connectors.invoke", { connection_id, operation_id, params: params === undefined ? {} : params })
-    }),
-    files: freeze({
-      list: (prefix) => call("files.list", { prefix }),
-      read: (name, offset) => call("files.read", { name, offset }),
-      write: (name, text) => call("files.write", { name, text })
-    })
-  });
-  return freeze({
-    ctx,
-    run: (fn, inputText) => {
-      const input = parse(inputText);
-      on(on(resolved, () => fn(input, ctx)), (v) => {
-        let out;
-        try { out = encode(v) } catch (e) { done(false, describe(e)); return }
-        done(true, out);
-      }, (e) => done(false, describe(e)));
-    }
-  });
-})`
-
 interface ErrorInfo {
   readonly name: string
   readonly message: string
@@ -112,7 +58,6 @@ export const runInSandbox = (
     let hostCalls = 0
     const pending = new Set<QuickJSDeferredPromise>()
     const handles: Array<QuickJSHandle> = []
-    let result: { ok: true; output: string } | { ok: false; info: ErrorInfo; kind?: FailureKind } | undefined
 
     const runtime = module.newRuntime()
     runtime.setMemoryLimit(job.memoryMb * 1024 * 1024)
@@ -152,7 +97,7 @@ export const runInSandbox = (
       return "error"
     }
 
-    function finish(r: NonNullable<typeof result>) {
+    function finish(r: { ok: true; output: string } | { ok: false; info: ErrorInfo; kind?: FailureKind }) {
       if (finished) return
       finished = true
       clearTimeout(timer)
@@ -194,18 +139,216 @@ export const runInSandbox = (
       resolveRun({ poisoned, outcome: { ok: false, kind, message, ...(stack === "" ? {} : { stack }), ...logged } })
     }
 
+    // intrinsics as they are before the function's code runs: a function that replaces JSON.stringify or
+    // Object.freeze changes nothing the host relies on
+    const json = keep(context.getProp(context.global, "JSON"))
+    const stringifyFn = keep(context.getProp(json, "stringify"))
+    const parseFn = keep(context.getProp(json, "parse"))
+    const objectCtor = keep(context.getProp(context.global, "Object"))
+    const freezeFn = keep(context.getProp(objectCtor, "freeze"))
+
+    const lengthOf = (h: QuickJSHandle) => {
+      const length = context.getProp(h, "length")
+      try {
+        return context.getNumber(length)
+      } finally {
+        length.dispose()
+      }
+    }
+
+    type Encoded = { ok: true; text: string | undefined; length: number } | { ok: false; error: QuickJSHandle }
+    /** A VM value as JSON text (undefined when it has none), or the VM's own error (a cycle, a throwing toJSON). */
+    const encode = (h: QuickJSHandle, maxLength: number): Encoded => {
+      const r = context.callFunction(stringifyFn, context.undefined, h)
+      if (r.error) return { ok: false, error: r.error }
+      try {
+        if (context.typeof(r.value) !== "string") return { ok: true, text: undefined, length: 0 }
+        const length = lengthOf(r.value)
+        return { ok: true, text: length > maxLength ? undefined : context.getString(r.value), length }
+      } finally {
+        r.value.dispose()
+      }
+    }
+
+    const logFn = keep(context.newFunction("log", (...values) => {
+      if (logs.length >= MAX_LOG_LINES || logBytes >= MAX_LOG_BYTES) {
+        logsTruncated = true
+        return
+      }
+      let cut = false
+      const parts = values.map((v) => {
+        if (context.typeof(v) === "string") {
+          if (lengthOf(v) <= MAX_LOG_LINE) return context.getString(v)
+          cut = true
+          return "[too long]"
+        }
+        const e = encode(v, MAX_LOG_LINE)
+        if (!e.ok) {
+          e.error.dispose()
+          return "[unprintable]"
+        }
+        if (e.text === undefined && e.length > 0) cut = true
+        return e.text ?? (e.length > 0 ? "[too long]" : `[${context.typeof(v)}]`)
+      })
+      let line = parts.join(" ")
+      if (cut || line.length > MAX_LOG_LINE) {
+        line = `${line.slice(0, MAX_LOG_LINE)}…`
+        logsTruncated = true
+      }
+      logBytes += line.length
+      logs.push(line)
+    }))
+
+    const rejectWith = (deferred: QuickJSDeferredPromise, failure: HostFailure) => {
+      const error = context.newError({ name: "CapabilityError", message: failure.message })
+      const code = context.newString(failure.code)
+      context.setProp(error, "code", code)
+      code.dispose()
+      if (failure.status !== undefined) {
+        const status = context.newNumber(failure.status)
+        context.setProp(error, "status", status)
+        status.dispose()
+      }
+      deferred.reject(error)
+      error.dispose()
+    }
+
+    /** A `ctx` method: its arguments as JSON fields, sent to the host; resolves to the answer parsed in the VM. */
+    const capability = (op: string, fields: ReadonlyArray<string>) =>
+      keep(context.newFunction(op, (...args) => {
+        const deferred = context.newPromise()
+        const parts: Array<string> = []
+        for (let i = 0; i < fields.length; i++) {
+          const arg = args[i]
+          if (arg === undefined || context.typeof(arg) === "undefined") continue
+          const e = encode(arg, MAX_HOST_ARGS_BYTES)
+          if (!e.ok) {
+            deferred.reject(e.error)
+            e.error.dispose()
+            return deferred.handle
+          }
+          if (e.text === undefined && e.length > 0) {
+            rejectWith(deferred, {
+              code: "payload_too_large",
+              message: `ctx call arguments are capped at ${MAX_HOST_ARGS_BYTES} bytes`
+            })
+            return deferred.handle
+          }
+          if (e.text !== undefined) parts.push(`${JSON.stringify(fields[i])}:${e.text}`)
+        }
+        if (++hostCalls > MAX_HOST_CALLS) {
+          rejectWith(deferred, {
+            code: "too_many_calls",
+            message: `a function makes at most ${MAX_HOST_CALLS} ctx calls`
+          })
+          return deferred.handle
+        }
+        pending.add(deferred)
+        host(op, `{${parts.join(",")}}`).then(
+          (reply) => {
+            if (finished) return
+            pending.delete(deferred)
+            try {
+              if (reply.ok) {
+                const text = context.newString(reply.value)
+                const parsed = context.callFunction(parseFn, context.undefined, text)
+                text.dispose()
+                if (parsed.error) {
+                  deferred.reject(parsed.error)
+                  parsed.error.dispose()
+                } else {
+                  deferred.resolve(parsed.value)
+                  parsed.value.dispose()
+                }
+              } else {
+                rejectWith(deferred, reply.error)
+              }
+            } catch (e) {
+              return finish({ ok: false, info: { name: "InternalError", message: String(e), stack: "" } })
+            }
+            pump()
+          },
+          () => {
+            if (finished) return
+            pending.delete(deferred)
+            rejectWith(deferred, { code: "internal_error", message: "the call failed" })
+            pump()
+          }
+        )
+        return deferred.handle
+      }))
+
+    /** A frozen object of the given members, made by the host: nothing of it is the function's to change. */
+    const frozen = (members: Record<string, QuickJSHandle>) => {
+      const object = keep(context.newObject())
+      for (const [key, value] of Object.entries(members)) context.setProp(object, key, value)
+      const done = context.callFunction(freezeFn, context.undefined, object)
+      if (done.error) done.error.dispose()
+      else done.value.dispose()
+      return object
+    }
+
+    let resultPromise: QuickJSHandle | undefined
+
+    /** The function's result, once its promise settled: its output encoded, or its error. */
+    const settle = () => {
+      if (resultPromise === undefined) return false
+      const state = context.getPromiseState(resultPromise)
+      if (state.type === "pending") return false
+      if (state.type === "rejected") {
+        const info = readError(state.error)
+        state.error.dispose()
+        finish({ ok: false, info })
+        return true
+      }
+      const e = encode(state.value, job.maxOutputBytes)
+      if (state.notAPromise !== true) state.value.dispose()
+      if (!e.ok) {
+        const info = readError(e.error)
+        e.error.dispose()
+        finish({ ok: false, info })
+      } else if (e.text === undefined && e.length > 0) {
+        finish({
+          ok: false,
+          kind: "output_too_large",
+          info: {
+            name: "Error",
+            message: `The function's output is ${e.length} characters of JSON; the cap is ${job.maxOutputBytes} bytes.`,
+            stack: ""
+          }
+        })
+      } else {
+        const output = e.text ?? "null"
+        const bytes = Buffer.byteLength(output)
+        finish(
+          bytes > job.maxOutputBytes
+            ? {
+              ok: false,
+              kind: "output_too_large",
+              info: {
+                name: "Error",
+                message: `The function's output is ${bytes} bytes of JSON; the cap is ${job.maxOutputBytes} bytes.`,
+                stack: ""
+              }
+            }
+            : { ok: true, output }
+        )
+      }
+      return true
+    }
+
     /** Runs the function's pending jobs until it is done or waits for the host. */
     const pump = () => {
       try {
         while (!finished) {
-          if (result !== undefined) return finish(result)
+          if (settle()) return
           const r = runtime.executePendingJobs(1000)
           if (r.error) {
             const info = readError(r.error)
             r.error.dispose()
             return finish({ ok: false, info })
           }
-          if (result !== undefined) return finish(result)
+          if (settle()) return
           if (Date.now() > deadline || cancelled) {
             return finish({ ok: false, info: { name: "InternalError", message: "interrupted", stack: "" } })
           }
@@ -229,127 +372,15 @@ export const runInSandbox = (
     }
 
     try {
-      const hostFn = keep(context.newFunction("host", (opH, argsH) => {
-        const deferred = context.newPromise()
-        const reject = (failure: HostFailure) => {
-          const error = context.newError({ name: "CapabilityError", message: failure.message })
-          const code = context.newString(failure.code)
-          context.setProp(error, "code", code)
-          code.dispose()
-          if (failure.status !== undefined) context.setProp(error, "status", context.newNumber(failure.status))
-          deferred.reject(error)
-          error.dispose()
-        }
-        if (context.typeof(opH) !== "string" || context.typeof(argsH) !== "string") {
-          reject({ code: "invalid_call", message: "ctx methods take plain JSON values" })
-          return deferred.handle
-        }
-        const op = context.getString(opH)
-        const args = context.getString(argsH)
-        if (++hostCalls > MAX_HOST_CALLS) {
-          reject({ code: "too_many_calls", message: `a function makes at most ${MAX_HOST_CALLS} ctx calls` })
-          return deferred.handle
-        }
-        if (args.length > MAX_HOST_ARGS_BYTES) {
-          reject({
-            code: "payload_too_large",
-            message: `ctx call arguments are capped at ${MAX_HOST_ARGS_BYTES} bytes`
-          })
-          return deferred.handle
-        }
-        pending.add(deferred)
-        host(op, args).then(
-          (reply) => {
-            if (finished) return
-            pending.delete(deferred)
-            try {
-              if (reply.ok) {
-                const value = context.newString(reply.value)
-                deferred.resolve(value)
-                value.dispose()
-              } else {
-                reject(reply.error)
-              }
-            } catch (e) {
-              return finish({ ok: false, info: { name: "InternalError", message: String(e), stack: "" } })
-            }
-            pump()
-          },
-          () => {
-            if (finished) return
-            pending.delete(deferred)
-            reject({ code: "internal_error", message: "the call failed" })
-            pump()
-          }
-        )
-        return deferred.handle
-      }))
-      const logFn = keep(context.newFunction("log", (lineH) => {
-        if (context.typeof(lineH) !== "string") return
-        if (logs.length >= MAX_LOG_LINES || logBytes >= MAX_LOG_BYTES) {
-          logsTruncated = true
-          return
-        }
-        let line = context.getString(lineH)
-        if (line.length > MAX_LOG_LINE) {
-          line = `${line.slice(0, MAX_LOG_LINE)}…`
-          logsTruncated = true
-        }
-        logBytes += line.length
-        logs.push(line)
-      }))
-      const doneFn = keep(context.newFunction("done", (okH, payloadH) => {
-        if (result !== undefined) return
-        const ok = context.dump(okH) === true
-        if (context.typeof(payloadH) === "number") {
-          const length = context.getNumber(payloadH)
-          result = {
-            ok: false,
-            kind: "output_too_large",
-            info: {
-              name: "Error",
-              message: `The function's output is ${length} characters of JSON; the cap is ${job.maxOutputBytes} bytes.`,
-              stack: ""
-            }
-          }
-          return
-        }
-        const payload = context.getString(payloadH)
-        if (ok) {
-          result = Buffer.byteLength(payload) > job.maxOutputBytes
-            ? {
-              ok: false,
-              kind: "output_too_large",
-              info: {
-                name: "Error",
-                message: `The function's output is ${
-                  Buffer.byteLength(payload)
-                } bytes of JSON; the cap is ${job.maxOutputBytes} bytes.`,
-                stack: ""
-              }
-            }
-            : { ok: true, output: payload }
-        } else {
-          const info = JSON.parse(payload) as ErrorInfo
-          result = { ok: false, info }
-        }
-      }))
-
-      const boot = context.evalCode(BOOTSTRAP, "bootstrap.js")
-      if (boot.error) {
-        const info = readError(boot.error)
-        boot.error.dispose()
-        return finish({ ok: false, info })
-      }
-      const bootFn = keep(boot.value)
-      const maxOutput = keep(context.newNumber(job.maxOutputBytes))
-      const made = context.callFunction(bootFn, context.undefined, hostFn, logFn, doneFn, maxOutput)
-      if (made.error) {
-        const info = readError(made.error)
-        made.error.dispose()
-        return finish({ ok: false, info })
-      }
-      const driver = keep(made.value)
+      const ctx = frozen({
+        log: logFn,
+        connectors: frozen({ invoke: capability("connectors.invoke", ["connection_id", "operation_id", "params"]) }),
+        files: frozen({
+          list: capability("files.list", ["prefix"]),
+          read: capability("files.read", ["name", "offset"]),
+          write: capability("files.write", ["name", "text"])
+        })
+      })
 
       const evaluated = context.evalCode(job.code, FILE_NAME, { type: "module", strict: true })
       if (evaluated.error) {
@@ -397,15 +428,21 @@ export const runInSandbox = (
           }
         })
       }
-      const run = keep(context.getProp(driver, "run"))
-      const input = keep(context.newString(job.input))
-      const called = context.callFunction(run, context.undefined, fn, input)
+      const inputText = keep(context.newString(job.input))
+      const input = context.callFunction(parseFn, context.undefined, inputText)
+      if (input.error) {
+        const info = readError(input.error)
+        input.error.dispose()
+        return finish({ ok: false, info })
+      }
+      keep(input.value)
+      const called = context.callFunction(fn, context.undefined, input.value, ctx)
       if (called.error) {
         const info = readError(called.error)
         called.error.dispose()
         return finish({ ok: false, info })
       }
-      called.value.dispose()
+      resultPromise = keep(called.value)
       pump()
     } catch (e) {
       finish({ ok: false, info: { name: "InternalError", message: String((e as Error)?.message ?? e), stack: "" } })
