@@ -1,4 +1,5 @@
-import type { Schemas } from "./api.js"
+import { useEffect } from "react"
+import { queryClient, type Schemas } from "./api.js"
 import { Json, time } from "./ui.js"
 
 type Event = Schemas["ThreadEvent"]
@@ -92,3 +93,37 @@ const EventBody = ({ event: e }: { readonly event: Event }) => {
 
 export const ended = (status: Schemas["Task"]["status"] | undefined) =>
   status === "completed" || status === "error" || status === "cancelled"
+
+const TASK_EVENTS = [
+  "task.created",
+  "task.started",
+  "task.tool_call",
+  "task.model_call",
+  "task.waiting_approval",
+  "task.completed",
+  "task.error",
+  "task.cancelled",
+  "approval.requested",
+  "approval.decided"
+] as const
+const ENDS = new Set(["task.completed", "task.error", "task.cancelled"])
+
+/**
+ * Follows a task's event stream (`GET /v1/tasks/{id}/events`; the session cookie goes with it, which is why a
+ * plain EventSource works here) and refreshes the task and its thread on every event, until the task ends.
+ */
+export const useTaskEvents = (taskId: string | undefined, enabled: boolean) => {
+  useEffect(() => {
+    if (taskId === undefined || !enabled) return
+    const source = new EventSource(`/v1/tasks/${encodeURIComponent(taskId)}/events`)
+    const refresh = (e: MessageEvent) => {
+      queryClient.invalidateQueries({ queryKey: ["thread", taskId] })
+      queryClient.invalidateQueries({ queryKey: ["tasks", taskId] })
+      if (e.type.startsWith("approval.")) queryClient.invalidateQueries({ queryKey: ["approvals"] })
+      // the stream ends after the task's end: no reconnecting to a finished stream
+      if (ENDS.has(e.type)) source.close()
+    }
+    for (const type of TASK_EVENTS) source.addEventListener(type, refresh)
+    return () => source.close()
+  }, [taskId, enabled])
+}

@@ -170,7 +170,10 @@ describe.skipIf(CHROMIUM === undefined)("the web console in a real browser (head
     made.agentId = new URL(page.url()).pathname.split("/").at(-1)!
 
     await page.getByLabel("Message").fill("How many pets are there?")
+    // the thread follows the task's event stream (with the session cookie, as a plain EventSource)
+    const streamed = page.waitForRequest((r) => /\/v1\/tasks\/[0-9a-f-]+\/events$/.test(r.url()))
     await page.getByRole("button", { name: "Send" }).click()
+    await streamed
     const thread = page.getByRole("list", { name: "Thread" })
     await thread.getByText("There are two pets.", { exact: true }).waitFor({ timeout: 20_000 })
     const text = await thread.textContent()

@@ -3,7 +3,7 @@ import { type FormEvent, useState } from "react"
 import { api, ok, queryClient, roleAtLeast, type Schemas } from "../api.js"
 import { Link, navigate } from "../router.js"
 import { useSession } from "../session.js"
-import { ended, ThreadView } from "../thread.js"
+import { ended, ThreadView, useTaskEvents } from "../thread.js"
 import { ErrorNote, Field, Loading, PageTitle, Status, usd } from "../ui.js"
 import { AgentForm } from "./AgentForm.js"
 
@@ -103,15 +103,17 @@ const TryIt = ({ agent }: { readonly agent: Schemas["Agent"] }) => {
     queryKey: ["tasks", taskId],
     enabled: taskId !== undefined,
     queryFn: () => ok(api.GET("/v1/tasks/{task_id}", { params: { path: { task_id: taskId! } } })),
-    refetchInterval: (q) => ended(q.state.data?.status) ? false : 500
+    // the event stream refreshes it as it happens; polling only backs the stream up
+    refetchInterval: (q) => ended(q.state.data?.status) ? false : 3000
   })
   const thread = useQuery({
     // keyed by the status too: the thread is read once more when the task ends
     queryKey: ["thread", taskId, task.data?.status],
     enabled: taskId !== undefined,
     queryFn: () => ok(api.GET("/v1/tasks/{task_id}/thread", { params: { path: { task_id: taskId! } } })),
-    refetchInterval: () => ended(task.data?.status) ? false : 500
+    refetchInterval: () => ended(task.data?.status) ? false : 3000
   })
+  useTaskEvents(taskId, task.data !== undefined && !ended(task.data.status))
   const send = (e: FormEvent) => {
     e.preventDefault()
     if (text.trim() === "") return setProblem("Write a message first.")

@@ -2,7 +2,7 @@ import { useMutation, useQuery } from "@tanstack/react-query"
 import { api, ok, queryClient, roleAtLeast } from "../api.js"
 import { Link } from "../router.js"
 import { useSession } from "../session.js"
-import { ended, ThreadView } from "../thread.js"
+import { ended, ThreadView, useTaskEvents } from "../thread.js"
 import { ErrorNote, Loading, PageTitle, Status, time, usd } from "../ui.js"
 import { ApprovalCard } from "./Approvals.js"
 
@@ -13,15 +13,17 @@ export default function TaskPage({ id }: { readonly id: string }) {
   const task = useQuery({
     queryKey: ["tasks", id],
     queryFn: () => ok(api.GET("/v1/tasks/{task_id}", { params: { path } })),
-    refetchInterval: (q) => ended(q.state.data?.status) ? false : 1000
+    // the event stream refreshes it as it happens; polling only backs the stream up
+    refetchInterval: (q) => ended(q.state.data?.status) ? false : 3000
   })
   const live = !ended(task.data?.status)
   const thread = useQuery({
     // keyed by the status too: the thread is read once more when the task ends
     queryKey: ["thread", id, task.data?.status],
     queryFn: () => ok(api.GET("/v1/tasks/{task_id}/thread", { params: { path } })),
-    refetchInterval: live ? 1000 : false
+    refetchInterval: live ? 3000 : false
   })
+  useTaskEvents(id, task.data !== undefined && live)
   const usage = useQuery({
     queryKey: ["llm_usage", id, task.data?.status],
     queryFn: () => ok(api.GET("/v1/tasks/{task_id}/llm_usage", { params: { path } }))
