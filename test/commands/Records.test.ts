@@ -150,10 +150,42 @@ describe("a command that needs approval", () => {
     expect(after.status).toBe(before.status)
   })
 
+  it("cancelling the task expires its pending command approval, and the waiting runtime hears it", async () => {
+    const { admin, check } = await world()
+    const slow = (await call(node, admin, "POST", "/v1/agents", {
+      name: "Slow",
+      model: { provider: "scripted", script: [{ text: "done", delay_ms: 60_000 }] }
+    })).body
+    const accepted = await call(node, admin, "POST", `/v1/agents/${slow.id}/invoke?asynchronous=true`, {
+      input: { text: "hi", user: { id: "u", email: "u@example.com" } }
+    })
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(202)
+    await call(node, admin, "PUT", `/v1/agents/${slow.id}/command-policy`, policy)
+    const pending = await call(node, admin, "POST", `/v1/agents/${slow.id}/commands/check`, {
+      command: "git push",
+      task_id: accepted.body.id
+    })
+    expect(pending.body.decision).toBe("pending")
+    const waiting = call(node, admin, "GET", `/v1/approvals/${pending.body.approval_id}?wait=30`)
+    await new Promise((r) => setTimeout(r, 300))
+    expect((await call(node, admin, "POST", `/v1/tasks/${accepted.body.id}/cancel`)).status).toBe(200)
+    expect((await waiting).body).toMatchObject({ status: "expired", reason: "The task was cancelled." })
+    // the other agent's checks are untouched
+    expect((await check({ command: "git status" })).body.decision).toBe("allow")
+  })
+
   it("?wait= out of range is a 400", async () => {
     const { admin, check } = await world()
     const pending = await check({ command: "git push" })
-    expectError(await call(node, admin, "GET", `/v1/approvals/${pending.body.approval_id}?wait=61`), 400, "validation_failed")
-    expectError(await call(node, admin, "GET", `/v1/approvals/${pending.body.approval_id}?wait=x`), 400, "validation_failed")
+    expectError(
+      await call(node, admin, "GET", `/v1/approvals/${pending.body.approval_id}?wait=61`),
+      400,
+      "validation_failed"
+    )
+    expectError(
+      await call(node, admin, "GET", `/v1/approvals/${pending.body.approval_id}?wait=x`),
+      400,
+      "validation_failed"
+    )
   })
 })
