@@ -35,7 +35,10 @@ export const ApprovalsHttpLive = HttpApiBuilder.group(Api, "approvals", (handler
     const approvals = yield* Approvals
     return handlers
       .handle("listApprovals", ({ urlParams }) => as((p) => approvals.list(p, urlParams)))
-      .handle("getApproval", ({ path, urlParams }) => as((p) => approvalAfter(p, path.approval_id, urlParams.wait ?? 0)))
+      .handle(
+        "getApproval",
+        ({ path, urlParams }) => as((p) => approvalAfter(p, path.approval_id, urlParams.wait ?? 0))
+      )
       .handle("approve", ({ path, payload }) => as((p) => approvals.approve(p, path.approval_id, payload.reason)))
       .handle("reject", ({ path, payload }) => as((p) => approvals.reject(p, path.approval_id, payload.reason)))
   })).pipe(Layer.provide(AgentsLive), Layer.provide(EventLog.Default))

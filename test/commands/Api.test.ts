@@ -31,7 +31,13 @@ describe("command policy REST API", () => {
     const { admin, agentId } = await world()
     const got = await call(node, admin, "GET", policyPath(agentId))
     expect(got.status).toBe(200)
-    expect(got.body).toEqual({ agent_id: agentId, default_action: "deny", rules: [], is_default: true, updated_at: null })
+    expect(got.body).toEqual({
+      agent_id: agentId,
+      default_action: "deny",
+      rules: [],
+      is_default: true,
+      updated_at: null
+    })
     const check = await call(node, admin, "POST", checkPath(agentId), { command: "ls" })
     expect(check.status).toBe(200)
     expect(check.body).toMatchObject({ decision: "deny", rule: null })
@@ -94,7 +100,11 @@ describe("command policy REST API", () => {
     const bOrgKey = await orgKey(node, b.api_key, "super_admin")
     for (const key of [b.api_key, bOrgKey.key]) {
       expectError(await call(node, key, "GET", policyPath(a.agentId)), 404, "not_found")
-      expectError(await call(node, key, "PUT", policyPath(a.agentId), { default_action: "allow", rules: [] }), 404, "not_found")
+      expectError(
+        await call(node, key, "PUT", policyPath(a.agentId), { default_action: "allow", rules: [] }),
+        404,
+        "not_found"
+      )
       expectError(await call(node, key, "POST", checkPath(a.agentId), { command: "ls" }), 404, "not_found")
     }
     // the policy is as its organization left it
@@ -115,7 +125,10 @@ describe("command policy REST API", () => {
     await bad({ default_action: "deny", rules: [{ pattern: "   ", action: "allow" }] }, "pattern")
     await bad({ default_action: "deny", rules: [{ pattern: "ls\nrm", action: "allow" }] }, "pattern")
     await bad({ default_action: "deny", rules: [{ pattern: "x".repeat(501), action: "allow" }] }, "pattern")
-    await bad({ default_action: "deny", rules: Array.from({ length: 201 }, () => ({ pattern: "ls", action: "allow" })) }, "rules")
+    await bad({
+      default_action: "deny",
+      rules: Array.from({ length: 201 }, () => ({ pattern: "ls", action: "allow" }))
+    }, "rules")
     await bad({ rules: [] }, "default_action")
 
     const check = async (body: unknown, path: string) => {
