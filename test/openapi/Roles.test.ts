@@ -12,7 +12,8 @@ import { startTestNode, type TestNode } from "../support/TestNode.js"
  * `x-switchyard-role` and the description's **Role:** line) is the role the server enforces: the role just
  * below it is refused with the server's own "Only <Role> and above may …", and the documented role itself
  * is never refused so (for the reads, which change nothing). Bodies are generated from each operation's
- * payload schema, so they pass decoding and reach the role check.
+ * payload schema, so they pass decoding and reach the role check. Every error answered on the way carries a
+ * code of the operation's documented enum.
  */
 interface Case {
   readonly id: string
@@ -44,6 +45,14 @@ HttpApi.reflect(Api, {
     })
   }
 })
+
+/** Each operation's documented error codes, from the document the node serves. */
+const document = OpenApi.fromApi(Api) as Record<string, any>
+const documentedCodes = (c: Case): Array<string> => {
+  const op = document.paths[c.path.replace(/:(\w+)/g, "{$1}")][c.method.toLowerCase()]
+  const name = `${op.operationId.charAt(0).toUpperCase()}${op.operationId.slice(1)}Error`
+  return document.components.schemas[name].properties.error.properties.code.enum
+}
 
 const UUID = "00000000-0000-4000-8000-000000000001"
 const pathOf = (path: string) =>
@@ -148,7 +157,10 @@ const call = async (c: Case, role: Role) => {
       : { body: JSON.stringify(body), headers: { "content-type": "application/json" } })
   })
   const text = await response.text()
-  return { status: response.status, message: String(JSON.parse(text || "{}")?.error?.message ?? "") }
+  const error = response.status >= 400 ? JSON.parse(text)?.error : undefined
+  // whatever the answer, an error's code is one the operation documents
+  if (error !== undefined) expect(documentedCodes(c), `${c.id} answered ${error.code}`).toContain(error.code)
+  return { status: response.status, message: String(error?.message ?? "") }
 }
 
 const refusal = (role: Role) => `Only ${roleDisplayName[role]} and above may`
@@ -163,6 +175,21 @@ describe("documented roles", () => {
       const refused = await call(c, below[c.role]!)
       expect(refused.status, refused.message).toBe(403)
       expect(refused.message).toContain(refusal(c.role))
+    })
+  }
+
+  for (const c of cases.filter((c) => !c.path.endsWith("/events"))) {
+    it(`${c.id}: a malformed request and a missing key get codes it documents`, async () => {
+      const response = await node.fetch(c.path.replace(/:(\w+)/g, "not-an-id"), {
+        method: c.method,
+        apiKey: keys.member,
+        ...(c.method === "GET" || c.method === "DELETE"
+          ? {}
+          : { body: "{\"unexpected\": true}", headers: { "content-type": "application/json" } })
+      })
+      if (response.status >= 400) expect(documentedCodes(c)).toContain((await response.json()).error.code)
+      const anonymous = await fetch(`${node.baseUrl}${pathOf(c.path)}`, { method: c.method })
+      expect(documentedCodes(c)).toContain((await anonymous.json()).error.code)
     })
   }
 
