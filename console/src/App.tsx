@@ -26,6 +26,9 @@ const Skills = lazy(() => import("./pages/Skills.js"))
 const Approvals = lazy(() => import("./pages/Approvals.js"))
 const Settings = lazy(() => import("./pages/Settings.js"))
 const AuditLog = lazy(() => import("./pages/AuditLog.js"))
+const Schedules = lazy(() => import("./pages/Schedules.js"))
+const Files = lazy(() => import("./pages/Files.js"))
+const Webhooks = lazy(() => import("./pages/Webhooks.js"))
 
 interface NavItem {
   readonly to: string
@@ -40,7 +43,10 @@ export const NAV: ReadonlyArray<NavItem> = [
   { to: "/tasks", label: "Tasks", minimum: "member" },
   { to: "/connectors", label: "Connectors", minimum: "member" },
   { to: "/skills", label: "Skills", minimum: "member" },
+  { to: "/schedules", label: "Schedules", minimum: "member" },
+  { to: "/files", label: "Files", minimum: "member" },
   { to: "/approvals", label: "Approvals", minimum: "admin" },
+  { to: "/webhooks", label: "Webhooks", minimum: "admin" },
   { to: "/audit-log", label: "Audit log", minimum: "admin" },
   { to: "/settings", label: "Settings", minimum: "member" }
 ]
@@ -56,6 +62,9 @@ const route = (path: string): { element: ReactNode; minimum: Role } | undefined 
   if ((m = match("/connectors/:id", path))) return { element: <ConnectorPage id={m.id!} />, minimum: "member" }
   if (path === "/skills") return { element: <Skills />, minimum: "member" }
   if (path === "/approvals") return { element: <Approvals />, minimum: "admin" }
+  if (path === "/schedules") return { element: <Schedules />, minimum: "member" }
+  if (path === "/files") return { element: <Files />, minimum: "member" }
+  if (path === "/webhooks") return { element: <Webhooks />, minimum: "admin" }
   if (path === "/audit-log") return { element: <AuditLog />, minimum: "admin" }
   if (path === "/settings" || path.startsWith("/settings/")) {
     return { element: <Settings section={path.slice("/settings/".length) || "api-keys"} />, minimum: "member" }

@@ -261,6 +261,38 @@ describe.skipIf(CHROMIUM === undefined)("the web console in a real browser (head
     expect(new Set(events.map((e: any) => e.action))).toEqual(new Set(["CREATE_AGENT"]))
   })
 
+  it("uploads a workspace file, and schedules the agent and runs the schedule now", async () => {
+    const page = adminPage
+    await go(page, "/files")
+    await page.getByText("No files here.").waitFor()
+    await page.getByLabel("File", { exact: true }).setInputFiles({
+      name: "brief.txt",
+      mimeType: "text/plain",
+      buffer: Buffer.from("Be brief.")
+    })
+    await page.getByLabel("Name in the workspace").fill("shared/brief.txt")
+    await page.getByRole("button", { name: "Upload" }).click()
+    await page.getByRole("link", { name: "shared/brief.txt" }).waitFor()
+    const files = (await call(node, admin.api_key, "GET", "/v1/files")).body.items
+    expect(files.map((f: any) => [f.name, f.size])).toEqual([["shared/brief.txt", 9]])
+
+    model.script.push({ text: "Scheduled hello." })
+    await go(page, "/schedules")
+    await page.getByRole("button", { name: "New schedule" }).click()
+    await page.getByRole("button", { name: "Create schedule" }).click()
+    await page.getByText("Name the schedule.").waitFor()
+    await page.getByLabel("Schedule name").fill("Hourly check")
+    await page.getByLabel("Agent").selectOption({ label: "Pet helper" })
+    await page.getByLabel("Repeat by").selectOption("every")
+    await page.getByLabel("Every").fill("1h")
+    await page.getByLabel("Message").fill("Check the pets.")
+    await page.getByRole("button", { name: "Create schedule" }).click()
+    await page.getByRole("heading", { name: /Hourly check/ }).waitFor()
+    await page.getByRole("button", { name: "Run now" }).click()
+    await page.getByRole("heading", { name: /^Task / }).waitFor()
+    await page.getByRole("list", { name: "Thread" }).getByText("Check the pets.", { exact: true }).waitFor()
+  })
+
   it("a Member sees no Admin pages, and the API refuses them when the browser is made to ask", async () => {
     const context = await windowOf(browser, 390)
     const page = await signInAs(context, node.baseUrl, member.email, PASSWORD)
@@ -268,7 +300,7 @@ describe.skipIf(CHROMIUM === undefined)("the web console in a real browser (head
     // at 390 px the navigation folds behind the Menu button
     await page.getByRole("button", { name: "Menu" }).click()
     const links = await nav.getByRole("link").allTextContents()
-    expect(links).toEqual(["Overview", "Agents", "Tasks", "Connectors", "Skills", "Settings"])
+    expect(links).toEqual(["Overview", "Agents", "Tasks", "Connectors", "Skills", "Schedules", "Files", "Settings"])
     await nav.getByRole("link", { name: "Settings" }).click()
     await page.getByRole("heading", { name: "API keys", level: 2 }).waitFor()
     const settings = await page.getByRole("navigation", { name: "Settings" }).getByRole("link").allTextContents()
@@ -333,7 +365,10 @@ describe.skipIf(CHROMIUM === undefined)("the web console in a real browser (head
       ["connectors", "/connectors"],
       ["connector", `/connectors/${made.connectorId}`],
       ["skills", "/skills"],
+      ["schedules", "/schedules"],
+      ["files", "/files"],
       ["approvals", "/approvals"],
+      ["webhooks", "/webhooks"],
       ["audit-log", "/audit-log"],
       ["settings-api-keys", "/settings/api-keys"],
       ["settings-members", "/settings/members"],
