@@ -40,6 +40,7 @@ describe("openapi.json for code generators", () => {
     const catalogue = new Set(ErrorCodes.map((e) => e.code))
     for (const { where, op } of operations) {
       for (const [status, response] of Object.entries<Record<string, any>>(op.responses)) {
+        expect(status, `${where}: a code outside the catalogue`).not.toBe("default")
         if (Number(status) < 400) continue
         const ref: string = response.content["application/json"].schema.$ref
         const schema = document.components.schemas[ref.split("/").pop()!]
