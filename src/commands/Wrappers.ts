@@ -199,6 +199,22 @@ export const innerOf = (words: ReadonlyArray<ShellWord>): Inner => {
       }
       return { commands, scripts: [], assignments: [] }
     }
+    case "trap": {
+      // `trap 'script' SIGNAL…`: the script runs later, when the signal comes
+      const first = words[1]?.value === "--" ? 2 : 1
+      const action = words[first]
+      if (action === undefined || /^-[lp]$/.test(action.value ?? "") || words.length < first + 2) return none
+      const script = text(action, "trap's command")
+      return script === "-" || script === "" ? none : { ...none, scripts: [script] }
+    }
+    case "mapfile":
+    case "readarray": {
+      // `-C callback` evaluates the callback as a command every few lines
+      const at = words.findIndex((w, i) => i > 0 && w.value === "-C")
+      if (at < 0 && !words.some((w) => /^-[a-zA-Z]*C./.test(w.value ?? w.source))) return none
+      if (at < 0 || at + 1 >= words.length) throw new Unreadable(`${name} -C is not analysed`)
+      return { ...none, scripts: [text(words[at + 1]!, `${name}'s callback`)] }
+    }
     case "eval":
       return { ...none, scripts: words.length > 1 ? [words.slice(1).map((w) => text(w, "eval's text")).join(" ")] : [] }
     case "alias":

@@ -41,6 +41,8 @@ const wrappers: Policy = {
     { pattern: "stdbuf *", action: "allow" },
     { pattern: "printf *", action: "allow" },
     { pattern: "unset *", action: "allow" },
+    { pattern: "trap *", action: "allow" },
+    { pattern: "mapfile *", action: "allow" },
     { pattern: "git status", action: "allow" },
     { pattern: "rm *", action: "deny" }
   ]
@@ -150,7 +152,10 @@ const corpus: ReadonlyArray<readonly [keyof typeof policies, string, RuleAction,
   ["wrappers", "setsid rm x", "deny", "setsid runs rm"],
   ["wrappers", "stdbuf -o0 rm x", "deny", "stdbuf runs rm"],
   ["wrappers", "printf -v 'a[$(rm x)]' %s 1", "deny", "an array subscript in a variable name runs commands"],
-  ["wrappers", "unset 'a[$(rm x)]'", "deny", "unset evaluates subscripts too"]
+  ["wrappers", "unset 'a[$(rm x)]'", "deny", "unset evaluates subscripts too"],
+  ["wrappers", "trap 'rm -rf /' EXIT", "deny", "a trap runs its text later"],
+  ["wrappers", "trap 'git status' EXIT", "allow", "a trap of an allowed command"],
+  ["wrappers", "mapfile -C 'rm x' -c 1 a < list", "deny", "mapfile's callback is a command"]
 ]
 
 describe("the command gate's adversarial corpus", () => {
