@@ -1356,6 +1356,167 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/knowledge-bases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List knowledge bases
+         * @description The organization's knowledge bases, oldest first (every member reads them).
+         */
+        get: operations["listKnowledgeBases"];
+        put?: never;
+        /**
+         * Create knowledge base
+         * @description Create a knowledge base (Builder+, a key not limited to agents). 400 `invalid_language` for a language that is no text search configuration; 409 `knowledge_base_name_taken`. Audited.
+         */
+        post: operations["createKnowledgeBase"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/knowledge-bases/{knowledge_base_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get knowledge base */
+        get: operations["getKnowledgeBase"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete knowledge base
+         * @description Delete a knowledge base with its documents (Builder+); agents it was attached to stop searching it. Audited.
+         */
+        delete: operations["deleteKnowledgeBase"];
+        options?: never;
+        head?: never;
+        /**
+         * Update knowledge base
+         * @description Change a knowledge base (Builder+). A new language re-indexes it. Audited.
+         */
+        patch: operations["updateKnowledgeBase"];
+        trace?: never;
+    };
+    "/v1/knowledge-bases/{knowledge_base_id}/documents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List knowledge documents
+         * @description The base's documents in the order they were added, with their status.
+         */
+        get: operations["listKnowledgeDocuments"];
+        put?: never;
+        /**
+         * Add knowledge document
+         * @description Add a document (Builder+): `{name, text}`, `{name, file_id}` or `{name, url}`. Answers 202 with the document `processing`; it is read, chunked and indexed in the background (poll it for `status`, `progress`). 413 `document_too_large`, 415 `unsupported_document_type`, 400 `unknown_file`, 422 `document_url_not_allowed` (egress guard) or `document_url_unreachable`. Audited.
+         */
+        post: operations["addKnowledgeDocument"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/knowledge-bases/{knowledge_base_id}/documents/{document_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get knowledge document
+         * @description A document: `status` (processing, ready, error with `error`) and `progress`.
+         */
+        get: operations["getKnowledgeDocument"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete knowledge document
+         * @description Delete a document and its chunks (Builder+), even while it is processed. Audited.
+         */
+        delete: operations["deleteKnowledgeDocument"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/knowledge-bases/{knowledge_base_id}/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Search knowledge base
+         * @description Full-text search of the base's ready documents (web-search syntax, in the base's language): the best chunks with their document, score and a snippet.
+         */
+        post: operations["searchKnowledgeBase"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{agent_id}/knowledge-bases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List agent knowledge bases
+         * @description The knowledge bases an agent searches (its `search_knowledge` tool).
+         */
+        get: operations["listAgentKnowledgeBases"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{agent_id}/knowledge-bases/{knowledge_base_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Attach knowledge base
+         * @description Attach a knowledge base to an agent (spec 2.7; Builder+ who may use the agent): its runs get a `search_knowledge` tool. Attaching again changes nothing. Audited.
+         */
+        put: operations["attachKnowledgeBase"];
+        post?: never;
+        /**
+         * Detach knowledge base
+         * @description Detach a knowledge base from an agent (Builder+); 404 when it is not attached.
+         */
+        delete: operations["detachKnowledgeBase"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/functions": {
         parameters: {
             query?: never;
@@ -2603,7 +2764,7 @@ export interface components {
          * ThreadEvent
          * @description One step of a task's thread; `data` by `type`.
          */
-        ThreadEvent: components["schemas"]["ThreadMessageEvent"] | components["schemas"]["ThreadModelCallEvent"] | components["schemas"]["ThreadToolCallEvent"] | components["schemas"]["ThreadApprovalRequestedEvent"] | components["schemas"]["ThreadApprovalDecidedEvent"] | components["schemas"]["ThreadEndEvent"];
+        ThreadEvent: components["schemas"]["ThreadMessageEvent"] | components["schemas"]["ThreadModelCallEvent"] | components["schemas"]["ThreadToolCallEvent"] | components["schemas"]["ThreadApprovalRequestedEvent"] | components["schemas"]["ThreadApprovalDecidedEvent"] | components["schemas"]["ThreadCommandCheckEvent"] | components["schemas"]["ThreadEndEvent"];
         /** LlmUsage */
         LlmUsage: {
             /**
@@ -3185,6 +3346,162 @@ export interface components {
         FilePage: {
             items: components["schemas"]["WorkspaceFile"][];
             next_cursor: string | null;
+        };
+        /** KnowledgeBasePage */
+        KnowledgeBasePage: {
+            items: components["schemas"]["KnowledgeBase"][];
+            next_cursor: string | null;
+        };
+        /** KnowledgeBase */
+        KnowledgeBase: {
+            /**
+             * Format: uuid
+             * @description Identifier of a knowledge base (UUID).
+             */
+            id: string;
+            name: string;
+            description: string;
+            /** @description Its text search configuration (stemming, stop words). */
+            language: string;
+            /** @description Documents in it, whatever their status. */
+            document_count: components["schemas"]["NonNegative"];
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        /** CreateKnowledgeBase */
+        CreateKnowledgeBase: {
+            /** @description a string that will be trimmed */
+            name: string;
+            /** @description What it holds; agents see it in their `search_knowledge` tool's description. */
+            description?: string;
+            language?: components["schemas"]["TextSearchLanguage"];
+        };
+        /**
+         * TextSearchLanguage
+         * @description A PostgreSQL text search configuration: `english`, `simple` (no stemming, no stop words), `german`, `french`, `spanish`, … (400 `invalid_language` lists those the server has). Default `english`.
+         */
+        TextSearchLanguage: string;
+        /** UpdateKnowledgeBase */
+        UpdateKnowledgeBase: {
+            /** @description a string that will be trimmed */
+            name?: string;
+            /** @description a string at most 2000 character(s) long */
+            description?: string;
+            /** @description Changing it re-indexes every chunk of the base in the same request. */
+            language?: components["schemas"]["TextSearchLanguage"];
+        };
+        /**
+         * AddDocument
+         * @description A name and exactly one source: `text`, `file_id` or `url`.
+         */
+        AddDocument: {
+            /** @description a string that will be trimmed */
+            name: string;
+            /** @description Source 1: the document itself, inline. */
+            text?: string;
+            /**
+             * Format: uuid
+             * @description Source 2: a workspace file you may read (`POST /v1/files`); its type from its Content-Type or extension.
+             */
+            file_id?: string;
+            /** @description Source 3: an http(s) URL, fetched once, now, through the egress guard (internal addresses refused; at most 5 redirects, each checked); its type from the answer's Content-Type. */
+            url?: string;
+            /**
+             * @description Overrides the type: default from the Content-Type, else the name's extension (`.md`, `.html`/`.htm`, `.pdf`, `.txt`); inline text is `txt` unless the name says otherwise.
+             * @enum {string}
+             */
+            format?: "txt" | "md" | "html" | "pdf";
+        };
+        /** KnowledgeDocument */
+        KnowledgeDocument: {
+            /**
+             * Format: uuid
+             * @description Identifier of a document of a knowledge base (UUID).
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description Identifier of a knowledge base (UUID).
+             */
+            knowledge_base_id: string;
+            name: string;
+            /**
+             * @description How the text is read: plain text, Markdown (headings make sections), HTML (its text, headings kept) or PDF (each page's text).
+             * @enum {string}
+             */
+            format: "txt" | "md" | "html" | "pdf";
+            /** @description Bytes of the source as received. */
+            size: components["schemas"]["NonNegative"];
+            source: components["schemas"]["KnowledgeDocumentSource"];
+            /**
+             * @description `processing`: queued or being read and indexed; `ready`: searchable; `error`: see `error`.
+             * @enum {string}
+             */
+            status: "processing" | "ready" | "error";
+            /** @description 0 to 1: how far ingestion has come (1 when ready). */
+            progress: number;
+            /** @description Chunks indexed so far. */
+            chunk_count: components["schemas"]["NonNegative"];
+            /** @description Why ingestion failed, when `status` is `error`. */
+            error: {
+                /** @description `extraction_failed` (not readable as its format), `no_text` (nothing to index), `file_gone` (the workspace file was deleted first) or `ingestion_failed` (three attempts failed). */
+                reason: string;
+                message: string;
+            } | null;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        /** KnowledgeDocumentSource */
+        KnowledgeDocumentSource: {
+            /** @enum {string} */
+            type: "text" | "file" | "url";
+            file_id: string | null;
+            url: string | null;
+        };
+        /** KnowledgeDocumentPage */
+        KnowledgeDocumentPage: {
+            items: components["schemas"]["KnowledgeDocument"][];
+            next_cursor: string | null;
+        };
+        /** SearchKnowledge */
+        SearchKnowledge: {
+            /** @description a string that will be trimmed */
+            query: string;
+            /** @description Most chunks to return, 1–50 (default 10). */
+            limit?: components["schemas"]["Int"];
+        };
+        /** KnowledgeSearchResults */
+        KnowledgeSearchResults: {
+            items: components["schemas"]["KnowledgeSearchHit"][];
+        };
+        /** KnowledgeSearchHit */
+        KnowledgeSearchHit: {
+            /**
+             * Format: uuid
+             * @description Identifier of a knowledge base (UUID).
+             */
+            knowledge_base_id: string;
+            /**
+             * Format: uuid
+             * @description Identifier of a document of a knowledge base (UUID).
+             */
+            document_id: string;
+            document_name: string;
+            /**
+             * Format: uuid
+             * @description Identifier of one chunk (passage) of a document (UUID); stable until the document is deleted.
+             */
+            chunk_id: string;
+            /** @description The chunk's place in its document, from 0. */
+            chunk_index: components["schemas"]["NonNegative"];
+            /** @description The headings the chunk is under, outermost first (a PDF's: `Page N`). */
+            heading_path: string[];
+            /** @description Relevance (ts_rank_cd), higher is better; comparable within one search. */
+            score: number;
+            /** @description The best-matching fragments, matches in `**…**`. */
+            snippet: string;
+            /** @description The whole chunk. */
+            text: string;
         };
         /** FunctionPage */
         FunctionPage: {
@@ -4093,6 +4410,40 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** ThreadCommandCheckEvent */
+        ThreadCommandCheckEvent: {
+            seq: components["schemas"]["Int"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "command_check";
+            at: components["schemas"]["Timestamp"];
+            /** @description The person who asked. */
+            user: {
+                id: string;
+                email: string;
+            };
+            data: components["schemas"]["ThreadCommandCheckData"];
+        };
+        /**
+         * ThreadCommandCheckData
+         * @description command_check: a shell command a coding-agent runtime checked against the agent's command policy.
+         */
+        ThreadCommandCheckData: {
+            check_id: string;
+            command: string;
+            cwd?: string | null;
+            /** @enum {string} */
+            decision: "allow" | "deny" | "pending";
+            rule?: string | null;
+            reason?: string;
+            approval_id?: string | null;
+            commands: unknown[];
+            by?: unknown;
+        } & {
+            [key: string]: unknown;
+        };
         /** ThreadEndEvent */
         ThreadEndEvent: {
             seq: components["schemas"]["Int"];
@@ -4128,7 +4479,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "file_not_text" | "header_not_allowed" | "internal_error" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "skill_archived" | "skill_not_published" | "type_required" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed";
+                code: "bad_request" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "file_not_text" | "header_not_allowed" | "internal_error" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "skill_archived" | "skill_not_published" | "type_required" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4146,7 +4497,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "file_not_text" | "functions_busy" | "header_not_allowed" | "internal_error" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "skill_archived" | "skill_not_published" | "type_required" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed";
+                code: "bad_request" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "file_not_text" | "functions_busy" | "header_not_allowed" | "internal_error" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "skill_archived" | "skill_not_published" | "type_required" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4164,7 +4515,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed";
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4182,7 +4533,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed";
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4254,7 +4605,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed";
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4290,7 +4641,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed";
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4344,7 +4695,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4398,7 +4749,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4434,7 +4785,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4452,7 +4803,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4524,7 +4875,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4560,7 +4911,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4596,7 +4947,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4632,7 +4983,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4686,7 +5037,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4722,7 +5073,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4740,7 +5091,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4758,7 +5109,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4776,7 +5127,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4794,7 +5145,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4884,7 +5235,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4920,7 +5271,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4974,7 +5325,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5010,7 +5361,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed";
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5100,7 +5451,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5190,7 +5541,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5262,7 +5613,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5316,7 +5667,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_output_too_large" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_url_not_allowed";
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_output_too_large" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_url_not_allowed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5352,7 +5703,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_output_too_large" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_url_not_allowed";
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_output_too_large" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_url_not_allowed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5370,7 +5721,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5406,7 +5757,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5442,7 +5793,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5460,7 +5811,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5478,7 +5829,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5550,7 +5901,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5595,6 +5946,240 @@ export interface components {
             };
         };
         /**
+         * ListKnowledgeBasesError
+         * @description An error of `listKnowledgeBases`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListKnowledgeBasesError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * CreateKnowledgeBaseError
+         * @description An error of `createKnowledgeBase`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        CreateKnowledgeBaseError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetKnowledgeBaseError
+         * @description An error of `getKnowledgeBase`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetKnowledgeBaseError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * UpdateKnowledgeBaseError
+         * @description An error of `updateKnowledgeBase`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        UpdateKnowledgeBaseError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * DeleteKnowledgeBaseError
+         * @description An error of `deleteKnowledgeBase`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        DeleteKnowledgeBaseError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * AddKnowledgeDocumentError
+         * @description An error of `addKnowledgeDocument`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        AddKnowledgeDocumentError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_too_large" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "file_too_large" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "unsupported_document_type" | "unsupported_media_type" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListKnowledgeDocumentsError
+         * @description An error of `listKnowledgeDocuments`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListKnowledgeDocumentsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetKnowledgeDocumentError
+         * @description An error of `getKnowledgeDocument`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetKnowledgeDocumentError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * DeleteKnowledgeDocumentError
+         * @description An error of `deleteKnowledgeDocument`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        DeleteKnowledgeDocumentError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * SearchKnowledgeBaseError
+         * @description An error of `searchKnowledgeBase`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        SearchKnowledgeBaseError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListAgentKnowledgeBasesError
+         * @description An error of `listAgentKnowledgeBases`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListAgentKnowledgeBasesError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * AttachKnowledgeBaseError
+         * @description An error of `attachKnowledgeBase`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        AttachKnowledgeBaseError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * DetachKnowledgeBaseError
+         * @description An error of `detachKnowledgeBase`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        DetachKnowledgeBaseError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
          * ListFunctionsError
          * @description An error of `listFunctions`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
          */
@@ -5604,7 +6189,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5622,7 +6207,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5640,7 +6225,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5658,7 +6243,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5676,7 +6261,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5694,7 +6279,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5712,7 +6297,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "function_timeout" | "functions_busy" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "unprocessable" | "unsupported_media_type" | "upstream_timeout" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "function_timeout" | "functions_busy" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "unsupported_media_type" | "upstream_timeout" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5730,7 +6315,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5748,7 +6333,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5766,7 +6351,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5820,7 +6405,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5856,7 +6441,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5892,7 +6477,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5910,7 +6495,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6000,7 +6585,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "validation_failed";
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6018,7 +6603,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "unsupported_media_type" | "validation_failed";
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6036,7 +6621,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_group" | "unsupported_media_type" | "validation_failed";
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6074,7 +6659,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6123,7 +6708,7 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6172,7 +6757,7 @@ export interface operations {
                     "application/json": components["schemas"]["Me"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6262,7 +6847,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6679,7 +7264,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6876,7 +7461,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKey"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7183,7 +7768,7 @@ export interface operations {
                     "application/json": components["schemas"]["Connector"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7219,7 +7804,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetConnectorError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7489,7 +8074,7 @@ export interface operations {
                     "application/json": components["schemas"]["Operation"][];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7525,7 +8110,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListOperationsError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7588,7 +8173,7 @@ export interface operations {
                     "application/json": components["schemas"]["Connection"][];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7624,7 +8209,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListConnectionsError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7811,7 +8396,7 @@ export interface operations {
                     "application/json": components["schemas"]["Connection"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7847,7 +8432,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetConnectionError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8206,7 +8791,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationSchema"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8242,7 +8827,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationSchemaError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8471,7 +9056,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8507,7 +9092,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListAgentsError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8722,7 +9307,7 @@ export interface operations {
                     "application/json": components["schemas"]["Agent"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8758,7 +9343,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetAgentError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8819,7 +9404,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8855,7 +9440,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteAgentError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9294,7 +9879,7 @@ export interface operations {
                     "application/json": components["schemas"]["Task"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9330,7 +9915,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetTaskError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9538,7 +10123,7 @@ export interface operations {
                     "application/json": components["schemas"]["Thread"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9574,7 +10159,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetThreadError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9637,7 +10222,7 @@ export interface operations {
                     "application/json": components["schemas"]["LlmUsage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9673,7 +10258,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetLlmUsageError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9733,7 +10318,7 @@ export interface operations {
                     "application/json": components["schemas"]["ModelProviderSettings"][];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9769,7 +10354,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListModelProvidersError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9835,7 +10420,7 @@ export interface operations {
                     "application/json": components["schemas"]["ModelProviderSettings"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9871,7 +10456,7 @@ export interface operations {
                     "application/json": components["schemas"]["SetModelProviderError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9949,7 +10534,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9985,7 +10570,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteModelProviderError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10393,7 +10978,7 @@ export interface operations {
                     "application/json": components["schemas"]["Group"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10429,7 +11014,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetGroupError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10490,7 +11075,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10526,7 +11111,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteGroupError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10926,7 +11511,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10962,7 +11547,7 @@ export interface operations {
                     "application/json": components["schemas"]["RemoveGroupMemberError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11124,7 +11709,7 @@ export interface operations {
                     "text/csv": string;
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11585,7 +12170,7 @@ export interface operations {
                     "application/json": components["schemas"]["Skill"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11621,7 +12206,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetSkillError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12097,7 +12682,7 @@ export interface operations {
                     "application/json": components["schemas"]["AttachedSkill"][];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12133,7 +12718,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListAgentSkillsError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12465,7 +13050,7 @@ export interface operations {
                     "application/json": components["schemas"]["Approval"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12501,7 +13086,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetApprovalError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12803,7 +13388,7 @@ export interface operations {
                     "application/json": components["schemas"]["SsoSettings"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12839,7 +13424,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetSsoError"];
                 };
             };
-            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
+            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -13006,7 +13591,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13042,7 +13627,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteSsoError"];
                 };
             };
-            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
+            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -13105,7 +13690,7 @@ export interface operations {
                     "application/json": components["schemas"]["SchedulePage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13141,7 +13726,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListSchedulesError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13319,7 +13904,7 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13355,7 +13940,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetScheduleError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13416,7 +14001,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13452,7 +14037,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteScheduleError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13627,7 +14212,7 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13663,7 +14248,7 @@ export interface operations {
                     "application/json": components["schemas"]["PauseScheduleError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13726,7 +14311,7 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13762,7 +14347,7 @@ export interface operations {
                     "application/json": components["schemas"]["ResumeScheduleError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14124,7 +14709,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkspaceFile"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14160,7 +14745,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetFileError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14380,6 +14965,1381 @@ export interface operations {
             };
         };
     };
+    listKnowledgeBases: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1–200 (default 50). */
+                limit?: string;
+                /** @description `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description KnowledgeBasePage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeBasePage"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeBasesError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeBasesError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeBasesError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeBasesError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeBasesError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeBasesError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeBasesError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeBasesError"];
+                };
+            };
+        };
+    };
+    createKnowledgeBase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateKnowledgeBase"];
+            };
+        };
+        responses: {
+            /** @description KnowledgeBase */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeBase"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
+                };
+            };
+        };
+    };
+    getKnowledgeBase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                knowledge_base_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description KnowledgeBase */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeBase"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeBaseError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeBaseError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeBaseError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeBaseError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeBaseError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeBaseError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeBaseError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeBaseError"];
+                };
+            };
+        };
+    };
+    deleteKnowledgeBase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                knowledge_base_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
+                };
+            };
+        };
+    };
+    updateKnowledgeBase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                knowledge_base_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateKnowledgeBase"];
+            };
+        };
+        responses: {
+            /** @description KnowledgeBase */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeBase"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
+                };
+            };
+        };
+    };
+    listKnowledgeDocuments: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1–200 (default 50). */
+                limit?: string;
+                /** @description `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                knowledge_base_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description KnowledgeDocumentPage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeDocumentPage"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
+                };
+            };
+        };
+    };
+    addKnowledgeDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                knowledge_base_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddDocument"];
+            };
+        };
+        responses: {
+            /** @description KnowledgeDocument */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeDocument"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`, `file_too_large`, `document_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`, `unsupported_document_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
+                };
+            };
+        };
+    };
+    getKnowledgeDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                knowledge_base_id: string;
+                document_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description KnowledgeDocument */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeDocument"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeDocumentError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeDocumentError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeDocumentError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeDocumentError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeDocumentError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeDocumentError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeDocumentError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeDocumentError"];
+                };
+            };
+        };
+    };
+    deleteKnowledgeDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                knowledge_base_id: string;
+                document_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
+                };
+            };
+        };
+    };
+    searchKnowledgeBase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                knowledge_base_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SearchKnowledge"];
+            };
+        };
+        responses: {
+            /** @description KnowledgeSearchResults */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeSearchResults"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
+                };
+            };
+        };
+    };
+    listAgentKnowledgeBases: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["KnowledgeBase"][];
+                    };
+                };
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
+                };
+            };
+        };
+    };
+    attachKnowledgeBase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: string;
+                knowledge_base_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachKnowledgeBaseError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachKnowledgeBaseError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachKnowledgeBaseError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachKnowledgeBaseError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachKnowledgeBaseError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachKnowledgeBaseError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachKnowledgeBaseError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachKnowledgeBaseError"];
+                };
+            };
+        };
+    };
+    detachKnowledgeBase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: string;
+                knowledge_base_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachKnowledgeBaseError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachKnowledgeBaseError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachKnowledgeBaseError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachKnowledgeBaseError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachKnowledgeBaseError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachKnowledgeBaseError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachKnowledgeBaseError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachKnowledgeBaseError"];
+                };
+            };
+        };
+    };
     listFunctions: {
         parameters: {
             query?: never;
@@ -14398,7 +16358,7 @@ export interface operations {
                     "application/json": components["schemas"]["FunctionPage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14434,7 +16394,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListFunctionsError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14498,7 +16458,7 @@ export interface operations {
                     "application/json": components["schemas"]["CustomFunction"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14534,7 +16494,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreateFunctionError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14618,7 +16578,7 @@ export interface operations {
                     "application/json": components["schemas"]["CustomFunction"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14654,7 +16614,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetFunctionError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14715,7 +16675,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14751,7 +16711,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteFunctionError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14818,7 +16778,7 @@ export interface operations {
                     "application/json": components["schemas"]["CustomFunction"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14854,7 +16814,7 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateFunctionError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14935,7 +16895,7 @@ export interface operations {
                     "application/json": components["schemas"]["FunctionVersionPage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14971,7 +16931,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListFunctionVersionsError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15041,7 +17001,7 @@ export interface operations {
                     "application/json": components["schemas"]["FunctionResult"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15077,7 +17037,7 @@ export interface operations {
                     "application/json": components["schemas"]["InvokeFunctionError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15104,7 +17064,7 @@ export interface operations {
                     "application/json": components["schemas"]["InvokeFunctionError"];
                 };
             };
-            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
+            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -15176,7 +17136,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentFunctionPage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15212,7 +17172,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListAgentFunctionsError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15277,7 +17237,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentFunction"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15313,7 +17273,7 @@ export interface operations {
                     "application/json": components["schemas"]["AttachFunctionError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15376,7 +17336,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15412,7 +17372,7 @@ export interface operations {
                     "application/json": components["schemas"]["DetachFunctionError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15656,7 +17616,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookList"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15692,7 +17652,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListWebhooksError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15701,7 +17661,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListWebhooksError"];
                 };
             };
-            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
+            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -15882,7 +17842,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15918,7 +17878,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetWebhookError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15927,7 +17887,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetWebhookError"];
                 };
             };
-            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
+            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -15988,7 +17948,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16024,7 +17984,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteWebhookError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16033,7 +17993,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteWebhookError"];
                 };
             };
-            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
+            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -16217,7 +18177,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedWebhook"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16253,7 +18213,7 @@ export interface operations {
                     "application/json": components["schemas"]["RotateWebhookSecretError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16262,7 +18222,7 @@ export interface operations {
                     "application/json": components["schemas"]["RotateWebhookSecretError"];
                 };
             };
-            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
+            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -16712,7 +18672,7 @@ export interface operations {
                     "application/json": components["schemas"]["CommandPolicy"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16806,7 +18766,7 @@ export interface operations {
                     "application/json": components["schemas"]["CommandPolicy"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16918,7 +18878,7 @@ export interface operations {
                     "application/json": components["schemas"]["CommandDecision"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
