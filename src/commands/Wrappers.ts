@@ -240,17 +240,12 @@ export const innerOf = (words: ReadonlyArray<ShellWord>): Inner => {
     }
   }
   if (name !== undefined && SHELLS.has(name)) {
-    let i = name === "busybox" ? 2 : 1
-    let script = false
-    for (; i < words.length; i++) {
-      const w = text(words[i]!, `an option of ${name}`)
-      if (w === "--" || !/^[-+]/.test(w)) break
-      if (/^[-+][oO]$/.test(w)) i++
-      else if (/^-[a-zA-Z]*c[a-zA-Z]*$/.test(w)) script = true
-    }
-    if (!script) return none
-    if (i >= words.length) throw new Unreadable(`${name} -c needs a script`)
-    return { ...none, scripts: [text(words[i]!, `the script of ${name} -c`)] }
+    // any `-c`-like word, wherever it is (`bash --rcfile x -c …`): reading too much as a script only judges more
+    const at = words.findIndex((w, i) => i > 0 && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(w.value ?? ""))
+    if (at < 0) return none
+    const scriptAt = words[at + 1]?.value === "--" ? at + 2 : at + 1
+    if (scriptAt >= words.length) throw new Unreadable(`${name} -c needs a script`)
+    return { ...none, scripts: [text(words[scriptAt]!, `the script of ${name} -c`)] }
   }
   return none
 }
