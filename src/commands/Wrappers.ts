@@ -72,7 +72,7 @@ const assignmentsFrom = (words: ReadonlyArray<ShellWord>, from: number) => {
   return { next: i, assignments }
 }
 
-const SHELLS = new Set(["sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "busybox"])
+const SHELLS = new Set(["sh", "bash", "dash", "zsh", "ksh", "ash", "mksh"])
 
 /**
  * The commands a command runs on behalf of its words: `env X=1 cmd`, `sudo cmd`, `xargs cmd`, `find -exec
@@ -92,6 +92,9 @@ export const innerOf = (words: ReadonlyArray<ShellWord>): Inner => {
       const a = assignmentsFrom(words, o.next)
       return rest(a.next, a.assignments)
     }
+    case "busybox":
+      // a multi-call binary: `busybox rm …` is `rm …`
+      return rest(1)
     case "command":
     case "builtin":
     case "nohup":
