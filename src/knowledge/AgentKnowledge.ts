@@ -40,7 +40,7 @@ export class AgentKnowledge extends Effect.Service<AgentKnowledge>()("knowledge/
     const attach = Effect.fn("AgentKnowledge.attach")(function*(principal: Principal, agent: string, baseId: string) {
       yield* requireRole(principal, "builder", "attach knowledge bases")
       const agentId = yield* usableAgent(principal, agent)
-      const base = yield* bases.find(principal, baseId)
+      const base = yield* bases.ref(principal, baseId)
       yield* repo.attach(principal.organizationId, agentId, base.id).pipe(
         audit.recorded(principal, (attached) =>
           attached
@@ -56,7 +56,7 @@ export class AgentKnowledge extends Effect.Service<AgentKnowledge>()("knowledge/
     const detach = Effect.fn("AgentKnowledge.detach")(function*(principal: Principal, agent: string, baseId: string) {
       yield* requireRole(principal, "builder", "detach knowledge bases")
       const agentId = yield* usableAgent(principal, agent)
-      const base = yield* bases.find(principal, baseId)
+      const base = yield* bases.ref(principal, baseId)
       const detached = yield* repo.detach(principal.organizationId, agentId, base.id).pipe(
         audit.recorded(principal, (detached) =>
           detached

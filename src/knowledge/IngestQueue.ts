@@ -14,6 +14,8 @@ export interface Job {
   readonly format: DocumentFormat
   readonly source_type: "text" | "file" | "url"
   readonly source_file_id: string | null
+  /** The stored source (inline text, a fetched URL); null for a workspace file's. */
+  readonly data: Uint8Array | null
 }
 
 /**
@@ -38,8 +40,9 @@ export class IngestQueue extends Effect.Service<IngestQueue>()("knowledge/Ingest
           RETURNING q.document_id, q.attempts
         )
         SELECT d.id, c.attempts, d.organization_id, d.knowledge_base_id, d.name, d.format, d.source_type,
-          d.source_file_id
-        FROM claimed c JOIN knowledge_documents d ON d.id = c.document_id`.pipe(Effect.orDie)
+          d.source_file_id, s.data
+        FROM claimed c JOIN knowledge_documents d ON d.id = c.document_id
+        LEFT JOIN knowledge_document_sources s ON s.document_id = d.id`.pipe(Effect.orDie)
 
     const renew = (ids: ReadonlyArray<DocumentId>, leaseSeconds: number) =>
       sql`
@@ -52,13 +55,6 @@ export class IngestQueue extends Effect.Service<IngestQueue>()("knowledge/Ingest
         UPDATE knowledge_ingest_queue
         SET leased_until = NULL, available_at = now() + make_interval(secs => ${delaySeconds})
         WHERE document_id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
-
-    /** The bytes stored for a document (inline text, a fetched URL); undefined for a workspace file's. */
-    const source = (id: DocumentId) =>
-      sql<{ data: Uint8Array }>`SELECT data FROM knowledge_document_sources WHERE document_id = ${id}`.pipe(
-        Effect.map(([row]) => row?.data),
-        Effect.orDie
-      )
 
     const progress = (id: DocumentId, fraction: number, chunks: number) =>
       sql`
@@ -89,29 +85,31 @@ export class IngestQueue extends Effect.Service<IngestQueue>()("knowledge/Ingest
         Effect.orDie
       )
 
-    /** The document is ready (or failed): its status, and it leaves the queue with its stored source. */
+    /** The document is ready (or failed): its status, and it leaves the queue with its stored source (one statement). */
     const finish = (
       id: DocumentId,
       outcome:
         | { readonly status: "ready"; readonly chunks: number }
         | { readonly status: "error"; readonly reason: string; readonly message: string }
     ) =>
-      sql.withTransaction(Effect.gen(function*() {
-        if (outcome.status === "ready") {
-          yield* sql`
+      (outcome.status === "ready"
+        ? sql`
+          WITH d AS (
             UPDATE knowledge_documents SET status = 'ready', progress = 1, chunk_count = ${outcome.chunks},
               updated_at = now()
-            WHERE id = ${id} AND status = 'processing'`
-        } else {
-          yield* sql`DELETE FROM knowledge_chunks WHERE document_id = ${id}`
-          yield* sql`
+            WHERE id = ${id} AND status = 'processing'
+          ),
+          s AS (DELETE FROM knowledge_document_sources WHERE document_id = ${id})
+          DELETE FROM knowledge_ingest_queue WHERE document_id = ${id}`
+        : sql`
+          WITH c AS (DELETE FROM knowledge_chunks WHERE document_id = ${id}),
+          d AS (
             UPDATE knowledge_documents SET status = 'error', chunk_count = 0, error_reason = ${outcome.reason},
               error_message = ${outcome.message}, updated_at = now()
-            WHERE id = ${id} AND status = 'processing'`
-        }
-        yield* sql`DELETE FROM knowledge_document_sources WHERE document_id = ${id}`
-        yield* sql`DELETE FROM knowledge_ingest_queue WHERE document_id = ${id}`
-      })).pipe(Effect.orDie)
+            WHERE id = ${id} AND status = 'processing'
+          ),
+          s AS (DELETE FROM knowledge_document_sources WHERE document_id = ${id})
+          DELETE FROM knowledge_ingest_queue WHERE document_id = ${id}`).pipe(Effect.asVoid, Effect.orDie)
 
     /** Whether a document is still queued (it is not when it was deleted while being worked on). */
     const queued = (id: DocumentId) =>
@@ -120,6 +118,6 @@ export class IngestQueue extends Effect.Service<IngestQueue>()("knowledge/Ingest
         Effect.orDie
       )
 
-    return { claim, renew, queued, release, source, progress, clearChunks, insertChunks, finish } as const
+    return { claim, renew, queued, release, progress, clearChunks, insertChunks, finish } as const
   })
 }) {}

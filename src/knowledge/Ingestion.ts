@@ -33,7 +33,7 @@ export class Ingestion extends Effect.Service<Ingestion>()("knowledge/Ingestion"
 
     const bytesOf = (job: Job) =>
       Effect.gen(function*() {
-        if (job.source_type !== "file") return yield* queue.source(job.id)
+        if (job.source_type !== "file") return job.data ?? undefined
         const row = yield* fileRepo.find(job.organization_id, job.source_file_id as FileId)
         if (row === undefined) return undefined
         const parts = yield* Stream.runCollect(files.content(row, 0, Number(row.size) - 1))
@@ -71,7 +71,8 @@ export class Ingestion extends Effect.Service<Ingestion>()("knowledge/Ingestion"
           return yield* queue.finish(job.id, { status: "error", reason: blocks.reason, message: blocks.message })
         }
         const chunks = chunksOf(blocks).map((c) => ({ ...c, id: Crypto.randomUUID() }))
-        yield* queue.clearChunks(job.id)
+        // an earlier attempt may have written some (the first has none to clear)
+        if (job.attempts > 1) yield* queue.clearChunks(job.id)
         for (let at = 0; at < chunks.length; at += INSERT_BATCH) {
           yield* queue.insertChunks(job, chunks.slice(at, at + INSERT_BATCH))
           const done = Math.min(chunks.length, at + INSERT_BATCH)

@@ -1,10 +1,9 @@
-import { Config, Effect } from "effect"
+import { Effect } from "effect"
 import * as Crypto from "node:crypto"
-import { BadRequest, Forbidden, NotFound, PayloadTooLarge, UnsupportedMediaType } from "../../schema/Errors.js"
+import { BadRequest, Forbidden, NotFound } from "../../schema/Errors.js"
 import {
   type AddDocument,
   type CreateKnowledgeBase,
-  type DocumentFormat,
   type DocumentId,
   KnowledgeBase,
   type KnowledgeBaseId,
@@ -14,14 +13,12 @@ import {
 } from "../../schema/KnowledgeBases.js"
 import type { Principal } from "../../schema/Security.js"
 import { AuditLog } from "../audit/AuditLog.js"
-import { Files } from "../files/Files.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
+import { DocumentSources } from "./DocumentSources.js"
 import { Ingestion } from "./Ingestion.js"
 import { KnowledgeIndex, PgKnowledgeIndexLive } from "./KnowledgeIndex.js"
 import { type BaseRow, type DocumentRow, KnowledgeRepo } from "./KnowledgeRepo.js"
-import { formatOf } from "./TextExtraction.js"
-import { UrlSource } from "./UrlSource.js"
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -54,9 +51,6 @@ const toDocument = (row: DocumentRow) =>
     updated_at: row.updated_at
   })
 
-const validation = (path: string, message: string) =>
-  BadRequest.of(`\`${path}\` ${message}.`, { issues: [{ path, message }] }, "validation_failed")
-
 /**
  * Knowledge bases (issue 25; docs/guides/knowledge-bases.md). Every member of the organization reads and
  * searches them; Builders and above create, change and delete bases and their documents, with keys not
@@ -68,16 +62,9 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
     const repo = yield* KnowledgeRepo
     const index = yield* KnowledgeIndex
     const audit = yield* AuditLog
-    const files = yield* Files
-    const urls = yield* UrlSource
+    const sources = yield* DocumentSources
     const ingestion = yield* Ingestion
-    const maxBytes = yield* Config.integer("SWITCHYARD_MAX_DOCUMENT_BYTES").pipe(Config.withDefault(25 * 1024 * 1024))
     let languages: ReadonlySet<string> | undefined
-
-    const tooLarge = PayloadTooLarge.of(
-      `The document is larger than this server accepts: at most ${maxBytes} bytes (SWITCHYARD_MAX_DOCUMENT_BYTES).`,
-      "document_too_large"
-    )
 
     const mayChange = (principal: Principal, verb: string) =>
       Effect.zipRight(
@@ -103,6 +90,14 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
     const find = (principal: Principal, id: string) =>
       Effect.gen(function*() {
         const row = UUID.test(id) ? yield* repo.findBase(principal.organizationId, id as KnowledgeBaseId) : undefined
+        if (row === undefined) return yield* NotFound.of("Knowledge base", id)
+        return row
+      })
+
+    /** The base without its document count, for requests about its documents. */
+    const ref = (principal: Principal, id: string) =>
+      Effect.gen(function*() {
+        const row = UUID.test(id) ? yield* repo.baseRef(principal.organizationId, id as KnowledgeBaseId) : undefined
         if (row === undefined) return yield* NotFound.of("Knowledge base", id)
         return row
       })
@@ -172,58 +167,11 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
       if (removed === undefined) return yield* NotFound.of("Knowledge base", id)
     })
 
-    const unsupported = (what: string) =>
-      UnsupportedMediaType.of(
-        `${what} is not a supported document type: add text (txt), Markdown (md), HTML (html) or PDF (pdf), or ` +
-          "name the format with `format`.",
-        "unsupported_document_type"
-      )
-
-    /** The document's bytes, format and size, from whichever source it names (each checked now). */
-    const sourceOf = (principal: Principal, input: AddDocument) =>
-      Effect.gen(function*() {
-        const given = (["text", "file_id", "url"] as const).filter((k) => input[k] !== undefined)
-        if (given.length !== 1) {
-          return yield* validation(
-            given.length === 0 ? "text" : given[1]!,
-            "give exactly one source: `text`, `file_id` or `url`"
-          )
-        }
-        if (input.text !== undefined) {
-          const bytes = Buffer.from(input.text, "utf8")
-          if (bytes.length > maxBytes) return yield* tooLarge
-          const format = input.format ?? formatOf(undefined, input.name) ?? "txt"
-          if (format === "pdf") return yield* unsupported("Inline text as PDF")
-          return { type: "text" as const, bytes, format, size: bytes.length, fileId: null, url: null }
-        }
-        if (input.file_id !== undefined) {
-          const row = yield* files.find(principal, input.file_id).pipe(
-            Effect.catchTag("NotFound", () =>
-              BadRequest.of(
-                `There is no workspace file ${input.file_id} that you can read.`,
-                undefined,
-                "unknown_file"
-              ))
-          )
-          if (Number(row.size) > maxBytes) return yield* tooLarge
-          const format = input.format ?? formatOf(row.content_type, row.name)
-          if (format === undefined) return yield* unsupported(`A file of type ${row.content_type} (${row.name})`)
-          return { type: "file" as const, bytes: undefined, format, size: Number(row.size), fileId: row.id, url: null }
-        }
-        const url = input.url!
-        if (!/^https?:\/\//i.test(url) || !URL.canParse(url)) return yield* validation("url", "must be an http(s) URL")
-        const fetched = yield* urls.fetch(url, maxBytes)
-        const format: DocumentFormat | undefined = input.format ??
-          formatOf(fetched.contentType, new URL(fetched.url).pathname)
-        if (format === undefined) return yield* unsupported(`An answer of type ${fetched.contentType ?? "(none)"}`)
-        return { type: "url" as const, bytes: fetched.bytes, format, size: fetched.bytes.length, fileId: null, url }
-      })
-
     const addDocument = Effect.fn("KnowledgeBases.addDocument")(
       function*(principal: Principal, baseId: string, input: AddDocument) {
         yield* mayChange(principal, "add documents")
-        const base = yield* find(principal, baseId)
-        const source = yield* sourceOf(principal, input)
+        const base = yield* ref(principal, baseId)
+        const source = yield* sources.of(principal, input)
         const row = yield* repo.insertDocument({
           id: Crypto.randomUUID() as DocumentId,
           knowledge_base_id: base.id,
@@ -258,7 +206,7 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
 
     const findDocument = (principal: Principal, baseId: string, id: string) =>
       Effect.gen(function*() {
-        const base = yield* find(principal, baseId)
+        const base = yield* ref(principal, baseId)
         const row = UUID.test(id)
           ? yield* repo.findDocument(principal.organizationId, base.id, id as DocumentId)
           : undefined
@@ -271,7 +219,7 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
         readonly limit?: number | undefined
         readonly cursor?: string | undefined
       }) {
-        const base = yield* find(principal, baseId)
+        const base = yield* ref(principal, baseId)
         const after = yield* seqOf(page.cursor)
         const limit = page.limit ?? 50
         const rows = yield* repo.listDocuments(base.id, after, limit + 1)
@@ -311,7 +259,7 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
 
     const search = Effect.fn("KnowledgeBases.search")(
       function*(principal: Principal, baseId: string, input: SearchKnowledge) {
-        const base = yield* find(principal, baseId)
+        const base = yield* ref(principal, baseId)
         const items = yield* index.search({
           bases: [{ id: base.id, language: base.language }],
           query: input.query,
@@ -332,15 +280,15 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
       getDocument,
       removeDocument,
       search,
-      find
+      find,
+      ref
     } as const
   }),
   dependencies: [
     KnowledgeRepo.Default,
     PgKnowledgeIndexLive,
     AuditLog.Default,
-    Files.Default,
-    UrlSource.Default,
+    DocumentSources.Default,
     Ingestion.Default
   ]
 }) {}

@@ -16,6 +16,8 @@ export interface BaseRow {
   readonly updated_at: Date
 }
 
+export type BaseRef = Omit<BaseRow, "document_count">
+
 export interface DocumentRow {
   readonly id: DocumentId
   /** bigint as text */
@@ -66,6 +68,15 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("knowledge/Kn
         SELECT ${sql.literal(BASE_COLUMNS)} FROM knowledge_bases b
         WHERE b.id = ${id} AND b.organization_id = ${organizationId}`.pipe(
         Effect.map(([row]): BaseRow | undefined => row),
+        Effect.orDie
+      )
+
+    /** A base without its document count: what a request about its documents needs. */
+    const baseRef = (organizationId: OrganizationId, id: KnowledgeBaseId) =>
+      sql<BaseRef>`
+        SELECT id, organization_id, name, description, language, created_at, updated_at FROM knowledge_bases
+        WHERE id = ${id} AND organization_id = ${organizationId}`.pipe(
+        Effect.map(([row]): BaseRef | undefined => row),
         Effect.orDie
       )
 
@@ -122,7 +133,10 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("knowledge/Kn
         DELETE FROM knowledge_bases WHERE id = ${id} AND organization_id = ${organizationId}
         RETURNING id, name`.pipe(Effect.map(([row]) => row), Effect.orDie)
 
-    /** A new document, its source (unless it stays in the workspace) and its place in the ingestion queue. */
+    /**
+     * A new document, its source (unless it stays in the workspace) and its place in the ingestion queue, in
+     * one statement (foreign keys are checked at its end, when the document row is there).
+     */
     const insertDocument = (row: {
       id: DocumentId
       knowledge_base_id: KnowledgeBaseId
@@ -136,20 +150,21 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("knowledge/Kn
       created_by: string | null
       created_by_key: string
     }, data: Uint8Array | undefined) =>
-      Effect.gen(function*() {
-        const [doc] = yield* sql<DocumentRow>`
+      sql<DocumentRow>`
+        WITH d AS (
           INSERT INTO knowledge_documents (id, knowledge_base_id, organization_id, name, format, size, source_type,
             source_file_id, source_url, status, created_by, created_by_key, created_at, updated_at)
           VALUES (${row.id}, ${row.knowledge_base_id}, ${row.organization_id}, ${row.name}, ${row.format},
             ${row.size}, ${row.source_type}, ${row.source_file_id}, ${row.source_url}, 'processing', ${row.created_by},
             ${row.created_by_key}, now(), now())
-          RETURNING ${sql.literal(DOCUMENT_COLUMNS)}`
-        if (data !== undefined) {
-          yield* sql`INSERT INTO knowledge_document_sources (document_id, data) VALUES (${row.id}, ${data})`
-        }
-        yield* sql`INSERT INTO knowledge_ingest_queue (document_id) VALUES (${row.id})`
-        return doc!
-      }).pipe(Effect.orDie)
+          RETURNING ${sql.literal(DOCUMENT_COLUMNS)}
+        ),
+        s AS (
+          INSERT INTO knowledge_document_sources (document_id, data)
+          SELECT id, ${data ?? null}::bytea FROM d WHERE ${data !== undefined}
+        ),
+        q AS (INSERT INTO knowledge_ingest_queue (document_id) SELECT id FROM d)
+        SELECT * FROM d`.pipe(Effect.map(([doc]) => doc!), Effect.orDie)
 
     const findDocument = (organizationId: OrganizationId, baseId: KnowledgeBaseId, id: DocumentId) =>
       sql<DocumentRow>`
@@ -209,6 +224,7 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("knowledge/Kn
     return {
       languages,
       findBase,
+      baseRef,
       listBases,
       insertBase,
       updateBase,
