@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
+import * as Os from "node:os"
 import * as Path from "node:path"
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core"
 import { expect } from "vitest"
@@ -26,6 +27,23 @@ export const ensureConsoleBuilt = () => {
     Fs.statSync(Path.join(ROOT, "console/index.html")).mtimeMs
   )
   if (Fs.existsSync(index) && Fs.statSync(index).mtimeMs >= sources) return
+  // test files run in parallel workers: one builds, the others wait for it
+  const lock = Path.join(Os.tmpdir(), `switchyard-console-build-${Buffer.from(ROOT).toString("hex").slice(-32)}.lock`)
+  try {
+    Fs.mkdirSync(lock, { recursive: false })
+  } catch {
+    const until = Date.now() + 120_000
+    while (Fs.existsSync(lock) && Date.now() < until) execFileSync("sleep", ["0.5"])
+    return
+  }
+  try {
+    build()
+  } finally {
+    Fs.rmSync(lock, { recursive: true, force: true })
+  }
+}
+
+const build = () => {
   // NODE_ENV=production: under vitest (NODE_ENV=test) Vite would bundle the development build of React
   execFileSync("npm", ["run", "build:console"], {
     cwd: ROOT,
