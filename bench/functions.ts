@@ -70,6 +70,7 @@ export const run = async () => {
     const agents: Target = { name: "agents", url: `${node.baseUrl}/v1/agents`, headers: { "x-api-key": apiKey } }
 
     const rows: Array<Record<string, number>> = []
+    const hostileOutcomes: Array<Record<string, number>> = []
     let errors = 0
     for (let round = 1; round <= rounds(); round++) {
       const invokeLatency = await measureLatency(invoke, {
@@ -122,6 +123,7 @@ export const run = async () => {
         hostileOther: Object.entries(outcomes).filter(([k]) => k !== "function_timeout").reduce((a, [, n]) => a + n, 0)
       }
       rows.push(row)
+      hostileOutcomes.push(outcomes)
       console.log(
         `  round ${round}: invoke p50 ${fmt(row.invokeP50Ms, 2)} ms p99 ${fmt(row.invokeP99Ms, 2)} ms (GET /v1/me p50 ${
           fmt(row.meP50Ms, 2)
@@ -129,7 +131,9 @@ export const run = async () => {
           fmt(row.invokesPerCpuSecond)
         } per CPU-second; GET /v1/agents p99 ${fmt(row.agentsP99QuietMs, 2)} ms quiet, ${
           fmt(row.agentsP99HostileMs, 2)
-        } ms with ${settings.hostile} spinning (${row.hostileStopped} stopped at their timeout, ${row.hostileOther} other)`
+        } ms with ${settings.hostile} spinning (${row.hostileStopped} stopped at their timeout, other outcomes: ${
+          JSON.stringify(Object.fromEntries(Object.entries(outcomes).filter(([k]) => k !== "function_timeout")))
+        })`
       )
     }
     const m = (key: string) => median(rows.map((r) => r[key]!))
@@ -156,7 +160,7 @@ export const run = async () => {
           fmt(summary.agentsP50Ratio, 2)
         }x)`
     )
-    appendToList(name, settings, { load, rounds: rows, summary, targets, errors })
+    appendToList(name, settings, { load, rounds: rows, hostileOutcomes, summary, targets, errors })
     await node.stop()
     return { ok: errors === 0 }
   } finally {

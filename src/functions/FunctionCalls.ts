@@ -40,7 +40,7 @@ const MAX_ANSWER_BYTES = 1024 * 1024
 const ConnectorCall = Schema.Struct({
   connection_id: ConnectionId,
   operation_id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(512)),
-  params: InvokeOperation
+  params: Schema.optionalWith(InvokeOperation, { default: () => ({}) })
 })
 const FilesCall = Schema.Struct({
   prefix: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.maxLength(1024)))),

@@ -466,6 +466,10 @@ describe("sandbox escape and abuse corpus", () => {
       { id: ids.connection }
     )
     expect(invalid.body.output).toEqual(["validation_failed", 400])
+    const bare = await runCode(node, admin, body("return (await ctx.connectors.invoke(input.id, 'listPets')).status"), {
+      id: ids.connection
+    })
+    expect(bare.body.output).toBe(200)
   })
 
   it("ten spinning functions at once are all stopped, and other requests are answered meanwhile", async () => {

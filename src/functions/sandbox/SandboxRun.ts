@@ -238,7 +238,7 @@ export const runInSandbox = (
         }
         if (++hostCalls > MAX_HOST_CALLS) {
           rejectWith(deferred, {
-            code: "too_many_calls",
+            code: "rate_limited",
             message: `a function makes at most ${MAX_HOST_CALLS} ctx calls`
           })
           return deferred.handle

@@ -1,6 +1,7 @@
 import ReleaseSync from "@jitl/quickjs-wasmfile-release-sync"
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
+import * as Os from "node:os"
 import { parentPort } from "node:worker_threads"
 import {
   newQuickJSWASMModuleFromVariant,
@@ -29,6 +30,15 @@ const FREE_IN_INITIAL_MB = 12
 /** A module whose memory grew past this is dropped after its call, so the worker gives the memory back. */
 const KEEP_BELOW_BYTES = 40 * 1024 * 1024
 const MAX_IDLE_MODULES = 4
+
+// Below the node's own threads: a function spinning until its timeout yields the CPU to the node's requests.
+// Linux sets a nice value per thread (setpriority on the thread id); elsewhere the worker keeps the node's.
+try {
+  const tid = Number(Fs.readlinkSync("/proc/thread-self").split("/").at(-1))
+  if (Number.isInteger(tid) && tid > 0) Os.setPriority(tid, 10)
+} catch {
+  // not Linux
+}
 
 const port = parentPort!
 const send = (message: FromWorker) => port.postMessage(message)
