@@ -7,6 +7,7 @@ import type { EnvironmentEntry } from "./Help.js"
 import { writeLogin } from "./LoginFile.js"
 import { print, reportFailure } from "./Output.js"
 import { readStdin } from "./Stdin.js"
+import { sanitize } from "./Terminal.js"
 
 /** The key when none was given: asked for on a terminal (not echoed), else the first line of stdin. */
 const askKey = Effect.suspend(() =>
@@ -39,8 +40,10 @@ export const loginCommand = Command.make(
       const me = yield* withClient({ url, key }, (client) => client.identity.me())
       const path = yield* writeLogin({ url, api_key: key })
       yield* print(options.json, Me, me, (me) =>
-        `Logged in to ${url} as ${me.user?.email ?? `organization key "${me.key.name}"`} ` +
-        `(${me.role_display} in "${me.organization.name}"). Saved to ${path}.\n`)
+        sanitize(
+          `Logged in to ${url} as ${me.user?.email ?? `organization key "${me.key.name}"`} ` +
+            `(${me.role_display} in "${me.organization.name}"). Saved to ${path}.`
+        ) + "\n")
     }).pipe(reportFailure(options.json))
 ).pipe(
   Command.withDescription(

@@ -2,11 +2,13 @@ import { Command, Options } from "@effect/cli"
 import { Console, Effect, Layer, Option } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { auditCommand } from "../audit/AuditCommand.js"
 import { config, SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { DatabaseForCommandLive } from "../db/Database.js"
 import { migrate } from "../db/Migrations.js"
 import { Identity } from "../identity/Identity.js"
 import { NodeLive } from "../Node.js"
+import { usersCommand } from "../oauth/UsersCommand.js"
 import { withProgress } from "./Progress.js"
 import { Terminal } from "./Terminal.js"
 
@@ -82,3 +84,9 @@ export const bootstrapCommand = Command.make(
     "Create an organization with a Super admin and print a new API key (talks to the database, not the API)."
   )
 )
+
+/** The node's own commands, before the client's in the command list. */
+export const nodeCommands = [serveCommand, migrateCommand, bootstrapCommand] as const
+
+/** Operators' commands on the database, after the client's. */
+export const operatorCommands = [auditCommand, usersCommand] as const

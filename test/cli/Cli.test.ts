@@ -1,0 +1,275 @@
+/**
+ * The CLI for everyday work (issue 23): `node bin/switchyard.js …` as a child process against a live node, a
+ * real target API for the connector and a real model server speaking the OpenAI Responses protocol.
+ */
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
+import { petstore } from "../connectors/support.js"
+import { type ModelServer, startModelServer } from "../support/ModelServers.js"
+import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
+import { startTestNode, type TestNode } from "../support/TestNode.js"
+import { cli, configHome, ESCAPE } from "./support.js"
+
+// every step is a CLI process (a second or two of CPU each; much more on a loaded machine)
+vi.setConfig({ testTimeout: 300_000 })
+
+let node: TestNode
+let target: TargetServer
+let model: ModelServer
+let admin: string
+let home: string
+let env: Record<string, string>
+
+beforeAll(async () => {
+  node = await startTestNode({ SWITCHYARD_EGRESS_ALLOW: "127.0.0.1" })
+  target = await startTargetServer()
+  model = await startModelServer("openai")
+  admin = (await node.bootstrap()).api_key
+  const set = await node.fetch("/v1/model-providers/openai", {
+    method: "PUT",
+    apiKey: admin,
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ api_key: "sk-cli", base_url: model.url })
+  })
+  expect(set.status).toBe(200)
+  home = configHome()
+  env = { XDG_CONFIG_HOME: home }
+})
+afterAll(async () => {
+  await node?.stop()
+  await target?.close()
+  await model?.close()
+})
+
+const loginFile = () => Path.join(home, "switchyard", "config.json")
+
+describe("switchyard login", () => {
+  it("checks the key against the node, then stores URL and key in a file only its owner can read (0600)", async () => {
+    const wrong = await cli(["login", "--url", node.baseUrl, "--key", "sy_aaaaaaaaaaaa_" + "x".repeat(43)], { env })
+    expect(wrong.code).toBe(1)
+    expect(wrong.stderr).toBe("error: This API key is not valid. (invalid_api_key)\n")
+    expect(Fs.existsSync(loginFile())).toBe(false)
+
+    // the key from standard input, as a script pipes it in
+    const ok = await cli(["login", "--url", node.baseUrl + "/"], { env, stdin: admin + "\n" })
+    expect(ok.stderr).toBe("")
+    expect(ok.code).toBe(0)
+    expect(ok.stdout).toContain(`Logged in to ${node.baseUrl} as admin-`)
+    expect(Fs.statSync(loginFile()).mode & 0o777).toBe(0o600)
+    expect(Fs.statSync(Path.dirname(loginFile())).mode & 0o777).toBe(0o700)
+    expect(JSON.parse(Fs.readFileSync(loginFile(), "utf8"))).toEqual({ url: node.baseUrl, api_key: admin })
+  })
+
+  it("sends the stored key only to the URL it was stored for; SWITCHYARD_URL and SWITCHYARD_API_KEY override it", async () => {
+    const elsewhere = await cli(["keys", "list"], { env: { ...env, SWITCHYARD_URL: "http://127.0.0.1:1" } })
+    expect(elsewhere.code).toBe(2)
+    expect(elsewhere.stderr).toContain("no API key for http://127.0.0.1:1")
+
+    const overridden = await cli(["keys", "list"], {
+      env: { ...env, SWITCHYARD_API_KEY: "sy_bbbbbbbbbbbb_" + "y".repeat(43) }
+    })
+    expect(overridden.code).toBe(1)
+    expect(overridden.stderr).toContain("(invalid_api_key)")
+
+    const unreachable = await cli(["keys", "list", "--url", "http://127.0.0.1:1", "--key", admin], { env })
+    expect(unreachable.code).toBe(3)
+    expect(unreachable.stderr).toContain("cannot reach http://127.0.0.1:1")
+  })
+})
+
+describe("switchyard keys", () => {
+  it("create, list and revoke; a revoked key is refused", async () => {
+    const created = await cli(["keys", "create", "--name", "ci pipeline", "--json"], { env })
+    expect(created.code).toBe(0)
+    const key = JSON.parse(created.stdout)
+    expect(key).toMatchObject({ name: "ci pipeline", kind: "personal", revoked_at: null })
+    expect(key.api_key).toMatch(/^sy_/)
+
+    const human = await cli(["keys", "list"], { env })
+    expect(human.code).toBe(0)
+    expect(human.stdout.split("\n")[0]).toMatch(/^ID +NAME +KIND +ROLE/)
+    expect(human.stdout).toContain("ci pipeline")
+
+    const revoked = await cli(["keys", "revoke", key.id], { env })
+    expect(revoked.code).toBe(0)
+    expect(revoked.stdout).toBe(`Revoked key ${key.id} ("ci pipeline").\n`)
+
+    const listed = JSON.parse((await cli(["keys", "list", "--json"], { env })).stdout)
+    expect(listed.items.find((k: any) => k.id === key.id).revoked_at).not.toBeNull()
+
+    const refused = await cli(["keys", "list", "--key", key.api_key, "--json"], { env })
+    expect(refused.code).toBe(1)
+    expect(refused.stdout).toBe("")
+    expect(JSON.parse(refused.stderr).error.code).toBe("revoked_api_key")
+  })
+})
+
+let connectorId: string
+let connectionId: string
+
+describe("switchyard connectors and connections", () => {
+  it("connectors add uploads an OpenAPI file, shows progress and the import report; list shows it", async () => {
+    const file = Path.join(home, "petstore.json")
+    Fs.writeFileSync(file, JSON.stringify(petstore(target.url)))
+    const added = await cli(["connectors", "add", file, "--name", "Pets"], { env })
+    expect(added.code).toBe(0)
+    expect(added.stderr).toMatch(
+      /^Importing petstore\.json \([\d.]+ K?i?B\)…\nImporting petstore\.json \([\d.]+ K?i?B\): done \([\d.]+ s\)\n$/
+    )
+    expect(added.stdout).toMatch(/Import: \d+ operations imported, \d+ skipped, \d+ warnings\./)
+    connectorId = /^id +(\S+)$/m.exec(added.stdout)![1]!
+
+    const listed = await cli(["connectors", "list", "--query", "Pets", "--json"], { env })
+    expect(listed.code).toBe(0)
+    const page = JSON.parse(listed.stdout)
+    expect(page.items.map((c: any) => c.id)).toContain(connectorId)
+  })
+
+  it("connections create takes the credential from standard input with `-`", async () => {
+    const created = await cli(["connections", "create", connectorId, "--name", "pets", "--api-key", "-", "--json"], {
+      env,
+      stdin: "secret-k\n"
+    })
+    expect(created.stderr).toBe("")
+    expect(created.code).toBe(0)
+    const connection = JSON.parse(created.stdout)
+    expect(connection).toMatchObject({ name: "pets", auth_type: "api_key", status: "active" })
+    connectionId = connection.id
+  })
+})
+
+describe("switchyard agents and tasks", () => {
+  let agentId: string
+
+  it("agents create and list", async () => {
+    const created = await cli([
+      "agents",
+      "create",
+      "--name",
+      "Pet helper",
+      "--provider",
+      "openai",
+      "--model",
+      "gpt-test",
+      "--skill",
+      `${connectionId}:getPet`,
+      "--json"
+    ], { env })
+    expect(created.stderr).toBe("")
+    const agent = JSON.parse(created.stdout)
+    expect(agent).toMatchObject({ name: "Pet helper", model: { provider: "openai", name: "gpt-test" } })
+    agentId = agent.id
+    const listed = await cli(["agents", "list"], { env })
+    expect(listed.stdout).toMatch(new RegExp(`^${agentId} +Pet helper +openai gpt-test +1 `, "m"))
+  })
+
+  it("agents invoke streams the model's text as it comes and ends with the task; tasks get and thread read it", async () => {
+    model.script.push(
+      { tool_calls: [{ name: "getPet", arguments: { path_params: { petId: "7" } } }] },
+      { text: "Rex is a good dog who likes long walks.", frame_delay_ms: 20 }
+    )
+    const invoked = await cli(["agents", "invoke", agentId, "Which pet is 7?", "--user", "ada@example.com"], { env })
+    expect(invoked.code).toBe(0)
+    expect(invoked.stdout).toBe("Rex is a good dog who likes long walks.\n")
+    const taskId = /^task (\S+) completed$/m.exec(invoked.stderr)![1]!
+    // the streamed path: the model was asked to stream (only a streamed invoke does that), the connector was called
+    expect(model.requests.at(-1)!.body.stream).toBe(true)
+    expect(target.requests.at(-1)).toMatchObject({ method: "GET", path: "/pets/7" })
+    expect(target.requests.at(-1)!.headers["x-api-key"]).toBe("secret-k")
+
+    const task = JSON.parse((await cli(["tasks", "get", taskId, "--json"], { env })).stdout)
+    expect(task).toMatchObject({ id: taskId, status: "completed", result: "Rex is a good dog who likes long walks." })
+
+    const thread = await cli(["tasks", "thread", taskId], { env })
+    expect(thread.code).toBe(0)
+    const types = thread.stdout.trim().split("\n").map((line) => line.split(/ +/)[2])
+    expect(types).toEqual(["user_message", "model_call", "tool_call", "model_call", "agent_message"])
+    expect(thread.stdout).toMatch(/tool_call +getPet ok HTTP 200/)
+    const json = JSON.parse((await cli(["tasks", "thread", taskId, "--json"], { env })).stdout)
+    expect(json.events.map((e: any) => e.type)).toEqual(types)
+  })
+
+  it("agents invoke --async prints the task id; --no-stream and --json wait for the whole answer", async () => {
+    model.script.push({ text: "Later." })
+    const accepted = await cli(["agents", "invoke", agentId, "hi", "--user", "ada@example.com", "--async"], { env })
+    expect(accepted.code).toBe(0)
+    const taskId = accepted.stdout.trim()
+    expect(taskId).toMatch(/^[0-9a-f-]{36}$/)
+    const waited = await cli(["tasks", "get", taskId, "--wait", "30"], { env })
+    expect(waited.stdout).toMatch(/^status +completed$/m)
+    expect(waited.stdout).toMatch(/\nLater\.\n$/)
+
+    model.script.push({ text: "Whole." })
+    const whole = await cli(["agents", "invoke", agentId, "--user", "ada@example.com", "--json"], {
+      env,
+      stdin: "from stdin\n"
+    })
+    const task = JSON.parse(whole.stdout)
+    expect(task).toMatchObject({ status: "completed", result: "Whole." })
+    expect(model.requests.at(-1)!.body.stream).not.toBe(true)
+  })
+
+  it("a task that ends in error exits 4; an API refusal prints its message and code and exits 1", async () => {
+    model.script.push({ status: 400, error: "bad prompt" })
+    const failed = await cli(["agents", "invoke", agentId, "hi", "--user", "ada@example.com"], { env })
+    expect(failed.code).toBe(4)
+    expect(failed.stderr).toContain("the task ended in error")
+
+    const missing = await cli(["agents", "invoke", "00000000-0000-4000-8000-000000000000", "hi", "--user", "a@b.co"], {
+      env
+    })
+    expect(missing.code).toBe(1)
+    expect(missing.stderr).toMatch(/^error: .*not found.* \(not_found\)\n$/)
+  })
+})
+
+describe("help and output", () => {
+  it("an unknown subcommand prints the friendly message only, with no internal dump (exit 2)", async () => {
+    const run = await cli(["frobnicate"], { env })
+    expect(run.code).toBe(2)
+    expect(run.stdout).toBe("")
+    expect(run.stderr.trim()).toMatch(/^Invalid subcommand for switchyard - use one of 'serve', .*'agents'/)
+    expect(run.stderr).not.toMatch(/CommandMismatch|_tag|fiber|level=/)
+
+    const nested = await cli(["keys", "frobnicate"], { env })
+    expect(nested.code).toBe(2)
+    expect(nested.stderr).not.toMatch(/_tag|fiber|level=/)
+  })
+
+  it("usage lines read `switchyard serve`; serve --help lists the port and every setting of the config module", async () => {
+    const help = await cli(["serve", "--help"], { env })
+    expect(help.code).toBe(0)
+    expect(help.stdout).toMatch(/^USAGE\n\nswitchyard serve$/m)
+    expect(help.stdout).not.toMatch(/^\$ /m)
+    expect(help.stdout).toMatch(/^ {2}SWITCHYARD_HTTP_PORT +integer, default 8080$/m)
+    const source = Fs.readFileSync(Path.resolve(import.meta.dirname, "../../src/config/SwitchyardConfig.ts"), "utf8")
+    const names = [...source.matchAll(/(?:duration|positive|port|env)\("([A-Z_]+)"/g)].map((m) => `SWITCHYARD_${m[1]}`)
+      .concat([...source.matchAll(/Config\.\w+\("((?:OTEL|DATABASE)_[A-Z_]+)"\)/g)].map((m) => m[1]!))
+      .map((n) => n.replace(/^SWITCHYARD_SWITCHYARD_/, "SWITCHYARD_"))
+    expect(names.length).toBeGreaterThan(40)
+    for (const name of names) expect(help.stdout).toMatch(new RegExp(`^ {2}${name} `, "m"))
+
+    const nested = await cli(["keys", "create", "--help"], { env })
+    expect(nested.stdout).toMatch(/^switchyard keys create \[--url URL\]/m)
+    expect(nested.stdout).toMatch(/^ {2}SWITCHYARD_API_KEY +/m)
+  })
+
+  it("no escape codes when stdout is not a terminal or NO_COLOR is set; colour on a terminal", async () => {
+    const piped = await cli(["--help"], { env })
+    expect(piped.stdout).toContain("COMMANDS")
+    expect(piped.stdout).not.toContain(ESCAPE)
+    const table = await cli(["keys", "list"], { env })
+    expect(table.stdout).not.toContain(ESCAPE)
+
+    const { cliOnTerminal } = await import("./support.js")
+    const coloured = await cliOnTerminal(["--help"], env)
+    expect(coloured.stdout).toContain(`${ESCAPE}[`)
+    const plain = await cliOnTerminal(["--help"], { ...env, NO_COLOR: "1" })
+    expect(plain.stdout).toContain("COMMANDS")
+    expect(plain.stdout).not.toContain(ESCAPE)
+    const plainTable = await cliOnTerminal(["keys", "list"], { ...env, NO_COLOR: "1" })
+    expect(plainTable.stdout).toContain("ci pipeline")
+    expect(plainTable.stdout).not.toContain(ESCAPE)
+  })
+})
