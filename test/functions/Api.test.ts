@@ -135,6 +135,16 @@ describe("custom functions REST API", () => {
     expect((await call(node, admin, "GET", "/v1/me")).status).toBe(200)
   })
 
+  it("memory_mb is the call's cap: 40 MiB of strings fit under 64, not under 16", async () => {
+    const code =
+      "export default async () => { const a = []; for (let i = 0; i < 10_000; i++) a.push('x'.repeat(4000) + i); " +
+      "return a.length }"
+    const roomy = await runCode(node, admin, code, {}, { memory_mb: 64, timeout_ms: 20_000 })
+    expect(roomy.status, JSON.stringify(roomy.body)).toBe(200)
+    expect(roomy.body.output).toBe(10_000)
+    expectError(await runCode(node, admin, code, {}, { memory_mb: 16, timeout_ms: 20_000 }), 422, "function_memory")
+  })
+
   it("roles: Members list, read and invoke; writes need Builder+", async () => {
     const fn = await createFunction(node, admin, ECHO)
     const member = await addMember(node, admin, "member")
