@@ -21,6 +21,7 @@ import {
   SearchResults,
   UpdateKnowledgeBase
 } from "./KnowledgeBases.js"
+import { operation } from "./OperationDoc.js"
 import { Authentication } from "./Security.js"
 
 // ids as plain strings in paths: a malformed one is a 404 like an unknown one, and never leaks which exist
@@ -34,6 +35,7 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
       .setUrlParams(PageParams)
       .addSuccess(KnowledgeBasePage)
       .annotate(OpenApi.Description, "The organization's knowledge bases, oldest first (every member reads them).")
+      .annotateContext(operation({ summary: "List knowledge bases", role: "member", errors: ["invalid_cursor"] }))
   )
   .add(
     HttpApiEndpoint.post("createKnowledgeBase", "/knowledge-bases")
@@ -44,11 +46,20 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
         "Create a knowledge base (Builder+, a key not limited to agents). 400 `invalid_language` for a language " +
           "that is no text search configuration; 409 `knowledge_base_name_taken`. Audited."
       )
+      .annotateContext(
+        operation({
+          summary: "Create a knowledge base",
+          role: "builder",
+          access: "A key limited to agents may not: a base is the organization's.",
+          errors: ["invalid_language", "knowledge_base_name_taken"]
+        })
+      )
   )
   .add(
     HttpApiEndpoint.get("getKnowledgeBase", "/knowledge-bases/:knowledge_base_id").setPath(BasePath).addSuccess(
       KnowledgeBase
     )
+      .annotateContext(operation({ summary: "Get a knowledge base", role: "member" }))
   )
   .add(
     HttpApiEndpoint.patch("updateKnowledgeBase", "/knowledge-bases/:knowledge_base_id")
@@ -56,6 +67,14 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
       .setPayload(UpdateKnowledgeBase)
       .addSuccess(KnowledgeBase)
       .annotate(OpenApi.Description, "Change a knowledge base (Builder+). A new language re-indexes it. Audited.")
+      .annotateContext(
+        operation({
+          summary: "Change a knowledge base",
+          role: "builder",
+          access: "A key limited to agents may not: a base is the organization's.",
+          errors: ["invalid_language", "knowledge_base_name_taken"]
+        })
+      )
   )
   .add(
     HttpApiEndpoint.del("deleteKnowledgeBase", "/knowledge-bases/:knowledge_base_id")
@@ -64,6 +83,13 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
       .annotate(
         OpenApi.Description,
         "Delete a knowledge base with its documents (Builder+); agents it was attached to stop searching it. Audited."
+      )
+      .annotateContext(
+        operation({
+          summary: "Delete a knowledge base",
+          role: "builder",
+          access: "A key limited to agents may not: a base is the organization's."
+        })
       )
   )
   .add(
@@ -81,6 +107,18 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
           "`progress`). 413 `document_too_large`, 415 `unsupported_document_type`, 400 `unknown_file`, 422 " +
           "`document_url_not_allowed` (egress guard) or `document_url_unreachable`. Audited."
       )
+      .annotateContext(operation({
+        summary: "Add a document to a knowledge base",
+        role: "builder",
+        access: "A key limited to agents may not: a base is the organization's.",
+        errors: [
+          "unknown_file",
+          "document_too_large",
+          "unsupported_document_type",
+          "document_url_not_allowed",
+          "document_url_unreachable"
+        ]
+      }))
   )
   .add(
     HttpApiEndpoint.get("listKnowledgeDocuments", "/knowledge-bases/:knowledge_base_id/documents")
@@ -88,12 +126,16 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
       .setUrlParams(PageParams)
       .addSuccess(DocumentPage)
       .annotate(OpenApi.Description, "The base's documents in the order they were added, with their status.")
+      .annotateContext(
+        operation({ summary: "List a knowledge base's documents", role: "member", errors: ["invalid_cursor"] })
+      )
   )
   .add(
     HttpApiEndpoint.get("getKnowledgeDocument", "/knowledge-bases/:knowledge_base_id/documents/:document_id")
       .setPath(DocumentPath)
       .addSuccess(KnowledgeDocument)
       .annotate(OpenApi.Description, "A document: `status` (processing, ready, error with `error`) and `progress`.")
+      .annotateContext(operation({ summary: "Get a knowledge document", role: "member" }))
   )
   .add(
     HttpApiEndpoint.del("deleteKnowledgeDocument", "/knowledge-bases/:knowledge_base_id/documents/:document_id")
@@ -102,6 +144,13 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
       .annotate(
         OpenApi.Description,
         "Delete a document and its chunks (Builder+), even while it is processed. Audited."
+      )
+      .annotateContext(
+        operation({
+          summary: "Delete a knowledge document",
+          role: "builder",
+          access: "A key limited to agents may not: a base is the organization's."
+        })
       )
   )
   .add(
@@ -114,12 +163,20 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
         "Full-text search of the base's ready documents (web-search syntax, in the base's language): the best " +
           "chunks with their document, score and a snippet."
       )
+      .annotateContext(operation({ summary: "Search a knowledge base", role: "member" }))
   )
   .add(
     HttpApiEndpoint.get("listAgentKnowledgeBases", "/agents/:agent_id/knowledge-bases")
       .setPath(Schema.Struct({ agent_id: Schema.String }))
       .addSuccess(Schema.Struct({ items: Schema.Array(KnowledgeBase) }))
       .annotate(OpenApi.Description, "The knowledge bases an agent searches (its `search_knowledge` tool).")
+      .annotateContext(
+        operation({
+          summary: "List an agent's knowledge bases",
+          role: "member",
+          access: "Only for an agent the caller may use."
+        })
+      )
   )
   .add(
     HttpApiEndpoint.put("attachKnowledgeBase", "/agents/:agent_id/knowledge-bases/:knowledge_base_id")
@@ -130,12 +187,26 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
         "Attach a knowledge base to an agent (spec 2.7; Builder+ who may use the agent): its runs get a " +
           "`search_knowledge` tool. Attaching again changes nothing. Audited."
       )
+      .annotateContext(
+        operation({
+          summary: "Attach a knowledge base to an agent",
+          role: "builder",
+          access: "Only to an agent the caller may use."
+        })
+      )
   )
   .add(
     HttpApiEndpoint.del("detachKnowledgeBase", "/agents/:agent_id/knowledge-bases/:knowledge_base_id")
       .setPath(AttachmentPath)
       .addSuccess(HttpApiSchema.NoContent)
       .annotate(OpenApi.Description, "Detach a knowledge base from an agent (Builder+); 404 when it is not attached.")
+      .annotateContext(
+        operation({
+          summary: "Detach a knowledge base from an agent",
+          role: "builder",
+          access: "Only from an agent the caller may use."
+        })
+      )
   )
   .addError(BadRequestWire)
   .addError(ForbiddenWire)
