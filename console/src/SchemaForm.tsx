@@ -15,6 +15,7 @@ export interface JsonSchema {
   readonly maximum?: number
   readonly items?: JsonSchema
   readonly default?: unknown
+  readonly additionalProperties?: boolean | JsonSchema
 }
 
 const typeOf = (s: JsonSchema) =>
@@ -31,6 +32,8 @@ const leaves = (schema: JsonSchema, prefix: ReadonlyArray<string> = []): Array<{
   Object.entries(schema.properties ?? {}).flatMap(([name, s]) =>
     typeOf(s) === "object" && s.properties !== undefined && Object.keys(s.properties).length > 0
       ? leaves(s, [...prefix, name])
+      : typeOf(s) === "object" && s.additionalProperties === false
+      ? [] // an empty group (no path parameters, no body): nothing to ask
       : [{ path: [...prefix, name], schema: s, required: (schema.required ?? []).includes(name) }]
   )
 
@@ -101,7 +104,7 @@ export const SchemaForm = ({ schema, submitLabel, pending, onSubmit }: {
         const key = f.path.join(".")
         const type = typeOf(f.schema)
         const label = `${f.path.filter((p) => !/_params$/.test(p)).join(".") || key}${f.required ? " (required)" : ""}`
-        const hint = [f.schema.description, type === "array" || type === "object" ? "JSON" : type]
+        const hint = [f.schema.description, type === "array" ? "JSON list" : type === "object" ? "JSON object" : type]
           .filter(Boolean).join(" · ")
         const setValue = (v: string) => setValues({ ...values, [key]: v })
         return (

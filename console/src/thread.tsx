@@ -13,18 +13,29 @@ const text = (data: unknown) => {
 }
 
 /** A task's thread as it grows: messages, model calls, tool calls (arguments and result), approvals, errors. */
-export const ThreadView = ({ events }: { readonly events: ReadonlyArray<Event> }) => (
-  <ol className="thread" aria-label="Thread">
-    {events.map((e) => (
-      <li key={`${e.seq}-${e.type}`} className={`event event-${e.type}`}>
-        <EventBody event={e} />
-        <div className="event-time muted">{time(e.at)}</div>
-      </li>
-    ))}
-  </ol>
-)
+export const ThreadView = ({ events, usage }: {
+  readonly events: ReadonlyArray<Event>
+  /** The task's model calls (`/llm_usage`), shown on their thread events when given. */
+  readonly usage?: Schemas["LlmUsage"]["calls"]
+}) => {
+  // the usage records count the task's model calls 1, 2, … in the order of its model_call events
+  const modelCalls = events.filter((e) => e.type === "model_call")
+  return (
+    <ol className="thread" aria-label="Thread">
+      {events.map((e) => (
+        <li key={`${e.seq}-${e.type}`} className={`event event-${e.type}`}>
+          <EventBody event={e} call={e.type === "model_call" ? usage?.[modelCalls.indexOf(e)] : undefined} />
+          <div className="event-time muted">{time(e.at)}</div>
+        </li>
+      ))}
+    </ol>
+  )
+}
 
-const EventBody = ({ event: e }: { readonly event: Event }) => {
+const EventBody = ({ call, event: e }: {
+  readonly event: Event
+  readonly call: Schemas["LlmUsage"]["calls"][number] | undefined
+}) => {
   switch (e.type) {
     case "user_message":
       return (
@@ -57,7 +68,11 @@ const EventBody = ({ event: e }: { readonly event: Event }) => {
     case "model_call":
       return (
         <details>
-          <summary>Model call</summary>
+          <summary>
+            Model call
+            {call !== undefined &&
+              ` · ${call.model} · ${call.input_tokens} in, ${call.output_tokens} out · $${call.cost_usd.toFixed(6)}`}
+          </summary>
           <Json value={e.data} />
         </details>
       )

@@ -187,6 +187,7 @@ describe.skipIf(CHROMIUM === undefined)("the web console in a real browser (head
     await page.getByRole("heading", { name: "Model calls" }).waitFor()
     made.taskId = new URL(page.url()).pathname.split("/").at(-1)!
     await page.getByRole("cell", { name: "220" }).waitFor() // 90 + 130 input tokens
+    await page.getByText(/^Model call · .+ · 90 in, 15 out · \$/).waitFor()
     await screenshot(page, "task")
   })
 

@@ -79,7 +79,7 @@ export default function TaskPage({ id }: { readonly id: string }) {
       )}
       <h2>Thread</h2>
       <ErrorNote error={thread.error} />
-      {thread.data && <ThreadView events={thread.data.events} />}
+      {thread.data && <ThreadView events={thread.data.events} {...(usage.data ? { usage: usage.data.calls } : {})} />}
       <h2>Model calls</h2>
       <ErrorNote error={usage.error} />
       {usage.data &&
