@@ -54,6 +54,14 @@ export class FunctionRepo extends Effect.Service<FunctionRepo>()("functions/Func
         Effect.orDie
       )
 
+    /** The current version of a function of the organization (the one fact an invoke must read fresh). */
+    const currentVersion = (organizationId: OrganizationId, id: FunctionId) =>
+      sql<{ current_version: number }>`
+        SELECT current_version FROM functions WHERE id = ${id} AND organization_id = ${organizationId}`.pipe(
+        Effect.map(([row]) => row?.current_version),
+        Effect.orDie
+      )
+
     const insert = (organizationId: OrganizationId, id: FunctionId, fields: VersionFields, by: Author) =>
       sql.withTransaction(Effect.gen(function*() {
         yield* sql`INSERT INTO functions ${
@@ -127,6 +135,18 @@ export class FunctionRepo extends Effect.Service<FunctionRepo>()("functions/Func
         Effect.orDie
       )
 
-    return { find, insert, update, remove, list, versions, attach, detach, attached, runIdentity } as const
+    return {
+      find,
+      currentVersion,
+      insert,
+      update,
+      remove,
+      list,
+      versions,
+      attach,
+      detach,
+      attached,
+      runIdentity
+    } as const
   })
 }) {}

@@ -186,9 +186,25 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
         )
     })
 
+    // versions never change: an invoke reads only which one is current, and the version itself once per node
+    const versionCache = new Map<string, FunctionRow>()
+    const MAX_CACHED_VERSIONS = 500
+    const findVersion = (principal: Principal, id: FunctionId, version?: number) =>
+      Effect.gen(function*() {
+        const wanted = version ?? (yield* repo.currentVersion(principal.organizationId, id))
+        if (wanted === undefined) return yield* NotFound.of("Function", id)
+        const key = `${principal.organizationId}/${id}/${wanted}`
+        const cached = versionCache.get(key)
+        if (cached !== undefined) return cached
+        const row = yield* find(principal, id, wanted)
+        if (versionCache.size >= MAX_CACHED_VERSIONS) versionCache.delete(versionCache.keys().next().value!)
+        versionCache.set(key, row)
+        return row
+      })
+
     /** Runs the function (its current version, or `version`) as the caller. */
     const invoke = (principal: Principal, id: FunctionId, input: unknown, version?: number) =>
-      Effect.flatMap(find(principal, id, version), (row) => {
+      Effect.flatMap(findVersion(principal, id, version), (row) => {
         const scope: CallScope = { principal, files: filesOf(principal) }
         return calls.run(scope, row, input)
       }).pipe(Effect.withSpan("Functions.invoke"))
