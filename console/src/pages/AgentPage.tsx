@@ -114,6 +114,11 @@ const TryIt = ({ agent }: { readonly agent: Schemas["Agent"] }) => {
     refetchInterval: () => ended(task.data?.status) ? false : 3000
   })
   useTaskEvents(taskId, task.data !== undefined && !ended(task.data.status))
+  const usage = useQuery({
+    queryKey: ["llm_usage", taskId, task.data?.status],
+    enabled: taskId !== undefined,
+    queryFn: () => ok(api.GET("/v1/tasks/{task_id}/llm_usage", { params: { path: { task_id: taskId! } } }))
+  })
   const send = (e: FormEvent) => {
     e.preventDefault()
     if (text.trim() === "") return setProblem("Write a message first.")
@@ -137,7 +142,9 @@ const TryIt = ({ agent }: { readonly agent: Schemas["Agent"] }) => {
             {task.data && <Status value={task.data.status} />}
             {task.data?.status === "waiting_approval" && " — waiting for an Admin to approve a tool call"}
           </p>
-          {thread.data && <ThreadView events={thread.data.events} />}
+          {thread.data && (
+            <ThreadView events={thread.data.events} {...(usage.data ? { usage: usage.data.calls } : {})} />
+          )}
         </div>
       )}
     </section>
