@@ -56,7 +56,7 @@ export class SystemApi extends HttpApiGroup.make("system")
 export class IdentityApi extends HttpApiGroup.make("identity")
   .add(
     HttpApiEndpoint.get("me", "/me")
-      .annotateContext(operation({ summary: "Who is calling", role: "member" }))
+      .annotateContext(operation({ summary: "Who is calling", role: "member", errors: ["not_found"] }))
       .addSuccess(Me)
       .annotate(OpenApi.Description, "The caller: organization, user (for personal keys), key and role.")
   )
@@ -141,7 +141,7 @@ export class IdentityApi extends HttpApiGroup.make("identity")
         operation({
           summary: "Create an API key",
           role: "member",
-          errors: ["bad_request", "forbidden", "unknown_agent"],
+          errors: ["bad_request", "forbidden", "unknown_agent", "not_found"],
           access:
             "Organization keys, and personal keys for other members, need Admin or above; a key's role is never above the caller's."
         })

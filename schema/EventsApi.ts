@@ -52,7 +52,7 @@ export class EventsApi extends HttpApiGroup.make("events")
         operation({
           summary: "Stream the organization's events",
           role: "member",
-          errors: ["invalid_last_event_id", "events_expired"],
+          errors: ["invalid_last_event_id", "events_expired", "not_found"],
           access: "Events are filtered by what the key may see: audit events for Admins and above."
         })
       )

@@ -113,16 +113,17 @@ for (const entry of ErrorCodes) {
 const elsewhere = (entry: ErrorCodeEntry) => /^(MCP endpoint|Web console)/.test(entry.meaning)
 
 /**
- * The codes every operation of its kind can answer: the request pipeline's (bad text, a broken or oversized
- * JSON body, validation), authentication's, `not_found` for a path id, `forbidden` above Member, and the
- * 500/503 of a defect, a stopping node or a database gone.
+ * The codes every operation of its kind can answer: the request pipeline's (bad text; a body that is not
+ * JSON, broken or too large, which it checks on every request that sends one, GETs included), validation,
+ * authentication's, `not_found` for a path id, `forbidden` above Member, and the 500/503 of a defect, a
+ * stopping node or a database gone.
  */
 export const commonCodes = (op: Record<string, any>, doc: OperationDoc | undefined): Array<string> => {
-  const codes = ["invalid_text", "internal_error", "unavailable"]
+  const codes = ["invalid_text", "invalid_json", "payload_too_large", "unsupported_media_type"]
+  codes.push("internal_error", "unavailable")
   const parameters: Array<Record<string, any>> = op.parameters ?? []
   const json = op.requestBody?.content?.["application/json"] !== undefined
   if (parameters.length > 0 || json) codes.push("validation_failed")
-  if (json) codes.push("invalid_json", "payload_too_large", "unsupported_media_type")
   if (parameters.some((p) => p.in === "path")) codes.push("not_found")
   if ((op.security ?? []).length > 0) {
     codes.push(

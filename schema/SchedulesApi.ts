@@ -13,7 +13,12 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
   .add(
     HttpApiEndpoint.get("listSchedules", "/schedules")
       .annotateContext(
-        operation({ summary: "List schedules", role: "member", access: "The schedules of the agents the key may use." })
+        operation({
+          summary: "List schedules",
+          role: "member",
+          errors: ["not_found"],
+          access: "The schedules of the agents the key may use."
+        })
       )
       .setUrlParams(Schema.Struct({ agent_id: Schema.optional(AgentId) }))
       .addSuccess(SchedulePage)
@@ -25,7 +30,7 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
         operation({
           summary: "Create a schedule",
           role: "builder",
-          errors: ["invalid_cron", "invalid_timezone", "invalid_duration"]
+          errors: ["invalid_cron", "invalid_timezone", "invalid_duration", "not_found"]
         })
       )
       .setPayload(CreateSchedule)
@@ -50,7 +55,7 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
         operation({
           summary: "Change a schedule",
           role: "builder",
-          errors: ["invalid_cron", "invalid_timezone", "invalid_duration"]
+          errors: ["invalid_cron", "invalid_timezone", "invalid_duration", "not_found"]
         })
       )
       .setPath(SchedulePath)

@@ -29,7 +29,7 @@ export class UsageApi extends HttpApiGroup.make("usage")
         operation({
           summary: "Report usage and cost",
           role: "member",
-          errors: ["invalid_time_range", "invalid_group_by", "forbidden"],
+          errors: ["invalid_time_range", "invalid_group_by", "forbidden", "not_found"],
           access: "Below Admin, only the caller's own usage (`user_id` their own or left out)."
         })
       )
