@@ -1366,12 +1366,16 @@ export interface paths {
         /**
          * List knowledge bases
          * @description The organization's knowledge bases, oldest first (every member reads them).
+         *
+         *     **Role:** any member's key (Member and above).
          */
         get: operations["listKnowledgeBases"];
         put?: never;
         /**
-         * Create knowledge base
+         * Create a knowledge base
          * @description Create a knowledge base (Builder+, a key not limited to agents). 400 `invalid_language` for a language that is no text search configuration; 409 `knowledge_base_name_taken`. Audited.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`). A key limited to agents may not: a base is the organization's.
          */
         post: operations["createKnowledgeBase"];
         delete?: never;
@@ -1387,20 +1391,27 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get knowledge base */
+        /**
+         * Get a knowledge base
+         * @description **Role:** any member's key (Member and above).
+         */
         get: operations["getKnowledgeBase"];
         put?: never;
         post?: never;
         /**
-         * Delete knowledge base
+         * Delete a knowledge base
          * @description Delete a knowledge base with its documents (Builder+); agents it was attached to stop searching it. Audited.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`). A key limited to agents may not: a base is the organization's.
          */
         delete: operations["deleteKnowledgeBase"];
         options?: never;
         head?: never;
         /**
-         * Update knowledge base
+         * Change a knowledge base
          * @description Change a knowledge base (Builder+). A new language re-indexes it. Audited.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`). A key limited to agents may not: a base is the organization's.
          */
         patch: operations["updateKnowledgeBase"];
         trace?: never;
@@ -1413,14 +1424,18 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List knowledge documents
+         * List a knowledge base's documents
          * @description The base's documents in the order they were added, with their status.
+         *
+         *     **Role:** any member's key (Member and above).
          */
         get: operations["listKnowledgeDocuments"];
         put?: never;
         /**
-         * Add knowledge document
+         * Add a document to a knowledge base
          * @description Add a document (Builder+): `{name, text}`, `{name, file_id}` or `{name, url}`. Answers 202 with the document `processing`; it is read, chunked and indexed in the background (poll it for `status`, `progress`). 413 `document_too_large`, 415 `unsupported_document_type`, 400 `unknown_file`, 422 `document_url_not_allowed` (egress guard) or `document_url_unreachable`. Audited.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`). A key limited to agents may not: a base is the organization's.
          */
         post: operations["addKnowledgeDocument"];
         delete?: never;
@@ -1437,15 +1452,19 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get knowledge document
+         * Get a knowledge document
          * @description A document: `status` (processing, ready, error with `error`) and `progress`.
+         *
+         *     **Role:** any member's key (Member and above).
          */
         get: operations["getKnowledgeDocument"];
         put?: never;
         post?: never;
         /**
-         * Delete knowledge document
+         * Delete a knowledge document
          * @description Delete a document and its chunks (Builder+), even while it is processed. Audited.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`). A key limited to agents may not: a base is the organization's.
          */
         delete: operations["deleteKnowledgeDocument"];
         options?: never;
@@ -1463,8 +1482,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Search knowledge base
+         * Search a knowledge base
          * @description Full-text search of the base's ready documents (web-search syntax, in the base's language): the best chunks with their document, score and a snippet.
+         *
+         *     **Role:** any member's key (Member and above).
          */
         post: operations["searchKnowledgeBase"];
         delete?: never;
@@ -1481,8 +1502,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List agent knowledge bases
+         * List an agent's knowledge bases
          * @description The knowledge bases an agent searches (its `search_knowledge` tool).
+         *
+         *     **Role:** any member's key (Member and above). Only for an agent the caller may use.
          */
         get: operations["listAgentKnowledgeBases"];
         put?: never;
@@ -1502,14 +1525,18 @@ export interface paths {
         };
         get?: never;
         /**
-         * Attach knowledge base
+         * Attach a knowledge base to an agent
          * @description Attach a knowledge base to an agent (spec 2.7; Builder+ who may use the agent): its runs get a `search_knowledge` tool. Attaching again changes nothing. Audited.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`). Only to an agent the caller may use.
          */
         put: operations["attachKnowledgeBase"];
         post?: never;
         /**
-         * Detach knowledge base
+         * Detach a knowledge base from an agent
          * @description Detach a knowledge base from an agent (Builder+); 404 when it is not attached.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`). Only from an agent the caller may use.
          */
         delete: operations["detachKnowledgeBase"];
         options?: never;
@@ -4479,7 +4506,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "file_not_text" | "header_not_allowed" | "internal_error" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "skill_archived" | "skill_not_published" | "type_required" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
+                code: "bad_request" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "file_not_text" | "header_not_allowed" | "internal_error" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "skill_archived" | "skill_not_published" | "type_required" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4497,7 +4524,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "file_not_text" | "functions_busy" | "header_not_allowed" | "internal_error" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "skill_archived" | "skill_not_published" | "type_required" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
+                code: "bad_request" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "file_not_text" | "functions_busy" | "header_not_allowed" | "internal_error" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "skill_archived" | "skill_not_published" | "type_required" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4515,7 +4542,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4533,7 +4560,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4587,7 +4614,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4605,7 +4632,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4623,7 +4650,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
+                code: "bad_request" | "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4641,7 +4668,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4659,7 +4686,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "type_required" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "type_required" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4695,7 +4722,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4731,7 +4758,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "built_in_connector" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "built_in_connector" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4749,7 +4776,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4785,7 +4812,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4803,7 +4830,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4839,7 +4866,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4857,7 +4884,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4875,7 +4902,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4911,7 +4938,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4947,7 +4974,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4983,7 +5010,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5019,7 +5046,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5037,7 +5064,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5055,7 +5082,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5073,7 +5100,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5091,7 +5118,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5109,7 +5136,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5145,7 +5172,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5163,7 +5190,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "unavailable";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5181,7 +5208,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5199,7 +5226,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5235,7 +5262,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5271,7 +5298,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5289,7 +5316,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5325,7 +5352,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5343,7 +5370,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5361,7 +5388,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5379,7 +5406,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5433,7 +5460,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5451,7 +5478,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5505,7 +5532,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "skill_archived" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_archived" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5523,7 +5550,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "skill_archived" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_archived" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5541,7 +5568,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5559,7 +5586,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5577,7 +5604,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5595,7 +5622,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5613,7 +5640,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5667,7 +5694,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_output_too_large" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_url_not_allowed";
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_output_too_large" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "unsupported_media_type" | "validation_failed" | "webhook_url_not_allowed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5703,7 +5730,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_output_too_large" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_url_not_allowed";
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_output_too_large" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "unsupported_media_type" | "validation_failed" | "webhook_url_not_allowed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5721,7 +5748,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5739,7 +5766,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_duration" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_duration" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5757,7 +5784,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5793,7 +5820,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5811,7 +5838,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5829,7 +5856,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5847,7 +5874,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "budget_exhausted" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "budget_exhausted" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5865,7 +5892,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "database_unavailable" | "file_exists" | "file_too_large" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_multipart" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "unavailable" | "unknown_agent" | "validation_failed";
+                code: "bad_request" | "bearer_not_supported" | "database_unavailable" | "file_exists" | "file_too_large" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_multipart" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5883,7 +5910,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5901,7 +5928,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5919,7 +5946,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5937,7 +5964,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_range" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "range_not_satisfiable" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_range" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "range_not_satisfiable" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5955,7 +5982,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5973,7 +6000,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_language" | "invalid_text" | "knowledge_base_name_taken" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5991,7 +6018,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6009,7 +6036,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_language" | "invalid_text" | "knowledge_base_name_taken" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6027,7 +6054,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6045,7 +6072,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_too_large" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "file_too_large" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "unsupported_document_type" | "unsupported_media_type" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                code: "bearer_not_supported" | "database_unavailable" | "document_too_large" | "document_url_not_allowed" | "document_url_unreachable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unknown_file" | "unsupported_document_type" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6063,7 +6090,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6081,7 +6108,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6099,7 +6126,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6135,7 +6162,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6153,7 +6180,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6171,7 +6198,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6189,7 +6216,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6225,7 +6252,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6261,7 +6288,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6279,7 +6306,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6315,7 +6342,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6333,7 +6360,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6351,7 +6378,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed" | "webhook_disabled";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6369,7 +6396,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "events_expired" | "internal_error" | "invalid_api_key" | "invalid_last_event_id" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "events_expired" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_last_event_id" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6387,7 +6414,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "events_expired" | "internal_error" | "invalid_api_key" | "invalid_last_event_id" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "events_expired" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_last_event_id" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6405,7 +6432,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "unsupported_media_type" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6441,7 +6468,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "unsupported_media_type" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6477,7 +6504,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "unsupported_media_type" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6495,7 +6522,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "unsupported_media_type" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6513,7 +6540,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6531,7 +6558,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6549,7 +6576,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6567,7 +6594,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_group_by" | "invalid_text" | "invalid_time_range" | "malformed_api_key" | "missing_api_key" | "rate_limited" | "revoked_api_key" | "unavailable" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_group_by" | "invalid_json" | "invalid_text" | "invalid_time_range" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6585,7 +6612,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "validation_failed";
+                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6659,8 +6686,26 @@ export interface operations {
                     };
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HealthzError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HealthzError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6708,8 +6753,26 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadyzError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadyzError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6757,7 +6820,7 @@ export interface operations {
                     "application/json": components["schemas"]["Me"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6766,7 +6829,7 @@ export interface operations {
                     "application/json": components["schemas"]["MeError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6775,8 +6838,8 @@ export interface operations {
                     "application/json": components["schemas"]["MeError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
+            /** @description Not found: `not_found`. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6784,8 +6847,17 @@ export interface operations {
                     "application/json": components["schemas"]["MeError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
-            404: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MeError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6847,7 +6919,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6876,6 +6948,24 @@ export interface operations {
             };
             /** @description Not found: `not_found`, `route_not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListMembersError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListMembersError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6938,7 +7028,7 @@ export interface operations {
                     "application/json": components["schemas"]["Member"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7044,7 +7134,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7082,6 +7172,24 @@ export interface operations {
             };
             /** @description Conflict: `last_super_admin`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RemoveMemberError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RemoveMemberError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7147,7 +7255,7 @@ export interface operations {
                     "application/json": components["schemas"]["Member"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7264,7 +7372,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7293,6 +7401,24 @@ export interface operations {
             };
             /** @description Not found: `not_found`, `route_not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListApiKeysError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListApiKeysError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7362,7 +7488,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedApiKey"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `unknown_agent`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `unknown_agent`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7382,6 +7508,15 @@ export interface operations {
             };
             /** @description Forbidden: `forbidden`. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateApiKeyError"];
+                };
+            };
+            /** @description Not found: `not_found`. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7461,7 +7596,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKey"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7490,6 +7625,24 @@ export interface operations {
             };
             /** @description Not found: `not_found`, `route_not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevokeApiKeyError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevokeApiKeyError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7557,7 +7710,7 @@ export interface operations {
                     "application/json": components["schemas"]["CatalogPage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `type_required`, `invalid_cursor`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `type_required`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7568,6 +7721,24 @@ export interface operations {
             };
             /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListToolsError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListToolsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7669,7 +7840,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConnectorImported"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `invalid_openapi`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_openapi`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7768,7 +7939,7 @@ export interface operations {
                     "application/json": components["schemas"]["Connector"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7806,6 +7977,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetConnectorError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetConnectorError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7871,7 +8060,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConnectorImported"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `invalid_openapi`, `built_in_connector`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_openapi`, `built_in_connector`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7979,7 +8168,7 @@ export interface operations {
                     "application/json": components["schemas"]["Connector"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `built_in_connector`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `built_in_connector`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8008,6 +8197,24 @@ export interface operations {
             };
             /** @description Not found: `not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArchiveConnectorError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArchiveConnectorError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8074,7 +8281,7 @@ export interface operations {
                     "application/json": components["schemas"]["Operation"][];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8112,6 +8319,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListOperationsError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListOperationsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8173,7 +8398,7 @@ export interface operations {
                     "application/json": components["schemas"]["Connection"][];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8211,6 +8436,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListConnectionsError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListConnectionsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8286,7 +8529,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConnectionCreated"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `credentials_not_accepted`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `credentials_not_accepted`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8396,7 +8639,7 @@ export interface operations {
                     "application/json": components["schemas"]["Connection"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8434,6 +8677,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetConnectionError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetConnectionError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8495,7 +8756,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8524,6 +8785,24 @@ export interface operations {
             };
             /** @description Not found: `not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteConnectionError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteConnectionError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8591,7 +8870,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConnectionCreated"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `credentials_not_accepted`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `credentials_not_accepted`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8699,7 +8978,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConnectionCreated"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `not_oauth`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `not_oauth`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8728,6 +9007,24 @@ export interface operations {
             };
             /** @description Not found: `not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthorizeConnectionError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthorizeConnectionError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8791,7 +9088,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationSchema"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8829,6 +9126,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationSchemaError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationSchemaError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8912,7 +9227,7 @@ export interface operations {
                     "application/json": unknown;
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9056,7 +9371,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9094,6 +9409,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentsError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9208,7 +9541,7 @@ export interface operations {
                     "application/json": components["schemas"]["Agent"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `invalid_skill`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_skill`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9307,7 +9640,7 @@ export interface operations {
                     "application/json": components["schemas"]["Agent"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9345,6 +9678,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetAgentError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetAgentError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9404,7 +9755,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9442,6 +9793,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteAgentError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteAgentError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9507,7 +9876,7 @@ export interface operations {
                     "application/json": components["schemas"]["Agent"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `invalid_skill`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_skill`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9662,7 +10031,7 @@ export interface operations {
                     "application/json": components["schemas"]["TaskAccepted"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `invalid_idempotency_key`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_idempotency_key`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9788,7 +10157,7 @@ export interface operations {
                     "application/json": components["schemas"]["TaskPage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_cursor`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9799,6 +10168,24 @@ export interface operations {
             };
             /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListTasksError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListTasksError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9879,7 +10266,7 @@ export interface operations {
                     "application/json": components["schemas"]["Task"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9917,6 +10304,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetTaskError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetTaskError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9978,7 +10383,7 @@ export interface operations {
                     "application/json": components["schemas"]["Task"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10007,6 +10412,24 @@ export interface operations {
             };
             /** @description Not found: `not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CancelTaskError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CancelTaskError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10123,7 +10546,7 @@ export interface operations {
                     "application/json": components["schemas"]["Thread"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10161,6 +10584,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetThreadError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetThreadError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10222,7 +10663,7 @@ export interface operations {
                     "application/json": components["schemas"]["LlmUsage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10260,6 +10701,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetLlmUsageError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetLlmUsageError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10318,7 +10777,7 @@ export interface operations {
                     "application/json": components["schemas"]["ModelProviderSettings"][];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10356,6 +10815,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListModelProvidersError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListModelProvidersError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10420,7 +10897,7 @@ export interface operations {
                     "application/json": components["schemas"]["ModelProviderSettings"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10534,7 +11011,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10572,6 +11049,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteModelProviderError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteModelProviderError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10633,7 +11128,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Bad request: `invalid_text`, `personal_key_required`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `personal_key_required`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10644,6 +11139,24 @@ export interface operations {
             };
             /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAuthorizationsError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAuthorizationsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10705,7 +11218,7 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthAuthorization"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `personal_key_required`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `personal_key_required`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10725,6 +11238,24 @@ export interface operations {
             };
             /** @description Not found: `not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevokeAuthorizationError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevokeAuthorizationError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10788,7 +11319,7 @@ export interface operations {
                     "application/json": components["schemas"]["GroupPage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_cursor`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10808,6 +11339,24 @@ export interface operations {
             };
             /** @description Forbidden: `forbidden`. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListGroupsError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListGroupsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10870,7 +11419,7 @@ export interface operations {
                     "application/json": components["schemas"]["Group"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `unknown_agent`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `unknown_agent`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10978,7 +11527,7 @@ export interface operations {
                     "application/json": components["schemas"]["Group"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11016,6 +11565,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetGroupError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetGroupError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11075,7 +11642,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11113,6 +11680,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteGroupError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteGroupError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11178,7 +11763,7 @@ export interface operations {
                     "application/json": components["schemas"]["Group"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `unknown_agent`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `unknown_agent`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11300,7 +11885,7 @@ export interface operations {
                     "application/json": components["schemas"]["GroupMemberPage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_cursor`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11329,6 +11914,24 @@ export interface operations {
             };
             /** @description Not found: `not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListGroupMembersError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListGroupMembersError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11394,7 +11997,7 @@ export interface operations {
                     "application/json": components["schemas"]["Member"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11511,7 +12114,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11549,6 +12152,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RemoveGroupMemberError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RemoveGroupMemberError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11620,7 +12241,7 @@ export interface operations {
                     "application/json": components["schemas"]["AuditPage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_cursor`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11640,6 +12261,24 @@ export interface operations {
             };
             /** @description Forbidden: `forbidden`. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAuditEventsError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAuditEventsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11709,7 +12348,7 @@ export interface operations {
                     "text/csv": string;
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11729,6 +12368,24 @@ export interface operations {
             };
             /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportAuditEventsError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportAuditEventsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11792,7 +12449,7 @@ export interface operations {
                     "application/json": components["schemas"]["SkillPage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_cursor`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11803,6 +12460,24 @@ export interface operations {
             };
             /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListSkillsError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListSkillsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11865,7 +12540,7 @@ export interface operations {
                     "application/json": components["schemas"]["Skill"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `invalid_skill`, `unknown_agent`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_skill`, `unknown_agent`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11974,7 +12649,7 @@ export interface operations {
                     "application/json": components["schemas"]["PublishReport"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `invalid_manifest`, `invalid_skill`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_manifest`, `invalid_skill`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12089,7 +12764,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_cursor`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12109,6 +12784,24 @@ export interface operations {
             };
             /** @description Forbidden: `forbidden`. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListSkillViolationsError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListSkillViolationsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12170,7 +12863,7 @@ export interface operations {
                     "application/json": components["schemas"]["Skill"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12208,6 +12901,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetSkillError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetSkillError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12273,7 +12984,7 @@ export interface operations {
                     "application/json": components["schemas"]["Skill"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `skill_archived`, `invalid_skill`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `skill_archived`, `invalid_skill`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12394,7 +13105,7 @@ export interface operations {
                     "application/json": components["schemas"]["Skill"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `unknown_agent`, `skill_archived`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `unknown_agent`, `skill_archived`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12502,7 +13213,7 @@ export interface operations {
                     "application/json": components["schemas"]["Skill"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `skill_archived`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `skill_archived`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12531,6 +13242,24 @@ export interface operations {
             };
             /** @description Not found: `not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublishSkillError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublishSkillError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12592,7 +13321,7 @@ export interface operations {
                     "application/json": components["schemas"]["Skill"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `skill_archived`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `skill_archived`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12621,6 +13350,24 @@ export interface operations {
             };
             /** @description Not found: `not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArchiveSkillError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArchiveSkillError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12682,7 +13429,7 @@ export interface operations {
                     "application/json": components["schemas"]["AttachedSkill"][];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12720,6 +13467,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentSkillsError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentSkillsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12783,7 +13548,7 @@ export interface operations {
                     "application/json": components["schemas"]["AttachedSkill"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `skill_not_published`, `skill_archived`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `skill_not_published`, `skill_archived`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12812,6 +13577,24 @@ export interface operations {
             };
             /** @description Not found: `not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachSkillError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachSkillError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12873,7 +13656,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12902,6 +13685,24 @@ export interface operations {
             };
             /** @description Not found: `not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachSkillError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachSkillError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12966,7 +13767,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApprovalPage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_cursor`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12986,6 +13787,24 @@ export interface operations {
             };
             /** @description Forbidden: `forbidden`. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListApprovalsError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListApprovalsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13050,7 +13869,7 @@ export interface operations {
                     "application/json": components["schemas"]["Approval"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13088,6 +13907,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApprovalError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetApprovalError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13153,7 +13990,7 @@ export interface operations {
                     "application/json": components["schemas"]["Approval"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13274,7 +14111,7 @@ export interface operations {
                     "application/json": components["schemas"]["Approval"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13388,7 +14225,7 @@ export interface operations {
                     "application/json": components["schemas"]["SsoSettings"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13417,6 +14254,24 @@ export interface operations {
             };
             /** @description Not found: `not_found`, `route_not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetSsoError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetSsoError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13488,7 +14343,7 @@ export interface operations {
                     "application/json": components["schemas"]["SsoSettings"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `unknown_group`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `unknown_group`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13591,7 +14446,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13620,6 +14475,24 @@ export interface operations {
             };
             /** @description Not found: `not_found`, `route_not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteSsoError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteSsoError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13690,7 +14563,7 @@ export interface operations {
                     "application/json": components["schemas"]["SchedulePage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13699,7 +14572,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListSchedulesError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13708,16 +14581,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListSchedulesError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListSchedulesError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -13726,8 +14590,17 @@ export interface operations {
                     "application/json": components["schemas"]["ListSchedulesError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListSchedulesError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13805,7 +14678,7 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `invalid_cron`, `invalid_timezone`, `invalid_duration`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cron`, `invalid_timezone`, `invalid_duration`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13825,6 +14698,15 @@ export interface operations {
             };
             /** @description Forbidden: `forbidden`. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateScheduleError"];
+                };
+            };
+            /** @description Not found: `not_found`. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13904,7 +14786,7 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13942,6 +14824,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetScheduleError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetScheduleError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14001,7 +14901,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14039,6 +14939,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteScheduleError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteScheduleError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14104,7 +15022,7 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `invalid_cron`, `invalid_timezone`, `invalid_duration`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cron`, `invalid_timezone`, `invalid_duration`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14212,7 +15130,7 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14250,6 +15168,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PauseScheduleError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PauseScheduleError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14311,7 +15247,7 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14349,6 +15285,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResumeScheduleError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResumeScheduleError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14410,7 +15364,7 @@ export interface operations {
                     "application/json": components["schemas"]["Task"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14448,6 +15402,24 @@ export interface operations {
             };
             /** @description Not found: `not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TriggerScheduleError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TriggerScheduleError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14515,7 +15487,7 @@ export interface operations {
                     "application/json": components["schemas"]["FilePage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_cursor`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14526,6 +15498,24 @@ export interface operations {
             };
             /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFilesError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFilesError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14610,7 +15600,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkspaceFile"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `bad_request`, `invalid_multipart`, `unknown_agent`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_multipart`, `unknown_agent`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14646,8 +15636,17 @@ export interface operations {
                     "application/json": components["schemas"]["UploadFileError"];
                 };
             };
-            /** @description Payload too large: `file_too_large`. */
+            /** @description Payload too large: `payload_too_large`, `file_too_large`. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadFileError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14709,7 +15708,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkspaceFile"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14747,6 +15746,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFileError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFileError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14806,7 +15823,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14835,6 +15852,24 @@ export interface operations {
             };
             /** @description Not found: `not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFileError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFileError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14896,7 +15931,7 @@ export interface operations {
                     "application/octet-stream": string;
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_range`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_range`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14916,6 +15951,24 @@ export interface operations {
             };
             /** @description Not found: `not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFileContentError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFileContentError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14988,7 +16041,7 @@ export interface operations {
                     "application/json": components["schemas"]["KnowledgeBasePage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14997,7 +16050,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListKnowledgeBasesError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -15006,8 +16059,8 @@ export interface operations {
                     "application/json": components["schemas"]["ListKnowledgeBasesError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15015,17 +16068,8 @@ export interface operations {
                     "application/json": components["schemas"]["ListKnowledgeBasesError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListKnowledgeBasesError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15088,7 +16132,7 @@ export interface operations {
                     "application/json": components["schemas"]["KnowledgeBase"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_language`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15097,7 +16141,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreateKnowledgeBaseError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -15106,7 +16150,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreateKnowledgeBaseError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15115,16 +16159,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreateKnowledgeBaseError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CreateKnowledgeBaseError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `knowledge_base_name_taken`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15204,7 +16239,7 @@ export interface operations {
                     "application/json": components["schemas"]["KnowledgeBase"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15242,6 +16277,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeBaseError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeBaseError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15300,7 +16353,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15338,6 +16391,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15402,7 +16473,7 @@ export interface operations {
                     "application/json": components["schemas"]["KnowledgeBase"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_language`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15411,7 +16482,7 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -15420,7 +16491,7 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15429,7 +16500,7 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -15438,7 +16509,7 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `knowledge_base_name_taken`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15523,7 +16594,7 @@ export interface operations {
                     "application/json": components["schemas"]["KnowledgeDocumentPage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15532,7 +16603,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -15541,16 +16612,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -15559,8 +16621,17 @@ export interface operations {
                     "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15625,7 +16696,7 @@ export interface operations {
                     "application/json": components["schemas"]["KnowledgeDocument"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `unknown_file`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15634,7 +16705,7 @@ export interface operations {
                     "application/json": components["schemas"]["AddKnowledgeDocumentError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -15643,7 +16714,7 @@ export interface operations {
                     "application/json": components["schemas"]["AddKnowledgeDocumentError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15652,7 +16723,7 @@ export interface operations {
                     "application/json": components["schemas"]["AddKnowledgeDocumentError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -15661,16 +16732,7 @@ export interface operations {
                     "application/json": components["schemas"]["AddKnowledgeDocumentError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AddKnowledgeDocumentError"];
-                };
-            };
-            /** @description Payload too large: `payload_too_large`, `file_too_large`, `document_too_large`. */
+            /** @description Payload too large: `payload_too_large`, `document_too_large`. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -15688,7 +16750,7 @@ export interface operations {
                     "application/json": components["schemas"]["AddKnowledgeDocumentError"];
                 };
             };
-            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
+            /** @description Unprocessable: `document_url_not_allowed`, `document_url_unreachable`. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -15751,7 +16813,7 @@ export interface operations {
                     "application/json": components["schemas"]["KnowledgeDocument"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15789,6 +16851,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeDocumentError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetKnowledgeDocumentError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15848,7 +16928,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15886,6 +16966,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15950,7 +17048,7 @@ export interface operations {
                     "application/json": components["schemas"]["KnowledgeSearchResults"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16068,7 +17166,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16106,6 +17204,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16165,7 +17281,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16203,6 +17319,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachKnowledgeBaseError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachKnowledgeBaseError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16262,7 +17396,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16300,6 +17434,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachKnowledgeBaseError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachKnowledgeBaseError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16358,7 +17510,7 @@ export interface operations {
                     "application/json": components["schemas"]["FunctionPage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16396,6 +17548,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionsError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16458,7 +17628,7 @@ export interface operations {
                     "application/json": components["schemas"]["CustomFunction"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16578,7 +17748,7 @@ export interface operations {
                     "application/json": components["schemas"]["CustomFunction"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16616,6 +17786,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFunctionError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFunctionError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16675,7 +17863,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16713,6 +17901,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFunctionError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFunctionError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16778,7 +17984,7 @@ export interface operations {
                     "application/json": components["schemas"]["CustomFunction"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16895,7 +18101,7 @@ export interface operations {
                     "application/json": components["schemas"]["FunctionVersionPage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16933,6 +18139,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionVersionsError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionVersionsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17001,7 +18225,7 @@ export interface operations {
                     "application/json": components["schemas"]["FunctionResult"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17136,7 +18360,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentFunctionPage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17174,6 +18398,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentFunctionsError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentFunctionsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17237,7 +18479,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentFunction"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17275,6 +18517,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachFunctionError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachFunctionError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17336,7 +18596,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17374,6 +18634,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachFunctionError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachFunctionError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17442,7 +18720,7 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_last_event_id`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_last_event_id`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17460,8 +18738,35 @@ export interface operations {
                     "application/json": components["schemas"]["StreamEventsError"];
                 };
             };
+            /** @description Not found: `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamEventsError"];
+                };
+            };
             /** @description Gone: `events_expired`. */
             410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamEventsError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamEventsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17529,7 +18834,7 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_last_event_id`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_last_event_id`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17558,6 +18863,24 @@ export interface operations {
             };
             /** @description Gone: `events_expired`. */
             410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamTaskEventsError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamTaskEventsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17616,7 +18939,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookList"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17654,6 +18977,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListWebhooksError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListWebhooksError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17734,7 +19075,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedWebhook"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17842,7 +19183,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17880,6 +19221,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetWebhookError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetWebhookError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17948,7 +19307,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17986,6 +19345,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteWebhookError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteWebhookError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18060,7 +19437,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -18177,7 +19554,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedWebhook"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -18215,6 +19592,24 @@ export interface operations {
             };
             /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RotateWebhookSecretError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RotateWebhookSecretError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18291,7 +19686,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryPage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_cursor`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -18320,6 +19715,24 @@ export interface operations {
             };
             /** @description Not found: `not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListWebhookDeliveriesError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListWebhookDeliveriesError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18383,7 +19796,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -18421,6 +19834,24 @@ export interface operations {
             };
             /** @description Conflict: `webhook_disabled`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetryWebhookDeliveryError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetryWebhookDeliveryError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18482,7 +19913,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -18520,6 +19951,24 @@ export interface operations {
             };
             /** @description Conflict: `webhook_disabled`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PingWebhookError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PingWebhookError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18591,7 +20040,7 @@ export interface operations {
                     "text/csv": string;
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_time_range`, `invalid_group_by`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_time_range`, `invalid_group_by`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -18611,6 +20060,33 @@ export interface operations {
             };
             /** @description Forbidden: `forbidden`. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetUsageError"];
+                };
+            };
+            /** @description Not found: `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetUsageError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetUsageError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18672,7 +20148,7 @@ export interface operations {
                     "application/json": components["schemas"]["CommandPolicy"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -18701,6 +20177,24 @@ export interface operations {
             };
             /** @description Not found: `not_found`, `route_not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetCommandPolicyError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetCommandPolicyError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18766,7 +20260,7 @@ export interface operations {
                     "application/json": components["schemas"]["CommandPolicy"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -18878,7 +20372,7 @@ export interface operations {
                     "application/json": components["schemas"]["CommandDecision"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `validation_failed`, `invalid_json`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
             400: {
                 headers: {
                     [name: string]: unknown;
