@@ -47,25 +47,32 @@ const create = Command.make(
   {
     ...apiOptions,
     file: Options.text("file").pipe(
+      Options.withPseudoName("FILE"),
       Options.withDescription(
         "The agent as JSON (the body of POST /v1/agents; `-`: stdin). Other options override it."
       ),
       Options.optional
     ),
-    name: Options.text("name").pipe(Options.optional),
+    name: Options.text("name").pipe(Options.withPseudoName("NAME"), Options.optional),
     provider: Options.choice("provider", ["openai", "openai-chat", "anthropic", "scripted"]).pipe(
       Options.withDescription("The model provider."),
       Options.optional
     ),
-    model: Options.text("model").pipe(Options.withDescription("Model name, e.g. gpt-4.1-mini."), Options.optional),
+    model: Options.text("model").pipe(
+      Options.withPseudoName("MODEL"),
+      Options.withDescription("Model name, e.g. gpt-4.1-mini."),
+      Options.optional
+    ),
     baseUrl: Options.text("base-url").pipe(
+      Options.withPseudoName("URL"),
       Options.withDescription(
         "The provider endpoint for this agent (default: the organization's or the deployment's)."
       ),
       Options.optional
     ),
-    instructions: Options.text("instructions").pipe(Options.optional),
+    instructions: Options.text("instructions").pipe(Options.withPseudoName("TEXT"), Options.optional),
     skills: Options.text("skill").pipe(
+      Options.withPseudoName("CONNECTION_ID:OPS"),
       Options.withDescription("CONNECTION_ID:OPERATION[,OPERATION…]: tools the agent may call (repeat for several)."),
       Options.repeated
     )
@@ -176,15 +183,21 @@ const invoke = Command.make(
       Args.optional
     ),
     user: Options.text("user").pipe(
+      Options.withPseudoName("EMAIL"),
       Options.withDescription("E-mail of the person asking (default: yours, for a personal key)."),
       Options.optional
     ),
-    userId: Options.text("user-id").pipe(Options.withDescription("Their id (default: the e-mail)."), Options.optional),
+    userId: Options.text("user-id").pipe(
+      Options.withPseudoName("ID"),
+      Options.withDescription("Their id (default: the e-mail)."),
+      Options.optional
+    ),
     async: Options.boolean("async").pipe(Options.withDescription("Do not wait: print the task's id (202).")),
     noStream: Options.boolean("no-stream").pipe(
       Options.withDescription("Wait for the whole answer instead of streaming the text as it comes.")
     ),
     idempotencyKey: Options.text("idempotency-key").pipe(
+      Options.withPseudoName("KEY"),
       Options.withDescription("The same key and prompt return the same task."),
       Options.optional
     )

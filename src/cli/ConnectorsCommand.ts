@@ -65,9 +65,14 @@ const add = Command.make(
     file: Args.text({ name: "FILE" }).pipe(
       Args.withDescription("An OpenAPI 3.0/3.1 or Swagger 2.0 document, JSON or YAML (`-`: standard input).")
     ),
-    name: Options.text("name").pipe(Options.withDescription("Default: the document's info.title."), Options.optional),
-    description: Options.text("description").pipe(Options.optional),
+    name: Options.text("name").pipe(
+      Options.withPseudoName("NAME"),
+      Options.withDescription("Default: the document's info.title."),
+      Options.optional
+    ),
+    description: Options.text("description").pipe(Options.withPseudoName("TEXT"), Options.optional),
     serverUrl: Options.text("server-url").pipe(
+      Options.withPseudoName("URL"),
       Options.withDescription("Base URL overriding the document's servers."),
       Options.optional
     )
@@ -100,9 +105,18 @@ const list = Command.make(
   "list",
   {
     ...apiOptions,
-    query: Options.text("query").pipe(Options.withDescription("Case-insensitive name search."), Options.optional),
-    limit: Options.integer("limit").pipe(Options.withDescription("Page size, 1-200."), Options.withDefault(50)),
+    query: Options.text("query").pipe(
+      Options.withPseudoName("TEXT"),
+      Options.withDescription("Case-insensitive name search."),
+      Options.optional
+    ),
+    limit: Options.integer("limit").pipe(
+      Options.withPseudoName("N"),
+      Options.withDescription("Page size, 1-200."),
+      Options.withDefault(50)
+    ),
     cursor: Options.text("cursor").pipe(
+      Options.withPseudoName("CURSOR"),
       Options.withDescription("The next page (printed under the table)."),
       Options.optional
     )
@@ -183,6 +197,7 @@ const credentialsOf = (options: {
 
 const secretOption = (name: string, description: string) =>
   Options.text(name).pipe(
+    Options.withPseudoName("VALUE"),
     Options.withDescription(`${description} \`-\` reads it from standard input.`),
     Options.optional
   )
@@ -192,26 +207,40 @@ const create = Command.make(
   {
     ...apiOptions,
     connector: Args.text({ name: "CONNECTOR_ID" }).pipe(Args.withDescription("The connector (see connectors list).")),
-    name: Options.text("name").pipe(Options.withDescription("The connection's name.")),
+    name: Options.text("name").pipe(Options.withPseudoName("NAME"), Options.withDescription("The connection's name.")),
     scope: Options.choice("scope", ["organizational", "personal"]).pipe(
       Options.withDescription("organizational: the whole organization uses it. personal: yours only."),
       Options.withDefault("organizational" as const)
     ),
     serverUrl: Options.text("server-url").pipe(
+      Options.withPseudoName("URL"),
       Options.withDescription("Where this connection's API is."),
       Options.optional
     ),
     apiKey: secretOption("api-key", "An API key credential."),
     scheme: Options.text("scheme").pipe(
+      Options.withPseudoName("NAME"),
       Options.withDescription("With --api-key: the document's security scheme, when it has several."),
       Options.optional
     ),
     token: secretOption("token", "A bearer token credential."),
-    username: Options.text("username").pipe(Options.withDescription("Basic auth user name."), Options.optional),
+    username: Options.text("username").pipe(
+      Options.withPseudoName("USER"),
+      Options.withDescription("Basic auth user name."),
+      Options.optional
+    ),
     password: secretOption("password", "Basic auth password."),
-    clientId: Options.text("client-id").pipe(Options.withDescription("OAuth2 client id."), Options.optional),
+    clientId: Options.text("client-id").pipe(
+      Options.withPseudoName("ID"),
+      Options.withDescription("OAuth2 client id."),
+      Options.optional
+    ),
     clientSecret: secretOption("client-secret", "OAuth2 client secret."),
-    scopes: Options.text("scopes").pipe(Options.withDescription("OAuth2 scopes, comma-separated."), Options.optional)
+    scopes: Options.text("scopes").pipe(
+      Options.withPseudoName("SCOPES"),
+      Options.withDescription("OAuth2 scopes, comma-separated."),
+      Options.optional
+    )
   },
   (options) =>
     Effect.gen(function*() {

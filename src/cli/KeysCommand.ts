@@ -27,7 +27,7 @@ const create = Command.make(
   "create",
   {
     ...apiOptions,
-    name: Options.text("name").pipe(Options.withDescription("What the key is for.")),
+    name: Options.text("name").pipe(Options.withPseudoName("NAME"), Options.withDescription("What the key is for.")),
     kind: Options.choice("kind", ["personal", "organization"]).pipe(
       Options.withDescription("personal: acts as you. organization: for applications, optionally limited to agents."),
       Options.withDefault("personal" as const)
@@ -37,6 +37,7 @@ const create = Command.make(
       Options.optional
     ),
     agents: Options.text("agent").pipe(
+      Options.withPseudoName("AGENT_ID"),
       Options.withDescription("Organization keys: limit the key to this agent id (repeat for several)."),
       Options.repeated
     )

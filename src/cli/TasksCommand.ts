@@ -17,6 +17,7 @@ const get = Command.make(
     ...apiOptions,
     id: taskId,
     wait: Options.integer("wait").pipe(
+      Options.withPseudoName("SECONDS"),
       Options.withDescription("Wait up to this many seconds (0-60) for the task to end."),
       Options.optional
     )

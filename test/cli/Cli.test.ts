@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { petstore } from "../connectors/support.js"
 import { type ModelServer, startModelServer } from "../support/ModelServers.js"
 import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
-import { startTestNode, type TestNode } from "../support/TestNode.js"
-import { cli, configHome, ESCAPE } from "./support.js"
+import { startTestNode, testEnvironment, type TestNode } from "../support/TestNode.js"
+import { cli, cliOnTerminal, configHome, ESCAPE, serveOnTerminal } from "./support.js"
 
 // every step is a CLI process (a second or two of CPU each; much more on a loaded machine)
 vi.setConfig({ testTimeout: 300_000 })
@@ -262,7 +262,6 @@ describe("help and output", () => {
     const table = await cli(["keys", "list"], { env })
     expect(table.stdout).not.toContain(ESCAPE)
 
-    const { cliOnTerminal } = await import("./support.js")
     const coloured = await cliOnTerminal(["--help"], env)
     expect(coloured.stdout).toContain(`${ESCAPE}[`)
     const plain = await cliOnTerminal(["--help"], { ...env, NO_COLOR: "1" })
@@ -271,5 +270,14 @@ describe("help and output", () => {
     const plainTable = await cliOnTerminal(["keys", "list"], { ...env, NO_COLOR: "1" })
     expect(plainTable.stdout).toContain("ci pipeline")
     expect(plainTable.stdout).not.toContain(ESCAPE)
+  })
+})
+
+describe("progress of long steps", () => {
+  it("serve on a terminal tells on stderr how its start goes, then that it is ready", async () => {
+    const output = await serveOnTerminal(await testEnvironment(), /ready in [\d.]+ s/, 240_000)
+    expect(output).toContain("switchyard: starting the node (DATABASE_URL)")
+    expect(output).toMatch(/switchyard: ready in [\d.]+ s/)
+    expect(output).toContain("Switchyard is running.")
   })
 })

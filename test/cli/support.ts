@@ -58,3 +58,33 @@ export const cliOnTerminal = (args: ReadonlyArray<string>, env: Record<string, s
 export const configHome = () => Fs.mkdtempSync(Path.join(Os.tmpdir(), "switchyard-cli-"))
 
 export const ESCAPE = "\x1b"
+
+/**
+ * `switchyard serve` on a pseudo-terminal until its output matches `until` (or `timeoutMs` passes); then the
+ * terminal is closed (the node gets SIGHUP) and its output returned.
+ */
+export const serveOnTerminal = (env: Record<string, string>, until: RegExp, timeoutMs: number) =>
+  new Promise<string>((resolve, reject) => {
+    const command = [process.execPath, BIN, "serve"].map((a) => `'${a}'`).join(" ")
+    const child = spawn("script", ["-qec", command, "/dev/null"], {
+      env: { ...baseEnvironment(), SWITCHYARD_LOG_LEVEL: "warning", TERM: "xterm-256color", ...env },
+      stdio: ["pipe", "pipe", "pipe"],
+      detached: true
+    })
+    let output = ""
+    const finish = () => {
+      clearTimeout(timer)
+      try {
+        process.kill(-child.pid!, "SIGTERM")
+      } catch {
+        // already gone
+      }
+    }
+    const timer = setTimeout(finish, timeoutMs)
+    child.stdout.on("data", (c) => {
+      output += c
+      if (until.test(output)) finish()
+    })
+    child.on("error", reject)
+    child.on("exit", () => resolve(output))
+  })
