@@ -7,6 +7,7 @@ import { addMember, call } from "../access/support.js"
 import { petstore } from "../connectors/support.js"
 import { PASSWORD, setPassword, signedUpAdmin } from "../mcp/support.js"
 import { type ModelServer, startModelServer } from "../support/ModelServers.js"
+import { type OAuthServer, startOAuthServer } from "../support/OAuthServer.js"
 import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 import {
@@ -23,6 +24,8 @@ import {
 let node: TestNode
 let target: TargetServer
 let model: ModelServer
+let provider: OAuthServer
+const oauthClient = { id: "console-test", secret: "console-secret" }
 let browser: Browser
 let admin: Awaited<ReturnType<typeof signedUpAdmin>>
 let member: Awaited<ReturnType<typeof addMember>>
@@ -35,6 +38,7 @@ beforeAll(async () => {
   ensureConsoleBuilt()
   model = await startModelServer("openai")
   target = await startTargetServer()
+  provider = await startOAuthServer(oauthClient)
   node = await startTestNode({
     SWITCHYARD_EGRESS_ALLOW: "127.0.0.1",
     SWITCHYARD_OPENAI_BASE_URL: model.url,
@@ -51,6 +55,7 @@ afterAll(async () => {
   await node?.stop()
   await target?.close()
   await model?.close()
+  await provider?.close()
 })
 
 const go = async (page: Page, path: string) => {
@@ -145,6 +150,50 @@ describe.skipIf(CHROMIUM === undefined)("the web console in a real browser (head
     // the upstream's answer as it sent it (this one echoes the request it got)
     expect(await page.getByRole("status", { name: "Operation result" }).textContent()).toContain("\"path\": \"/pets\"")
     await screenshot(page, "connector")
+  })
+
+  it("connects with OAuth2: the console sends the browser to the provider's consent and the connection works", async () => {
+    const connector = (await call(node, admin.api_key, "POST", "/v1/tools/connectors", {
+      spec: {
+        openapi: "3.0.3",
+        info: { title: "OAuth API", version: "1" },
+        servers: [{ url: `${provider.url}/api` }],
+        security: [{ oauth: ["read"] }],
+        components: {
+          securitySchemes: {
+            oauth: {
+              type: "oauth2",
+              flows: {
+                authorizationCode: {
+                  authorizationUrl: provider.authorizationUrl,
+                  tokenUrl: provider.tokenUrl,
+                  scopes: { read: "Read" }
+                }
+              }
+            }
+          }
+        },
+        paths: { "/me": { get: { operationId: "me", responses: { "200": { description: "ok" } } } } }
+      }
+    })).body
+    const page = adminPage
+    await go(page, `/connectors/${connector.id}`)
+    await page.getByRole("button", { name: "New connection" }).click()
+    await page.getByLabel("Connection name").fill("mine")
+    await page.getByLabel("Credential type").selectOption("oauth2")
+    await page.getByRole("button", { name: "Connect and authorize" }).click()
+    await page.getByText("Client ID is required.").waitFor()
+    await page.getByLabel("Client ID").fill(oauthClient.id)
+    await page.getByLabel("Client secret").fill(oauthClient.secret)
+    await page.getByRole("button", { name: "Connect and authorize" }).click()
+    // the provider approves at once and sends the browser back to the node's callback
+    await page.waitForURL((u) => u.pathname === "/oauth/connections/callback")
+    expect(await page.textContent("body")).toContain("ready")
+    await go(page, `/connectors/${connector.id}`)
+    await page.getByRole("listitem").filter({ hasText: "mine" }).getByText("active").waitFor()
+    await page.getByRole("button", { name: "Call operation" }).click()
+    await page.getByText("The API answered with HTTP 200").waitFor()
+    expect(provider.tokenRequests.some((r) => r.grant_type === "authorization_code")).toBe(true)
   })
 
   it("creates an agent with a tool, chats with it in Try it and sees the tool call and model calls in the thread", async () => {
