@@ -48,7 +48,13 @@ export const documentApi = (api: HttpApi.HttpApi.Any) => (spec: Record<string, a
       }
     }
   }
-  for (const unused of ["HttpApiDecodeError", "Issue", "PropertyKey", "ErrorBody"]) delete schemas[unused]
+  // HttpApi's own decode error (never sent: the pipeline answers `validation_failed`) and what only it used
+  for (const internal of ["HttpApiDecodeError", "Issue", "PropertyKey", "ErrorBody"]) {
+    const rest = { ...spec, components: { ...spec.components, schemas: { ...schemas, [internal]: undefined } } }
+    if (internal === "HttpApiDecodeError" || !JSON.stringify(rest).includes(`"#/components/schemas/${internal}"`)) {
+      delete schemas[internal]
+    }
+  }
   cleanSchemas(spec.paths)
   cleanSchemas(spec.webhooks)
   cleanSchemas(schemas)
