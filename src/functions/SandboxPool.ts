@@ -63,25 +63,27 @@ export const makeSandboxPool = (maxWorkers: number) => {
     const slot: Slot = { worker, calls: new Map(), running: 0, idleSince: Date.now() }
     slots.push(slot)
     worker.on("message", (message: FromWorker) => onMessage(slot, message))
-    const lost = (why: string) => {
-      const at = slots.indexOf(slot)
-      if (at < 0) return
-      slots.splice(at, 1)
-      const memory = /memory/i.test(why)
-      for (const call of slot.calls.values()) {
-        clearTimeout(call.timer)
-        call.done(
-          memory
-            ? failed("memory", `The function used more memory than the sandbox allows and was stopped.`)
-            : failed("error", `The sandbox running the function stopped (${why}).`)
-        )
-      }
-      slot.calls.clear()
-      drain()
-    }
-    worker.on("error", (e) => lost(String(e?.message ?? e)))
-    worker.on("exit", (code) => lost(`exit ${code}`))
+    worker.on("error", (e) => retire(slot, String(e?.message ?? e)))
+    worker.on("exit", (code) => retire(slot, `exit ${code}`))
     return slot
+  }
+
+  /** A worker gone or being terminated: no call goes to it again, and the calls it held end now. */
+  const retire = (slot: Slot, why: string) => {
+    const at = slots.indexOf(slot)
+    if (at < 0) return
+    slots.splice(at, 1)
+    const memory = /memory/i.test(why)
+    for (const call of slot.calls.values()) {
+      clearTimeout(call.timer)
+      call.done(
+        memory
+          ? failed("memory", `The function used more memory than the sandbox allows and was stopped.`)
+          : failed("error", `The sandbox running the function stopped (${why}).`)
+      )
+    }
+    slot.calls.clear()
+    drain()
   }
 
   const post = (slot: Slot, message: ToWorker) => slot.worker.postMessage(message)
@@ -140,6 +142,7 @@ export const makeSandboxPool = (maxWorkers: number) => {
       call.done(
         failed("timeout", `The function ran longer than its timeout_ms (${call.job.timeoutMs} ms) and was stopped.`)
       )
+      retire(slot, "a call on it stopped answering")
       void slot.worker.terminate()
     }, call.job.timeoutMs + GRACE_MS)
     post(slot, { type: "run", id: call.id, job: call.job })
