@@ -5,6 +5,7 @@ import { Link, navigate } from "../router.js"
 import { useSession } from "../session.js"
 import { ended, ThreadView, useTaskEvents } from "../thread.js"
 import { ErrorNote, Field, Loading, PageTitle, Status, usd } from "../ui.js"
+import { AgentAttachments } from "./AgentAttachments.js"
 import { AgentForm } from "./AgentForm.js"
 
 export default function AgentPage({ id }: { readonly id: string }) {
@@ -75,7 +76,15 @@ export default function AgentPage({ id }: { readonly id: string }) {
             error={update.error}
           />
         )
-        : a.instructions !== "" && <p className="instructions">{a.instructions}</p>}
+        : (
+          <>
+            {a.instructions !== "" && <p className="instructions">{a.instructions}</p>}
+            <p>
+              Tools: {a.skills.flatMap((s) => s.operation_ids).join(", ") || "none (Edit to choose operations)"}
+            </p>
+          </>
+        )}
+      <AgentAttachments agentId={a.id} canBuild={canBuild} />
       <TryIt agent={a} />
     </section>
   )
