@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Config, Duration, Effect } from "effect"
 import { startRun, TaskEntity } from "../../cluster/TaskEntity.js"
 import { Conflict, NotFound } from "../../schema/Errors.js"
-import type { TaskId } from "../../schema/Ids.js"
+import type { AgentId, TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { Approval, type ApprovalCondition } from "../../schema/Skills.js"
 import { actorOf, AuditLog } from "../audit/AuditLog.js"
@@ -91,8 +91,11 @@ export class Approvals extends Effect.Service<Approvals>()("skills/Approvals", {
     const find = (principal: Principal, id: string) =>
       Effect.flatMap(
         isUuid(id) ? repo.find(principal.organizationId, id) : Effect.succeed(undefined),
+        // a key limited to some agents sees only their approvals, as it sees only their tasks
         (row): Effect.Effect<ApprovalRow, NotFound> =>
-          row === undefined ? Effect.fail(NotFound.of("Approval", id)) : Effect.succeed(row)
+          row === undefined || (principal.agentIds !== null && !principal.agentIds.includes(row.agent_id as AgentId))
+            ? Effect.fail(NotFound.of("Approval", id))
+            : Effect.succeed(row)
       )
 
     const decide = (principal: Principal, id: string, status: "approved" | "rejected", reason: string | undefined) =>

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { call, expectError } from "../access/support.js"
+import { addMember, call, expectError, scriptedAgent } from "../access/support.js"
 import { startTestNode } from "../support/TestNode.js"
 import { publishedSkill, run, type SkillWorld, startSkillWorld, threadOf, toolAgent } from "./support.js"
 
@@ -84,6 +84,25 @@ describe("approvals", () => {
       "agent_message"
     ])
     expectError(await call(w.node, w.admin, "POST", `/v1/approvals/${approvalId}/reject`, {}), 409, "approval_decided")
+  })
+
+  it("a key limited to other agents does not find the approval; one limited to its agent does", async () => {
+    const agent = await guardedAgent(w, 55)
+    const accepted = await invokeAsync(w, agent.id)
+    await waitStatus(w, accepted.id, ["waiting_approval"])
+    const [pending] = (await call(w.node, w.admin, "GET", `/v1/approvals?task_id=${accepted.id}`)).body.items
+    const other = (await call(w.node, w.admin, "POST", "/v1/agents", scriptedAgent("Elsewhere"))).body
+    const limitedTo = async (agentId: string) => {
+      const group = await call(w.node, w.admin, "POST", "/v1/groups", { name: `g ${agentId}`, agent_ids: [agentId] })
+      const person = await addMember(w.node, w.admin, "member")
+      await call(w.node, w.admin, "POST", `/v1/groups/${group.body.id}/members`, { user_id: person.userId })
+      return person.key
+    }
+    expectError(await call(w.node, await limitedTo(other.id), "GET", `/v1/approvals/${pending.id}`), 404, "not_found")
+    const own = await call(w.node, await limitedTo(agent.id), "GET", `/v1/approvals/${pending.id}`)
+    expect(own.status).toBe(200)
+    expect(own.body.id).toBe(pending.id)
+    await call(w.node, w.admin, "POST", `/v1/approvals/${pending.id}/reject`, {})
   })
 
   it("a rejection is reported to the model and recorded; the call is never made", async () => {
