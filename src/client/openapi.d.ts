@@ -1552,14 +1552,18 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List functions
+         * List custom functions
          * @description The organization's custom functions, current versions.
+         *
+         *     **Role:** any member's key (Member and above).
          */
         get: operations["listFunctions"];
         put?: never;
         /**
-         * Create function
-         * @description Create a custom function (Builder+), version 1. 400 `invalid_input_schema` when `input_schema` is not a JSON Schema; 409 `function_name_taken` when the name is in use.
+         * Create a custom function
+         * @description Create a custom function, version 1. 400 `invalid_input_schema` when `input_schema` is not a JSON Schema; 409 `function_name_taken` when the name is in use.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
          */
         post: operations["createFunction"];
         delete?: never;
@@ -1576,22 +1580,28 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get function
+         * Get a custom function
          * @description A function at its current version, or at `?version=`.
+         *
+         *     **Role:** any member's key (Member and above).
          */
         get: operations["getFunction"];
         put?: never;
         post?: never;
         /**
-         * Delete function
-         * @description Delete a function and its versions (Builder+); agents lose its tool.
+         * Delete a custom function
+         * @description Delete a function and its versions; agents lose its tool.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
          */
         delete: operations["deleteFunction"];
         options?: never;
         head?: never;
         /**
-         * Update function
-         * @description Change a function (Builder+): a new version with the fields given, the rest as they were; it becomes current.
+         * Change a custom function
+         * @description Change a function: a new version with the fields given, the rest as they were; it becomes current.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
          */
         patch: operations["updateFunction"];
         trace?: never;
@@ -1604,8 +1614,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List function versions
+         * List a function's versions
          * @description Every version of a function, newest first.
+         *
+         *     **Role:** any member's key (Member and above).
          */
         get: operations["listFunctionVersions"];
         put?: never;
@@ -1626,8 +1638,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Invoke function
-         * @description Run the function (any member) in its sandbox, as you: `ctx.connectors.invoke` calls connections with your rights. 400 `validation_failed` when `input` fails `input_schema` (nothing runs); 422 `function_error` (it threw: message and stack), `function_memory` (past memory_mb), `function_output_too_large` (output JSON past 1 MiB); 504 `function_timeout` (past timeout_ms); 503 `functions_busy` when this node's sandbox queue is full.
+         * Invoke a custom function
+         * @description Run the function in its sandbox, as you: `ctx.connectors.invoke` calls connections with your rights. 400 `validation_failed` when `input` fails `input_schema` (nothing runs); 422 `function_error` (it threw: message and stack), `function_memory` (past memory_mb), `function_output_too_large` (output JSON past 1 MiB); 504 `function_timeout` (past timeout_ms); 503 `functions_busy` when this node's sandbox queue is full.
+         *
+         *     **Role:** any member's key (Member and above).
          */
         post: operations["invokeFunction"];
         delete?: never;
@@ -1644,8 +1658,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List agent functions
+         * List an agent's functions
          * @description The functions attached to an agent: each is a tool of its runs.
+         *
+         *     **Role:** any member's key (Member and above).
          */
         get: operations["listAgentFunctions"];
         put?: never;
@@ -1665,14 +1681,18 @@ export interface paths {
         };
         get?: never;
         /**
-         * Attach function
-         * @description Attach a function to an agent (Builder+): its runs get a tool named after the function, with `input_schema` as parameters, run as the agent's runs call connectors.
+         * Attach a function to an agent
+         * @description Attach a function to an agent: its runs get a tool named after the function, with `input_schema` as parameters, run as the agent's runs call connectors.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
          */
         put: operations["attachFunction"];
         post?: never;
         /**
-         * Detach function
-         * @description Detach a function from an agent (Builder+).
+         * Detach a function from an agent
+         * @description Detach a function from an agent.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
          */
         delete: operations["detachFunction"];
         options?: never;
@@ -6234,7 +6254,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "function_name_taken" | "internal_error" | "invalid_api_key" | "invalid_input_schema" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6270,7 +6290,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "function_name_taken" | "internal_error" | "invalid_api_key" | "invalid_input_schema" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6324,7 +6344,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "function_timeout" | "functions_busy" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "unsupported_media_type" | "upstream_timeout" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                code: "bearer_not_supported" | "database_unavailable" | "function_error" | "function_memory" | "function_output_too_large" | "function_timeout" | "functions_busy" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -17628,7 +17648,7 @@ export interface operations {
                     "application/json": components["schemas"]["CustomFunction"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_input_schema`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17637,7 +17657,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreateFunctionError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -17646,7 +17666,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreateFunctionError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -17655,16 +17675,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreateFunctionError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CreateFunctionError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `function_name_taken`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17728,7 +17739,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description A past version (default: the current one). */
-                version?: string;
+                version?: number;
             };
             header?: never;
             path: {
@@ -17984,7 +17995,7 @@ export interface operations {
                     "application/json": components["schemas"]["CustomFunction"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_input_schema`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17993,7 +18004,7 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateFunctionError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -18002,7 +18013,7 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateFunctionError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18011,7 +18022,7 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateFunctionError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -18020,7 +18031,7 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateFunctionError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `function_name_taken`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18201,7 +18212,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description A past version (default: the current one). */
-                version?: string;
+                version?: number;
             };
             header?: never;
             path: {
@@ -18225,7 +18236,7 @@ export interface operations {
                     "application/json": components["schemas"]["FunctionResult"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -18234,7 +18245,7 @@ export interface operations {
                     "application/json": components["schemas"]["InvokeFunctionError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -18243,26 +18254,8 @@ export interface operations {
                     "application/json": components["schemas"]["InvokeFunctionError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InvokeFunctionError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InvokeFunctionError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18288,7 +18281,7 @@ export interface operations {
                     "application/json": components["schemas"]["InvokeFunctionError"];
                 };
             };
-            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
+            /** @description Unprocessable: `function_error`, `function_memory`, `function_output_too_large`. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -18328,7 +18321,7 @@ export interface operations {
                     "application/json": components["schemas"]["InvokeFunctionError"];
                 };
             };
-            /** @description Gateway timeout: `function_timeout`, `upstream_timeout`. */
+            /** @description Gateway timeout: `function_timeout`. */
             504: {
                 headers: {
                     [name: string]: unknown;
