@@ -66,6 +66,22 @@ const sessionCall = async (path: string, body?: unknown): Promise<Session | null
 export const loadSession = () => sessionCall("session")
 export const signIn = (email: string, password: string) => sessionCall("sign-in", { email, password })
 export const signOut = () => sessionCall("sign-out", {})
+
+/** What starting single sign-on answers: where to send the browser, or the organizations to choose from. */
+export type SsoStart =
+  | { readonly location: string }
+  | { readonly organizations: ReadonlyArray<{ readonly id: string; readonly name: string }> }
+
+export const startSso = async (email: string, organizationId?: string): Promise<SsoStart> => {
+  const response = await fetch("/console/api/sso", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(organizationId === undefined ? { email } : { email, organization_id: organizationId })
+  })
+  const json = await response.json().catch(() => undefined)
+  if (!response.ok) throw toApiError(response, json)
+  return json as SsoStart
+}
 export const switchOrganization = (organizationId: string) =>
   sessionCall("organization", { organization_id: organizationId })
 

@@ -5,8 +5,11 @@ import { CurrentRequest } from "../http/RequestContext.js"
 import { extraRoutes } from "../http/RouteTable.js"
 import { OAuthRepo } from "../oauth/OAuthRepo.js"
 import { decoyHash, verifyPassword } from "../oauth/Passwords.js"
+import { oauthSettings } from "../oauth/Resources.js"
 import { hashOf, randomSecret } from "../oauth/Secrets.js"
 import { RateLimits } from "../security/RateLimits.js"
+import { CONSOLE_SSO_REQUEST, ssoCookieName } from "../sso/SsoPaths.js"
+import { SsoSignIn } from "../sso/SsoSignIn.js"
 import { assetResponse, loadConsoleAssets } from "./ConsoleAssets.js"
 import { ConsoleSession, type LiveSession } from "./ConsoleSession.js"
 import { type SetCookie, withCookies } from "./Html.js"
@@ -34,11 +37,14 @@ export const ConsoleRoutes = Layer.effectDiscard(
     const sessions = yield* ConsoleSession
     const repo = yield* OAuthRepo
     const limits = yield* RateLimits
+    const sso = yield* SsoSignIn
+    // the callback is the sign-in pages', on the app's origin: its cookie is named as they name it
+    const ssoSecure = (yield* oauthSettings).appUrl.startsWith("https://")
     const assets = loadConsoleAssets()
     const { names, secure } = sessions
 
     extraRoutes("GET", /^\/console(\/.*)?$/)
-    extraRoutes("POST", /^\/console\/api\/(sign-in|sign-out|organization)$/)
+    extraRoutes("POST", /^\/console\/api\/(sign-in|sso|sign-out|organization)$/)
 
     const cookie = (name: string, value: string, maxAge: Duration.DurationInput): SetCookie => [name, value, {
       path: "/",
@@ -109,6 +115,35 @@ export const ConsoleRoutes = Layer.effectDiscard(
         return json(describe(session), [cookie(names.session, token, Duration.hours(SESSION_HOURS))])
       }))
 
+    /**
+     * Single sign-on, as on the sign-in page: the organization whose provider admits the e-mail's domain (or the
+     * one chosen among several), then the provider; its callback opens a console session and comes back to
+     * `/console`. The answer says where to send the browser, or which organizations to choose from.
+     */
+    yield* router.add("POST", "/console/api/sso", (request) =>
+      Effect.gen(function*() {
+        const body = yield* jsonBody(request)
+        if (body === undefined) return yield* fail(400, "bad_request", "Send {\"email\"} as JSON.")
+        const email = typeof body.email === "string" ? body.email.trim() : ""
+        const organizationId = typeof body.organization_id === "string" ? body.organization_id : undefined
+        const started = yield* sso.start(email, CONSOLE_SSO_REQUEST, organizationId)
+        switch (started._tag) {
+          case "Notice":
+            return yield* fail(400, "bad_request", started.message)
+          case "Choose":
+            return json({ organizations: started.organizations })
+          case "Redirect":
+            // lax, not strict: the provider's redirect back is a cross-site navigation that must carry it
+            return json({ location: started.location }, [[ssoCookieName(ssoSecure), started.browserToken, {
+              path: "/",
+              httpOnly: true,
+              secure: ssoSecure,
+              sameSite: "lax",
+              maxAge: Duration.minutes(10)
+            }]])
+        }
+      }))
+
     /** Sign-out and the organization switch change the session: the same CSRF rule as the REST API. */
     const withSession = (request: HttpServerRequest.HttpServerRequest) =>
       sessions.authenticate(request).pipe(
@@ -169,4 +204,4 @@ export const ConsoleRoutes = Layer.effectDiscard(
     yield* router.add("GET", "/console", serve)
     yield* router.add("GET", "/console/*", serve)
   })
-).pipe(Layer.provide([ConsoleSession.Default, OAuthRepo.Default, RateLimits.Default]))
+).pipe(Layer.provide([ConsoleSession.Default, OAuthRepo.Default, RateLimits.Default, SsoSignIn.Default]))

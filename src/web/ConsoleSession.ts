@@ -54,6 +54,8 @@ export class ConsoleSession extends Effect.Service<ConsoleSession>()("web/Consol
         FROM web_sessions s JOIN users u ON u.id = s.user_id
         JOIN memberships m ON m.user_id = s.user_id JOIN organizations o ON o.id = m.organization_id
         WHERE s.id_hash = ${hashOf(token)} AND s.expires_at > now()
+          -- a session opened through an organization's single sign-on acts in that organization only
+          AND (s.organization_id IS NULL OR s.organization_id = m.organization_id)
         ORDER BY o.name, o.id`.pipe(Effect.orDie)
 
     /** The CSRF token of a session: anyone who can read it is a page of this origin holding the session. */

@@ -11,8 +11,9 @@ import { decoyHash, verifyPassword } from "../oauth/Passwords.js"
 import { oauthSettings } from "../oauth/Resources.js"
 import { hashOf, randomSecret, sameSecret } from "../oauth/Secrets.js"
 import { RateLimits, type Refusal } from "../security/RateLimits.js"
-import { SSO_CALLBACK_PATH } from "../sso/SsoPaths.js"
+import { CONSOLE_SSO_REQUEST, SSO_CALLBACK_PATH, ssoCookieName } from "../sso/SsoPaths.js"
 import { SsoSignIn } from "../sso/SsoSignIn.js"
+import { ConsoleSession } from "./ConsoleSession.js"
 import { page, seeOther, type SetCookie, withCookies } from "./Html.js"
 import { consentPage, errorPage, signInPage, ssoChoicePage } from "./Views.js"
 
@@ -50,8 +51,8 @@ export const SignInPages = Layer.effectDiscard(
     // __Host- cookies need Secure, which needs https: plain names on a local http install
     const secure = settings.appUrl.startsWith("https://")
     const names = secure
-      ? { session: "__Host-sy_session", csrf: "__Host-sy_csrf", sso: "__Host-sy_sso" }
-      : { session: "sy_session", csrf: "sy_csrf", sso: "sy_sso" }
+      ? { session: "__Host-sy_session", csrf: "__Host-sy_csrf", sso: ssoCookieName(true) }
+      : { session: "sy_session", csrf: "sy_csrf", sso: ssoCookieName(false) }
     const cookie = (name: string, value: string, maxAge: Duration.DurationInput): SetCookie => [name, value, {
       path: "/",
       httpOnly: true,
@@ -60,6 +61,14 @@ export const SignInPages = Layer.effectDiscard(
       maxAge
     }]
     const appOrigin = new URL(settings.appUrl).origin
+    const { names: consoleNames, secure: consoleSecure } = yield* ConsoleSession
+    const consoleCookie = (name: string, value: string, maxAge: Duration.DurationInput): SetCookie => [name, value, {
+      path: "/",
+      httpOnly: true,
+      secure: consoleSecure,
+      sameSite: "strict",
+      maxAge
+    }]
 
     const currentUser = (request: HttpServerRequest.HttpServerRequest) => {
       const token = request.cookies[names.session]
@@ -203,6 +212,14 @@ export const SignInPages = Layer.effectDiscard(
         }
         const session = randomSecret()
         yield* sso.openSession(hashOf(session), finished.right, new Date(Date.now() + SESSION_HOURS * 3600_000))
+        if (finished.right.request === CONSOLE_SSO_REQUEST) {
+          // a console sign-in: the session under the console's cookie, acting in the provider's organization
+          return seeOther("/console", [
+            consoleCookie(consoleNames.session, session, Duration.hours(SESSION_HOURS)),
+            consoleCookie(consoleNames.organization, finished.right.organizationId, Duration.hours(SESSION_HOURS)),
+            clearSso
+          ])
+        }
         return seeOther(`${PATH}?${finished.right.request}`, [
           cookie(names.session, session, Duration.hours(SESSION_HOURS)),
           cookie(names.csrf, randomSecret(), Duration.hours(SESSION_HOURS)),
@@ -242,7 +259,7 @@ export const SignInPages = Layer.effectDiscard(
 ).pipe(
   Layer.provide(OAuthLive),
   Layer.provide(SsoSignIn.Default),
-  Layer.provide([RateLimits.Default, AuditLog.Default])
+  Layer.provide([RateLimits.Default, AuditLog.Default, ConsoleSession.Default])
 )
 
 export const clientLabel = (request: AuthorizeRequest) => request.client.name ?? request.client.id

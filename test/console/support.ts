@@ -63,7 +63,7 @@ export const signInAs = async (context: BrowserContext, baseUrl: string, email: 
   await page.goto(`${baseUrl}/console/`)
   await page.getByLabel("Email").fill(email)
   await page.getByLabel("Password").fill(password)
-  await page.getByRole("button", { name: "Sign in" }).click()
+  await page.getByRole("button", { name: "Sign in", exact: true }).click()
   // (at 390 px the navigation is folded behind the Menu button)
   await page.getByRole("button", { name: "Sign out" }).waitFor()
   return page

@@ -51,6 +51,14 @@ export class Browser {
     })
   }
 
+  async postJson(url: string, body: unknown, headers: Record<string, string> = {}) {
+    return this.send(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify(body)
+    })
+  }
+
   private async send(url: string, init: RequestInit) {
     const headers = new Headers(init.headers)
     if (this.cookies.size > 0) {
