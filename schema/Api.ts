@@ -11,11 +11,11 @@ import { FilesApi } from "./FilesApi.js"
 import { FunctionsApi } from "./FunctionsApi.js"
 import { ApiKey, CreateApiKey, CreatedApiKey, CreateMember, ListOf, Me, Member, UpdateMember } from "./Identity.js"
 import { ApiKeyId, UserId } from "./Ids.js"
+import { KnowledgeBasesApi } from "./KnowledgeBasesApi.js"
 import { OAuthApi } from "./OAuth.js"
 import { documentApi } from "./OpenApiDocument.js"
 import { operation } from "./OperationDoc.js"
 import { SchedulesApi } from "./SchedulesApi.js"
-import { KnowledgeBasesApi } from "./KnowledgeBasesApi.js"
 import { Authentication } from "./Security.js"
 import { ApprovalsApi, SkillsApi } from "./SkillsApi.js"
 import { SsoApi } from "./SsoApi.js"
@@ -189,8 +189,8 @@ const ApiGroups = HttpApi.make("switchyard")
   .add(SsoApi)
   .add(SchedulesApi)
   .add(FilesApi)
-  .add(KnowledgeBasesApi)
   .add(FunctionsApi)
+  .add(KnowledgeBasesApi)
   .add(EventsApi)
   .add(WebhooksApi)
   .add(UsageApi)

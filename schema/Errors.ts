@@ -200,7 +200,11 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
       "lists them: english, simple, german, …)."
   ),
   rest(400, "unknown_file", "A knowledge document's `file_id` names no workspace file the caller can read."),
-  rest(400, "invalid_input_schema", "A custom function's `input_schema` is not a JSON Schema (2020-12) or is over 64 KiB."),
+  rest(
+    400,
+    "invalid_input_schema",
+    "A custom function's `input_schema` is not a JSON Schema (2020-12) or is over 64 KiB."
+  ),
   rest(400, "type_required", "`GET /v1/tools` without `type=connector` (or with another type)."),
   rest(400, "invalid_idempotency_key", "The `Idempotency-Key` header is not 1–255 visible ASCII characters."),
   rest(
@@ -353,7 +357,11 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   rest(409, "group_name_taken", "A group of that name (case-insensitively) exists in this organization."),
   rest(409, "already_in_group", "The member is in the group already."),
   rest(409, "skill_name_taken", "A skill of that name exists in this organization."),
-  rest(409, "knowledge_base_name_taken", "A knowledge base of that name (case-insensitively) exists in this organization."),
+  rest(
+    409,
+    "knowledge_base_name_taken",
+    "A knowledge base of that name (case-insensitively) exists in this organization."
+  ),
   rest(409, "function_name_taken", "A custom function of that name exists in this organization."),
   rest(409, "file_exists", "A workspace file of that name is in the scope already: upload with `overwrite=true`."),
   rest(409, "approval_decided", "The request for approval was decided (or expired) already."),
@@ -454,7 +462,11 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
     "A knowledge document's `url` could not be fetched: no answer within 30 s, an error status " +
       "(`details.status`), more than 5 redirects."
   ),
-  rest(422, "function_error", "A custom function threw: the message names its error and line, `details.stack` and `details.logs` follow."),
+  rest(
+    422,
+    "function_error",
+    "A custom function threw: the message names its error and line, `details.stack` and `details.logs` follow."
+  ),
   rest(422, "function_memory", "A custom function used more than its `memory_mb` and was stopped."),
   rest(422, "function_output_too_large", "A custom function returned more than 1 MiB of JSON."),
   rest(422, "unprocessable", "Well-formed but unusable input; the default of the 422 error."),
@@ -476,7 +488,11 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
     "unavailable",
     "The node is starting, stopping or not ready (`/readyz` says why), or the request was interrupted: retry."
   ),
-  rest(504, "function_timeout", "A custom function ran longer than its `timeout_ms` (waiting on `ctx` included) and was stopped."),
+  rest(
+    504,
+    "function_timeout",
+    "A custom function ran longer than its `timeout_ms` (waiting on `ctx` included) and was stopped."
+  ),
   rest(
     504,
     "upstream_timeout",

@@ -1356,6 +1356,162 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/functions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List custom functions
+         * @description The organization's custom functions, current versions.
+         *
+         *     **Role:** any member's key (Member and above).
+         */
+        get: operations["listFunctions"];
+        put?: never;
+        /**
+         * Create a custom function
+         * @description Create a custom function, version 1. 400 `invalid_input_schema` when `input_schema` is not a JSON Schema; 409 `function_name_taken` when the name is in use.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         */
+        post: operations["createFunction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/functions/{function_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a custom function
+         * @description A function at its current version, or at `?version=`.
+         *
+         *     **Role:** any member's key (Member and above).
+         */
+        get: operations["getFunction"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a custom function
+         * @description Delete a function and its versions; agents lose its tool.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         */
+        delete: operations["deleteFunction"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a custom function
+         * @description Change a function: a new version with the fields given, the rest as they were; it becomes current.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         */
+        patch: operations["updateFunction"];
+        trace?: never;
+    };
+    "/v1/functions/{function_id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a function's versions
+         * @description Every version of a function, newest first.
+         *
+         *     **Role:** any member's key (Member and above).
+         */
+        get: operations["listFunctionVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/functions/{function_id}/invoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Invoke a custom function
+         * @description Run the function in its sandbox, as you: `ctx.connectors.invoke` calls connections with your rights. 400 `validation_failed` when `input` fails `input_schema` (nothing runs); 422 `function_error` (it threw: message and stack), `function_memory` (past memory_mb), `function_output_too_large` (output JSON past 1 MiB); 504 `function_timeout` (past timeout_ms); 503 `functions_busy` when this node's sandbox queue is full.
+         *
+         *     **Role:** any member's key (Member and above).
+         */
+        post: operations["invokeFunction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{agent_id}/functions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an agent's functions
+         * @description The functions attached to an agent: each is a tool of its runs.
+         *
+         *     **Role:** any member's key (Member and above).
+         */
+        get: operations["listAgentFunctions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{agent_id}/functions/{function_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Attach a function to an agent
+         * @description Attach a function to an agent: its runs get a tool named after the function, with `input_schema` as parameters, run as the agent's runs call connectors.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         */
+        put: operations["attachFunction"];
+        post?: never;
+        /**
+         * Detach a function from an agent
+         * @description Detach a function from an agent.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         */
+        delete: operations["detachFunction"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/knowledge-bases": {
         parameters: {
             query?: never;
@@ -1539,162 +1695,6 @@ export interface paths {
          *     **Role:** Builder and above (`builder`, `admin`, `super_admin`). Only from an agent the caller may use.
          */
         delete: operations["detachKnowledgeBase"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/functions": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List custom functions
-         * @description The organization's custom functions, current versions.
-         *
-         *     **Role:** any member's key (Member and above).
-         */
-        get: operations["listFunctions"];
-        put?: never;
-        /**
-         * Create a custom function
-         * @description Create a custom function, version 1. 400 `invalid_input_schema` when `input_schema` is not a JSON Schema; 409 `function_name_taken` when the name is in use.
-         *
-         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
-         */
-        post: operations["createFunction"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/functions/{function_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Get a custom function
-         * @description A function at its current version, or at `?version=`.
-         *
-         *     **Role:** any member's key (Member and above).
-         */
-        get: operations["getFunction"];
-        put?: never;
-        post?: never;
-        /**
-         * Delete a custom function
-         * @description Delete a function and its versions; agents lose its tool.
-         *
-         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
-         */
-        delete: operations["deleteFunction"];
-        options?: never;
-        head?: never;
-        /**
-         * Change a custom function
-         * @description Change a function: a new version with the fields given, the rest as they were; it becomes current.
-         *
-         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
-         */
-        patch: operations["updateFunction"];
-        trace?: never;
-    };
-    "/v1/functions/{function_id}/versions": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List a function's versions
-         * @description Every version of a function, newest first.
-         *
-         *     **Role:** any member's key (Member and above).
-         */
-        get: operations["listFunctionVersions"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/functions/{function_id}/invoke": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Invoke a custom function
-         * @description Run the function in its sandbox, as you: `ctx.connectors.invoke` calls connections with your rights. 400 `validation_failed` when `input` fails `input_schema` (nothing runs); 422 `function_error` (it threw: message and stack), `function_memory` (past memory_mb), `function_output_too_large` (output JSON past 1 MiB); 504 `function_timeout` (past timeout_ms); 503 `functions_busy` when this node's sandbox queue is full.
-         *
-         *     **Role:** any member's key (Member and above).
-         */
-        post: operations["invokeFunction"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/agents/{agent_id}/functions": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List an agent's functions
-         * @description The functions attached to an agent: each is a tool of its runs.
-         *
-         *     **Role:** any member's key (Member and above).
-         */
-        get: operations["listAgentFunctions"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/agents/{agent_id}/functions/{function_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        /**
-         * Attach a function to an agent
-         * @description Attach a function to an agent: its runs get a tool named after the function, with `input_schema` as parameters, run as the agent's runs call connectors.
-         *
-         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
-         */
-        put: operations["attachFunction"];
-        post?: never;
-        /**
-         * Detach a function from an agent
-         * @description Detach a function from an agent.
-         *
-         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
-         */
-        delete: operations["detachFunction"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3394,6 +3394,123 @@ export interface components {
             items: components["schemas"]["WorkspaceFile"][];
             next_cursor: string | null;
         };
+        /** FunctionPage */
+        FunctionPage: {
+            items: components["schemas"]["CustomFunction"][];
+            total: components["schemas"]["Int"];
+        };
+        /** CustomFunction */
+        CustomFunction: {
+            /**
+             * Format: uuid
+             * @description Identifier of a custom function (UUID).
+             */
+            id: string;
+            /** @description Unique in the organization; an agent it is attached to gets a tool of this name. */
+            name: string;
+            description: string;
+            /** @description JSON Schema (2020-12) of `input`, checked before the function runs. Default `{"type":"object"}`. */
+            input_schema: {
+                [key: string]: unknown;
+            };
+            code: string;
+            timeout_ms: components["schemas"]["Int"];
+            memory_mb: components["schemas"]["Int"];
+            /** @description The version shown (the current one unless `?version=`). */
+            version: number;
+            /** @description The version invokes run unless they ask for another. */
+            current_version: number;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        /** CreateFunction */
+        CreateFunction: {
+            /** @description Unique in the organization; an agent it is attached to gets a tool of this name. */
+            name: string;
+            /** @description What the function does: an agent reads it as the tool's description. */
+            description?: string;
+            /** @description JSON Schema (2020-12) of `input`, checked before the function runs. Default `{"type":"object"}`. */
+            input_schema?: {
+                [key: string]: unknown;
+            };
+            /** @description An ES module whose default export is `async (input, ctx) => output`. No import resolves: `ctx` is the only way out (`ctx.connectors.invoke`, `ctx.files`, `ctx.log`). */
+            code: string;
+            /** @description Longest a call may take, waiting on `ctx` included (1-30000, default 5000). */
+            timeout_ms?: components["schemas"]["Int"];
+            /** @description Heap a call may use, in MiB (16-64, default 32). */
+            memory_mb?: components["schemas"]["Int"];
+        };
+        /** FunctionVersionPage */
+        FunctionVersionPage: {
+            /** @description Newest first. */
+            items: components["schemas"]["FunctionVersion"][];
+        };
+        /** FunctionVersion */
+        FunctionVersion: {
+            version: components["schemas"]["Int"];
+            /** @description Unique in the organization; an agent it is attached to gets a tool of this name. */
+            name: string;
+            description: string;
+            timeout_ms: components["schemas"]["Int"];
+            memory_mb: components["schemas"]["Int"];
+            /** @description The user, or null for an organization key. */
+            created_by: string | null;
+            created_at: components["schemas"]["Timestamp"];
+        };
+        /** UpdateFunction */
+        UpdateFunction: {
+            /** @description Unique in the organization; an agent it is attached to gets a tool of this name. */
+            name?: string;
+            /** @description What the function does: an agent reads it as the tool's description. */
+            description?: string;
+            /** @description JSON Schema (2020-12) of `input`, checked before the function runs. Default `{"type":"object"}`. */
+            input_schema?: {
+                [key: string]: unknown;
+            };
+            /** @description An ES module whose default export is `async (input, ctx) => output`. No import resolves: `ctx` is the only way out (`ctx.connectors.invoke`, `ctx.files`, `ctx.log`). */
+            code?: string;
+            /** @description Longest a call may take, waiting on `ctx` included (1-30000, default 5000). */
+            timeout_ms?: components["schemas"]["Int"];
+            /** @description Heap a call may use, in MiB (16-64, default 32). */
+            memory_mb?: components["schemas"]["Int"];
+        };
+        /** InvokeFunction */
+        InvokeFunction: {
+            /** @description The function's input, checked against its `input_schema` (default `{}`). */
+            input?: unknown;
+        };
+        /** FunctionResult */
+        FunctionResult: {
+            /** @description What the function returned, as JSON (`undefined` is null). */
+            output: unknown;
+            /** @description Lines written with `ctx.log` (at most 200 lines, 64 KiB, 4 KiB a line). */
+            logs: string[];
+            logs_truncated: boolean;
+            /** @description Time the call took in the sandbox, in milliseconds. */
+            duration_ms: number;
+            /** @description The version that ran. */
+            version: number;
+        };
+        /** AgentFunctionPage */
+        AgentFunctionPage: {
+            items: components["schemas"]["AgentFunction"][];
+        };
+        /** AgentFunction */
+        AgentFunction: {
+            /**
+             * Format: uuid
+             * @description Identifier of an agent (UUID).
+             */
+            agent_id: string;
+            /**
+             * Format: uuid
+             * @description Identifier of a custom function (UUID).
+             */
+            function_id: string;
+            /** @description Unique in the organization; an agent it is attached to gets a tool of this name. */
+            name: string;
+            attached_at: components["schemas"]["Timestamp"];
+        };
         /** KnowledgeBasePage */
         KnowledgeBasePage: {
             items: components["schemas"]["KnowledgeBase"][];
@@ -3549,123 +3666,6 @@ export interface components {
             snippet: string;
             /** @description The whole chunk. */
             text: string;
-        };
-        /** FunctionPage */
-        FunctionPage: {
-            items: components["schemas"]["CustomFunction"][];
-            total: components["schemas"]["Int"];
-        };
-        /** CustomFunction */
-        CustomFunction: {
-            /**
-             * Format: uuid
-             * @description Identifier of a custom function (UUID).
-             */
-            id: string;
-            /** @description Unique in the organization; an agent it is attached to gets a tool of this name. */
-            name: string;
-            description: string;
-            /** @description JSON Schema (2020-12) of `input`, checked before the function runs. Default `{"type":"object"}`. */
-            input_schema: {
-                [key: string]: unknown;
-            };
-            code: string;
-            timeout_ms: components["schemas"]["Int"];
-            memory_mb: components["schemas"]["Int"];
-            /** @description The version shown (the current one unless `?version=`). */
-            version: number;
-            /** @description The version invokes run unless they ask for another. */
-            current_version: number;
-            created_at: components["schemas"]["Timestamp"];
-            updated_at: components["schemas"]["Timestamp"];
-        };
-        /** CreateFunction */
-        CreateFunction: {
-            /** @description Unique in the organization; an agent it is attached to gets a tool of this name. */
-            name: string;
-            /** @description What the function does: an agent reads it as the tool's description. */
-            description?: string;
-            /** @description JSON Schema (2020-12) of `input`, checked before the function runs. Default `{"type":"object"}`. */
-            input_schema?: {
-                [key: string]: unknown;
-            };
-            /** @description An ES module whose default export is `async (input, ctx) => output`. No import resolves: `ctx` is the only way out (`ctx.connectors.invoke`, `ctx.files`, `ctx.log`). */
-            code: string;
-            /** @description Longest a call may take, waiting on `ctx` included (1-30000, default 5000). */
-            timeout_ms?: components["schemas"]["Int"];
-            /** @description Heap a call may use, in MiB (16-64, default 32). */
-            memory_mb?: components["schemas"]["Int"];
-        };
-        /** FunctionVersionPage */
-        FunctionVersionPage: {
-            /** @description Newest first. */
-            items: components["schemas"]["FunctionVersion"][];
-        };
-        /** FunctionVersion */
-        FunctionVersion: {
-            version: components["schemas"]["Int"];
-            /** @description Unique in the organization; an agent it is attached to gets a tool of this name. */
-            name: string;
-            description: string;
-            timeout_ms: components["schemas"]["Int"];
-            memory_mb: components["schemas"]["Int"];
-            /** @description The user, or null for an organization key. */
-            created_by: string | null;
-            created_at: components["schemas"]["Timestamp"];
-        };
-        /** UpdateFunction */
-        UpdateFunction: {
-            /** @description Unique in the organization; an agent it is attached to gets a tool of this name. */
-            name?: string;
-            /** @description What the function does: an agent reads it as the tool's description. */
-            description?: string;
-            /** @description JSON Schema (2020-12) of `input`, checked before the function runs. Default `{"type":"object"}`. */
-            input_schema?: {
-                [key: string]: unknown;
-            };
-            /** @description An ES module whose default export is `async (input, ctx) => output`. No import resolves: `ctx` is the only way out (`ctx.connectors.invoke`, `ctx.files`, `ctx.log`). */
-            code?: string;
-            /** @description Longest a call may take, waiting on `ctx` included (1-30000, default 5000). */
-            timeout_ms?: components["schemas"]["Int"];
-            /** @description Heap a call may use, in MiB (16-64, default 32). */
-            memory_mb?: components["schemas"]["Int"];
-        };
-        /** InvokeFunction */
-        InvokeFunction: {
-            /** @description The function's input, checked against its `input_schema` (default `{}`). */
-            input?: unknown;
-        };
-        /** FunctionResult */
-        FunctionResult: {
-            /** @description What the function returned, as JSON (`undefined` is null). */
-            output: unknown;
-            /** @description Lines written with `ctx.log` (at most 200 lines, 64 KiB, 4 KiB a line). */
-            logs: string[];
-            logs_truncated: boolean;
-            /** @description Time the call took in the sandbox, in milliseconds. */
-            duration_ms: number;
-            /** @description The version that ran. */
-            version: number;
-        };
-        /** AgentFunctionPage */
-        AgentFunctionPage: {
-            items: components["schemas"]["AgentFunction"][];
-        };
-        /** AgentFunction */
-        AgentFunction: {
-            /**
-             * Format: uuid
-             * @description Identifier of an agent (UUID).
-             */
-            agent_id: string;
-            /**
-             * Format: uuid
-             * @description Identifier of a custom function (UUID).
-             */
-            function_id: string;
-            /** @description Unique in the organization; an agent it is attached to gets a tool of this name. */
-            name: string;
-            attached_at: components["schemas"]["Timestamp"];
         };
         /** WebhookList */
         WebhookList: {
@@ -5993,6 +5993,186 @@ export interface components {
             };
         };
         /**
+         * ListFunctionsError
+         * @description An error of `listFunctions`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListFunctionsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * CreateFunctionError
+         * @description An error of `createFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        CreateFunctionError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "function_name_taken" | "internal_error" | "invalid_api_key" | "invalid_input_schema" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * GetFunctionError
+         * @description An error of `getFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        GetFunctionError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * UpdateFunctionError
+         * @description An error of `updateFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        UpdateFunctionError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "function_name_taken" | "internal_error" | "invalid_api_key" | "invalid_input_schema" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * DeleteFunctionError
+         * @description An error of `deleteFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        DeleteFunctionError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListFunctionVersionsError
+         * @description An error of `listFunctionVersions`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListFunctionVersionsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * InvokeFunctionError
+         * @description An error of `invokeFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        InvokeFunctionError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "bearer_not_supported" | "database_unavailable" | "function_error" | "function_memory" | "function_output_too_large" | "function_timeout" | "functions_busy" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * ListAgentFunctionsError
+         * @description An error of `listAgentFunctions`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        ListAgentFunctionsError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * AttachFunctionError
+         * @description An error of `attachFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        AttachFunctionError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
+         * DetachFunctionError
+         * @description An error of `detachFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
+         */
+        DetachFunctionError: {
+            error: {
+                /**
+                 * @description Stable machine-readable error code.
+                 * @enum {string}
+                 */
+                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                /** @description What went wrong and what to do about it. */
+                message: string;
+                /** @description The request's `x-request-id`. */
+                request_id?: string;
+                details?: components["schemas"]["ErrorDetails"];
+            };
+        };
+        /**
          * ListKnowledgeBasesError
          * @description An error of `listKnowledgeBases`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
          */
@@ -6213,186 +6393,6 @@ export interface components {
          * @description An error of `detachKnowledgeBase`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
          */
         DetachKnowledgeBaseError: {
-            error: {
-                /**
-                 * @description Stable machine-readable error code.
-                 * @enum {string}
-                 */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
-                /** @description What went wrong and what to do about it. */
-                message: string;
-                /** @description The request's `x-request-id`. */
-                request_id?: string;
-                details?: components["schemas"]["ErrorDetails"];
-            };
-        };
-        /**
-         * ListFunctionsError
-         * @description An error of `listFunctions`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
-         */
-        ListFunctionsError: {
-            error: {
-                /**
-                 * @description Stable machine-readable error code.
-                 * @enum {string}
-                 */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
-                /** @description What went wrong and what to do about it. */
-                message: string;
-                /** @description The request's `x-request-id`. */
-                request_id?: string;
-                details?: components["schemas"]["ErrorDetails"];
-            };
-        };
-        /**
-         * CreateFunctionError
-         * @description An error of `createFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
-         */
-        CreateFunctionError: {
-            error: {
-                /**
-                 * @description Stable machine-readable error code.
-                 * @enum {string}
-                 */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "function_name_taken" | "internal_error" | "invalid_api_key" | "invalid_input_schema" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
-                /** @description What went wrong and what to do about it. */
-                message: string;
-                /** @description The request's `x-request-id`. */
-                request_id?: string;
-                details?: components["schemas"]["ErrorDetails"];
-            };
-        };
-        /**
-         * GetFunctionError
-         * @description An error of `getFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
-         */
-        GetFunctionError: {
-            error: {
-                /**
-                 * @description Stable machine-readable error code.
-                 * @enum {string}
-                 */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
-                /** @description What went wrong and what to do about it. */
-                message: string;
-                /** @description The request's `x-request-id`. */
-                request_id?: string;
-                details?: components["schemas"]["ErrorDetails"];
-            };
-        };
-        /**
-         * UpdateFunctionError
-         * @description An error of `updateFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
-         */
-        UpdateFunctionError: {
-            error: {
-                /**
-                 * @description Stable machine-readable error code.
-                 * @enum {string}
-                 */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "function_name_taken" | "internal_error" | "invalid_api_key" | "invalid_input_schema" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
-                /** @description What went wrong and what to do about it. */
-                message: string;
-                /** @description The request's `x-request-id`. */
-                request_id?: string;
-                details?: components["schemas"]["ErrorDetails"];
-            };
-        };
-        /**
-         * DeleteFunctionError
-         * @description An error of `deleteFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
-         */
-        DeleteFunctionError: {
-            error: {
-                /**
-                 * @description Stable machine-readable error code.
-                 * @enum {string}
-                 */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
-                /** @description What went wrong and what to do about it. */
-                message: string;
-                /** @description The request's `x-request-id`. */
-                request_id?: string;
-                details?: components["schemas"]["ErrorDetails"];
-            };
-        };
-        /**
-         * ListFunctionVersionsError
-         * @description An error of `listFunctionVersions`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
-         */
-        ListFunctionVersionsError: {
-            error: {
-                /**
-                 * @description Stable machine-readable error code.
-                 * @enum {string}
-                 */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
-                /** @description What went wrong and what to do about it. */
-                message: string;
-                /** @description The request's `x-request-id`. */
-                request_id?: string;
-                details?: components["schemas"]["ErrorDetails"];
-            };
-        };
-        /**
-         * InvokeFunctionError
-         * @description An error of `invokeFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
-         */
-        InvokeFunctionError: {
-            error: {
-                /**
-                 * @description Stable machine-readable error code.
-                 * @enum {string}
-                 */
-                code: "bearer_not_supported" | "database_unavailable" | "function_error" | "function_memory" | "function_output_too_large" | "function_timeout" | "functions_busy" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
-                /** @description What went wrong and what to do about it. */
-                message: string;
-                /** @description The request's `x-request-id`. */
-                request_id?: string;
-                details?: components["schemas"]["ErrorDetails"];
-            };
-        };
-        /**
-         * ListAgentFunctionsError
-         * @description An error of `listAgentFunctions`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
-         */
-        ListAgentFunctionsError: {
-            error: {
-                /**
-                 * @description Stable machine-readable error code.
-                 * @enum {string}
-                 */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
-                /** @description What went wrong and what to do about it. */
-                message: string;
-                /** @description The request's `x-request-id`. */
-                request_id?: string;
-                details?: components["schemas"]["ErrorDetails"];
-            };
-        };
-        /**
-         * AttachFunctionError
-         * @description An error of `attachFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
-         */
-        AttachFunctionError: {
-            error: {
-                /**
-                 * @description Stable machine-readable error code.
-                 * @enum {string}
-                 */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
-                /** @description What went wrong and what to do about it. */
-                message: string;
-                /** @description The request's `x-request-id`. */
-                request_id?: string;
-                details?: components["schemas"]["ErrorDetails"];
-            };
-        };
-        /**
-         * DetachFunctionError
-         * @description An error of `detachFunction`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
-         */
-        DetachFunctionError: {
             error: {
                 /**
                  * @description Stable machine-readable error code.
@@ -16038,6 +16038,1179 @@ export interface operations {
             };
         };
     };
+    listFunctions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description FunctionPage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FunctionPage"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionsError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionsError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionsError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionsError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionsError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionsError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionsError"];
+                };
+            };
+        };
+    };
+    createFunction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateFunction"];
+            };
+        };
+        responses: {
+            /** @description CustomFunction */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomFunction"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_input_schema`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateFunctionError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateFunctionError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateFunctionError"];
+                };
+            };
+            /** @description Conflict: `function_name_taken`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateFunctionError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateFunctionError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateFunctionError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateFunctionError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateFunctionError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateFunctionError"];
+                };
+            };
+        };
+    };
+    getFunction: {
+        parameters: {
+            query?: {
+                /** @description A past version (default: the current one). */
+                version?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Identifier of a custom function (UUID). */
+                function_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description CustomFunction */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomFunction"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFunctionError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFunctionError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFunctionError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFunctionError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFunctionError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFunctionError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFunctionError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFunctionError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFunctionError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetFunctionError"];
+                };
+            };
+        };
+    };
+    deleteFunction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of a custom function (UUID). */
+                function_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFunctionError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFunctionError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFunctionError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFunctionError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFunctionError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFunctionError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFunctionError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFunctionError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFunctionError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteFunctionError"];
+                };
+            };
+        };
+    };
+    updateFunction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of a custom function (UUID). */
+                function_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateFunction"];
+            };
+        };
+        responses: {
+            /** @description CustomFunction */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomFunction"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_input_schema`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateFunctionError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateFunctionError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateFunctionError"];
+                };
+            };
+            /** @description Not found: `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateFunctionError"];
+                };
+            };
+            /** @description Conflict: `function_name_taken`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateFunctionError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateFunctionError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateFunctionError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateFunctionError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateFunctionError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateFunctionError"];
+                };
+            };
+        };
+    };
+    listFunctionVersions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of a custom function (UUID). */
+                function_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description FunctionVersionPage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FunctionVersionPage"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionVersionsError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionVersionsError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionVersionsError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionVersionsError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionVersionsError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionVersionsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionVersionsError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionVersionsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionVersionsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFunctionVersionsError"];
+                };
+            };
+        };
+    };
+    invokeFunction: {
+        parameters: {
+            query?: {
+                /** @description A past version (default: the current one). */
+                version?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Identifier of a custom function (UUID). */
+                function_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvokeFunction"];
+            };
+        };
+        responses: {
+            /** @description FunctionResult */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FunctionResult"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+            /** @description Not found: `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+            /** @description Unprocessable: `function_error`, `function_memory`, `function_output_too_large`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `functions_busy`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+            /** @description Gateway timeout: `function_timeout`. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeFunctionError"];
+                };
+            };
+        };
+    };
+    listAgentFunctions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of an agent (UUID). */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description AgentFunctionPage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentFunctionPage"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentFunctionsError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentFunctionsError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentFunctionsError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentFunctionsError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentFunctionsError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentFunctionsError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentFunctionsError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentFunctionsError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentFunctionsError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAgentFunctionsError"];
+                };
+            };
+        };
+    };
+    attachFunction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of an agent (UUID). */
+                agent_id: string;
+                /** @description Identifier of a custom function (UUID). */
+                function_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description AgentFunction */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentFunction"];
+                };
+            };
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachFunctionError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachFunctionError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachFunctionError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachFunctionError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachFunctionError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachFunctionError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachFunctionError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachFunctionError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachFunctionError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachFunctionError"];
+                };
+            };
+        };
+    };
+    detachFunction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of an agent (UUID). */
+                agent_id: string;
+                /** @description Identifier of a custom function (UUID). */
+                function_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachFunctionError"];
+                };
+            };
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachFunctionError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachFunctionError"];
+                };
+            };
+            /** @description Not found: `not_found`, `route_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachFunctionError"];
+                };
+            };
+            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachFunctionError"];
+                };
+            };
+            /** @description Payload too large: `payload_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachFunctionError"];
+                };
+            };
+            /** @description Unsupported media type: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachFunctionError"];
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachFunctionError"];
+                };
+            };
+            /** @description Internal error: `internal_error`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachFunctionError"];
+                };
+            };
+            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetachFunctionError"];
+                };
+            };
+        };
+    };
     listKnowledgeBases: {
         parameters: {
             query?: {
@@ -17508,1179 +18681,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DetachKnowledgeBaseError"];
-                };
-            };
-        };
-    };
-    listFunctions: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description FunctionPage */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FunctionPage"];
-                };
-            };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionsError"];
-                };
-            };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionsError"];
-                };
-            };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionsError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionsError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionsError"];
-                };
-            };
-            /** @description Payload too large: `payload_too_large`. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionsError"];
-                };
-            };
-            /** @description Unsupported media type: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionsError"];
-                };
-            };
-            /** @description Too many requests: `rate_limited`. */
-            429: {
-                headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionsError"];
-                };
-            };
-            /** @description Internal error: `internal_error`. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionsError"];
-                };
-            };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionsError"];
-                };
-            };
-        };
-    };
-    createFunction: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CreateFunction"];
-            };
-        };
-        responses: {
-            /** @description CustomFunction */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CustomFunction"];
-                };
-            };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_input_schema`. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CreateFunctionError"];
-                };
-            };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CreateFunctionError"];
-                };
-            };
-            /** @description Forbidden: `forbidden`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CreateFunctionError"];
-                };
-            };
-            /** @description Conflict: `function_name_taken`. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CreateFunctionError"];
-                };
-            };
-            /** @description Payload too large: `payload_too_large`. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CreateFunctionError"];
-                };
-            };
-            /** @description Unsupported media type: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CreateFunctionError"];
-                };
-            };
-            /** @description Too many requests: `rate_limited`. */
-            429: {
-                headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CreateFunctionError"];
-                };
-            };
-            /** @description Internal error: `internal_error`. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CreateFunctionError"];
-                };
-            };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CreateFunctionError"];
-                };
-            };
-        };
-    };
-    getFunction: {
-        parameters: {
-            query?: {
-                /** @description A past version (default: the current one). */
-                version?: number;
-            };
-            header?: never;
-            path: {
-                /** @description Identifier of a custom function (UUID). */
-                function_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description CustomFunction */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CustomFunction"];
-                };
-            };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetFunctionError"];
-                };
-            };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetFunctionError"];
-                };
-            };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetFunctionError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetFunctionError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetFunctionError"];
-                };
-            };
-            /** @description Payload too large: `payload_too_large`. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetFunctionError"];
-                };
-            };
-            /** @description Unsupported media type: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetFunctionError"];
-                };
-            };
-            /** @description Too many requests: `rate_limited`. */
-            429: {
-                headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetFunctionError"];
-                };
-            };
-            /** @description Internal error: `internal_error`. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetFunctionError"];
-                };
-            };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetFunctionError"];
-                };
-            };
-        };
-    };
-    deleteFunction: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Identifier of a custom function (UUID). */
-                function_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Success */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeleteFunctionError"];
-                };
-            };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeleteFunctionError"];
-                };
-            };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeleteFunctionError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeleteFunctionError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeleteFunctionError"];
-                };
-            };
-            /** @description Payload too large: `payload_too_large`. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeleteFunctionError"];
-                };
-            };
-            /** @description Unsupported media type: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeleteFunctionError"];
-                };
-            };
-            /** @description Too many requests: `rate_limited`. */
-            429: {
-                headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeleteFunctionError"];
-                };
-            };
-            /** @description Internal error: `internal_error`. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeleteFunctionError"];
-                };
-            };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeleteFunctionError"];
-                };
-            };
-        };
-    };
-    updateFunction: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Identifier of a custom function (UUID). */
-                function_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["UpdateFunction"];
-            };
-        };
-        responses: {
-            /** @description CustomFunction */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CustomFunction"];
-                };
-            };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_input_schema`. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["UpdateFunctionError"];
-                };
-            };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["UpdateFunctionError"];
-                };
-            };
-            /** @description Forbidden: `forbidden`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["UpdateFunctionError"];
-                };
-            };
-            /** @description Not found: `not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["UpdateFunctionError"];
-                };
-            };
-            /** @description Conflict: `function_name_taken`. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["UpdateFunctionError"];
-                };
-            };
-            /** @description Payload too large: `payload_too_large`. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["UpdateFunctionError"];
-                };
-            };
-            /** @description Unsupported media type: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["UpdateFunctionError"];
-                };
-            };
-            /** @description Too many requests: `rate_limited`. */
-            429: {
-                headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["UpdateFunctionError"];
-                };
-            };
-            /** @description Internal error: `internal_error`. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["UpdateFunctionError"];
-                };
-            };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["UpdateFunctionError"];
-                };
-            };
-        };
-    };
-    listFunctionVersions: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Identifier of a custom function (UUID). */
-                function_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description FunctionVersionPage */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FunctionVersionPage"];
-                };
-            };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionVersionsError"];
-                };
-            };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionVersionsError"];
-                };
-            };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionVersionsError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionVersionsError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionVersionsError"];
-                };
-            };
-            /** @description Payload too large: `payload_too_large`. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionVersionsError"];
-                };
-            };
-            /** @description Unsupported media type: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionVersionsError"];
-                };
-            };
-            /** @description Too many requests: `rate_limited`. */
-            429: {
-                headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionVersionsError"];
-                };
-            };
-            /** @description Internal error: `internal_error`. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionVersionsError"];
-                };
-            };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionVersionsError"];
-                };
-            };
-        };
-    };
-    invokeFunction: {
-        parameters: {
-            query?: {
-                /** @description A past version (default: the current one). */
-                version?: number;
-            };
-            header?: never;
-            path: {
-                /** @description Identifier of a custom function (UUID). */
-                function_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["InvokeFunction"];
-            };
-        };
-        responses: {
-            /** @description FunctionResult */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FunctionResult"];
-                };
-            };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InvokeFunctionError"];
-                };
-            };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InvokeFunctionError"];
-                };
-            };
-            /** @description Not found: `not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InvokeFunctionError"];
-                };
-            };
-            /** @description Payload too large: `payload_too_large`. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InvokeFunctionError"];
-                };
-            };
-            /** @description Unsupported media type: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InvokeFunctionError"];
-                };
-            };
-            /** @description Unprocessable: `function_error`, `function_memory`, `function_output_too_large`. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InvokeFunctionError"];
-                };
-            };
-            /** @description Too many requests: `rate_limited`. */
-            429: {
-                headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InvokeFunctionError"];
-                };
-            };
-            /** @description Internal error: `internal_error`. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InvokeFunctionError"];
-                };
-            };
-            /** @description Unavailable: `unavailable`, `database_unavailable`, `functions_busy`. */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InvokeFunctionError"];
-                };
-            };
-            /** @description Gateway timeout: `function_timeout`. */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InvokeFunctionError"];
-                };
-            };
-        };
-    };
-    listAgentFunctions: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Identifier of an agent (UUID). */
-                agent_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description AgentFunctionPage */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AgentFunctionPage"];
-                };
-            };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListAgentFunctionsError"];
-                };
-            };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListAgentFunctionsError"];
-                };
-            };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListAgentFunctionsError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListAgentFunctionsError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListAgentFunctionsError"];
-                };
-            };
-            /** @description Payload too large: `payload_too_large`. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListAgentFunctionsError"];
-                };
-            };
-            /** @description Unsupported media type: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListAgentFunctionsError"];
-                };
-            };
-            /** @description Too many requests: `rate_limited`. */
-            429: {
-                headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListAgentFunctionsError"];
-                };
-            };
-            /** @description Internal error: `internal_error`. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListAgentFunctionsError"];
-                };
-            };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListAgentFunctionsError"];
-                };
-            };
-        };
-    };
-    attachFunction: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Identifier of an agent (UUID). */
-                agent_id: string;
-                /** @description Identifier of a custom function (UUID). */
-                function_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description AgentFunction */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AgentFunction"];
-                };
-            };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AttachFunctionError"];
-                };
-            };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AttachFunctionError"];
-                };
-            };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AttachFunctionError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AttachFunctionError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AttachFunctionError"];
-                };
-            };
-            /** @description Payload too large: `payload_too_large`. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AttachFunctionError"];
-                };
-            };
-            /** @description Unsupported media type: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AttachFunctionError"];
-                };
-            };
-            /** @description Too many requests: `rate_limited`. */
-            429: {
-                headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AttachFunctionError"];
-                };
-            };
-            /** @description Internal error: `internal_error`. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AttachFunctionError"];
-                };
-            };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AttachFunctionError"];
-                };
-            };
-        };
-    };
-    detachFunction: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Identifier of an agent (UUID). */
-                agent_id: string;
-                /** @description Identifier of a custom function (UUID). */
-                function_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Success */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DetachFunctionError"];
-                };
-            };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DetachFunctionError"];
-                };
-            };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DetachFunctionError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DetachFunctionError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DetachFunctionError"];
-                };
-            };
-            /** @description Payload too large: `payload_too_large`. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DetachFunctionError"];
-                };
-            };
-            /** @description Unsupported media type: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DetachFunctionError"];
-                };
-            };
-            /** @description Too many requests: `rate_limited`. */
-            429: {
-                headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DetachFunctionError"];
-                };
-            };
-            /** @description Internal error: `internal_error`. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DetachFunctionError"];
-                };
-            };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DetachFunctionError"];
                 };
             };
         };

@@ -54,9 +54,9 @@ export const migrations = {
   "0020_usage": usage,
   "0021_event_writes": eventWrites,
   "0022_usage_fold": usageFold,
+  "0023_knowledge": knowledge,
   "0024_functions": functions,
-  "0025_command_policies": commandPolicies,
-  "0023_knowledge": knowledge
+  "0025_command_policies": commandPolicies
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

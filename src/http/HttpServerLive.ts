@@ -6,8 +6,8 @@ import { Api } from "../../schema/Api.js"
 import { GroupsHttpLive } from "../access/GroupsHttp.js"
 import { AgentsHttpLive } from "../agents/AgentsHttp.js"
 import { AuditHttpLive } from "../audit/AuditHttp.js"
-import { CommandsHttpLive } from "../commands/CommandsHttp.js"
 import { DeniedRequestsLive } from "../audit/DeniedRequests.js"
+import { CommandsHttpLive } from "../commands/CommandsHttp.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { ConnectionOAuthRoutes } from "../connectors/ConnectionOAuthRoutes.js"
 import { ToolsHttpLive } from "../connectors/ToolsHttp.js"
@@ -52,8 +52,8 @@ const ApiRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json"
     EventsHttpLive,
     WebhooksHttpLive,
     FilesHttpLive,
-    KnowledgeHttpLive,
     FunctionsHttpLive,
+    KnowledgeHttpLive,
     UsageHttpLive,
     CommandsHttpLive
   ]),

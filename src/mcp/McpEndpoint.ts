@@ -8,9 +8,9 @@ import { Files } from "../files/Files.js"
 import { Workspace } from "../files/Workspace.js"
 import { FunctionsLive } from "../functions/FunctionsLive.js"
 import { Drain } from "../http/Drain.js"
-import { KnowledgeLive } from "../knowledge/KnowledgeLive.js"
 import { isJsonMediaType, unsupportedMediaType } from "../http/JsonBody.js"
 import { extraRoutes } from "../http/RouteTable.js"
+import { KnowledgeLive } from "../knowledge/KnowledgeLive.js"
 import { OAuthLive } from "../oauth/OAuthLive.js"
 import type { ProtectedResource } from "../oauth/Resources.js"
 import { SchedulesLive } from "../schedules/SchedulesLive.js"
@@ -123,8 +123,8 @@ export const McpRoutes = Layer.mergeAll(McpRouteTable, McpFastPathLive).pipe(
   Layer.provide(McpSessions.DefaultWithoutDependencies),
   Layer.provide(OAuthLive),
   Layer.provide(SchedulesLive),
-  Layer.provide(KnowledgeLive),
   Layer.provide(FunctionsLive),
+  Layer.provide(KnowledgeLive),
   Layer.provide(UsageLive),
   Layer.provide(CommandPolicies.Default),
   Layer.provide(InvokeStream.Default),
