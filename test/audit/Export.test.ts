@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, expectError, withDatabase } from "../access/support.js"
+import { parseCsv } from "../support/Csv.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 
 let node: TestNode
@@ -7,40 +8,6 @@ beforeAll(async () => {
   node = await startTestNode()
 })
 afterAll(() => node?.stop())
-
-/** RFC 4180 reader: quoted fields may hold commas, doubled quotes and line breaks. */
-const parseCsv = (text: string): Array<Array<string>> => {
-  const rows: Array<Array<string>> = []
-  let row: Array<string> = []
-  let field = ""
-  let quoted = false
-  const endField = () => {
-    row.push(field)
-    field = ""
-  }
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!
-    if (quoted) {
-      if (c === "\"" && text[i + 1] === "\"") {
-        field += "\""
-        i++
-      } else if (c === "\"") quoted = false
-      else field += c
-    } else if (c === "\"") quoted = true
-    else if (c === ",") endField()
-    else if (c === "\r" && text[i + 1] === "\n") {
-      endField()
-      rows.push(row)
-      row = []
-      i++
-    } else field += c
-  }
-  if (field !== "" || row.length > 0) {
-    endField()
-    rows.push(row)
-  }
-  return rows
-}
 
 const exportAs = async (apiKey: string, query: string) => {
   const response = await node.fetch(`/v1/audit-logs/export?${query}`, { apiKey })

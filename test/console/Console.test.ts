@@ -6,20 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { addMember, call } from "../access/support.js"
 import { petstore } from "../connectors/support.js"
 import { PASSWORD, setPassword, signedUpAdmin } from "../mcp/support.js"
+import { parseCsv } from "../support/Csv.js"
 import { type ModelServer, startModelServer } from "../support/ModelServers.js"
 import { type OAuthServer, startOAuthServer } from "../support/OAuthServer.js"
 import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
-import {
-  CHROMIUM,
-  ensureConsoleBuilt,
-  expectAccessible,
-  launch,
-  parseCsv,
-  screenshot,
-  signInAs,
-  windowOf
-} from "./support.js"
+import { CHROMIUM, ensureConsoleBuilt, expectAccessible, launch, screenshot, signInAs, windowOf } from "./support.js"
 
 let node: TestNode
 let target: TargetServer
