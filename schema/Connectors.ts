@@ -142,12 +142,25 @@ export const OperationSchema = Schema.Struct({
   })
 }).annotations({ identifier: "OperationSchema" })
 
+/** An HTTP header name (RFC 9110 token): anything else could not be sent, and was a 502 instead of a 400. */
+const HeaderName = Schema.String.pipe(
+  Schema.pattern(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, {
+    message: () => "a header name is letters, digits and !#$%&'*+.^_`|~- (no spaces, not empty)"
+  })
+)
+/** A header value HTTP can carry: tab, visible ASCII and Latin-1, no line breaks or other control characters. */
+const HeaderValue = Schema.String.pipe(
+  Schema.pattern(/^[\t\x20-\x7e\x80-\xff]*$/, {
+    message: () => "a header value holds no line breaks, control characters or characters beyond Latin-1"
+  })
+)
+
 /** Spec 4.5: the only accepted top-level fields. */
 export const InvokeOperation = Schema.Struct({
   body_params: Schema.optional(Schema.Unknown).annotations({ description: "JSON body sent to the target API." }),
   query_params: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
   path_params: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
-  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })).annotations({
+  headers: Schema.optional(Schema.Record({ key: HeaderName, value: HeaderValue })).annotations({
     description: "Extra headers for the target API (the connection's auth headers cannot be overridden)."
   })
 }).annotations({ identifier: "InvokeOperation", parseOptions: { errors: "all", onExcessProperty: "error" } })

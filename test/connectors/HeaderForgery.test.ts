@@ -80,4 +80,19 @@ describe.each([["fast path", "true"], ["general stack", "false"]])("upstream hea
     expect(response.status).toBe(404)
     expect(response.headers.get("x-switchyard-error")).toBe("true")
   })
+
+  it("refuses headers that HTTP cannot carry with a 400 naming them, before any call", async () => {
+    const before = target.requests.length
+    for (const headers of [{ "": "x" }, { "bad name": "x" }, { "x-ok": "line\r\nbreak" }, { "x-ok": "✓" }]) {
+      const response = await node.fetch(`/v1/tools/connectors/${connector.id}/connections/${connection.id}/listPets`, {
+        ...json({ headers }),
+        apiKey
+      })
+      expect(response.status, JSON.stringify(headers)).toBe(400)
+      const body = await response.json()
+      expect(body.error.code).toBe("validation_failed")
+      expect(body.error.message).toMatch(/header/)
+    }
+    expect(target.requests.length).toBe(before)
+  })
 })
