@@ -48,7 +48,7 @@ describe("the built-in Switchyard connector", () => {
   it("lets an Admin read through it under the default egress policy, as that Admin", async () => {
     // twice: a second call must not take a fast path that skips acting as the caller
     for (let i = 0; i < 2; i++) {
-      const me = await invoke(node, admin.key, SWITCHYARD, connection.id, "identity.me")
+      const me = await invoke(node, admin.key, SWITCHYARD, connection.id, "me")
       expect(me.status).toBe(200)
       const body = await me.json()
       expect({ user: body.user.id, role: body.role, key: body.key.id }).toEqual({
@@ -76,7 +76,7 @@ describe("the built-in Switchyard connector", () => {
     }
     expect(await roleOf(member.userId)).toBe("member")
     // and the Member is seen as the Member they are
-    const me = await (await invoke(node, member.key, SWITCHYARD, connection.id, "identity.me")).json()
+    const me = await (await invoke(node, member.key, SWITCHYARD, connection.id, "me")).json()
     expect({ user: me.user.id, role: me.role }).toEqual({ user: member.userId, role: "member" })
   })
 
@@ -103,7 +103,7 @@ describe("the built-in Switchyard connector", () => {
     expect(response.status).toBe(403)
     expect((await response.json()).error.code).toBe("forbidden")
     expect(await roleOf(member.userId)).toBe("member")
-    const me = await (await invoke(node, member.key, SWITCHYARD, legacy.id, "identity.me")).json()
+    const me = await (await invoke(node, member.key, SWITCHYARD, legacy.id, "me")).json()
     expect({ user: me.user.id, key: me.key.id }).toEqual({ user: member.userId, key: member.keyId })
   })
 
@@ -137,7 +137,7 @@ describe("the built-in Switchyard connector", () => {
   })
 
   it("does not let the caller put a key of their own on the call", async () => {
-    const response = await invoke(node, member.key, SWITCHYARD, connection.id, "identity.me", {
+    const response = await invoke(node, member.key, SWITCHYARD, connection.id, "me", {
       headers: { "x-api-key": admin.key }
     })
     expect(response.status).toBe(400)
