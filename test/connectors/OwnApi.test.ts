@@ -57,7 +57,7 @@ describe("the built-in Switchyard connector", () => {
         key: admin.keyId
       })
     }
-    const agents = await invoke(node, admin.key, SWITCHYARD, connection.id, "agents.listAgents", {
+    const agents = await invoke(node, admin.key, SWITCHYARD, connection.id, "listAgents", {
       query_params: {},
       path_params: {}
     })
@@ -67,7 +67,7 @@ describe("the built-in Switchyard connector", () => {
 
   it("refuses a Member making themselves Super admin through an Admin's org connection with 403", async () => {
     for (let i = 0; i < 2; i++) {
-      const response = await invoke(node, member.key, SWITCHYARD, connection.id, "identity.updateMember", {
+      const response = await invoke(node, member.key, SWITCHYARD, connection.id, "updateMember", {
         path_params: { user_id: member.userId },
         body_params: { role: "super_admin" }
       })
@@ -96,7 +96,7 @@ describe("the built-in Switchyard connector", () => {
       )
       expect(updated.rowCount).toBe(1)
     })
-    const response = await invoke(node, member.key, SWITCHYARD, legacy.id, "identity.updateMember", {
+    const response = await invoke(node, member.key, SWITCHYARD, legacy.id, "updateMember", {
       path_params: { user_id: member.userId },
       body_params: { role: "super_admin" }
     })
