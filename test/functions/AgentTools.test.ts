@@ -50,12 +50,19 @@ describe("custom functions as agent tools", () => {
     expect(results[1].result).toContain("validation_failed")
     expect(target.requests.at(-1)!.path).toBe("/pets/42")
 
-    // the connector call is recorded with the task, as the run's own connector tools are
-    const recorded = await withDatabase(
-      node,
-      async (db) =>
-        (await db.query("SELECT task_id, operation_id FROM connector_invocations WHERE task_id = $1", [task.id])).rows
-    )
+    // the connector call is recorded with the task, as the run's own connector tools are (the records are
+    // written in batches, a moment after the call)
+    const invocations = () =>
+      withDatabase(
+        node,
+        async (db) =>
+          (await db.query("SELECT task_id, operation_id FROM connector_invocations WHERE task_id = $1", [task.id])).rows
+      )
+    let recorded = await invocations()
+    for (const deadline = Date.now() + 10_000; recorded.length === 0 && Date.now() < deadline;) {
+      await new Promise((r) => setTimeout(r, 100))
+      recorded = await invocations()
+    }
     expect(recorded).toMatchObject([{ task_id: task.id }])
     // ctx.files wrote into the agent's workspace
     const files = (await call(node, apiKey, "GET", `/v1/files?agent_id=${agent.id}`)).body.items
