@@ -60,19 +60,36 @@ type Sampler = SwitchyardSettings["tracing"]["sampler"]
  */
 export const samplerOf = (sampler: Sampler, ratio: number) => {
   // the trace id's last 14 hex digits as a fraction of 16^14, as OpenTelemetry's TraceIdRatioBased does
-  const byRatio = (traceId: string) => parseInt(traceId.slice(-14), 16) / 0x100000000000000 < ratio
-  const root = sampler.endsWith("always_on") ? () => true : sampler.endsWith("always_off") ? () => false : byRatio
+  const byRatio = (traceId: () => string) => parseInt(traceId().slice(-14), 16) / 0x100000000000000 < ratio
+  const root = sampler.endsWith("always_on")
+    ? () => true
+    : sampler.endsWith("always_off")
+    ? () => false
+    : byRatio
+  // the trace id is asked for only by a ratio: the other samplers decide without drawing one
   return sampler.startsWith("parentbased_")
-    ? (parent: Option.Option<Tracer.AnySpan>, traceId: string) =>
+    ? (parent: Option.Option<Tracer.AnySpan>, traceId: () => string) =>
       Option.isSome(parent) ? parent.value.sampled : root(traceId)
-    : (_: Option.Option<Tracer.AnySpan>, traceId: string) => root(traceId)
+    : (_: Option.Option<Tracer.AnySpan>, traceId: () => string) => root(traceId)
+}
+
+/** Random hex ids from a pooled buffer: one call into the CSPRNG per 4 KiB of ids, not one per span. */
+const pool = Buffer.alloc(4096)
+let pooled = pool.length
+const randomHex = (bytes: number) => {
+  if (pooled + bytes > pool.length) {
+    Crypto.randomFillSync(pool)
+    pooled = 0
+  }
+  pooled += bytes
+  return pool.toString("hex", pooled - bytes, pooled)
 }
 
 /** A span not sampled: kept in memory for its children's decisions and ids, never exported. */
 class UnsampledSpan implements Tracer.Span {
   readonly _tag = "Span"
   readonly sampled = false
-  readonly spanId = Crypto.randomBytes(8).toString("hex")
+  readonly spanId = randomHex(8)
   readonly attributes = new Map<string, unknown>()
   readonly links: Array<Tracer.SpanLink>
   status: Tracer.SpanStatus
@@ -104,10 +121,11 @@ class UnsampledSpan implements Tracer.Span {
 const sampled = (exporting: Tracer.Tracer, sample: ReturnType<typeof samplerOf>): Tracer.Tracer =>
   Tracer.make({
     span: (name, parent, context, links, startTime, kind, options) => {
-      const traceId = Option.isSome(parent) ? parent.value.traceId : Crypto.randomBytes(16).toString("hex")
+      let drawn: string | undefined
+      const traceId = () => Option.isSome(parent) ? parent.value.traceId : (drawn ??= randomHex(16))
       return sample(parent, traceId)
         ? exporting.span(name, parent, context, links, startTime, kind, options)
-        : new UnsampledSpan(name, parent, context, links, startTime, kind, traceId)
+        : new UnsampledSpan(name, parent, context, links, startTime, kind, traceId())
     },
     context: (f, fiber) => exporting.context(f, fiber)
   })
