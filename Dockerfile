@@ -1,6 +1,15 @@
 # Switchyard node image: HTTP API + cluster runner. One image for every node.
-# The app runs its TypeScript sources through tsx at run time (bin/switchyard.js registers it),
-# so there is no build step.
+# The app runs its TypeScript sources through tsx at run time (bin/switchyard.js registers it); only the
+# web console is built, in a stage of its own (Vite is a dev dependency), and copied in.
+FROM node:20-bookworm-slim AS console
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm install --no-audit --no-fund --ignore-scripts
+COPY tsconfig.json ./
+COPY console ./console
+COPY src/client ./src/client
+RUN npm run build:console
+
 FROM node:20-bookworm-slim
 
 ENV NODE_ENV=production \
@@ -13,6 +22,8 @@ WORKDIR /app
 # `npm install`, not `npm ci`: it follows the committed lockfile, while `npm ci` rejects a lockfile
 # made where some other-platform optional packages were unavailable (DESIGN.md §3).
 COPY package.json package-lock.json ./
+# `prepare` runs on install: without dev dependencies it skips the console (built in the stage above)
+COPY scripts/prepare.mjs ./scripts/
 RUN npm install --no-audit --no-fund --omit=dev \
  && npm cache clean --force
 
@@ -21,6 +32,7 @@ COPY bin ./bin
 COPY schema ./schema
 COPY cluster ./cluster
 COPY src ./src
+COPY --from=console /app/console/dist ./console/dist
 
 # Sources stay root-owned (read-only to the app). The data dir is only used without DATABASE_URL
 # (embedded PostgreSQL, which refuses to run as root anyway).
