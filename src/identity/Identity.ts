@@ -3,6 +3,7 @@ import { Effect, Option } from "effect"
 import * as Crypto from "node:crypto"
 import { BadRequest, Conflict, Forbidden, NotFound } from "../../schema/Errors.js"
 import {
+  ApiKey,
   type CreateApiKey,
   CreatedApiKey,
   type CreateMember,
@@ -17,6 +18,7 @@ import { checkRoleChange } from "../access/RolePolicy.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { transactionIn } from "../db/Transaction.js"
 import { generateApiKey } from "./ApiKeySecret.js"
+import { consoleKeyId } from "./ConsoleKeyId.js"
 import { requireRole } from "./IdentityPolicy.js"
 import { IdentityRepo, toApiKey } from "./IdentityRepo.js"
 
@@ -92,8 +94,36 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       transaction
     )
 
+    /**
+     * A console session has no API key row: `key` describes the session as the API sees it (its stable key
+     * id, the member's role and agents), named "Console session".
+     */
+    const consoleCaller = (principal: Principal, userId: UserId) =>
+      Effect.map(
+        repo.findSessionCaller(principal.organizationId, userId),
+        (found) =>
+          found === undefined ? undefined : {
+            organization: found.organization,
+            user: found.user,
+            key: new ApiKey({
+              id: principal.keyId,
+              kind: "personal",
+              name: "Console session",
+              prefix: "",
+              role: principal.role,
+              user_id: userId,
+              agent_ids: principal.agentIds,
+              created_at: found.memberSince,
+              last_used_at: null,
+              revoked_at: null
+            })
+          }
+      )
+
     const me = Effect.fn("Identity.me")(function*(principal: Principal) {
-      const caller = yield* repo.findCaller(principal.organizationId, principal.keyId)
+      const caller = principal.userId !== null && principal.keyId === consoleKeyId(principal.userId)
+        ? yield* consoleCaller(principal, principal.userId)
+        : yield* repo.findCaller(principal.organizationId, principal.keyId)
       if (caller === undefined) return yield* NotFound.of("API key", principal.keyId)
       return new Me({ ...caller, role: principal.role, role_display: roleDisplayName[principal.role] })
     })

@@ -181,6 +181,22 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
         Effect.orDie
       )
 
+    /** A console session's caller: the organization and the member (no API key row: see consoleKeyId). */
+    const findSessionCaller = (organizationId: OrganizationId, userId: UserId) =>
+      sql<{ org_name: string; org_created_at: Date; email: string; name: string | null; created_at: Date }>`
+        SELECT o.name AS org_name, o.created_at AS org_created_at, u.email, u.name, m.created_at
+        FROM memberships m JOIN organizations o ON o.id = m.organization_id JOIN users u ON u.id = m.user_id
+        WHERE m.organization_id = ${organizationId} AND m.user_id = ${userId}`.pipe(
+        Effect.map(([row]) =>
+          row === undefined ? undefined : {
+            organization: new Organization({ id: organizationId, name: row.org_name, created_at: row.org_created_at }),
+            user: new User({ id: userId, email: row.email, name: row.name }),
+            memberSince: row.created_at
+          }
+        ),
+        Effect.orDie
+      )
+
     /** Serializes role changes in an organization (keeps it from losing its last Super admin in a race). */
     const lockOrganization = (organizationId: OrganizationId) =>
       sql`SELECT id FROM organizations WHERE id = ${organizationId} FOR NO KEY UPDATE`.pipe(Effect.asVoid, Effect.orDie)
@@ -229,6 +245,7 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
       revokeApiKey,
       touchApiKey,
       findCaller,
+      findSessionCaller,
       lockOrganization,
       lockBootstrap,
       countSuperAdmins,

@@ -4,10 +4,11 @@ import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { Unauthenticated } from "../../schema/Errors.js"
 import type { Role } from "../../schema/Identity.js"
-import type { AgentId, ApiKeyId, OrganizationId, UserId } from "../../schema/Ids.js"
+import type { AgentId, OrganizationId, UserId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { agentsForPerson, groupAgentsOf } from "../access/GroupAgents.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { consoleKeyId } from "../identity/ConsoleKeyId.js"
 import { hashOf, sameSecret } from "../oauth/Secrets.js"
 
 /** One organization the session's user belongs to, with their role there. */
@@ -29,7 +30,6 @@ export interface LiveSession {
 
 export const CSRF_HEADER = "x-csrf-token"
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"])
-const ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 
 /**
  * The web console's session (a row of `web_sessions`, as the sign-in pages open, under its own cookie).
@@ -61,16 +61,6 @@ export class ConsoleSession extends Effect.Service<ConsoleSession>()("web/Consol
     /** The CSRF token of a session: anyone who can read it is a page of this origin holding the session. */
     const csrfOf = (token: string) =>
       Crypto.createHmac("sha256", token).update("switchyard console csrf").digest("base64url")
-
-    /**
-     * One stable key id per user (the shape of an API key id): tasks, audit records and "invoked by me"
-     * checks name the console like a key of that user.
-     */
-    const keyIdOf = (userId: string) =>
-      Array.from(
-        Crypto.hash("sha256", `console:${userId}`, "buffer").subarray(0, 12),
-        (b) => ALPHABET[b % ALPHABET.length]
-      ).join("") as ApiKeyId
 
     /** The chosen membership (by organization id), else the first; undefined without a live session. */
     const open = (token: string | undefined, organizationId: string | undefined) =>
@@ -120,7 +110,7 @@ export class ConsoleSession extends Effect.Service<ConsoleSession>()("web/Consol
         const principal: Principal = {
           organizationId: m.organization_id,
           userId: m.user_id,
-          keyId: keyIdOf(m.user_id),
+          keyId: consoleKeyId(m.user_id),
           role: m.role,
           agentIds: agentsForPerson(m.role, m.group_agents)
         }

@@ -111,6 +111,30 @@ describe("the console at /console", () => {
     expect((await after.json()).error.code).toBe("invalid_session")
   })
 
+  it("GET /v1/me answers the signed-in user for a console session, and an API key's caller as before", async () => {
+    const { cookie } = await signIn()
+    const me = await fetch(`${node.baseUrl}/v1/me`, { headers: { cookie } })
+    expect(me.status).toBe(200)
+    const body = await me.json()
+    expect(body).toMatchObject({
+      organization: { id: admin.organization_id },
+      user: { id: admin.user_id, email: admin.email },
+      role: "super_admin",
+      role_display: "Super admin",
+      key: { kind: "personal", name: "Console session", role: "super_admin", user_id: admin.user_id, revoked_at: null }
+    })
+    // the session's stable key id: the one its tasks and audit records carry
+    expect(body.key.id).toMatch(/^[a-z0-9]{12}$/)
+    const again = await (await fetch(`${node.baseUrl}/v1/me`, { headers: { cookie } })).json()
+    expect(again.key.id).toBe(body.key.id)
+
+    const byKey = await (await fetch(`${node.baseUrl}/v1/me`, { headers: { "x-api-key": admin.api_key } })).json()
+    expect(byKey.key.name).not.toBe("Console session")
+    expect(byKey.key.prefix).toMatch(/^sy_[a-z0-9]{12}_$/)
+    expect(byKey.key.id).not.toBe(body.key.id)
+    expect(byKey.user.email).toBe(admin.email)
+  })
+
   it("sign-in takes JSON from this origin only (a cross-site form cannot sign someone in)", async () => {
     const form = await fetch(`${node.baseUrl}/console/api/sign-in`, {
       method: "POST",
