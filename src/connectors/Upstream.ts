@@ -79,6 +79,34 @@ class WritableSink implements BodySink {
   }
 }
 
+/** Collects a body as text: a class, since tsx names each closure an object literal would create per call. */
+class TextSink implements BodySink {
+  readonly text: Promise<string>
+  private readonly chunks: Array<Buffer> = []
+  private resolve!: (text: string) => void
+  private reject!: (error: Error) => void
+  constructor() {
+    this.text = new Promise((resolve, reject) => {
+      this.resolve = resolve
+      this.reject = reject
+    })
+  }
+
+  write(chunk: Buffer) {
+    this.chunks.push(chunk)
+    return true
+  }
+
+  end() {
+    const chunks = this.chunks
+    this.resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8"))
+  }
+
+  fail(error: Error) {
+    this.reject(error)
+  }
+}
+
 /**
  * A target's response body as it arrives, held until one consumer takes it (`pipe`, `text`, `readable` or
  * `dump`). It is the dispatcher's own flow, with no stream in between: undici's `request()` wraps each
@@ -124,14 +152,9 @@ export class UpstreamBody {
 
   /** The whole body as UTF-8 text. */
   text(): Promise<string> {
-    return new Promise((resolve, reject) => {
-      const chunks: Array<Buffer> = []
-      this.attach({
-        write: (chunk) => chunks.push(chunk) > 0,
-        end: () => resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8")),
-        fail: reject
-      })
-    })
+    const sink = new TextSink()
+    this.attach(sink)
+    return sink.text
   }
 
   /** As a Node stream, for whatever wants one (the general stack's raw response). */

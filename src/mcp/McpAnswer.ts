@@ -44,8 +44,11 @@ export const asStructured = (value: unknown) =>
 const STRUCTURED = Symbol.for("switchyard/mcp/structuredContentJson")
 
 /** A tool's encoded output as its `tools/call` result. */
-export const toolResult = (encoded: unknown, text?: string): ToolCallResult => {
-  const json = JSON.stringify(encoded)
+export const toolResult = (encoded: unknown, text?: string): ToolCallResult =>
+  toolResultJson(encoded, JSON.stringify(encoded), text)
+
+/** The same, given the output's JSON text (`json` must be what JSON.stringify writes for it, whitespace aside). */
+export const toolResultJson = (encoded: unknown, json: string, text?: string): ToolCallResult => {
   const structured = asStructured(encoded)
   return {
     content: [{ type: "text", text: text === undefined ? json : `${text}\n\n${json}` }],
@@ -55,9 +58,10 @@ export const toolResult = (encoded: unknown, text?: string): ToolCallResult => {
 }
 
 /**
- * An answer's body as JSON text, for every transport. The same text as JSON.stringify gives, but a tool result's
- * `structuredContent`, serialized once for its text content, is not serialized again inside the envelope: on the
- * hot call (a target's answer passed on) that was a tenth of the work.
+ * An answer's body as JSON text, for every transport. The same text as JSON.stringify gives (a `ToolJson`
+ * result's whitespace aside), but a tool result's `structuredContent`, serialized once for its text content, is
+ * not serialized again inside the envelope: on the hot call (a target's answer passed on) that was a tenth of
+ * the work.
  */
 export const bodyJson = (body: unknown): string => {
   const envelope = body as { readonly id?: unknown; readonly result?: Record<PropertyKey, unknown> } | null

@@ -15,10 +15,11 @@ import {
   toolDefect,
   toolError,
   toolResult,
+  toolResultJson,
   validationFailed
 } from "./McpAnswer.js"
 import { McpSessions } from "./McpSessions.js"
-import { type ToolContext, type ToolOutcome, type ToolServices, ToolText } from "./McpTool.js"
+import { type ToolContext, ToolJson, type ToolOutcome, type ToolServices, ToolText } from "./McpTool.js"
 import { type LoadedTool, loadTools, registryOf } from "./ToolRegistry.js"
 
 const VERSION: string = JSON.parse(Fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version
@@ -62,6 +63,10 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
      */
     const settle = (loaded: LoadedTool, caller: McpCaller, outcome: ToolOutcome<unknown>) => {
       if (outcome.ok) {
+        // already in its wire form, with its JSON: neither encoded nor serialized again
+        if (outcome.value instanceof ToolJson) {
+          return { result: toolResultJson(outcome.value.value, outcome.value.json), audit: undefined }
+        }
         const out = outcome.value instanceof ToolText ? outcome.value : undefined
         const encoded = loaded.encodeEither(out === undefined ? outcome.value : out.value)
         if (encoded._tag === "Left") throw encoded.left

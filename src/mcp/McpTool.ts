@@ -51,7 +51,7 @@ export interface FastToolContext {
 }
 
 export type ToolOutcome<O> =
-  | { readonly ok: true; readonly value: O }
+  | { readonly ok: true; readonly value: O | ToolJson<O> }
   | { readonly ok: false; readonly error: ToolFailure }
 
 /** A failure a tool reports to the model as its result (`isError`), in the REST error's terms. */
@@ -79,7 +79,10 @@ export interface McpTool<I = any, O = any> {
   readonly input: Schema.Schema<I, any, never>
   readonly output: Schema.Schema<O, any, never>
   readonly annotations: ToolAnnotations
-  readonly run: (input: I, context: ToolContext) => Effect.Effect<O | ToolText<O>, ToolFailure, ToolServices>
+  readonly run: (
+    input: I,
+    context: ToolContext
+  ) => Effect.Effect<O | ToolText<O> | ToolJson<O>, ToolFailure, ToolServices>
   /**
    * Optional: the same call without a fiber, for the plain-Node fast path (McpFastPath.ts), when everything it
    * needs is in this node's memory. `undefined` declines, and `run` runs instead. Both must give the same
@@ -91,6 +94,16 @@ export interface McpTool<I = any, O = any> {
 /** A result with a person-readable text besides its structured form (e.g. an agent's answer). */
 export class ToolText<O> {
   constructor(readonly text: string, readonly value: O) {}
+}
+
+/**
+ * A result already in its wire form, with its JSON text: the protocol sends `json` as the structured content (and
+ * its text block) as it is, without encoding `value` and serializing it again. The tool vouches that `json` is
+ * the JSON of `value` encoded by its output schema (invoke_operation: the target's JSON body passed on as sent,
+ * which a parse and a new serialization would only copy).
+ */
+export class ToolJson<O> {
+  constructor(readonly value: O, readonly json: string) {}
 }
 
 /** Identity helper that keeps `I` and `O` inferred from the schemas. */

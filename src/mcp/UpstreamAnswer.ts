@@ -1,7 +1,9 @@
 import { Schema } from "effect"
+import { ToolJson } from "./McpTool.js"
 
 // a tool result goes to a model: a larger answer is cut, with a note saying so
 const MAX_BODY_CHARS = 1_000_000
+const JSON_TYPE = /[/+]json\b/i
 
 /** A connector operation's answer as a tool result: the target's status and body. */
 export const UpstreamAnswer = Schema.Struct({
@@ -11,21 +13,46 @@ export const UpstreamAnswer = Schema.Struct({
   truncated: Schema.Boolean
 })
 
-/** Shared by the `invoke_operation` tool and its fast path, so both answer alike. */
-export const upstreamAnswer = (
-  status: number,
-  contentType: string | Array<string> | undefined,
-  text: string
-): typeof UpstreamAnswer.Type => {
+/** The answer's value, and a JSON body's text as the target sent it (surrounding whitespace cut). */
+const parse = (status: number, contentType: string | Array<string> | undefined, text: string) => {
   const type = Array.isArray(contentType) ? contentType[0] ?? null : contentType ?? null
   const truncated = text.length > MAX_BODY_CHARS
   let body: unknown = truncated ? text.slice(0, MAX_BODY_CHARS) : text
-  if (!truncated && type !== null && /[/+]json\b/i.test(type) && text !== "") {
+  let json: string | undefined
+  if (!truncated && type !== null && JSON_TYPE.test(type) && text !== "") {
     try {
       body = JSON.parse(text)
+      // JSON.parse took it, so the ends trim() cuts are JSON whitespace only
+      json = text.trim()
     } catch {
       // the target said JSON and sent something else: pass its text on
     }
   }
-  return { status, content_type: type, body, truncated }
+  return { value: { status, content_type: type, body, truncated }, json }
+}
+
+/** The target's answer as a value (FunctionCalls.ts hands it to a function). */
+export const upstreamAnswer = (
+  status: number,
+  contentType: string | Array<string> | undefined,
+  text: string
+): typeof UpstreamAnswer.Type => parse(status, contentType, text).value
+
+/**
+ * The target's answer as a tool result with its JSON, shared by the `invoke_operation` tool and its fast path,
+ * so both answer alike. A JSON body goes into that JSON as the target sent it: parsing it checks that it is
+ * JSON, and serializing the parsed value again would only copy it (a tenth of the hot call's CPU).
+ */
+export const upstreamAnswerJson = (
+  status: number,
+  contentType: string | Array<string> | undefined,
+  text: string
+): ToolJson<typeof UpstreamAnswer.Type> => {
+  const { json, value } = parse(status, contentType, text)
+  return new ToolJson(
+    value,
+    `{"status":${status},"content_type":${JSON.stringify(value.content_type)},"body":${
+      json ?? JSON.stringify(value.body)
+    },"truncated":${value.truncated}}`
+  )
 }

@@ -147,6 +147,28 @@ describe.each([["fast path", "true"], ["general route", "false"]])("POST /mcp/ t
     expect(answer.json.result.isError).toBeUndefined()
   })
 
+  it("passes a target's JSON body on as sent, and a body that only claims to be JSON as text", async () => {
+    // whitespace, an escape, a number JSON.stringify would write otherwise: the body goes in as the target sent it
+    const sent = `\n{ "pet": "R\\u0065x",\n  "weight": 1.50, "tags": [ "a" ] }\n`
+    fixed(200, sent, "application/problem+json")
+    const answer = await callTool("json-as-sent", "invoke_operation", invokeArgs("listPets"))
+    const expected = {
+      status: 200,
+      content_type: "application/problem+json",
+      body: { pet: "Rex", weight: 1.5, tags: ["a"] },
+      truncated: false
+    }
+    expect(answer.json.result.structuredContent).toEqual(expected)
+    expect(answer.json.result.content[0].text).toBe(
+      `{"status":200,"content_type":"application/problem+json","body":${sent.trim()},"truncated":false}`
+    )
+    expect(JSON.parse(answer.json.result.content[0].text)).toEqual(expected)
+    fixed(200, `{"pet": "Rex"`)
+    const broken = await callTool("json-broken", "invoke_operation", invokeArgs("listPets"))
+    expect(broken.json.result.structuredContent.body).toBe(`{"pet": "Rex"`)
+    expect(JSON.parse(broken.json.result.content[0].text).body).toBe(`{"pet": "Rex"`)
+  })
+
   it("reports arguments that do not match the tool's schema as validation_failed", async () => {
     const answer = await callTool("bad-arguments", "invoke_operation", {
       ...invokeArgs("listPets"),

@@ -5,7 +5,7 @@ import { ConnectionId, ConnectorId } from "../../../schema/Ids.js"
 import { Connections } from "../../connectors/Connections.js"
 import { OperationInvoker } from "../../connectors/OperationInvoker.js"
 import { defineTool } from "../McpTool.js"
-import { UpstreamAnswer, upstreamAnswer } from "../UpstreamAnswer.js"
+import { UpstreamAnswer, upstreamAnswerJson } from "../UpstreamAnswer.js"
 
 const textOf = (body: Readable) =>
   new Promise<string>((resolve, reject) => {
@@ -20,7 +20,7 @@ const textOf = (body: Readable) =>
 const answerOf = (
   upstream: { readonly status: number; readonly headers: Record<string, string | Array<string>> },
   text: Promise<string>
-) => text.then((text) => upstreamAnswer(upstream.status, upstream.headers["content-type"], text))
+) => text.then((text) => upstreamAnswerJson(upstream.status, upstream.headers["content-type"], text))
 
 export default defineTool({
   name: "invoke_operation",
