@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { FunctionId } from "./Functions.js"
 import { reportAllErrors } from "./Identity.js"
 import { AgentId, ConnectionId, TaskId } from "./Ids.js"
 import { Timestamp } from "./Timestamp.js"
@@ -42,15 +43,35 @@ export const ApprovalCondition = Schema.Struct({
 })
 export type ApprovalCondition = typeof ApprovalCondition.Type
 
-export const SkillAction = Schema.Struct({
+const requires_approval = Schema.optionalWith(Schema.Boolean, { default: () => false })
+const approval_condition = Schema.optional(ApprovalCondition)
+
+export const ConnectorAction = Schema.Struct({
   connection_id: ConnectionId,
   operation_id: Schema.String.pipe(Schema.minLength(1)).annotations({
     description: "The operation's `id` or `operationId`; the tool the model sees is named by its `operationId`."
   }),
-  requires_approval: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  approval_condition: Schema.optional(ApprovalCondition)
-}).annotations({ identifier: "SkillAction" })
+  requires_approval,
+  approval_condition
+}).annotations({ identifier: "ConnectorAction", description: "An operation of a connection, as a tool." })
+
+export const FunctionAction = Schema.Struct({
+  function_id: FunctionId.annotations({
+    description: "A custom function of the organization; the tool is named after it and runs its current version."
+  }),
+  requires_approval,
+  approval_condition
+}).annotations({ identifier: "FunctionAction", description: "A custom function (docs/guides/functions.md), as a tool." })
+
+export const SkillAction = Schema.Union(ConnectorAction, FunctionAction).annotations({
+  identifier: "SkillAction",
+  description: "What a skill gives an agent: a connector operation (`connection_id` and `operation_id`) or a custom " +
+    "function (`function_id`)."
+})
 export type SkillAction = typeof SkillAction.Type
+
+/** Whether an action runs a custom function (else it is a connector operation). */
+export const isFunctionAction = (a: SkillAction): a is typeof FunctionAction.Type => "function_id" in a
 
 const actions = Schema.Array(SkillAction).pipe(Schema.minItems(1), Schema.maxItems(200))
 const name = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))

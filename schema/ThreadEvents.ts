@@ -33,6 +33,7 @@ export const ThreadToolCallData = data("ThreadToolCallData", "tool_call: one too
   name: nullable(Schema.String),
   connection_id: nullable(Schema.String),
   operation_id: nullable(Schema.String),
+  function_id: nullable(Schema.String).annotations({ description: "The custom function a skill action ran." }),
   arguments: Schema.optional(Schema.Unknown),
   status: nullable(Schema.Number).annotations({ description: "The upstream HTTP status, if a call was made." }),
   outcome: nullable(Schema.String).annotations({ description: "`rejected` when a person rejected the call." }),

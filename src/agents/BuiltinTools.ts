@@ -23,7 +23,9 @@ export class BuiltinTools extends Effect.Service<BuiltinTools>()("agents/Builtin
             concurrency: "unbounded"
           })
           return combineToolSets([files, ...sets], taken)
-        })
+        }),
+      /** Custom functions that the agent's skills name as actions (their approval is the run's to ask). */
+      skillFunctions: functions.byIds
     }
   })
 }) {}

@@ -3017,8 +3017,16 @@ export interface components {
          * @enum {string}
          */
         SkillVisibility: "private" | "restricted" | "organization";
-        /** SkillAction */
-        SkillAction: {
+        /**
+         * SkillAction
+         * @description What a skill gives an agent: a connector operation (`connection_id` and `operation_id`) or a custom function (`function_id`).
+         */
+        SkillAction: components["schemas"]["ConnectorAction"] | components["schemas"]["FunctionAction"];
+        /**
+         * ConnectorAction
+         * @description An operation of a connection, as a tool.
+         */
+        ConnectorAction: {
             /**
              * Format: uuid
              * @description Identifier of a connection (UUID), different from the connector id: `items[].connections[].id`.
@@ -3039,6 +3047,19 @@ export interface components {
             /** @enum {string} */
             op: "gt" | "gte" | "lt" | "lte" | "eq" | "ne";
             value: number | string | boolean;
+        };
+        /**
+         * FunctionAction
+         * @description A custom function (docs/guides/functions.md), as a tool.
+         */
+        FunctionAction: {
+            /**
+             * Format: uuid
+             * @description A custom function of the organization; the tool is named after it and runs its current version.
+             */
+            function_id: string;
+            requires_approval?: boolean;
+            approval_condition?: components["schemas"]["ApprovalCondition"];
         };
         /** CreateSkill */
         CreateSkill: {
@@ -4391,6 +4412,8 @@ export interface components {
             name?: string | null;
             connection_id?: string | null;
             operation_id?: string | null;
+            /** @description The custom function a skill action ran. */
+            function_id?: string | null;
             arguments?: unknown;
             /** @description The upstream HTTP status, if a call was made. */
             status?: number | null;

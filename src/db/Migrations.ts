@@ -30,6 +30,7 @@ import usageFold from "./migrations/0022_usage_fold.js"
 import knowledge from "./migrations/0023_knowledge.js"
 import functions from "./migrations/0024_functions.js"
 import commandPolicies from "./migrations/0025_command_policies.js"
+import functionApprovals from "./migrations/0027_function_approvals.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -56,7 +57,8 @@ export const migrations = {
   "0022_usage_fold": usageFold,
   "0023_knowledge": knowledge,
   "0024_functions": functions,
-  "0025_command_policies": commandPolicies
+  "0025_command_policies": commandPolicies,
+  "0027_function_approvals": functionApprovals
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import type { FunctionId } from "../../schema/Functions.js"
 import type { ApiKeyId, UserId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import type { ToolSpec } from "../agents/models/ModelProvider.js"
@@ -15,10 +16,17 @@ const parametersOf = (row: FunctionRow) =>
     ? row.input_schema
     : { type: "object", properties: { input: row.input_schema }, required: ["input"], additionalProperties: false }
 
+/** One function as a run's tool: its spec, and a call that runs it in the sandbox as the run. */
+export interface FunctionTool {
+  readonly spec: ToolSpec
+  readonly call: (args: unknown) => Effect.Effect<ToolResult>
+}
+
 /**
- * An agent's custom functions as tools (issue 25): each function attached to the agent is a tool named after
- * it, its `input_schema` the parameters. A call runs the function's current version in the sandbox as the
- * run calls connectors (the agent's creator, with the task), its files in the agent's workspace.
+ * An agent's custom functions as tools (issue 25): each function attached to the agent, or given by a skill
+ * it holds, is a tool named after it, its `input_schema` the parameters. A call runs the function's current
+ * version in the sandbox as the run calls connectors (the agent's creator, with the task), its files in the
+ * agent's workspace.
  */
 export class FunctionTools extends Effect.Service<FunctionTools>()("functions/FunctionTools", {
   effect: Effect.gen(function*() {
@@ -26,21 +34,17 @@ export class FunctionTools extends Effect.Service<FunctionTools>()("functions/Fu
     const calls = yield* FunctionCalls
     const workspace = yield* Workspace
 
-    const forRun = (run: RunScope): Effect.Effect<ToolSet> =>
-      Effect.gen(function*() {
-        const rows = yield* repo.attached(run.organizationId, run.agentId)
-        if (rows.length === 0) return emptyToolSet
-        const identity = yield* repo.runIdentity(run.organizationId, run.agentId, run.taskId)
-        const principal: Principal = {
-          organizationId: run.organizationId,
-          userId: (identity?.created_by ?? null) as UserId | null,
-          keyId: (identity?.api_key_id ?? "task") as ApiKeyId,
-          role: "member",
-          agentIds: null
-        }
+    const scopeOf = (run: RunScope) =>
+      Effect.map(repo.runIdentity(run.organizationId, run.agentId, run.taskId), (identity): CallScope => {
         const files = workspace.forAgent(run)
-        const scope: CallScope = {
-          principal,
+        return {
+          principal: {
+            organizationId: run.organizationId,
+            userId: (identity?.created_by ?? null) as UserId | null,
+            keyId: (identity?.api_key_id ?? "task") as ApiKeyId,
+            role: "member",
+            agentIds: null
+          } satisfies Principal,
           taskId: run.taskId,
           files: {
             list: (prefix) => files.list(prefix),
@@ -49,37 +53,61 @@ export class FunctionTools extends Effect.Service<FunctionTools>()("functions/Fu
               Effect.map(files.write(name, text), (f) => ({ id: f.id, name: f.name, size: f.size }))
           }
         }
-        const byName = new Map(rows.map((r) => [r.name, r]))
-        const specs: Array<ToolSpec> = rows.map((r) => ({
-          name: r.name,
-          description: r.description === "" ? `Custom function ${r.name}.` : r.description,
-          parameters: parametersOf(r) as ToolSpec["parameters"]
-        }))
+      })
+
+    const toolOf = (scope: CallScope, row: FunctionRow): FunctionTool => ({
+      spec: {
+        name: row.name,
+        description: row.description === "" ? `Custom function ${row.name}.` : row.description,
+        parameters: parametersOf(row) as ToolSpec["parameters"]
+      },
+      call: (args) =>
+        calls.run(
+          scope,
+          row,
+          isObjectSchema(row.input_schema)
+            ? args
+            : typeof args === "object" && args !== null
+            ? (args as Record<string, unknown>)["input"]
+            : undefined
+        ).pipe(
+          Effect.match({
+            onFailure: (e) => ({ outcome: "error" as const, content: `error: ${e.code}: ${e.message}` }),
+            onSuccess: (r) => ({ outcome: "ok" as const, content: JSON.stringify(r.output) ?? "null" })
+          })
+        )
+    })
+
+    /** The functions attached to the agent. */
+    const forRun = (run: RunScope): Effect.Effect<ToolSet> =>
+      Effect.gen(function*() {
+        const rows = yield* repo.attached(run.organizationId, run.agentId)
+        if (rows.length === 0) return emptyToolSet
+        const scope = yield* scopeOf(run)
+        const byName = new Map(rows.map((r) => [r.name, toolOf(scope, r)]))
         return {
-          specs,
+          specs: [...byName.values()].map((t) => t.spec),
           has: (name) => byName.has(name),
-          call: (call): Effect.Effect<ToolResult> => {
-            const row = byName.get(call.name)
-            if (row === undefined) {
-              return Effect.succeed({ outcome: "error", content: `error: there is no tool named ${call.name}` })
-            }
-            const args = call.arguments
-            const input = isObjectSchema(row.input_schema)
-              ? args
-              : typeof args === "object" && args !== null
-              ? (args as Record<string, unknown>)["input"]
-              : undefined
-            return calls.run(scope, row, input).pipe(
-              Effect.match({
-                onFailure: (e) => ({ outcome: "error" as const, content: `error: ${e.code}: ${e.message}` }),
-                onSuccess: (r) => ({ outcome: "ok" as const, content: JSON.stringify(r.output) ?? "null" })
-              })
-            )
-          }
+          call: (call): Effect.Effect<ToolResult> =>
+            byName.get(call.name)?.call(call.arguments) ??
+              Effect.succeed({ outcome: "error", content: `error: there is no tool named ${call.name}` })
         } satisfies ToolSet
       })
 
-    return { forRun } as const
+    /** Functions that skills give the run, by id; a function deleted since is missing from the answer. */
+    const byIds = (run: RunScope, ids: ReadonlyArray<FunctionId>) =>
+      Effect.gen(function*() {
+        const tools = new Map<FunctionId, FunctionTool>()
+        if (ids.length === 0) return tools
+        const scope = yield* scopeOf(run)
+        for (const id of new Set(ids)) {
+          const row = yield* repo.find(run.organizationId, id)
+          if (row !== undefined) tools.set(id, toolOf(scope, row))
+        }
+        return tools
+      })
+
+    return { forRun, byIds } as const
   }),
   dependencies: [FunctionRepo.Default, FunctionCalls.Default, Workspace.Default]
 }) {}

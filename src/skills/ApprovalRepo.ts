@@ -34,8 +34,10 @@ export interface ApprovalRequest {
   readonly agentId: AgentId
   readonly skillId: string | null
   readonly tool: string
-  readonly connectionId: string
-  readonly operationId: string
+  readonly connectionId: string | null
+  readonly operationId: string | null
+  /** A custom function's call names the function instead of a connection and an operation. */
+  readonly functionId?: string | undefined
   readonly arguments: unknown
   readonly user: unknown
 }
@@ -60,9 +62,10 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("skills/Approva
       return sql`
         WITH approval AS (
           INSERT INTO approvals (id, organization_id, task_id, step_key, agent_id, skill_id, tool, connection_id,
-            operation_id, arguments, status, expires_at)
+            operation_id, function_id, arguments, status, expires_at)
           VALUES (${id}, ${r.organizationId}, ${r.taskId}, ${r.stepKey}, ${r.agentId}::uuid, ${r.skillId}::uuid,
-            ${r.tool}, ${r.connectionId}::uuid, ${r.operationId}, ${JSON.stringify(r.arguments ?? null)}::jsonb,
+            ${r.tool}, ${r.connectionId}::uuid, ${r.operationId}, ${r.functionId ?? null}::uuid,
+            ${JSON.stringify(r.arguments ?? null)}::jsonb,
             'pending', now() + make_interval(secs => ${Duration.toSeconds(timeout)}))
           ON CONFLICT (task_id, step_key) DO NOTHING
           RETURNING id

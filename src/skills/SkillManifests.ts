@@ -14,16 +14,20 @@ import {
 } from "../../schema/Skills.js"
 import { ConnectorCatalog } from "../connectors/ConnectorCatalog.js"
 import { ConnectorRepo } from "../connectors/ConnectorRepo.js"
+import { FunctionRepo } from "../functions/FunctionRepo.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { isUuid, Skills } from "./Skills.js"
 
 /** `switchyard.yaml`, at a repository's root: the skills it publishes and the OpenAPI documents they use. */
 const ManifestAction = Schema.Struct({
-  operation: Schema.String.pipe(Schema.minLength(1)),
-  connection: Schema.String.pipe(Schema.minLength(1)).annotations({
+  operation: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
+  connection: Schema.optional(Schema.String.pipe(Schema.minLength(1))).annotations({
     description: "A connection id, or the name of a connection of `connector`."
   }),
   connector: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
+  function: Schema.optional(Schema.String.pipe(Schema.minLength(1))).annotations({
+    description: "A custom function's id or name, instead of `operation` and `connection`."
+  }),
   requires_approval: Schema.optional(Schema.Boolean),
   approval_condition: Schema.optional(ApprovalCondition)
 })
@@ -122,9 +126,17 @@ export class SkillManifests extends Effect.Service<SkillManifests>()("skills/Ski
     const connectors = yield* ConnectorRepo
     const skills = yield* Skills
     const catalog = yield* ConnectorCatalog
+    const functions = yield* FunctionRepo
 
     const connectorByName = (principal: Principal, name: string) =>
       connectors.findConnectorIdByName(principal.organizationId, name)
+
+    /** A custom function of the organization, by id or by name. */
+    const functionByRef = (principal: Principal, ref: string) =>
+      Effect.map(
+        functions.list(principal.organizationId),
+        (rows) => (rows.find((f) => f.id === ref) ?? rows.find((f) => f.name === ref))?.id
+      )
 
     const connectionByName = (principal: Principal, connectorId: ConnectorId, name: string) =>
       connectors.findConnectionIdByName(principal.organizationId, connectorId, name, principal.userId)
@@ -173,7 +185,26 @@ export class SkillManifests extends Effect.Service<SkillManifests>()("skills/Ski
             if (!isUuid(agentId)) problems.push(at(["skills", i, "allowlist", j], `'${agentId}' is not an agent id`))
           }
           for (const [j, a] of s.actions.entries()) {
-            if (a.connector === undefined && !isUuid(a.connection)) {
+            if (a.function !== undefined) {
+              if (a.operation !== undefined || a.connection !== undefined || a.connector !== undefined) {
+                problems.push(
+                  at(["skills", i, "actions", j], "give either `function`, or `operation` with `connection`, not both")
+                )
+              } else if ((yield* functionByRef(principal, a.function)) === undefined) {
+                problems.push(
+                  at(["skills", i, "actions", j, "function"], `there is no function '${a.function}'`)
+                )
+              }
+              continue
+            }
+            if (a.operation === undefined || a.connection === undefined) {
+              problems.push(
+                at(
+                  ["skills", i, "actions", j],
+                  "give `operation` and `connection` (a connector's operation), or `function` (a custom function)"
+                )
+              )
+            } else if (a.connector === undefined && !isUuid(a.connection)) {
               problems.push(
                 at(
                   ["skills", i, "actions", j, "connection"],
@@ -212,16 +243,25 @@ export class SkillManifests extends Effect.Service<SkillManifests>()("skills/Ski
         for (const [i, s] of manifest.skills.entries()) {
           const actions: Array<SkillAction> = []
           for (const [j, a] of s.actions.entries()) {
-            let connectionId: ConnectionId | undefined = isUuid(a.connection) && a.connector === undefined
-              ? a.connection as ConnectionId
+            const approval = {
+              requires_approval: a.requires_approval ?? false,
+              ...(a.approval_condition === undefined ? {} : { approval_condition: a.approval_condition })
+            }
+            if (a.function !== undefined) {
+              actions.push({ function_id: (yield* functionByRef(principal, a.function))!, ...approval })
+              continue
+            }
+            const connection = a.connection!
+            let connectionId: ConnectionId | undefined = isUuid(connection) && a.connector === undefined
+              ? connection as ConnectionId
               : undefined
             if (a.connector !== undefined) {
               const connectorId = yield* connectorByName(principal, a.connector)
               connectionId = connectorId === undefined
                 ? undefined
-                : isUuid(a.connection)
-                ? a.connection as ConnectionId
-                : yield* connectionByName(principal, connectorId, a.connection)
+                : isUuid(connection)
+                ? connection as ConnectionId
+                : yield* connectionByName(principal, connectorId, connection)
               if (connectionId === undefined) {
                 problems.push(
                   at(
@@ -232,12 +272,7 @@ export class SkillManifests extends Effect.Service<SkillManifests>()("skills/Ski
                 continue
               }
             }
-            actions.push({
-              connection_id: connectionId!,
-              operation_id: a.operation,
-              requires_approval: a.requires_approval ?? false,
-              ...(a.approval_condition === undefined ? {} : { approval_condition: a.approval_condition })
-            })
+            actions.push({ connection_id: connectionId!, operation_id: a.operation!, ...approval })
           }
           resolved.push(actions)
         }
@@ -296,5 +331,6 @@ export class SkillManifests extends Effect.Service<SkillManifests>()("skills/Ski
     )
 
     return { publish } as const
-  })
+  }),
+  dependencies: [FunctionRepo.Default]
 }) {}

@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Config, Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { BadRequest, Forbidden, NotFound } from "../../schema/Errors.js"
+import type { FunctionId } from "../../schema/Functions.js"
 import { roleAtLeast } from "../../schema/Identity.js"
 import type { AgentId, ConnectionId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
@@ -13,6 +14,7 @@ import {
   type SkillAction,
   type SkillId,
   type SkillStatus,
+  isFunctionAction,
   type UpdateSkill,
   type VisibilityMode
 } from "../../schema/Skills.js"
@@ -20,6 +22,7 @@ import { AgentRepo, type AgentRow } from "../agents/AgentRepo.js"
 import { actorOf, AuditLog } from "../audit/AuditLog.js"
 import { Connections } from "../connectors/Connections.js"
 import { transactionIn } from "../db/Transaction.js"
+import { FunctionRepo } from "../functions/FunctionRepo.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
 import { skillNameTaken, SkillRepo, type SkillRow } from "./SkillRepo.js"
@@ -58,9 +61,18 @@ export const visibilityModeConfig = Config.literal("off", "report", "enforce")("
 )
 
 /** One tool an agent's run may use, from its own skills or an attached one. */
+/** What a tool runs: an operation of a connection, or a custom function. */
+export type SkillTarget =
+  | { readonly kind: "operation"; readonly connectionId: ConnectionId; readonly operationRef: string }
+  | { readonly kind: "function"; readonly functionId: FunctionId }
+
+const targetOf = (a: SkillAction): SkillTarget =>
+  isFunctionAction(a)
+    ? { kind: "function", functionId: a.function_id }
+    : { kind: "operation", connectionId: a.connection_id, operationRef: a.operation_id }
+
 export interface SkillTool {
-  readonly connectionId: ConnectionId
-  readonly operationRef: string
+  readonly target: SkillTarget
   readonly requiresApproval: boolean
   readonly approvalCondition: SkillAction["approval_condition"]
   /** The attached skill it comes from (null: the agent's own `skills`). */
@@ -79,6 +91,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
     const repo = yield* SkillRepo
     const agents = yield* AgentRepo
     const connections = yield* Connections
+    const functions = yield* FunctionRepo
     const audit = yield* AuditLog
     const transaction = transactionIn(yield* SqlClient.SqlClient)
     const mode: VisibilityMode = yield* visibilityModeConfig
@@ -106,14 +119,22 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
         ? Effect.void
         : Effect.fail(Forbidden.of(`Only Admins and the skill's owner may ${what}.`))
 
-    /** Every action names a connection the caller may use and an operation it has. */
+    /** Every action names a connection the caller may use and an operation it has, or a function of the org. */
     const checkActions = (principal: Principal, actions: ReadonlyArray<SkillAction>) =>
       Effect.forEach(
         actions,
         (action, i) =>
-          connections.target(principal, "_", action.connection_id, action.operation_id).pipe(
-            Effect.mapError((e) => BadRequest.of(`\`actions[${i}]\`: ${e.message}`, undefined, "invalid_skill"))
-          ),
+          (isFunctionAction(action)
+            ? Effect.flatMap(
+              functions.find(principal.organizationId, action.function_id),
+              (row) =>
+                row === undefined
+                  ? Effect.fail({ message: `there is no function ${action.function_id} in this organization` })
+                  : Effect.void
+            )
+            : connections.target(principal, "_", action.connection_id, action.operation_id)).pipe(
+              Effect.mapError((e) => BadRequest.of(`\`actions[${i}]\`: ${e.message}`, undefined, "invalid_skill"))
+            ),
         { discard: true }
       )
 
@@ -367,8 +388,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
       Effect.map(attached === undefined ? repo.attachedTo(agent.id) : Effect.succeed(attached), (rows) => [
         ...agent.skills.flatMap((s) =>
           s.operation_ids.map((op): SkillTool => ({
-            connectionId: s.connection_id,
-            operationRef: op,
+            target: { kind: "operation", connectionId: s.connection_id, operationRef: op },
             requiresApproval: false,
             approvalCondition: undefined,
             skillId: null,
@@ -379,8 +399,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
           const allowed = mode === "off" || admits(row, agent)
           if (!allowed && mode === "enforce") return []
           return row.actions.map((a): SkillTool => ({
-            connectionId: a.connection_id,
-            operationRef: a.operation_id,
+            target: targetOf(a),
             requiresApproval: a.requires_approval,
             approvalCondition: a.approval_condition,
             skillId: row.id,
@@ -452,5 +471,5 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
       recordUse
     } as const
   }),
-  dependencies: [SkillRepo.Default, AuditLog.Default]
+  dependencies: [SkillRepo.Default, AuditLog.Default, FunctionRepo.Default]
 }) {}

@@ -8,6 +8,7 @@ import { BudgetLeases } from "../agents/BudgetLeases.js"
 import { BuiltinTools } from "../agents/BuiltinTools.js"
 import { ModelGateway } from "../agents/ModelGateway.js"
 import type { Message, ToolCall, ToolSpec } from "../agents/models/ModelProvider.js"
+import type { RunScope, ToolResult } from "../agents/ToolSet.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Connections } from "../connectors/Connections.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
@@ -26,8 +27,11 @@ type Outcome = typeof TaskOutcome.Type
 
 interface Tool {
   readonly spec: ToolSpec
-  readonly connectionId: string
-  readonly operationId: string
+  /** A connector operation's, else null. */
+  readonly connectionId: string | null
+  readonly operationId: string | null
+  /** A custom function's call, else undefined. */
+  readonly fn?: { readonly id: string; readonly call: (args: unknown) => Effect.Effect<ToolResult> }
   /** Where it comes from and what it asks for: approval, a recorded violation on use. */
   readonly source: SkillTool
 }
@@ -102,38 +106,56 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
 
     /** The run's tools: the agent's own skills and its attached skills as the visibility mode allows now. */
     const toolsOf = (task: TaskRow, principal: Principal, attached: ReadonlyArray<AttachedRow> | undefined) =>
-      Effect.flatMap(
-        skills.toolsFor(task.agent_snapshot, attached),
-        (sources) =>
-          Effect.forEach(
-            sources,
-            (source) =>
-              connections.target(principal, "_", source.connectionId, source.operationRef).pipe(
-                Effect.map(({ operation }): Tool => ({
-                  spec: {
-                    name: operation.operationId,
-                    description: operation.pretty_description || operation.pretty_name,
-                    parameters: operation.input
-                  },
-                  connectionId: source.connectionId,
-                  operationId: operation.id,
-                  source
-                })),
-                Effect.mapError((e) =>
-                  new Stop(
-                    "error",
-                    `The agent's ${
-                      source.skillId === null ? "skill" : `skill ${source.skillId}, action`
-                    } ${source.operationRef} ` +
-                      `on connection ${source.connectionId} cannot be used: ${e.message}`
-                  )
-                )
-              )
+      Effect.gen(function*() {
+        const sources = yield* skills.toolsFor(task.agent_snapshot, attached)
+        const functionIds = sources.flatMap((s) => s.target.kind === "function" ? [s.target.functionId] : [])
+        const functions = yield* builtins.skillFunctions(runScopeOf(task), functionIds)
+        const unusable = (source: SkillTool, what: string, why: string) =>
+          new Stop(
+            "error",
+            `The agent's ${source.skillId === null ? "skill" : `skill ${source.skillId}, action`} ${what} ` +
+              `cannot be used: ${why}`
           )
-      ).pipe(
+        const tools = yield* Effect.forEach(sources, (source): Effect.Effect<Tool, Stop> => {
+          const target = source.target
+          if (target.kind === "function") {
+            const fn = functions.get(target.functionId)
+            return fn === undefined
+              ? Effect.fail(unusable(source, `function ${target.functionId}`, "the function no longer exists."))
+              : Effect.succeed({
+                spec: fn.spec,
+                connectionId: null,
+                operationId: null,
+                fn: { id: target.functionId, call: fn.call },
+                source
+              })
+          }
+          return connections.target(principal, "_", target.connectionId, target.operationRef).pipe(
+            Effect.map(({ operation }): Tool => ({
+              spec: {
+                name: operation.operationId,
+                description: operation.pretty_description || operation.pretty_name,
+                parameters: operation.input
+              },
+              connectionId: target.connectionId,
+              operationId: operation.id,
+              source
+            })),
+            Effect.mapError((e) =>
+              unusable(source, `${target.operationRef} on connection ${target.connectionId}`, e.message)
+            )
+          )
+        })
         // one tool per name: the agent's own skills come first, then attached skills in the order added
-        Effect.map((tools) => [...new Map(tools.reverse().map((t) => [t.spec.name, t])).values()].reverse())
-      )
+        return [...new Map(tools.reverse().map((t) => [t.spec.name, t])).values()].reverse()
+      })
+
+    const runScopeOf = (task: TaskRow): RunScope => ({
+      organizationId: task.organization_id,
+      agentId: task.agent_id,
+      taskId: task.id,
+      user: { id: task.user_id, email: task.user_email }
+    })
 
     /**
      * Before a call that needs approval: ask (and pause), keep waiting, or go on as decided. A rejection
@@ -158,6 +180,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             tool: call.name,
             connectionId: tool.connectionId,
             operationId: tool.operationId,
+            functionId: tool.fn?.id,
             arguments: call.arguments,
             user: who
           })
@@ -191,12 +214,16 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         if (tool === undefined) {
           return { outcome: "error", status: null, content: `error: there is no tool named ${call.name}`, ms: 0 }
         }
+        if (tool.fn !== undefined) {
+          const r = yield* tool.fn.call(call.arguments)
+          return { ...r, status: null, ms: performance.now() - started }
+        }
         const args =
           (typeof call.arguments === "object" && call.arguments !== null ? call.arguments : {}) as InvokeOperation
         const userToken = task.oidc_token === null
           ? undefined
           : vault.open<string>(task.oidc_token, 1, [task.organization_id, task.id, "oidc"])
-        return yield* connections.invoke(principal, "_", tool.connectionId as never, tool.operationId, args, {
+        return yield* connections.invoke(principal, "_", tool.connectionId as never, tool.operationId!, args, {
           taskId: task.id,
           ...(userToken === undefined ? {} : { userToken })
         }).pipe(
@@ -241,10 +268,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         const byName = new Map(tools.map((t) => [t.spec.name, t]))
         const who = { id: task.user_id, email: task.user_email }
         // built-in tools (workspace files, knowledge, functions) beside the connector ones, which keep their names
-        const files = yield* builtins.forRun(
-          { organizationId: task.organization_id, agentId: agent.id, taskId: task.id, user: who },
-          new Set(byName.keys())
-        )
+        const files = yield* builtins.forRun(runScopeOf(task), new Set(byName.keys()))
         const messages: Array<Message> = [{ role: "user", text: task.input }]
         let tokens = 0
         for (let step = 1; step <= agent.max_steps; step++) {
@@ -363,6 +387,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
                 name: call.name,
                 connection_id: tool?.connectionId ?? null,
                 operation_id: tool?.operationId ?? null,
+                ...(tool?.fn === undefined ? {} : { function_id: tool.fn.id }),
                 arguments: call.arguments,
                 status: r.status,
                 outcome: r.outcome,
