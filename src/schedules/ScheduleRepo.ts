@@ -51,6 +51,27 @@ export type ClaimedSchedule = ScheduleRow & {
   readonly buffered_for: Date | null
 }
 
+/**
+ * What the claim's statement also reads of a claimed schedule, for the bulk path: its creator's role now
+ * (null: no longer a member), and whether its agent exists without a budget (its tasks need no spending check).
+ */
+export type ClaimedForBulk = ClaimedSchedule & {
+  readonly creator_role: string | null
+  readonly plain_agent: boolean
+}
+
+/** A tick's task to make in the claim's own transaction (the bulk path): its id, shard and request hash. */
+export interface TickTask {
+  readonly schedule_id: ScheduleId
+  readonly scheduled_for: Date
+  readonly id: TaskId
+  readonly shard: number
+  readonly request_hash: string
+}
+
+/** What the scheduler decided, with the ticks' tasks to make in bulk. */
+export type Plan = Decisions & { readonly tasks: ReadonlyArray<TickTask> }
+
 /** A tick to make: the schedule it is of, for the task's principal and input. */
 export interface OpenTick {
   readonly schedule: ScheduleRow
@@ -130,16 +151,16 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
       )
 
     /**
-     * Claims up to `limit` due schedules (`next_run_at` passed) that no other node holds, lets `decide` say
-     * which ticks to make and when to look again, and writes that: all in one transaction, so a tick is
-     * decided once cluster-wide. Returns the ticks to make now, committed `pending` before any task is made.
+     * Claims up to `limit` due schedules (`next_run_at` passed) that no other node holds, lets `plan` say which
+     * ticks to make and when to look again, and writes that: all in one transaction, so a tick is decided
+     * once cluster-wide. The ticks `plan` gives a task for (`tasks`) are made in the same transaction, in
+     * bulk: each tick committed `fired` with its task, or not at all. A tick whose key already has a task
+     * (made by the invoke path of a node that died) gets that task, not a second. Returns the tasks inserted,
+     * to be started, and the ticks left `pending` (no bulk task: a budget, a creator gone), for `ScheduleRuns`.
      */
-    const claim = (
-      limit: number,
-      decide: (claimed: ReadonlyArray<ClaimedSchedule>, now: Date) => Decisions
-    ) =>
+    const claim = (limit: number, plan: (claimed: ReadonlyArray<ClaimedForBulk>, now: Date) => Plan) =>
       sql.withTransaction(Effect.gen(function*() {
-        const claimed = yield* sql<ClaimedSchedule & { now: Date }>`
+        const claimed = yield* sql<ClaimedForBulk & { now: Date }>`
           WITH due AS (
             SELECT * FROM schedules WHERE next_run_at <= now() ORDER BY next_run_at LIMIT ${limit}
             FOR UPDATE SKIP LOCKED
@@ -150,10 +171,14 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
                 SELECT 1 FROM schedule_ticks k WHERE k.schedule_id = s.id AND k.status = 'pending')
             END AS running,
             (SELECT min(k.scheduled_for) FROM schedule_ticks k WHERE k.schedule_id = s.id AND k.status = 'buffered')
-              AS buffered_for
+              AS buffered_for,
+            (SELECT m.role FROM memberships m WHERE m.organization_id = s.organization_id AND m.user_id = s.created_by)
+              AS creator_role,
+            EXISTS (SELECT 1 FROM agents a WHERE a.id = s.agent_id AND a.organization_id = s.organization_id
+              AND a.deleted_at IS NULL AND a.budget IS NULL) AS plain_agent
           FROM due s LEFT JOIN tasks t ON t.id = s.last_task_id`
-        if (claimed.length === 0) return { claimed: 0, open: [] as Array<OpenTick> }
-        const decisions = decide(claimed, claimed[0]!.now)
+        if (claimed.length === 0) return { claimed: 0, open: [] as Array<OpenTick>, started: [] as Array<TaskId> }
+        const decisions = plan(claimed, claimed[0]!.now)
         const made = yield* sql<{ schedule_id: ScheduleId; scheduled_for: Date }>`
           WITH ticks AS (
             INSERT INTO schedule_ticks (schedule_id, scheduled_for, kind, status)
@@ -179,11 +204,85 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
           SELECT schedule_id, scheduled_for FROM ticks WHERE status = 'pending'
           UNION ALL SELECT schedule_id, scheduled_for FROM promoted`
         const byId = new Map(claimed.map((s) => [s.id, s]))
+        const key = (scheduleId: string, at: Date) => `${scheduleId} ${at.getTime()}`
+        // only ticks this transaction opened get a task: one that existed already is another's to make
+        const opened = new Set(made.map((t) => key(t.schedule_id, t.scheduled_for)))
+        const bulk = decisions.tasks.filter((t) => opened.has(key(t.schedule_id, new Date(t.scheduled_for))))
+        const tasks = bulk.length === 0 ? [] : yield* insertTickTasks(bulk.map((t) => {
+          const schedule = byId.get(t.schedule_id)!
+          return {
+            ...t,
+            key: tickKey(t.schedule_id, new Date(t.scheduled_for)),
+            organization_id: schedule.organization_id,
+            agent_id: schedule.agent_id,
+            input: schedule.input_text,
+            user_id: schedule.user_id,
+            user_email: schedule.user_email,
+            api_key_id: schedule.created_by_key
+          }
+        }))
+        const fired = new Set(
+          tasks.filter((t) => t.task_id !== null).map((t) => key(t.schedule_id, t.scheduled_for))
+        )
         return {
           claimed: claimed.length,
-          open: made.map((t) => ({ schedule: byId.get(t.schedule_id)!, scheduled_for: t.scheduled_for }))
+          open: made.filter((t) => !fired.has(key(t.schedule_id, t.scheduled_for))).map((t): OpenTick => ({
+            schedule: byId.get(t.schedule_id)!,
+            scheduled_for: t.scheduled_for
+          })),
+          started: tasks.filter((t) => t.inserted).map((t) => t.task_id!)
         }
       }))
+
+    /**
+     * The ticks' tasks, inserted together, and each tick `fired` with its task, in the caller's transaction.
+     * The task row is what `Tasks.invoke` inserts for a schedule's run (src/tasks/TaskRepo.ts, `task_insert`:
+     * keep the two in step), `pending`: its run is started after the commit, and if this node dies first, the
+     * sweep of the task's shard starts it. A key that already has a task (the invoke path made it) gives that
+     * task; an agent deleted meanwhile gives none, and the tick stays `pending` for `ScheduleRuns`.
+     */
+    const insertTickTasks = (
+      items: ReadonlyArray<
+        TickTask & {
+          key: string
+          organization_id: OrganizationId
+          agent_id: AgentId
+          input: string
+          user_id: string
+          user_email: string
+          api_key_id: string
+        }
+      >
+    ) =>
+      sql<{ schedule_id: ScheduleId; scheduled_for: Date; task_id: TaskId | null; inserted: boolean }>`
+        WITH r AS (
+          SELECT * FROM jsonb_to_recordset(${JSON.stringify(items)}::jsonb) AS r(schedule_id uuid,
+            scheduled_for timestamptz, id uuid, shard smallint, request_hash text, key text, organization_id uuid,
+            agent_id uuid, input text, user_id text, user_email text, api_key_id text)
+        ),
+        inserted AS (
+          INSERT INTO tasks (id, organization_id, agent_id, status, source, schedule_id, user_id, user_email, input,
+            agent_version, api_key_id, idempotency_key, request_hash, shard, created_at)
+          SELECT r.id, r.organization_id, r.agent_id, 'pending', 'schedule', r.schedule_id, r.user_id, r.user_email,
+            r.input, a.version, r.api_key_id, r.key, r.request_hash, r.shard, clock_timestamp()
+          FROM r JOIN agents a ON a.id = r.agent_id AND a.organization_id = r.organization_id AND a.deleted_at IS NULL
+          ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+          RETURNING id
+        ),
+        made AS (
+          SELECT r.schedule_id, r.scheduled_for, coalesce(i.id, t.id) AS task_id, i.id IS NOT NULL AS inserted
+          FROM r LEFT JOIN inserted i ON i.id = r.id
+            LEFT JOIN tasks t ON i.id IS NULL AND t.organization_id = r.organization_id AND t.idempotency_key = r.key
+        ),
+        ticks AS (
+          UPDATE schedule_ticks k SET status = 'fired', task_id = m.task_id FROM made m
+          WHERE k.schedule_id = m.schedule_id AND k.scheduled_for = m.scheduled_for AND m.task_id IS NOT NULL
+        ),
+        latest AS (
+          UPDATE schedules s SET last_task_id = m.task_id FROM made m
+          WHERE s.id = m.schedule_id AND m.task_id IS NOT NULL
+        )
+        SELECT schedule_id, scheduled_for, task_id, inserted FROM made`
 
     /**
      * Ticks left `pending` for longer than `staleMs` (the node making them died or stalled): to be made by this
@@ -205,6 +304,11 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
         SELECT ${sql.literal(COLUMNS)}, k.scheduled_for FROM taken k JOIN schedules s ON s.id = k.schedule_id`.pipe(
         Effect.map((rows) => rows.map(({ scheduled_for, ...schedule }): OpenTick => ({ schedule, scheduled_for })))
       )
+
+    /** How long until the next schedule is due, in ms by the database's clock (≤ 0: due now); null: none is. */
+    const nextDueIn = sql<{ ms: number | null }>`
+      SELECT (extract(epoch FROM min(next_run_at) - now()) * 1000)::float8 AS ms FROM schedules
+      WHERE next_run_at IS NOT NULL`.pipe(Effect.map(([r]) => r?.ms ?? null))
 
     /** A manual run's tick, at this millisecond; undefined when another run has it (try again). */
     const insertManual = (id: ScheduleId) =>
@@ -256,9 +360,10 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
       update: (organizationId: OrganizationId, id: ScheduleId, fields: ScheduleFields) =>
         Effect.orDie(update(organizationId, id, fields)),
       remove: (organizationId: OrganizationId, id: ScheduleId) => Effect.orDie(remove(organizationId, id)),
-      claim: (limit: number, decide: (claimed: ReadonlyArray<ClaimedSchedule>, now: Date) => Decisions) =>
-        Effect.orDie(claim(limit, decide)),
+      claim: (limit: number, plan: (claimed: ReadonlyArray<ClaimedForBulk>, now: Date) => Plan) =>
+        Effect.orDie(claim(limit, plan)),
       stale: (staleMs: number, limit: number) => Effect.orDie(stale(staleMs, limit)),
+      nextDueIn: Effect.orDie(nextDueIn),
       insertManual: (id: ScheduleId) => Effect.orDie(insertManual(id)),
       settle: (outcomes: Parameters<typeof settle>[0]) => Effect.orDie(settle(outcomes)),
       taskByKey: (organizationId: OrganizationId, key: string) => Effect.orDie(taskByKey(organizationId, key))

@@ -1,11 +1,23 @@
 import { Effect, Either, Exit } from "effect"
+import * as Crypto from "node:crypto"
+import { startRun, TaskEntity } from "../../cluster/TaskEntity.js"
 import type { Task } from "../../schema/Agents.js"
 import { roleAtLeast } from "../../schema/Identity.js"
 import type { ApiKeyId, TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
+import { TaskPlacement } from "../tasks/TaskPlacement.js"
+import { TaskRuns } from "../tasks/TaskRuns.js"
 import { Tasks } from "../tasks/Tasks.js"
-import { type OpenTick, ScheduleRepo, type ScheduleRow, tickKey, type TickStatus } from "./ScheduleRepo.js"
+import {
+  type ClaimedForBulk,
+  type OpenTick,
+  ScheduleRepo,
+  type ScheduleRow,
+  tickKey,
+  type TickStatus,
+  type TickTask
+} from "./ScheduleRepo.js"
 
 /**
  * Who a schedule's runs are invoked as: its creator (their key: they may cancel the runs as their own), scoped to nothing but the schedule's agent, which was checked when the schedule was made.
@@ -31,6 +43,29 @@ export interface RunOutcome {
 
 type InvokeError = Effect.Effect.Error<ReturnType<Tasks["invoke"]>>
 
+/** How long handing a run to another node's Task entity may take; past it, that node's sweep starts it. */
+const DELIVERY_TIMEOUT = "2 seconds"
+
+/**
+ * The request hash `Tasks.invoke` records for a keyed task, for the same agent and input: a tick's task made
+ * in bulk and one made by the invoke path (the sweep, after a node died) compare equal.
+ */
+const requestHashOf = (schedule: ScheduleRow) =>
+  Crypto.createHash("sha256").update(JSON.stringify([
+    schedule.agent_id,
+    { text: schedule.input_text, user: { id: schedule.user_id, email: schedule.user_email } }
+  ])).digest("base64url")
+
+/**
+ * Whether the claim may make the schedule's tick into its task in bulk: its agent has no budget (the invoke
+ * path checks spending first) and its creator is still a Builder (else the invoke path pauses it, saying why).
+ */
+const bulkable = (schedule: ClaimedForBulk) =>
+  schedule.plain_agent &&
+  (schedule.created_by === null ||
+    (schedule.creator_role !== null &&
+      roleAtLeast(schedule.creator_role as Parameters<typeof roleAtLeast>[0], "builder")))
+
 /**
  * Makes ticks into tasks: the one core for the scheduler's runs, the runs a dead node left, and manual
  * triggers. Each tick's task goes through `Tasks.invoke` (asynchronous) with the tick's own idempotency key,
@@ -41,6 +76,9 @@ export class ScheduleRuns extends Effect.Service<ScheduleRuns>()("schedules/Sche
     const repo = yield* ScheduleRepo
     const tasks = yield* Tasks
     const identity = yield* IdentityRepo
+    const placement = yield* TaskPlacement
+    const taskRuns = yield* TaskRuns
+    const client = yield* TaskEntity.client
 
     /**
      * Why the schedule may not run any more, if so: its creator left the organization or is no longer a
@@ -132,6 +170,41 @@ export class ScheduleRuns extends Effect.Service<ScheduleRuns>()("schedules/Sche
         return done
       })
 
-    return { run } as const
+    /**
+     * The bulk path's tasks for the ticks to make now (`pending`) of schedules it may make: each a new id on
+     * this node's shards (it runs here), as `Tasks.invoke` would pick it.
+     */
+    const tickTasks = (
+      claimed: ReadonlyArray<ClaimedForBulk>,
+      ticks: ReadonlyArray<{ schedule_id: ScheduleRow["id"]; scheduled_for: Date; status: TickStatus }>
+    ): Array<TickTask> => {
+      const byId = new Map(claimed.map((s) => [s.id, s]))
+      const tasks: Array<TickTask> = []
+      for (const tick of ticks) {
+        const schedule = byId.get(tick.schedule_id)
+        if (tick.status !== "pending" || schedule === undefined || !bulkable(schedule)) continue
+        const id = placement.newId()
+        tasks.push({
+          schedule_id: tick.schedule_id,
+          scheduled_for: tick.scheduled_for,
+          id,
+          shard: placement.shardOf(id),
+          request_hash: requestHashOf(schedule)
+        })
+      }
+      return tasks
+    }
+
+    /**
+     * Hands the tasks made in bulk (committed, `pending`) to their Task entities: a run here is forked; one on
+     * a shard that moved is delivered, bounded. Whatever is not started here is started by its shard's sweep.
+     */
+    const start = (ids: ReadonlyArray<TaskId>) =>
+      Effect.forEach(ids, (id) =>
+        taskRuns.shardIsHere(id)
+          ? Effect.asVoid(taskRuns.start(id))
+          : startRun(client, id, DELIVERY_TIMEOUT), { discard: true, concurrency: 16 })
+
+    return { run, tickTasks, start } as const
   })
 }) {}
