@@ -78,6 +78,8 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
     ]
     const throughput = await measureThroughput(target, settings)
     for (const t of timers) clearTimeout(t)
+    // on a busy machine the closing timer can still be waiting when the last worker is done: read it now
+    if (cpuFrom !== undefined && cpuTo === undefined) cpuTo = cpuTimeMs([nodePid])
     const cpuMsPerRequest = cpuFrom === undefined || cpuTo === undefined || throughput.requests === 0
       ? null
       : (cpuTo - cpuFrom) / throughput.requests
@@ -201,9 +203,10 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
     throughput: spread(ratios.map((x) => x.throughput)),
     restRps: spread(done.map((x) => x.rest.throughput.rps)),
     mcpRps: spread(done.map((x) => x.mcp.throughput.rps)),
-    cpu: spread(ratios.map((x) => x.cpu)),
-    restCpuMs: spread(done.map((x) => x.rest.cpuMsPerRequest ?? Number.NaN)),
-    mcpCpuMs: spread(done.map((x) => x.mcp.cpuMsPerRequest ?? Number.NaN))
+    // over the rounds whose CPU time was read
+    cpu: spread(ratios.map((x) => x.cpu).filter(Number.isFinite)),
+    restCpuMs: spread(done.flatMap((x) => x.rest.cpuMsPerRequest ?? [])),
+    mcpCpuMs: spread(done.flatMap((x) => x.mcp.cpuMsPerRequest ?? []))
   }
   const latency = summary.p50.median
   const throughput = summary.throughput.median

@@ -1,4 +1,5 @@
 import { Duration, Effect } from "effect"
+import * as Crypto from "node:crypto"
 import type { UserId } from "../../schema/Ids.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { OAuthRepo, type SessionRow } from "../oauth/OAuthRepo.js"
@@ -62,7 +63,8 @@ export class McpSessions extends Effect.Service<McpSessions>()("mcp/McpSessions"
     /** For the fast path: the caller's session when this node holds it and no touch is due; else undefined. */
     const peek = (caller: McpCaller, id: string | undefined) => {
       if (id === undefined || !SESSION_ID.test(id)) return undefined
-      const key = hashOf(id).toString("base64")
+      // the key `find` uses (hashOf(id) in base64), without a Buffer in between
+      const key = Crypto.hash("sha256", id, "base64")
       const row = cache.get(key)
       const mine = row !== undefined && row.ended_at === null && row.user_id === caller.principal.userId &&
         row.organization_id === caller.principal.organizationId && row.resource === caller.resource
