@@ -29,6 +29,10 @@ const AuditLog = lazy(() => import("./pages/AuditLog.js"))
 const Schedules = lazy(() => import("./pages/Schedules.js"))
 const Files = lazy(() => import("./pages/Files.js"))
 const Webhooks = lazy(() => import("./pages/Webhooks.js"))
+const KnowledgeBases = lazy(() => import("./pages/KnowledgeBases.js"))
+const KnowledgeBasePage = lazy(() => import("./pages/KnowledgeBasePage.js"))
+const Functions = lazy(() => import("./pages/Functions.js"))
+const FunctionPage = lazy(() => import("./pages/FunctionPage.js"))
 
 interface NavItem {
   readonly to: string
@@ -45,6 +49,8 @@ export const NAV: ReadonlyArray<NavItem> = [
   { to: "/skills", label: "Skills", minimum: "member" },
   { to: "/schedules", label: "Schedules", minimum: "member" },
   { to: "/files", label: "Files", minimum: "member" },
+  { to: "/knowledge-bases", label: "Knowledge bases", minimum: "member" },
+  { to: "/functions", label: "Functions", minimum: "member" },
   { to: "/approvals", label: "Approvals", minimum: "admin" },
   { to: "/webhooks", label: "Webhooks", minimum: "admin" },
   { to: "/audit-log", label: "Audit log", minimum: "admin" },
@@ -64,6 +70,12 @@ const route = (path: string): { element: ReactNode; minimum: Role } | undefined 
   if (path === "/approvals") return { element: <Approvals />, minimum: "admin" }
   if (path === "/schedules") return { element: <Schedules />, minimum: "member" }
   if (path === "/files") return { element: <Files />, minimum: "member" }
+  if (path === "/knowledge-bases") return { element: <KnowledgeBases />, minimum: "member" }
+  if ((m = match("/knowledge-bases/:id", path))) {
+    return { element: <KnowledgeBasePage key={m.id} id={m.id!} />, minimum: "member" }
+  }
+  if (path === "/functions") return { element: <Functions />, minimum: "member" }
+  if ((m = match("/functions/:id", path))) return { element: <FunctionPage key={m.id} id={m.id!} />, minimum: "member" }
   if (path === "/webhooks") return { element: <Webhooks />, minimum: "admin" }
   if (path === "/audit-log") return { element: <AuditLog />, minimum: "admin" }
   if (path === "/settings" || path.startsWith("/settings/")) {

@@ -75,11 +75,13 @@ const set = (target: Record<string, unknown>, path: ReadonlyArray<string>, value
 }
 
 /** A form generated from an input schema, validated against it before `onSubmit` gets the value. */
-export const SchemaForm = ({ schema, submitLabel, pending, onSubmit }: {
+export const SchemaForm = ({ schema, submitLabel, pending, onSubmit, noInput = "This operation takes no input." }: {
   readonly schema: JsonSchema
   readonly submitLabel: string
   readonly pending: boolean
   readonly onSubmit: (value: Record<string, unknown>) => void
+  /** Said when the schema asks for nothing. */
+  readonly noInput?: string
 }) => {
   const fields = leaves(schema)
   const [values, setValues] = useState<Values>({})
@@ -99,7 +101,7 @@ export const SchemaForm = ({ schema, submitLabel, pending, onSubmit }: {
   }
   return (
     <form onSubmit={submit} noValidate className="form">
-      {fields.length === 0 && <p className="muted">This operation takes no input.</p>}
+      {fields.length === 0 && <p className="muted">{noInput}</p>}
       {fields.map((f) => {
         const key = f.path.join(".")
         const type = typeOf(f.schema)

@@ -129,10 +129,11 @@ export const Json = ({ value }: { readonly value: unknown }) => {
     try {
       shown = JSON.parse(value)
     } catch {
-      return <pre className="json">{value}</pre>
+      return <pre className="json" tabIndex={0}>{value}</pre>
     }
   }
-  return <pre className="json">{JSON.stringify(shown, null, 2)}</pre>
+  // focusable: a long value scrolls inside its box, which keyboard users must be able to scroll
+  return <pre className="json" tabIndex={0}>{JSON.stringify(shown, null, 2)}</pre>
 }
 
 /** Parses a JSON text field: the value, or a message for the field. */

@@ -144,7 +144,7 @@ describe.skipIf(CHROMIUM === undefined)("the web console in a real browser (head
     await screenshot(page, "connector")
   })
 
-  it("connects with OAuth2: the console sends the browser to the provider's consent and the connection works", async () => {
+  it("connects with OAuth2: the console sends the browser to the provider's consent, back to the console, and the connection works", async () => {
     const connector = (await call(node, admin.api_key, "POST", "/v1/tools/connectors", {
       spec: {
         openapi: "3.0.3",
@@ -178,10 +178,11 @@ describe.skipIf(CHROMIUM === undefined)("the web console in a real browser (head
     await page.getByLabel("Client ID").fill(oauthClient.id)
     await page.getByLabel("Client secret").fill(oauthClient.secret)
     await page.getByRole("button", { name: "Connect and authorize" }).click()
-    // the provider approves at once and sends the browser back to the node's callback
-    await page.waitForURL((u) => u.pathname === "/oauth/connections/callback")
-    expect(await page.textContent("body")).toContain("ready")
-    await go(page, `/connectors/${connector.id}`)
+    // the provider approves at once and sends the browser back through the node's callback to the console
+    await page.waitForURL((u) =>
+      u.pathname === `/console/connectors/${connector.id}` && u.searchParams.get("oauth") === "connected"
+    )
+    await page.getByRole("status").filter({ hasText: "Back from the provider's consent" }).waitFor()
     await page.getByRole("listitem").filter({ hasText: "mine" }).getByText("active").waitFor()
     await page.getByRole("button", { name: "Call operation" }).click()
     await page.getByText("The API answered with HTTP 200").waitFor()
@@ -342,7 +343,18 @@ describe.skipIf(CHROMIUM === undefined)("the web console in a real browser (head
     // at 390 px the navigation folds behind the Menu button
     await page.getByRole("button", { name: "Menu" }).click()
     const links = await nav.getByRole("link").allTextContents()
-    expect(links).toEqual(["Overview", "Agents", "Tasks", "Connectors", "Skills", "Schedules", "Files", "Settings"])
+    expect(links).toEqual([
+      "Overview",
+      "Agents",
+      "Tasks",
+      "Connectors",
+      "Skills",
+      "Schedules",
+      "Files",
+      "Knowledge bases",
+      "Functions",
+      "Settings"
+    ])
     await nav.getByRole("link", { name: "Settings" }).click()
     await page.getByRole("heading", { name: "API keys", level: 2 }).waitFor()
     const settings = await page.getByRole("navigation", { name: "Settings" }).getByRole("link").allTextContents()

@@ -3,7 +3,10 @@ import { useState } from "react"
 import { api, ok, queryClient } from "../api.js"
 import { ErrorNote, Field, Status } from "../ui.js"
 
-/** The skills and knowledge bases an agent uses: attach one from the organization's, or detach it (Builders). */
+/**
+ * The skills, knowledge bases and custom functions an agent uses: attach one from the organization's, or detach
+ * it (Builders).
+ */
 export const AgentAttachments = ({ agentId, canBuild }: { readonly agentId: string; readonly canBuild: boolean }) => {
   const path = { agent_id: agentId }
   const attachedSkills = useQuery({
@@ -24,6 +27,15 @@ export const AgentAttachments = ({ agentId, canBuild }: { readonly agentId: stri
     enabled: canBuild,
     queryFn: () => ok(api.GET("/v1/knowledge-bases"))
   })
+  const attachedFunctions = useQuery({
+    queryKey: ["agents", agentId, "functions"],
+    queryFn: () => ok(api.GET("/v1/agents/{agent_id}/functions", { params: { path } }))
+  })
+  const functions = useQuery({
+    queryKey: ["functions"],
+    enabled: canBuild,
+    queryFn: () => ok(api.GET("/v1/functions"))
+  })
   const refresh = () => queryClient.invalidateQueries({ queryKey: ["agents", agentId] })
   const skill = useMutation({
     mutationFn: ({ attach, id }: { id: string; attach: boolean }) =>
@@ -41,6 +53,16 @@ export const AgentAttachments = ({ agentId, canBuild }: { readonly agentId: stri
     },
     onSuccess: refresh
   })
+  const fn = useMutation({
+    mutationFn: ({ attach, id }: { id: string; attach: boolean }) => {
+      const params = { params: { path: { ...path, function_id: id } } }
+      return attach
+        ? ok(api.PUT("/v1/agents/{agent_id}/functions/{function_id}", params))
+        : ok(api.DELETE("/v1/agents/{agent_id}/functions/{function_id}", params))
+    },
+    onSuccess: refresh
+  })
+  const [functionId, setFunctionId] = useState("")
   const [skillId, setSkillId] = useState("")
   const [baseId, setBaseId] = useState("")
   const skillOptions = (skills.data?.items ?? []).filter((s) =>
@@ -49,10 +71,16 @@ export const AgentAttachments = ({ agentId, canBuild }: { readonly agentId: stri
   const baseOptions = (bases.data?.items ?? []).filter((b) =>
     !(attachedBases.data?.items ?? []).some((a) => a.id === b.id)
   )
+  const functionOptions = (functions.data?.items ?? []).filter((f) =>
+    !(attachedFunctions.data?.items ?? []).some((a) => a.function_id === f.id)
+  )
   return (
     <section aria-labelledby="attachments">
-      <h2 id="attachments">Skills and knowledge</h2>
-      <ErrorNote error={attachedSkills.error ?? attachedBases.error ?? skill.error ?? base.error} />
+      <h2 id="attachments">Skills, knowledge and functions</h2>
+      <ErrorNote
+        error={attachedSkills.error ?? attachedBases.error ?? attachedFunctions.error ?? skill.error ?? base.error ??
+          fn.error}
+      />
       <ul className="plain">
         {(attachedSkills.data ?? []).map((a) => (
           <li key={a.skill.id} className="card">
@@ -68,9 +96,24 @@ export const AgentAttachments = ({ agentId, canBuild }: { readonly agentId: stri
             {canBuild && <button type="button" onClick={() => base.mutate({ id: b.id, attach: false })}>Detach</button>}
           </li>
         ))}
+        {(attachedFunctions.data?.items ?? []).map((f) => (
+          <li key={f.function_id} className="card">
+            Function <strong>{f.name}</strong>
+            {canBuild && (
+              <button
+                type="button"
+                aria-label={`Detach function ${f.name}`}
+                onClick={() => fn.mutate({ id: f.function_id, attach: false })}
+              >
+                Detach
+              </button>
+            )}
+          </li>
+        ))}
       </ul>
-      {(attachedSkills.data?.length ?? 0) === 0 && (attachedBases.data?.items.length ?? 0) === 0 && (
-        <p className="muted">No skills or knowledge bases: the agent uses only its own tools.</p>
+      {(attachedSkills.data?.length ?? 0) === 0 && (attachedBases.data?.items.length ?? 0) === 0 &&
+        (attachedFunctions.data?.items.length ?? 0) === 0 && (
+        <p className="muted">No skills, knowledge bases or functions: the agent uses only its own tools.</p>
       )}
       {canBuild && (
         <div className="row">
@@ -105,6 +148,25 @@ export const AgentAttachments = ({ agentId, canBuild }: { readonly agentId: stri
               </Field>
               <button type="button" disabled={baseId === ""} onClick={() => base.mutate({ id: baseId, attach: true })}>
                 Attach knowledge base
+              </button>
+            </>
+          )}
+          {functionOptions.length > 0 && (
+            <>
+              <Field label="Function to attach">
+                {(p) => (
+                  <select {...p} value={functionId} onChange={(e) => setFunctionId(e.target.value)}>
+                    <option value="">Choose a function</option>
+                    {functionOptions.map((f) => <option key={f.id} value={f.id}>{f.name}</option>)}
+                  </select>
+                )}
+              </Field>
+              <button
+                type="button"
+                disabled={functionId === ""}
+                onClick={() => fn.mutate({ id: functionId, attach: true })}
+              >
+                Attach function
               </button>
             </>
           )}

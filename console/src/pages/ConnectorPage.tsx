@@ -1,12 +1,22 @@
 import { useMutation, useQuery } from "@tanstack/react-query"
 import { type FormEvent, useState } from "react"
 import { api, ok, queryClient, roleAtLeast, type Schemas } from "../api.js"
-import { Link } from "../router.js"
+import { Link, useLocation } from "../router.js"
 import { type JsonSchema, SchemaForm } from "../SchemaForm.js"
 import { useSession } from "../session.js"
 import { Empty, ErrorNote, Field, Json, Loading, PageTitle, Status } from "../ui.js"
 
 type AuthType = Schemas["Credentials"]["type"]
+
+/**
+ * The provider's consent page, asked to come back to this connector's page in the console (the node accepts
+ * only a /console path of its own origin as `return_to`).
+ */
+const consentWithReturn = (url: string, connectorId: string) => {
+  const start = new URL(url, window.location.origin)
+  start.searchParams.set("return_to", `/console/connectors/${encodeURIComponent(connectorId)}`)
+  return start.toString()
+}
 
 /** A connector: its connections (connect with each credential type), its operations, and trying one. */
 export default function ConnectorPage({ id }: { readonly id: string }) {
@@ -71,6 +81,7 @@ export default function ConnectorPage({ id }: { readonly id: string }) {
 const Connections = ({ connector: c }: { readonly connector: Schemas["Connector"] }) => {
   const session = useSession()
   const [adding, setAdding] = useState(false)
+  const returned = useLocation().query.get("oauth") === "connected"
   const refresh = () => queryClient.invalidateQueries({ queryKey: ["connectors"] })
   const remove = useMutation({
     mutationFn: (connectionId: string) =>
@@ -85,7 +96,9 @@ const Connections = ({ connector: c }: { readonly connector: Schemas["Connector"
         params: { path: { connection_id: connectionId } }
       })),
     onSuccess: (conn) => {
-      if (conn.connector_page_url !== undefined) window.location.assign(conn.connector_page_url)
+      if (conn.connector_page_url !== undefined) {
+        window.location.assign(consentWithReturn(conn.connector_page_url, c.id))
+      }
     }
   })
   return (
@@ -95,6 +108,11 @@ const Connections = ({ connector: c }: { readonly connector: Schemas["Connector"
         {!adding && <button type="button" onClick={() => setAdding(true)}>New connection</button>}
       </div>
       {adding && <NewConnection connector={c} onDone={() => setAdding(false)} />}
+      {returned && (
+        <p className="notice" role="status">
+          Back from the provider's consent: the connection is authorized (its status is below).
+        </p>
+      )}
       <ErrorNote error={remove.error ?? authorize.error} />
       {c.connections.length === 0
         ? (
@@ -157,9 +175,10 @@ const NewConnection = (
       })),
     onSuccess: (conn) => {
       queryClient.invalidateQueries({ queryKey: ["connectors"] })
-      // OAuth2: the provider's consent page, which comes back to the node's callback
-      if (conn.connector_page_url !== undefined) window.location.assign(conn.connector_page_url)
-      else onDone()
+      // OAuth2: the provider's consent page, which comes back through the node's callback to this page
+      if (conn.connector_page_url !== undefined) {
+        window.location.assign(consentWithReturn(conn.connector_page_url, c.id))
+      } else onDone()
     }
   })
   const need: Record<AuthType, ReadonlyArray<[string, string]>> = {
