@@ -95,6 +95,7 @@ describe.skipIf(CHROMIUM === undefined)("knowledge bases and functions in the co
     await results.getByText("leave.md").waitFor()
     expect(await results.locator("mark").first().textContent()).toMatch(/vacation|days/i)
     expect(await results.textContent()).toContain("Leave")
+    await screenshot(page, "knowledge-base-search")
     await page.getByLabel("Search the documents").fill("submarine")
     await page.getByRole("button", { name: "Search", exact: true }).click()
     await page.getByText("Nothing found.").waitFor()

@@ -304,7 +304,17 @@ const AddDocument = ({ baseId, onDone }: { readonly baseId: string; readonly onD
         <legend>Source</legend>
         {([["text", "Text"], ["file", "Workspace file"], ["url", "Web address (URL)"]] as const).map(([v, label]) => (
           <label key={v} className="check">
-            <input type="radio" name="source" value={v} checked={source === v} onChange={() => setSource(v)} />
+            <input
+              type="radio"
+              name="source"
+              value={v}
+              checked={source === v}
+              onChange={() => {
+                setSource(v)
+                // inline text cannot be a PDF
+                if (v === "text" && format === "pdf") setFormat("")
+              }}
+            />
             {label}
           </label>
         ))}
@@ -350,7 +360,7 @@ const AddDocument = ({ baseId, onDone }: { readonly baseId: string; readonly onD
             <option value="txt">Plain text</option>
             <option value="md">Markdown</option>
             <option value="html">HTML</option>
-            <option value="pdf">PDF</option>
+            {source !== "text" && <option value="pdf">PDF</option>}
           </select>
         )}
       </Field>
