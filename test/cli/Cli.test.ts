@@ -1,6 +1,8 @@
 /**
  * The CLI for everyday work (issue 23): `node bin/switchyard.js …` as a child process against a live node, a
- * real target API for the connector and a real model server speaking the OpenAI Responses protocol.
+ * real target API for the connector and a real model server speaking the OpenAI Responses protocol. The
+ * steps run the bin compiled ahead of time (./bundle.ts: tsx's start-up was most of this file's time);
+ * serve and "the package bin" run it through tsx as `npx switchyard` does.
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -9,9 +11,9 @@ import { petstore } from "../connectors/support.js"
 import { type ModelServer, startModelServer } from "../support/ModelServers.js"
 import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
 import { startTestNode, testEnvironment, type TestNode } from "../support/TestNode.js"
-import { cli, cliOnTerminal, configHome, ESCAPE, serveOnTerminal } from "./support.js"
+import { BIN, cli, cliOnTerminal, configHome, disposeCliProgram, ESCAPE, serveOnTerminal } from "./support.js"
 
-// every step is a CLI process (a second or two of CPU each; much more on a loaded machine)
+// every step is a CLI process (half a second of CPU each, compiled; much more on a loaded machine)
 vi.setConfig({ testTimeout: 300_000 })
 
 let node: TestNode
@@ -40,6 +42,7 @@ afterAll(async () => {
   await node?.stop()
   await target?.close()
   await model?.close()
+  await disposeCliProgram()
 })
 
 const loginFile = () => Path.join(home, "switchyard", "config.json")
@@ -270,6 +273,19 @@ describe("help and output", () => {
     const plainTable = await cliOnTerminal(["keys", "list"], { ...env, NO_COLOR: "1" })
     expect(plainTable.stdout).toContain("ci pipeline")
     expect(plainTable.stdout).not.toContain(ESCAPE)
+  })
+})
+
+describe("the package bin", () => {
+  it("bin/switchyard.js through tsx, as `npx switchyard` runs, answers as the compiled program the steps use", async () => {
+    // a client command (the client alone is loaded) and one that loads the node's commands too
+    for (const args of [["keys", "list", "--json"], ["frobnicate"]]) {
+      const [viaTsx, compiled] = await Promise.all([cli(args, { env, program: BIN }), cli(args, { env })])
+      expect(viaTsx.code).toBe(compiled.code)
+      expect(viaTsx.stdout).toBe(compiled.stdout)
+      expect(viaTsx.stderr).toBe(compiled.stderr)
+      if (args[0] === "keys") expect(JSON.parse(viaTsx.stdout).items.length).toBeGreaterThan(1)
+    }
   })
 })
 

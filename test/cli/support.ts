@@ -2,8 +2,27 @@ import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { buildCliBundle } from "./bundle.js"
 
+/** The package bin (`npx switchyard`): TypeScript compiled as it loads, by tsx. */
 export const BIN = Path.resolve(import.meta.dirname, "../../bin/switchyard.js")
+
+let bundle: ReturnType<typeof buildCliBundle> | undefined
+
+/**
+ * The program the CLI steps run: the package bin compiled ahead of time (./bundle.ts), built on first use.
+ * The same bin and sources at a quarter of tsx's start-up CPU, which made this file the suite's slowest.
+ * SWITCHYARD_TEST_CLI=bin runs every step through the bin itself instead.
+ */
+export const cliProgram = async (): Promise<string> =>
+  process.env["SWITCHYARD_TEST_CLI"] === "bin" ? BIN : (await (bundle ??= buildCliBundle())).bin
+
+/** Removes the compiled program (afterAll). */
+export const disposeCliProgram = async () => {
+  const built = bundle
+  bundle = undefined
+  if (built !== undefined) (await built).dispose()
+}
 
 export interface CliRun {
   readonly code: number | null
@@ -19,13 +38,17 @@ const baseEnvironment = () =>
     )
   ) as Record<string, string>
 
-/** `node bin/switchyard.js …` as a child process, stdout and stderr pipes (not a terminal). */
-export const cli = (
+/**
+ * `node bin/switchyard.js …` (compiled: `cliProgram`; `program: BIN` for the bin through tsx) as a child
+ * process, stdout and stderr pipes (not a terminal).
+ */
+export const cli = async (
   args: ReadonlyArray<string>,
-  options: { readonly env?: Record<string, string>; readonly stdin?: string } = {}
-) =>
-  new Promise<CliRun>((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
+  options: { readonly env?: Record<string, string>; readonly stdin?: string; readonly program?: string } = {}
+) => {
+  const program = options.program ?? await cliProgram()
+  return new Promise<CliRun>((resolve, reject) => {
+    const child = spawn(process.execPath, [program, ...args], {
       env: { ...baseEnvironment(), SWITCHYARD_LOG_LEVEL: "warning", ...options.env },
       stdio: ["pipe", "pipe", "pipe"]
     })
@@ -37,14 +60,16 @@ export const cli = (
     child.on("exit", (code) => resolve({ code, stdout, stderr }))
     child.stdin.end(options.stdin ?? "")
   })
+}
 
 /**
  * The same command on a real terminal: util-linux `script` gives the child a pseudo-terminal, so
  * `process.stdout.isTTY` is true as in a person's shell. Its output (both streams) comes back as typed.
  */
-export const cliOnTerminal = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
-  new Promise<CliRun>((resolve, reject) => {
-    const command = [process.execPath, BIN, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ")
+export const cliOnTerminal = async (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
+  const command = [process.execPath, await cliProgram(), ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`)
+    .join(" ")
+  return new Promise<CliRun>((resolve, reject) => {
     const child = spawn("script", ["-qec", command, "/dev/null"], {
       env: { ...baseEnvironment(), SWITCHYARD_LOG_LEVEL: "warning", TERM: "xterm-256color", ...env },
       stdio: ["ignore", "pipe", "pipe"]
@@ -54,13 +79,15 @@ export const cliOnTerminal = (args: ReadonlyArray<string>, env: Record<string, s
     child.on("error", reject)
     child.on("exit", (code) => resolve({ code, stdout, stderr: "" }))
   })
+}
 
 export const configHome = () => Fs.mkdtempSync(Path.join(Os.tmpdir(), "switchyard-cli-"))
 
 export const ESCAPE = "\x1b"
 
 /**
- * `switchyard serve` on a pseudo-terminal until its output matches `until` (or `timeoutMs` passes); then the
+ * `switchyard serve` (the package bin through tsx: serve loads the MCP tools as TypeScript files, which
+ * only tsx can) on a pseudo-terminal until its output matches `until` (or `timeoutMs` passes); then the
  * terminal is closed (the node gets SIGHUP) and its output returned.
  */
 export const serveOnTerminal = (env: Record<string, string>, until: RegExp, timeoutMs: number) =>

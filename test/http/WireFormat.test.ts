@@ -31,6 +31,8 @@ describe("wire format", () => {
     for (const path of ["/healthz", "/readyz", "/v1/me", "/nope", "/openapi.json"]) {
       const response = await node.fetch(path)
       expect(response.headers.get("x-request-id")).toMatch(/^[A-Za-z0-9._:-]+$/)
+      // read to the end: a response left unread keeps its connection busy, and the node's stop waited ~60 s on it
+      await response.arrayBuffer()
     }
     const echoed = await node.fetch("/healthz", { headers: { "x-request-id": "trace-123" } })
     expect(echoed.headers.get("x-request-id")).toBe("trace-123")
@@ -118,6 +120,7 @@ describe("wire format", () => {
     const docs = await node.fetch("/docs")
     expect(docs.status).toBe(200)
     expect(docs.headers.get("content-type")).toContain("text/html")
+    await docs.arrayBuffer()
   })
 
   it("reports liveness and readiness", async () => {
