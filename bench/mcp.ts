@@ -65,35 +65,57 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
   const windows: Array<{ readonly label: string; readonly fromUs: bigint; readonly toUs: bigint }> = []
   const monotonicUs = () => process.hrtime.bigint() / 1000n
   let nodePid = 0
+  let upstreamPid = 0
   const measureBoth = async (target: Target) => {
     process.stdout.write(`  ${target.name} ...`)
     const fromUs = monotonicUs()
     // the node's CPU time (with its PostgreSQL) per request over the throughput window: less skewed by other
     // work on the machine than req/s
-    let cpuFrom: number | undefined
-    let cpuTo: number | undefined
+    // and, to tell the node's share from the rest of the machine's, the load generator's (this process) and
+    // the upstream's
+    type Reading = { readonly node: number | undefined; readonly client: number; readonly upstream: number | undefined }
+    const read = (): Reading => {
+      const own = process.cpuUsage()
+      return {
+        node: cpuTimeMs([nodePid]),
+        client: (own.user + own.system) / 1000,
+        upstream: cpuTimeMs([upstreamPid])
+      }
+    }
+    let cpuFrom: Reading | undefined
+    let cpuTo: Reading | undefined
     const timers = [
-      setTimeout(() => (cpuFrom = cpuTimeMs([nodePid])), settings.warmupMs),
-      setTimeout(() => (cpuTo = cpuTimeMs([nodePid])), settings.warmupMs + settings.durationMs)
+      setTimeout(() => (cpuFrom = read()), settings.warmupMs),
+      setTimeout(() => (cpuTo = read()), settings.warmupMs + settings.durationMs)
     ]
     const throughput = await measureThroughput(target, settings)
     for (const t of timers) clearTimeout(t)
     // on a busy machine the closing timer can still be waiting when the last worker is done: read it now
-    if (cpuFrom !== undefined && cpuTo === undefined) cpuTo = cpuTimeMs([nodePid])
-    const cpuMsPerRequest = cpuFrom === undefined || cpuTo === undefined || throughput.requests === 0
-      ? null
-      : (cpuTo - cpuFrom) / throughput.requests
+    if (cpuFrom !== undefined && cpuTo === undefined) cpuTo = read()
+    const perRequest = (part: keyof Reading) => {
+      const from = cpuFrom?.[part]
+      const to = cpuTo?.[part]
+      return from === undefined || to === undefined || throughput.requests === 0
+        ? null
+        : (to - from) / throughput.requests
+    }
+    const cpuMsPerRequest = perRequest("node")
+    const clientCpuMsPerRequest = perRequest("client")
+    const upstreamCpuMsPerRequest = perRequest("upstream")
     const latency = await measureLatency(target, { warmup: settings.latencyWarmup, requests: settings.latencyRequests })
     windows.push({ label: target.name, fromUs, toUs: monotonicUs() })
     process.stdout.write(
       ` ${Math.round(throughput.rps)} req/s, p50 ${latency.p50Ms.toFixed(3)} ms, CPU ${
         cpuMsPerRequest?.toFixed(3) ?? "n/a"
-      } ms/request\n`
+      } ms/request (load generator ${clientCpuMsPerRequest?.toFixed(3) ?? "n/a"}, upstream ${
+        upstreamCpuMsPerRequest?.toFixed(3) ?? "n/a"
+      })\n`
     )
-    return { throughput, latency, cpuMsPerRequest }
+    return { throughput, latency, cpuMsPerRequest, clientCpuMsPerRequest, upstreamCpuMsPerRequest }
   }
   try {
     const upstream = await startScript("upstreamServer.ts")
+    upstreamPid = upstream.pid
     const node = await startNode({
       dataDir,
       logLevel: "warning",
@@ -206,7 +228,9 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
     // over the rounds whose CPU time was read
     cpu: spread(ratios.map((x) => x.cpu).filter(Number.isFinite)),
     restCpuMs: spread(done.flatMap((x) => x.rest.cpuMsPerRequest ?? [])),
-    mcpCpuMs: spread(done.flatMap((x) => x.mcp.cpuMsPerRequest ?? []))
+    mcpCpuMs: spread(done.flatMap((x) => x.mcp.cpuMsPerRequest ?? [])),
+    restClientCpuMs: spread(done.flatMap((x) => x.rest.clientCpuMsPerRequest ?? [])),
+    mcpClientCpuMs: spread(done.flatMap((x) => x.mcp.clientCpuMsPerRequest ?? []))
   }
   const latency = summary.p50.median
   const throughput = summary.throughput.median
@@ -226,6 +250,11 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
     `  CPU per request (node and its PostgreSQL): MCP ${fmtSpread(summary.mcpCpuMs, 3)} ms, REST ${
       fmtSpread(summary.restCpuMs, 3)
     } ms: ${fmtSpread(summary.cpu, 2)}x`
+  )
+  console.log(
+    `  The load generator's CPU per request: MCP ${fmtSpread(summary.mcpClientCpuMs, 3)} ms, REST ${
+      fmtSpread(summary.restClientCpuMs, 3)
+    } ms`
   )
   console.log(
     `\nNote: ${Os.cpus().length} core(s) shared by the load generator, the node, its PostgreSQL and the upstream.`

@@ -16,7 +16,7 @@ const textOf = (body: Readable) =>
     body.once("error", reject)
   })
 
-/** The target's answer as the tool's result, on both ways the tool runs. */
+/** The target's answer as the tool's result (`fast` builds it with the same function, one promise step fewer). */
 const answerOf = (
   upstream: { readonly status: number; readonly headers: Record<string, string | Array<string>> },
   text: Promise<string>
@@ -62,7 +62,12 @@ export default defineTool({
     onAbort(() => call.abort())
     return call.outcome.then((outcome) =>
       outcome._tag === "Answered"
-        ? answerOf(outcome, outcome.body.text()).then((value) => ({ ok: true, value }) as const)
+        ? outcome.body.text().then((text) =>
+          ({
+            ok: true,
+            value: upstreamAnswerJson(outcome.status, outcome.headers["content-type"], text)
+          }) as const
+        )
         : {
           ok: false,
           error: {
