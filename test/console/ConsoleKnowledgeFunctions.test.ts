@@ -20,7 +20,7 @@ const made: { baseId?: string; functionId?: string; agentId?: string } = {}
 beforeAll(async () => {
   if (CHROMIUM === undefined) return
   ensureConsoleBuilt()
-  site = Http.createServer((req, res) => {
+  site = Http.createServer((_, res) => {
     res.writeHead(200, { "content-type": "text/html; charset=utf-8" })
     res.end(`<!doctype html><title>Travel</title><h1>Travel policy</h1><p>Trains are booked in second class.</p>`)
   })
