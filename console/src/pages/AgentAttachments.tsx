@@ -86,14 +86,30 @@ export const AgentAttachments = ({ agentId, canBuild }: { readonly agentId: stri
           <li key={a.skill.id} className="card">
             Skill <strong>{a.skill.name}</strong> <Status value={a.allowed ? a.skill.status : "not allowed"} />
             {canBuild && (
-              <button type="button" onClick={() => skill.mutate({ id: a.skill.id, attach: false })}>Detach</button>
+              <button
+                type="button"
+                className="inline"
+                aria-label={`Detach skill ${a.skill.name}`}
+                onClick={() => skill.mutate({ id: a.skill.id, attach: false })}
+              >
+                Detach
+              </button>
             )}
           </li>
         ))}
         {(attachedBases.data?.items ?? []).map((b) => (
           <li key={b.id} className="card">
             Knowledge base <strong>{b.name}</strong>
-            {canBuild && <button type="button" onClick={() => base.mutate({ id: b.id, attach: false })}>Detach</button>}
+            {canBuild && (
+              <button
+                type="button"
+                className="inline"
+                aria-label={`Detach knowledge base ${b.name}`}
+                onClick={() => base.mutate({ id: b.id, attach: false })}
+              >
+                Detach
+              </button>
+            )}
           </li>
         ))}
         {(attachedFunctions.data?.items ?? []).map((f) => (
@@ -102,6 +118,7 @@ export const AgentAttachments = ({ agentId, canBuild }: { readonly agentId: stri
             {canBuild && (
               <button
                 type="button"
+                className="inline"
                 aria-label={`Detach function ${f.name}`}
                 onClick={() => fn.mutate({ id: f.function_id, attach: false })}
               >
@@ -130,7 +147,7 @@ export const AgentAttachments = ({ agentId, canBuild }: { readonly agentId: stri
               <button
                 type="button"
                 disabled={skillId === ""}
-                onClick={() => skill.mutate({ id: skillId, attach: true })}
+                onClick={() => skill.mutate({ id: skillId, attach: true }, { onSuccess: () => setSkillId("") })}
               >
                 Attach skill
               </button>
@@ -146,7 +163,11 @@ export const AgentAttachments = ({ agentId, canBuild }: { readonly agentId: stri
                   </select>
                 )}
               </Field>
-              <button type="button" disabled={baseId === ""} onClick={() => base.mutate({ id: baseId, attach: true })}>
+              <button
+                type="button"
+                disabled={baseId === ""}
+                onClick={() => base.mutate({ id: baseId, attach: true }, { onSuccess: () => setBaseId("") })}
+              >
                 Attach knowledge base
               </button>
             </>
@@ -164,7 +185,7 @@ export const AgentAttachments = ({ agentId, canBuild }: { readonly agentId: stri
               <button
                 type="button"
                 disabled={functionId === ""}
-                onClick={() => fn.mutate({ id: functionId, attach: true })}
+                onClick={() => fn.mutate({ id: functionId, attach: true }, { onSuccess: () => setFunctionId("") })}
               >
                 Attach function
               </button>
