@@ -299,18 +299,27 @@ describe.skipIf(CHROMIUM === undefined)("knowledge bases and functions in the co
   })
 
   it("the new pages pass axe-core at 1280 and 390 px, fit the width, and are screenshotted", async () => {
-    const pages: Array<[string, string]> = [
+    // [screenshot name, page, the button that opens its form (checked open too)]
+    const pages: Array<[string, string, string?]> = [
       ["knowledge-bases", "/knowledge-bases"],
+      ["knowledge-base-new", "/knowledge-bases", "New knowledge base"],
       ["knowledge-base", `/knowledge-bases/${made.baseId}`],
+      ["knowledge-base-add-document", `/knowledge-bases/${made.baseId}`, "Add document"],
       ["functions", "/functions"],
-      ["function", `/functions/${made.functionId}`]
+      ["function-new", "/functions", "New function"],
+      ["function", `/functions/${made.functionId}`],
+      ["function-edit", `/functions/${made.functionId}`, "Edit"]
     ]
     for (const width of [1280, 390] as const) {
       const context = await windowOf(browser, width)
       const page = await signInAs(context, node.baseUrl, admin.email, PASSWORD)
-      for (const [name, path] of pages) {
+      for (const [name, path, open] of pages) {
         await go(page, path)
         await page.getByRole("heading", { level: 1 }).first().waitFor()
+        if (open !== undefined) {
+          await page.getByRole("button", { name: open, exact: true }).click()
+          await page.getByRole("form").first().waitFor()
+        }
         await page.waitForFunction(() =>
           Array.from(document.querySelectorAll("[role=status]")).every((e) => e.textContent !== "Loading…")
         )
