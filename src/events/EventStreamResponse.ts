@@ -1,5 +1,5 @@
 import { HttpServerResponse } from "@effect/platform"
-import { Chunk, Effect, Option, Schedule, Stream } from "effect"
+import { Chunk, Effect, Option, Stream } from "effect"
 import type { Gone } from "../../schema/Errors.js"
 import { taskEndTypes } from "../../schema/Events.js"
 import type { OrganizationId, TaskId } from "../../schema/Ids.js"
@@ -17,16 +17,59 @@ const HEARTBEAT_S = 15
 /** The reconnection delay suggested to clients (`retry:`), in milliseconds. */
 const RETRY_MS = 2000
 
+// a record read by an organization's tail is handed to every stream following it: framed once for them all
+const frames = new WeakMap<EventRecord, string>()
+
 /** An event of the log: `id:` (resume after it with `Last-Event-ID`), `event:` its type, `data:` its JSON. */
-export const sseEvent = (e: EventRecord) => `id: ${e.id}\nevent: ${e.type}\ndata: ${e.json}\n\n`
+export const sseEvent = (e: EventRecord) => {
+  let frame = frames.get(e)
+  if (frame === undefined) {
+    frame = `id: ${e.id}\nevent: ${e.type}\ndata: ${e.json}\n\n`
+    frames.set(e, frame)
+  }
+  return frame
+}
 
 /** A stream cut short (events pruned under a slow reader): said in the stream, then it ends. */
 export const sseFailure = (error: Gone) =>
   `event: error\ndata: ${JSON.stringify({ error: { code: error.code, message: error.message } })}\n\n`
 
-/** Log events framed, a failure ending them said in the stream. */
+/** Log events framed, the events of one read as one write; a failure ending them said in the stream. */
 export const framed = (events: Stream.Stream<EventRecord, Gone>): Stream.Stream<string> =>
-  events.pipe(Stream.map(sseEvent), Stream.catchAll((e) => Stream.make(sseFailure(e))))
+  events.pipe(
+    Stream.mapChunks((chunk) =>
+      Chunk.isEmpty(chunk) ? Chunk.empty() : Chunk.of(Chunk.join(Chunk.map(chunk, sseEvent), ""))
+    ),
+    Stream.catchAll((e) => Stream.make(sseFailure(e)))
+  )
+
+/**
+ * Heartbeats of every stream of the process from one timer: each stream is in one of `periodS` buckets and
+ * each second one bucket beats, so a node with many streams writes 1/periodS of their heartbeats each second
+ * instead of waking every stream every second (1,000 streams woken at once held up other requests).
+ */
+export const makeHeartbeats = (periodS: number) => {
+  const buckets = Array.from({ length: periodS }, () => new Set<() => void>())
+  let joined = 0
+  let open = 0
+  let tick = 0
+  let timer: ReturnType<typeof setInterval> | undefined
+  return (beat: () => void): () => void => {
+    const bucket = buckets[joined++ % periodS]!
+    bucket.add(beat)
+    if (open++ === 0) {
+      timer = setInterval(() => {
+        for (const f of buckets[tick++ % periodS]!) f()
+      }, 1000)
+      timer.unref()
+    }
+    return () => {
+      if (!bucket.delete(beat)) return
+      if (--open === 0) clearInterval(timer)
+    }
+  }
+}
+const heartbeats = makeHeartbeats(HEARTBEAT_S)
 
 /**
  * The response: `retry:`, the frames, heartbeats; it ends with `frames`, or at a drain (clients reconnect
@@ -37,10 +80,16 @@ export const eventStreamResponse = (
   frames: Stream.Stream<string>,
   headers: Readonly<Record<string, string>> = {}
 ) => {
-  const ticks = Stream.fromSchedule(Schedule.spaced("1 second")).pipe(
-    Stream.takeWhile(() => !drain.draining),
-    Stream.filter((n) => n % HEARTBEAT_S === HEARTBEAT_S - 1),
-    Stream.map(() => ": heartbeat\n\n")
+  // heartbeats until the node drains: then the stream ends (clients reconnect elsewhere)
+  const ticks = Stream.suspend(() =>
+    drain.isDraining() ? Stream.empty : Stream.async<string>((emit) => {
+      const stopBeats = heartbeats(() => void emit.single(": heartbeat\n\n"))
+      const stopDrain = drain.onDrain(() => void emit.end())
+      return Effect.sync(() => {
+        stopBeats()
+        stopDrain()
+      })
+    })
   )
   const body = Stream.concat(
     Stream.make(`retry: ${RETRY_MS}\n\n`),

@@ -8,6 +8,7 @@ export class Drain extends Effect.Service<Drain>()("http/Drain", {
   sync: () => {
     let inFlight = 0
     let draining = false
+    const listeners = new Set<() => void>()
     return {
       enter: () => {
         inFlight++
@@ -17,14 +18,18 @@ export class Drain extends Effect.Service<Drain>()("http/Drain", {
           done = true
         }
       },
-      get draining() {
-        return draining
-      },
-      get inFlight() {
-        return inFlight
+      // functions, not getters: Effect.Service copies the service's properties, which reads a getter once
+      isDraining: () => draining,
+      inFlight: () => inFlight,
+      /** Calls `f` once when draining begins (an open event stream ends then); the answer unregisters it. */
+      onDrain: (f: () => void): () => void => {
+        listeners.add(f)
+        return () => void listeners.delete(f)
       },
       begin: Effect.sync(() => {
         draining = true
+        for (const f of listeners) f()
+        listeners.clear()
       }),
       idle: Effect.suspend(() => inFlight === 0 ? Effect.void : Effect.fail("busy" as const)).pipe(
         Effect.retry(Schedule.spaced("20 millis"))

@@ -34,7 +34,7 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
       req: Http.IncomingMessage,
       options: { readonly bodyRequired?: boolean; readonly jsonAlways?: boolean } = {}
     ) => {
-      if (drain.draining || req.headers["transfer-encoding"] !== undefined) return false
+      if (drain.isDraining() || req.headers["transfer-encoding"] !== undefined) return false
       const length = Number(req.headers["content-length"] ?? "0")
       if (!(length <= config.maxBodyBytes && (options.bodyRequired ? length > 0 : length >= 0))) return false
       return options.jsonAlways
@@ -70,7 +70,7 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
       }
 
       private head(status: number, headers: OutHeaders) {
-        Object.assign(headers, answerHeaders(this.requestId, drain.draining))
+        Object.assign(headers, answerHeaders(this.requestId, drain.isDraining()))
         this.res.writeHead(status, headers)
         if (accessLog !== undefined) {
           accessLog({

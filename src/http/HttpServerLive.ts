@@ -104,7 +104,7 @@ export const HttpServerLive = Layer.unwrapEffect(
         yield* Effect.addFinalizer(() =>
           Effect.gen(function*() {
             yield* drain.begin
-            yield* Effect.logInfo(`draining ${drain.inFlight} request(s) in flight`)
+            yield* Effect.logInfo(`draining ${drain.inFlight()} request(s) in flight`)
             // keep serving until every connection is gone: a request on an open keep-alive connection is
             // answered normally, with `Connection: close`, instead of finding the application gone
             const closed = Effect.async<void>((resume) => {

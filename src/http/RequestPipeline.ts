@@ -235,7 +235,7 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
           organization_id: info.organizationId
         })
         if (upload && response.status >= 400) dropRestOfUpload(NodeHttpServerRequest.toIncomingMessage(request))
-        const headers = answerHeaders(info.requestId, drain.draining)
+        const headers = answerHeaders(info.requestId, drain.isDraining())
         return HttpServerResponse.setHeaders(response, Headers.fromInput(headers))
       })
   }),

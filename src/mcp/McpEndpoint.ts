@@ -87,7 +87,7 @@ const McpRouteTable = Layer.effectDiscard(
         const endAt = Date.now() + GET_STREAM_MAX_MS
         // ends at a drain too, so a stopping node is not held open by idle streams (clients reconnect)
         const ticks = Stream.fromSchedule(Schedule.spaced("1 second")).pipe(
-          Stream.takeWhile(() => !drain.draining && Date.now() < endAt),
+          Stream.takeWhile(() => !drain.isDraining() && Date.now() < endAt),
           Stream.filter((n) => n % KEEPALIVE_EVERY_S === KEEPALIVE_EVERY_S - 1),
           Stream.map(() => ": keep-alive\n\n")
         )

@@ -17,7 +17,7 @@ export const SystemHttpLive = HttpApiBuilder.group(Api, "system", (handlers) =>
     const drain = yield* Drain
     const config = yield* SwitchyardConfig
     const readiness = Effect.gen(function*() {
-      if (drain.draining) return yield* ServiceUnavailable.of("This node is shutting down.")
+      if (drain.isDraining()) return yield* ServiceUnavailable.of("This node is shutting down.")
       const applied = yield* appliedMigration.pipe(
         Effect.timeout("3 seconds"),
         Effect.catchAll(() => ServiceUnavailable.of("The database is not reachable."))
