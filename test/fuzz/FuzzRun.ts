@@ -30,6 +30,11 @@ export interface FuzzTarget<V> {
   readonly execute: (value: V, onlyCaller?: string) => Promise<ReadonlyArray<Observation>>
   /** Counters for the summary. */
   readonly stats: () => ReadonlyArray<string>
+  /**
+   * Values whose answer may rightly take long (a long poll holding up to a minute): the sampling pass sends
+   * them without waiting, while the next runs go on, and judges them when they answer.
+   */
+  readonly slow?: (value: V) => boolean
 }
 
 /** A distinct failure: kind, route and detail, and the input features of its minimal counterexample. */
@@ -100,21 +105,35 @@ const merge = (finding: { runs: number; callers: ReadonlyArray<string> }, group:
 export const fuzz = async <V>(target: FuzzTarget<V>, options: FuzzOptions): Promise<FuzzResult> => {
   const started = performance.now()
   const groups = new Map<string, Group>()
+  const record = (index: number, observations: ReadonlyArray<Observation>) => {
+    for (const o of observations) {
+      const key = [o.kind, o.route, o.detail, [...o.features].sort().join(" ")].join("|")
+      const seen = groups.get(key)
+      // the earliest run is the group's first, also when a slow run answers after later ones
+      const group = seen === undefined || index < seen.first
+        ? { first: index, observation: o, callers: seen?.callers ?? new Set<string>(), runs: seen?.runs ?? 0 }
+        : seen
+      group.callers.add(o.caller)
+      group.runs++
+      groups.set(key, group)
+    }
+  }
+  // a long poll waited out in line held every later run up to a minute (most of this fuzz's time)
+  const slow: Array<Promise<unknown>> = []
   let run = 0
   await fc.assert(
     fc.asyncProperty(target.arbitrary, async (value) => {
       const index = run++
-      for (const o of await target.execute(value)) {
-        const key = [o.kind, o.route, o.detail, [...o.features].sort().join(" ")].join("|")
-        const group = groups.get(key) ?? { first: index, observation: o, callers: new Set<string>(), runs: 0 }
-        group.callers.add(o.caller)
-        group.runs++
-        groups.set(key, group)
-      }
+      if (target.slow?.(value) !== true) record(index, await target.execute(value))
+      // settled here (not rejected unhandled while later runs go on); a failure to execute is rethrown below
+      else slow.push(target.execute(value).then((o) => record(index, o), (e: unknown) => ({ failed: e })))
       return true
     }),
     { seed: options.seed, numRuns: options.numRuns }
   )
+  for (const settled of await Promise.all(slow)) {
+    if (settled !== undefined) throw (settled as { failed: unknown }).failed
+  }
 
   // simplest inputs first: a failure explained by a shrunk example is not shrunk again for each variant
   const ordered = [...groups.values()].sort((a, b) =>
