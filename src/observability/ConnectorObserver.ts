@@ -18,6 +18,8 @@ export const makeCallObserver = Effect.gen(function*() {
   const record = metrics.connectorCall
   if (record === undefined && tracer === undefined) return undefined
   const propagate = config.tracing.propagateUpstream
+  // span times are Unix epoch nanoseconds, as Effect's own spans take them (process.hrtime is since boot)
+  const clock = yield* Effect.clock
   const observer: CallObserver = {
     traces: tracer !== undefined,
     begin: (target, parent) => {
@@ -27,7 +29,7 @@ export const makeCallObserver = Effect.gen(function*() {
         parent === undefined ? Option.none() : Option.some(parent),
         Context.empty(),
         [],
-        process.hrtime.bigint(),
+        clock.unsafeCurrentTimeNanos(),
         "client"
       )
       span.attribute("switchyard.connector.id", target.connector.id)
@@ -44,7 +46,7 @@ export const makeCallObserver = Effect.gen(function*() {
       if (outcome === undefined) span.attribute("error.type", "defect")
       else if (outcome._tag === "Answered") span.attribute("http.response.status_code", outcome.status)
       else span.attribute("error.type", outcome.code)
-      span.end(process.hrtime.bigint(), OK)
+      span.end(clock.unsafeCurrentTimeNanos(), OK)
     },
     record: record === undefined ? undefined : (target, status, ms) => record(target.connector, status, ms)
   }

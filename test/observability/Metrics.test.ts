@@ -21,7 +21,13 @@ const REQUESTS = "switchyard_http_requests_total"
 
 describe("GET /metrics (SWITCHYARD_METRICS_PORT)", () => {
   it("parses as the Prometheus text format and has the runtime gauges", async () => {
-    const samples = await scrape(port)
+    // a node that has just started may not hold its shards yet: the gauge follows within a few seconds
+    let samples = await scrape(port)
+    for (const deadline = Date.now() + 20_000; total(samples, "switchyard_shards_owned") === 0;) {
+      if (Date.now() > deadline) break
+      await new Promise((r) => setTimeout(r, 200))
+      samples = await scrape(port)
+    }
     expect(total(samples, "switchyard_shards_owned")).toBeGreaterThan(0)
     expect(total(samples, "switchyard_db_pool_connections", { state: "total" })).toBeGreaterThan(0)
     expect(samples.some((s) => s.name === "switchyard_db_pool_waiting")).toBe(true)

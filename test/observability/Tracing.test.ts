@@ -108,6 +108,11 @@ describe("traces over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT)", () => {
       return found.length >= 3 ? found : undefined
     })
     expect(calls.length).toBeGreaterThanOrEqual(3)
+    // on the wall clock, as every other span: a trace viewer places it inside its request
+    for (const c of calls) {
+      expect(Math.abs(c.startMs - Date.now())).toBeLessThan(120_000)
+      expect(c.endMs).toBeGreaterThanOrEqual(c.startMs)
+    }
   })
 })
 

@@ -56,6 +56,9 @@ export interface ReceivedSpan {
   readonly service: string | undefined
   /** The node that exported it (`service.instance.id`). */
   readonly instance: string | undefined
+  /** Start and end, Unix epoch milliseconds. */
+  readonly startMs: number
+  readonly endMs: number
 }
 
 const valueOf = (v: any): unknown =>
@@ -93,7 +96,9 @@ export const startOtlpReceiver = async () => {
               kind: s.kind,
               attributes: attributesOf(s.attributes),
               service,
-              instance
+              instance,
+              startMs: Number(BigInt(s.startTimeUnixNano) / 1_000_000n),
+              endMs: Number(BigInt(s.endTimeUnixNano) / 1_000_000n)
             })
           }
         }
