@@ -47,7 +47,13 @@ export class DocumentSources extends Effect.Service<DocumentSources>()("knowledg
           const bytes = Buffer.from(input.text, "utf8")
           if (bytes.length > maxBytes) return yield* tooLarge
           const format = input.format ?? formatOf(undefined, input.name) ?? "txt"
-          if (format === "pdf") return yield* unsupported("Inline text as PDF")
+          if (format === "pdf") {
+            return yield* UnsupportedMediaType.of(
+              "Inline `text` cannot be PDF: upload the PDF as a workspace file (`file_id`) or give its `url`; inline " +
+                "text is txt, md or html.",
+              "unsupported_document_type"
+            )
+          }
           return { type: "text" as const, bytes, format, size: bytes.length, fileId: null, url: null }
         }
         if (input.file_id !== undefined) {
