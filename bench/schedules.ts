@@ -67,11 +67,37 @@ const startPostgres = async () => {
   const dataDir = tempDir("bench-schedules-pg")
   const scope = Effect.runSync(Scope.make())
   const server = await Effect.runPromise(
-    EmbeddedPostgres.make({ dataDir, port: 0, settings: { max_connections: "300" } }).pipe(Scope.extend(scope))
+    EmbeddedPostgres.make({
+      dataDir,
+      port: 0,
+      settings: {
+        max_connections: "300",
+        // BENCH_PG_LOG_MS=<ms>: statements slower than that go to pg.log in the data dir, with their duration
+        ...(process.env["BENCH_PG_LOG_MS"] === undefined
+          ? {}
+          : {
+            log_min_duration_statement: process.env["BENCH_PG_LOG_MS"],
+            log_lock_waits: "on",
+            deadlock_timeout: "100ms",
+            // and their plans, with the statements their triggers run
+            session_preload_libraries: "auto_explain",
+            "auto_explain.log_min_duration": process.env["BENCH_PG_LOG_MS"],
+            "auto_explain.log_analyze": "on",
+            "auto_explain.log_nested_statements": "on"
+          })
+      }
+    }).pipe(Scope.extend(scope))
   )
   const url = Redacted.value(server.url)
   const pid = Number(Fs.readFileSync(Path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")[0])
-  return { url, pid, close: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
+  const keepLog = () => {
+    if (process.env["BENCH_PG_LOG_MS"] !== undefined) {
+      const kept = Path.join(Os.tmpdir(), `bench-schedules-pg-${Date.now()}.log`)
+      Fs.copyFileSync(Path.join(dataDir, "pg.log"), kept)
+      console.log(`PostgreSQL's log (statements over ${process.env["BENCH_PG_LOG_MS"]} ms): ${kept}`)
+    }
+  }
+  return { url, pid, keepLog, close: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
 }
 
 /** cgroup v1 `cpu` or v2: the node's process held to `cores` (a 10 ms period keeps throttling smooth). */
@@ -245,6 +271,11 @@ const measure = async (nodeCount: number, url: string, admin: pg.Pool, pgPid: nu
     const created = made.map((r) => r.created!.getTime()).sort((a, b) => a - b)
     const spanS = created.length < 2 ? Number.NaN : (created.at(-1)! - created[0]!) / 1000
     const insertedPerSecond = created.length / Math.max(spanS, 0.001)
+    // tasks visible by each half second of the burst: where it stalled, if it did
+    const timeline = Array.from(
+      { length: Math.ceil((seen.at(-1)?.at ?? 0) / 500) + 1 },
+      (_, i) => seen.filter((s) => s.at <= i * 500).at(-1)?.count ?? 0
+    )
     const ok = rows.length === settings.schedules && made.length === settings.schedules && Number(dupes!.n) === 0
 
     console.log(
@@ -267,6 +298,7 @@ const measure = async (nodeCount: number, url: string, admin: pg.Pool, pgPid: nu
         fmt(visible.max)
       } ms`
     )
+    console.log(`  tasks visible by each 0.5 s: ${timeline.join(" ")}`)
     console.log(`  scheduled_for -> run started: p50 ${fmt(toStart.p50)} ms, p99 ${fmt(toStart.p99)} ms`)
     console.log(
       `  tasks inserted/s over the burst: ${fmt(insertedPerSecond)} (bare SQL insert of as many: ${
@@ -297,6 +329,7 @@ const measure = async (nodeCount: number, url: string, admin: pg.Pool, pgPid: nu
       duplicates: Number(dupes!.n),
       lagToTaskMs: toTask,
       lagToVisibleMs: visible,
+      visibleEveryHalfSecond: timeline,
       lagToStartMs: toStart,
       insertedPerSecond,
       bareInsertPerSecond: baseline.perSecond,
@@ -322,6 +355,7 @@ export const run = async () => {
     for (const count of settings.nodeCounts) results.push(await measure(count, postgres.url, admin, postgres.pid))
   } finally {
     await admin.end()
+    postgres.keepLog()
     await stopAll()
     await postgres.close()
   }

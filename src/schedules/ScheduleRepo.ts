@@ -56,6 +56,7 @@ export type ClaimedSchedule = ScheduleRow & {
  * (null: no longer a member), and whether its agent exists without a budget (its tasks need no spending check).
  */
 export type ClaimedForBulk = ClaimedSchedule & {
+  readonly last_task_id: TaskId | null
   readonly creator_role: string | null
   readonly plain_agent: boolean
 }
@@ -165,9 +166,9 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
             SELECT * FROM schedules WHERE next_run_at <= now() ORDER BY next_run_at LIMIT ${limit}
             FOR UPDATE SKIP LOCKED
           )
-          SELECT ${sql.literal(COLUMNS)}, now() AS now,
+          SELECT ${sql.literal(COLUMNS)}, s.last_task_id, now() AS now,
             CASE WHEN s.overlap = 'allow' THEN false ELSE
-              (t.id IS NOT NULL AND t.finished_at IS NULL) OR EXISTS (
+              coalesce((SELECT t.finished_at IS NULL FROM tasks t WHERE t.id = s.last_task_id), false) OR EXISTS (
                 SELECT 1 FROM schedule_ticks k WHERE k.schedule_id = s.id AND k.status = 'pending')
             END AS running,
             (SELECT min(k.scheduled_for) FROM schedule_ticks k WHERE k.schedule_id = s.id AND k.status = 'buffered')
@@ -176,43 +177,69 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
               AS creator_role,
             EXISTS (SELECT 1 FROM agents a WHERE a.id = s.agent_id AND a.organization_id = s.organization_id
               AND a.deleted_at IS NULL AND a.budget IS NULL) AS plain_agent
-          FROM due s LEFT JOIN tasks t ON t.id = s.last_task_id`
+          FROM due s`
         if (claimed.length === 0) return { claimed: 0, open: [] as Array<OpenTick>, started: [] as Array<TaskId> }
         const decisions = plan(claimed, claimed[0]!.now)
-        const made = yield* sql<{ schedule_id: ScheduleId; scheduled_for: Date }>`
+        // a tick the bulk path makes is written `fired` with its task's id, and the task made next
+        const planned = new Map(decisions.tasks.map((t) => [`${t.schedule_id} ${t.scheduled_for.getTime()}`, t]))
+        const taskOf = (t: { schedule_id: ScheduleId; scheduled_for: Date }) =>
+          planned.get(`${t.schedule_id} ${t.scheduled_for.getTime()}`)?.id ?? null
+        // the schedule's latest run is its planned task (what `skip` looks at); put back below if its tick was
+        // not opened (it existed already): joining the ticks written to the moves here costs more than the rest
+        const lastRun = new Map(decisions.tasks.map((t) => [t.schedule_id, t.id]))
+        const moves = decisions.moves.map((m) => ({ ...m, last_task_id: lastRun.get(m.id) ?? null }))
+        const opened = yield* sql<{ schedule_id: ScheduleId; scheduled_for: Date; task_id: TaskId | null }>`
           WITH ticks AS (
-            INSERT INTO schedule_ticks (schedule_id, scheduled_for, kind, status)
-            SELECT schedule_id, scheduled_for, kind, status
-            FROM jsonb_to_recordset(${JSON.stringify(decisions.ticks)}::jsonb)
-              AS r(schedule_id uuid, scheduled_for timestamptz, kind text, status text)
+            INSERT INTO schedule_ticks (schedule_id, scheduled_for, kind, status, task_id)
+            SELECT schedule_id, scheduled_for, kind, CASE WHEN task_id IS NULL THEN status ELSE 'fired' END, task_id
+            FROM json_to_recordset(${JSON.stringify(decisions.ticks.map((t) => ({ ...t, task_id: taskOf(t) })))}::json)
+              AS r(schedule_id uuid, scheduled_for timestamptz, kind text, status text, task_id uuid)
             ON CONFLICT DO NOTHING
-            RETURNING schedule_id, scheduled_for, status
+            RETURNING schedule_id, scheduled_for, status, task_id
           ),
           promoted AS (
-            UPDATE schedule_ticks k SET status = 'pending', created_at = now()
-            FROM jsonb_to_recordset(${JSON.stringify(decisions.promoted)}::jsonb)
-              AS p(schedule_id uuid, scheduled_for timestamptz)
+            UPDATE schedule_ticks k
+            SET status = CASE WHEN p.task_id IS NULL THEN 'pending' ELSE 'fired' END, task_id = p.task_id,
+              created_at = now()
+            FROM json_to_recordset(${
+          JSON.stringify(decisions.promoted.map((t) => ({ ...t, task_id: taskOf(t) })))
+        }::json)
+              AS p(schedule_id uuid, scheduled_for timestamptz, task_id uuid)
             WHERE k.schedule_id = p.schedule_id AND k.scheduled_for = p.scheduled_for AND k.status = 'buffered'
-            RETURNING k.schedule_id, k.scheduled_for
+            RETURNING k.schedule_id, k.scheduled_for, k.task_id
+          ),
+          opened AS (
+            SELECT schedule_id, scheduled_for, task_id FROM ticks WHERE status IN ('pending', 'fired')
+            UNION ALL SELECT schedule_id, scheduled_for, task_id FROM promoted
           ),
           moved AS (
-            UPDATE schedules s SET next_tick = m.next_tick, next_run_at = m.next_run_at
-            FROM jsonb_to_recordset(${JSON.stringify(decisions.moves)}::jsonb)
-              AS m(id uuid, next_tick timestamptz, next_run_at timestamptz)
+            UPDATE schedules s SET next_tick = m.next_tick, next_run_at = m.next_run_at,
+              last_task_id = coalesce(m.last_task_id, s.last_task_id)
+            FROM json_to_recordset(${JSON.stringify(moves)}::json)
+              AS m(id uuid, next_tick timestamptz, next_run_at timestamptz, last_task_id uuid)
             WHERE s.id = m.id
           )
-          SELECT schedule_id, scheduled_for FROM ticks WHERE status = 'pending'
-          UNION ALL SELECT schedule_id, scheduled_for FROM promoted`
+          SELECT schedule_id, scheduled_for, task_id FROM opened`
         const byId = new Map(claimed.map((s) => [s.id, s]))
         const key = (scheduleId: string, at: Date) => `${scheduleId} ${at.getTime()}`
-        // only ticks this transaction opened get a task: one that existed already is another's to make
-        const opened = new Set(made.map((t) => key(t.schedule_id, t.scheduled_for)))
-        const bulk = decisions.tasks.filter((t) => opened.has(key(t.schedule_id, new Date(t.scheduled_for))))
-        const tasks = bulk.length === 0 ? [] : yield* insertTickTasks(bulk.map((t) => {
+        const openedKeys = new Set(opened.map((t) => key(t.schedule_id, t.scheduled_for)))
+        const notOpened = decisions.tasks.filter((t) => !openedKeys.has(key(t.schedule_id, t.scheduled_for)))
+        if (notOpened.length > 0) {
+          const previous = notOpened.map((t) => ({ id: t.schedule_id, last: byId.get(t.schedule_id)!.last_task_id }))
+          yield* sql`
+            UPDATE schedules s SET last_task_id = p.last
+            FROM json_to_recordset(${JSON.stringify(previous)}::json) AS p(id uuid, last uuid) WHERE s.id = p.id`
+        }
+        // only ticks this transaction opened get their task: one that existed already is another's to make
+        const bulk = opened.flatMap((t) => {
+          const task = t.task_id === null ? undefined : planned.get(key(t.schedule_id, t.scheduled_for))
+          return task === undefined ? [] : [task]
+        })
+        const missing = bulk.length === 0 ? [] : yield* insertTickTasks(bulk.map((t) => {
           const schedule = byId.get(t.schedule_id)!
           return {
             ...t,
-            key: tickKey(t.schedule_id, new Date(t.scheduled_for)),
+            key: tickKey(t.schedule_id, t.scheduled_for),
             organization_id: schedule.organization_id,
             agent_id: schedule.agent_id,
             input: schedule.input_text,
@@ -221,25 +248,27 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
             api_key_id: schedule.created_by_key
           }
         }))
-        const fired = new Set(
-          tasks.filter((t) => t.task_id !== null).map((t) => key(t.schedule_id, t.scheduled_for))
+        const notInserted = new Set(missing.map((t) => key(t.schedule_id, t.scheduled_for)))
+        const toInvoke = new Set(
+          missing.filter((t) => t.task_id === null).map((t) => key(t.schedule_id, t.scheduled_for))
         )
         return {
           claimed: claimed.length,
-          open: made.filter((t) => !fired.has(key(t.schedule_id, t.scheduled_for))).map((t): OpenTick => ({
-            schedule: byId.get(t.schedule_id)!,
-            scheduled_for: t.scheduled_for
-          })),
-          started: tasks.filter((t) => t.inserted).map((t) => t.task_id!)
+          open: opened
+            .filter((t) => t.task_id === null || toInvoke.has(key(t.schedule_id, t.scheduled_for)))
+            .map((t): OpenTick => ({ schedule: byId.get(t.schedule_id)!, scheduled_for: t.scheduled_for })),
+          started: bulk.filter((t) => !notInserted.has(key(t.schedule_id, t.scheduled_for))).map((t) => t.id)
         }
       }))
 
     /**
-     * The ticks' tasks, inserted together, and each tick `fired` with its task, in the caller's transaction.
-     * The task row is what `Tasks.invoke` inserts for a schedule's run (src/tasks/TaskRepo.ts, `task_insert`:
-     * keep the two in step), `pending`: its run is started after the commit, and if this node dies first, the
-     * sweep of the task's shard starts it. A key that already has a task (the invoke path made it) gives that
-     * task; an agent deleted meanwhile gives none, and the tick stays `pending` for `ScheduleRuns`.
+     * The ticks' tasks, inserted together, in the caller's transaction, their ticks written `fired` with them
+     * already. The task row is what `Tasks.invoke` inserts for a schedule's run (src/tasks/TaskRepo.ts,
+     * `task_insert`: keep the two in step), `pending`: its run is started after the commit, and if this node
+     * dies first, the sweep of the task's shard starts it. Returns the ticks whose task was not inserted, each
+     * then recorded as it is: a key that already has a task (the invoke path made it) gives that task, `fired`;
+     * an agent deleted meanwhile gives none, and the tick goes back to `pending`, for `ScheduleRuns`. The
+     * common case (every task inserted) reads and updates nothing more.
      */
     const insertTickTasks = (
       items: ReadonlyArray<
@@ -254,9 +283,9 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
         }
       >
     ) =>
-      sql<{ schedule_id: ScheduleId; scheduled_for: Date; task_id: TaskId | null; inserted: boolean }>`
+      sql<{ schedule_id: ScheduleId; scheduled_for: Date; task_id: TaskId | null }>`
         WITH r AS (
-          SELECT * FROM jsonb_to_recordset(${JSON.stringify(items)}::jsonb) AS r(schedule_id uuid,
+          SELECT * FROM json_to_recordset(${JSON.stringify(items)}::json) AS r(schedule_id uuid,
             scheduled_for timestamptz, id uuid, shard smallint, request_hash text, key text, organization_id uuid,
             agent_id uuid, input text, user_id text, user_email text, api_key_id text)
         ),
@@ -269,20 +298,21 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
           ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
           RETURNING id
         ),
-        made AS (
-          SELECT r.schedule_id, r.scheduled_for, coalesce(i.id, t.id) AS task_id, i.id IS NOT NULL AS inserted
-          FROM r LEFT JOIN inserted i ON i.id = r.id
-            LEFT JOIN tasks t ON i.id IS NULL AND t.organization_id = r.organization_id AND t.idempotency_key = r.key
+        missing AS (
+          SELECT r.schedule_id, r.scheduled_for,
+            (SELECT t.id FROM tasks t WHERE t.organization_id = r.organization_id AND t.idempotency_key = r.key)
+              AS task_id
+          FROM r WHERE r.id NOT IN (SELECT id FROM inserted)
         ),
         ticks AS (
-          UPDATE schedule_ticks k SET status = 'fired', task_id = m.task_id FROM made m
-          WHERE k.schedule_id = m.schedule_id AND k.scheduled_for = m.scheduled_for AND m.task_id IS NOT NULL
+          UPDATE schedule_ticks k
+          SET status = CASE WHEN m.task_id IS NULL THEN 'pending' ELSE 'fired' END, task_id = m.task_id
+          FROM missing m WHERE k.schedule_id = m.schedule_id AND k.scheduled_for = m.scheduled_for
         ),
         latest AS (
-          UPDATE schedules s SET last_task_id = m.task_id FROM made m
-          WHERE s.id = m.schedule_id AND m.task_id IS NOT NULL
+          UPDATE schedules s SET last_task_id = m.task_id FROM missing m WHERE s.id = m.schedule_id
         )
-        SELECT schedule_id, scheduled_for, task_id, inserted FROM made`
+        SELECT schedule_id, scheduled_for, task_id FROM missing`
 
     /**
      * Ticks left `pending` for longer than `staleMs` (the node making them died or stalled): to be made by this

@@ -179,6 +179,17 @@ export class ScheduleRuns extends Effect.Service<ScheduleRuns>()("schedules/Sche
       ticks: ReadonlyArray<{ schedule_id: ScheduleRow["id"]; scheduled_for: Date; status: TickStatus }>
     ): Array<TickTask> => {
       const byId = new Map(claimed.map((s) => [s.id, s]))
+      // one hash per agent and input in the claim (copies of one schedule share it)
+      const hashes = new Map<string, string>()
+      const hashOf = (s: ScheduleRow) => {
+        const key = JSON.stringify([s.agent_id, s.input_text, s.user_id, s.user_email])
+        let hash = hashes.get(key)
+        if (hash === undefined) {
+          hash = requestHashOf(s)
+          hashes.set(key, hash)
+        }
+        return hash
+      }
       const tasks: Array<TickTask> = []
       for (const tick of ticks) {
         const schedule = byId.get(tick.schedule_id)
@@ -189,7 +200,7 @@ export class ScheduleRuns extends Effect.Service<ScheduleRuns>()("schedules/Sche
           scheduled_for: tick.scheduled_for,
           id,
           shard: placement.shardOf(id),
-          request_hash: requestHashOf(schedule)
+          request_hash: hashOf(schedule)
         })
       }
       return tasks

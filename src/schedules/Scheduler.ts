@@ -1,4 +1,5 @@
 import { Duration, Effect, Either, Layer, Schedule } from "effect"
+import type { TaskId } from "../../schema/Ids.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import type { ClaimedForBulk, ClaimedSchedule, Decisions, Plan, TickKind, TickStatus } from "./ScheduleRepo.js"
 import { ScheduleRepo } from "./ScheduleRepo.js"
@@ -73,6 +74,9 @@ export const decide = (claimed: ReadonlyArray<ClaimedSchedule>, now: Date): Deci
   return { ticks, promoted, moves }
 }
 
+/** How long the runs of a burst's first tasks wait, at most, for the burst's claims to be done. */
+const HANDOFF_WAIT_MS = 1000
+
 /** Claims a node makes at once: each takes other rows (`SKIP LOCKED`), so a burst's statements overlap. */
 const CLAIMERS = 2
 
@@ -104,9 +108,23 @@ export const SchedulerLive = Layer.scopedDiscard(
       return { ...decisions, tasks: runs.tickTasks(claimed, opened) }
     }
 
+    // the runs of a burst's tasks start once its claims are done (or HANDOFF_WAIT_MS after the first was
+    // committed): while the claims go on, runs would take the cores and the database from the inserts
+    let waiting: Array<TaskId> = []
+    let waitingSince = 0
+    const handOff = (ids: ReadonlyArray<TaskId>, drained: boolean) =>
+      Effect.suspend(() => {
+        if (waiting.length === 0) waitingSince = Date.now()
+        for (const id of ids) waiting.push(id)
+        if (waiting.length === 0 || (!drained && Date.now() - waitingSince < HANDOFF_WAIT_MS)) return Effect.void
+        const batch = waiting
+        waiting = []
+        return Effect.asVoid(Effect.forkIn(runs.start(batch), scope))
+      })
+
     const claimOnce = Effect.gen(function*() {
       const { claimed, open, started } = yield* repo.claim(claimBatch, plan)
-      if (started.length > 0) yield* runs.start(started).pipe(Effect.forkIn(scope))
+      yield* handOff(started, claimed < claimBatch)
       if (open.length > 0) {
         yield* making.take(1)
         yield* runs.run(open).pipe(Effect.ensuring(making.release(1)), Effect.forkIn(scope))
