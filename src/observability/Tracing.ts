@@ -1,12 +1,10 @@
-import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
-import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
 import { FetchHttpClient } from "@effect/platform"
-import { Duration, Effect, type Exit, Layer, Logger, Option, Tracer } from "effect"
+import { Effect, Layer, Logger, Option, type Tracer } from "effect"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import { SwitchyardConfig, type SwitchyardSettings } from "../config/SwitchyardConfig.js"
 import { nodeLogger } from "../http/AccessLog.js"
-import { layerProtobuf } from "./OtlpProtobuf.js"
+import { makeExportingTracer, makeSpanExporter } from "./SpanExporter.js"
 import { tracedNodeLogger } from "./TraceLogger.js"
 
 const VERSION: string = JSON.parse(Fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version
@@ -73,97 +71,47 @@ export const samplerOf = (sampler: Sampler, ratio: number) => {
     : (_: Option.Option<Tracer.AnySpan>, traceId: () => string) => root(traceId)
 }
 
-/** Random hex ids from a pooled buffer: one call into the CSPRNG per 4 KiB of ids, not one per span. */
-const pool = Buffer.alloc(4096)
-let pooled = pool.length
-const randomHex = (bytes: number) => {
-  if (pooled + bytes > pool.length) {
-    Crypto.randomFillSync(pool)
-    pooled = 0
-  }
-  pooled += bytes
-  return pool.toString("hex", pooled - bytes, pooled)
-}
-
-/** A span not sampled: kept in memory for its children's decisions and ids, never exported. */
-class UnsampledSpan implements Tracer.Span {
-  readonly _tag = "Span"
-  readonly sampled = false
-  readonly spanId = randomHex(8)
-  readonly attributes = new Map<string, unknown>()
-  readonly links: Array<Tracer.SpanLink>
-  status: Tracer.SpanStatus
-  constructor(
-    readonly name: string,
-    readonly parent: Option.Option<Tracer.AnySpan>,
-    readonly context: Tracer.Span["context"],
-    links: ReadonlyArray<Tracer.SpanLink>,
-    startTime: bigint,
-    readonly kind: Tracer.SpanKind,
-    readonly traceId: string
-  ) {
-    this.links = Array.from(links)
-    this.status = { _tag: "Started", startTime }
-  }
-  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>) {
-    this.status = { _tag: "Ended", startTime: this.status.startTime, endTime, exit }
-  }
-  attribute(key: string, value: unknown) {
-    this.attributes.set(key, value)
-  }
-  event() {}
-  addLinks(links: ReadonlyArray<Tracer.SpanLink>) {
-    this.links.push(...links)
-  }
-}
-
-/** The exporting tracer behind a sampler: spans it does not sample cost a small object, and no export. */
-const sampled = (exporting: Tracer.Tracer, sample: ReturnType<typeof samplerOf>): Tracer.Tracer =>
-  Tracer.make({
-    span: (name, parent, context, links, startTime, kind, options) => {
-      let drawn: string | undefined
-      const traceId = () => Option.isSome(parent) ? parent.value.traceId : (drawn ??= randomHex(16))
-      return sample(parent, traceId)
-        ? exporting.span(name, parent, context, links, startTime, kind, options)
-        : new UnsampledSpan(name, parent, context, links, startTime, kind, traceId())
-    },
-    context: (f, fiber) => exporting.context(f, fiber)
-  })
-
 /**
- * OpenTelemetry traces over OTLP/HTTP (JSON or protobuf by OTEL_EXPORTER_OTLP_PROTOCOL), through
- * @effect/opentelemetry's OtlpTracer: every Effect span of the node (the HTTP request, Effect.fn service
- * methods, SQL statements, cluster messages, task runs, model and connector calls) is exported in batches every
- * OTEL_BSP_SCHEDULE_DELAY ms. With tracing off this layer is empty: Effect keeps its in-memory spans, nothing
- * is exported, and the HTTP server builds no request span (HttpServerLive).
+ * OpenTelemetry traces over OTLP/HTTP (protobuf, or JSON by OTEL_EXPORTER_OTLP_PROTOCOL): every Effect span of
+ * the node (the HTTP request, Effect.fn service methods, SQL statements, cluster messages, task runs, model and
+ * connector calls) the sampler keeps is exported in batches every OTEL_BSP_SCHEDULE_DELAY ms by our own lean
+ * exporter (SpanExporter.ts, Spans.ts, SpanEncoding.ts): @effect/opentelemetry's OtlpTracer built a tree of
+ * attribute objects per span and walked it again to encode, most of what tracing cost a request. With tracing
+ * off this layer is empty: Effect keeps its in-memory spans, nothing is exported, and the HTTP server builds no
+ * request span (HttpServerLive).
  */
 export const TracingLive: Layer.Layer<never, never, SwitchyardConfig> = Layer.unwrapEffect(Effect.gen(function*() {
   const config = yield* SwitchyardConfig
   const url = tracesUrl(config)
   if (url === undefined) return Layer.empty
   const t = config.tracing
+  const attributes = resourceAttributes(t.resourceAttributes)
+  // OTEL_SERVICE_NAME, else a service.name in OTEL_RESOURCE_ATTRIBUTES, else "switchyard" (the config's default)
+  const serviceName = t.serviceName === "switchyard" && attributes["service.name"] !== undefined
+    ? attributes["service.name"]
+    : t.serviceName
+  const resource = {
+    attributes: Object.entries({
+      ...attributes,
+      "service.name": serviceName,
+      "service.version": attributes["service.version"] ?? VERSION
+    }),
+    scopeName: serviceName
+  }
   return Layer.merge<never, never, never, never, never, never>(
     Layer.unwrapScoped(Effect.map(
-      OtlpTracer.make({
+      makeSpanExporter({
         url,
-        resource: {
-          serviceName: t.serviceName,
-          serviceVersion: VERSION,
-          attributes: resourceAttributes(t.resourceAttributes)
-        },
-        headers: otlpHeaders(t.headers),
-        exportInterval: Duration.millis(t.exportDelayMs)
+        protocol: t.protocol,
+        headers: { "user-agent": `switchyard/${VERSION}`, ...otlpHeaders(t.headers) },
+        resource,
+        exportIntervalMs: t.exportDelayMs
       }),
-      (exporting) =>
+      (exporter) =>
         Layer.setTracer(
-          t.sampler === "always_on"
-            ? exporting
-            : sampled(exporting, samplerOf(t.sampler, t.samplerRatio))
+          makeExportingTracer(exporter, t.sampler === "always_on" ? undefined : samplerOf(t.sampler, t.samplerRatio))
         )
-    )).pipe(
-      Layer.provide(t.protocol === "http/json" ? OtlpSerialization.layerJson : layerProtobuf),
-      Layer.provide(FetchHttpClient.layer)
-    ),
+    )).pipe(Layer.provide(FetchHttpClient.layer)),
     Logger.replace(nodeLogger, tracedNodeLogger)
   )
 }))

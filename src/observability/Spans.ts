@@ -1,0 +1,120 @@
+import { Cause, type Context, Exit, Option, type Tracer } from "effect"
+import * as Crypto from "node:crypto"
+import type { FinishedSpan, SpanEvent } from "./SpanEncoding.js"
+
+/** Random hex ids from a pooled buffer: one call into the CSPRNG per 4 KiB of ids, not one per span. */
+const pool = Buffer.alloc(4096)
+let pooled = pool.length
+export const randomHex = (bytes: number) => {
+  if (pooled + bytes > pool.length) {
+    Crypto.randomFillSync(pool)
+    pooled = 0
+  }
+  pooled += bytes
+  return pool.toString("hex", pooled - bytes, pooled)
+}
+
+/**
+ * A sampled span of this node: its attributes in a Map, its times as the bigints Effect gives, and, once ended,
+ * handed as it is to the exporter's queue (`sink`), which encodes it with the rest of its batch
+ * (SpanEncoding.ts). On failure the status and the `exception` event are worked out when it ends, as
+ * @effect/opentelemetry does; a success drops its value (the span would otherwise hold, say, a query's rows
+ * until the next export).
+ */
+export class ExportedSpan implements Tracer.Span, FinishedSpan {
+  readonly _tag = "Span"
+  readonly sampled = true
+  readonly spanId = randomHex(8)
+  readonly parentSpanId: string | undefined
+  readonly attributes = new Map<string, unknown>()
+  readonly links: Array<Tracer.SpanLink>
+  events: Array<SpanEvent> | undefined = undefined
+  status: Tracer.SpanStatus
+  statusCode: 1 | 2 = 1
+  statusMessage: string | undefined = undefined
+  constructor(
+    readonly name: string,
+    readonly parent: Option.Option<Tracer.AnySpan>,
+    readonly context: Context.Context<never>,
+    links: ReadonlyArray<Tracer.SpanLink>,
+    readonly startTime: bigint,
+    readonly kind: Tracer.SpanKind,
+    readonly traceId: string,
+    private readonly sink: (span: ExportedSpan) => void
+  ) {
+    this.parentSpanId = Option.isSome(parent) ? parent.value.spanId : undefined
+    this.links = links.length === 0 ? [] : Array.from(links)
+    this.status = { _tag: "Started", startTime }
+  }
+  get endTime(): bigint {
+    return this.status._tag === "Ended" ? this.status.endTime : this.startTime
+  }
+  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>) {
+    if (this.status._tag === "Ended") return
+    if (exit._tag === "Failure") this.failed(exit.cause, endTime)
+    this.status = {
+      _tag: "Ended",
+      startTime: this.startTime,
+      endTime,
+      exit: exit._tag === "Success" ? Exit.void : exit
+    }
+    this.sink(this)
+  }
+  attribute(key: string, value: unknown) {
+    this.attributes.set(key, value)
+  }
+  event(name: string, startTime: bigint, attributes?: Record<string, unknown>) {
+    ;(this.events ??= []).push([name, startTime, attributes])
+  }
+  addLinks(links: ReadonlyArray<Tracer.SpanLink>) {
+    this.links.push(...links)
+  }
+  private failed(cause: Cause.Cause<unknown>, endTime: bigint) {
+    if (Cause.isInterruptedOnly(cause)) {
+      // interrupted is not an error (a request that lost a race, a fiber stopped at shutdown)
+      this.statusMessage = Cause.pretty(cause)
+      return
+    }
+    this.statusCode = 2
+    const first = Cause.prettyErrors(cause)[0]
+    if (first === undefined) return
+    this.statusMessage = first.message
+    this.event("exception", endTime, {
+      "exception.type": first.name,
+      "exception.message": first.message,
+      "exception.stacktrace": Cause.pretty(cause, { renderErrorCause: true })
+    })
+  }
+}
+
+/** A span not sampled: kept in memory for its children's decisions and ids, never exported. */
+export class UnsampledSpan implements Tracer.Span {
+  readonly _tag = "Span"
+  readonly sampled = false
+  readonly spanId = randomHex(8)
+  readonly attributes = new Map<string, unknown>()
+  readonly links: Array<Tracer.SpanLink>
+  status: Tracer.SpanStatus
+  constructor(
+    readonly name: string,
+    readonly parent: Option.Option<Tracer.AnySpan>,
+    readonly context: Context.Context<never>,
+    links: ReadonlyArray<Tracer.SpanLink>,
+    startTime: bigint,
+    readonly kind: Tracer.SpanKind,
+    readonly traceId: string
+  ) {
+    this.links = Array.from(links)
+    this.status = { _tag: "Started", startTime }
+  }
+  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>) {
+    this.status = { _tag: "Ended", startTime: this.status.startTime, endTime, exit }
+  }
+  attribute(key: string, value: unknown) {
+    this.attributes.set(key, value)
+  }
+  event() {}
+  addLinks(links: ReadonlyArray<Tracer.SpanLink>) {
+    this.links.push(...links)
+  }
+}
