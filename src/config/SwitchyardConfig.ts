@@ -127,6 +127,15 @@ export const config = Config.all({
   connectorCacheTtl: duration("CONNECTOR_CACHE_TTL", "5 seconds"),
   connectorFastPath: Config.boolean(env("CONNECTOR_FAST_PATH")).pipe(Config.withDefault(true)),
   taskFastPath: Config.boolean(env("TASK_FAST_PATH")).pipe(Config.withDefault(true)),
+  // a long poll of a task another node runs is handed to that node (src/tasks/ShardDirectory.ts)
+  forwardWaits: Config.boolean(env("FORWARD_WAITS")).pipe(Config.withDefault(true)),
+  // where the other nodes reach this one's HTTP listener; default http://{RUNNER_HOST}:{HTTP_PORT}
+  internalUrl: optional(Config.string(env("INTERNAL_URL")), (s) => s.trim() !== "").pipe(
+    Config.validate({
+      message: "must be an absolute http(s) URL that the other nodes reach, e.g. http://10.0.0.12:8080",
+      validation: Option.match({ onNone: () => true, onSome: isHttpUrl })
+    })
+  ),
   shutdownGrace: duration("SHUTDOWN_GRACE", "20 seconds"),
   taskTimeout: duration("TASK_TIMEOUT", "10 minutes"),
   readyStallAfter: duration("READY_STALL_AFTER", "30 seconds"),

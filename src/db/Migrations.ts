@@ -31,6 +31,7 @@ import knowledge from "./migrations/0023_knowledge.js"
 import functions from "./migrations/0024_functions.js"
 import commandPolicies from "./migrations/0025_command_policies.js"
 import functionApprovals from "./migrations/0027_function_approvals.js"
+import shardDirectory from "./migrations/0028_shard_directory.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -58,7 +59,8 @@ export const migrations = {
   "0023_knowledge": knowledge,
   "0024_functions": functions,
   "0025_command_policies": commandPolicies,
-  "0027_function_approvals": functionApprovals
+  "0027_function_approvals": functionApprovals,
+  "0028_shard_directory": shardDirectory
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

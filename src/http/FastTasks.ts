@@ -1,5 +1,6 @@
 import { Effect, Exit, Layer, ParseResult, Runtime, Schema } from "effect"
 import type * as Http from "node:http"
+import { Agent } from "undici"
 import { InvokeAgent, type TaskFields, taskJson } from "../../schema/Agents.js"
 import { taskLocation } from "../../schema/AgentsApi.js"
 import type { AgentId, TaskId } from "../../schema/Ids.js"
@@ -8,6 +9,8 @@ import { AgentsLive } from "../agents/AgentsLive.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { acceptsEventStream } from "../events/EventStreamResponse.js"
 import { ApiKeyAuthenticator } from "../identity/ApiKeyAuthenticator.js"
+import { ShardDirectory } from "../tasks/ShardDirectory.js"
+import { TaskPlacement } from "../tasks/TaskPlacement.js"
 import { Tasks } from "../tasks/Tasks.js"
 import { type Exchange, FastEdge } from "./FastEdge.js"
 import { parseJsonBody } from "./JsonBody.js"
@@ -19,6 +22,11 @@ const INVOKE = new RegExp(`^/v1/agents/(${UUID})/invoke(?:\\?asynchronous=(true|
 const GET_TASK = new RegExp(`^/v1/tasks/(${UUID})(?:\\?wait=([0-9]{1,2}))?$`)
 
 const decodeInvoke = Schema.decodeUnknownEither(InvokeAgent, { errors: "all" })
+
+/** Marks a long poll one node handed to another: the receiving node answers it itself. */
+const FORWARDED = "x-switchyard-forwarded"
+/** What of the running node's answer goes back to the client (the request id and framing are this node's). */
+const PASSED_ON = ["content-type", "content-length", "cache-control", "etag", "x-switchyard-error"] as const
 
 interface Reply {
   readonly status: number
@@ -41,10 +49,46 @@ export const FastTasksLive = Layer.effectDiscard(
     const edge = yield* FastEdge
     const authenticator = yield* ApiKeyAuthenticator
     const tasks = yield* Tasks
+    const placement = yield* TaskPlacement
+    const directory = yield* ShardDirectory
     const runtime = yield* Effect.runtime<never>()
     const runExit = Runtime.runPromiseExit(runtime)
 
     const found = (task: TaskFields): Reply => ({ status: 200, body: taskJson(task) })
+
+    // to the other nodes of this cluster only (addresses from the shard directory, never from a request)
+    const peers = new Agent({ connections: 64, keepAliveTimeout: 30_000, connect: { timeout: 1_000 } })
+    /**
+     * The request, as it came, to the node that runs its task; its answer back as it is. `fallback` answers
+     * here instead when that node cannot be reached (stopped, or not yet listening): it answers nothing yet.
+     */
+    const forward = (call: Call, owner: string, req: Http.IncomingMessage, fallback: () => void) => {
+      const waitMs = Number(new URL(req.url ?? "/", "http://x").searchParams.get("wait") ?? "0") * 1000
+      peers.request({
+        origin: owner,
+        path: req.url ?? "/",
+        method: "GET",
+        headers: {
+          "x-api-key": req.headers["x-api-key"] as string,
+          "x-request-id": call.exchange.requestId,
+          accept: "application/json",
+          [FORWARDED]: "1"
+        },
+        headersTimeout: waitMs + 10_000,
+        bodyTimeout: 10_000
+      }).then(
+        ({ body, headers, statusCode }) => {
+          const out: Record<string, string> = {}
+          for (const name of PASSED_ON) {
+            const value = headers[name]
+            if (typeof value === "string") out[name] = value
+          }
+          call.exchange.res.once("close", () => body.destroy())
+          call.exchange.stream(statusCode, out, body)
+        },
+        fallback
+      )
+    }
 
     /** One request, answered with a reply or by running an effect (the shared edge: FastEdge.ts). */
     class Call {
@@ -113,8 +157,23 @@ export const FastTasksLive = Layer.effectDiscard(
             call.run(tasks.get(principal, id, Math.max(0, deadline - Date.now()) / 1000, true), found)
           } else call.reply(found(task))
         })
-        if (cancel === false) call.run(tasks.get(principal, id, wait), found)
-        else if (!res.writableEnded) res.once("close", cancel)
+        if (cancel !== false) {
+          if (!res.writableEnded) res.once("close", cancel)
+          return true
+        }
+        // a long poll of a task another node runs: that node answers it from memory (once; it never hands on)
+        const owner = wait > 0 && req.headers[FORWARDED] === undefined && !placement.isLocal(id)
+          ? directory.ownerOf(id)
+          : undefined
+        if (owner === undefined) call.run(tasks.get(principal, id, wait), found)
+        else {
+          forward(
+            call,
+            owner,
+            req,
+            () => call.run(tasks.get(principal, id, Math.max(0, deadline - Date.now()) / 1000), found)
+          )
+        }
         return true
       }
       if (req.method !== "POST") return false
@@ -129,4 +188,7 @@ export const FastTasksLive = Layer.effectDiscard(
       return true
     })
   })
-).pipe(Layer.provide([AgentsLive, ApiKeyAuthenticator.Default, FastEdge.Default]))
+).pipe(
+  Layer.provide(ShardDirectory.Default),
+  Layer.provide([AgentsLive, ApiKeyAuthenticator.Default, FastEdge.Default])
+)
