@@ -4,7 +4,7 @@ import { Api } from "../../schema/Api.js"
 import { Identity } from "../../src/identity/Identity.js"
 import { NodeLive } from "../../src/Node.js"
 import { freePort } from "./ports.js"
-import { freshDatabase } from "./TestDatabase.js"
+import { freshDatabase, migratedDatabase } from "./TestDatabase.js"
 
 export interface TestNode {
   readonly baseUrl: string
@@ -31,7 +31,7 @@ const TEST_SECRET_KEY = Buffer.alloc(32, 7).toString("base64")
 export const testEnvironment = async (overrides: Record<string, string> = {}) => {
   const port = String(await freePort())
   return {
-    DATABASE_URL: await freshDatabase(),
+    DATABASE_URL: overrides["DATABASE_URL"] ?? await freshDatabase(),
     SWITCHYARD_SECRET_KEY: TEST_SECRET_KEY,
     SWITCHYARD_HTTP_PORT: port,
     SWITCHYARD_PUBLIC_URL: `http://127.0.0.1:${port}`,
@@ -73,7 +73,12 @@ const startOnce = async (
   overrides: Record<string, string>,
   options: { readonly logs?: Array<LogLine> }
 ): Promise<TestNode> => {
-  const env = await testEnvironment(overrides)
+  // the database as a node's first start leaves it (migrating an empty one: globalSetup's template, which
+  // runs every migration each run, the node process and CLI tests, test/db)
+  const env = await testEnvironment({
+    DATABASE_URL: overrides["DATABASE_URL"] ?? await migratedDatabase(),
+    ...overrides
+  })
   const baseUrl = `http://127.0.0.1:${env.SWITCHYARD_HTTP_PORT}`
   const config = Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
   const { logs } = options

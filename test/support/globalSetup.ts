@@ -1,21 +1,59 @@
-import { Effect, Exit, Redacted, Scope } from "effect"
+import { ConfigProvider, Effect, Exit, Layer, Logger, LogLevel, Redacted, Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import pg from "pg"
 import type { TestProject } from "vitest/node"
+import { SwitchyardConfig } from "../../src/config/SwitchyardConfig.js"
+import { DatabaseLive } from "../../src/db/Database.js"
 import * as EmbeddedPostgres from "../../src/db/EmbeddedPostgres.js"
+import { MigrationsLive } from "../../src/db/Migrations.js"
 
 declare module "vitest" {
   export interface ProvidedContext {
     readonly databaseUrl: string
+    /** A database with every migration applied (and nothing else), to copy: see migratedDatabase. */
+    readonly migratedTemplate: string
   }
 }
 
-/** One real PostgreSQL for the whole run (the same embedded server `npm start` uses). */
-export default async function setup(project: TestProject) {
+const TEMPLATE = "switchyard_migrated"
+
+/**
+ * The template test nodes copy their database from: migrated once per run as a node migrates its database
+ * at start (migrations and the cluster's tables), so each node's start finds nothing left to apply instead
+ * of running every migration again (a second or two of each test node's start).
+ */
+const migrateTemplate = async (url: string) => {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    await client.query(`CREATE DATABASE ${TEMPLATE}`)
+  } finally {
+    await client.end()
+  }
+  const templateUrl = new URL(url)
+  templateUrl.pathname = `/${TEMPLATE}`
+  const config = ConfigProvider.fromMap(
+    new Map([["DATABASE_URL", templateUrl.toString()], [
+      "SWITCHYARD_SECRET_KEY",
+      Buffer.alloc(32, 7).toString("base64")
+    ]])
+  )
+  await Effect.runPromise(
+    Layer.build(MigrationsLive.pipe(
+      Layer.provide(DatabaseLive),
+      Layer.provide(SwitchyardConfig.layer),
+      Layer.provide(Layer.setConfigProvider(config)),
+      Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
+    )).pipe(Effect.scoped)
+  )
+}
+
+const startPostgres = async () => {
   const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "switchyard-test-"))
   const scope = Effect.runSync(Scope.make())
-  const pg = await Effect.runPromise(
+  const server = await Effect.runPromise(
     EmbeddedPostgres.make({
       dataDir,
       port: 0,
@@ -23,9 +61,35 @@ export default async function setup(project: TestProject) {
       settings: { fsync: "off", synchronous_commit: "off", full_page_writes: "off", max_connections: "400" }
     }).pipe(Scope.extend(scope))
   )
-  project.provide("databaseUrl", Redacted.value(pg.url))
+  await migrateTemplate(Redacted.value(server.url))
+  return {
+    url: Redacted.value(server.url),
+    stop: async () => {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+      Fs.rmSync(dataDir, { recursive: true, force: true })
+    }
+  }
+}
+
+interface Shared {
+  readonly server: ReturnType<typeof startPostgres>
+  users: number
+}
+
+// each project of the run (vitest.config.ts) calls this setup: they share one server, stopped by the last
+const SHARED = Symbol.for("switchyard.test.postgres")
+const registry = globalThis as { [SHARED]?: Shared }
+
+/** One real PostgreSQL for the whole run (the same embedded server `npm start` uses). */
+export default async function setup(project: TestProject) {
+  const shared = registry[SHARED] ??= { server: startPostgres(), users: 0 }
+  shared.users++
+  const { url } = await shared.server
+  project.provide("databaseUrl", url)
+  project.provide("migratedTemplate", TEMPLATE)
   return async () => {
-    await Effect.runPromise(Scope.close(scope, Exit.void))
-    Fs.rmSync(dataDir, { recursive: true, force: true })
+    if (--shared.users > 0) return
+    delete registry[SHARED]
+    await (await shared.server).stop()
   }
 }
