@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { addMember, call, expectError, scriptedAgent } from "../access/support.js"
 import { startTestNode } from "../support/TestNode.js"
-import { publishedSkill, run, type SkillWorld, startSkillWorld, threadOf, toolAgent } from "./support.js"
+import { publishedSkill, run, type SkillWorld, startSkillWorld, threadOf, toolAgent, waitStatus } from "./support.js"
 
 /** An agent holding a skill whose `listPets` needs approval when `limit` is above 10. */
 const guardedAgent = async (w: SkillWorld, limit: number) => {
@@ -25,15 +25,6 @@ const invokeAsync = async (w: SkillWorld, agentId: string) =>
   (await call(w.node, w.admin, "POST", `/v1/agents/${agentId}/invoke?asynchronous=true`, {
     input: { text: "list", user: { id: "u", email: "u@example.com" } }
   })).body
-
-const waitStatus = async (w: SkillWorld, taskId: string, statuses: Array<string>) => {
-  const deadline = Date.now() + 20_000
-  for (;;) {
-    const task = (await call(w.node, w.admin, "GET", `/v1/tasks/${taskId}`)).body
-    if (statuses.includes(task.status) || Date.now() > deadline) return task
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 const listCalls = (w: SkillWorld, limit: number) =>
   w.target.requests.filter((r) => r.path === "/pets" && r.query.get("limit") === String(limit)).length

@@ -2,22 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, expectError } from "../access/support.js"
 import { createFunction } from "../functions/support.js"
 import { signedUpAdmin } from "../mcp/support.js"
-import { publishedSkill, run, type SkillWorld, startSkillWorld, threadOf } from "./support.js"
+import { publishedSkill, run, type SkillWorld, startSkillWorld, threadOf, waitStatus } from "./support.js"
 
 const PAY = `export default async ({ amount }, ctx) => {
   ctx.log("paying", amount)
   return { paid: amount }
 }`
 const PAY_SCHEMA = { type: "object", required: ["amount"], properties: { amount: { type: "number" } } }
-
-const waitStatus = async (w: SkillWorld, taskId: string, statuses: Array<string>) => {
-  const deadline = Date.now() + 20_000
-  for (;;) {
-    const task = (await call(w.node, w.admin, "GET", `/v1/tasks/${taskId}`)).body
-    if (statuses.includes(task.status) || Date.now() > deadline) return task
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 /** An agent whose scripted model calls each of `calls` in turn, then answers with the last result. */
 const scriptedCaller = async (w: SkillWorld, calls: Array<{ name: string; arguments: unknown }>) => {
@@ -133,7 +124,9 @@ describe("custom functions as skill actions", () => {
     expect(skill.actions).toEqual([{ function_id: fn.id, requires_approval: true }])
 
     const both = await call(w.node, w.admin, "POST", "/v1/skills/publish", {
-      manifest: manifest(`      - function: ${fn.name}\n        operation: getPet\n        connection: ${w.connectionId}\n`)
+      manifest: manifest(
+        `      - function: ${fn.name}\n        operation: getPet\n        connection: ${w.connectionId}\n`
+      )
     })
     expectError(both, 400, "invalid_manifest")
     expect(both.body.error.details.problems).toMatchObject([{ field: "skills[0].actions[0]", line: 5 }])

@@ -68,3 +68,13 @@ export const run = (w: SkillWorld, key: string, agentId: string, text = "go") =>
 
 export const threadOf = async (w: SkillWorld, key: string, taskId: string) =>
   (await call(w.node, key, "GET", `/v1/tasks/${taskId}/thread`)).body.events as Array<any>
+
+/** The task once its status is one of `statuses` (or as it is after 20 s). */
+export const waitStatus = async (w: SkillWorld, taskId: string, statuses: Array<string>) => {
+  const deadline = Date.now() + 20_000
+  for (;;) {
+    const task = (await call(w.node, w.admin, "GET", `/v1/tasks/${taskId}`)).body
+    if (statuses.includes(task.status) || Date.now() > deadline) return task
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
