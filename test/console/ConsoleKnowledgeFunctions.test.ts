@@ -5,7 +5,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { addMember, call } from "../access/support.js"
 import { PASSWORD, setPassword, signedUpAdmin } from "../mcp/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
-import { CHROMIUM, ensureConsoleBuilt, expectAccessible, launch, screenshot, signInAs, windowOf } from "./support.js"
+import {
+  CHROMIUM,
+  ensureConsoleBuilt,
+  expectAccessible,
+  expectNoSideways,
+  launch,
+  screenshot,
+  signInAs,
+  windowOf
+} from "./support.js"
 
 let node: TestNode
 let browser: Browser
@@ -325,14 +334,7 @@ describe.skipIf(CHROMIUM === undefined)("knowledge bases and functions in the co
         )
         await expectAccessible(page, `${name} at ${width}px`)
         await screenshot(page, `${name}-${width}`)
-        const sideways = await page.evaluate(() => ({
-          by: document.documentElement.scrollWidth - window.innerWidth,
-          wider: Array.from(document.querySelectorAll("body *"))
-            .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1)
-            .map((e) => e.outerHTML.slice(0, 80))
-        }))
-        expect(sideways.by, `${name} at ${width}px scrolls sideways: ${sideways.wider.join("\n")}`)
-          .toBeLessThanOrEqual(0)
+        await expectNoSideways(page, `${name} at ${width}px`)
       }
       await context.close()
     }

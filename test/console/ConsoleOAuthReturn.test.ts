@@ -3,6 +3,7 @@ import { consoleReturnPath } from "../../src/connectors/ConnectionOAuthRoutes.js
 import { call } from "../access/support.js"
 import { type OAuthServer, startOAuthServer } from "../support/OAuthServer.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
+import { oauthSpec } from "./support.js"
 
 let node: TestNode
 let provider: OAuthServer
@@ -15,27 +16,7 @@ beforeAll(async () => {
   node = await startTestNode({ SWITCHYARD_EGRESS_ALLOW: "127.0.0.1" })
   apiKey = (await node.bootstrap("OAuth Return Org")).api_key
   const connector = await call(node, apiKey, "POST", "/v1/tools/connectors", {
-    spec: {
-      openapi: "3.0.3",
-      info: { title: "Return API", version: "1" },
-      servers: [{ url: `${provider.url}/api` }],
-      security: [{ oauth: ["read"] }],
-      components: {
-        securitySchemes: {
-          oauth: {
-            type: "oauth2",
-            flows: {
-              authorizationCode: {
-                authorizationUrl: provider.authorizationUrl,
-                tokenUrl: provider.tokenUrl,
-                scopes: { read: "Read" }
-              }
-            }
-          }
-        }
-      },
-      paths: { "/me": { get: { operationId: "me", responses: { "200": { description: "ok" } } } } }
-    }
+    spec: oauthSpec("Return API", provider)
   })
   expect(connector.status).toBe(201)
   connectorId = connector.body.id

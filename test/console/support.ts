@@ -96,3 +96,40 @@ export const screenshot = async (page: Page, name: string) => {
   Fs.mkdirSync(ARTIFACTS, { recursive: true })
   await page.screenshot({ path: Path.join(ARTIFACTS, `${name}.png`), fullPage: true })
 }
+
+/** Nothing on the page is wider than the window (wide tables scroll inside their own box). */
+export const expectNoSideways = async (page: Page, what: string) => {
+  const sideways = await page.evaluate(() => ({
+    by: document.documentElement.scrollWidth - window.innerWidth,
+    wider: Array.from(document.querySelectorAll("body *"))
+      .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1)
+      .map((e) => e.outerHTML.slice(0, 80))
+  }))
+  expect(sideways.by, `${what} scrolls sideways: ${sideways.wider.join("\n")}`).toBeLessThanOrEqual(0)
+}
+
+/** An OpenAPI document of one `GET /me` behind an OAuth2 authorization-code flow at `provider`. */
+export const oauthSpec = (
+  title: string,
+  provider: { readonly url: string; readonly authorizationUrl: string; readonly tokenUrl: string }
+) => ({
+  openapi: "3.0.3",
+  info: { title, version: "1" },
+  servers: [{ url: `${provider.url}/api` }],
+  security: [{ oauth: ["read"] }],
+  components: {
+    securitySchemes: {
+      oauth: {
+        type: "oauth2",
+        flows: {
+          authorizationCode: {
+            authorizationUrl: provider.authorizationUrl,
+            tokenUrl: provider.tokenUrl,
+            scopes: { read: "Read" }
+          }
+        }
+      }
+    }
+  },
+  paths: { "/me": { get: { operationId: "me", responses: { "200": { description: "ok" } } } } }
+})
