@@ -248,8 +248,16 @@ const measure = async (nodeCount: number, url: string, admin: pg.Pool, pgPid: nu
     const cpu = pids.map((pid, i) => ((cpuTimeMs([pid], { descendants: false }) ?? Number.NaN) - cpuBefore[i]!) / 1000)
     const pgCpu = ((cpuTimeMs([pgPid]) ?? Number.NaN) - pgBefore) / 1000
     const load = Os.loadavg()
-    // let the runs end before the rows are read
-    await sleep(3000)
+    // the runs start after the inserts: wait for them (30 s at most) before the rows are read
+    for (let waited = 0; waited < 30_000; waited += 500) {
+      const { rows: [c] } = await db.query<{ n: string }>(
+        `SELECT count(*) AS n FROM tasks
+        WHERE source = 'schedule' AND idempotency_key LIKE $1 AND started_at IS NOT NULL`,
+        [key]
+      )
+      if (Number(c!.n) >= settings.schedules) break
+      await sleep(500)
+    }
 
     const { rows } = await db.query<{ task_lag: number | null; start_lag: number | null; created: Date | null }>(
       `SELECT extract(epoch FROM t.created_at - k.scheduled_for) * 1000 AS task_lag,

@@ -180,15 +180,35 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
           FROM due s`
         if (claimed.length === 0) return { claimed: 0, open: [] as Array<OpenTick>, started: [] as Array<TaskId> }
         const decisions = plan(claimed, claimed[0]!.now)
-        // a tick the bulk path makes is written `fired` with its task's id, and the task made next
-        const planned = new Map(decisions.tasks.map((t) => [`${t.schedule_id} ${t.scheduled_for.getTime()}`, t]))
-        const taskOf = (t: { schedule_id: ScheduleId; scheduled_for: Date }) =>
-          planned.get(`${t.schedule_id} ${t.scheduled_for.getTime()}`)?.id ?? null
-        // the schedule's latest run is its planned task (what `skip` looks at); put back below if its tick was
-        // not opened (it existed already): joining the ticks written to the moves here costs more than the rest
+        const byId = new Map(claimed.map((s) => [s.id, s]))
+        const key = (t: { schedule_id: ScheduleId; scheduled_for: Date }) =>
+          `${t.schedule_id} ${t.scheduled_for.getTime()}`
+        // a tick the bulk path makes is written `fired` with its task's id, and the task in the same statement
+        const planned = new Map(decisions.tasks.map((t) => [key(t), t]))
+        const taskOf = (t: { schedule_id: ScheduleId; scheduled_for: Date }) => planned.get(key(t))?.id ?? null
+        // the schedule's latest run is its planned task (what `skip` looks at), put back below if its tick was
+        // not opened: joining the ticks written to the moves here costs more than all the rest
         const lastRun = new Map(decisions.tasks.map((t) => [t.schedule_id, t.id]))
         const moves = decisions.moves.map((m) => ({ ...m, last_task_id: lastRun.get(m.id) ?? null }))
-        const opened = yield* sql<{ schedule_id: ScheduleId; scheduled_for: Date; task_id: TaskId | null }>`
+        const tasks = decisions.tasks.map((t) => {
+          const schedule = byId.get(t.schedule_id)!
+          return {
+            id: t.id,
+            shard: t.shard,
+            request_hash: t.request_hash,
+            key: tickKey(t.schedule_id, t.scheduled_for),
+            schedule_id: t.schedule_id,
+            organization_id: schedule.organization_id,
+            agent_id: schedule.agent_id,
+            input: schedule.input_text,
+            user_id: schedule.user_id,
+            user_email: schedule.user_email,
+            api_key_id: schedule.created_by_key
+          }
+        })
+        const opened = yield* sql<
+          { schedule_id: ScheduleId; scheduled_for: Date; task_id: TaskId | null; inserted: boolean }
+        >`
           WITH ticks AS (
             INSERT INTO schedule_ticks (schedule_id, scheduled_for, kind, status, task_id)
             SELECT schedule_id, scheduled_for, kind, CASE WHEN task_id IS NULL THEN status ELSE 'fired' END, task_id
@@ -212,6 +232,22 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
             SELECT schedule_id, scheduled_for, task_id FROM ticks WHERE status IN ('pending', 'fired')
             UNION ALL SELECT schedule_id, scheduled_for, task_id FROM promoted
           ),
+          -- the tasks of the ticks opened here (one that existed already is another's to make), as
+          -- Tasks.invoke inserts a schedule's run (src/tasks/TaskRepo.ts, task_insert: keep the two in step),
+          -- pending: its run starts after the commit, or, should this node die first, by its shard's sweep
+          inserted AS (
+            INSERT INTO tasks (id, organization_id, agent_id, status, source, schedule_id, user_id, user_email,
+              input, agent_version, api_key_id, idempotency_key, request_hash, shard, created_at)
+            SELECT r.id, r.organization_id, r.agent_id, 'pending', 'schedule', r.schedule_id, r.user_id,
+              r.user_email, r.input, a.version, r.api_key_id, r.key, r.request_hash, r.shard, clock_timestamp()
+            FROM json_to_recordset(${JSON.stringify(tasks)}::json) AS r(id uuid, shard smallint, request_hash text,
+              key text, schedule_id uuid, organization_id uuid, agent_id uuid, input text, user_id text,
+              user_email text, api_key_id text)
+            JOIN agents a ON a.id = r.agent_id AND a.organization_id = r.organization_id AND a.deleted_at IS NULL
+            WHERE r.id = ANY(ARRAY(SELECT task_id FROM opened WHERE task_id IS NOT NULL))
+            ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+            RETURNING id
+          ),
           moved AS (
             UPDATE schedules s SET next_tick = m.next_tick, next_run_at = m.next_run_at,
               last_task_id = coalesce(m.last_task_id, s.last_task_id)
@@ -219,100 +255,61 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
               AS m(id uuid, next_tick timestamptz, next_run_at timestamptz, last_task_id uuid)
             WHERE s.id = m.id
           )
-          SELECT schedule_id, scheduled_for, task_id FROM opened`
-        const byId = new Map(claimed.map((s) => [s.id, s]))
-        const key = (scheduleId: string, at: Date) => `${scheduleId} ${at.getTime()}`
-        const openedKeys = new Set(opened.map((t) => key(t.schedule_id, t.scheduled_for)))
-        const notOpened = decisions.tasks.filter((t) => !openedKeys.has(key(t.schedule_id, t.scheduled_for)))
+          SELECT o.schedule_id, o.scheduled_for, o.task_id,
+            o.task_id = ANY(ARRAY(SELECT id FROM inserted)) AS inserted
+          FROM opened o`
+        const openedKeys = new Set(opened.map(key))
+        const notOpened = decisions.tasks.filter((t) => !openedKeys.has(key(t)))
         if (notOpened.length > 0) {
           const previous = notOpened.map((t) => ({ id: t.schedule_id, last: byId.get(t.schedule_id)!.last_task_id }))
           yield* sql`
             UPDATE schedules s SET last_task_id = p.last
             FROM json_to_recordset(${JSON.stringify(previous)}::json) AS p(id uuid, last uuid) WHERE s.id = p.id`
         }
-        // only ticks this transaction opened get their task: one that existed already is another's to make
-        const bulk = opened.flatMap((t) => {
-          const task = t.task_id === null ? undefined : planned.get(key(t.schedule_id, t.scheduled_for))
-          return task === undefined ? [] : [task]
-        })
-        const missing = bulk.length === 0 ? [] : yield* insertTickTasks(bulk.map((t) => {
-          const schedule = byId.get(t.schedule_id)!
-          return {
-            ...t,
-            key: tickKey(t.schedule_id, t.scheduled_for),
-            organization_id: schedule.organization_id,
-            agent_id: schedule.agent_id,
-            input: schedule.input_text,
-            user_id: schedule.user_id,
-            user_email: schedule.user_email,
-            api_key_id: schedule.created_by_key
-          }
-        }))
-        const notInserted = new Set(missing.map((t) => key(t.schedule_id, t.scheduled_for)))
-        const toInvoke = new Set(
-          missing.filter((t) => t.task_id === null).map((t) => key(t.schedule_id, t.scheduled_for))
-        )
+        const missing = opened.filter((t) => t.task_id !== null && !t.inserted)
+        const found = missing.length === 0 ? [] : yield* recordMissing(missing.map((t) => ({
+          schedule_id: t.schedule_id,
+          scheduled_for: t.scheduled_for,
+          organization_id: byId.get(t.schedule_id)!.organization_id,
+          key: tickKey(t.schedule_id, t.scheduled_for)
+        })))
+        const toInvoke = new Set(found.filter((t) => t.task_id === null).map(key))
         return {
           claimed: claimed.length,
           open: opened
-            .filter((t) => t.task_id === null || toInvoke.has(key(t.schedule_id, t.scheduled_for)))
+            .filter((t) => t.task_id === null || toInvoke.has(key(t)))
             .map((t): OpenTick => ({ schedule: byId.get(t.schedule_id)!, scheduled_for: t.scheduled_for })),
-          started: bulk.filter((t) => !notInserted.has(key(t.schedule_id, t.scheduled_for))).map((t) => t.id)
+          started: opened.filter((t) => t.inserted).map((t) => t.task_id!)
         }
       }))
 
     /**
-     * The ticks' tasks, inserted together, in the caller's transaction, their ticks written `fired` with them
-     * already. The task row is what `Tasks.invoke` inserts for a schedule's run (src/tasks/TaskRepo.ts,
-     * `task_insert`: keep the two in step), `pending`: its run is started after the commit, and if this node
-     * dies first, the sweep of the task's shard starts it. Returns the ticks whose task was not inserted, each
-     * then recorded as it is: a key that already has a task (the invoke path made it) gives that task, `fired`;
-     * an agent deleted meanwhile gives none, and the tick goes back to `pending`, for `ScheduleRuns`. The
-     * common case (every task inserted) reads and updates nothing more.
+     * Ticks written `fired` whose planned task was not inserted, recorded as they are: a key that already has a
+     * task (the invoke path made it) gives that task, `fired`; an agent deleted meanwhile gives none, and the
+     * tick goes back to `pending`, for `ScheduleRuns`. Rare: the common claim never runs this.
      */
-    const insertTickTasks = (
-      items: ReadonlyArray<
-        TickTask & {
-          key: string
-          organization_id: OrganizationId
-          agent_id: AgentId
-          input: string
-          user_id: string
-          user_email: string
-          api_key_id: string
-        }
+    const recordMissing = (
+      ticks: ReadonlyArray<
+        { schedule_id: ScheduleId; scheduled_for: Date; organization_id: OrganizationId; key: string }
       >
     ) =>
       sql<{ schedule_id: ScheduleId; scheduled_for: Date; task_id: TaskId | null }>`
-        WITH r AS (
-          SELECT * FROM json_to_recordset(${JSON.stringify(items)}::json) AS r(schedule_id uuid,
-            scheduled_for timestamptz, id uuid, shard smallint, request_hash text, key text, organization_id uuid,
-            agent_id uuid, input text, user_id text, user_email text, api_key_id text)
-        ),
-        inserted AS (
-          INSERT INTO tasks (id, organization_id, agent_id, status, source, schedule_id, user_id, user_email, input,
-            agent_version, api_key_id, idempotency_key, request_hash, shard, created_at)
-          SELECT r.id, r.organization_id, r.agent_id, 'pending', 'schedule', r.schedule_id, r.user_id, r.user_email,
-            r.input, a.version, r.api_key_id, r.key, r.request_hash, r.shard, clock_timestamp()
-          FROM r JOIN agents a ON a.id = r.agent_id AND a.organization_id = r.organization_id AND a.deleted_at IS NULL
-          ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-          RETURNING id
-        ),
-        missing AS (
-          SELECT r.schedule_id, r.scheduled_for,
-            (SELECT t.id FROM tasks t WHERE t.organization_id = r.organization_id AND t.idempotency_key = r.key)
+        WITH m AS (
+          SELECT m.schedule_id, m.scheduled_for,
+            (SELECT t.id FROM tasks t WHERE t.organization_id = m.organization_id AND t.idempotency_key = m.key)
               AS task_id
-          FROM r WHERE r.id NOT IN (SELECT id FROM inserted)
+          FROM json_to_recordset(${JSON.stringify(ticks)}::json)
+            AS m(schedule_id uuid, scheduled_for timestamptz, organization_id uuid, key text)
         ),
         ticks AS (
           UPDATE schedule_ticks k
           SET status = CASE WHEN m.task_id IS NULL THEN 'pending' ELSE 'fired' END, task_id = m.task_id
-          FROM missing m WHERE k.schedule_id = m.schedule_id AND k.scheduled_for = m.scheduled_for
+          FROM m WHERE k.schedule_id = m.schedule_id AND k.scheduled_for = m.scheduled_for
         ),
         latest AS (
-          UPDATE schedules s SET last_task_id = m.task_id FROM missing m WHERE s.id = m.schedule_id
+          UPDATE schedules s SET last_task_id = m.task_id FROM m WHERE s.id = m.schedule_id
         )
-        SELECT schedule_id, scheduled_for, task_id FROM missing`
+        SELECT schedule_id, scheduled_for, task_id FROM m`
 
     /**
      * Ticks left `pending` for longer than `staleMs` (the node making them died or stalled): to be made by this
