@@ -83,8 +83,8 @@ const CLAIMERS = 2
 /**
  * Every node runs the scheduler: each poll it claims the due schedules no other node holds (their indexed
  * `next_run_at`, `FOR UPDATE SKIP LOCKED`), decides their ticks and makes them into tasks in the same
- * transaction, in bulk (`ScheduleRepo.claim`); the runs are started after the commit, while the next claim
- * goes on. A full batch is followed by the next claim at once. Ticks the bulk path leaves (an agent with a
+ * transaction, in bulk (`ScheduleRepo.claim`); the runs are started after the commit, once the node's claims
+ * of the burst are done (a pending task older than a second is started by its shard's sweep anyway). A full batch is followed by the next claim at once. Ticks the bulk path leaves (an agent with a
  * budget, a creator who lost the right) go through `ScheduleRuns.run`, one invoke each; another loop makes
  * the ticks a node left pending (it died before making them). SWITCHYARD_SCHEDULER=false turns both off.
  */
