@@ -62,8 +62,7 @@ export const FastTasksLive = Layer.effectDiscard(
      * The request, as it came, to the node that runs its task; its answer back as it is. `fallback` answers
      * here instead when that node cannot be reached (stopped, or not yet listening): it answers nothing yet.
      */
-    const forward = (call: Call, owner: string, req: Http.IncomingMessage, fallback: () => void) => {
-      const waitMs = Number(new URL(req.url ?? "/", "http://x").searchParams.get("wait") ?? "0") * 1000
+    const forward = (call: Call, owner: string, req: Http.IncomingMessage, waitMs: number, fallback: () => void) => {
       peers.request({
         origin: owner,
         path: req.url ?? "/",
@@ -171,6 +170,7 @@ export const FastTasksLive = Layer.effectDiscard(
             call,
             owner,
             req,
+            wait * 1000,
             () => call.run(tasks.get(principal, id, Math.max(0, deadline - Date.now()) / 1000), found)
           )
         }
