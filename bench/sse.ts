@@ -4,7 +4,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { Connection, type Outcome, requestBytes, responseBody } from "./support/connection.js"
 import { type Latency, latencyOf, type Target } from "./support/load.js"
-import { cpuTimeMs, startNode, stopAll, type SwitchyardNode, tempDir } from "./support/processes.js"
+import { cpuProfiling, cpuTimeMs, startNode, stopAll, type SwitchyardNode, tempDir } from "./support/processes.js"
 import { fmt, ratio, warnIfBusy } from "./support/report.js"
 import { appendRun, fmtSpread, median, rounds, spread } from "./support/runs.js"
 
@@ -25,6 +25,11 @@ import { appendRun, fmtSpread, median, rounds, spread } from "./support/runs.js"
  *     correctness); then the streams close.
  * Ratios are within a round (same minute of this shared machine); the figures are their median over the
  * rounds (BENCH_RUNS, default 3). Each run is appended to bench/results/sse.json.
+ *
+ * BENCH_CPU_PROF=<dir> starts the node with `--cpu-prof --cpu-prof-dir=<dir>` (its .cpuprofile is written at
+ * its exit) and prints each measurement's window; read it with bench/support/cpuProfile.ts --from/--to.
+ * Besides the ratios, each phase reports the node's CPU per event delivered to one stream (µs): what a
+ * stream costs per wake, less noisy than latency on a shared machine.
  */
 export const name = "sse"
 
@@ -227,14 +232,20 @@ const completed = (o: Outcome) =>
     ? undefined
     : "task:not-completed"
 
+/** The monotonic clock in µs, as V8 stamps .cpuprofile samples (see support/cpuProfile.ts). */
+const monotonicUs = () => process.hrtime.bigint() / 1000n
+/** With BENCH_CPU_PROF: each measurement's window, to cut start-up and shutdown out of the profile. */
+const windows: Array<{ readonly label: string; readonly fromUs: string; readonly toUs: string }> = []
+
 const measureBoth = async (targets: ReturnType<typeof endpoints>, pid: number) => {
   const stopRss = sampleRss(pid)
   const cpu0 = cpuTimeMs([pid], { descendants: false })
   const t0 = performance.now()
   const me = await measureUnderLoad(targets.me)
   const invoke = await measureUnderLoad(targets.invoke, completed)
-  const cpu = ((cpuTimeMs([pid], { descendants: false }) ?? 0) - (cpu0 ?? 0)) / (performance.now() - t0)
-  return { me, invoke, rssMiB: stopRss(), nodeCpu: cpu }
+  const cpuMs = (cpuTimeMs([pid], { descendants: false }) ?? 0) - (cpu0 ?? 0)
+  const cpu = cpuMs / (performance.now() - t0)
+  return { me, invoke, rssMiB: stopRss(), nodeCpu: cpu, nodeCpuMs: cpuMs }
 }
 
 const printLatency = (label: string, l: Latency) =>
@@ -268,10 +279,14 @@ const ratios = (withStreams: Measured, without: Measured) => ({
 const round = async (node: SwitchyardNode, apiKey: string, targets: ReturnType<typeof endpoints>, index: number) => {
   const { openBatch, settleMs, streams: n } = settings
   console.log(`Round ${index + 1} (load average ${Os.loadavg()[0]!.toFixed(2)})`)
-  const phase = (label: string, m: Measured, delivered?: number) => {
+  const phase = (label: string, m: Measured & { cpuUsPerDelivered?: number | null }, delivered?: number) => {
     console.log(
       `  ${label}: node RSS ${fmt(m.rssMiB.median, 1)} MiB, node CPU ${fmt(m.nodeCpu * 100, 0)}%${
         delivered === undefined ? "" : `, ${fmt(delivered, 0)} events/s delivered across the streams`
+      }${
+        "cpuUsPerDelivered" in m && typeof m.cpuUsPerDelivered === "number"
+          ? ` (node CPU ${fmt(m.cpuUsPerDelivered, 1)} µs per event per stream)`
+          : ""
       }`
     )
     printLatency("GET /v1/me", m.me)
@@ -318,16 +333,23 @@ const round = async (node: SwitchyardNode, apiKey: string, targets: ReturnType<t
     } MiB: ${fmt((rssDeltaMiB * 1024) / streams.length, 1)} KiB per stream`
   )
   const delivered = () => streams.reduce((a, s) => a + s.count, 0)
-  const measureWith = async () => {
-    const [d0, t0] = [delivered(), performance.now()]
+  const measureWith = async (label: string) => {
+    const [d0, t0, fromUs] = [delivered(), performance.now(), monotonicUs()]
     const m = await measureBoth(targets, node.pid)
-    return { ...m, deliveredPerSecond: (delivered() - d0) / ((performance.now() - t0) / 1000) }
+    windows.push({ label: `round ${index + 1}, ${label}`, fromUs: String(fromUs), toUs: String(monotonicUs()) })
+    const events = delivered() - d0
+    return {
+      ...m,
+      deliveredPerSecond: events / ((performance.now() - t0) / 1000),
+      // all of the node's CPU in the window over the events delivered: an upper bound of one delivery's cost
+      cpuUsPerDelivered: events > 0 ? (m.nodeCpuMs * 1000) / events : null
+    }
   }
-  const idleWith = await measureWith()
+  const idleWith = await measureWith("with streams, no producer")
   phase("with streams, no producer", idleWith, idleWith.deliveredPerSecond)
   stopProducer = startProducer(targets.async)
   await sleep(1000)
-  const busyWith = await measureWith()
+  const busyWith = await measureWith("with streams, producer")
   phase(`with streams, producer ${settings.producerPerSecond} tasks/s`, busyWith, busyWith.deliveredPerSecond)
   produced = await stopProducer()
 
@@ -380,9 +402,11 @@ const round = async (node: SwitchyardNode, apiKey: string, targets: ReturnType<t
 export const run = async () => {
   const loadBefore = warnIfBusy()
   console.log(`Open files limit of this shell (the node inherits it): ${Os.platform() === "linux" ? fdLimit() : "n/a"}`)
+  const { dir: profileDir, nodeArgs } = cpuProfiling()
   const tmp = tempDir("bench-sse-")
   try {
     const node = await startNode({
+      nodeArgs,
       dataDir: Path.join(tmp, "data"),
       logLevel: "warning",
       logFile: Path.join(tmp, "node.log"),
@@ -416,7 +440,9 @@ export const run = async () => {
         deliveredPerSecond: {
           idle: spreadOf((r) => r.idle.with.deliveredPerSecond),
           producing: spreadOf((r) => r.producing.with.deliveredPerSecond)
-        }
+        },
+        cpuUsPerDelivered: spreadOf((r) => r.producing.with.cpuUsPerDelivered ?? Number.NaN),
+        producerPerSecondWith: spreadOf((r) => r.producer.perSecond)
       }
       const errors = results.reduce(
         (a, r) =>
@@ -443,6 +469,11 @@ export const run = async () => {
           }/s`
         )
       }
+      console.log(
+        `  node CPU per event delivered to one stream (producer on, all of the node's CPU): ${
+          fmtSpread(summary.cpuUsPerDelivered, 1)
+        } µs; producer reached ${fmtSpread(summary.producerPerSecondWith, 1)} of ${settings.producerPerSecond} tasks/s`
+      )
       console.log(`  fan-out: ${fanOutOk ? "every stream saw every event, in order" : "!!! FAILED (see the rounds)"}`)
       const ok = errors === 0 && fanOutOk
       appendRun(name, { ...settings, rounds: count, logLevel: "warning", targets }, {
@@ -456,6 +487,14 @@ export const run = async () => {
       return { ok }
     } finally {
       await node.stop()
+      if (profileDir !== undefined) {
+        console.log(`\nThe node's CPU profile is in ${profileDir}. Measurement windows:`)
+        for (const w of windows) {
+          console.log(
+            `  ${w.label}: node --import tsx bench/support/cpuProfile.ts FILE --from ${w.fromUs} --to ${w.toUs}`
+          )
+        }
+      }
     }
   } finally {
     await stopAll()

@@ -4,6 +4,7 @@ import { Gone } from "../../schema/Errors.js"
 import type { OrganizationId, TaskId } from "../../schema/Ids.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { type EventPage, type EventRecord, EventRepo } from "./EventRepo.js"
+import type { Subscribe } from "./EventStreamResponse.js"
 import { makeTails, PAGE } from "./EventTails.js"
 
 export type { EventPage, EventRecord } from "./EventRepo.js"
@@ -165,10 +166,22 @@ export class EventLog extends Effect.Service<EventLog>()("events/EventLog", {
       taskId?: TaskId
     ): Stream.Stream<EventRecord, Gone> => tails.follow(organizationId, after, accept, taskId)
 
+    /**
+     * The same events as `follow`, pushed to a sink with no fiber per stream while it waits (what
+     * EventStreamResponse.followResponse writes from): given a sink, `request` asks for more, `close` leaves.
+     */
+    const subscribe = (
+      organizationId: OrganizationId,
+      after: bigint,
+      accept: (e: EventRecord) => boolean,
+      taskId?: TaskId
+    ): Subscribe =>
+    (sink) => tails.subscribe(organizationId, after, accept, taskId, sink)
+
     /** The position of "now" in the organization's log: reading after it gives what commits from here on. */
     const position = (_organizationId: OrganizationId) => repo.now
 
-    return { read, changes, follow, position } as const
+    return { read, changes, follow, subscribe, position } as const
   }),
   dependencies: [EventRepo.Default]
 }) {}

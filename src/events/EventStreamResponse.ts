@@ -1,5 +1,6 @@
 import { HttpServerResponse } from "@effect/platform"
 import { Chunk, Effect, Option, Stream } from "effect"
+import { Readable } from "node:stream"
 import type { Gone } from "../../schema/Errors.js"
 import { taskEndTypes } from "../../schema/Events.js"
 import type { OrganizationId, TaskId } from "../../schema/Ids.js"
@@ -19,6 +20,7 @@ const RETRY_MS = 2000
 
 // a record read by an organization's tail is handed to every stream following it: framed once for them all
 const frames = new WeakMap<EventRecord, string>()
+const frameBytes = new WeakMap<EventRecord, Buffer>()
 
 /** An event of the log: `id:` (resume after it with `Last-Event-ID`), `event:` its type, `data:` its JSON. */
 export const sseEvent = (e: EventRecord) => {
@@ -28,6 +30,20 @@ export const sseEvent = (e: EventRecord) => {
     frames.set(e, frame)
   }
   return frame
+}
+
+/** The frame's bytes, encoded once for every stream: one read's events to one stream are one write. */
+export const sseEventBytes = (events: ReadonlyArray<EventRecord>): Buffer => {
+  if (events.length === 1) {
+    const e = events[0]!
+    let bytes = frameBytes.get(e)
+    if (bytes === undefined) {
+      bytes = Buffer.from(sseEvent(e))
+      frameBytes.set(e, bytes)
+    }
+    return bytes
+  }
+  return Buffer.concat(events.map((e) => sseEventBytes([e])))
 }
 
 /** A stream cut short (events pruned under a slow reader): said in the stream, then it ends. */
@@ -71,6 +87,85 @@ export const makeHeartbeats = (periodS: number) => {
 }
 const heartbeats = makeHeartbeats(HEARTBEAT_S)
 
+const HEARTBEAT = Buffer.from(": heartbeat\n\n")
+const RETRY = Buffer.from(`retry: ${RETRY_MS}\n\n`)
+const HEADERS = { "cache-control": "no-cache", "x-accel-buffering": "no" } as const
+
+/** What `followResponse` writes from: EventLog.subscribe, given the sink. */
+export type Subscribe = (sink: {
+  readonly events: (events: ReadonlyArray<EventRecord>) => boolean
+  readonly end: (error: Gone | undefined) => void
+}) => { readonly request: () => void; readonly close: () => void; readonly buffered: () => number }
+
+/**
+ * The response of a followed log (`GET /v1/events`), as `eventStreamResponse` writes it but with no Effect
+ * stream per client: a node Readable that the organization's tail pushes the events' shared bytes into
+ * (EventLog.subscribe), and that @effect/platform-node pipes to the socket. The socket's backpressure
+ * stops the pushes (the tail buffers, then detaches a reader that falls BUFFER_MAX behind: it reads on its
+ * own when it reads again). `retry:` first, heartbeats while idle, the end at a drain (or after an event
+ * `until` takes), a failure said in the stream; a client that goes away leaves the tail.
+ */
+export const followResponse = (
+  drain: Drain,
+  subscribe: Subscribe,
+  options: { readonly until?: (e: EventRecord) => boolean; readonly headers?: Readonly<Record<string, string>> } = {}
+) => {
+  const { until } = options
+  let subscription: ReturnType<Subscribe> | undefined
+  let ended = false
+  let stopBeats: (() => void) | undefined
+  let stopDrain: (() => void) | undefined
+  const release = () => {
+    stopBeats?.()
+    stopDrain?.()
+    subscription?.close()
+  }
+  const end = () => {
+    if (ended) return
+    ended = true
+    release()
+    body.push(null)
+  }
+  const body = new Readable({
+    read() {
+      if (ended) return
+      if (subscription === undefined) {
+        // the response is being written: only now does it join (an answer never sent holds nothing)
+        if (drain.isDraining()) return end()
+        stopDrain = drain.onDrain(end)
+        // a beat only when nothing waits to be written: a client that reads nothing gets nothing more
+        stopBeats = heartbeats(() => void (!ended && body.readableLength === 0 && body.push(HEARTBEAT)))
+        subscription = subscribe({
+          events: (events) => {
+            if (ended) return false
+            const last = until === undefined ? -1 : events.findIndex(until)
+            if (last < 0) return body.push(sseEventBytes(events))
+            body.push(sseEventBytes(events.slice(0, last + 1)))
+            end()
+            return false
+          },
+          end: (error) => {
+            if (ended) return
+            if (error !== undefined) body.push(sseFailure(error))
+            end()
+          }
+        })
+      }
+      subscription.request()
+    },
+    destroy(error, callback) {
+      ended = true
+      release()
+      callback(error)
+    }
+  })
+  body.push(RETRY)
+  return HttpServerResponse.raw(body, {
+    contentType: "text/event-stream",
+    headers: { ...options.headers, ...HEADERS }
+  })
+}
+
 /**
  * The response: `retry:`, the frames, heartbeats; it ends with `frames`, or at a drain (clients reconnect
  * to another node with their Last-Event-ID).
@@ -97,7 +192,7 @@ export const eventStreamResponse = (
   )
   return HttpServerResponse.stream(Stream.encodeText(body), {
     contentType: "text/event-stream",
-    headers: { ...headers, "cache-control": "no-cache", "x-accel-buffering": "no" }
+    headers: { ...headers, ...HEADERS }
   })
 }
 

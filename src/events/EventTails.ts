@@ -1,4 +1,4 @@
-import { Chunk, Effect, Option, Stream } from "effect"
+import { Cause, Chunk, Effect, Option, Stream } from "effect"
 import type { Gone } from "../../schema/Errors.js"
 import type { OrganizationId, TaskId } from "../../schema/Ids.js"
 import type { EventPage, EventRecord, EventRepo } from "./EventRepo.js"
@@ -148,12 +148,17 @@ export const makeTails = (options: {
     }
   }
 
-  const follow = (
+  /**
+   * One stream's position in the organization's log: it reads on its own (`read`) up to the present, then
+   * takes what its tail hands it (`taken`). Both `follow` (an Effect stream) and `subscribe` (pushed to a
+   * sink, what the SSE responses use) go through it.
+   */
+  const open = (
     organizationId: OrganizationId,
     after: bigint,
     accept: (e: EventRecord) => boolean,
     taskId?: TaskId
-  ): Stream.Stream<EventRecord, Gone> => {
+  ) => {
     let cursor = after
     let phase: "catchUp" | "joining" | "tail" = "catchUp"
     let joinedAt = 0n
@@ -168,6 +173,55 @@ export const makeTails = (options: {
         }
       )
     })
+    /** Outside the tail: one read of its own (catching up, or up to where the tail was when it joined). */
+    const read: Effect.Effect<ReadonlyArray<EventRecord>, Gone> = Effect.suspend(() => {
+      if (phase === "catchUp") {
+        return Effect.map(own, (page) => {
+          if (!page.full) {
+            follower.detached = false
+            joinedAt = join(organizationId, follower, cursor).position
+            phase = "joining"
+          }
+          return page.events.filter(accept)
+        })
+      }
+      // the tail was ahead when this stream joined: read up to where it was, the rest comes from it
+      if (cursor >= joinedAt) {
+        phase = "tail"
+        return Effect.succeed([])
+      }
+      return Effect.map(own, (page) => page.events.filter(accept))
+    })
+    /**
+     * In the tail: what it handed over since (possibly nothing); undefined outside it (`read`). A follower
+     * the tail detached goes back to reading on its own after this.
+     */
+    const taken = (): ReadonlyArray<EventRecord> | undefined => {
+      if (phase !== "tail") return undefined
+      const taken = follower.buffer
+      if (taken.length > 0) follower.buffer = []
+      const fresh = taken.length > 0 && taken[0]!.id <= cursor ? taken.filter((e) => e.id > cursor) : taken
+      if (fresh.length > 0) cursor = fresh[fresh.length - 1]!.id
+      if (follower.detached) phase = "catchUp"
+      return fresh
+    }
+    return {
+      follower,
+      read,
+      taken,
+      reading: () => phase !== "tail",
+      close: () => leave(organizationId, follower)
+    } as const
+  }
+
+  const follow = (
+    organizationId: OrganizationId,
+    after: bigint,
+    accept: (e: EventRecord) => boolean,
+    taskId?: TaskId
+  ): Stream.Stream<EventRecord, Gone> => {
+    const position = open(organizationId, after, accept, taskId)
+    const { follower } = position
     const waitForWake = Effect.async<void>((resume) => {
       if (follower.buffer.length > 0 || follower.detached) return resume(Effect.void)
       follower.wake = () => {
@@ -179,36 +233,87 @@ export const makeTails = (options: {
       })
     })
     const step: Effect.Effect<Chunk.Chunk<EventRecord>, Option.Option<Gone>> = Effect.suspend(() => {
-      if (phase === "catchUp") {
-        return Effect.map(own, (page) => {
-          if (!page.full) {
-            follower.detached = false
-            joinedAt = join(organizationId, follower, cursor).position
-            phase = "joining"
-          }
-          return Chunk.fromIterable(page.events.filter(accept))
-        })
-      }
-      if (phase === "joining") {
-        // the tail was ahead when this stream joined: read up to where it was, the rest comes from it
-        if (cursor >= joinedAt) {
-          phase = "tail"
-          return Effect.succeed(Chunk.empty())
-        }
-        return Effect.map(own, (page) => Chunk.fromIterable(page.events.filter(accept)))
-      }
-      const taken = follower.buffer
-      follower.buffer = []
-      const fresh = taken.filter((e) => e.id > cursor)
-      if (fresh.length > 0) cursor = fresh[fresh.length - 1]!.id
-      if (follower.detached) phase = "catchUp"
-      return fresh.length > 0 || phase === "catchUp"
+      const fresh = position.taken()
+      if (fresh === undefined) return Effect.map(position.read, Chunk.fromIterable)
+      return fresh.length > 0 || position.reading()
         ? Effect.succeed(Chunk.fromIterable(fresh))
         : Effect.as(waitForWake, Chunk.empty())
     }).pipe(Effect.mapError(Option.some))
-    return Stream.repeatEffectChunkOption(step).pipe(
-      Stream.ensuring(Effect.sync(() => leave(organizationId, follower)))
-    )
+    return Stream.repeatEffectChunkOption(step).pipe(Stream.ensuring(Effect.sync(position.close)))
+  }
+
+  /**
+   * The same events as `follow`, pushed: no fiber or stream stage per stream while it waits. `request`
+   * asks for events; `sink.events` takes them and answers whether it wants more now (false: it calls
+   * `request` again when it does; meanwhile its tail buffers for it, and detaches it past BUFFER_MAX).
+   * `sink.end` is called once, after a failure (the Gone of a pruned position; undefined for a defect,
+   * logged). `close` leaves the tail; nothing is pushed after it.
+   */
+  const subscribe = (
+    organizationId: OrganizationId,
+    after: bigint,
+    accept: (e: EventRecord) => boolean,
+    taskId: TaskId | undefined,
+    sink: {
+      readonly events: (events: ReadonlyArray<EventRecord>) => boolean
+      readonly end: (error: Gone | undefined) => void
+    }
+  ) => {
+    const position = open(organizationId, after, accept, taskId)
+    const { follower } = position
+    let wanting = false
+    let reading = false
+    let closed = false
+    const wake = () => {
+      follower.wake = undefined
+      advance()
+    }
+    const advance = (): void => {
+      while (wanting && !closed && !reading) {
+        const fresh = position.taken()
+        if (fresh === undefined) {
+          reading = true
+          return run(
+            position.read.pipe(
+              Effect.matchCauseEffect({
+                onSuccess: (events) =>
+                  Effect.sync(() => {
+                    reading = false
+                    if (closed) return
+                    if (events.length > 0) wanting = sink.events(events)
+                    advance()
+                  }),
+                onFailure: (cause) => {
+                  reading = false
+                  if (closed) return Effect.void
+                  closed = true
+                  position.close()
+                  const gone = Cause.failureOption(cause)
+                  sink.end(Option.getOrUndefined(gone))
+                  return Option.isSome(gone) ? Effect.void : Effect.logWarning("event stream read failed", cause)
+                }
+              })
+            )
+          )
+        }
+        if (fresh.length > 0) wanting = sink.events(fresh)
+        else if (!position.reading()) follower.wake = wake
+        if (follower.wake !== undefined) return
+      }
+    }
+    return {
+      request: () => {
+        wanting = true
+        if (follower.wake === undefined) advance()
+      },
+      close: () => {
+        closed = true
+        follower.wake = undefined
+        position.close()
+      },
+      /** Events its tail holds for it (at most BUFFER_MAX and a read; none once detached and read on its own). */
+      buffered: () => follower.buffer.length
+    } as const
   }
 
   const close = () => {
@@ -219,5 +324,5 @@ export const makeTails = (options: {
     tails.clear()
   }
 
-  return { follow, woken, organizations: () => tails.keys(), close } as const
+  return { follow, subscribe, woken, organizations: () => tails.keys(), close } as const
 }

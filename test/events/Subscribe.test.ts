@@ -1,0 +1,113 @@
+import { Effect } from "effect"
+import * as Crypto from "node:crypto"
+import pg from "pg"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { Gone } from "../../schema/Errors.js"
+import type { OrganizationId } from "../../schema/Ids.js"
+import { EventLog } from "../../src/events/EventLog.js"
+import type { EventRecord } from "../../src/events/EventRepo.js"
+import { insertTasks, startEventLog } from "./support.js"
+
+let log: Awaited<ReturnType<typeof startEventLog>>
+let pool: pg.Pool
+beforeAll(async () => {
+  log = await startEventLog()
+  pool = new pg.Pool({ connectionString: log.databaseUrl, max: 4 })
+})
+afterAll(async () => {
+  await pool?.end()
+  await log?.runtime.dispose()
+})
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const until = async (what: string, done: () => boolean, ms = 60_000) => {
+  const end = Date.now() + ms
+  while (!done()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await sleep(20)
+  }
+}
+
+/** A pushed subscription (what the SSE responses write from) whose sink takes what it is given. */
+const subscriber = async (organizationId: string, after: bigint, wantsMore: () => boolean) => {
+  const events = await log.runtime.runPromise(EventLog)
+  const seen: Array<EventRecord> = []
+  const ended: Array<Gone | undefined> = []
+  const subscription = events.subscribe(organizationId as OrganizationId, after, () => true)({
+    events: (es) => {
+      seen.push(...es)
+      return wantsMore()
+    },
+    end: (error) => void ended.push(error)
+  })
+  return { seen, ended, subscription }
+}
+
+const inOrderOnce = (seen: ReadonlyArray<EventRecord>) => seen.every((e, i) => i === 0 || e.id > seen[i - 1]!.id)
+
+describe("pushed event subscriptions (the SSE responses' source)", () => {
+  it(
+    "a reader that takes nothing is detached from its tail, not buffered without bound, and later reads every event once, in order",
+    async () => {
+      const organizationId = Crypto.randomUUID()
+      const start = await log.runtime.runPromise(
+        Effect.flatMap(EventLog, (l) => l.position(organizationId as OrganizationId))
+      )
+      const fast = await subscriber(organizationId, start, () => true)
+      // the slow one asks once, then never again: as a client whose socket is full
+      const slow = await subscriber(organizationId, start, () => false)
+      fast.subscription.request()
+      slow.subscription.request()
+      await sleep(300)
+      // more than a tail buffers for one follower (BUFFER_MAX, 5,000)
+      await insertTasks(pool, organizationId, 6000)
+      await until("the fast reader's 6,000 events", () => fast.seen.length >= 6000)
+      const held = slow.subscription.buffered()
+      expect(slow.seen.length).toBeLessThanOrEqual(500)
+      expect(held).toBeLessThanOrEqual(5500)
+      // detached: what commits next is not held for it
+      await insertTasks(pool, organizationId, 1000)
+      await until("the fast reader's 7,000 events", () => fast.seen.length >= 7000)
+      expect(slow.subscription.buffered()).toBe(held)
+      // it reads again: on its own up to the present, then from the tail; each event once, in order
+      slow.subscription.request()
+      const takeAll = () => {
+        // the sink said "no more" after each push: ask again until it has all
+        slow.subscription.request()
+        return slow.seen.length >= 7000
+      }
+      await until("the slow reader's 7,000 events", takeAll)
+      await insertTasks(pool, organizationId, 10)
+      await until("the slow reader's next 10 events, from the tail", () => {
+        slow.subscription.request()
+        return slow.seen.length >= 7010
+      })
+      await until("the fast reader's 7,010 events", () => fast.seen.length >= 7010)
+      for (const r of [fast, slow]) {
+        expect(r.seen.length).toBe(7010)
+        expect(inOrderOnce(r.seen)).toBe(true)
+        expect(r.ended).toEqual([])
+      }
+      expect(slow.seen.map((e) => e.id)).toEqual(fast.seen.map((e) => e.id))
+      fast.subscription.close()
+      slow.subscription.close()
+    },
+    120_000
+  )
+
+  it("a closed subscription is pushed nothing more", async () => {
+    const organizationId = Crypto.randomUUID()
+    const start = await log.runtime.runPromise(
+      Effect.flatMap(EventLog, (l) => l.position(organizationId as OrganizationId))
+    )
+    const reader = await subscriber(organizationId, start, () => true)
+    reader.subscription.request()
+    await insertTasks(pool, organizationId, 3)
+    await until("3 events", () => reader.seen.length >= 3)
+    reader.subscription.close()
+    await insertTasks(pool, organizationId, 3)
+    await sleep(500)
+    expect(reader.seen.length).toBe(3)
+    expect(reader.ended).toEqual([])
+  })
+})
