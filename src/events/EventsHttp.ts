@@ -2,7 +2,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer, type Stream } from "effect"
 import { Api } from "../../schema/Api.js"
 import { BadRequest, type Gone, NotFound } from "../../schema/Errors.js"
-import { eventTypes } from "../../schema/Events.js"
+import { eventTypes, taskEndTypes } from "../../schema/Events.js"
 import type { AgentId, TaskId } from "../../schema/Ids.js"
 import { Principal } from "../../schema/Security.js"
 import { mayUse } from "../agents/Agents.js"
@@ -16,6 +16,8 @@ import { visibleTo } from "./EventVisibility.js"
 const MAX_ID = 2n ** 63n - 1n
 
 const known = new Set<string>(eventTypes)
+
+const taskEnded = (status: string) => status === "completed" || status === "error" || status === "cancelled"
 
 /** `Last-Event-ID` (the header wins over `last_event_id`): a position, or undefined without one. */
 const positionOf = (header: string | undefined, param: string | undefined) => {
@@ -78,6 +80,11 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
           const task = yield* repo.task(principal.organizationId, id)
           if (task === undefined || !mayUse(principal, task.agent_id as AgentId)) return yield* NotFound.of("Task", id)
           yield* log.read(principal.organizationId, after, { limit: 1, taskId: id })
-          return respond(taskEvents(log, principal.organizationId, id, after, task))
+          // a task that ended without its end in the log gives what is kept (taskEvents); else its tail's pushes
+          return task.has_end || !taskEnded(task.status)
+            ? followResponse(drain, log.subscribe(principal.organizationId, after, (e) => e.taskId === id, id), {
+              until: (e) => taskEndTypes.has(e.type)
+            })
+            : respond(taskEvents(log, principal.organizationId, id, after, task))
         }))
   })).pipe(Layer.provide(EventLog.Default), Layer.provide(EventRepo.Default))
