@@ -3,9 +3,18 @@ import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as Path from "node:path"
 import { measureThroughput, type Target } from "./support/load.js"
-import { type Bare, startNode, startScript, type SwitchyardNode, tempDir } from "./support/processes.js"
+import {
+  type Bare,
+  cpuProfiling,
+  cpuTimeMs,
+  startNode,
+  startScript,
+  type SwitchyardNode,
+  tempDir
+} from "./support/processes.js"
 import { fmt, warnIfBusy } from "./support/report.js"
 import { appendRun, median, rounds, spread } from "./support/runs.js"
+import { measureSpanCost } from "./support/spanCost.js"
 
 /**
  * What observability costs (issue 23), measured in one run against nodes that differ only in it:
@@ -13,11 +22,20 @@ import { appendRun, median, rounds, spread } from "./support/runs.js"
  *   - metrics: SWITCHYARD_METRICS_PORT set, and scraped every second during the measurement;
  *   - tracing: OTEL_EXPORTER_OTLP_ENDPOINT set to a local OTLP/HTTP receiver in this process (protobuf, the
  *     default protocol), which reads every export and answers 200;
+ *   - library: the same with SWITCHYARD_TRACER=library, the tracer the node ran before its own
+ *     (@effect/opentelemetry's OtlpTracer, src/observability/LibraryTracer.ts): the same-run baseline;
+ *   - sampled: tracing with parentbased_traceidratio at 0.1;
  * for connector invokes/s (`POST /v1/tools/connectors/{id}/connections/{id}/getItem` against a local upstream)
  * and tasks/s (sync `POST /v1/agents/{id}/invoke` of a scripted agent that answers at once), each from
  * 16 closed-loop clients. The three nodes run side by side (each with its embedded PostgreSQL) and are
  * measured in turns, the order rotating per round, so machine drift hits each alike; the ratio on/off is
- * taken per round and its median reported. Target: each ratio ≥ 0.90 (cost ≤ 10%).
+ * taken per round and its median reported. Target: each ratio ≥ 0.90 (cost ≤ 10%). Beside throughput, the
+ * node process's own CPU time per request (/proc, without its PostgreSQL) and its ratio on/off: on a machine
+ * shared with other work, CPU per request moves less than requests/s.
+ *
+ * First, in this process, the tracers' CPU per span (support/spanCost.ts): @effect/opentelemetry's OtlpTracer
+ * as the node ran it before against our SpanExporter, each creating, ending and encoding spans of 5 attributes.
+ * BENCH_CPU_PROF=<dir> writes a .cpuprofile per node (read with support/cpuProfile.ts).
  */
 export const name = "observability"
 
@@ -70,8 +88,8 @@ const startReceiver = async () => {
   }
 }
 
-type Variant = "off" | "metrics" | "tracing" | "sampled"
-const VARIANTS: ReadonlyArray<Variant> = ["off", "metrics", "tracing", "sampled"]
+type Variant = "off" | "metrics" | "tracing" | "library" | "sampled"
+const VARIANTS: ReadonlyArray<Variant> = ["off", "metrics", "tracing", "library", "sampled"]
 
 interface Setup {
   readonly node: SwitchyardNode
@@ -88,7 +106,17 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
   const receiver = await startReceiver()
   const setups = new Map<Variant, Setup>()
   let errors = 0
+  const { nodeArgs } = cpuProfiling()
   try {
+    const spanCost = await measureSpanCost({ spans: 100_000, rounds: count + 2 })
+    console.log("CPU per span (create under a parent, 5 attributes, end, batch, encode protobuf), in this process:")
+    for (const [variant, c] of Object.entries(spanCost)) {
+      console.log(
+        `  ${variant.padEnd(8)} ${c.usPerSpan.toFixed(2)} µs (${c.min.toFixed(2)}–${c.max.toFixed(2)}), ` +
+          `${fmt(c.bytesPerSpan)} B/span`
+      )
+    }
+    console.log(`  lean / library: ${(spanCost.lean.usPerSpan / spanCost.library.usPerSpan).toFixed(3)}\n`)
     upstream = await startScript("upstreamServer.ts")
     for (const variant of VARIANTS) {
       const dataDir = Path.join(tmp, variant)
@@ -97,7 +125,9 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
       const env: Record<string, string> = {
         SWITCHYARD_EGRESS_ALLOW: "127.0.0.1",
         ...(metricsPort === undefined ? {} : { SWITCHYARD_METRICS_PORT: String(metricsPort) }),
-        ...(variant === "tracing" || variant === "sampled" ? { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } : {}),
+        ...(variant === "off" || variant === "metrics" ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }),
+        // the previous tracer (@effect/opentelemetry's OtlpTracer), exporting every span: the same-run baseline
+        ...(variant === "library" ? { SWITCHYARD_TRACER: "library" } : {}),
         // a production setting: one trace in ten kept, decided at the root, whole traces
         ...(variant === "sampled"
           ? { OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" }
@@ -108,7 +138,8 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
         logLevel: "warning",
         logFile: Path.join(tmp, `${variant}.log`),
         expectApiKey: true,
-        env
+        env,
+        nodeArgs
       })
       const apiKey = node.apiKey!
       const connector = await post(`${node.baseUrl}/v1/tools/connectors`, apiKey, { spec: spec(upstream.baseUrl) })
@@ -147,6 +178,15 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
       off: { invoke: [], task: [] },
       metrics: { invoke: [], task: [] },
       tracing: { invoke: [], task: [] },
+      library: { invoke: [], task: [] },
+      sampled: { invoke: [], task: [] }
+    }
+    // the node process's own CPU ms per request, per round
+    const cpu: Record<Variant, { invoke: Array<number>; task: Array<number> }> = {
+      off: { invoke: [], task: [] },
+      metrics: { invoke: [], task: [] },
+      tracing: { invoke: [], task: [] },
+      library: { invoke: [], task: [] },
       sampled: { invoke: [], task: [] }
     }
     const measure = async (variant: Variant, kind: "invoke" | "task") => {
@@ -155,7 +195,12 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
         fetch(`http://127.0.0.1:${setup.metricsPort}/metrics`).then((r) => r.text(), () => undefined)
       }, settings.scrapeEveryMs)
       try {
+        const before = cpuTimeMs([setup.node.pid], { descendants: false })
         const t = await measureThroughput(setup[kind], settings)
+        const after = cpuTimeMs([setup.node.pid], { descendants: false })
+        // the warm-up's requests are in the CPU time too: per request over the whole window
+        const requests = t.requests * (settings.warmupMs + settings.durationMs) / settings.durationMs
+        if (before !== undefined && after !== undefined) cpu[variant][kind].push((after - before) / requests)
         errors += t.errors
         if (t.errors > 0) console.log(`!!! ${variant} ${kind}: ${t.errors} errors ${JSON.stringify(t.statuses)}`)
         results[variant][kind].push(t.rps)
@@ -175,36 +220,71 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
 
     const ratios = (variant: Variant, kind: "invoke" | "task") =>
       results[variant][kind].map((rps, i) => rps / results.off[kind][i]!)
+    const cpuRatios = (variant: Variant, kind: "invoke" | "task") =>
+      cpu[variant][kind].map((ms, i) => ms / cpu.off[kind][i]!)
+    const cpuSummary = (kind: "invoke" | "task") => ({
+      off: spread(cpu.off[kind]),
+      metrics: spread(cpu.metrics[kind]),
+      tracing: spread(cpu.tracing[kind]),
+      library: spread(cpu.library[kind]),
+      sampled: spread(cpu.sampled[kind]),
+      metricsVsOff: spread(cpuRatios("metrics", kind)),
+      tracingVsOff: spread(cpuRatios("tracing", kind)),
+      libraryVsOff: spread(cpuRatios("library", kind)),
+      sampledVsOff: spread(cpuRatios("sampled", kind)),
+      tracingVsLibrary: spread(cpu.tracing[kind].map((ms, i) => ms / cpu.library[kind][i]!))
+    })
     const summary = {
       connectorInvokesPerSecond: {
         off: spread(results.off.invoke),
         metrics: spread(results.metrics.invoke),
         tracing: spread(results.tracing.invoke),
+        library: spread(results.library.invoke),
         sampled: spread(results.sampled.invoke),
         metricsVsOff: spread(ratios("metrics", "invoke")),
         tracingVsOff: spread(ratios("tracing", "invoke")),
+        libraryVsOff: spread(ratios("library", "invoke")),
         sampledVsOff: spread(ratios("sampled", "invoke"))
       },
       tasksPerSecond: {
         off: spread(results.off.task),
         metrics: spread(results.metrics.task),
         tracing: spread(results.tracing.task),
+        library: spread(results.library.task),
         sampled: spread(results.sampled.task),
         metricsVsOff: spread(ratios("metrics", "task")),
         tracingVsOff: spread(ratios("tracing", "task")),
+        libraryVsOff: spread(ratios("library", "task")),
         sampledVsOff: spread(ratios("sampled", "task"))
       },
+      nodeCpuMsPerConnectorInvoke: cpuSummary("invoke"),
+      nodeCpuMsPerTask: cpuSummary("task"),
+      cpuPerSpanUs: spanCost,
       otlpExports: { ...receiver.seen }
     }
     console.log("\nmedian of per-round ratios against off (target ≥ 0.90):")
     for (const [kind, label] of [["invoke", "connector invokes/s"], ["task", "tasks/s"]] as const) {
-      for (const variant of ["metrics", "tracing", "sampled"] as const) {
+      for (const variant of ["metrics", "tracing", "library", "sampled"] as const) {
         const r = median(ratios(variant, kind))
         console.log(
           `  ${label.padEnd(20)} ${variant.padEnd(8)} ${r.toFixed(3)}  ${r >= 0.9 ? "PASS" : "MISS"}  ` +
             `(off ${fmt(median(results.off[kind]))}/s, on ${fmt(median(results[variant][kind]))}/s)`
         )
       }
+    }
+    console.log("\nnode CPU per request (its own process), median of per-round ratios against off (target ≤ 1.10):")
+    for (const [kind, label] of [["invoke", "connector invoke"], ["task", "task"]] as const) {
+      for (const variant of ["metrics", "tracing", "library", "sampled"] as const) {
+        if (cpu[variant][kind].length === 0) continue
+        console.log(
+          `  ${label.padEnd(20)} ${variant.padEnd(8)} ${median(cpuRatios(variant, kind)).toFixed(3)}  ` +
+            `(off ${median(cpu.off[kind]).toFixed(3)} ms, on ${median(cpu[variant][kind]).toFixed(3)} ms)`
+        )
+      }
+    }
+    for (const [kind, label] of [["invoke", "connector invoke"], ["task", "task"]] as const) {
+      const r = median(cpu.tracing[kind].map((ms, i) => ms / cpu.library[kind][i]!))
+      console.log(`  ${label.padEnd(20)} tracing / library (every span exported): ${r.toFixed(3)}`)
     }
     console.log(`OTLP receiver: ${receiver.seen.requests} exports, ${fmt(receiver.seen.bytes / 1024)} KiB`)
     appendRun(name, { ...settings, rounds: count }, { ok: errors === 0, loadBefore, errors, ...summary })

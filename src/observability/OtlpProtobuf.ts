@@ -9,6 +9,10 @@ import { Effect, Layer } from "effect"
  * array through BigInt varints and copies each message into its parent's: about 100 µs per span, most of
  * the cost of tracing a request. This one writes each span once, in a few µs. Field numbers follow the
  * .proto files; metrics and logs (which the node does not export) keep the library's encoder.
+ *
+ * The node no longer runs it: its own tracer (SpanExporter.ts) encodes spans without the OTLP object tree this
+ * reads (SpanEncoding.ts). It stays as the library-checked reference the new encoding is compared with
+ * (test/observability/OtlpProtobuf.test.ts) and as the old path's encoder in bench/support/spanCost.ts.
  */
 
 type Json = any

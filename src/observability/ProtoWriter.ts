@@ -67,7 +67,7 @@ export class ProtoWriter {
 
   fixed64(n: bigint) {
     this.ensure(8)
-    this.pos = this.buf.writeBigUInt64LE(BigInt.asUintN(64, n), this.pos)
+    this.pos = this.buf.writeBigUInt64LE(n >= 0n ? n : BigInt.asUintN(64, n), this.pos)
   }
 
   fixed32(n: number) {
@@ -136,6 +136,11 @@ export class ProtoWriter {
     this.ensure(bytes.length)
     this.buf.set(bytes, this.pos)
     this.pos += bytes.length
+  }
+
+  /** Forgets what was written from `at` on. */
+  truncate(at: number) {
+    this.pos = Math.min(at, this.pos)
   }
 
   /** Bytes written so far. */

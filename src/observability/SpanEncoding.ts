@@ -87,18 +87,20 @@ const anyValue = (w: ProtoWriter, v: unknown): void => {
   w.string(Inspectable.toStringUnknown(v))
 }
 
+const keyValue = (w: ProtoWriter, field: number, key: string, value: unknown) => {
+  w.tag(field, LEN)
+  const kv = w.begin()
+  w.tag(1, LEN)
+  w.string(key)
+  w.tag(2, LEN)
+  const at = w.begin()
+  anyValue(w, value)
+  w.end(at)
+  w.end(kv)
+}
+
 const keyValues = (w: ProtoWriter, field: number, entries: Iterable<readonly [string, unknown]>) => {
-  for (const [key, value] of entries) {
-    w.tag(field, LEN)
-    const kv = w.begin()
-    w.tag(1, LEN)
-    w.string(key)
-    w.tag(2, LEN)
-    const at = w.begin()
-    anyValue(w, value)
-    w.end(at)
-    w.end(kv)
-  }
+  for (const [key, value] of entries) keyValue(w, field, key, value)
 }
 
 const span = (w: ProtoWriter, s: FinishedSpan) => {
@@ -118,7 +120,8 @@ const span = (w: ProtoWriter, s: FinishedSpan) => {
   w.fixed64(s.startTime)
   w.tag(8, BIT64)
   w.fixed64(s.endTime)
-  keyValues(w, 9, s.attributes)
+  // forEach, not for-of: no [key, value] array per attribute
+  s.attributes.forEach((value, key) => keyValue(w, 9, key, value))
   for (const [name, time, attributes] of s.events ?? []) {
     w.tag(11, LEN)
     const at = w.begin()

@@ -1,6 +1,7 @@
 import { HttpBody, HttpClient, HttpClientRequest } from "@effect/platform"
 import { Effect, Option, type Scope, Tracer } from "effect"
-import { encodeJson, encodeProtobuf, type ExportResource, type FinishedSpan } from "./SpanEncoding.js"
+import { ProtoWriter } from "./ProtoWriter.js"
+import { encodeJson, type ExportResource, type FinishedSpan, tracesData, writeSpan } from "./SpanEncoding.js"
 import { ExportedSpan, randomHex, UnsampledSpan } from "./Spans.js"
 
 export interface SpanExporterOptions {
@@ -40,47 +41,34 @@ export const makeSpanExporter = (
     const maxBatchSize = options.maxBatchSize ?? 1024
     const client = HttpClient.filterStatusOk(yield* HttpClient.HttpClient)
     const request = HttpClientRequest.post(options.url, { headers: options.headers })
-    const body = options.protocol === "http/json"
-      ? (spans: ReadonlyArray<FinishedSpan>) => HttpBody.unsafeJson(encodeJson(options.resource, spans))
-      : (spans: ReadonlyArray<FinishedSpan>) =>
-        HttpBody.uint8Array(encodeProtobuf(options.resource, spans), "application/x-protobuf")
-
     const stats = { exported: 0, dropped: 0, failed: 0, requests: 0 }
-    let queue: Array<FinishedSpan> = []
     const wake = yield* Effect.makeLatch(false)
+    const pending = options.protocol === "http/json"
+      ? jsonBatches(options.resource, maxQueueSize, maxBatchSize, () => wake.unsafeOpen())
+      : protobufBatches(options.resource, maxQueueSize, maxBatchSize, () => wake.unsafeOpen())
     const push = (span: FinishedSpan) => {
-      if (queue.length >= maxQueueSize) {
-        stats.dropped++
-        return
-      }
-      queue.push(span)
-      if (queue.length === maxBatchSize) wake.unsafeOpen()
+      if (!pending.push(span)) stats.dropped++
     }
 
     let lastFailure: unknown = undefined
-    const send = (batch: ReadonlyArray<FinishedSpan>) =>
+    const send = (batch: Batch) =>
       Effect.suspend(() => {
         stats.requests++
-        return client.execute(HttpClientRequest.setBody(request, body(batch)))
+        return client.execute(HttpClientRequest.setBody(request, batch.body()))
       }).pipe(
         Effect.flatMap((response) => response.arrayBuffer),
         Effect.timeout(options.exportTimeoutMs ?? 10_000),
         Effect.matchCause({
-          onSuccess: () => void (stats.exported += batch.length),
+          onSuccess: () => void (stats.exported += batch.count),
           onFailure: (cause) => {
-            stats.failed += batch.length
+            stats.failed += batch.count
             lastFailure = cause
           }
         })
       )
-    const exportQueued = Effect.suspend(() => {
-      const spans = queue
-      queue = []
-      if (spans.length <= maxBatchSize) return spans.length === 0 ? Effect.void : send(spans)
-      const batches: Array<ReadonlyArray<FinishedSpan>> = []
-      for (let i = 0; i < spans.length; i += maxBatchSize) batches.push(spans.slice(i, i + maxBatchSize))
-      return Effect.forEach(batches, send, { discard: true })
-    })
+    // `all`: the batch still open too (at the interval and at shutdown); else only the full ones
+    const exportQueued = (all: boolean) =>
+      Effect.suspend(() => Effect.forEach(pending.take(all), send, { discard: true }))
 
     // what went wrong since the last report, once per interval at most
     let reported = { dropped: 0, failed: 0, at: 0 }
@@ -98,7 +86,7 @@ export const makeSpanExporter = (
     })
 
     yield* Effect.addFinalizer(() =>
-      exportQueued.pipe(
+      exportQueued(true).pipe(
         Effect.timeoutOption(options.shutdownTimeoutMs ?? 3000),
         Effect.zipRight(report),
         Effect.withTracerEnabled(false)
@@ -106,10 +94,10 @@ export const makeSpanExporter = (
     )
     yield* Effect.gen(function*() {
       for (;;) {
-        yield* Effect.timeoutOption(wake.await, options.exportIntervalMs)
+        const woken = yield* Effect.timeoutOption(wake.await, options.exportIntervalMs)
         // closed before exporting: a batch filled meanwhile opens it again and is sent at once
         wake.unsafeClose()
-        yield* exportQueued
+        yield* exportQueued(Option.isNone(woken))
         yield* report
       }
     }).pipe(
@@ -120,6 +108,95 @@ export const makeSpanExporter = (
     )
     return { push, stats }
   })
+
+/** Spans waiting for export, in batches of at most `maxBatchSize`, one request each. */
+interface Batch {
+  readonly count: number
+  readonly body: () => HttpBody.HttpBody
+}
+interface Batches {
+  /** false when the queue is full: the span is dropped. */
+  readonly push: (span: FinishedSpan) => boolean
+  readonly take: (all: boolean) => Array<Batch>
+}
+
+/**
+ * Protobuf batches: a span is encoded into the open batch as it ends, so what waits for the export is bytes,
+ * not span objects (held for seconds, those are what the garbage collector copies from generation to
+ * generation). A span that fails to encode is cut off and dropped.
+ */
+const protobufBatches = (
+  resource: ExportResource,
+  maxQueueSize: number,
+  maxBatchSize: number,
+  full: () => void
+): Batches => {
+  const capacity = 64 * 1024
+  let open = new ProtoWriter(capacity)
+  let count = 0
+  let sealed: Array<Batch> = []
+  let queued = 0
+  const seal = () => {
+    const bytes = open.finish()
+    sealed.push({ count, body: () => HttpBody.uint8Array(tracesData(resource, bytes), "application/x-protobuf") })
+    open = new ProtoWriter(capacity)
+    count = 0
+  }
+  return {
+    push: (span) => {
+      if (queued >= maxQueueSize) return false
+      const at = open.length
+      try {
+        writeSpan(open, span)
+      } catch {
+        open.truncate(at)
+        return false
+      }
+      queued++
+      if (++count >= maxBatchSize) {
+        seal()
+        full()
+      }
+      return true
+    },
+    take: (all) => {
+      if (all && count > 0) seal()
+      const batches = sealed
+      sealed = []
+      queued = count
+      return batches
+    }
+  }
+}
+
+/** JSON batches (OTEL_EXPORTER_OTLP_PROTOCOL=http/json, for debugging and tests): spans kept until the export. */
+const jsonBatches = (
+  resource: ExportResource,
+  maxQueueSize: number,
+  maxBatchSize: number,
+  full: () => void
+): Batches => {
+  let queue: Array<FinishedSpan> = []
+  return {
+    push: (span) => {
+      if (queue.length >= maxQueueSize) return false
+      queue.push(span)
+      if (queue.length % maxBatchSize === 0) full()
+      return true
+    },
+    take: (all) => {
+      const taken = all ? queue.length : queue.length - queue.length % maxBatchSize
+      const spans = queue.slice(0, taken)
+      queue = queue.slice(taken)
+      const batches: Array<Batch> = []
+      for (let i = 0; i < spans.length; i += maxBatchSize) {
+        const batch = spans.slice(i, i + maxBatchSize)
+        batches.push({ count: batch.length, body: () => HttpBody.unsafeJson(encodeJson(resource, batch)) })
+      }
+      return batches
+    }
+  }
+}
 
 /**
  * The node's tracer: a sampled span is an ExportedSpan pushed to `exporter` when it ends; one the sampler

@@ -14,6 +14,8 @@ export const randomHex = (bytes: number) => {
   return pool.toString("hex", pooled - bytes, pooled)
 }
 
+const NO_LINKS: ReadonlyArray<Tracer.SpanLink> = Object.freeze([])
+
 /**
  * A sampled span of this node: its attributes in a Map, its times as the bigints Effect gives, and, once ended,
  * handed as it is to the exporter's queue (`sink`), which encodes it with the rest of its batch
@@ -27,7 +29,7 @@ export class ExportedSpan implements Tracer.Span, FinishedSpan {
   readonly spanId = randomHex(8)
   readonly parentSpanId: string | undefined
   readonly attributes = new Map<string, unknown>()
-  readonly links: Array<Tracer.SpanLink>
+  links: ReadonlyArray<Tracer.SpanLink>
   events: Array<SpanEvent> | undefined = undefined
   status: Tracer.SpanStatus
   statusCode: 1 | 2 = 1
@@ -43,7 +45,8 @@ export class ExportedSpan implements Tracer.Span, FinishedSpan {
     private readonly sink: (span: ExportedSpan) => void
   ) {
     this.parentSpanId = Option.isSome(parent) ? parent.value.spanId : undefined
-    this.links = links.length === 0 ? [] : Array.from(links)
+    // most spans have none: a shared empty list, replaced on the first addLinks
+    this.links = links.length === 0 ? NO_LINKS : Array.from(links)
     this.status = { _tag: "Started", startTime }
   }
   get endTime(): bigint {
@@ -67,7 +70,7 @@ export class ExportedSpan implements Tracer.Span, FinishedSpan {
     ;(this.events ??= []).push([name, startTime, attributes])
   }
   addLinks(links: ReadonlyArray<Tracer.SpanLink>) {
-    this.links.push(...links)
+    this.links = [...this.links, ...links]
   }
   private failed(cause: Cause.Cause<unknown>, endTime: bigint) {
     if (Cause.isInterruptedOnly(cause)) {

@@ -1,9 +1,10 @@
 import { FetchHttpClient } from "@effect/platform"
-import { Effect, Layer, Logger, Option, type Tracer } from "effect"
+import { Config, Effect, Layer, Logger, Option, type Tracer } from "effect"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import { SwitchyardConfig, type SwitchyardSettings } from "../config/SwitchyardConfig.js"
 import { nodeLogger } from "../http/AccessLog.js"
+import { makeLibraryTracer } from "./LibraryTracer.js"
 import { makeExportingTracer, makeSpanExporter } from "./SpanExporter.js"
 import { tracedNodeLogger } from "./TraceLogger.js"
 
@@ -98,20 +99,22 @@ export const TracingLive: Layer.Layer<never, never, SwitchyardConfig> = Layer.un
     }),
     scopeName: serviceName
   }
+  const options = {
+    url,
+    protocol: t.protocol,
+    headers: { "user-agent": `switchyard/${VERSION}`, ...otlpHeaders(t.headers) },
+    resource,
+    exportIntervalMs: t.exportDelayMs
+  }
+  const sample = t.sampler === "always_on" ? undefined : samplerOf(t.sampler, t.samplerRatio)
+  // the previous tracer, only as the observability bench's same-run baseline (LibraryTracer.ts)
+  const library = yield* Config.literal("library")("SWITCHYARD_TRACER").pipe(Config.option, Effect.orDie)
   return Layer.merge<never, never, never, never, never, never>(
-    Layer.unwrapScoped(Effect.map(
-      makeSpanExporter({
-        url,
-        protocol: t.protocol,
-        headers: { "user-agent": `switchyard/${VERSION}`, ...otlpHeaders(t.headers) },
-        resource,
-        exportIntervalMs: t.exportDelayMs
-      }),
-      (exporter) =>
-        Layer.setTracer(
-          makeExportingTracer(exporter, t.sampler === "always_on" ? undefined : samplerOf(t.sampler, t.samplerRatio))
-        )
-    )).pipe(Layer.provide(FetchHttpClient.layer)),
+    Layer.unwrapScoped(
+      Option.isSome(library)
+        ? Effect.map(makeLibraryTracer(options, sample), Layer.setTracer)
+        : Effect.map(makeSpanExporter(options), (exporter) => Layer.setTracer(makeExportingTracer(exporter, sample)))
+    ).pipe(Layer.provide(FetchHttpClient.layer)),
     Logger.replace(nodeLogger, tracedNodeLogger)
   )
 }))
