@@ -21,6 +21,7 @@ const RETRY_MS = 2000
 // a record read by an organization's tail is handed to every stream following it: framed once for them all
 const frames = new WeakMap<EventRecord, string>()
 const frameBytes = new WeakMap<EventRecord, Buffer>()
+const joined = new WeakMap<EventRecord, { readonly events: ReadonlyArray<EventRecord>; readonly bytes: Buffer }>()
 
 /** An event of the log: `id:` (resume after it with `Last-Event-ID`), `event:` its type, `data:` its JSON. */
 export const sseEvent = (e: EventRecord) => {
@@ -43,7 +44,15 @@ export const sseEventBytes = (events: ReadonlyArray<EventRecord>): Buffer => {
     }
     return bytes
   }
-  return Buffer.concat(events.map((e) => sseEventBytes([e])))
+  // the streams of one read mostly take the same events: joined once for them all (same records, same order)
+  const cached = joined.get(events[0]!)
+  if (
+    cached !== undefined && cached.events.length === events.length &&
+    cached.events.every((e, i) => e === events[i])
+  ) return cached.bytes
+  const bytes = Buffer.concat(events.map((e) => sseEventBytes([e])))
+  joined.set(events[0]!, { events, bytes })
+  return bytes
 }
 
 /** A stream cut short (events pruned under a slow reader): said in the stream, then it ends. */

@@ -1,11 +1,14 @@
 import { Effect } from "effect"
 import * as Crypto from "node:crypto"
+import type { Readable } from "node:stream"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { Gone } from "../../schema/Errors.js"
 import type { OrganizationId } from "../../schema/Ids.js"
 import { EventLog } from "../../src/events/EventLog.js"
 import type { EventRecord } from "../../src/events/EventRepo.js"
+import { followResponse } from "../../src/events/EventStreamResponse.js"
+import { Drain } from "../../src/http/Drain.js"
 import { insertTasks, startEventLog } from "./support.js"
 
 let log: Awaited<ReturnType<typeof startEventLog>>
@@ -109,5 +112,39 @@ describe("pushed event subscriptions (the SSE responses' source)", () => {
     await sleep(500)
     expect(reader.seen.length).toBe(3)
     expect(reader.ended).toEqual([])
+  })
+
+  it("the pushed response writes retry:, then each event framed, and ends at a drain", async () => {
+    const organizationId = Crypto.randomUUID()
+    const drain = await Effect.runPromise(Effect.provide(Drain, Drain.Default))
+    const events = await log.runtime.runPromise(EventLog)
+    const start = await log.runtime.runPromise(events.position(organizationId as OrganizationId))
+    const response = followResponse(drain, events.subscribe(organizationId as OrganizationId, start, () => true))
+    expect(response.headers["content-type"] ?? response.body.contentType).toContain("text/event-stream")
+    if (response.body._tag !== "Raw") throw new Error("not a raw body")
+    const body = response.body.body as Readable
+    let text = ""
+    let ended = false
+    body.setEncoding("utf8")
+    body.on("data", (chunk: string) => void (text += chunk))
+    body.on("end", () => void (ended = true))
+    await sleep(300)
+    const ids = await insertTasks(pool, organizationId, 2)
+    await until("two events", () => (text.match(/^id: /gm) ?? []).length === 2)
+    expect(text.startsWith("retry: 2000\n\n")).toBe(true)
+    const frames = text.split("\n\n").filter((f) => f.startsWith("id: "))
+    expect(frames.map((f) => f.split("\n")[1])).toEqual(["event: task.created", "event: task.created"])
+    expect(ids.every((id) => text.includes(id))).toBe(true)
+    await Effect.runPromise(drain.begin)
+    await until("the end at the drain", () => ended, 5000)
+    // a response made while draining ends at once, after its retry:
+    const late = followResponse(drain, events.subscribe(organizationId as OrganizationId, start, () => true))
+    if (late.body._tag !== "Raw") throw new Error("not a raw body")
+    const lateBody = late.body.body as Readable
+    let lateText = ""
+    lateBody.setEncoding("utf8")
+    lateBody.on("data", (chunk: string) => void (lateText += chunk))
+    await new Promise((resolve) => lateBody.once("end", resolve))
+    expect(lateText).toBe("retry: 2000\n\n")
   })
 })
