@@ -1,10 +1,4 @@
-import { configDefaults, defineConfig } from "vitest/config"
-
-/**
- * Files that need a module registry of their own: `vi.mock` is scoped to its file only by the per-file
- * reset that isolation does; the console's browser journeys keep the isolation they were written with.
- */
-const ISOLATED = ["test/connectors/egress/GuardedLookup.test.ts", "test/console/**/*.test.ts"]
+import { defineConfig } from "vitest/config"
 
 export default defineConfig({
   test: {
@@ -15,9 +9,9 @@ export default defineConfig({
     maxWorkers: 2,
     minWorkers: 1,
     sequence: { concurrent: false },
-    // a worker keeps the modules it loaded for its next file: importing the sources (hundreds of modules
-    // through vite-node) again for each file was about half the CPU of a file. (Read for the whole pool
-    // here, not per project; a project's own `isolate` still resets its modules and mocks per file.)
+    // The pool reads this one: a worker process runs file after file, so node_modules (Effect and the rest,
+    // loaded natively) are loaded once per worker instead of once per file, with a process started for
+    // each: that was about half the CPU of a file.
     isolate: false,
     projects: [
       {
@@ -25,10 +19,11 @@ export default defineConfig({
         test: {
           name: "switchyard",
           include: ["test/**/*.test.ts"],
-          exclude: [...configDefaults.exclude, ...ISOLATED]
+          // ...while each file still gets our modules (src/, schema/, test/) and its vi.mock afresh: several
+          // keep state per process (src/http/RouteTable.ts's extra routes) that a file must not inherit
+          isolate: true
         }
-      },
-      { extends: true, test: { name: "isolated", include: ISOLATED, isolate: true } }
+      }
     ]
   }
 })
