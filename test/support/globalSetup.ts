@@ -76,7 +76,7 @@ interface Shared {
   users: number
 }
 
-// each project of the run (vitest.config.ts) calls this setup: they share one server, stopped by the last
+// every project of a run that lists this setup (vitest `projects`) shares the one server; the last stops it
 const SHARED = Symbol.for("switchyard.test.postgres")
 const registry = globalThis as { [SHARED]?: Shared }
 
