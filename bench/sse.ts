@@ -156,6 +156,8 @@ const startProducer = (target: Target) => {
 
 interface Stream {
   count: number
+  /** `data` events of its socket: about one per write of the node (loopback). */
+  chunks: number
   lastId: number
   ordered: boolean
   status: number
@@ -167,7 +169,15 @@ interface Stream {
 const openStream = (baseUrl: string, apiKey: string, after: number | undefined): Promise<Stream> =>
   new Promise((resolve, reject) => {
     const url = new URL(`/v1/events${settings.streamTypes === "" ? "" : `?types=${settings.streamTypes}`}`, baseUrl)
-    const stream: Stream = { count: 0, lastId: 0, ordered: true, status: 0, ended: false, close: () => undefined }
+    const stream: Stream = {
+      count: 0,
+      chunks: 0,
+      lastId: 0,
+      ordered: true,
+      status: 0,
+      ended: false,
+      close: () => undefined
+    }
     const req = Http.get(url, {
       agent: false,
       headers: {
@@ -185,6 +195,7 @@ const openStream = (baseUrl: string, apiKey: string, after: number | undefined):
       // `rest` is the unfinished last line: what is scanned always starts at a line's start
       let rest = ""
       res.on("data", (chunk: string) => {
+        stream.chunks++
         const text = rest + chunk
         const complete = text.lastIndexOf("\n") + 1
         rest = text.slice(complete)
@@ -285,7 +296,9 @@ const round = async (node: SwitchyardNode, apiKey: string, targets: ReturnType<t
         delivered === undefined ? "" : `, ${fmt(delivered, 0)} events/s delivered across the streams`
       }${
         "cpuUsPerDelivered" in m && typeof m.cpuUsPerDelivered === "number"
-          ? ` (node CPU ${fmt(m.cpuUsPerDelivered, 1)} µs per event per stream)`
+          ? ` (node CPU ${fmt(m.cpuUsPerDelivered, 1)} µs per event per stream, ${
+            fmt("eventsPerWrite" in m ? Number(m.eventsPerWrite) : Number.NaN, 2)
+          } events per write)`
           : ""
       }`
     )
@@ -333,14 +346,17 @@ const round = async (node: SwitchyardNode, apiKey: string, targets: ReturnType<t
     } MiB: ${fmt((rssDeltaMiB * 1024) / streams.length, 1)} KiB per stream`
   )
   const delivered = () => streams.reduce((a, s) => a + s.count, 0)
+  const chunks = () => streams.reduce((a, s) => a + s.chunks, 0)
   const measureWith = async (label: string) => {
-    const [d0, t0, fromUs] = [delivered(), performance.now(), monotonicUs()]
+    const [d0, c0, t0, fromUs] = [delivered(), chunks(), performance.now(), monotonicUs()]
     const m = await measureBoth(targets, node.pid)
     windows.push({ label: `round ${index + 1}, ${label}`, fromUs: String(fromUs), toUs: String(monotonicUs()) })
     const events = delivered() - d0
     return {
       ...m,
       deliveredPerSecond: events / ((performance.now() - t0) / 1000),
+      // events per socket read of a client: how many events one write of the node carried
+      eventsPerWrite: events / Math.max(1, chunks() - c0),
       // all of the node's CPU in the window over the events delivered: an upper bound of one delivery's cost
       cpuUsPerDelivered: events > 0 ? (m.nodeCpuMs * 1000) / events : null
     }
