@@ -29,8 +29,9 @@ export interface SpanExporter {
 
 /**
  * Batches ended spans and sends them to an OTLP/HTTP receiver from one scoped fiber: every export interval,
- * as soon as a full batch is queued, and once more when the scope closes (within the shutdown timeout). The
- * spans' own request paths only push onto an array. A failed export drops its spans: no retries holding the
+ * as soon as a full batch is queued, and once more when the scope closes (within the shutdown timeout). A
+ * span's own request path only adds it to the open batch (encoded there, protobuf) and never waits on the
+ * network. A failed export drops its spans: no retries holding the
  * queue, and failures and drops are logged at most once per interval, never raised into a request.
  */
 export const makeSpanExporter = (
