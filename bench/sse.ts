@@ -1,7 +1,9 @@
+import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
 import { Connection, type Outcome, requestBytes, responseBody } from "./support/connection.js"
 import { type Latency, latencyOf, type Target } from "./support/load.js"
 import { cpuProfiling, cpuTimeMs, startNode, stopAll, type SwitchyardNode, tempDir } from "./support/processes.js"
@@ -15,7 +17,8 @@ import { appendRun, fmtSpread, median, rounds, spread } from "./support/runs.js"
  *     `concurrency` closed-loop clients for `measureMs`, first with nothing else running, then while a
  *     producer makes events (async invokes of a scripted agent at `producerPerSecond`, each task writing
  *     ~4 task.* events); the node's RSS (VmRSS) at rest afterwards;
- *   - `streams` clients open `GET /v1/events` (node:http, `agent: false`: one socket each), all resuming
+ *   - `streams` clients open `GET /v1/events` (node:http, `agent: false`: one socket each, in a child
+ *     process of their own so that reading them does not delay the latency clients), all resuming
  *     after the same event id (Last-Event-ID), each reading and counting what it receives; the node's RSS
  *     at rest again: (with − without) / streams is the memory per open stream;
  *   - with streams: the same two latency measurements (the sync invokes' own events fan out to every
@@ -221,6 +224,99 @@ const openStream = (baseUrl: string, apiKey: string, after: number | undefined):
     })
   })
 
+/** What the reader process tells: every stream's count and last id, and what they received in all. */
+interface ReaderStats {
+  readonly opened: number
+  readonly openErrors: number
+  readonly firstError: string | undefined
+  readonly delivered: number
+  readonly chunks: number
+  readonly counts: ReadonlyArray<number>
+  readonly lastIds: ReadonlyArray<number>
+  readonly unordered: number
+  readonly ended: number
+}
+type ReaderRequest =
+  | {
+    readonly kind: "open"
+    readonly baseUrl: string
+    readonly apiKey: string
+    readonly after: number
+    readonly n: number
+  }
+  | { readonly kind: "stats" }
+  | { readonly kind: "close" }
+
+/**
+ * The streams are read by a child process (this file with --sse-readers), not by the one that times the
+ * other endpoints: parsing 100k+ events a second on the timing process's event loop would add its own delay
+ * to their latencies. Requests and answers go over IPC, one at a time.
+ */
+const startReaders = () => {
+  const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--sse-readers"], {
+    stdio: ["ignore", "inherit", "inherit", "ipc"]
+  })
+  const ask = (request: ReaderRequest) =>
+    new Promise<ReaderStats>((resolve, reject) => {
+      const onExit = () => reject(new Error("the SSE reader process exited"))
+      child.once("exit", onExit)
+      child.once("message", (answer) => {
+        child.off("exit", onExit)
+        resolve(answer as ReaderStats)
+      })
+      child.send(request)
+    })
+  return {
+    open: (baseUrl: string, apiKey: string, after: number, n: number) =>
+      ask({ kind: "open", baseUrl, apiKey, after, n }),
+    stats: () => ask({ kind: "stats" }),
+    close: async () => {
+      await ask({ kind: "close" }).catch(() => undefined)
+      child.kill()
+    }
+  }
+}
+
+/** The reader process: opens the streams it is asked for, in batches, and tells what they received. */
+const readersChild = () => {
+  const streams: Array<Stream> = []
+  let openErrors = 0
+  let firstError: string | undefined
+  const stats = (): ReaderStats => ({
+    opened: streams.length,
+    openErrors,
+    firstError,
+    delivered: streams.reduce((a, s) => a + s.count, 0),
+    chunks: streams.reduce((a, s) => a + s.chunks, 0),
+    counts: streams.map((s) => s.count),
+    lastIds: streams.map((s) => s.lastId),
+    unordered: streams.filter((s) => !s.ordered).length,
+    ended: streams.filter((s) => s.ended).length
+  })
+  // the bench ended (or died): so do the streams
+  process.on("disconnect", () => process.exit(0))
+  process.on("message", async (request: ReaderRequest) => {
+    if (request.kind === "open") {
+      for (let i = 0; i < request.n; i += settings.openBatch) {
+        const batch = await Promise.allSettled(
+          Array.from(
+            { length: Math.min(settings.openBatch, request.n - i) },
+            () => openStream(request.baseUrl, request.apiKey, request.after)
+          )
+        )
+        for (const s of batch) {
+          if (s.status === "fulfilled") streams.push(s.value)
+          else if (openErrors++ === 0) firstError = String(s.reason)
+        }
+      }
+    }
+    if (request.kind === "close") { for (const s of streams) s.close() }
+    process.send!(stats())
+    if (request.kind === "close") process.disconnect()
+  })
+}
+if (process.argv.includes("--sse-readers")) readersChild()
+
 const endpoints = (node: SwitchyardNode, apiKey: string, agentId: string) => {
   const headers = { "x-api-key": apiKey, "content-type": "application/json" }
   const body = JSON.stringify({ input: { text: "hi", user: { id: "u1", email: "u1@example.com" } } })
@@ -288,7 +384,7 @@ const ratios = (withStreams: Measured, without: Measured) => ({
 })
 
 const round = async (node: SwitchyardNode, apiKey: string, targets: ReturnType<typeof endpoints>, index: number) => {
-  const { openBatch, settleMs, streams: n } = settings
+  const { settleMs, streams: n } = settings
   console.log(`Round ${index + 1} (load average ${Os.loadavg()[0]!.toFixed(2)})`)
   const phase = (label: string, m: Measured & { cpuUsPerDelivered?: number | null }, delivered?: number) => {
     console.log(
@@ -325,38 +421,31 @@ const round = async (node: SwitchyardNode, apiKey: string, targets: ReturnType<t
   const after = reference.lastId
   const referenceBase = reference.count
   const openStarted = performance.now()
-  const streams: Array<Stream> = []
-  let openErrors = 0
-  for (let i = 0; i < n; i += openBatch) {
-    const batch = await Promise.allSettled(
-      Array.from({ length: Math.min(openBatch, n - i) }, () => openStream(node.baseUrl, apiKey, after))
-    )
-    for (const s of batch) {
-      if (s.status === "fulfilled") streams.push(s.value)
-      else if (openErrors++ === 0) console.log(`  !!! a stream failed to open: ${String(s.reason)}`)
-    }
-  }
+  const readers = startReaders()
+  const opened = await readers.open(node.baseUrl, apiKey, after, n)
+  const openErrors = opened.openErrors
+  if (openErrors > 0) console.log(`  !!! ${openErrors} stream(s) failed to open: ${opened.firstError}`)
   const openMs = performance.now() - openStarted
   await sleep(settleMs)
   const rssWith = await quietRss(node.pid)
   const rssDeltaMiB = rssWith - rssBefore
   console.log(
-    `  ${streams.length} streams open in ${fmt(openMs / 1000, 1)} s; node RSS at rest ${fmt(rssBefore, 1)} → ${
+    `  ${opened.opened} streams open in ${fmt(openMs / 1000, 1)} s; node RSS at rest ${fmt(rssBefore, 1)} → ${
       fmt(rssWith, 1)
-    } MiB: ${fmt((rssDeltaMiB * 1024) / streams.length, 1)} KiB per stream`
+    } MiB: ${fmt((rssDeltaMiB * 1024) / opened.opened, 1)} KiB per stream`
   )
-  const delivered = () => streams.reduce((a, s) => a + s.count, 0)
-  const chunks = () => streams.reduce((a, s) => a + s.chunks, 0)
   const measureWith = async (label: string) => {
-    const [d0, c0, t0, fromUs] = [delivered(), chunks(), performance.now(), monotonicUs()]
+    const before = await readers.stats()
+    const [t0, fromUs] = [performance.now(), monotonicUs()]
     const m = await measureBoth(targets, node.pid)
     windows.push({ label: `round ${index + 1}, ${label}`, fromUs: String(fromUs), toUs: String(monotonicUs()) })
-    const events = delivered() - d0
+    const after = await readers.stats()
+    const events = after.delivered - before.delivered
     return {
       ...m,
       deliveredPerSecond: events / ((performance.now() - t0) / 1000),
       // events per socket read of a client: how many events one write of the node carried
-      eventsPerWrite: events / Math.max(1, chunks() - c0),
+      eventsPerWrite: events / Math.max(1, after.chunks - before.chunks),
       // all of the node's CPU in the window over the events delivered: an upper bound of one delivery's cost
       cpuUsPerDelivered: events > 0 ? (m.nodeCpuMs * 1000) / events : null
     }
@@ -372,32 +461,35 @@ const round = async (node: SwitchyardNode, apiKey: string, targets: ReturnType<t
   // quiet: every stream must reach the reference's last event
   const settleStart = performance.now()
   let lastReference = -1
+  let final = await readers.stats()
   while (performance.now() - settleStart < 30_000) {
     await sleep(500)
-    if (reference.lastId === lastReference && streams.every((s) => s.lastId === reference.lastId)) break
+    final = await readers.stats()
+    if (reference.lastId === lastReference && final.lastIds.every((id) => id === reference.lastId)) break
     lastReference = reference.lastId
   }
   const expected = reference.count - referenceBase
-  const counts = streams.map((s) => s.count)
+  const counts = final.counts
   const fanOut = {
-    open: streams.length,
+    open: final.opened,
     openErrors,
     openSeconds: openMs / 1000,
     expected,
     minCount: Math.min(...counts),
     maxCount: Math.max(...counts),
-    mismatched: streams.filter((s) => s.count !== expected || s.lastId !== reference.lastId).length,
-    unordered: streams.filter((s) => !s.ordered).length + (reference.ordered ? 0 : 1),
-    ended: streams.filter((s) => s.ended).length
+    mismatched: counts.filter((c, i) => c !== expected || final.lastIds[i] !== reference.lastId).length,
+    unordered: final.unordered + (reference.ordered ? 0 : 1),
+    ended: final.ended
   }
-  for (const s of [...streams, reference]) s.close()
+  await readers.close()
+  reference.close()
   const result = {
     loadAverage: Os.loadavg()[0]!,
     idle: { without: idleWithout, with: idleWith, ...ratios(idleWith, idleWithout) },
     producing: { without: busyWithout, with: busyWith, ...ratios(busyWith, busyWithout) },
     rssAtRestMiB: { without: rssBefore, with: rssWith },
     rssDeltaMiB,
-    kibPerStream: (rssDeltaMiB * 1024) / streams.length,
+    kibPerStream: (rssDeltaMiB * 1024) / opened.opened,
     producer: produced,
     fanOut
   }
