@@ -121,6 +121,8 @@ export const HttpServerLive = Layer.unwrapEffect(
               Effect.timeout(config.shutdownGrace),
               Effect.ignore
             )
+            // past the grace, what is still open is cut: the server's own close would wait for it unbounded
+            yield* Effect.sync(() => server.closeAllConnections())
           })
         )
       })
