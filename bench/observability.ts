@@ -22,8 +22,6 @@ import { measureSpanCost } from "./support/spanCost.js"
  *   - metrics: SWITCHYARD_METRICS_PORT set, and scraped every second during the measurement;
  *   - tracing: OTEL_EXPORTER_OTLP_ENDPOINT set to a local OTLP/HTTP receiver in this process (protobuf, the
  *     default protocol), which reads every export and answers 200;
- *   - library: the same with SWITCHYARD_TRACER=library, the tracer the node ran before its own
- *     (@effect/opentelemetry's OtlpTracer, src/observability/LibraryTracer.ts): the same-run baseline;
  *   - sampled: tracing with parentbased_traceidratio at 0.1;
  * for connector invokes/s (`POST /v1/tools/connectors/{id}/connections/{id}/getItem` against a local upstream)
  * and tasks/s (sync `POST /v1/agents/{id}/invoke` of a scripted agent that answers at once), each from
@@ -88,8 +86,8 @@ const startReceiver = async () => {
   }
 }
 
-type Variant = "off" | "metrics" | "tracing" | "library" | "sampled"
-const VARIANTS: ReadonlyArray<Variant> = ["off", "metrics", "tracing", "library", "sampled"]
+type Variant = "off" | "metrics" | "tracing" | "sampled"
+const VARIANTS: ReadonlyArray<Variant> = ["off", "metrics", "tracing", "sampled"]
 
 interface Setup {
   readonly node: SwitchyardNode
@@ -126,8 +124,6 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
         SWITCHYARD_EGRESS_ALLOW: "127.0.0.1",
         ...(metricsPort === undefined ? {} : { SWITCHYARD_METRICS_PORT: String(metricsPort) }),
         ...(variant === "off" || variant === "metrics" ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }),
-        // the previous tracer (@effect/opentelemetry's OtlpTracer), exporting every span: the same-run baseline
-        ...(variant === "library" ? { SWITCHYARD_TRACER: "library" } : {}),
         // a production setting: one trace in ten kept, decided at the root, whole traces
         ...(variant === "sampled"
           ? { OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" }
@@ -178,7 +174,6 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
       off: { invoke: [], task: [] },
       metrics: { invoke: [], task: [] },
       tracing: { invoke: [], task: [] },
-      library: { invoke: [], task: [] },
       sampled: { invoke: [], task: [] }
     }
     // the node process's own CPU ms per request, per round
@@ -186,7 +181,6 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
       off: { invoke: [], task: [] },
       metrics: { invoke: [], task: [] },
       tracing: { invoke: [], task: [] },
-      library: { invoke: [], task: [] },
       sampled: { invoke: [], task: [] }
     }
     const measure = async (variant: Variant, kind: "invoke" | "task") => {
@@ -226,35 +220,28 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
       off: spread(cpu.off[kind]),
       metrics: spread(cpu.metrics[kind]),
       tracing: spread(cpu.tracing[kind]),
-      library: spread(cpu.library[kind]),
       sampled: spread(cpu.sampled[kind]),
       metricsVsOff: spread(cpuRatios("metrics", kind)),
       tracingVsOff: spread(cpuRatios("tracing", kind)),
-      libraryVsOff: spread(cpuRatios("library", kind)),
-      sampledVsOff: spread(cpuRatios("sampled", kind)),
-      tracingVsLibrary: spread(cpu.tracing[kind].map((ms, i) => ms / cpu.library[kind][i]!))
+      sampledVsOff: spread(cpuRatios("sampled", kind))
     })
     const summary = {
       connectorInvokesPerSecond: {
         off: spread(results.off.invoke),
         metrics: spread(results.metrics.invoke),
         tracing: spread(results.tracing.invoke),
-        library: spread(results.library.invoke),
         sampled: spread(results.sampled.invoke),
         metricsVsOff: spread(ratios("metrics", "invoke")),
         tracingVsOff: spread(ratios("tracing", "invoke")),
-        libraryVsOff: spread(ratios("library", "invoke")),
         sampledVsOff: spread(ratios("sampled", "invoke"))
       },
       tasksPerSecond: {
         off: spread(results.off.task),
         metrics: spread(results.metrics.task),
         tracing: spread(results.tracing.task),
-        library: spread(results.library.task),
         sampled: spread(results.sampled.task),
         metricsVsOff: spread(ratios("metrics", "task")),
         tracingVsOff: spread(ratios("tracing", "task")),
-        libraryVsOff: spread(ratios("library", "task")),
         sampledVsOff: spread(ratios("sampled", "task"))
       },
       nodeCpuMsPerConnectorInvoke: cpuSummary("invoke"),
@@ -264,7 +251,7 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
     }
     console.log("\nmedian of per-round ratios against off (target ≥ 0.90):")
     for (const [kind, label] of [["invoke", "connector invokes/s"], ["task", "tasks/s"]] as const) {
-      for (const variant of ["metrics", "tracing", "library", "sampled"] as const) {
+      for (const variant of ["metrics", "tracing", "sampled"] as const) {
         const r = median(ratios(variant, kind))
         console.log(
           `  ${label.padEnd(20)} ${variant.padEnd(8)} ${r.toFixed(3)}  ${r >= 0.9 ? "PASS" : "MISS"}  ` +
@@ -274,17 +261,13 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
     }
     console.log("\nnode CPU per request (its own process), median of per-round ratios against off (target ≤ 1.10):")
     for (const [kind, label] of [["invoke", "connector invoke"], ["task", "task"]] as const) {
-      for (const variant of ["metrics", "tracing", "library", "sampled"] as const) {
+      for (const variant of ["metrics", "tracing", "sampled"] as const) {
         if (cpu[variant][kind].length === 0) continue
         console.log(
           `  ${label.padEnd(20)} ${variant.padEnd(8)} ${median(cpuRatios(variant, kind)).toFixed(3)}  ` +
             `(off ${median(cpu.off[kind]).toFixed(3)} ms, on ${median(cpu[variant][kind]).toFixed(3)} ms)`
         )
       }
-    }
-    for (const [kind, label] of [["invoke", "connector invoke"], ["task", "task"]] as const) {
-      const r = median(cpu.tracing[kind].map((ms, i) => ms / cpu.library[kind][i]!))
-      console.log(`  ${label.padEnd(20)} tracing / library (every span exported): ${r.toFixed(3)}`)
     }
     console.log(`OTLP receiver: ${receiver.seen.requests} exports, ${fmt(receiver.seen.bytes / 1024)} KiB`)
     appendRun(name, { ...settings, rounds: count }, { ok: errors === 0, loadBefore, errors, ...summary })

@@ -1,8 +1,8 @@
 import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
 import { HttpClient, HttpClientResponse } from "@effect/platform"
 import { Context, Effect, Exit, Layer, Option, Scope, type Tracer } from "effect"
-import { layerProtobuf } from "../../src/observability/OtlpProtobuf.js"
 import { makeExportingTracer, makeSpanExporter } from "../../src/observability/SpanExporter.js"
+import { layerProtobuf } from "./OtlpReferenceEncoder.js"
 import { median } from "./runs.js"
 
 /**
@@ -11,7 +11,7 @@ import { median } from "./runs.js"
  * receiver is an HttpClient that answers 200 at once (it only sums the bodies' bytes), so what is measured
  * is the tracer and its encoding, not a socket.
  *   - library: @effect/opentelemetry's OtlpTracer (its span objects, ids and OTLP object tree), with our
- *     protobuf encoder (OtlpProtobuf.ts layerProtobuf): what the node ran before SpanExporter.ts;
+ *     protobuf encoder (OtlpReferenceEncoder.ts layerProtobuf): what the node ran before SpanExporter.ts;
  *   - lean: SpanExporter.ts (Spans.ts, SpanEncoding.ts): what it runs now;
  *   - off: Effect's own in-memory tracer, which the node keeps with tracing off (no export).
  */

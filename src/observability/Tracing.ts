@@ -1,10 +1,9 @@
 import { FetchHttpClient } from "@effect/platform"
-import { Config, Effect, Layer, Logger, Option, type Tracer } from "effect"
+import { Effect, Layer, Logger, Option, type Tracer } from "effect"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import { SwitchyardConfig, type SwitchyardSettings } from "../config/SwitchyardConfig.js"
 import { nodeLogger } from "../http/AccessLog.js"
-import { makeLibraryTracer } from "./LibraryTracer.js"
 import { makeExportingTracer, makeSpanExporter } from "./SpanExporter.js"
 import { tracedNodeLogger } from "./TraceLogger.js"
 
@@ -107,13 +106,9 @@ export const TracingLive: Layer.Layer<never, never, SwitchyardConfig> = Layer.un
     exportIntervalMs: t.exportDelayMs
   }
   const sample = t.sampler === "always_on" ? undefined : samplerOf(t.sampler, t.samplerRatio)
-  // the previous tracer, only as the observability bench's same-run baseline (LibraryTracer.ts)
-  const library = yield* Config.literal("library")("SWITCHYARD_TRACER").pipe(Config.option, Effect.orDie)
   return Layer.merge<never, never, never, never, never, never>(
     Layer.unwrapScoped(
-      Option.isSome(library)
-        ? Effect.map(makeLibraryTracer(options, sample), Layer.setTracer)
-        : Effect.map(makeSpanExporter(options), (exporter) => Layer.setTracer(makeExportingTracer(exporter, sample)))
+      Effect.map(makeSpanExporter(options), (exporter) => Layer.setTracer(makeExportingTracer(exporter, sample)))
     ).pipe(Layer.provide(FetchHttpClient.layer)),
     Logger.replace(nodeLogger, tracedNodeLogger)
   )

@@ -1,7 +1,7 @@
 import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
 import { Effect, Tracer } from "effect"
 import { describe, expect, it } from "vitest"
-import { encodeTraces } from "../../src/observability/OtlpProtobuf.js"
+import { encodeTraces } from "../../bench/support/OtlpReferenceEncoder.js"
 import { encodeJson, encodeProtobuf, type FinishedSpan, SPAN_KIND } from "../../src/observability/SpanEncoding.js"
 import { makeExportingTracer } from "../../src/observability/SpanExporter.js"
 import { decodeSpan, decodeTraces } from "./OtlpDecode.js"

@@ -4,15 +4,11 @@ import { HttpBody } from "@effect/platform"
 import { Effect, Layer } from "effect"
 
 /**
- * OTLP/HTTP protobuf encoding of trace exports (opentelemetry.proto.trace.v1 TracesData), written with
- * @bufbuild/protobuf's BinaryWriter. @effect/opentelemetry's own encoder builds every field as a fresh
- * array through BigInt varints and copies each message into its parent's: about 100 µs per span, most of
- * the cost of tracing a request. This one writes each span once, in a few µs. Field numbers follow the
- * .proto files; metrics and logs (which the node does not export) keep the library's encoder.
- *
- * The node no longer runs it: its own tracer (SpanExporter.ts) encodes spans without the OTLP object tree this
- * reads (SpanEncoding.ts). It stays as the library-checked reference the new encoding is compared with
- * (test/observability/OtlpProtobuf.test.ts) and as the old path's encoder in bench/support/spanCost.ts.
+ * The OTLP/HTTP protobuf encoder the node used before its own tracer (src/observability/SpanExporter.ts):
+ * TracesData from the OTLP object tree of @effect/opentelemetry's OtlpTracer, written with @bufbuild/protobuf's
+ * BinaryWriter (the library's own encoder costs ~100 µs a span). Kept outside the node as a reference: the
+ * tests compare the node's encoding with it (it writes the library's bytes), and bench/support/spanCost.ts
+ * measures the old path with it.
  */
 
 type Json = any
