@@ -3,7 +3,7 @@ import { Workspace } from "../files/Workspace.js"
 import { workspaceTools } from "../files/WorkspaceTools.js"
 import { FunctionTools } from "../functions/FunctionTools.js"
 import { KnowledgeTools } from "../knowledge/KnowledgeTools.js"
-import { combineToolSets, type RunScope } from "./ToolSet.js"
+import { combineToolSets, emptyToolSet, type RunScope } from "./ToolSet.js"
 
 /**
  * The built-in tools of an agent's run (issue 25): workspace files for every agent, then each area's
@@ -16,12 +16,21 @@ export class BuiltinTools extends Effect.Service<BuiltinTools>()("agents/Builtin
     const knowledge = yield* KnowledgeTools
     const functions = yield* FunctionTools
     return {
-      forRun: (scope: RunScope, taken: ReadonlySet<string>) =>
+      /**
+       * `attached`, when the run's start read it, says which areas the agent has attachments in: an area
+       * without any is not asked (no read per run for the agents that have none).
+       */
+      forRun: (
+        scope: RunScope,
+        taken: ReadonlySet<string>,
+        attached?: { readonly knowledge: boolean; readonly functions: boolean }
+      ) =>
         Effect.gen(function*() {
           const files = workspaceTools(workspace.forAgent(scope))
-          const sets = yield* Effect.all([knowledge.forRun(scope), functions.forRun(scope)], {
-            concurrency: "unbounded"
-          })
+          const sets = yield* Effect.all([
+            attached?.knowledge === false ? Effect.succeed(emptyToolSet) : knowledge.forRun(scope),
+            attached?.functions === false ? Effect.succeed(emptyToolSet) : functions.forRun(scope)
+          ], { concurrency: "unbounded" })
           return combineToolSets([files, ...sets], taken)
         }),
       /** Custom functions that the agent's skills name as actions (their approval is the run's to ask). */

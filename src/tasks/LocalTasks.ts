@@ -1,25 +1,24 @@
 import { Effect } from "effect"
-import type { AttachedRow } from "../skills/Skills.js"
-import type { TaskRow } from "./TaskRepo.js"
+import type { Attachments, TaskRow } from "./TaskRepo.js"
 
 const HANDOFF_TTL_MS = 30_000
 
 export interface Handoff {
   readonly row: TaskRow
   /** Set when the row was inserted started. */
-  readonly attached: ReadonlyArray<AttachedRow> | undefined
+  readonly attached: Attachments | undefined
 }
 
 /**
  * Rows just inserted by an invoke on this node, handed to the local run so that a fresh run does not
- * read back what was just written. A row inserted already started comes with the agent's attached skills
+ * read back what was just written. A row inserted already started comes with the agent's attachments
  * its insert read (the start's other half).
  */
 export class LocalTasks extends Effect.Service<LocalTasks>()("tasks/LocalTasks", {
   sync: () => {
     const handoff = new Map<string, Handoff & { readonly at: number }>()
     return {
-      offer: (row: TaskRow, attached?: ReadonlyArray<AttachedRow>) => {
+      offer: (row: TaskRow, attached?: Attachments) => {
         const now = Date.now()
         // rows nobody took (the run went elsewhere) age out; the Map iterates oldest first
         for (const [id, entry] of handoff) {

@@ -112,6 +112,13 @@ export interface ModelCallRecord {
   }
 }
 
+/** What a run reads of its agent's attachments with its start (`attachedOf`). */
+export interface Attachments {
+  readonly skills: ReadonlyArray<AttachedRow>
+  readonly knowledge: boolean
+  readonly functions: boolean
+}
+
 /** A task to insert, as `task_insert` takes it. */
 interface InsertItem {
   readonly id: TaskId
@@ -137,7 +144,7 @@ interface InsertItem {
 }
 
 /** A task inserted (or found by its idempotency key), as `insert` gives it. */
-type InsertedTask = TaskRow & { inserted: boolean; attached: ReadonlyArray<AttachedRow> | null }
+type InsertedTask = TaskRow & { inserted: boolean; attached: Attachments | null }
 
 type Inserted = { readonly i: number } & (InsertedTask | { id: null; agent: AgentRow | null })
 
@@ -166,14 +173,19 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     // the statements every task runs are prepared (src/db/PgPool.ts), and the writes of many tasks at once
     // go together (`batched`); the rest go through PgClient
 
-    /** The agent's attached skills as they are now (the runtime filter's input), for agent $`param`. */
+    /**
+     * What is attached to agent $`param` as it is now, for its run: its skills (the runtime filter's input),
+     * and whether it has knowledge bases or functions (a run of an agent without any reads neither).
+     */
     const attachedOf = (param: string) => `
-      coalesce((
+      jsonb_build_object('skills', coalesce((
         SELECT jsonb_agg(jsonb_build_object('id', s.id, 'status', s.status, 'visibility', s.visibility,
           'owner_id', s.owner_id, 'allowlist', to_jsonb(s.allowlist), 'actions', s.actions)
           ORDER BY a.attached_at, s.id)
         FROM agent_skills a JOIN skills s ON s.id = a.skill_id WHERE a.agent_id = ${param}
-      ), '[]'::jsonb)`
+      ), '[]'::jsonb),
+      'knowledge', EXISTS (SELECT 1 FROM agent_knowledge_bases k WHERE k.agent_id = ${param}),
+      'functions', EXISTS (SELECT 1 FROM agent_functions f WHERE f.agent_id = ${param}))`
 
     /**
      * New tasks, inserted together (`batched`): each with its agent read in the same statement, and the
@@ -421,7 +433,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
 
     const startTasks = batched<
       { id: TaskId; agent_id: AgentId },
-      { i: number; started: boolean; attached: ReadonlyArray<AttachedRow> }
+      { i: number; started: boolean; attached: Attachments }
     >(
       pool,
       "task_start",

@@ -19,7 +19,7 @@ import { Approvals, conditionHolds } from "../skills/Approvals.js"
 import { type AttachedRow, Skills, type SkillTool } from "../skills/Skills.js"
 import { LocalTasks } from "./LocalTasks.js"
 import { TaskCompletions } from "./TaskCompletions.js"
-import { type ModelCallRecord, TaskRepo, type TaskRow } from "./TaskRepo.js"
+import { type Attachments, type ModelCallRecord, TaskRepo, type TaskRow } from "./TaskRepo.js"
 
 const TOOL_RESULT_LIMIT = 64 * 1024
 
@@ -246,7 +246,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         )
       })
 
-    const loop = (task: TaskRow, fresh: boolean, attached: ReadonlyArray<AttachedRow> | undefined) =>
+    const loop = (task: TaskRow, fresh: boolean, attached: Attachments | undefined) =>
       Effect.gen(function*() {
         const agent = task.agent_snapshot
         const principal: Principal = {
@@ -264,11 +264,11 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         )
         // the budget is the agent's at invocation; without one there is nothing to reserve
         const budgeted = agent.budget !== null
-        const tools = yield* toolsOf(task, principal, attached)
+        const tools = yield* toolsOf(task, principal, attached?.skills)
         const byName = new Map(tools.map((t) => [t.spec.name, t]))
         const who = { id: task.user_id, email: task.user_email }
         // built-in tools (workspace files, knowledge, functions) beside the connector ones, which keep their names
-        const files = yield* builtins.forRun(runScopeOf(task), new Set(byName.keys()))
+        const files = yield* builtins.forRun(runScopeOf(task), new Set(byName.keys()), attached)
         const messages: Array<Message> = [{ role: "user", text: task.input }]
         let tokens = 0
         for (let step = 1; step <= agent.max_steps; step++) {
@@ -411,7 +411,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
      */
     const run = Effect.fnUntraced(function*(taskId: TaskId, limit: (limit: Duration.Duration) => void) {
       // a task invoked on this node comes as its inserted row; any other is read
-      // (one run on its invoking node comes started: its insert began the thread and read the attached skills)
+      // (one run on its invoking node comes started: its insert began the thread and read the attachments)
       const handed = local.take(taskId)
       const task = handed?.row ?? (yield* repo.findById(taskId))
       if (task === undefined) return { status: "error", result: "unknown task", finished_at: null } satisfies Outcome
