@@ -61,7 +61,10 @@ export const FunctionAction = Schema.Struct({
   }),
   requires_approval,
   approval_condition
-}).annotations({ identifier: "FunctionAction", description: "A custom function (docs/guides/functions.md), as a tool." })
+}).annotations({
+  identifier: "FunctionAction",
+  description: "A custom function (docs/guides/functions.md), as a tool."
+})
 
 export const SkillAction = Schema.Union(ConnectorAction, FunctionAction).annotations({
   identifier: "SkillAction",

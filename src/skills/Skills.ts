@@ -9,12 +9,12 @@ import type { Principal } from "../../schema/Security.js"
 import {
   AttachedSkill,
   type CreateSkill,
+  isFunctionAction,
   Skill,
   type SkillAccess,
   type SkillAction,
   type SkillId,
   type SkillStatus,
-  isFunctionAction,
   type UpdateSkill,
   type VisibilityMode
 } from "../../schema/Skills.js"
