@@ -4,8 +4,7 @@ import { Gone } from "../../schema/Errors.js"
 import type { OrganizationId, TaskId } from "../../schema/Ids.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { type EventPage, type EventRecord, EventRepo } from "./EventRepo.js"
-import type { Subscribe } from "./EventStreamResponse.js"
-import { makeTails, PAGE } from "./EventTails.js"
+import { makeTails, PAGE, type Subscribe } from "./EventTails.js"
 
 export type { EventPage, EventRecord } from "./EventRepo.js"
 

@@ -7,6 +7,7 @@ import type { OrganizationId, TaskId } from "../../schema/Ids.js"
 import type { Drain } from "../http/Drain.js"
 import type { EventLog } from "./EventLog.js"
 import type { EventRecord } from "./EventRepo.js"
+import type { Subscribe } from "./EventTails.js"
 
 /**
  * The one server-sent events writer (docs/guides/events.md): the framing of log events, and the response
@@ -99,12 +100,6 @@ const heartbeats = makeHeartbeats(HEARTBEAT_S)
 const HEARTBEAT = Buffer.from(": heartbeat\n\n")
 const RETRY = Buffer.from(`retry: ${RETRY_MS}\n\n`)
 const HEADERS = { "cache-control": "no-cache", "x-accel-buffering": "no" } as const
-
-/** What `followResponse` writes from: EventLog.subscribe, given the sink. */
-export type Subscribe = (sink: {
-  readonly events: (events: ReadonlyArray<EventRecord>) => boolean
-  readonly end: (error: Gone | undefined) => void
-}) => { readonly request: () => void; readonly close: () => void; readonly buffered: () => number }
 
 /**
  * The response of a followed log (`GET /v1/events`), as `eventStreamResponse` writes it but with no Effect

@@ -3,6 +3,12 @@ import type { Gone } from "../../schema/Errors.js"
 import type { OrganizationId, TaskId } from "../../schema/Ids.js"
 import type { EventPage, EventRecord, EventRepo } from "./EventRepo.js"
 
+/** How a stream follows its organization's tail (EventLog.subscribe): the sink its events are pushed to. */
+export type Subscribe = (sink: {
+  readonly events: (events: ReadonlyArray<EventRecord>) => boolean
+  readonly end: (error: Gone | undefined) => void
+}) => { readonly request: () => void; readonly close: () => void; readonly buffered: () => number }
+
 /** Events per read. */
 export const PAGE = 500
 /** A follower this far behind its tail leaves it and reads on its own until it catches up. */

@@ -19,7 +19,8 @@ import {
   validationFailed
 } from "./McpAnswer.js"
 import { McpSessions } from "./McpSessions.js"
-import { type ToolContext, ToolJson, type ToolOutcome, type ToolServices, ToolText } from "./McpTool.js"
+import { type ToolContext, type ToolOutcome, type ToolServices, ToolText } from "./McpTool.js"
+import { ToolJson } from "./ToolJson.js"
 import { type LoadedTool, loadTools, registryOf } from "./ToolRegistry.js"
 
 const VERSION: string = JSON.parse(Fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version

@@ -15,6 +15,7 @@ import type { Approvals } from "../skills/Approvals.js"
 import type { Skills } from "../skills/Skills.js"
 import type { Tasks } from "../tasks/Tasks.js"
 import type { Usage } from "../usage/Usage.js"
+import type { ToolJson } from "./ToolJson.js"
 
 /** The services a tool may call: the same ones the REST handlers call, with the caller's Principal. */
 export type ToolServices =
@@ -94,16 +95,6 @@ export interface McpTool<I = any, O = any> {
 /** A result with a person-readable text besides its structured form (e.g. an agent's answer). */
 export class ToolText<O> {
   constructor(readonly text: string, readonly value: O) {}
-}
-
-/**
- * A result already in its wire form, with its JSON text: the protocol sends `json` as the structured content (and
- * its text block) as it is, without encoding `value` and serializing it again. The tool vouches that `json` is
- * the JSON of `value` encoded by its output schema (invoke_operation: the target's JSON body passed on as sent,
- * which a parse and a new serialization would only copy).
- */
-export class ToolJson<O> {
-  constructor(readonly value: O, readonly json: string) {}
 }
 
 /** Identity helper that keeps `I` and `O` inferred from the schemas. */

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { ToolJson } from "./McpTool.js"
+import { ToolJson } from "./ToolJson.js"
 
 // a tool result goes to a model: a larger answer is cut, with a note saying so
 const MAX_BODY_CHARS = 1_000_000

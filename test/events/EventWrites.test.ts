@@ -1,19 +1,14 @@
 import * as Crypto from "node:crypto"
 import pg from "pg"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startEventLog } from "./support.js"
+import { describe, expect, it } from "vitest"
+import { startEventLog, useEventLog } from "./support.js"
 
 // The event triggers as migration 0021 writes them: ids from a transaction-local counter, per row
 
 let log: Awaited<ReturnType<typeof startEventLog>>
 let pool: pg.Pool
-beforeAll(async () => {
-  log = await startEventLog()
-  pool = new pg.Pool({ connectionString: log.databaseUrl, max: 4 })
-})
-afterAll(async () => {
-  await pool?.end()
-  await log?.runtime.dispose()
+useEventLog((fixture) => {
+  ;({ log, pool } = fixture)
 })
 
 const insertTask = (client: pg.ClientBase, organizationId: string, status: string) => {

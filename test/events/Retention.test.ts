@@ -1,21 +1,16 @@
 import { Duration, Effect, Either, Stream } from "effect"
 import * as Crypto from "node:crypto"
 import pg from "pg"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import type { OrganizationId } from "../../schema/Ids.js"
 import { EventLog } from "../../src/events/EventLog.js"
 import { EventRepo } from "../../src/events/EventRepo.js"
-import { insertTasks, startEventLog } from "./support.js"
+import { insertTasks, startEventLog, useEventLog } from "./support.js"
 
 let log: Awaited<ReturnType<typeof startEventLog>>
 let pool: pg.Pool
-beforeAll(async () => {
-  log = await startEventLog()
-  pool = new pg.Pool({ connectionString: log.databaseUrl, max: 4 })
-})
-afterAll(async () => {
-  await pool?.end()
-  await log?.runtime.dispose()
+useEventLog((fixture) => {
+  ;({ log, pool } = fixture)
 })
 
 const run = <A, E>(effect: Effect.Effect<A, E, EventLog | EventRepo>) =>

@@ -2,24 +2,19 @@ import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import type { Readable } from "node:stream"
 import pg from "pg"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import type { Gone } from "../../schema/Errors.js"
 import type { OrganizationId } from "../../schema/Ids.js"
 import { EventLog } from "../../src/events/EventLog.js"
 import type { EventRecord } from "../../src/events/EventRepo.js"
 import { followResponse } from "../../src/events/EventStreamResponse.js"
 import { Drain } from "../../src/http/Drain.js"
-import { insertTasks, startEventLog } from "./support.js"
+import { insertTasks, startEventLog, useEventLog } from "./support.js"
 
 let log: Awaited<ReturnType<typeof startEventLog>>
 let pool: pg.Pool
-beforeAll(async () => {
-  log = await startEventLog()
-  pool = new pg.Pool({ connectionString: log.databaseUrl, max: 4 })
-})
-afterAll(async () => {
-  await pool?.end()
-  await log?.runtime.dispose()
+useEventLog((fixture) => {
+  ;({ log, pool } = fixture)
 })
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))

@@ -1,6 +1,7 @@
 import { ConfigProvider, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
 import * as Crypto from "node:crypto"
-import type pg from "pg"
+import pg from "pg"
+import { afterAll, beforeAll } from "vitest"
 import { SwitchyardConfig } from "../../src/config/SwitchyardConfig.js"
 import { DatabaseLive } from "../../src/db/Database.js"
 import { MigrationsLive } from "../../src/db/Migrations.js"
@@ -69,4 +70,23 @@ export const readEventStream = async (
   } finally {
     await reader.cancel().catch(() => undefined)
   }
+}
+
+/**
+ * An event log on a fresh database, and a pool on it, for the tests of one file: started before them (handed
+ * to `set`), closed after them.
+ */
+export const useEventLog = (
+  set: (fixture: { log: Awaited<ReturnType<typeof startEventLog>>; pool: pg.Pool }) => void
+) => {
+  let fixture: { log: Awaited<ReturnType<typeof startEventLog>>; pool: pg.Pool } | undefined
+  beforeAll(async () => {
+    const log = await startEventLog()
+    fixture = { log, pool: new pg.Pool({ connectionString: log.databaseUrl, max: 4 }) }
+    set(fixture)
+  })
+  afterAll(async () => {
+    await fixture?.pool.end()
+    await fixture?.log.runtime.dispose()
+  })
 }
