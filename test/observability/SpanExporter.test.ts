@@ -75,6 +75,8 @@ describe("the node's span exporter (SpanExporter.ts) against a real OTLP/HTTP re
     // the first four fill a batch: sent without waiting for the (one-minute) interval
     await eventually(() => receiver.requests.length === 1 || undefined)
     expect(spansReceived(receiver).map((s) => s.attributes.i)).toEqual([0n, 1n, 2n, 3n])
+    // counted once its answer is read: closing before that interrupts the count, not the delivery
+    await eventually(() => node.exporter.stats.exported === 4 || undefined)
     await node.close()
     const spans = spansReceived(receiver)
     expect(spans.map((s) => s.attributes.i)).toEqual([0n, 1n, 2n, 3n, 4n])
