@@ -132,12 +132,6 @@ export class SkillManifests extends Effect.Service<SkillManifests>()("skills/Ski
       connectors.findConnectorIdByName(principal.organizationId, name)
 
     /** A custom function of the organization, by id or by name. */
-    const functionByRef = (principal: Principal, ref: string) =>
-      Effect.map(
-        functions.list(principal.organizationId),
-        (rows) => (rows.find((f) => f.id === ref) ?? rows.find((f) => f.name === ref))?.id
-      )
-
     const connectionByName = (principal: Principal, connectorId: ConnectorId, name: string) =>
       connectors.findConnectionIdByName(principal.organizationId, connectorId, name, principal.userId)
 
@@ -154,6 +148,10 @@ export class SkillManifests extends Effect.Service<SkillManifests>()("skills/Ski
         })
         const problems: Array<Problem> = []
         const admin = roleAtLeast(principal.role, "admin")
+        // the organization's functions, read once for every action that names one (by id or by name)
+        const functionsOfOrg = yield* Effect.cached(functions.list(principal.organizationId))
+        const functionByRef = (ref: string) =>
+          Effect.map(functionsOfOrg, (rows) => (rows.find((f) => f.id === ref) ?? rows.find((f) => f.name === ref))?.id)
 
         // documents the manifest refers to must have been uploaded with it
         for (const [i, c] of manifest.connectors.entries()) {
@@ -190,7 +188,7 @@ export class SkillManifests extends Effect.Service<SkillManifests>()("skills/Ski
                 problems.push(
                   at(["skills", i, "actions", j], "give either `function`, or `operation` with `connection`, not both")
                 )
-              } else if ((yield* functionByRef(principal, a.function)) === undefined) {
+              } else if ((yield* functionByRef(a.function)) === undefined) {
                 problems.push(
                   at(["skills", i, "actions", j, "function"], `there is no function '${a.function}'`)
                 )
@@ -248,7 +246,7 @@ export class SkillManifests extends Effect.Service<SkillManifests>()("skills/Ski
               ...(a.approval_condition === undefined ? {} : { approval_condition: a.approval_condition })
             }
             if (a.function !== undefined) {
-              actions.push({ function_id: (yield* functionByRef(principal, a.function))!, ...approval })
+              actions.push({ function_id: (yield* functionByRef(a.function))!, ...approval })
               continue
             }
             const connection = a.connection!
