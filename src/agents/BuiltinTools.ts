@@ -3,7 +3,7 @@ import { Workspace } from "../files/Workspace.js"
 import { workspaceTools } from "../files/WorkspaceTools.js"
 import { FunctionTools } from "../functions/FunctionTools.js"
 import { KnowledgeTools } from "../knowledge/KnowledgeTools.js"
-import { combineToolSets, emptyToolSet, type RunScope } from "./ToolSet.js"
+import { combineToolSets, type RunScope } from "./ToolSet.js"
 
 /**
  * The built-in tools of an agent's run (issue 25): workspace files for every agent, then each area's
@@ -27,10 +27,12 @@ export class BuiltinTools extends Effect.Service<BuiltinTools>()("agents/Builtin
       ) =>
         Effect.gen(function*() {
           const files = workspaceTools(workspace.forAgent(scope))
-          const sets = yield* Effect.all([
-            attached?.knowledge === false ? Effect.succeed(emptyToolSet) : knowledge.forRun(scope),
-            attached?.functions === false ? Effect.succeed(emptyToolSet) : functions.forRun(scope)
-          ], { concurrency: "unbounded" })
+          const reads = [
+            ...(attached?.knowledge === false ? [] : [knowledge.forRun(scope)]),
+            ...(attached?.functions === false ? [] : [functions.forRun(scope)])
+          ]
+          // concurrent only when both are read: forking costs a run more CPU than the rest of its tools
+          const sets = yield* Effect.all(reads, { concurrency: reads.length > 1 ? "unbounded" : 1 })
           return combineToolSets([files, ...sets], taken)
         }),
       /** Custom functions that the agent's skills name as actions (their approval is the run's to ask). */
