@@ -132,14 +132,23 @@ export const SchedulerLive = Layer.scopedDiscard(
       return claimed
     })
     const pollMs = Duration.toMillis(pollInterval)
-    // after the due rows are taken: asleep until the next schedule is due (a burst is claimed from its first
-    // millisecond, not up to a poll interval later), and at most a poll interval (schedules made meanwhile);
-    // rows due but held by another claim are that claim's, so they wait a poll interval too
-    const claimLoop = claimOnce.pipe(
-      Effect.repeat({ while: (claimed) => claimed >= claimBatch }),
-      Effect.zipRight(repo.nextDueIn),
-      Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("schedule claim failed; trying again", cause), null)),
-      Effect.flatMap((dueIn) => Effect.sleep(dueIn !== null && dueIn > 0 ? Math.min(dueIn + 1, pollMs) : pollMs)),
+    const burst = claimOnce.pipe(Effect.repeat({ while: (claimed) => claimed >= claimBatch }))
+    // one cheap read a poll while nothing is due (an idle node made a claim transaction per claimer each
+    // poll: ~40 statements a second); when something is, the claimers take it together and look again at once.
+    // Asleep until the next schedule is due (a burst is claimed from its first millisecond), at most a poll
+    // interval (schedules made meanwhile); rows due but held by another node's claim are that claim's, so
+    // they wait a poll interval too
+    const claimLoop = Effect.gen(function*() {
+      const dueIn = yield* repo.nextDueIn
+      if (dueIn !== null && dueIn <= 0) {
+        const claimed = yield* Effect.all(Array.from({ length: CLAIMERS }, () => burst), { concurrency: CLAIMERS })
+        if (claimed.some((n) => n > 0)) return
+      }
+      yield* Effect.sleep(dueIn !== null && dueIn > 0 ? Math.min(dueIn + 1, pollMs) : pollMs)
+    }).pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.zipRight(Effect.logWarning("schedule claim failed; trying again", cause), Effect.sleep(pollMs))
+      ),
       Effect.forever
     )
     const sweep = repo.stale(Duration.toMillis(staleAfter), STALE_BATCH).pipe(
@@ -147,7 +156,7 @@ export const SchedulerLive = Layer.scopedDiscard(
       Effect.catchAllCause((cause) => Effect.logWarning("stale schedule ticks: sweep failed; trying again", cause)),
       Effect.repeat(Schedule.spaced(Duration.millis(Math.max(500, Duration.toMillis(staleAfter) / 2))))
     )
-    for (let i = 0; i < CLAIMERS; i++) yield* Effect.forkScoped(claimLoop)
+    yield* Effect.forkScoped(claimLoop)
     yield* Effect.forkScoped(sweep)
   })
 )
