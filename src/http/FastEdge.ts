@@ -121,19 +121,27 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
        */
       fail(cause: Cause.Cause<unknown>) {
         if (this.res.headersSent) return void this.res.destroy()
-        const failure = Option.getOrUndefined(Cause.failureOption(cause)) as
-          | (ErrorFields & { readonly _tag?: unknown })
-          | undefined
-        const status = typeof failure?._tag === "string" ? statusOfError.get(failure._tag) : undefined
-        if (status !== undefined) return this.error(status, failure!)
-        void runPromise(unexpectedFailure(cause, this.requestId)).then((answer) =>
-          this.error(answer.status, answer.error, answer.headers)
-        )
+        failed(cause, this.requestId, (status, error, headers) => this.error(status, error, headers))
       }
+    }
+
+    /** A failure as the error the general stack answers for it (`answer` may be called a moment later). */
+    const failed = (
+      cause: Cause.Cause<unknown>,
+      requestId: string,
+      answer: (status: number, error: ErrorFields, headers?: Readonly<Record<string, string>>) => void
+    ) => {
+      const failure = Option.getOrUndefined(Cause.failureOption(cause)) as
+        | (ErrorFields & { readonly _tag?: unknown })
+        | undefined
+      const status = typeof failure?._tag === "string" ? statusOfError.get(failure._tag) : undefined
+      if (status !== undefined) return answer(status, failure!)
+      void runPromise(unexpectedFailure(cause, requestId)).then((a) => answer(a.status, a.error, a.headers))
     }
 
     return {
       takes,
+      failed,
       begin: (req: Http.IncomingMessage, res: Http.ServerResponse, organizationId: string) =>
         new Exchange(req, res, organizationId)
     } as const

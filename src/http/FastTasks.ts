@@ -1,21 +1,23 @@
-import { Effect, Exit, Layer, ParseResult, Runtime, Schema } from "effect"
+import { Effect, Exit, Layer, ParseResult, Redacted, Runtime, Schema } from "effect"
 import type * as Http from "node:http"
-import { Agent } from "undici"
 import { InvokeAgent, type TaskFields, taskJson } from "../../schema/Agents.js"
 import { taskLocation } from "../../schema/AgentsApi.js"
 import type { AgentId, TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { AgentsLive } from "../agents/AgentsLive.js"
+import { SecretKey } from "../config/SecretKey.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { acceptsEventStream } from "../events/EventStreamResponse.js"
 import { ApiKeyAuthenticator } from "../identity/ApiKeyAuthenticator.js"
 import { ShardDirectory } from "../tasks/ShardDirectory.js"
 import { TaskPlacement } from "../tasks/TaskPlacement.js"
 import { Tasks } from "../tasks/Tasks.js"
+import { Drain } from "./Drain.js"
 import { type Exchange, FastEdge } from "./FastEdge.js"
 import { parseJsonBody } from "./JsonBody.js"
 import { NodeRequestGate } from "./NodeRequestGate.js"
 import { validationError } from "./RequestPipeline.js"
+import { channelToken, makeWaitClient, makeWaitServer, type ReceivedWait, type WaitAnswer } from "./WaitChannel.js"
 
 const UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 const INVOKE = new RegExp(`^/v1/agents/(${UUID})/invoke(?:\\?asynchronous=(true|false))?$`)
@@ -23,10 +25,8 @@ const GET_TASK = new RegExp(`^/v1/tasks/(${UUID})(?:\\?wait=([0-9]{1,2}))?$`)
 
 const decodeInvoke = Schema.decodeUnknownEither(InvokeAgent, { errors: "all" })
 
-/** Marks a long poll one node handed to another: the receiving node answers it itself. */
+/** Marks a long poll not to be handed to another node (as a handed-on one is not): this node answers it. */
 const FORWARDED = "x-switchyard-forwarded"
-/** What of the running node's answer goes back to the client (the request id and framing are this node's). */
-const PASSED_ON = ["content-type", "content-length", "cache-control", "etag", "x-switchyard-error"] as const
 
 interface Reply {
   readonly status: number
@@ -42,7 +42,7 @@ interface Reply {
  * a body of unknown size, an unverified key) is declined before the body is read and the general stack
  * answers it.
  */
-export const FastTasksLive = Layer.effectDiscard(
+export const FastTasksLive = Layer.scopedDiscard(
   Effect.gen(function*() {
     const gate = yield* NodeRequestGate
     const config = yield* SwitchyardConfig
@@ -51,43 +51,44 @@ export const FastTasksLive = Layer.effectDiscard(
     const tasks = yield* Tasks
     const placement = yield* TaskPlacement
     const directory = yield* ShardDirectory
+    const drain = yield* Drain
     const runtime = yield* Effect.runtime<never>()
     const runExit = Runtime.runPromiseExit(runtime)
 
     const found = (task: TaskFields): Reply => ({ status: 200, body: taskJson(task) })
 
-    // to the other nodes of this cluster only (addresses from the shard directory, never from a request)
-    const peers = new Agent({ connections: 64, keepAliveTimeout: 30_000, connect: { timeout: 1_000 } })
-    /**
-     * The request, as it came, to the node that runs its task; its answer back as it is. `fallback` answers
-     * here instead when that node cannot be reached (stopped, or not yet listening): it answers nothing yet.
-     */
-    const forward = (call: Call, owner: string, req: Http.IncomingMessage, waitMs: number, fallback: () => void) => {
-      peers.request({
-        origin: owner,
-        path: req.url ?? "/",
-        method: "GET",
-        headers: {
-          "x-api-key": req.headers["x-api-key"] as string,
-          "x-request-id": call.exchange.requestId,
-          accept: "application/json",
-          [FORWARDED]: "1"
-        },
-        headersTimeout: waitMs + 10_000,
-        bodyTimeout: 10_000
-      }).then(
-        ({ body, headers, statusCode }) => {
-          const out: Record<string, string> = {}
-          for (const name of PASSED_ON) {
-            const value = headers[name]
-            if (typeof value === "string") out[name] = value
-          }
-          call.exchange.res.once("close", () => body.destroy())
-          call.exchange.stream(statusCode, out, body)
-        },
-        fallback
-      )
+    // long polls handed between nodes (WaitChannel.ts): asked of the running node, answered here
+    const token = channelToken(Redacted.value(yield* SecretKey))
+    const waits = makeWaitClient(token)
+    const taskAnswer = (task: TaskFields): WaitAnswer => ({
+      kind: "task",
+      status: 200,
+      json: JSON.stringify(taskJson(task))
+    })
+    /** A poll another node handed here: answered as that node would have, as the principal it authenticated. */
+    const receive = (wait: ReceivedWait) => {
+      const { id, principal, requestId } = wait
+      const deadline = Date.now() + wait.waitMs
+      const read = (seconds: number, fresh: boolean) =>
+        void runExit(Effect.annotateLogs(tasks.get(principal, id, seconds, fresh), "request_id", requestId)).then(
+          (exit) =>
+            Exit.isSuccess(exit)
+              ? wait.reply(taskAnswer(exit.value))
+              : edge.failed(exit.cause, requestId, (status, error, headers) =>
+                wait.reply({ kind: "error", status, error, ...(headers === undefined ? {} : { headers }) }))
+        )
+      const cancel = tasks.watchKnown(principal, id, wait.waitMs, (task) => {
+        if (task === undefined) read(Math.max(0, deadline - Date.now()) / 1000, true)
+        else wait.reply(taskAnswer(task))
+      })
+      if (cancel === false) read(wait.waitMs / 1000, false)
+      else wait.onCancel = cancel
     }
+    const channels = makeWaitServer(token, drain.isDraining, receive)
+    gate.setUpgrade(channels.take)
+    // a stopping node closes its channels: the polls they carried are the asking nodes' to answer
+    drain.onDrain(channels.closeAll)
+    yield* Effect.addFinalizer(() => Effect.sync(channels.closeAll))
 
     /** One request, answered with a reply or by running an effect (the shared edge: FastEdge.ts). */
     class Call {
@@ -166,13 +167,11 @@ export const FastTasksLive = Layer.effectDiscard(
           : undefined
         if (owner === undefined) call.run(tasks.get(principal, id, wait), found)
         else {
-          forward(
-            call,
-            owner,
-            req,
-            wait * 1000,
-            () => call.run(tasks.get(principal, id, Math.max(0, deadline - Date.now()) / 1000), found)
-          )
+          const cancelAsk = waits.ask(owner, principal, id, wait * 1000, call.exchange.requestId, (answer) => {
+            if (answer.kind === "task") call.exchange.jsonText(answer.status, answer.json)
+            else call.exchange.error(answer.status, answer.error, answer.headers)
+          }, () => call.run(tasks.get(principal, id, Math.max(0, deadline - Date.now()) / 1000), found))
+          if (!res.writableEnded) res.once("close", cancelAsk)
         }
         return true
       }

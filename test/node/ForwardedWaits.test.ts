@@ -1,3 +1,4 @@
+import * as Http from "node:http"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type NodeProcess, runCli, spawnNode } from "../support/NodeProcess.js"
@@ -6,8 +7,9 @@ import { testEnvironment } from "../support/TestNode.js"
 
 /**
  * Two nodes. A task runs on the node that accepted it; a `?wait=` long poll of it sent to the other node is
- * handed to the running node, which answers from memory: the asking node registers nothing in the task's
- * row (issue 20). A running node that cannot be reached leaves the poll to the asking node.
+ * handed to the running node over the wait channel between them (src/http/WaitChannel.ts), which answers
+ * from memory: the asking node registers nothing in the task's row (issue 20). A running node that cannot be
+ * reached leaves the poll to the asking node. Only a node that shows the cluster's token opens a channel.
  */
 let nodes: Array<NodeProcess> = []
 let env: Record<string, string>
@@ -116,5 +118,37 @@ describe("a long poll on a node that does not run the task", () => {
     } finally {
       await query("DELETE FROM shard_directory WHERE url = $1", [dead])
     }
+  })
+
+  it("travel on a channel that only a node of the cluster opens: a wrong or missing token is refused", async () => {
+    const upgrade = (token: string | undefined) =>
+      new Promise<number>((resolve, reject) => {
+        const url = new URL(nodes[0]!.baseUrl)
+        const request = Http.request({
+          host: url.hostname,
+          port: Number(url.port),
+          path: "/internal/waits",
+          headers: {
+            connection: "Upgrade",
+            upgrade: "switchyard-waits",
+            ...(token === undefined ? {} : { "x-switchyard-cluster": token })
+          }
+        })
+        request.once("upgrade", (res, socket) => {
+          socket.destroy()
+          resolve(res.statusCode!)
+        })
+        request.once("response", (res) => {
+          res.resume()
+          resolve(res.statusCode!)
+        })
+        request.once("error", reject)
+        request.end()
+      })
+    expect(await upgrade("not-the-token")).toBe(403)
+    expect(await upgrade(undefined)).toBe(403)
+    // and the handed-on polls still work after the refusals
+    const taskId = await invokeOnFirst()
+    expect((await waitOnSecond(taskId)).body).toMatchObject({ id: taskId, status: "completed" })
   })
 })
