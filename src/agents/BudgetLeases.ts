@@ -8,7 +8,7 @@ const FLUSH = "200 millis"
 const IDLE_MS = 500
 /** A node that holds a lease says so at least this often (the Agent entity forgets silent holders). */
 const HEARTBEAT_MS = 2_000
-/** A lease asked for covers this many calls like the one asking. */
+/** A lease asked for covers this many calls like the one asking, or the calls of the last second if more. */
 const CALLS_PER_LEASE = 16
 /** A refusal this recent stands for calls that would ask again (a budget raised is seen after it). */
 const REFUSAL_MS = 1_000
@@ -30,6 +30,10 @@ interface Lease {
   unreported: number
   lastUse: number
   lastReport: number
+  /** Calls reserved here since `countedSince`, and the calls a second that made before (a lease's size). */
+  calls: number
+  countedSince: number
+  perSecond: number
   /** The request to the Agent entity in flight, if any: one at a time, so that reports arrive in order. */
   asking: Deferred.Deferred<void> | undefined
   /** The entity's last refusal, for REFUSAL_MS: calls short of room fail without asking again meanwhile. */
@@ -43,8 +47,9 @@ interface Lease {
  * This node's share of the budgets of the agents whose tasks it runs. A model call reserves its
  * worst-case cost from the node's lease of the agent's budget and settles its actual cost into it, both
  * in memory; the node asks the agent's entity for more when the lease runs short (a lease covers
- * CALLS_PER_LEASE calls), and reports what it spent, hands back what it no longer uses, every FLUSH. So a
- * call costs no message to another node, and the entity sees a few messages a second per node, however
+ * CALLS_PER_LEASE calls, or a second's calls when the agent is busier), and reports what it spent, hands
+ * back what it no longer uses, every FLUSH. So a call costs no message to another node, and the entity
+ * sees a few messages a second per node, however
  * many calls (issue 20). The entity never grants more than the budget has free: the nodes together never
  * reserve past the cap.
  */
@@ -64,6 +69,9 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetL
           unreported: 0,
           lastUse: 0,
           lastReport: 0,
+          calls: 0,
+          countedSince: Date.now(),
+          perSecond: 0,
           asking: undefined,
           refused: undefined,
           refusedAt: 0,
@@ -134,6 +142,7 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetL
     const reserve = (agentId: AgentId, estimate: number): Effect.Effect<Reservation, BudgetExhausted> =>
       Effect.suspend(() => {
         const lease = leaseOf(agentId)
+        lease.calls++
         if (lease.available >= estimate) {
           lease.available -= estimate
           lease.inflight += estimate
@@ -146,7 +155,8 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetL
         // another call asks already: its grant may cover this one too
         if (lease.asking !== undefined) return Effect.zipRight(Deferred.await(lease.asking), reserve(agentId, estimate))
         return Effect.zipRight(
-          ask(agentId, lease, Math.max(estimate, estimate * CALLS_PER_LEASE), estimate, 0).pipe(
+          // a busy agent asks about once a second, however many calls (the entity grants at most half of what is free)
+          ask(agentId, lease, estimate * Math.max(1, CALLS_PER_LEASE, Math.ceil(lease.perSecond)), estimate, 0).pipe(
             Effect.catchAllDefect(() => Effect.sync(() => void (lease.perCallUntil = Date.now() + PER_CALL_MS)))
           ),
           reserve(agentId, estimate)
@@ -195,6 +205,11 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetL
       const now = Date.now()
       const reports: Array<Effect.Effect<unknown>> = []
       for (const [agentId, lease] of leases) {
+        if (now - lease.countedSince >= 1_000) {
+          lease.perSecond = lease.calls * 1_000 / (now - lease.countedSince)
+          lease.calls = 0
+          lease.countedSince = now
+        }
         if (lease.asking !== undefined) continue
         const idle = now - lease.lastUse > IDLE_MS
         const holds = lease.available + lease.inflight > 0
