@@ -151,4 +151,27 @@ describe("a long poll on a node that does not run the task", () => {
     const taskId = await invokeOnFirst()
     expect((await waitOnSecond(taskId)).body).toMatchObject({ id: taskId, status: "completed" })
   })
+
+  // last: it stops the first node
+  it("a poll held for a task on a node that stops is answered all the same", async () => {
+    const slow = await fetch(`${nodes[0]!.baseUrl}/v1/agents`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({
+        name: "slower",
+        model: { provider: "scripted", script: [{ text: "late", delay_ms: 2500 }] }
+      })
+    }).then((r) => r.json())
+    const accepted = await fetch(`${nodes[0]!.baseUrl}/v1/agents/${slow.id}/invoke?asynchronous=true`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ input: { text: "go", user: { id: "u", email: "u@example.com" } } })
+    }).then((r) => r.json())
+    const answer = waitOnSecond(accepted.id)
+    await new Promise((r) => setTimeout(r, 500))
+    // the first node drains: it closes its wait channels, finishes the task within its grace, and stops
+    const stopped = nodes[0]!.stop()
+    expect((await answer).body).toMatchObject({ id: accepted.id, status: "completed", result: "late" })
+    expect(await stopped).toBe(0)
+  })
 })
