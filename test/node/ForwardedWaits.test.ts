@@ -42,12 +42,7 @@ beforeAll(async () => {
   await new Promise((r) => setTimeout(r, 1500))
   const created = await runCli(["bootstrap", "--org", "Waits", "--email", "waits@nodes.test", "--json"], env)
   headers = { "x-api-key": JSON.parse(created.stdout).api_key, "content-type": "application/json" }
-  const agent = await fetch(`${nodes[0]!.baseUrl}/v1/agents`, {
-    method: "POST",
-    headers,
-    body: JSON.stringify({ name: "slow", model: { provider: "scripted", script: [{ text: "done", delay_ms: 400 }] } })
-  }).then((r) => r.json())
-  agentId = agent.id
+  agentId = await createAgent("slow", "done", 400)
   // the fast path (where a poll is handed on) takes keys the node verified lately
   expect((await fetch(`${nodes[1]!.baseUrl}/v1/me`, { headers })).status).toBe(200)
 }, 150_000)
@@ -57,8 +52,16 @@ afterAll(async () => {
   await Promise.all(nodes.map((n) => n.stop()))
 })
 
-const invokeOnFirst = async () => {
-  const accepted = await fetch(`${nodes[0]!.baseUrl}/v1/agents/${agentId}/invoke?asynchronous=true`, {
+/** A scripted agent that answers `text` after `delayMs`. */
+const createAgent = async (name: string, text: string, delayMs: number) =>
+  (await fetch(`${nodes[0]!.baseUrl}/v1/agents`, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ name, model: { provider: "scripted", script: [{ text, delay_ms: delayMs }] } })
+  }).then((r) => r.json())).id as string
+
+const invokeOnFirst = async (agent = agentId) => {
+  const accepted = await fetch(`${nodes[0]!.baseUrl}/v1/agents/${agent}/invoke?asynchronous=true`, {
     method: "POST",
     headers,
     body: JSON.stringify({ input: { text: "go", user: { id: "u", email: "u@example.com" } } })
@@ -154,24 +157,12 @@ describe("a long poll on a node that does not run the task", () => {
 
   // last: it stops the first node
   it("a poll held for a task on a node that stops is answered all the same", async () => {
-    const slow = await fetch(`${nodes[0]!.baseUrl}/v1/agents`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify({
-        name: "slower",
-        model: { provider: "scripted", script: [{ text: "late", delay_ms: 2500 }] }
-      })
-    }).then((r) => r.json())
-    const accepted = await fetch(`${nodes[0]!.baseUrl}/v1/agents/${slow.id}/invoke?asynchronous=true`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify({ input: { text: "go", user: { id: "u", email: "u@example.com" } } })
-    }).then((r) => r.json())
-    const answer = waitOnSecond(accepted.id)
+    const taskId = await invokeOnFirst(await createAgent("slower", "late", 2500))
+    const answer = waitOnSecond(taskId)
     await new Promise((r) => setTimeout(r, 500))
     // the first node drains: it closes its wait channels, finishes the task within its grace, and stops
     const stopped = nodes[0]!.stop()
-    expect((await answer).body).toMatchObject({ id: accepted.id, status: "completed", result: "late" })
+    expect((await answer).body).toMatchObject({ id: taskId, status: "completed", result: "late" })
     expect(await stopped).toBe(0)
   })
 })
