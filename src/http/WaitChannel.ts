@@ -89,7 +89,9 @@ class Peer {
       for (const p of lost) p.lost()
     }
     request.once("upgrade", (_res, socket) => {
+      // the connect timeout is not the channel's: it stays open while idle
       request.setTimeout(0)
+      socket.setTimeout(0)
       socket.setNoDelay?.(true)
       this.socket = socket
       socket.on("error", close)

@@ -83,6 +83,17 @@ describe("the wait channel", () => {
     expect(received[0]!.requestId).toBe("req-1")
   })
 
+  it("keeps one connection open while idle, past the connect timeout", async () => {
+    const { url } = await listen((wait) => wait.reply({ kind: "task", status: 200, json: "{}" }))
+    let upgrades = 0
+    servers.at(-1)!.prependListener("upgrade", () => void upgrades++)
+    const client = makeWaitClient(token)
+    expect(await ask(client, url, taskId(1))).toEqual({ answered: { kind: "task", status: 200, json: "{}" } })
+    await new Promise((r) => setTimeout(r, 1_500))
+    expect(await ask(client, url, taskId(2))).toEqual({ answered: { kind: "task", status: 200, json: "{}" } })
+    expect(upgrades).toBe(1)
+  })
+
   it("carries an error answer with its headers", async () => {
     const { url } = await listen((wait) =>
       wait.reply({
