@@ -49,9 +49,8 @@ interface Lease {
  * in memory; the node asks the agent's entity for more when the lease runs short (a lease covers
  * CALLS_PER_LEASE calls, or a second's calls when the agent is busier), and reports what it spent, hands
  * back what it no longer uses, every FLUSH. So a call costs no message to another node, and the entity
- * sees a few messages a second per node, however
- * many calls (issue 20). The entity never grants more than the budget has free: the nodes together never
- * reserve past the cap.
+ * sees a few messages a second per node, however many calls (issue 20). The entity never grants more than
+ * the budget has free: the nodes together never reserve past the cap.
  */
 export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetLeases", {
   scoped: Effect.gen(function*() {
@@ -156,7 +155,7 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetL
         if (lease.asking !== undefined) return Effect.zipRight(Deferred.await(lease.asking), reserve(agentId, estimate))
         return Effect.zipRight(
           // a busy agent asks about once a second, however many calls (the entity grants at most half of what is free)
-          ask(agentId, lease, estimate * Math.max(1, CALLS_PER_LEASE, Math.ceil(lease.perSecond)), estimate, 0).pipe(
+          ask(agentId, lease, estimate * Math.max(CALLS_PER_LEASE, Math.ceil(lease.perSecond)), estimate, 0).pipe(
             Effect.catchAllDefect(() => Effect.sync(() => void (lease.perCallUntil = Date.now() + PER_CALL_MS)))
           ),
           reserve(agentId, estimate)
