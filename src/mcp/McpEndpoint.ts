@@ -1,8 +1,9 @@
 import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Layer, Mailbox, Schedule, Stream } from "effect"
+import { Effect, Layer, Mailbox, Stream } from "effect"
 import { AgentsLive } from "../agents/AgentsLive.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { CommandPolicies } from "../commands/CommandPolicies.js"
+import { eventStreamResponse } from "../events/EventStreamResponse.js"
 import { InvokeStream } from "../events/InvokeStream.js"
 import { Files } from "../files/Files.js"
 import { Workspace } from "../files/Workspace.js"
@@ -22,7 +23,6 @@ import { McpProtocol } from "./McpProtocol.js"
 import { McpSessions } from "./McpSessions.js"
 
 const GET_STREAM_MAX_MS = 5 * 60_000
-const KEEPALIVE_EVERY_S = 15
 
 const toResponse = (answer: Answer) =>
   Effect.gen(function*() {
@@ -84,17 +84,13 @@ const McpRouteTable = Layer.effectDiscard(
             httpError(406, "not_acceptable", "GET opens an event stream: send Accept: text/event-stream.")
           )
         }
-        const endAt = Date.now() + GET_STREAM_MAX_MS
-        // ends at a drain too, so a stopping node is not held open by idle streams (clients reconnect)
-        const ticks = Stream.fromSchedule(Schedule.spaced("1 second")).pipe(
-          Stream.takeWhile(() => !drain.isDraining() && Date.now() < endAt),
-          Stream.filter((n) => n % KEEPALIVE_EVERY_S === KEEPALIVE_EVERY_S - 1),
-          Stream.map(() => ": keep-alive\n\n")
+        // heartbeats from the node's one timer for all streams (a tick a second per stream was a fiber woken
+        // every second for every idle client); ends at a drain too, so a stopping node is not held open by
+        // idle streams (clients reconnect), and after GET_STREAM_MAX_MS
+        return eventStreamResponse(
+          drain,
+          Stream.concat(Stream.make(": stream open\n\n"), Stream.never).pipe(Stream.interruptAfter(GET_STREAM_MAX_MS))
         )
-        return HttpServerResponse.stream(Stream.encodeText(Stream.concat(Stream.make(": stream open\n\n"), ticks)), {
-          contentType: "text/event-stream",
-          headers: { "cache-control": "no-cache" }
-        })
       }).pipe(Effect.catchAll(toResponse))
 
     const del = (called: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>

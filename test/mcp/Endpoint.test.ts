@@ -155,6 +155,11 @@ describe("sessions", () => {
     })
     expect(response.status).toBe(200)
     expect(response.headers.get("content-type")).toContain("text/event-stream")
+    // it opens at once (a reconnection hint and a comment), and stays open for keep-alives
+    const reader = response.body!.getReader()
+    let text = ""
+    while (!text.includes(": stream open\n\n")) text += new TextDecoder().decode((await reader.read()).value)
+    expect(text).toMatch(/^retry: \d+\n\n: stream open\n\n/)
     controller.abort()
   })
 
