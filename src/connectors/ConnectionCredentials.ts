@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Schedule } from "effect"
 import { type AppliedCredentials, ConnectionEntity } from "../../cluster/ConnectionEntity.js"
 import type { ConnectionId } from "../../schema/Ids.js"
 
@@ -19,8 +19,13 @@ export class ConnectionCredentials extends Effect.Service<ConnectionCredentials>
         return Effect.succeed(hit)
       }
       return client(id).Credentials({ stale_token: options.staleToken === true }).pipe(
-        // a peer that dies mid-call fails this at-most-once request: asking again is safe
-        Effect.retry({ times: 2, while: (e) => e._tag !== "ConnectionUnusable" }),
+        // a peer that dies or leaves mid-call fails this at-most-once request: asking again is safe, after a
+        // pause in which the entity's shard can move (at once, the three tries all met the leaving node)
+        Effect.retry({
+          schedule: Schedule.exponential("100 millis"),
+          times: 5,
+          while: (e) => e._tag !== "ConnectionUnusable"
+        }),
         Effect.catchIf((e) => e._tag !== "ConnectionUnusable", Effect.die),
         Effect.tap((c) => Effect.sync(() => cache.set(id, c)))
       )
