@@ -25,7 +25,7 @@ const GET_TASK = new RegExp(`^/v1/tasks/(${UUID})(?:\\?wait=([0-9]{1,2}))?$`)
 
 const decodeInvoke = Schema.decodeUnknownEither(InvokeAgent, { errors: "all" })
 
-/** Marks a long poll not to be handed to another node (as a handed-on one is not): this node answers it. */
+/** Marks a long poll this node answers itself, never handing it to another node. */
 const FORWARDED = "x-switchyard-forwarded"
 
 interface Reply {
@@ -65,10 +65,27 @@ export const FastTasksLive = Layer.scopedDiscard(
       status: 200,
       json: JSON.stringify(taskJson(task))
     })
+    /**
+     * A long poll of a task this node runs, answered from what the node knows (`known`), without a fiber or
+     * a read; past the first stretch of the wait, `read` (fresh) waits out the rest. False: not known here.
+     */
+    const watchHere = (
+      principal: Principal,
+      id: TaskId,
+      waitMs: number,
+      known: (task: TaskFields) => void,
+      read: (seconds: number) => void
+    ) => {
+      const deadline = Date.now() + waitMs
+      return tasks.watchKnown(principal, id, waitMs, (task) => {
+        if (task === undefined) read(Math.max(0, deadline - Date.now()) / 1000)
+        else known(task)
+      })
+    }
+
     /** A poll another node handed here: answered as that node would have, as the principal it authenticated. */
     const receive = (wait: ReceivedWait) => {
       const { id, principal, requestId } = wait
-      const deadline = Date.now() + wait.waitMs
       const read = (seconds: number, fresh: boolean) =>
         void runExit(Effect.annotateLogs(tasks.get(principal, id, seconds, fresh), "request_id", requestId)).then(
           (exit) =>
@@ -77,10 +94,13 @@ export const FastTasksLive = Layer.scopedDiscard(
               : edge.failed(exit.cause, requestId, (status, error, headers) =>
                 wait.reply({ kind: "error", status, error, ...(headers === undefined ? {} : { headers }) }))
         )
-      const cancel = tasks.watchKnown(principal, id, wait.waitMs, (task) => {
-        if (task === undefined) read(Math.max(0, deadline - Date.now()) / 1000, true)
-        else wait.reply(taskAnswer(task))
-      })
+      const cancel = watchHere(
+        principal,
+        id,
+        wait.waitMs,
+        (task) => wait.reply(taskAnswer(task)),
+        (seconds) => read(seconds, true)
+      )
       if (cancel === false) read(wait.waitMs / 1000, false)
       else wait.onCancel = cancel
     }
@@ -149,14 +169,13 @@ export const FastTasksLive = Layer.scopedDiscard(
         if (principal === undefined) return false
         const id = match[1] as TaskId
         const call = serve(req, res, principal)
-        const deadline = Date.now() + wait * 1000
-        // a task this node runs is answered from what the node knows, without a fiber or a read; past the
-        // first stretch of a long poll, the general one waits out the rest
-        const cancel = tasks.watchKnown(principal, id, wait * 1000, (task) => {
-          if (task === undefined) {
-            call.run(tasks.get(principal, id, Math.max(0, deadline - Date.now()) / 1000, true), found)
-          } else call.reply(found(task))
-        })
+        const cancel = watchHere(
+          principal,
+          id,
+          wait * 1000,
+          (task) => call.reply(found(task)),
+          (seconds) => call.run(tasks.get(principal, id, seconds, true), found)
+        )
         if (cancel !== false) {
           if (!res.writableEnded) res.once("close", cancel)
           return true
@@ -167,6 +186,7 @@ export const FastTasksLive = Layer.scopedDiscard(
           : undefined
         if (owner === undefined) call.run(tasks.get(principal, id, wait), found)
         else {
+          const deadline = Date.now() + wait * 1000
           const cancelAsk = waits.ask(owner, principal, id, wait * 1000, call.exchange.requestId, (answer) => {
             if (answer.kind === "task") call.exchange.jsonText(answer.status, answer.json)
             else call.exchange.error(answer.status, answer.error, answer.headers)

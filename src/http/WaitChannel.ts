@@ -172,7 +172,7 @@ export const makeWaitClient = (token: string) => {
   }
 }
 
-/** A poll the running node received: answer it with `reply`, once; `cancelled` is set when the asker gave up. */
+/** A poll the running node received: answer it with `reply`, once; `onCancel` is called if the asker gives up. */
 export interface ReceivedWait {
   readonly principal: Principal
   readonly id: TaskId
