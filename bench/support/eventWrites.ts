@@ -17,12 +17,13 @@ import { startNode, stopAll, tempDir } from "./processes.js"
  * (/proc/<pid>/stat), which a busy machine disturbs far less than the wall clock. Variants, alternating in
  * each round: the triggers disabled, the triggers of 0016 (their functions as 0016 wrote them, put back),
  * and those of 0021. Prints the median CPU µs per task of each, and the triggers' share over "off".
- * `--also "<sql>"` adds a variant: 0021 with that statement run after it (e.g. `DROP INDEX events_task`, to
- * see what an index costs; the probe's node is thrown away after).
+ * Each `--also "<sql>"` adds a variant (`+1`, `+2`, …): 0021 with that statement run after it (e.g. a function
+ * replaced; a statement that is not undone by the next variant's, such as `DROP INDEX`, stays for all rounds
+ * after it, so give it alone; the probe's node is thrown away after).
  */
 const argv = process.argv.slice(2)
-const also = argv.includes("--also") ? argv[argv.indexOf("--also") + 1] : undefined
-const [tasksArg, roundsArg] = argv.filter((a) => /^\d+$/.test(a)).map(Number)
+const also = argv.flatMap((a, i) => (a === "--also" && argv[i + 1] !== undefined ? [argv[i + 1]!] : []))
+const [tasksArg, roundsArg] = argv.filter((a, i) => /^\d+$/.test(a) && argv[i - 1] !== "--also").map(Number)
 const TASKS = tasksArg || 2000
 const ROUNDS = roundsArg || 6
 
@@ -97,7 +98,7 @@ const main = async () => {
         off: TRIGGERS.map(([table, trigger]) => `ALTER TABLE ${table} DISABLE TRIGGER ${trigger}`),
         "0016": functionsOf0016(),
         "0021": eventWrites,
-        ...(also === undefined ? {} : { "0021+": [...eventWrites, also] })
+        ...Object.fromEntries(also.map((statement, i) => [`+${i + 1}`, [...eventWrites, statement]]))
       }
       const cpuPerTask: Record<string, Array<number>> = Object.fromEntries(Object.keys(variants).map((k) => [k, []]))
       const names = Object.keys(variants)
