@@ -20,7 +20,8 @@ import { fmt, machine, ratio, warnIfBusy } from "./support/report.js"
  * Schedules at scale (issue 24): BENCH_SCHEDULES (default 10,000) schedules of one agent, all `* * * * *`,
  * so that every one of them is due in the same second each minute, on a cluster of each size in
  * BENCH_SCHEDULE_NODES (default `1,3`) sharing one PostgreSQL. Measured over one minute's burst:
- *   - lag from a tick's `scheduled_for` to its task's insert (`tasks.created_at`), p50/p99/max;
+ *   - lag from a tick's `scheduled_for` to its task's insert (`tasks.created_at`), p50/p99/max, and the tasks
+ *     inserted in each 100 ms;
  *   - lag to the task being visible (committed), seen by polling every 100 ms: the instant the share of
  *     tasks visible passed 50 %, 99 %, 100 % (the honest figure when inserts wait in a transaction);
  *   - lag to the run's start (`started_at`), p50/p99: the runs are started after the inserts;
@@ -279,6 +280,11 @@ const measure = async (nodeCount: number, url: string, admin: pg.Pool, pgPid: nu
     const created = made.map((r) => r.created!.getTime()).sort((a, b) => a - b)
     const spanS = created.length < 2 ? Number.NaN : (created.at(-1)! - created[0]!) / 1000
     const insertedPerSecond = created.length / Math.max(spanS, 0.001)
+    // tasks inserted in each 100 ms after the tick: when the claims' inserts ran
+    const insertedEvery100ms = Array.from(
+      { length: Math.floor(toTask.max / 100) + 1 },
+      (_, i) => made.filter((r) => Math.floor(Number(r.task_lag) / 100) === i).length
+    )
     // tasks visible by each half second of the burst: where it stalled, if it did
     const timeline = Array.from(
       { length: Math.ceil((seen.at(-1)?.at ?? 0) / 500) + 1 },
@@ -306,6 +312,7 @@ const measure = async (nodeCount: number, url: string, admin: pg.Pool, pgPid: nu
         fmt(visible.max)
       } ms`
     )
+    console.log(`  tasks inserted in each 100 ms: ${insertedEvery100ms.join(" ")}`)
     console.log(`  tasks visible by each 0.5 s: ${timeline.join(" ")}`)
     console.log(`  scheduled_for -> run started: p50 ${fmt(toStart.p50)} ms, p99 ${fmt(toStart.p99)} ms`)
     console.log(
@@ -337,6 +344,7 @@ const measure = async (nodeCount: number, url: string, admin: pg.Pool, pgPid: nu
       duplicates: Number(dupes!.n),
       lagToTaskMs: toTask,
       lagToVisibleMs: visible,
+      insertedEvery100ms,
       visibleEveryHalfSecond: timeline,
       lagToStartMs: toStart,
       insertedPerSecond,

@@ -108,8 +108,9 @@ export const SchedulerLive = Layer.scopedDiscard(
       return { ...decisions, tasks: runs.tickTasks(claimed, opened) }
     }
 
-    // the runs of a burst's tasks start once its claims are done (or HANDOFF_WAIT_MS after the first was
-    // committed): while the claims go on, runs would take the cores and the database from the inserts
+    // the runs of a burst's tasks start once the node's claims of it are all done, every claimer's (or
+    // HANDOFF_WAIT_MS after the first was committed): while claims go on, runs would take the cores and the
+    // database from the inserts; started when one claimer ran dry, they held up the other's commit
     let waiting: Array<TaskId> = []
     let waitingSince = 0
     const handOff = (ids: ReadonlyArray<TaskId>, drained: boolean) =>
@@ -124,7 +125,7 @@ export const SchedulerLive = Layer.scopedDiscard(
 
     const claimOnce = Effect.gen(function*() {
       const { claimed, open, started } = yield* repo.claim(claimBatch, plan)
-      yield* handOff(started, claimed < claimBatch)
+      yield* handOff(started, false)
       if (open.length > 0) {
         yield* making.take(1)
         yield* runs.run(open).pipe(Effect.ensuring(making.release(1)), Effect.forkIn(scope))
@@ -142,6 +143,7 @@ export const SchedulerLive = Layer.scopedDiscard(
       const dueIn = yield* repo.nextDueIn
       if (dueIn !== null && dueIn <= 0) {
         const claimed = yield* Effect.all(Array.from({ length: CLAIMERS }, () => burst), { concurrency: CLAIMERS })
+          .pipe(Effect.ensuring(handOff([], true)))
         if (claimed.some((n) => n > 0)) return
       }
       yield* Effect.sleep(dueIn !== null && dueIn > 0 ? Math.min(dueIn + 1, pollMs) : pollMs)
