@@ -130,7 +130,7 @@ export class AuditLog extends Effect.Service<AuditLog>()("audit/AuditLog", {
         const inTransaction = Option.isSome(yield* Effect.serviceOption(SqlClient.TransactionConnection))
         const write = append(byOf(who), entry, m)
         return yield* inTransaction ? write : transaction(write)
-      }).pipe(Effect.withSpan("AuditLog.record", { attributes: { action: entry.action } }))
+      }).pipe(Effect.withSpan("AuditLog.record", { attributes: { action: entry.action }, captureStackTrace: false }))
 
     /**
      * `change` and its record in one transaction: `describe` names the record from the change's result, or

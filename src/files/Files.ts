@@ -163,7 +163,7 @@ export class Files extends Effect.Service<Files>()("files/Files", {
           }))
         }).pipe(
           Effect.onExit((exit) => exit._tag === "Success" ? Effect.void : repo.discard(id)),
-          Effect.withSpan("Files.store")
+          Effect.withSpan("Files.store", { captureStackTrace: false })
         )
       })
 

@@ -83,7 +83,7 @@ export const PgFileStoreLive = Layer.effect(
           // a failed upload is discarded by the caller: its last write must have landed (or failed) first
           Effect.ensuring(Effect.promise(() => inflight?.catch(() => undefined) ?? Promise.resolve()))
         )
-      }).pipe(Effect.withSpan("FileStore.put"))
+      }).pipe(Effect.withSpan("FileStore.put", { captureStackTrace: false }))
 
     const read = (fileId: FileId, start: number, end: number): Stream.Stream<Uint8Array> =>
       Stream.unfoldChunkEffect(start, (position) =>

@@ -207,7 +207,7 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
       Effect.flatMap(findVersion(principal, id, version), (row) => {
         const scope: CallScope = { principal, files: filesOf(principal) }
         return calls.run(scope, row, input)
-      }).pipe(Effect.withSpan("Functions.invoke"))
+      }).pipe(Effect.withSpan("Functions.invoke", { captureStackTrace: false }))
 
     const attach = Effect.fn("Functions.attach")(function*(principal: Principal, agentId: AgentId, id: FunctionId) {
       yield* requireRole(principal, "builder", "attach functions to agents")

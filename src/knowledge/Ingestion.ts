@@ -79,7 +79,10 @@ export class Ingestion extends Effect.Service<Ingestion>()("knowledge/Ingestion"
           yield* report(0.5 + 0.5 * (done / chunks.length), done)
         }
         yield* queue.finish(job.id, { status: "ready", chunks: chunks.length })
-      }).pipe(Effect.withSpan("Ingestion.ingest", { attributes: { document: job.id, format: job.format } }))
+      }).pipe(Effect.withSpan("Ingestion.ingest", {
+        attributes: { document: job.id, format: job.format },
+        captureStackTrace: false
+      }))
 
     /** A failure nobody expected: retried later, until the last attempt fails the document. */
     const failed = (job: Job, cause: Cause.Cause<never>) =>

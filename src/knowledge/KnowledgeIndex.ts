@@ -78,7 +78,7 @@ export const PgKnowledgeIndexLive = Layer.effect(
           .sort((a, b) => b.score - a.score || (a.chunk_id < b.chunk_id ? -1 : 1))
           .slice(0, scope.limit)
           .map((row): SearchHit => ({ ...row, score: Number(row.score), heading_path: [...row.heading_path] }))
-      }).pipe(Effect.withSpan("KnowledgeIndex.search"))
+      }).pipe(Effect.withSpan("KnowledgeIndex.search", { captureStackTrace: false }))
 
     return { search }
   })

@@ -75,6 +75,7 @@ export const observedModelCall = Effect.gen(function*() {
       ),
       Effect.withSpan(`chat ${requested}`, {
         kind: "client",
+        captureStackTrace: false, // a stack per call: see TaskRunner's task.run
         attributes: {
           "gen_ai.system": GEN_AI_SYSTEM[model.provider] ?? model.provider,
           "gen_ai.operation.name": "chat",

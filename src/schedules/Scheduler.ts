@@ -108,9 +108,10 @@ export const SchedulerLive = Layer.scopedDiscard(
       return { ...decisions, tasks: runs.tickTasks(claimed, opened) }
     }
 
-    // the runs of a burst's tasks start once the node's claims of it are all done, every claimer's (or
+    // the runs of a burst's tasks start once the node finds nothing more due that it can take (or
     // HANDOFF_WAIT_MS after the first was committed): while claims go on, runs would take the cores and the
-    // database from the inserts; started when one claimer ran dry, they held up the other's commit
+    // database from the inserts (started when one claimer ran dry, they held up the other's commit; when
+    // both had, the rows one had skipped, locked by the other, waited behind thousands of run starts)
     let waiting: Array<TaskId> = []
     let waitingSince = 0
     const handOff = (ids: ReadonlyArray<TaskId>, drained: boolean) =>
@@ -143,9 +144,10 @@ export const SchedulerLive = Layer.scopedDiscard(
       const dueIn = yield* repo.nextDueIn
       if (dueIn !== null && dueIn <= 0) {
         const claimed = yield* Effect.all(Array.from({ length: CLAIMERS }, () => burst), { concurrency: CLAIMERS })
-          .pipe(Effect.ensuring(handOff([], true)))
         if (claimed.some((n) => n > 0)) return
       }
+      // nothing left due that this node could take: the burst's runs start
+      yield* handOff([], true)
       yield* Effect.sleep(dueIn !== null && dueIn > 0 ? Math.min(dueIn + 1, pollMs) : pollMs)
     }).pipe(
       Effect.catchAllCause((cause) =>

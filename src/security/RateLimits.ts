@@ -169,7 +169,7 @@ export class RateLimits extends Effect.Service<RateLimits>()("security/RateLimit
       const ip = yield* source
       if (ip === undefined) return undefined
       return (yield* attempt([{ limit: limits.registrationIp, subject: ip }])).refusal
-    }).pipe(Effect.withSpan("RateLimits.registration"))
+    }).pipe(Effect.withSpan("RateLimits.registration", { captureStackTrace: false }))
 
     /**
      * A confidential OAuth client's wrong secret at the token or revocation endpoint, counted per client:

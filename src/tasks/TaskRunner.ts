@@ -464,11 +464,15 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             : finish(task, new Stop("error", message))
       )
 
-    // one span per run while spans are exported (issue 23); untraced otherwise, as above
+    // one span per run while spans are exported (issue 23); untraced otherwise, as above. No captured stack
+    // (Effect's default takes one per span, with `new Error()`): it was most of what tracing cost a task
     const traced = tracesUrl(config) === undefined
       ? run
       : (taskId: TaskId, limit: (limit: Duration.Duration) => void) =>
-        Effect.withSpan(run(taskId, limit), "task.run", { attributes: { "switchyard.task_id": taskId } })
+        Effect.withSpan(run(taskId, limit), "task.run", {
+          attributes: { "switchyard.task_id": taskId },
+          captureStackTrace: false
+        })
     return { run: traced, cancelled, failed, timedOut } as const
   }),
   dependencies: [TaskOutput.Default]
