@@ -5,16 +5,9 @@ import * as Path from "node:path"
 import pg from "pg"
 import * as EmbeddedPostgres from "../src/db/EmbeddedPostgres.js"
 import { percentile } from "./support/load.js"
-import {
-  cpuProfiling,
-  cpuTimeMs,
-  repoRoot,
-  startNode,
-  stopAll,
-  type SwitchyardNode,
-  tempDir
-} from "./support/processes.js"
-import { fmt, machine, ratio, warnIfBusy } from "./support/report.js"
+import { cpuProfiling, cpuTimeMs, startNode, stopAll, type SwitchyardNode, tempDir } from "./support/processes.js"
+import { fmt, ratio, warnIfBusy } from "./support/report.js"
+import { appendRun } from "./support/runs.js"
 
 /**
  * Schedules at scale (issue 24): BENCH_SCHEDULES (default 10,000) schedules of one agent, all `* * * * *`,
@@ -375,10 +368,6 @@ export const run = async () => {
     await stopAll()
     await postgres.close()
   }
-  const file = Path.join(repoRoot, "bench/results/schedules.json")
-  const previous = Fs.existsSync(file) ? JSON.parse(Fs.readFileSync(file, "utf8")) : { benchmark: name, runs: [] }
-  previous.runs.push({ date: new Date().toISOString(), machine, settings, results })
-  Fs.writeFileSync(file, JSON.stringify(previous, null, 2) + "\n")
-  console.log(`\nResults appended to ${Path.relative(process.cwd(), file)}`)
+  appendRun(name, settings, { results })
   return { ok: results.every((r) => r.ok) }
 }
