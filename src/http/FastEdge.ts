@@ -1,7 +1,9 @@
-import { Cause, Effect, Option, Runtime } from "effect"
+import { Headers, HttpTraceContext } from "@effect/platform"
+import { Cause, Effect, Option, Runtime, type Tracer } from "effect"
 import type * as Http from "node:http"
 import type { Writable } from "node:stream"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { tracesUrl } from "../observability/Tracing.js"
 import { makeAccessLog } from "./AccessLog.js"
 import { Drain } from "./Drain.js"
 import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "./ErrorEnvelope.js"
@@ -43,6 +45,19 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
     }
 
     /**
+     * The caller's span (W3C `traceparent`, or B3), read as the general stack's request span reads it, while
+     * spans are exported: a fast path's own spans go under it, so a traced caller's trace goes on through the
+     * fast path too. Undefined with tracing off or no trace header (the header lookups are all it costs then).
+     */
+    const tracing = tracesUrl(config) !== undefined
+    const callerSpan = (req: Http.IncomingMessage): Tracer.ExternalSpan | undefined => {
+      if (!tracing) return undefined
+      const h = req.headers
+      if (h.traceparent === undefined && h.b3 === undefined && h["x-b3-traceid"] === undefined) return undefined
+      return Option.getOrUndefined(HttpTraceContext.fromHeaders(Headers.fromInput(h)))
+    }
+
+    /**
      * One request a fast path took: held open against a drain until its response closes. A class, not
      * closures: nothing is allocated per request beyond the instance.
      */
@@ -56,6 +71,12 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
       ) {
         this.requestId = requestIdOf(req.headers["x-request-id"] as string | undefined)
         res.once("close", drain.enter())
+      }
+
+      /** `effect` under the caller's span (`callerSpan`), when it sent one and spans are exported. */
+      underCaller<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
+        const span = callerSpan(this.req)
+        return span === undefined ? effect : Effect.withParentSpan(effect, span)
       }
 
       /** The whole body as text; a broken upload ends the response. */
@@ -142,6 +163,7 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
     return {
       takes,
       failed,
+      callerSpan,
       begin: (req: Http.IncomingMessage, res: Http.ServerResponse, organizationId: string) =>
         new Exchange(req, res, organizationId)
     } as const

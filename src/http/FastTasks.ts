@@ -122,7 +122,8 @@ export const FastTasksLive = Layer.scopedDiscard(
       }
 
       run<A>(effect: Effect.Effect<A, unknown>, toReply: (a: A) => Reply) {
-        void runExit(Effect.annotateLogs(effect, "request_id", this.exchange.requestId)).then((exit) =>
+        const traced = this.exchange.underCaller(effect)
+        void runExit(Effect.annotateLogs(traced, "request_id", this.exchange.requestId)).then((exit) =>
           Exit.isSuccess(exit) ? this.reply(toReply(exit.value)) : this.exchange.fail(exit.cause)
         )
       }

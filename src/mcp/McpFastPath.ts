@@ -49,7 +49,8 @@ export const McpFastPathLive = Layer.effectDiscard(
 
     /** Runs an Effect for this request: interrupted when the client goes away, a defect answered as the pipeline does. */
     const run = <A>(exchange: Exchange, effect: Effect.Effect<A>, onSuccess: (a: A) => void) => {
-      const fiber = Runtime.runFork(runtime)(Effect.annotateLogs(effect, "request_id", exchange.requestId))
+      const traced = exchange.underCaller(effect)
+      const fiber = Runtime.runFork(runtime)(Effect.annotateLogs(traced, "request_id", exchange.requestId))
       const gone = () => Effect.runFork(Fiber.interrupt(fiber))
       exchange.res.once("close", gone)
       fiber.addObserver((exit) => {

@@ -91,6 +91,34 @@ describe("traces over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT)", () => {
     for (const s of [run, ...chats, call]) expect(ids.has(s.parentSpanId!)).toBe(true)
   })
 
+  it("puts a connector invoke's call under the caller's span (traceparent), on the fast path too", async () => {
+    const path = `/v1/tools/connectors/${world.connection.connector_id}/connections/${world.connection.id}/getPet`
+    const traceId = "0af7651916cd43dd8448eb211c80319c"
+    const callerSpanId = "b7ad6b7169203331"
+    // the key and the connection in the node's memory: the fast path takes what follows
+    const warm = await world.node.fetch(path, {
+      method: "POST",
+      apiKey: world.apiKey,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ path_params: { petId: "t0" } })
+    })
+    await warm.arrayBuffer()
+    const response = await world.node.fetch(path, {
+      method: "POST",
+      apiKey: world.apiKey,
+      headers: { "content-type": "application/json", traceparent: `00-${traceId}-${callerSpanId}-01` },
+      body: JSON.stringify({ path_params: { petId: "t1" } })
+    })
+    expect(response.status).toBe(200)
+    await response.arrayBuffer()
+    const call = await eventually(() =>
+      receiver.spans.find((s) => s.name === "connector getPet" && s.traceId === traceId)
+    )
+    // right under the caller's span: the fast path has no request span of its own (the general stack's would
+    // be between), and it went on with the caller's trace
+    expect(call.parentSpanId).toBe(callerSpanId)
+  })
+
   it("exports the connector call of a connector invoke, on either stack", async () => {
     const path = `/v1/tools/connectors/${world.connection.connector_id}/connections/${world.connection.id}/getPet`
     for (let i = 0; i < 2; i++) {
@@ -149,8 +177,9 @@ describe("sampling (OTEL_TRACES_SAMPLER)", () => {
       OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
       OTEL_BSP_SCHEDULE_DELAY: "50",
       OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
-      OTEL_TRACES_SAMPLER_ARG: "0",
-      SWITCHYARD_TASK_FAST_PATH: "false"
+      OTEL_TRACES_SAMPLER_ARG: "0"
+      // the task fast path (the default) takes both invokes: it reads the caller's traceparent as the general
+      // stack does
     })
     try {
       const agent = await toolAgent(world)
