@@ -12,7 +12,9 @@ Fs.chmodSync(dataDir, 0o711)
 let node: NodeProcess | undefined
 const scope = Effect.runSync(Scope.make())
 afterAll(async () => {
-  await node?.stop()
+  // killed: its database is gone, so a graceful stop would wait out the grace and its 30 s past it
+  // (test/node/HardStop.test.ts checks that wait)
+  await node?.stop("SIGKILL")
   await Effect.runPromise(Scope.close(scope, Exit.void))
   Fs.rmSync(dataDir, { recursive: true, force: true })
 })
