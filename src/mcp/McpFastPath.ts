@@ -73,7 +73,14 @@ export const McpFastPathLive = Layer.effectDiscard(
       exchange.readBody((text) => {
         const refused = declaresBody(headers) ? inspectJsonText(text) : undefined
         if (refused !== undefined) return exchange.error(400, refused)
-        const answered = protocol.fastAnswer(resource, caller, text, headers, (abort) => res.once("close", abort))
+        const answered = protocol.fastAnswer(
+          resource,
+          caller,
+          text,
+          headers,
+          (abort) => res.once("close", abort),
+          edge.callerSpan(req)
+        )
         if (answered === undefined) {
           return run(exchange, protocol.handleMessage(resource, caller, text, headers, true), (a) => write(exchange, a))
         }

@@ -1,4 +1,4 @@
-import { Cause, Effect, Exit, Runtime } from "effect"
+import { Cause, Effect, Exit, Runtime, type Tracer } from "effect"
 import * as Fs from "node:fs"
 import { AuditLog } from "../audit/AuditLog.js"
 import { makeAskTool } from "../builtin/BuiltinAgent.js"
@@ -263,7 +263,8 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
       caller: McpCaller,
       text: string,
       headers: Headers,
-      onAbort: (abort: () => void) => void
+      onAbort: (abort: () => void) => void,
+      parentSpan?: Tracer.AnySpan
     ): Promise<Answer> | undefined => {
       let classified
       try {
@@ -279,7 +280,7 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
       const { loaded } = call
       const input = loaded.decodeEither(call.args)
       if (input._tag === "Left") return Promise.resolve(rpcResponse(result(message.id, validationFailed(input.left))))
-      const running = loaded.tool.fast!(input.right, { caller, services, onAbort })
+      const running = loaded.tool.fast!(input.right, { caller, services, onAbort, parentSpan })
       return running?.then((outcome) => {
         const settled = settle(loaded, caller, outcome)
         if (settled.audit !== undefined) runFork(settled.audit)

@@ -1,4 +1,4 @@
-import type { Context, Effect, Schema } from "effect"
+import type { Context, Effect, Schema, Tracer } from "effect"
 import type { Agents } from "../agents/Agents.js"
 import type { CommandPolicies } from "../commands/CommandPolicies.js"
 import type { Connections } from "../connectors/Connections.js"
@@ -49,6 +49,8 @@ export interface FastToolContext {
   readonly services: Context.Context<ToolServices>
   /** `abort` runs if the client goes away before the tool is done. */
   readonly onAbort: (abort: () => void) => void
+  /** The caller's span (its `traceparent`, while spans are exported), for the tool's own spans. */
+  readonly parentSpan?: Tracer.AnySpan | undefined
 }
 
 export type ToolOutcome<O> =

@@ -50,7 +50,7 @@ export default defineTool({
       return yield* Effect.promise(() => answerOf(upstream, textOf(upstream.body)))
     }),
   // the same call through the same core (OperationInvoker.call), when the connection is in this node's memory
-  fast: ({ connection_id, connector_id, operation_id, ...input }, { caller, onAbort, services }) => {
+  fast: ({ connection_id, connector_id, operation_id, ...input }, { caller, onAbort, parentSpan, services }) => {
     const target = Context.get(services, Connections).peekTarget(
       caller.principal,
       connector_id,
@@ -58,7 +58,12 @@ export default defineTool({
       operation_id
     )
     if (target === undefined) return undefined
-    const call = Context.get(services, OperationInvoker).call(caller.principal, target, input)
+    const call = Context.get(services, OperationInvoker).call(
+      caller.principal,
+      target,
+      input,
+      parentSpan === undefined ? undefined : { parentSpan }
+    )
     onAbort(() => call.abort())
     return call.outcome.then((outcome) =>
       outcome._tag === "Answered"
