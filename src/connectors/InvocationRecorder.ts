@@ -44,7 +44,10 @@ export class InvocationRecorder extends Effect.Service<InvocationRecorder>()("co
       sql`INSERT INTO connector_invocations ${sql.insert(batch as any)}`.pipe(
         Effect.retry(Schedule.exponential("200 millis").pipe(Schedule.intersect(Schedule.recurs(5)))),
         Effect.catchAllCause((cause) => Effect.logWarning(`lost ${batch.length} invocation records`, cause)),
-        Effect.asVoid
+        Effect.asVoid,
+        // not traced: the write belongs to no request, and its span carried the statement's text, one
+        // placeholder list per row (~30 KB for a batch of 500), into every export
+        Effect.withTracerEnabled(false)
       )
 
     const flush = () => {
