@@ -73,9 +73,17 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
         res.once("close", drain.enter())
       }
 
-      /** `effect` under the caller's span (`callerSpan`), when it sent one and spans are exported. */
+      private caller: Tracer.ExternalSpan | undefined | null = null
+
+      /** The caller's span (`callerSpan`), read from the headers once per request. */
+      callerSpan(): Tracer.ExternalSpan | undefined {
+        if (this.caller === null) this.caller = callerSpan(this.req)
+        return this.caller
+      }
+
+      /** `effect` under the caller's span, when it sent one and spans are exported. */
       underCaller<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
-        const span = callerSpan(this.req)
+        const span = this.callerSpan()
         return span === undefined ? effect : Effect.withParentSpan(effect, span)
       }
 
@@ -163,7 +171,6 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
     return {
       takes,
       failed,
-      callerSpan,
       begin: (req: Http.IncomingMessage, res: Http.ServerResponse, organizationId: string) =>
         new Exchange(req, res, organizationId)
     } as const

@@ -62,7 +62,7 @@ export const FastInvokeLive = Layer.effectDiscard(
         if (input._tag === "Left") {
           return exchange.error(400, validationError(ParseResult.ArrayFormatter.formatErrorSync(input.left)))
         }
-        const parentSpan = edge.callerSpan(req)
+        const parentSpan = exchange.callerSpan()
         const call = invoker.call(principal, target, input.right, parentSpan === undefined ? undefined : { parentSpan })
         res.once("close", () => call.abort())
         call.outcome.then(

@@ -79,7 +79,7 @@ export const McpFastPathLive = Layer.effectDiscard(
           text,
           headers,
           (abort) => res.once("close", abort),
-          edge.callerSpan(req)
+          exchange.callerSpan()
         )
         if (answered === undefined) {
           return run(exchange, protocol.handleMessage(resource, caller, text, headers, true), (a) => write(exchange, a))
