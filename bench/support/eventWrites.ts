@@ -1,7 +1,8 @@
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import pg from "pg"
-import { statements as eventWrites } from "../../src/db/migrations/0021_event_writes.js"
+import { statements as eventWrites0021 } from "../../src/db/migrations/0021_event_writes.js"
+import { statements as eventWrites } from "../../src/db/migrations/0029_event_json.js"
 import { functionsOf0016 } from "./events0016.js"
 import { startNode, stopAll, tempDir } from "./processes.js"
 
@@ -16,8 +17,9 @@ import { startNode, stopAll, tempDir } from "./processes.js"
  * no flush, client or network is in the figure; what is measured is the backend's CPU time
  * (/proc/<pid>/stat), which a busy machine disturbs far less than the wall clock. Variants, alternating in
  * each round: the triggers disabled, the triggers of 0016 (their functions as 0016 wrote them, put back),
- * and those of 0021. Prints the median CPU µs per task of each, and the triggers' share over "off".
- * Each `--also "<sql>"` adds a variant (`+1`, `+2`, …): 0021 with that statement run after it (e.g. a function
+ * those of 0021, and those of 0029 (the current ones; `events.data` is `jsonb` for the first two, as they wrote
+ * it). Prints the median CPU µs per task of each, and the triggers' share over "off".
+ * Each `--also "<sql>"` adds a variant (`+1`, `+2`, …): 0029 with that statement run after it (e.g. a function
  * replaced; a statement that is not undone by the next variant's, such as `DROP INDEX`, stays for all rounds
  * after it, so give it alone; the probe's node is thrown away after).
  */
@@ -32,6 +34,9 @@ const TRIGGERS: ReadonlyArray<readonly [string, string]> = [
   ["tasks", "events_tasks_updated"],
   ["task_events", "events_task_events_inserted"]
 ]
+
+/** `events.data` as 0016 and 0021 wrote it (0029 made it `json`). */
+const JSONB = "ALTER TABLE events ALTER COLUMN data TYPE jsonb USING data::jsonb"
 
 const LOOP = `
   CREATE OR REPLACE PROCEDURE probe_loop(n int, org uuid, agent uuid) LANGUAGE plpgsql AS $$
@@ -96,8 +101,9 @@ const main = async () => {
       }
       const variants: Record<string, ReadonlyArray<string>> = {
         off: TRIGGERS.map(([table, trigger]) => `ALTER TABLE ${table} DISABLE TRIGGER ${trigger}`),
-        "0016": functionsOf0016(),
-        "0021": eventWrites,
+        "0016": [JSONB, ...functionsOf0016()],
+        "0021": [JSONB, ...eventWrites0021],
+        "0029": eventWrites,
         ...Object.fromEntries(also.map((statement, i) => [`+${i + 1}`, [...eventWrites, statement]]))
       }
       const cpuPerTask: Record<string, Array<number>> = Object.fromEntries(Object.keys(variants).map((k) => [k, []]))

@@ -1,16 +1,17 @@
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import pg from "pg"
-import { statements as eventWrites } from "../../src/db/migrations/0021_event_writes.js"
-import { functionsOf0016 } from "./events0016.js"
+import { statements as eventWrites0021 } from "../../src/db/migrations/0021_event_writes.js"
+import { statements as eventWrites } from "../../src/db/migrations/0029_event_json.js"
 import { measureThroughput, percentile, type Target } from "./load.js"
 import { startNode, stopAll, tempDir } from "./processes.js"
 
 /**
- * Tasks/s of sync invokes (16 producers, a scripted model) on one node with the event triggers of 0016,
- * of 0021, and disabled, in alternating blocks of one run, nobody following the organization
+ * Tasks/s of sync invokes (16 producers, a scripted model) on one node with the event triggers of 0021
+ * (payloads `jsonb`), of 0029 (`json`, the current ones), and disabled, in alternating blocks of one run,
+ * nobody following the organization
  * (`node --import tsx bench/support/eventWritesThroughput.ts [rounds]`). bench/events.ts compares on with
- * off only; this separates what 0021 changed from the rest of what events cost (e.g. the usage folder reads
+ * off only; this separates what 0029 changed from the rest of what events cost (e.g. the usage folder reads
  * task ends from the log, so "off" also spares it that). Prints the median of each round's ratios, and the
  * CPU time the node and its PostgreSQL spent per task (from /proc; a busy machine moves tasks/s far more
  * than it moves CPU per task).
@@ -86,11 +87,13 @@ const main = async () => {
       }
       const modes: Record<string, () => Promise<void>> = {
         off: () => setTriggers(false),
-        "0016": async () => {
-          await setTriggers(true)
-          for (const statement of functionsOf0016()) await pool.query(statement)
-        },
         "0021": async () => {
+          await setTriggers(true)
+          // its payloads as it wrote them
+          await pool.query("ALTER TABLE events ALTER COLUMN data TYPE jsonb USING data::jsonb")
+          for (const statement of eventWrites0021) await pool.query(statement)
+        },
+        "0029": async () => {
           await setTriggers(true)
           for (const statement of eventWrites) await pool.query(statement)
         }
@@ -114,12 +117,12 @@ const main = async () => {
           )
         }
       }
-      await modes["0021"]!()
+      await modes["0029"]!()
       const median = (xs: ReadonlyArray<number>) => percentile([...xs].sort((a, b) => a - b), 50)
       const ratios = (a: string, b: string) => median(rps[a]!.map((x, i) => x / rps[b]![i]!))
       console.log(
-        `0021/off ${ratios("0021", "off").toFixed(3)}x, 0016/off ${ratios("0016", "off").toFixed(3)}x, ` +
-          `0021/0016 ${ratios("0021", "0016").toFixed(3)}x (medians of ${ROUNDS} rounds' ratios)`
+        `0029/off ${ratios("0029", "off").toFixed(3)}x, 0021/off ${ratios("0021", "off").toFixed(3)}x, ` +
+          `0029/0021 ${ratios("0029", "0021").toFixed(3)}x (medians of ${ROUNDS} rounds' ratios)`
       )
       console.log(
         `CPU per task (node and PostgreSQL, medians): ${

@@ -3,7 +3,7 @@ import pg from "pg"
 import { describe, expect, it } from "vitest"
 import { startEventLog, useEventLog } from "./support.js"
 
-// The event triggers as migration 0021 writes them: ids from a transaction-local counter, per row
+// The event triggers as migrations 0021 and 0029 write them: ids from a transaction-local counter, per row
 
 let log: Awaited<ReturnType<typeof startEventLog>>
 let pool: pg.Pool
