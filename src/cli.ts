@@ -119,21 +119,24 @@ const reportStartupFailure = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
 
 /**
  * A stop never hangs: after SIGTERM or SIGINT, what shutdown still does once requests have drained (shards
- * handed back, loops stopped, pools closed) gets HARD_STOP_MS more, then the process exits with 1 (a
- * finalizer waiting on a database that is gone would otherwise hold it until the orchestrator's SIGKILL).
+ * handed back, loops stopped, pools closed) gets SWITCHYARD_SHUTDOWN_HARD_STOP more (30 s), then the process
+ * exits with 1 (a finalizer waiting on a database that is gone would otherwise hold it until the
+ * orchestrator's SIGKILL). Read from the environment here, as the handler runs outside the configuration.
  */
-const HARD_STOP_MS = 30_000
-const armHardStop = () => {
-  let grace = 20_000
+const durationMs = (name: string, fallback: number) => {
   try {
-    grace = Duration.toMillis(Duration.decode(process.env["SWITCHYARD_SHUTDOWN_GRACE"] as Duration.DurationInput))
+    return Duration.toMillis(Duration.decode(process.env[name] as Duration.DurationInput))
   } catch {
     // unset or not a duration: the default (an invalid one is reported by the configuration)
+    return fallback
   }
+}
+const armHardStop = () => {
+  const after = durationMs("SWITCHYARD_SHUTDOWN_GRACE", 20_000) + durationMs("SWITCHYARD_SHUTDOWN_HARD_STOP", 30_000)
   setTimeout(() => {
-    process.stderr.write(`switchyard: shutdown did not finish within ${grace + HARD_STOP_MS} ms; exiting\n`)
+    process.stderr.write(`switchyard: shutdown did not finish within ${after} ms; exiting\n`)
     process.exit(1)
-  }, grace + HARD_STOP_MS).unref()
+  }, after).unref()
 }
 process.once("SIGTERM", armHardStop)
 process.once("SIGINT", armHardStop)

@@ -137,6 +137,9 @@ export const config = Config.all({
     })
   ),
   shutdownGrace: duration("SHUTDOWN_GRACE", "20 seconds"),
+  // what shutdown does after the grace (shards handed back, pools closed) gets this long, then the process
+  // exits with 1 (read by src/cli.ts's signal handler; here to be checked and listed)
+  shutdownHardStop: duration("SHUTDOWN_HARD_STOP", "30 seconds"),
   taskTimeout: duration("TASK_TIMEOUT", "10 minutes"),
   readyStallAfter: duration("READY_STALL_AFTER", "30 seconds"),
   taskSweepInterval: duration("TASK_SWEEP_INTERVAL", "1 second"),

@@ -428,10 +428,13 @@ describe.skipIf(CHROMIUM === undefined)("the web console in a real browser (head
         const page = await signInAs(context, node.baseUrl, admin.email, PASSWORD)
         for (const [name, path] of pages) {
           await go(page, path)
-          await page.getByRole("heading", { level: 1 }).first().waitFor().catch((e) => {
-            throw new Error(`${name} at ${width}px: ${e}`)
+          // checked every frame: a locator's wait backs off to half a second between tries, most of this test's time
+          await page.waitForFunction(() =>
+            document.querySelector("h1") !== null &&
+            document.querySelector("[role=status]")?.textContent !== "Loading…"
+          ).catch((e) => {
+            throw new Error(`${name} at ${width}px: no heading, or still loading: ${e}`)
           })
-          await page.waitForFunction(() => document.querySelector("[role=status]")?.textContent !== "Loading…")
           await expectAccessible(page, `${name} at ${width}px`)
           await screenshot(page, `${name}-${width}`)
           await expectNoSideways(page, `${name} at ${width}px`)
