@@ -1,7 +1,5 @@
 import { request } from "undici"
 import { afterAll, describe, expect, it, vi } from "vitest"
-import { defaultPolicy, parseEgressAllow } from "../../../src/connectors/egress/EgressPolicy.js"
-import { checkUrl, findEgressRefusal, makeGuardedDispatcher } from "../../../src/connectors/egress/GuardedDispatcher.js"
 
 // Scripted DNS for names under `.rebind.test`, so the resolver's answers can be adversarial without any real
 // DNS. The guard's answers (`callbacks`) name only loopback, link-local and private addresses, so even a
@@ -30,6 +28,13 @@ vi.mock("node:dns", async (importOriginal) => {
       : original.promises.lookup(hostname, options)
   return { ...original, lookup, promises: { ...original.promises, lookup: promisesLookup } }
 })
+
+// test files share their worker's modules (vitest.config.ts): the guard is loaded afresh, so it sees the mock
+vi.resetModules()
+const { defaultPolicy, parseEgressAllow } = await import("../../../src/connectors/egress/EgressPolicy.js")
+const { checkUrl, findEgressRefusal, makeGuardedDispatcher } = await import(
+  "../../../src/connectors/egress/GuardedDispatcher.js"
+)
 
 const dispatcher = makeGuardedDispatcher(defaultPolicy)
 afterAll(() => dispatcher.close())
