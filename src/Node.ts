@@ -6,6 +6,7 @@ import { DatabaseLive } from "./db/Database.js"
 import { MigrationsLive } from "./db/Migrations.js"
 import { Drain } from "./http/Drain.js"
 import { HttpServerLive } from "./http/HttpServerLive.js"
+import { RouteTable } from "./http/RouteTable.js"
 import { Identity } from "./identity/Identity.js"
 import { MetricsEndpointLive } from "./observability/MetricsEndpoint.js"
 import { ObservabilityLive } from "./observability/ObservabilityLive.js"
@@ -56,5 +57,6 @@ export const NodeLive = FirstStartLive.pipe(
   Layer.provideMerge(DatabaseLive),
   Layer.provide(Drain.Default),
   Layer.provideMerge(ObservabilityLive),
+  Layer.provide(RouteTable.Default),
   Layer.provideMerge(SwitchyardConfig.layer)
 )

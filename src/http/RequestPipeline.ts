@@ -23,7 +23,7 @@ import {
   requestProblem
 } from "./JsonBody.js"
 import { CurrentRequest, type RequestInfo } from "./RequestContext.js"
-import { allowedMethods, MAX_PATH_SEGMENT } from "./RouteTable.js"
+import { MAX_PATH_SEGMENT, RouteTable } from "./RouteTable.js"
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -87,13 +87,14 @@ const isConnectionError = (defect: unknown) =>
 const failureResponse = (
   cause: Cause.Cause<unknown>,
   request: HttpServerRequest.HttpServerRequest,
-  info: RequestInfo
+  info: RequestInfo,
+  routes: RouteTable
 ) =>
   Effect.gen(function*() {
     const failure = Cause.squash(cause)
     if (failure instanceof HttpServerError.RouteNotFound) {
       const path = request.url.split("?")[0]!
-      const allowed = allowedMethods(path)
+      const allowed = routes.allowedMethods(path)
       if (allowed.includes(request.method)) {
         // the route exists for this method: the router refused a segment longer than it matches
         return errorResponse(400, info, {
@@ -183,6 +184,7 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
   Effect.gen(function*() {
     const config = yield* SwitchyardConfig
     const drain = yield* Drain
+    const routes = yield* RouteTable
     const maxBody = Option.some(config.maxBodyBytes)
     // undefined when it would not be written
     const accessLog = yield* makeAccessLog
@@ -220,7 +222,7 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
             HttpIncomingMessage.withMaxBodySize(upload ? Option.none() : maxBody),
             Effect.locally(CurrentRequest, info),
             Effect.map((r) => normalizeErrorResponse(r, info)),
-            Effect.catchAllCause((cause) => failureResponse(cause, request, info)),
+            Effect.catchAllCause((cause) => failureResponse(cause, request, info, routes)),
             // every line logged while the request runs can be found by the id its caller is given
             Effect.annotateLogs("request_id", info.requestId),
             Effect.onExit(() => Effect.sync(release))

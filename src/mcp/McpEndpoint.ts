@@ -10,7 +10,7 @@ import { Workspace } from "../files/Workspace.js"
 import { FunctionsLive } from "../functions/FunctionsLive.js"
 import { Drain } from "../http/Drain.js"
 import { isJsonMediaType, unsupportedMediaType } from "../http/JsonBody.js"
-import { extraRoutes } from "../http/RouteTable.js"
+import { RouteTable } from "../http/RouteTable.js"
 import { KnowledgeLive } from "../knowledge/KnowledgeLive.js"
 import { OAuthLive } from "../oauth/OAuthLive.js"
 import type { ProtectedResource } from "../oauth/Resources.js"
@@ -57,6 +57,7 @@ const toResponse = (answer: Answer) =>
 const McpRouteTable = Layer.effectDiscard(
   Effect.gen(function*() {
     const router = yield* HttpLayerRouter.HttpRouter
+    const routes = yield* RouteTable
     const protocol = yield* McpProtocol
     const admission = yield* McpAdmission
     const drain = yield* Drain
@@ -106,7 +107,7 @@ const McpRouteTable = Layer.effectDiscard(
       yield* router.add("POST", path, post(resource))
       yield* router.add("GET", path, get(resource))
       yield* router.add("DELETE", path, del(resource))
-      for (const method of ["POST", "GET", "DELETE"]) extraRoutes(method, new RegExp(`^${path.replace(/\/$/, "")}/?$`))
+      for (const method of ["POST", "GET", "DELETE"]) routes.add(method, new RegExp(`^${path.replace(/\/$/, "")}/?$`))
     }
   })
 )

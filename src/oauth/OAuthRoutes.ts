@@ -1,6 +1,6 @@
 import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
-import { extraRoutes } from "../http/RouteTable.js"
+import { RouteTable } from "../http/RouteTable.js"
 import { RateLimits } from "../security/RateLimits.js"
 import { AuthorizationServer } from "./AuthorizationServer.js"
 import { Clients } from "./Clients.js"
@@ -56,6 +56,7 @@ const PATHS = {
 export const OAuthRoutes = Layer.effectDiscard(
   Effect.gen(function*() {
     const router = yield* HttpLayerRouter.HttpRouter
+    const routes = yield* RouteTable
     const settings = yield* oauthSettings
     const server = yield* AuthorizationServer
     const clients = yield* Clients
@@ -182,7 +183,7 @@ export const OAuthRoutes = Layer.effectDiscard(
         ["POST", PATHS.revoke]
       ] as const
     ) {
-      extraRoutes(method, new RegExp(`^${path.replace(/\./g, "\\.")}/?$`))
+      routes.add(method, new RegExp(`^${path.replace(/\./g, "\\.")}/?$`))
     }
   })
 ).pipe(Layer.provide(OAuthLive), Layer.provide(RateLimits.Default))

@@ -7,7 +7,7 @@ import {
   type HistogramSeries,
   statusClassOf
 } from "./MetricSeries.js"
-import { routeTemplateOf } from "./RouteTemplates.js"
+import { makeRouteTemplates } from "./RouteTemplates.js"
 
 /** Task run times: from a scripted run (milliseconds) to the default time limit (10 minutes). */
 const TASK_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800]
@@ -62,7 +62,9 @@ type ByClass<S> = Array<S | undefined>
 const classIndex = (status: number | null) =>
   status === null || status < 100 || status >= 600 ? 0 : Math.floor(status / 100)
 
-export const makeMetricRecorders = (): MetricRecorders => {
+/** The node's recorders; `allowedMethods` (its RouteTable's) names the routes outside the HttpApi. */
+export const makeMetricRecorders = (allowedMethods: (path: string) => ReadonlyArray<string>): MetricRecorders => {
+  const routeTemplateOf = makeRouteTemplates(allowedMethods)
   const requestDuration = new HistogramFamily(
     "switchyard_http_request_duration_seconds",
     "Time from a request's arrival to its response head, by method, route template and status class."

@@ -1,5 +1,6 @@
 import { Effect, Layer, Option } from "effect"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { RouteTable } from "../http/RouteTable.js"
 import { makeMetricRecorders, NodeMetrics } from "./NodeMetrics.js"
 import { TracingLive } from "./Tracing.js"
 
@@ -8,11 +9,12 @@ import { TracingLive } from "./Tracing.js"
  * (when an OTLP endpoint is). Provided under everything else, so every layer built after it records and traces;
  * the scrape endpoint (MetricsEndpoint.ts) comes up later, once the database and the cluster are there to read.
  */
-export const ObservabilityLive: Layer.Layer<never, never, SwitchyardConfig> = Layer.unwrapEffect(
+export const ObservabilityLive: Layer.Layer<never, never, SwitchyardConfig | RouteTable> = Layer.unwrapEffect(
   Effect.gen(function*() {
     const config = yield* SwitchyardConfig
+    const routes = yield* RouteTable
     const metrics: Layer.Layer<never> = Option.isSome(config.metrics.port)
-      ? Layer.succeed(NodeMetrics, makeMetricRecorders())
+      ? Layer.succeed(NodeMetrics, makeMetricRecorders(routes.allowedMethods))
       : Layer.empty
     return Layer.merge(metrics, TracingLive)
   })

@@ -1,6 +1,5 @@
 import { HttpApi } from "@effect/platform"
 import { Api } from "../../schema/Api.js"
-import { allowedMethods } from "../http/RouteTable.js"
 
 /** The label of a request no route serves (404s, scans): one value, so they cannot grow the series. */
 export const UNMATCHED = "unmatched"
@@ -30,8 +29,6 @@ HttpApi.reflect(Api, {
   }
 })
 
-/** Static routes outside the HttpApi (MCP, OAuth, sign-in pages, docs) that were asked for: their own label. */
-const statics = new Map<string, string>([["/docs", "/docs"], ["/openapi.json", "/openapi.json"]])
 const MAX_STATICS = 256
 
 const walk = (path: string): string | undefined => {
@@ -52,19 +49,23 @@ const walk = (path: string): string | undefined => {
 /**
  * The route a request was for, as its template (`/v1/agents/:agentId/invoke`), for metric labels: a raw path
  * holds ids, and a label per id would grow without bound. Both stacks answer the same routes, so the label of a
- * fast-path request is the template the HttpApi declares for it. Static paths of the other routes (RouteTable's
- * extras) are their own label; anything else is `unmatched`.
+ * fast-path request is the template the HttpApi declares for it. Static paths of the node's other routes
+ * (`allowedMethods`, its RouteTable) are their own label; anything else is `unmatched`.
  */
-export const routeTemplateOf = (url: string): string => {
-  const query = url.indexOf("?")
-  const path = query === -1 ? url : url.slice(0, query)
-  const template = walk(path)
-  if (template !== undefined) return template
-  const known = statics.get(path)
-  if (known !== undefined) return known
-  if (statics.size < MAX_STATICS && allowedMethods(path).length > 0) {
-    statics.set(path, path)
-    return path
+export const makeRouteTemplates = (allowedMethods: (path: string) => ReadonlyArray<string>) => {
+  // static routes outside the HttpApi (MCP, OAuth, sign-in pages, docs) that were asked for
+  const statics = new Map<string, string>([["/docs", "/docs"], ["/openapi.json", "/openapi.json"]])
+  return (url: string): string => {
+    const query = url.indexOf("?")
+    const path = query === -1 ? url : url.slice(0, query)
+    const template = walk(path)
+    if (template !== undefined) return template
+    const known = statics.get(path)
+    if (known !== undefined) return known
+    if (statics.size < MAX_STATICS && allowedMethods(path).length > 0) {
+      statics.set(path, path)
+      return path
+    }
+    return UNMATCHED
   }
-  return UNMATCHED
 }

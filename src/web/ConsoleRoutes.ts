@@ -2,7 +2,7 @@ import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse } from "@ef
 import { Duration, Effect, FiberRef, Layer } from "effect"
 import { errorEnvelope, OWN_ERROR_HEADER } from "../http/ErrorEnvelope.js"
 import { CurrentRequest } from "../http/RequestContext.js"
-import { extraRoutes } from "../http/RouteTable.js"
+import { RouteTable } from "../http/RouteTable.js"
 import { OAuthRepo } from "../oauth/OAuthRepo.js"
 import { decoyHash, verifyPassword } from "../oauth/Passwords.js"
 import { oauthSettings } from "../oauth/Resources.js"
@@ -34,6 +34,7 @@ const fail = (status: number, code: string, message: string, headers: Record<str
 export const ConsoleRoutes = Layer.effectDiscard(
   Effect.gen(function*() {
     const router = yield* HttpLayerRouter.HttpRouter
+    const routes = yield* RouteTable
     const sessions = yield* ConsoleSession
     const repo = yield* OAuthRepo
     const limits = yield* RateLimits
@@ -43,8 +44,8 @@ export const ConsoleRoutes = Layer.effectDiscard(
     const assets = loadConsoleAssets()
     const { names, secure } = sessions
 
-    extraRoutes("GET", /^\/console(\/.*)?$/)
-    extraRoutes("POST", /^\/console\/api\/(sign-in|sso|sign-out|organization)$/)
+    routes.add("GET", /^\/console(\/.*)?$/)
+    routes.add("POST", /^\/console\/api\/(sign-in|sso|sign-out|organization)$/)
 
     const cookie = (name: string, value: string, maxAge: Duration.DurationInput): SetCookie => [name, value, {
       path: "/",

@@ -3,7 +3,7 @@ import { Duration, Effect, Layer } from "effect"
 import type { OrganizationId, UserId } from "../../schema/Ids.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
-import { extraRoutes } from "../http/RouteTable.js"
+import { RouteTable } from "../http/RouteTable.js"
 import { AuthorizationServer, type AuthorizeRequest } from "../oauth/AuthorizationServer.js"
 import { OAuthLive } from "../oauth/OAuthLive.js"
 import { OAuthRepo } from "../oauth/OAuthRepo.js"
@@ -28,6 +28,7 @@ const SESSION_HOURS = 12
 export const SignInPages = Layer.effectDiscard(
   Effect.gen(function*() {
     const router = yield* HttpLayerRouter.HttpRouter
+    const routes = yield* RouteTable
     const config = yield* SwitchyardConfig
     const settings = yield* oauthSettings
     const server = yield* AuthorizationServer
@@ -36,9 +37,9 @@ export const SignInPages = Layer.effectDiscard(
     const limits = yield* RateLimits
     const audit = yield* AuditLog
 
-    extraRoutes("GET", /^\/oauth_login\/?$/)
-    extraRoutes("POST", /^\/oauth_login\/?$/)
-    extraRoutes("GET", /^\/oauth_login\/sso\/callback\/?$/)
+    routes.add("GET", /^\/oauth_login\/?$/)
+    routes.add("POST", /^\/oauth_login\/?$/)
+    routes.add("GET", /^\/oauth_login\/sso\/callback\/?$/)
     if (!config.signInPages) {
       // a separate UI serves the page: this host answers as spec section 7 describes
       const notFound = Effect.succeed(HttpServerResponse.unsafeJson({ detail: "Not Found" }, { status: 404 }))

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest"
 import { SwitchyardConfig } from "../../src/config/SwitchyardConfig.js"
 import { Drain } from "../../src/http/Drain.js"
 import { RequestPipelineLive, unexpectedFailure } from "../../src/http/RequestPipeline.js"
+import { RouteTable } from "../../src/http/RouteTable.js"
 
 interface Line {
   readonly message: string
@@ -35,7 +36,7 @@ describe("request ids in logs", () => {
     const { dispose, handler } = HttpLayerRouter.toWebHandler(
       failing.pipe(
         Layer.provideMerge(RequestPipelineLive),
-        Layer.provide([SwitchyardConfig.layer, Drain.Default]),
+        Layer.provide([SwitchyardConfig.layer, Drain.Default, RouteTable.Default]),
         Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map()))),
         Layer.provide(Layer.merge(capture(lines), Logger.minimumLogLevel(LogLevel.Info)))
       ),
