@@ -69,12 +69,12 @@ export const appendRun = (benchmark: string, settings: unknown, entry: Record<st
 
 /**
  * Appends one entry to bench/results/<benchmark>.json kept as a plain list (the events, webhooks, usage and
- * files benchmarks' format): the entry with its benchmark, date, machine and settings.
+ * files benchmarks' format): the entry with its benchmark, date, machine, commit and settings.
  */
 export const appendToList = (benchmark: string, settings: unknown, run: Record<string, unknown>) => {
   const file = Path.join(repoRoot, `bench/results/${benchmark}.json`)
   const runs = Fs.existsSync(file) ? (JSON.parse(Fs.readFileSync(file, "utf8")) as Array<unknown>) : []
-  runs.push({ benchmark, date: new Date().toISOString(), machine, settings, ...run })
+  runs.push({ benchmark, date: new Date().toISOString(), machine, ...commitOf(), settings, ...run })
   Fs.writeFileSync(file, JSON.stringify(runs, null, 2) + "\n")
   console.log(`\nResults appended to ${Path.relative(process.cwd(), file)}`)
 }
