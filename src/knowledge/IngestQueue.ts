@@ -42,7 +42,10 @@ export class IngestQueue extends Effect.Service<IngestQueue>()("knowledge/Ingest
         SELECT d.id, c.attempts, d.organization_id, d.knowledge_base_id, d.name, d.format, d.source_type,
           d.source_file_id, s.data
         FROM claimed c JOIN knowledge_documents d ON d.id = c.document_id
-        LEFT JOIN knowledge_document_sources s ON s.document_id = d.id`.pipe(Effect.orDie)
+        LEFT JOIN knowledge_document_sources s ON s.document_id = d.id`.pipe(
+        Effect.orDie,
+        Effect.withTracerEnabled(false) // polled: a root span each time; an ingestion has its own span
+      )
 
     const renew = (ids: ReadonlyArray<DocumentId>, leaseSeconds: number) =>
       sql`

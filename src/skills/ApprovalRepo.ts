@@ -141,7 +141,10 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("skills/Approva
         ${f.after === undefined ? sql`` : sql`AND (requested_at, id) < (${f.after.at}, ${f.after.id}::uuid)`}
         ORDER BY requested_at DESC, id DESC LIMIT ${f.limit}`.pipe(Effect.orDie)
 
-    /** Expires the requests past their time and puts their tasks back to `executing`: their ids. */
+    /**
+     * Expires the requests past their time and puts their tasks back to `executing`: their ids. Polled every
+     * second by each node's sweep, so untraced (a root span each time).
+     */
     const expireDue = sql<{ task_id: TaskId }>`
       WITH expired AS (
         UPDATE approvals SET status = 'expired', decided_at = now()
@@ -149,7 +152,11 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("skills/Approva
       )
       UPDATE tasks SET status = 'executing' FROM expired
       WHERE tasks.id = expired.task_id AND expired.kind = 'tool_call' AND tasks.status = 'waiting_approval'
-      RETURNING tasks.id AS task_id`.pipe(Effect.map((rows) => rows.map((r) => r.task_id)), Effect.orDie)
+      RETURNING tasks.id AS task_id`.pipe(
+      Effect.map((rows) => rows.map((r) => r.task_id)),
+      Effect.orDie,
+      Effect.withTracerEnabled(false)
+    )
 
     return { forStep, request, pause, find, decide, list, expireDue } as const
   })

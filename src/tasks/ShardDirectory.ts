@@ -62,6 +62,7 @@ export class ShardDirectory extends Effect.Service<ShardDirectory>()("tasks/Shar
     )
     yield* Effect.zipRight(publish, read).pipe(
       Effect.catchAllCause((cause) => Effect.logDebug("shard directory refresh failed", cause)),
+      Effect.withTracerEnabled(false), // bookkeeping every second: not a root span each time in the traces
       Effect.repeat(Schedule.spaced(PUBLISH_EVERY)),
       Effect.forkScoped
     )

@@ -16,6 +16,8 @@ export const UsageFolderLive = Layer.scopedDiscard(
     const foldAll = repo.fold.pipe(Effect.repeat({ while: (r) => r.held && r.more }))
     yield* foldAll.pipe(
       Effect.catchAllCause((cause) => Effect.logWarning("usage fold failed; trying again", cause)),
+      // every second on every node: its statements are not root spans in the operator's traces
+      Effect.withTracerEnabled(false),
       Effect.repeat(Schedule.spaced(FOLD_EVERY)),
       Effect.forkScoped
     )

@@ -119,6 +119,25 @@ describe("traces over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT)", () => {
     expect(call.parentSpanId).toBe(callerSpanId)
   })
 
+  it("exports no span for the background polls every node runs (schedules, sweep, shard directory, usage fold)", async () => {
+    // each of these ran at least once a second on the node since it started: before, a root span each time
+    await new Promise((r) => setTimeout(r, 2500))
+    const polls = [
+      "min(next_run_at)",
+      "FROM shard_directory",
+      "knowledge_ingest_queue",
+      "status = 'expired'",
+      "pg_try_advisory_xact_lock",
+      "usage_fold_positions",
+      "SELECT id FROM tasks"
+    ]
+    const statementOf = (s: ReceivedSpan) => String(s.attributes["db.query.text"] ?? s.attributes["db.statement"] ?? "")
+    const polled = receiver.spans.filter((s) => polls.some((p) => statementOf(s).includes(p)))
+    expect(polled.map(statementOf)).toEqual([])
+    // the spans that carry statements are still there for the work that is asked for
+    expect(receiver.spans.some((s) => s.name === "sql.execute")).toBe(true)
+  })
+
   it("exports the connector call of a connector invoke, on either stack", async () => {
     const path = `/v1/tools/connectors/${world.connection.connector_id}/connections/${world.connection.id}/getPet`
     for (let i = 0; i < 2; i++) {
