@@ -25,13 +25,12 @@ const clientCommands = [
 ] as const
 
 /**
- * The commands that talk to a node over the API load only the client: the node's own code (the server, the
- * database, migrations) is imported for the commands that need it, the root help and unknown commands, which
- * halves a client command's start.
+ * The commands that talk to a node over the API, and `--version`, load only the client: the node's own code
+ * (the server, the database, migrations) is imported for the commands that need it, the root help and unknown
+ * commands, which halves a client command's start.
  */
-const clientOnly = (clientCommands as ReadonlyArray<AnyCommand>).some((c) =>
-  HashSet.has(Command.getNames(c), process.argv[2] ?? "")
-)
+const clientOnly = process.argv[2] === "--version" ||
+  (clientCommands as ReadonlyArray<AnyCommand>).some((c) => HashSet.has(Command.getNames(c), process.argv[2] ?? ""))
 const commands: readonly [AnyCommand, ...Array<AnyCommand>] = clientOnly
   ? clientCommands
   : await import("./cli/NodeCommands.js").then((node) =>

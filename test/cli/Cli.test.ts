@@ -240,6 +240,14 @@ describe("help and output", () => {
     expect(nested.stderr).not.toMatch(/_tag|fiber|level=/)
   })
 
+  it("--version prints the package's version and nothing else", async () => {
+    const run = await cli(["--version"], { env })
+    expect(run.code).toBe(0)
+    expect(run.stdout.trim()).toBe(
+      JSON.parse(Fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version
+    )
+  })
+
   it("usage lines read `switchyard serve`; serve --help lists the port and every setting of the config module", async () => {
     const help = await cli(["serve", "--help"], { env })
     expect(help.code).toBe(0)
