@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     globalSetup: ["test/support/globalSetup.ts"],
+    // stops the in-process nodes a file left running: files share their worker (below)
+    setupFiles: ["test/support/leftovers.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // each file builds its own node(s); 2 cores do not gain from more

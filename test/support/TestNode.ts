@@ -53,6 +53,13 @@ export interface LogLine {
  * A whole node in this process: the same layers `switchyard serve` runs, on a real port. With `logs`, its
  * log lines from Info up land there instead of the console.
  */
+/**
+ * In-process nodes started and not stopped yet. Test files share their worker (vitest.config.ts), so a node a
+ * file forgot would go on running (its loops, its pool) under the files after it: test/support/leftovers.ts
+ * stops them at each file's end.
+ */
+export const liveNodes = new Map<string, () => Promise<void>>()
+
 export const startTestNode = async (
   overrides: Record<string, string> = {},
   options: { readonly logs?: Array<LogLine> } = {}
@@ -105,6 +112,7 @@ const startOnce = async (
     throw e
   })
   let count = 0
+  liveNodes.set(baseUrl, () => runtime.dispose())
   return {
     baseUrl,
     databaseUrl: env.DATABASE_URL,
@@ -123,6 +131,9 @@ const startOnce = async (
       if (apiKey !== undefined) headers.set("x-api-key", apiKey)
       return fetch(baseUrl + path, { ...rest, headers })
     },
-    stop: () => runtime.dispose()
+    stop: () => {
+      liveNodes.delete(baseUrl)
+      return runtime.dispose()
+    }
   }
 }
