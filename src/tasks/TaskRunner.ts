@@ -14,6 +14,7 @@ import { Connections } from "../connectors/Connections.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { TaskOutput } from "../events/TaskOutput.js"
 import { NodeMetrics } from "../observability/NodeMetrics.js"
+import { leanSpans } from "../observability/Spans.js"
 import { tracesUrl } from "../observability/Tracing.js"
 import { Approvals, conditionHolds } from "../skills/Approvals.js"
 import { type AttachedRow, Skills, type SkillTool } from "../skills/Skills.js"
@@ -464,15 +465,15 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             : finish(task, new Stop("error", message))
       )
 
-    // one span per run while spans are exported (issue 23); untraced otherwise, as above. No captured stack
-    // (Effect's default takes one per span, with `new Error()`): it was most of what tracing cost a task
-    const traced = tracesUrl(config) === undefined
+    // one span per run while spans are exported (issue 23), the parent of the run's model and connector calls;
+    // untraced otherwise, as above. Made by Spans.leanSpans: Effect.withSpan's copies of the fiber's context
+    // and references were most of what tracing cost a task
+    const tracer = tracesUrl(config) === undefined ? undefined : yield* Effect.tracer
+    const spans = tracer === undefined ? undefined : leanSpans(tracer, yield* Effect.clock)
+    const traced = spans === undefined
       ? run
       : (taskId: TaskId, limit: (limit: Duration.Duration) => void) =>
-        Effect.withSpan(run(taskId, limit), "task.run", {
-          attributes: { "switchyard.task_id": taskId },
-          captureStackTrace: false
-        })
+        spans.around("task.run", { "switchyard.task_id": taskId })(run(taskId, limit))
     return { run: traced, cancelled, failed, timedOut } as const
   }),
   dependencies: [TaskOutput.Default]

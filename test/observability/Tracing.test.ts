@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createAgent, invokeAgent, startPetWorld } from "../agents/support.js"
+import { type ModelServer, startModelServer } from "../support/ModelServers.js"
 import { eventually, type ReceivedSpan, startOtlpReceiver } from "./support.js"
 
 type World = Awaited<ReturnType<typeof startPetWorld>>
@@ -22,10 +23,14 @@ const toolAgent = (world: World) =>
 describe("traces over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT)", () => {
   let world: World
   let receiver: Receiver
+  let openai: ModelServer
 
   beforeAll(async () => {
     receiver = await startOtlpReceiver()
+    openai = await startModelServer("openai")
     world = await startPetWorld({
+      SWITCHYARD_OPENAI_BASE_URL: openai.url,
+      SWITCHYARD_OPENAI_API_KEY: "sk-deployment",
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
       OTEL_BSP_SCHEDULE_DELAY: "100",
@@ -38,6 +43,7 @@ describe("traces over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT)", () => {
   afterAll(async () => {
     await world?.stop()
     await receiver?.close()
+    await openai?.close()
   })
 
   it("exports one trace per invoke: the request, the task run, GenAI model calls, the connector call", async () => {
@@ -89,6 +95,30 @@ describe("traces over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT)", () => {
     // everything hangs under the request's span
     const ids = new Set(receiver.spans.filter((s) => s.traceId === run.traceId).map((s) => s.spanId))
     for (const s of [run, ...chats, call]) expect(ids.has(s.parentSpanId!)).toBe(true)
+  })
+
+  it("marks a failed model call's span as an error with the provider's message, under the task's run", async () => {
+    openai.script.push({ status: 401, error: "invalid api key for test" })
+    const agent = await createAgent(world.node, world.apiKey, {
+      name: "Failing model",
+      model: { provider: "openai", name: "gpt-4.1-mini" }
+    })
+    const task = await (await invokeAgent(world.node, world.apiKey, agent.id, "hi")).json()
+    expect(task.status).toBe("error")
+    const run = await eventually(() =>
+      receiver.spans.find((s) => s.name === "task.run" && s.attributes["switchyard.task_id"] === task.id)
+    )
+    const chat = await eventually(() =>
+      receiver.spans.find((s) => s.name === "chat gpt-4.1-mini" && s.traceId === run.traceId)
+    )
+    expect(chat.parentSpanId).toBe(run.spanId)
+    expect(chat.kind).toBe(3)
+    expect(chat.status.code).toBe(2)
+    expect(chat.status.message).toContain("invalid api key for test")
+    expect(chat.events.map((e) => e.name)).toEqual(["exception"])
+    expect(chat.attributes).toMatchObject({ "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4.1-mini" })
+    // nothing known of a response that never came
+    expect(chat.attributes["gen_ai.usage.input_tokens"]).toBeUndefined()
   })
 
   it("puts a connector invoke's call under the caller's span (traceparent), on the fast path too", async () => {

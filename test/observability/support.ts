@@ -59,6 +59,9 @@ export interface ReceivedSpan {
   /** Start and end, Unix epoch milliseconds. */
   readonly startMs: number
   readonly endMs: number
+  /** 0 unset, 1 ok, 2 error. */
+  readonly status: { readonly code: number; readonly message: string | undefined }
+  readonly events: ReadonlyArray<{ readonly name: string; readonly attributes: Record<string, unknown> }>
 }
 
 const valueOf = (v: any): unknown =>
@@ -98,7 +101,9 @@ export const startOtlpReceiver = async () => {
               service,
               instance,
               startMs: Number(BigInt(s.startTimeUnixNano) / 1_000_000n),
-              endMs: Number(BigInt(s.endTimeUnixNano) / 1_000_000n)
+              endMs: Number(BigInt(s.endTimeUnixNano) / 1_000_000n),
+              status: { code: s.status?.code ?? 0, message: s.status?.message },
+              events: (s.events ?? []).map((e: any) => ({ name: e.name, attributes: attributesOf(e.attributes) }))
             })
           }
         }
