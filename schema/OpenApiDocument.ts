@@ -4,8 +4,8 @@ import packageJson from "../package.json" with { type: "json" }
 import { ErrorDetails } from "./ErrorDetails.js"
 import { type ErrorCodeEntry, ErrorCodes } from "./Errors.js"
 import { documentEvents } from "./EventsApi.js"
-import { type Role, roleDisplayName } from "./Identity.js"
-import { type OperationDoc, OperationDocs } from "./OperationDoc.js"
+import type { Role } from "./Identity.js"
+import { type OperationDoc, OperationDocs, whoMay } from "./OperationDoc.js"
 import { operationExamples } from "./OperationExamples.js"
 import { ThreadEventDoc } from "./ThreadEvents.js"
 import { documentWebhooks } from "./WebhooksApi.js"
@@ -104,9 +104,7 @@ const roleNote = (doc: OperationDoc) => {
     ? "none: no API key needed."
     : doc.role === "member"
     ? "any member's key (Member and above)."
-    : `${roleDisplayName[doc.role]} and above (${
-      ROLE_ORDER.slice(ROLE_ORDER.indexOf(doc.role)).map((r) => `\`${r}\``).join(", ")
-    }).`
+    : `${whoMay(doc.role)} (${ROLE_ORDER.slice(ROLE_ORDER.indexOf(doc.role)).map((r) => `\`${r}\``).join(", ")}).`
   return `**Role:** ${who}${doc.access === undefined ? "" : ` ${doc.access}`}`
 }
 

@@ -1,6 +1,6 @@
-import { OpenApi } from "@effect/platform"
-import { Context } from "effect"
-import type { Role } from "./Identity.js"
+import { type HttpApi, OpenApi } from "@effect/platform"
+import { Context, Option } from "effect"
+import { type Role, roleDisplayName } from "./Identity.js"
 
 /**
  * What the OpenAPI document says of one endpoint beyond its schemas: a summary, who may call it and the
@@ -30,3 +30,16 @@ export class OperationDocs extends Context.Tag("switchyard/OpenApi/OperationDoc"
 /** `.annotateContext(operation({...}))` on an endpoint: its summary, role and error codes. */
 export const operation = (doc: OperationDoc) =>
   Context.make(OperationDocs, doc).pipe(Context.add(OpenApi.Summary, doc.summary))
+
+/** Who may call an operation of this `role`, in words: "Builder and above", "any member", "no API key". */
+export const whoMay = (role: Role | null) =>
+  role === null ? "no API key" : role === "member" ? "any member" : `${roleDisplayName[role]} and above`
+
+/** The doc of the endpoint named `operationId` in `api`, for texts outside the document (the CLI's help). */
+export const operationDocOf = (api: HttpApi.HttpApi.Any, operationId: string): OperationDoc | undefined => {
+  for (const group of Object.values((api as unknown as HttpApi.HttpApi.AnyWithProps).groups)) {
+    const endpoint = group.endpoints[operationId]
+    if (endpoint !== undefined) return Option.getOrUndefined(Context.getOption(endpoint.annotations, OperationDocs))
+  }
+  return undefined
+}

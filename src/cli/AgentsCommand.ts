@@ -6,7 +6,7 @@ import { ListOf } from "../../schema/Identity.js"
 import { AgentId, type TaskId } from "../../schema/Ids.js"
 import { apiOptions, type ApiTarget, resolveTarget, withClient } from "./ApiTarget.js"
 import { CliFailure, ExitCode } from "./CliFailure.js"
-import { groupCommand } from "./Help.js"
+import { groupCommand, whoMayCall } from "./Help.js"
 import { streamInvoke } from "./InvokeStream.js"
 import { fields, out, print, printJson, reportFailure, table, validated } from "./Output.js"
 import { readStdin } from "./Stdin.js"
@@ -98,7 +98,9 @@ const create = Command.make(
       const agent = yield* withClient(target, (client) => client.agents.createAgent({ payload }))
       yield* print(options.json, Agent, agent, (agent, colour) => fields(colour, agentFields(agent)))
     }).pipe(reportFailure(options.json))
-).pipe(Command.withDescription("Create an agent (POST /v1/agents, Admin and above) from options or a JSON file."))
+).pipe(Command.withDescription(
+  `Create an agent (POST /v1/agents, ${whoMayCall("createAgent")}) from options or a JSON file.`
+))
 
 const list = Command.make("list", apiOptions, (options) =>
   Effect.gen(function*() {

@@ -12,7 +12,7 @@ import {
 import { ConnectorId } from "../../schema/Ids.js"
 import { apiOptions, resolveTarget, withClient } from "./ApiTarget.js"
 import { CliFailure } from "./CliFailure.js"
-import { groupCommand } from "./Help.js"
+import { groupCommand, whoMayCall } from "./Help.js"
 import { fields, print, reportFailure, table, validated } from "./Output.js"
 import { withProgress } from "./Progress.js"
 import { readStdin } from "./Stdin.js"
@@ -96,7 +96,9 @@ const add = Command.make(
     }).pipe(reportFailure(options.json))
 ).pipe(
   Command.withDescription(
-    "Register a connector from an OpenAPI document (POST /v1/tools/connectors, Admin and above) and show the " +
+    `Register a connector from an OpenAPI document (POST /v1/tools/connectors, ${
+      whoMayCall("createConnector")
+    }) and show the ` +
       "import report: what was imported, skipped (and why) and warned about. Progress goes to stderr."
   )
 )

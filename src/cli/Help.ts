@@ -1,7 +1,19 @@
 import { Command } from "@effect/cli"
 import { Effect } from "effect"
+import { Api } from "../../schema/Api.js"
+import { operationDocOf, whoMay } from "../../schema/OperationDoc.js"
 import { ExitCode } from "./CliFailure.js"
 import { bold, stripAnsi, Terminal } from "./Terminal.js"
+
+/**
+ * Who may call an operation, in words ("Builder and above"), from the API's own table: the role the server
+ * checks and the document states (schema/OperationDoc.ts), so a command's help cannot say another.
+ */
+export const whoMayCall = (operationId: string) => {
+  const doc = operationDocOf(Api, operationId)
+  if (doc === undefined) throw new Error(`no operation ${operationId} in the API`)
+  return whoMay(doc.role)
+}
 
 export type EnvironmentEntry = readonly [name: string, meaning: string]
 

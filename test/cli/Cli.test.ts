@@ -266,6 +266,21 @@ describe("help and output", () => {
     expect(nested.stdout).toMatch(/^ {2}SWITCHYARD_API_KEY +/m)
   })
 
+  it("a command's help names the role the API document states for its operation", async () => {
+    const document = JSON.parse(Fs.readFileSync(Path.resolve(import.meta.dirname, "../../openapi.json"), "utf8"))
+    const words: Record<string, string> = { builder: "Builder", admin: "Admin", super_admin: "Super admin" }
+    for (
+      const [args, path] of [
+        [["agents", "create", "--help"], "/v1/agents"],
+        [["connectors", "add", "--help"], "/v1/tools/connectors"]
+      ] as const
+    ) {
+      const role: string = document.paths[path].post["x-switchyard-role"]
+      const help = await cli([...args], { env })
+      expect(help.stdout.replace(/\s+/g, " ")).toContain(`POST ${path}, ${words[role]} and above)`)
+    }
+  })
+
   it("no escape codes when stdout is not a terminal or NO_COLOR is set; colour on a terminal", async () => {
     const piped = await cli(["--help"], { env })
     expect(piped.stdout).toContain("COMMANDS")
