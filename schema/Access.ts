@@ -1,13 +1,10 @@
 import { Schema } from "effect"
 import { Email, Member, reportAllErrors, Role } from "./Identity.js"
-import { AgentId, UserId } from "./Ids.js"
+import { AgentId, UserId, uuidId } from "./Ids.js"
 import { IntegerParam } from "./QueryParams.js"
 import { Timestamp } from "./Timestamp.js"
 
-export const GroupId = Schema.UUID.pipe(
-  Schema.brand("GroupId"),
-  Schema.annotations({ description: "Identifier of a group (UUID)." })
-)
+export const GroupId = uuidId("GroupId", "a group", "Identifier of a group (UUID).")
 export type GroupId = typeof GroupId.Type
 
 const DefaultRole = Schema.NullOr(Role).annotations({

@@ -1,11 +1,12 @@
 import { Schema } from "effect"
-import { AgentId } from "./Ids.js"
+import { AgentId, uuidId } from "./Ids.js"
 import { IntegerParam, StrictFlagParam } from "./QueryParams.js"
 import { Timestamp } from "./Timestamp.js"
 
-export const FileId = Schema.UUID.pipe(
-  Schema.brand("FileId"),
-  Schema.annotations({ description: "Identifier of a workspace file (UUID). A file's bytes never change under it." })
+export const FileId = uuidId(
+  "FileId",
+  "a workspace file",
+  "Identifier of a workspace file (UUID). A file's bytes never change under it."
 )
 export type FileId = typeof FileId.Type
 

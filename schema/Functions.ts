@@ -1,12 +1,9 @@
 import { Schema } from "effect"
 import { reportAllErrors } from "./Identity.js"
-import { AgentId } from "./Ids.js"
+import { AgentId, uuidId } from "./Ids.js"
 import { Timestamp } from "./Timestamp.js"
 
-export const FunctionId = Schema.UUID.pipe(
-  Schema.brand("FunctionId"),
-  Schema.annotations({ description: "Identifier of a custom function (UUID)." })
-)
+export const FunctionId = uuidId("FunctionId", "a custom function", "Identifier of a custom function (UUID).")
 export type FunctionId = typeof FunctionId.Type
 
 /** Limits of a function: the contract states them, the sandbox enforces them. */

@@ -1,52 +1,70 @@
-import { Schema } from "effect"
+import { type ParseResult, Schema } from "effect"
 
-export const OrganizationId = Schema.UUID.pipe(
-  Schema.brand("OrganizationId"),
-  Schema.annotations({ description: "Identifier of an organization (UUID)." })
-)
+const shown = (actual: unknown) => {
+  const text = typeof actual === "string" ? JSON.stringify(actual) : String(actual)
+  return text.length > 60 ? `${text.slice(0, 57)}…` : text
+}
+
+/**
+ * A UUID identifier: branded, described for the document, and failing with a message a person can act on
+ * (`must be the id of an agent (a UUID), not "x"`), on every transport and in the CLI.
+ */
+export const uuidId = <const B extends string>(brand: B, what: string, description: string) =>
+  Schema.UUID.pipe(
+    Schema.brand(brand),
+    Schema.annotations({
+      description,
+      message: (issue: ParseResult.ParseIssue) => ({
+        message: `must be the id of ${what} (a UUID), not ${shown(issue.actual)}`,
+        override: true
+      })
+    })
+  )
+
+export const OrganizationId = uuidId("OrganizationId", "an organization", "Identifier of an organization (UUID).")
 export type OrganizationId = typeof OrganizationId.Type
 
-export const UserId = Schema.UUID.pipe(
-  Schema.brand("UserId"),
-  Schema.annotations({ description: "Identifier of a user (UUID)." })
-)
+export const UserId = uuidId("UserId", "a user", "Identifier of a user (UUID).")
 export type UserId = typeof UserId.Type
 
 export const ApiKeyId = Schema.String.pipe(
   Schema.pattern(/^[a-z0-9]{12}$/),
   Schema.brand("ApiKeyId"),
-  Schema.annotations({ description: "Public identifier of an API key: the `<id>` part of `sy_<id>_<secret>`." })
+  Schema.annotations({
+    description: "Public identifier of an API key: the `<id>` part of `sy_<id>_<secret>`.",
+    message: (issue: ParseResult.ParseIssue) => ({
+      message: `must be the id of an API key (12 lowercase letters and digits: the <id> of sy_<id>_<secret>), not ${
+        shown(issue.actual)
+      }`,
+      override: true
+    })
+  })
 )
 export type ApiKeyId = typeof ApiKeyId.Type
 
-export const AgentId = Schema.UUID.pipe(
-  Schema.brand("AgentId"),
-  Schema.annotations({ description: "Identifier of an agent (UUID)." })
-)
+export const AgentId = uuidId("AgentId", "an agent", "Identifier of an agent (UUID).")
 export type AgentId = typeof AgentId.Type
 
-export const ConnectorId = Schema.UUID.pipe(
-  Schema.brand("ConnectorId"),
-  Schema.annotations({ description: "Identifier of a connector (UUID): `items[].id` of the tool catalog." })
+export const ConnectorId = uuidId(
+  "ConnectorId",
+  "a connector",
+  "Identifier of a connector (UUID): `items[].id` of the tool catalog."
 )
 export type ConnectorId = typeof ConnectorId.Type
 
-export const ConnectionId = Schema.UUID.pipe(
-  Schema.brand("ConnectionId"),
-  Schema.annotations({
-    description: "Identifier of a connection (UUID), different from the connector id: `items[].connections[].id`."
-  })
+export const ConnectionId = uuidId(
+  "ConnectionId",
+  "a connection",
+  "Identifier of a connection (UUID), different from the connector id: `items[].connections[].id`."
 )
 export type ConnectionId = typeof ConnectionId.Type
 
-export const TaskId = Schema.UUID.pipe(
-  Schema.brand("TaskId"),
-  Schema.annotations({ description: "Identifier of a task: a UUID, time-ordered (version 7) for new tasks." })
+export const TaskId = uuidId(
+  "TaskId",
+  "a task",
+  "Identifier of a task: a UUID, time-ordered (version 7) for new tasks."
 )
 export type TaskId = typeof TaskId.Type
 
-export const ScheduleId = Schema.UUID.pipe(
-  Schema.brand("ScheduleId"),
-  Schema.annotations({ description: "Identifier of a schedule (UUID)." })
-)
+export const ScheduleId = uuidId("ScheduleId", "a schedule", "Identifier of a schedule (UUID).")
 export type ScheduleId = typeof ScheduleId.Type

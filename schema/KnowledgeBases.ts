@@ -1,24 +1,22 @@
 import { Schema } from "effect"
 import { FileId } from "./Files.js"
+import { uuidId } from "./Ids.js"
 import { Timestamp } from "./Timestamp.js"
 
-export const KnowledgeBaseId = Schema.UUID.pipe(
-  Schema.brand("KnowledgeBaseId"),
-  Schema.annotations({ description: "Identifier of a knowledge base (UUID)." })
-)
+export const KnowledgeBaseId = uuidId("KnowledgeBaseId", "a knowledge base", "Identifier of a knowledge base (UUID).")
 export type KnowledgeBaseId = typeof KnowledgeBaseId.Type
 
-export const DocumentId = Schema.UUID.pipe(
-  Schema.brand("KnowledgeDocumentId"),
-  Schema.annotations({ description: "Identifier of a document of a knowledge base (UUID)." })
+export const DocumentId = uuidId(
+  "KnowledgeDocumentId",
+  "a document of a knowledge base",
+  "Identifier of a document of a knowledge base (UUID)."
 )
 export type DocumentId = typeof DocumentId.Type
 
-export const ChunkId = Schema.UUID.pipe(
-  Schema.brand("KnowledgeChunkId"),
-  Schema.annotations({
-    description: "Identifier of one chunk (passage) of a document (UUID); stable until the document is deleted."
-  })
+export const ChunkId = uuidId(
+  "KnowledgeChunkId",
+  "one chunk (passage) of a document",
+  "Identifier of one chunk (passage) of a document (UUID); stable until the document is deleted."
 )
 export type ChunkId = typeof ChunkId.Type
 

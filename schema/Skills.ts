@@ -1,19 +1,13 @@
 import { Schema } from "effect"
 import { FunctionId } from "./Functions.js"
 import { reportAllErrors } from "./Identity.js"
-import { AgentId, ConnectionId, TaskId } from "./Ids.js"
+import { AgentId, ConnectionId, TaskId, uuidId } from "./Ids.js"
 import { Timestamp } from "./Timestamp.js"
 
-export const SkillId = Schema.UUID.pipe(
-  Schema.brand("SkillId"),
-  Schema.annotations({ description: "Identifier of a skill (UUID)." })
-)
+export const SkillId = uuidId("SkillId", "a skill", "Identifier of a skill (UUID).")
 export type SkillId = typeof SkillId.Type
 
-export const ApprovalId = Schema.UUID.pipe(
-  Schema.brand("ApprovalId"),
-  Schema.annotations({ description: "Identifier of an approval request (UUID)." })
-)
+export const ApprovalId = uuidId("ApprovalId", "an approval request", "Identifier of an approval request (UUID).")
 export type ApprovalId = typeof ApprovalId.Type
 
 export const SkillVisibility = Schema.Literal("private", "restricted", "organization").annotations({

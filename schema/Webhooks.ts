@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { EventId, EventType } from "./Events.js"
 import { reportAllErrors } from "./Identity.js"
-import { OrganizationId } from "./Ids.js"
+import { OrganizationId, uuidId } from "./Ids.js"
 import { IntegerParam } from "./QueryParams.js"
 import { Timestamp } from "./Timestamp.js"
 
@@ -11,10 +11,7 @@ import { Timestamp } from "./Timestamp.js"
  * the organization's id added; `webhook.ping` is the test event.
  */
 
-export const WebhookId = Schema.UUID.pipe(
-  Schema.brand("WebhookId"),
-  Schema.annotations({ description: "Identifier of a webhook endpoint (UUID)." })
-)
+export const WebhookId = uuidId("WebhookId", "a webhook endpoint", "Identifier of a webhook endpoint (UUID).")
 export type WebhookId = typeof WebhookId.Type
 
 export const DeliveryId = Schema.String.pipe(

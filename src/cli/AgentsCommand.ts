@@ -207,7 +207,7 @@ const invoke = Command.make(
   (options) =>
     Effect.gen(function*() {
       const target = yield* resolveTarget(options)
-      const agent_id = yield* validated(AgentId, options.agent)
+      const agent_id = yield* validated(AgentId, options.agent, "AGENT_ID")
       const text = Option.isNone(options.text) || options.text.value === "-"
         ? (yield* readStdin).trim()
         : options.text.value

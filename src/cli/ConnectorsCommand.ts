@@ -247,7 +247,7 @@ const create = Command.make(
   (options) =>
     Effect.gen(function*() {
       const target = yield* resolveTarget(options)
-      const connector_id = yield* validated(ConnectorId, options.connector)
+      const connector_id = yield* validated(ConnectorId, options.connector, "CONNECTOR_ID")
       const payload = yield* validated(CreateConnection, {
         name: options.name,
         access_scope: options.scope,

@@ -89,7 +89,7 @@ const revoke = Command.make(
   (options) =>
     Effect.gen(function*() {
       const target = yield* resolveTarget(options)
-      const key_id = yield* validated(ApiKeyId, options.id)
+      const key_id = yield* validated(ApiKeyId, options.id, "KEY_ID")
       const revoked = yield* withClient(target, (client) => client.identity.revokeApiKey({ path: { key_id } }))
       yield* print(options.json, ApiKey, revoked, (key) => `Revoked key ${key.id} ("${sanitize(key.name)}").\n`)
     }).pipe(reportFailure(options.json))

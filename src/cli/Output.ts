@@ -70,8 +70,17 @@ export const reportFailure = (json: boolean) => <A, R>(effect: Effect.Effect<A, 
         })))
   )
 
-/** A request body checked against its schema before it is sent: a mistake is the caller's (exit 2), told here. */
-export const validated = <A, I>(schema: Schema.Schema<A, I>, body: unknown) =>
-  Schema.decodeUnknown(schema, { errors: "all" })(body).pipe(
-    Effect.mapError((e) => CliFailure.usage(`invalid request: ${ParseResult.TreeFormatter.formatErrorSync(e)}`))
+/**
+ * A request body, or the argument `name` (`AGENT_ID`), checked against its schema before it is sent: a mistake
+ * is the caller's (exit 2), told here, each problem as `path: message` as the API words it.
+ */
+export const validated = <A, I>(schema: Schema.Schema<A, I>, value: unknown, name?: string) =>
+  Schema.decodeUnknown(schema, { errors: "all" })(value).pipe(
+    Effect.mapError((e) => {
+      const problems = ParseResult.ArrayFormatter.formatErrorSync(e).map((issue) => {
+        const path = [...(name === undefined ? [] : [name]), ...issue.path.map(String)].join(".")
+        return path === "" ? issue.message : `${path}: ${issue.message}`
+      })
+      return CliFailure.usage(`${name === undefined ? "invalid request: " : ""}${problems.join("; ")}`)
+    })
   )

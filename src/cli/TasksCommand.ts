@@ -25,7 +25,7 @@ const get = Command.make(
   (options) =>
     Effect.gen(function*() {
       const target = yield* resolveTarget(options)
-      const task_id = yield* validated(TaskId, options.id)
+      const task_id = yield* validated(TaskId, options.id, "TASK_ID")
       const task = yield* withClient(target, (client) =>
         client.agents.getTask({
           path: { task_id },
@@ -76,7 +76,7 @@ const summary = (event: ThreadEvent): string => {
 const thread = Command.make("thread", { ...apiOptions, id: taskId }, (options) =>
   Effect.gen(function*() {
     const target = yield* resolveTarget(options)
-    const task_id = yield* validated(TaskId, options.id)
+    const task_id = yield* validated(TaskId, options.id, "TASK_ID")
     const thread = yield* withClient(target, (client) => client.agents.getThread({ path: { task_id } }))
     yield* print(options.json, Thread, thread, (thread, colour) =>
       thread.events.map((e) =>

@@ -266,6 +266,15 @@ describe("help and output", () => {
     expect(nested.stdout).toMatch(/^ {2}SWITCHYARD_API_KEY +/m)
   })
 
+  it("a malformed id argument is named with what it must be, before any request", async () => {
+    const bad = await cli(["agents", "invoke", "not-an-id", "hi"], { env })
+    expect(bad.code).toBe(2)
+    expect(bad.stderr.trim()).toBe("error: AGENT_ID: must be the id of an agent (a UUID), not \"not-an-id\"")
+    const key = await cli(["keys", "revoke", "ABC"], { env })
+    expect(key.code).toBe(2)
+    expect(key.stderr).toContain("KEY_ID: must be the id of an API key")
+  })
+
   it("a command's help names the role the API document states for its operation", async () => {
     const document = JSON.parse(Fs.readFileSync(Path.resolve(import.meta.dirname, "../../openapi.json"), "utf8"))
     const words: Record<string, string> = { builder: "Builder", admin: "Admin", super_admin: "Super admin" }

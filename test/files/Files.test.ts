@@ -315,7 +315,10 @@ describe("bad input gets a clear 4xx in the error envelope", () => {
       "unknown_agent"
     )
     expectError(await asJson(await uploadRaw(node, admin, "?name=x.txt", "x", "not a type")), 400, "validation_failed")
-    expectError(await call(node, admin, "GET", "/v1/files/not-a-uuid"), 400, "validation_failed")
+    const badId = await call(node, admin, "GET", "/v1/files/not-a-uuid")
+    expectError(badId, 400, "validation_failed")
+    // a message a person can act on, not the schema's description as the expected type
+    expect(badId.body.error.message).toBe("`file_id`: must be the id of a workspace file (a UUID), not \"not-a-uuid\"")
     expectError(await call(node, admin, "GET", "/v1/files/00000000-0000-4000-8000-000000000000"), 404, "not_found")
     // without a key, before any body is read
     const anonymous = await asJson(await node.fetch("/v1/files?name=x", { method: "POST", body: "x" }))
