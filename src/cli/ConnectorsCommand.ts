@@ -18,6 +18,8 @@ import { withProgress } from "./Progress.js"
 import { readStdin } from "./Stdin.js"
 import { bold, sanitize } from "./Terminal.js"
 
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`
+
 const optional = <A>(name: string, value: Option.Option<A>) =>
   Option.match(value, { onNone: () => ({}), onSome: (v) => ({ [name]: v }) })
 
@@ -44,8 +46,8 @@ const importReport = (connector: ConnectorImported, colour: boolean) => {
       ["auth", connector.auth_types.join(", ")],
       ["server", connector.server_url]
     ]),
-    `\n${bold(colour, "Import")}: ${report.imported} operations imported, ${report.skipped.length} skipped, ` +
-    `${report.warnings.length} warnings.\n`
+    `\n${bold(colour, "Import")}: ${count(report.imported, "operation")} imported, ${report.skipped.length} skipped, ` +
+    `${count(report.warnings.length, "warning")}.\n`
   ]
   if (report.skipped.length > 0) {
     lines.push(
