@@ -145,6 +145,33 @@ describe("usage rollups, folded from the event log, llm_usage and connector_invo
     120_000
   )
 
+  it("a round is due exactly while a task end, a model call or a connector call waits to be folded", async () => {
+    const organizationId = Crypto.randomUUID()
+    await world.settle()
+    expect(await world.due()).toBe(false)
+    await seedTasks(world.db, organizationId, [{
+      agentId: Crypto.randomUUID(),
+      userId: "user-0",
+      source: "api",
+      status: "completed",
+      createdAt: new Date(BASE),
+      durationMs: 1000,
+      calls: [{ provider: "openai", model: "gpt-4o", input: 10, output: 5, cached: 0, cost: 0.001, at: new Date(BASE) }]
+    }])
+    expect(await world.due()).toBe(true)
+    await world.settle()
+    expect(await world.due()).toBe(false)
+    await world.db.query(
+      `INSERT INTO connector_invocations (organization_id, connector_id, connection_id, operation_id, user_id,
+         task_id, status, duration_ms, request_bytes)
+       VALUES ($1, $2, $3, 'listPets', $4, NULL, 200, 12, 0)`,
+      [organizationId, Crypto.randomUUID(), Crypto.randomUUID(), Crypto.randomUUID()]
+    )
+    expect(await world.due()).toBe(true)
+    await world.settle()
+    expect(await world.due()).toBe(false)
+  })
+
   it("buckets are UTC hours, days and calendar months: a record at 23:59:59.999 and one at midnight part", async () => {
     const org = Crypto.randomUUID()
     const agent = Crypto.randomUUID()

@@ -52,6 +52,8 @@ export const startUsageOn = async (databaseUrl: string) => {
       runtime.runPromise(Effect.flatMap(Usage, (u) => u.report(principal, filters))),
     /** One round of the fold (what is committed and not folded yet, up to a round's worth). */
     fold: () => runtime.runPromise(Effect.flatMap(UsageRepo, (r) => r.fold)),
+    /** Whether a round of the fold would find anything (what an idle node asks before a round). */
+    due: () => runtime.runPromise(Effect.flatMap(UsageRepo, (r) => r.due)),
     /** Folds until everything committed before the call is in the rollups (no fixed sleep: rounds until then). */
     settle: () => runtime.runPromise(Effect.flatMap(UsageRepo, settle)),
     stop: async () => {
