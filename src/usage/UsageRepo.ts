@@ -214,8 +214,8 @@ const FOLD = `
 
 /**
  * Whether a round of the fold would find anything: an event after the log's position (each organization's
- * first, by its primary key, as the log's reads skip from organization to organization), or a model or
- * connector call after theirs. A hint, read without the lock: a round it skips is the next one's, a second
+ * first, by its primary key, as the log's reads skip from organization to organization) or pruned past it, or
+ * a model or connector call after theirs. A hint, read without the lock: a round it skips is the next one's, a second
  * later. An idle node asks this once a second instead of running a round (six statements, one of them the
  * fold's).
  */
@@ -231,6 +231,8 @@ const FOLD_DUE = `
       WHERE orgs.id IS NOT NULL
         AND EXISTS (SELECT 1 FROM events e WHERE e.organization_id = orgs.id AND e.id > p.events_after)
     )
+    -- events pruned past the position: the round says what the rollups miss
+    OR EXISTS (SELECT 1 FROM event_horizons h WHERE h.pruned_through > p.events_after)
     OR EXISTS (SELECT 1 FROM llm_usage u WHERE u.xid > '0'::xid8
       AND (u.xid, u.task_id, u.seq) > (p.model_xid, p.model_task_id, p.model_seq))
     OR EXISTS (SELECT 1 FROM connector_invocations c WHERE c.xid > '0'::xid8
