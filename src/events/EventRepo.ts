@@ -74,18 +74,24 @@ export interface CrossEventRecord extends EventRecord {
 }
 
 /**
+ * The organizations that have events, as a recursive CTE `orgs(id)` (after `WITH RECURSIVE`; its last row is
+ * null): a loose index scan of the primary key, two probes each, instead of reading every event.
+ */
+export const EVENT_ORGANIZATIONS = `orgs AS (
+    (SELECT organization_id AS id FROM events ORDER BY organization_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT e.organization_id FROM events e WHERE e.organization_id > orgs.id ORDER BY e.organization_id LIMIT 1)
+    FROM orgs WHERE orgs.id IS NOT NULL
+  )`
+
+/**
  * The committed events of every organization after one position ($1 after, $2 limit, $3 types), in id
  * order: ids are global (`xid << 20 | n`), so one position serves every organization. The organizations are
  * walked by a loose index scan of the primary key (two probes each), then each one's events after the
  * position read by the same key; `horizon` is the highest id retention pruned anywhere.
  */
 const READ_ACROSS = `
-  WITH RECURSIVE orgs AS (
-    (SELECT organization_id AS id FROM events ORDER BY organization_id LIMIT 1)
-    UNION ALL
-    SELECT (SELECT e.organization_id FROM events e WHERE e.organization_id > orgs.id ORDER BY e.organization_id LIMIT 1)
-    FROM orgs WHERE orgs.id IS NOT NULL
-  ),
+  WITH RECURSIVE ${EVENT_ORGANIZATIONS},
   bound AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint << 20 AS below)
   SELECT bound.below::text AS below,
     (SELECT coalesce(max(pruned_through), 0) FROM event_horizons)::text AS horizon,

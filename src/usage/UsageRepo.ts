@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { UsageBucket, UsageDimension } from "../../schema/Usage.js"
-import { EventRepo } from "../events/EventRepo.js"
+import { EVENT_ORGANIZATIONS, EventRepo } from "../events/EventRepo.js"
 import { BUCKETS } from "./DurationHistogram.js"
 
 /** One fact's query: the organization, the range of bucket starts, the filters, and the grouping. */
@@ -220,12 +220,7 @@ const FOLD = `
  * fold's).
  */
 const FOLD_DUE = `
-  WITH RECURSIVE orgs AS (
-    (SELECT organization_id AS id FROM events ORDER BY organization_id LIMIT 1)
-    UNION ALL
-    SELECT (SELECT e.organization_id FROM events e WHERE e.organization_id > orgs.id ORDER BY e.organization_id LIMIT 1)
-    FROM orgs WHERE orgs.id IS NOT NULL
-  )
+  WITH RECURSIVE ${EVENT_ORGANIZATIONS}
   SELECT EXISTS (
       SELECT 1 FROM orgs
       WHERE orgs.id IS NOT NULL
