@@ -5,20 +5,17 @@ const shown = (actual: unknown) => {
   return text.length > 60 ? `${text.slice(0, 57)}…` : text
 }
 
-/**
- * A UUID identifier: branded, described for the document, and failing with a message a person can act on
- * (`must be the id of an agent (a UUID), not "x"`), on every transport and in the CLI.
- */
+/** An id's failure as a person reads it, on every transport and in the CLI: `must be the id of …, not "x"`. */
+const idMessage = (what: string) => (issue: ParseResult.ParseIssue) => ({
+  message: `must be the id of ${what}, not ${shown(issue.actual)}`,
+  override: true
+})
+
+/** A UUID identifier: branded, described for the document, failing with `idMessage`. */
 export const uuidId = <const B extends string>(brand: B, what: string, description: string) =>
   Schema.UUID.pipe(
     Schema.brand(brand),
-    Schema.annotations({
-      description,
-      message: (issue: ParseResult.ParseIssue) => ({
-        message: `must be the id of ${what} (a UUID), not ${shown(issue.actual)}`,
-        override: true
-      })
-    })
+    Schema.annotations({ description, message: idMessage(`${what} (a UUID)`) })
   )
 
 export const OrganizationId = uuidId("OrganizationId", "an organization", "Identifier of an organization (UUID).")
@@ -32,12 +29,7 @@ export const ApiKeyId = Schema.String.pipe(
   Schema.brand("ApiKeyId"),
   Schema.annotations({
     description: "Public identifier of an API key: the `<id>` part of `sy_<id>_<secret>`.",
-    message: (issue: ParseResult.ParseIssue) => ({
-      message: `must be the id of an API key (12 lowercase letters and digits: the <id> of sy_<id>_<secret>), not ${
-        shown(issue.actual)
-      }`,
-      override: true
-    })
+    message: idMessage("an API key (12 lowercase letters and digits: the <id> of sy_<id>_<secret>)")
   })
 )
 export type ApiKeyId = typeof ApiKeyId.Type

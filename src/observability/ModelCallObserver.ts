@@ -1,10 +1,8 @@
 import { Cause, Effect, Exit } from "effect"
 import type { ModelConfig } from "../../schema/Agents.js"
 import type { ModelCallResult } from "../agents/models/ModelProvider.js"
-import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { NodeMetrics } from "./NodeMetrics.js"
-import { leanSpans } from "./Spans.js"
-import { tracesUrl } from "./Tracing.js"
+import { leanSpansWhenTracing } from "./Tracing.js"
 
 /** `gen_ai.system` (OpenTelemetry GenAI semantic conventions) of each provider kind. */
 const GEN_AI_SYSTEM: Record<string, string> = {
@@ -22,8 +20,7 @@ const GEN_AI_SYSTEM: Record<string, string> = {
  */
 export const observedModelCall = Effect.gen(function*() {
   const metrics = yield* NodeMetrics
-  const config = yield* SwitchyardConfig
-  const spans = tracesUrl(config) === undefined ? undefined : leanSpans(yield* Effect.tracer, yield* Effect.clock)
+  const spans = yield* leanSpansWhenTracing
   const record = metrics.modelCall
   return (model: ModelConfig) =>
   <E, R>(attempt: Effect.Effect<ModelCallResult, E, R>): Effect.Effect<ModelCallResult, E, R> => {

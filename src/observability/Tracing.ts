@@ -5,6 +5,7 @@ import * as Fs from "node:fs"
 import { SwitchyardConfig, type SwitchyardSettings } from "../config/SwitchyardConfig.js"
 import { nodeLogger } from "../http/AccessLog.js"
 import { makeExportingTracer, makeSpanExporter } from "./SpanExporter.js"
+import { type LeanSpans, leanSpans } from "./Spans.js"
 import { tracedNodeLogger } from "./TraceLogger.js"
 
 const VERSION: string = JSON.parse(Fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version
@@ -21,6 +22,14 @@ export const tracesUrl = (settings: SwitchyardSettings): string | undefined => {
   if (Option.isSome(t.endpoint)) return t.endpoint.value.trim().replace(/\/+$/, "") + "/v1/traces"
   return undefined
 }
+
+/** The tracer's lean spans (Spans.ts) while spans are exported; undefined with tracing off. */
+export const leanSpansWhenTracing: Effect.Effect<LeanSpans | undefined, never, SwitchyardConfig> = Effect.gen(
+  function*() {
+    const config = yield* SwitchyardConfig
+    return tracesUrl(config) === undefined ? undefined : leanSpans(yield* Effect.tracer, yield* Effect.clock)
+  }
+)
 
 /** `k1=v1,k2=v2` with values percent-encoded (W3C baggage style), as OTEL_EXPORTER_OTLP_HEADERS and
  * OTEL_RESOURCE_ATTRIBUTES are written. */

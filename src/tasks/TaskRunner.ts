@@ -14,8 +14,7 @@ import { Connections } from "../connectors/Connections.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { TaskOutput } from "../events/TaskOutput.js"
 import { NodeMetrics } from "../observability/NodeMetrics.js"
-import { leanSpans } from "../observability/Spans.js"
-import { tracesUrl } from "../observability/Tracing.js"
+import { leanSpansWhenTracing } from "../observability/Tracing.js"
 import { Approvals, conditionHolds } from "../skills/Approvals.js"
 import { type AttachedRow, Skills, type SkillTool } from "../skills/Skills.js"
 import { LocalTasks } from "./LocalTasks.js"
@@ -468,8 +467,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     // one span per run while spans are exported (issue 23), the parent of the run's model and connector calls;
     // untraced otherwise, as above. Made by Spans.leanSpans: Effect.withSpan's copies of the fiber's context
     // and references were most of what tracing cost a task
-    const tracer = tracesUrl(config) === undefined ? undefined : yield* Effect.tracer
-    const spans = tracer === undefined ? undefined : leanSpans(tracer, yield* Effect.clock)
+    const spans = yield* leanSpansWhenTracing
     const traced = spans === undefined
       ? run
       : (taskId: TaskId, limit: (limit: Duration.Duration) => void) =>
