@@ -19,12 +19,21 @@ const BUFFER_MAX = 5000
  */
 const READ_GAP_MS = 5
 
+/**
+ * Followers woken in one go, at most: a read's hand-out to more is spread over turns of the event loop, so
+ * that the requests and replies that arrive meanwhile are not held up behind the writes to every stream
+ * (~2.8 µs a stream: 1,000 streams held the loop ~3 ms per read).
+ */
+const WAKE_SLICE = 64
+
 /** A stream's subscription to its organization's tail. */
 interface Follower {
   readonly accept: (e: EventRecord) => boolean
   buffer: Array<EventRecord>
   detached: boolean
   wake: (() => void) | undefined
+  /** Waits in its tail's hand-out (`Tail.waking`) for its wake. */
+  queued: boolean
 }
 
 /** One reader per organization on this node, for all of its streams here: one read per change, not one per stream. */
@@ -39,6 +48,11 @@ interface Tail {
   started: number
   /** A read is due once READ_GAP_MS have passed. */
   due: ReturnType<typeof setTimeout> | undefined
+  /** Followers with something new, still to be woken (WAKE_SLICE at a time), from `woke` on. */
+  waking: Array<Follower>
+  woke: number
+  /** The rest of a hand-out waits for the next turn of the event loop. */
+  handing: boolean
 }
 
 /**
@@ -93,8 +107,12 @@ export const makeTails = (options: {
               tail.followers.delete(f)
             }
             // only a follower with something new: waking them all on every read cost each read O(streams)
-            if (f.buffer.length > before || f.detached) f.wake?.()
+            if ((f.buffer.length > before || f.detached) && !f.queued) {
+              f.queued = true
+              tail.waking.push(f)
+            }
           }
+          if (!tail.handing) handOut(tail)
           if (page.full || tail.again) return pump(organizationId, tail)
           if (page.pending) {
             // a transaction that took a lower id still runs: no commit may announce its end
@@ -115,6 +133,32 @@ export const makeTails = (options: {
     )
   }
 
+  /**
+   * Wakes the followers a read gave something, WAKE_SLICE at a time, the rest after the event loop's next
+   * turn (a later read's followers join the same queue; each follower is in it once, and takes all its
+   * tail buffered for it when its turn comes).
+   */
+  const handOut = (tail: Tail): void => {
+    const end = Math.min(tail.woke + WAKE_SLICE, tail.waking.length)
+    while (tail.woke < end) {
+      const f = tail.waking[tail.woke++]!
+      f.queued = false
+      f.wake?.()
+    }
+    if (tail.woke < tail.waking.length) {
+      if (tail.woke >= WAKE_SLICE * 16) {
+        tail.waking = tail.waking.slice(tail.woke)
+        tail.woke = 0
+      }
+      tail.handing = true
+      setImmediate(() => handOut(tail))
+      return
+    }
+    tail.waking = []
+    tail.woke = 0
+    tail.handing = false
+  }
+
   /** A change of the organization (a notification, or the periodic safety net). */
   const woken = (organizationId: string) => {
     const tail = tails.get(organizationId)
@@ -132,7 +176,10 @@ export const makeTails = (options: {
         retry: undefined,
         backoff: 2,
         started: 0,
-        due: undefined
+        due: undefined,
+        waking: [],
+        woke: 0,
+        handing: false
       }
       tails.set(organizationId, tail)
       options.created(organizationId)
@@ -168,7 +215,7 @@ export const makeTails = (options: {
     let cursor = after
     let phase: "catchUp" | "joining" | "tail" = "catchUp"
     let joinedAt = 0n
-    const follower: Follower = { accept, buffer: [], detached: false, wake: undefined }
+    const follower: Follower = { accept, buffer: [], detached: false, wake: undefined, queued: false }
     const own = Effect.suspend(() => {
       const from = cursor
       return Effect.map(

@@ -93,6 +93,29 @@ describe("pushed event subscriptions (the SSE responses' source)", () => {
     120_000
   )
 
+  it("a tail's followers past one hand-out slice each get every event once, in order, while commits go on", async () => {
+    const organizationId = Crypto.randomUUID()
+    const start = await log.runtime.runPromise(
+      Effect.flatMap(EventLog, (l) => l.position(organizationId as OrganizationId))
+    )
+    // five slices of the tail's hand-out (WAKE_SLICE, 64) and a part one
+    const readers = await Promise.all(Array.from({ length: 300 }, () => subscriber(organizationId, start, () => true)))
+    for (const r of readers) r.subscription.request()
+    await sleep(300)
+    // commits keep coming while the hand-outs of earlier reads are spread over turns of the event loop
+    for (let batch = 0; batch < 20; batch++) await insertTasks(pool, organizationId, 5)
+    await until("every reader's 100 events", () => readers.every((r) => r.seen.length >= 100))
+    await sleep(100)
+    const reference = readers[0]!.seen.map((e) => e.id)
+    expect(reference).toHaveLength(100)
+    expect(inOrderOnce(readers[0]!.seen)).toBe(true)
+    for (const r of readers) {
+      expect(r.seen.map((e) => e.id)).toEqual(reference)
+      expect(r.ended).toEqual([])
+      r.subscription.close()
+    }
+  })
+
   it("a closed subscription is pushed nothing more", async () => {
     const organizationId = Crypto.randomUUID()
     const start = await log.runtime.runPromise(
