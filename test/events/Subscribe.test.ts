@@ -98,7 +98,7 @@ describe("pushed event subscriptions (the SSE responses' source)", () => {
     const start = await log.runtime.runPromise(
       Effect.flatMap(EventLog, (l) => l.position(organizationId as OrganizationId))
     )
-    // five slices of the tail's hand-out (WAKE_SLICE, 64) and a part one
+    // nearly nineteen slices of the tail's hand-out (WAKE_SLICE, 16)
     const readers = await Promise.all(Array.from({ length: 300 }, () => subscriber(organizationId, start, () => true)))
     for (const r of readers) r.subscription.request()
     await sleep(300)
