@@ -373,6 +373,9 @@ export const makeTails = (options: {
     for (const tail of tails.values()) {
       clearTimeout(tail.retry)
       clearTimeout(tail.due)
+      // a hand-out still under way wakes no one after this
+      tail.waking = []
+      tail.woke = 0
     }
     tails.clear()
   }
