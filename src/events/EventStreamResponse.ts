@@ -60,11 +60,18 @@ export const sseEventBytes = (events: ReadonlyArray<EventRecord>): Buffer => {
 export const sseFailure = (error: Gone) =>
   `event: error\ndata: ${JSON.stringify({ error: { code: error.code, message: error.message } })}\n\n`
 
-/** Log events framed, the events of one read as one write; a failure ending them said in the stream. */
-export const framed = (events: Stream.Stream<EventRecord, Gone>): Stream.Stream<string> =>
+/**
+ * Log events framed, the events of one read as one write (`eachApart`: each event its own frame, for a
+ * writer that puts something between them); a failure ending them said in the stream.
+ */
+export const framed = (events: Stream.Stream<EventRecord, Gone>, eachApart = false): Stream.Stream<string> =>
   events.pipe(
     Stream.mapChunks((chunk) =>
-      Chunk.isEmpty(chunk) ? Chunk.empty() : Chunk.of(Chunk.join(Chunk.map(chunk, sseEvent), ""))
+      eachApart
+        ? Chunk.map(chunk, sseEvent)
+        : Chunk.isEmpty(chunk)
+        ? Chunk.empty()
+        : Chunk.of(Chunk.join(Chunk.map(chunk, sseEvent), ""))
     ),
     Stream.catchAll((e) => Stream.make(sseFailure(e)))
   )

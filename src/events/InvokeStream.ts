@@ -97,9 +97,11 @@ export class InvokeStream extends Effect.Service<InvokeStream>()("events/InvokeS
           yield* Effect.addFinalizer(() => Effect.sync(() => hearing.close()))
           const queue = yield* Effect.acquireRelease(Queue.unbounded<string | null>(), Queue.shutdown)
           // one queue in arrival order: a call's deltas are heard before its task.model_call is committed, so
-          // they come before it, and all of them before the task's end
+          // they come before it, and all of them before the task's end. Each event is its own frame: when the
+          // task ran before the first read, that read holds all its events, and the deltas held for
+          // task.created must follow it, not the task's end
           let opened = false
-          yield* framed(events).pipe(
+          yield* framed(events, true).pipe(
             Stream.runForEach((frame) =>
               Effect.sync(() => {
                 queue.unsafeOffer(frame)

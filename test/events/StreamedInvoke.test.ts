@@ -4,6 +4,7 @@
  * events (no `id:`), and ends after the task's end. Without the header nothing changes.
  */
 import { Schema } from "effect"
+import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Event } from "../../schema/Events.js"
 import { TaskOutputDelta } from "../../schema/InvokeStream.js"
@@ -112,6 +113,37 @@ describe("streamed invoke", () => {
     const replayed: Array<Received> = []
     await readEventStream(again, (e) => void replayed.push({ id: e.id, event: e.event, data: JSON.parse(e.data) }))
     expect(replayed).toEqual(logged)
+  })
+
+  it("a task that ends before the stream's first read still has its text after task.created and before its end", async () => {
+    const text = "Said before anyone could read the log."
+    const agent = await scriptedAgent("streamed-early", [{ text, delay_ms: 40 }])
+    // a transaction with an id below the task's: no read passes it (EventRepo.read), so the stream's first read
+    // comes after the task's end and holds all of its events, while the deltas wait for task.created
+    const blocker = new pg.Client({ connectionString: world.node.databaseUrl })
+    await blocker.connect()
+    let streamed: ReturnType<typeof streamedInvoke> | undefined
+    try {
+      await blocker.query("BEGIN")
+      await blocker.query("SELECT pg_current_xact_id()")
+      streamed = streamedInvoke(agent.id, "hello?")
+      const ended = async () => {
+        const page = await (await world.node.fetch(`/v1/tasks?agent_id=${agent.id}`, { apiKey: world.apiKey })).json()
+        return page.items.some((t: any) => t.status === "completed")
+      }
+      for (let tries = 0; !(await ended()) && tries < 200; tries++) await new Promise((r) => setTimeout(r, 25))
+    } finally {
+      await blocker.query("COMMIT").catch(() => undefined)
+      await blocker.end()
+    }
+    const { end, events } = await streamed!
+    expect(end).toBe("ended")
+    const at = (type: string) => events.findIndex((e) => e.event === type)
+    const deltas = events.filter((e) => e.event === "task.output.delta")
+    expect(deltas.map((d) => d.data.data.text).join("")).toBe(text)
+    expect(events[0]!.event).toBe("task.created")
+    expect(events.at(-1)!.event).toBe("task.completed")
+    expect(deltas.every((d) => events.indexOf(d) > 0 && events.indexOf(d) < at("task.model_call"))).toBe(true)
   })
 
   it("an OpenAI model streams only while someone listens; the streamed task records the same usage and cost as a synchronous one", async () => {
