@@ -131,7 +131,13 @@ describe("streamed invoke", () => {
         const page = await (await world.node.fetch(`/v1/tasks?agent_id=${agent.id}`, { apiKey: world.apiKey })).json()
         return page.items.some((t: any) => t.status === "completed")
       }
-      for (let tries = 0; !(await ended()) && tries < 200; tries++) await new Promise((r) => setTimeout(r, 25))
+      let done = await ended()
+      for (let tries = 0; !done && tries < 200; tries++) {
+        await new Promise((r) => setTimeout(r, 25))
+        done = await ended()
+      }
+      // the case under test: the task ended while no read could see its events
+      expect(done).toBe(true)
     } finally {
       await blocker.query("COMMIT").catch(() => undefined)
       await blocker.end()
