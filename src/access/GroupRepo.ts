@@ -4,7 +4,7 @@ import { Group, type GroupId } from "../../schema/Access.js"
 import { Conflict } from "../../schema/Errors.js"
 import { type Role } from "../../schema/Identity.js"
 import type { AgentId, OrganizationId, UserId } from "../../schema/Ids.js"
-import { isUniqueViolation } from "../db/UniqueViolation.js"
+import { conflictOnUnique } from "../db/UniqueViolation.js"
 
 export interface GroupRow {
   readonly id: GroupId
@@ -87,7 +87,7 @@ export class GroupRepo extends Effect.Service<GroupRepo>()("access/GroupRepo", {
           default_role = ${fields.default_role}, agent_ids = ${JSON.stringify(fields.agent_ids)}::jsonb,
           updated_at = now()
         WHERE organization_id = ${organizationId} AND id = ${id} RETURNING id`.pipe(
-        Effect.catchTag("SqlError", (e) => isUniqueViolation(e) ? groupNameTaken(fields.name) : Effect.die(e)),
+        conflictOnUnique(() => groupNameTaken(fields.name)),
         Effect.flatMap(([row]) => row === undefined ? Effect.succeed(undefined) : find(organizationId, id))
       )
 

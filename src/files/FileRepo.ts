@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { Conflict } from "../../schema/Errors.js"
 import type { FileId, FileOwner } from "../../schema/Files.js"
 import type { AgentId, OrganizationId } from "../../schema/Ids.js"
-import { isUniqueViolation } from "../db/UniqueViolation.js"
+import { conflictOnUnique } from "../db/UniqueViolation.js"
 
 export interface FileRow {
   readonly id: FileId
@@ -87,7 +87,7 @@ export class FileRepo extends Effect.Service<FileRepo>()("files/FileRepo", {
         return { row: row!, replaced: replaced[0]?.id ?? null }
       }).pipe(
         // two uploads of one name at once: the unique index decides
-        Effect.catchTag("SqlError", (e) => isUniqueViolation(e) ? fileExists(f.name) : Effect.die(e))
+        conflictOnUnique(() => fileExists(f.name))
       )
 
     /** An upload that failed: its row and (by cascade) whatever content it wrote. */

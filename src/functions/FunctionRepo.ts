@@ -2,7 +2,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import type { FunctionId } from "../../schema/Functions.js"
 import type { AgentId, OrganizationId, UserId } from "../../schema/Ids.js"
-import { isUniqueViolation } from "../db/UniqueViolation.js"
+import { conflictOnUnique } from "../db/UniqueViolation.js"
 
 /** What a version holds: everything a call needs. */
 export interface VersionFields {
@@ -70,7 +70,7 @@ export class FunctionRepo extends Effect.Service<FunctionRepo>()("functions/Func
         yield* addVersion(id, 1, fields, by)
         return (yield* find(organizationId, id))!
       })).pipe(
-        Effect.catchTag("SqlError", (e) => isUniqueViolation(e) ? Effect.fail("name_taken" as const) : Effect.die(e))
+        conflictOnUnique(() => Effect.fail("name_taken" as const))
       )
 
     /** A new version from `fields`; it becomes current. Undefined when the function is gone. */
@@ -84,7 +84,7 @@ export class FunctionRepo extends Effect.Service<FunctionRepo>()("functions/Func
         yield* addVersion(id, moved.current_version, fields, by)
         return yield* find(organizationId, id)
       })).pipe(
-        Effect.catchTag("SqlError", (e) => isUniqueViolation(e) ? Effect.fail("name_taken" as const) : Effect.die(e))
+        conflictOnUnique(() => Effect.fail("name_taken" as const))
       )
 
     const remove = (organizationId: OrganizationId, id: FunctionId) =>

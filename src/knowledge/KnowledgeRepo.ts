@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { Conflict } from "../../schema/Errors.js"
 import type { AgentId, OrganizationId } from "../../schema/Ids.js"
 import type { DocumentFormat, DocumentId, KnowledgeBaseId } from "../../schema/KnowledgeBases.js"
-import { isUniqueViolation } from "../db/UniqueViolation.js"
+import { conflictOnUnique } from "../db/UniqueViolation.js"
 
 export interface BaseRow {
   readonly id: KnowledgeBaseId
@@ -103,7 +103,7 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("knowledge/Kn
           date_trunc('milliseconds', now()))`.pipe(
         Effect.zipRight(findBase(row.organization_id, row.id)),
         Effect.map((r) => r!),
-        Effect.catchTag("SqlError", (e) => isUniqueViolation(e) ? nameTaken(row.name) : Effect.die(e))
+        conflictOnUnique(() => nameTaken(row.name))
       )
 
     /** Changes a base; a new language re-indexes its chunks (their `tsv` is generated from it). */
@@ -126,7 +126,7 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("knowledge/Kn
             UPDATE knowledge_chunks SET language = ${change.language}::regconfig WHERE knowledge_base_id = ${id}`
         }
         return yield* findBase(organizationId, id)
-      }).pipe(Effect.catchTag("SqlError", (e) => isUniqueViolation(e) ? nameTaken(change.name) : Effect.die(e)))
+      }).pipe(conflictOnUnique(() => nameTaken(change.name)))
 
     const deleteBase = (organizationId: OrganizationId, id: KnowledgeBaseId) =>
       sql<{ id: string; name: string }>`

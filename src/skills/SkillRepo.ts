@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { Conflict } from "../../schema/Errors.js"
 import type { AgentId, OrganizationId, TaskId, UserId } from "../../schema/Ids.js"
 import type { SkillAction, SkillId, SkillStatus, SkillVisibility, VisibilityMode } from "../../schema/Skills.js"
-import { isUniqueViolation } from "../db/UniqueViolation.js"
+import { conflictOnUnique } from "../db/UniqueViolation.js"
 
 export interface SkillRow {
   readonly id: SkillId
@@ -74,7 +74,7 @@ export class SkillRepo extends Effect.Service<SkillRepo>()("skills/SkillRepo", {
         SELECT * FROM skill`.pipe(
         Effect.map(([row]) => row!),
         // two creations of one name at once: the unique index decides
-        Effect.catchTag("SqlError", (e) => isUniqueViolation(e) ? skillNameTaken(s.name) : Effect.die(e))
+        conflictOnUnique(() => skillNameTaken(s.name))
       )
 
     const find = (organizationId: OrganizationId, id: string) =>
@@ -136,7 +136,7 @@ export class SkillRepo extends Effect.Service<SkillRepo>()("skills/SkillRepo", {
         )
         SELECT * FROM skill`.pipe(
         Effect.map(([row]): SkillRow | undefined => row),
-        Effect.catchTag("SqlError", (e) => isUniqueViolation(e) ? skillNameTaken(c.name) : Effect.die(e))
+        conflictOnUnique(() => skillNameTaken(c.name))
       )
 
     const setAccess = (
