@@ -1,4 +1,4 @@
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 
 /** A unique index refused the write (PostgreSQL `unique_violation`): a repository answers it as a `Conflict`. */
@@ -13,6 +13,6 @@ export const conflictOnUnique =
   <A, E, R>(self: Effect.Effect<A, E | SqlError, R>): Effect.Effect<A, Exclude<E, SqlError> | E2, R> =>
     Effect.catchIf(
       self,
-      (e): e is SqlError => (e as { readonly _tag?: unknown })._tag === "SqlError",
+      (e): e is SqlError => e instanceof SqlError,
       (e) => isUniqueViolation(e) ? conflict() : Effect.die(e)
-    ) as Effect.Effect<A, Exclude<E, SqlError> | E2, R>
+    )
