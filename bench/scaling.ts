@@ -25,7 +25,9 @@ import { fmt, machine, warnIfBusy } from "./support/report.js"
  * Settings from the environment: SCALING_NODES=1,2,3,4 SCALING_MODES=async,sync,connector,mcp,budget
  * SCALING_RUNS=3 SCALING_QUOTA=0.2 SCALING_SECS=8 SCALING_WARMUP_SECS=2 SCALING_PRODUCERS=32; SCALING_ROOT=<a
  * checkout> runs that tree's nodes instead (a before/after comparison in the same conditions);
- * SCALING_CPU_PROF=<dir> profiles.
+ * SCALING_CPU_PROF=<dir> profiles. SCALING_PRODUCERS_PER_NODE=<k> gives each measurement k producers per node
+ * instead of SCALING_PRODUCERS in all: the capacity a node adds when the load grows with the cluster, where
+ * the fixed 32 (the issue's probe) also measure a node's cost at a third of the load.
  *
  * Each measurement also says what the whole machine did over its window: how busy its CPUs were, and the
  * shares of PostgreSQL and of this process (the load generator). A node held to 0.2 CPU warms its JIT for
@@ -41,6 +43,8 @@ const settings = {
   modes: env("SCALING_MODES", "async,sync,connector,mcp,budget").split(",") as Array<Mode>,
   runs: Number(env("SCALING_RUNS", "3")),
   producers: Number(env("SCALING_PRODUCERS", "32")),
+  /** 0: `producers` in all, whatever the node count. */
+  producersPerNode: Number(env("SCALING_PRODUCERS_PER_NODE", "0")),
   warmupMs: Number(env("SCALING_WARMUP_SECS", "2")) * 1000,
   durationMs: Number(env("SCALING_SECS", "8")) * 1000,
   /** After every node is ready: shards settle before the caps and the load. */
@@ -54,6 +58,9 @@ type Mode = "async" | "sync" | "connector" | "mcp" | "budget"
 const root = Path.resolve(env("SCALING_ROOT", repoRoot))
 const cpuProfDir = process.env["SCALING_CPU_PROF"]
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+/** The producers of a measurement on `count` nodes. */
+const producersFor = (count: number) =>
+  settings.producersPerNode > 0 ? settings.producersPerNode * count : settings.producers
 const dispatcher = new Agent({ connections: 128, keepAliveTimeout: 10_000 })
 
 // --- CPU caps: one cgroup per node ---
@@ -429,7 +436,7 @@ const measure = async (mode: Mode, count: number, admin: pg.Pool, pgUrl: string,
       self0 = process.cpuUsage()
       await db.reset()
     })
-    await Promise.all(Array.from({ length: settings.producers }, async () => {
+    await Promise.all(Array.from({ length: producersFor(count) }, async () => {
       while (performance.now() < t1) {
         const ok = await work(nodes, () => next++).catch(() => false)
         const now = performance.now()
@@ -439,7 +446,7 @@ const measure = async (mode: Mode, count: number, admin: pg.Pool, pgUrl: string,
     }))
     await windowOpens
     // SCALING_PRODUCERS=0: what the nodes cost idle
-    if (settings.producers === 0) await sleep(settings.durationMs)
+    if (producersFor(count) === 0) await sleep(settings.durationMs)
     if (cpuProfDir !== undefined) {
       console.log(
         `  profile window: --from ${fromUs} --to ${process.hrtime.bigint() / 1000n} (${mode}, ${count} nodes)`
@@ -514,7 +521,11 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
   try {
     await admin.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
     console.log(
-      `cgroup v${cgroupVersion}, ${settings.quota} CPU per node, ${settings.producers} producers, ` +
+      `cgroup v${cgroupVersion}, ${settings.quota} CPU per node, ${
+        settings.producersPerNode > 0
+          ? `${settings.producersPerNode} producers per node`
+          : `${settings.producers} producers`
+      }, ` +
         `${settings.durationMs / 1000} s windows, ${settings.runs} run(s); nodes from ${root} (${commitOf(root)})`
     )
     for (let r = 1; r <= settings.runs; r++) {
