@@ -4,6 +4,7 @@ import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { OrganizationId } from "../../schema/Ids.js"
 import { EventLog } from "../../src/events/EventLog.js"
+import { eventually } from "../webhooks/support.js"
 import { insertTasks, startEventLog } from "./support.js"
 
 let log: Awaited<ReturnType<typeof startEventLog>>
@@ -176,12 +177,12 @@ describe("event ids are gap-free", () => {
       // these two holds them back too: read on from where the last read stopped until both came
       const later: Array<string | null> = []
       let from = first.next
-      for (let tries = 0; later.length < 2 && tries < 250; tries++) {
+      await eventually(async () => {
         const page = await read(from)
         later.push(...page.events.map((e) => e.taskId))
         from = page.next
-        if (later.length < 2) await sleep(20)
-      }
+        return later.length >= 2 ? later : undefined
+      }, 5_000).catch(() => undefined)
       expect(later).toEqual([held, after])
     } finally {
       client.release()
