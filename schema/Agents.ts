@@ -206,8 +206,9 @@ export class ThreadEvent extends Schema.Class<ThreadEvent>("ThreadEvent")({
   data: Schema.Unknown.annotations({
     description: "user_message/agent_message: `{text}`. model_call: `{step, provider, model, input_tokens, " +
       "output_tokens, cached_tokens, cost_usd, duration_ms, finish, text, tool_calls}`. tool_call: `{step, name, " +
-      "connection_id, operation_id, arguments, status, outcome, result, duration_ms}` (outcome `rejected` when a person " +
-      "rejected it). approval_requested: `{approval_id, name, arguments, skill_id}`. approval_decided: " +
+      "connection_id, operation_id, arguments, status, outcome, result, duration_ms}` (outcome `ok` or `error`; " +
+      "`rejected` when a person rejected it; `unknown` when the run making it stopped before its answer was " +
+      "recorded: it was not made again). approval_requested: `{approval_id, name, arguments, skill_id}`. approval_decided: " +
       "`{approval_id, status, by, reason}`. command_check (a coding-agent runtime's shell command, judged): " +
       "`{check_id, command, cwd, decision, rule, reason?, approval_id, commands, by}`. error/cancelled: `{message}`."
   })

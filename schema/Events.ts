@@ -69,7 +69,9 @@ export const TaskToolCallData = Schema.Struct({
   name: Schema.NullOr(Schema.String),
   connection_id: Schema.NullOr(Schema.String),
   operation_id: Schema.NullOr(Schema.String),
-  outcome: Schema.NullOr(Schema.String),
+  outcome: Schema.NullOr(Schema.String).annotations({
+    description: "ok, error, rejected (by a reviewer), or unknown (its run stopped while making it; not made again)."
+  }),
   status: Schema.NullOr(Schema.Int).annotations({ description: "The upstream HTTP status, if a call was made." }),
   duration_ms: Schema.NullOr(Schema.Number)
 }).annotations({

@@ -4048,6 +4048,7 @@ export interface components {
             name: string | null;
             connection_id: string | null;
             operation_id: string | null;
+            /** @description ok, error, rejected (by a reviewer), or unknown (its run stopped while making it; not made again). */
             outcome: string | null;
             /** @description The upstream HTTP status, if a call was made. */
             status: components["schemas"]["Int"] | null;

@@ -33,6 +33,7 @@ import commandPolicies from "./migrations/0025_command_policies.js"
 import functionApprovals from "./migrations/0027_function_approvals.js"
 import shardDirectory from "./migrations/0028_shard_directory.js"
 import eventJson from "./migrations/0029_event_json.js"
+import runFence from "./migrations/0030_run_fence.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -62,7 +63,8 @@ export const migrations = {
   "0025_command_policies": commandPolicies,
   "0027_function_approvals": functionApprovals,
   "0028_shard_directory": shardDirectory,
-  "0029_event_json": eventJson
+  "0029_event_json": eventJson,
+  "0030_run_fence": runFence
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

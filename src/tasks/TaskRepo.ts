@@ -32,6 +32,8 @@ export interface TaskRow {
   readonly created_at: Date
   readonly started_at: Date | null
   readonly finished_at: Date | null
+  /** Raised by each run's claim (`start`); an inserted task's is its first run's (inserted started). */
+  readonly run_epoch: number
 }
 
 /** The wake-up channels of the nodes where readers wait for a task's end (`TaskRepo.watch`). */
@@ -92,7 +94,7 @@ const SUMMARY =
  */
 const ROW = `t.id, t.organization_id, t.agent_id, t.agent_version, t.status, t.result, t.source, t.user_id,
   t.user_email, t.input, coalesce(t.agent_snapshot, v.snapshot) AS agent_snapshot, t.api_key_id, t.oidc_token,
-  t.idempotency_key, t.request_hash, t.created_at, t.started_at, t.finished_at, t.schedule_id`
+  t.idempotency_key, t.request_hash, t.created_at, t.started_at, t.finished_at, t.schedule_id, t.run_epoch`
 const VERSION_JOIN = "LEFT JOIN agent_versions v ON v.agent_id = t.agent_id AND v.version = t.agent_version"
 
 /** A model call: its thread event (under its step key) and its usage record. */
@@ -163,6 +165,15 @@ interface FinishItem {
   readonly output_tokens: number | null
   readonly cached_tokens: number | null
   readonly cost_usd: number | null
+  /** The ending run's epoch: it ends the task only while the task is still its own. Null: whoever ends it. */
+  readonly epoch: number | null
+}
+
+/** A run's claim on its task (`TaskRepo.start`): its epoch, and a tool call an earlier run may have made. */
+export interface Claim {
+  readonly epoch: number
+  /** The step key of the tool call an earlier run was making when it stopped, if any. */
+  readonly callInFlight: string | null
 }
 
 export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
@@ -260,7 +271,14 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     const insert = (
       t: Omit<
         TaskRow,
-        "status" | "result" | "agent_version" | "agent_snapshot" | "created_at" | "started_at" | "finished_at"
+        | "status"
+        | "result"
+        | "agent_version"
+        | "agent_snapshot"
+        | "created_at"
+        | "started_at"
+        | "finished_at"
+        | "run_epoch"
       >,
       budgetChecked: boolean,
       /** Insert it started: its run begins at once, here. */
@@ -416,43 +434,88 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         ORDER BY created_at DESC, id DESC LIMIT ${f.limit}`
 
     /**
-     * Appends to the thread ($1 task, $2 type, $3 step key, $4 data); a step already recorded (same step
-     * key) is kept as it was. Also the first part of `task_model_call`.
+     * Appends to the thread ($1 task, $2 type, $3 step key, $4 data) when `condition` holds; a step already
+     * recorded (same step key) is kept as it was.
      */
-    const EVENT_INSERT = `
+    const eventInsert = (condition = "true") => `
       INSERT INTO task_events (task_id, seq, type, step_key, data)
       SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4::jsonb FROM task_events WHERE task_id = $1
+      HAVING ${condition}
       ON CONFLICT DO NOTHING`
-    const insertEvent = prepared(pool, "task_event_insert", EVENT_INSERT)
+    const insertEvent = prepared(pool, "task_event_insert", eventInsert())
 
     /** Appends to the thread; a step already recorded (same step key) is kept as it was. */
     const appendEvent = (taskId: TaskId, type: string, stepKey: string | null, data: unknown) =>
       insertEvent([taskId, type, stepKey, JSON.stringify(data)]).pipe(Effect.asVoid)
 
+    /**
+     * A run's claim ($5, its epoch) as the statement's snapshot sees it, and a thread append made only
+     * while it holds. A check, not a lock: the strict fences are before each tool call (`callStarts`) and
+     * at the end (`finishWith`).
+     */
+    const FENCED_EVENT = `
+      held AS (SELECT 1 FROM tasks WHERE id = $1 AND run_epoch = $5),
+      event AS (${eventInsert("EXISTS (SELECT 1 FROM held)")})`
+    const insertStep = prepared<{ held: boolean }>(
+      pool,
+      "task_step_insert",
+      `WITH ${FENCED_EVENT} SELECT EXISTS (SELECT 1 FROM held) AS held`
+    )
+    /** A run's step in its thread, while its claim holds; false: it no longer does, and nothing was written. */
+    const appendStep = (taskId: TaskId, epoch: number, type: string, stepKey: string, data: unknown) =>
+      Effect.map(insertStep([taskId, type, stepKey, JSON.stringify(data), epoch]), ([row]) => row!.held)
+
     // the writes that go together are one statement each (data-modifying CTEs): one round trip, one commit
 
     const startTasks = batched<
       { id: TaskId; agent_id: AgentId },
-      { i: number; started: boolean; attached: Attachments }
+      {
+        i: number
+        started: boolean
+        attached: Attachments
+        run_epoch: number | null
+        call_in_flight: string | null
+      }
     >(
       pool,
       "task_start",
       `WITH req AS (${batchItems("id uuid, agent_id uuid")}),
       started AS (
-        UPDATE tasks SET status = 'executing', started_at = coalesce(tasks.started_at, now())
-        FROM req WHERE tasks.id = req.id AND tasks.status IN ('pending', 'executing') RETURNING tasks.id
+        UPDATE tasks SET status = 'executing', started_at = coalesce(tasks.started_at, now()),
+          run_epoch = tasks.run_epoch + 1
+        FROM req WHERE tasks.id = req.id AND tasks.status IN ('pending', 'executing')
+        RETURNING tasks.id, tasks.run_epoch, tasks.call_in_flight
       )
-      SELECT req.i, EXISTS (SELECT 1 FROM started WHERE started.id = req.id) AS started,
+      SELECT req.i, started.id IS NOT NULL AS started, started.run_epoch, started.call_in_flight,
         ${attachedOf("req.agent_id")} AS attached
-      FROM req`
+      FROM req LEFT JOIN started ON started.id = req.id`
     )
 
     /**
-     * The run starts: executing; in the same round trip, the agent's attached skills as they are now (the
-     * runtime filter's input). `started` false: the task had ended.
+     * The run starts, or resumes: executing, and claimed (a new epoch: an earlier run's writes stop
+     * holding); in the same round trip, the agent's attached skills as they are now (the runtime filter's
+     * input). `claim` undefined: the task had ended.
      */
     const start = (taskId: TaskId, agentId: AgentId) =>
-      startTasks({ id: taskId, agent_id: agentId }).pipe(Effect.map((row) => row!))
+      startTasks({ id: taskId, agent_id: agentId }).pipe(Effect.map((row) => ({
+        attached: row!.attached,
+        claim: row!.run_epoch === null
+          ? undefined
+          : { epoch: row!.run_epoch, callInFlight: row!.call_in_flight } satisfies Claim
+      })))
+
+    const claimCall = prepared<{ id: TaskId }>(
+      pool,
+      "task_call_claim",
+      `UPDATE tasks SET call_in_flight = $3 WHERE id = $1 AND run_epoch = $2 AND status = 'executing' RETURNING id`
+    )
+    /**
+     * Before a tool call: marks it in flight, while the run's claim holds and the task runs. False: the
+     * call must not be made (another run has the task, or it ended). An update, not a read: it waits for a
+     * claim in progress and sees its outcome.
+     */
+    const callStarts = (taskId: TaskId, epoch: number, stepKey: string) =>
+      Effect.map(claimCall([taskId, epoch, stepKey]), (rows) => rows.length > 0)
 
     /** A usage record's columns, in the order both inserts below give them. */
     const USAGE_INSERT = `INSERT INTO llm_usage (task_id, seq, organization_id, agent_id, provider, model, input_tokens,
@@ -486,19 +549,22 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         ${
         batchItems(`id uuid, status text, result text, step_key text,
           model_data jsonb, organization_id uuid, agent_id uuid, provider text, model text, input_tokens int,
-          output_tokens int, cached_tokens int, cost_usd numeric`)
+          output_tokens int, cached_tokens int, cost_usd numeric, epoch int`)
       }
       ),
       ended AS (
         UPDATE tasks SET status = req.status, result = req.result, finished_at = now(), oidc_token = NULL
         FROM req WHERE tasks.id = req.id AND tasks.status NOT IN ${"('" + TERMINAL.join("', '") + "')"}
+          AND (req.epoch IS NULL OR tasks.run_epoch = req.epoch)
         RETURNING tasks.id, tasks.status, tasks.result, tasks.finished_at, tasks.waiters
       ),
+      -- the model call's thread event, unless another run has the task; its usage in any case (it was paid for)
       model_event AS (
         INSERT INTO task_events (task_id, seq, type, step_key, data)
         SELECT req.id, coalesce((SELECT max(seq) FROM task_events e WHERE e.task_id = req.id), 0) + 1, 'model_call',
           req.step_key, req.model_data
         FROM req WHERE req.step_key IS NOT NULL
+          AND (req.epoch IS NULL OR EXISTS (SELECT 1 FROM tasks t WHERE t.id = req.id AND t.run_epoch = req.epoch))
         ON CONFLICT DO NOTHING
       ),
       usage AS (
@@ -515,13 +581,15 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     /**
      * Ends a task once, and records the model call that ended it, if any: one commit for both. A task
      * already ended keeps its outcome (the model call is still recorded: it was made and paid for). The
-     * user's token is erased.
+     * user's token is erased. With `epoch`, a run's end: only while the task is still that run's (else
+     * only the model call's usage is recorded).
      */
     const finishWith = (
       id: TaskId,
       status: (typeof TERMINAL)[number],
       result: string,
-      modelCall?: ModelCallRecord
+      modelCall?: ModelCallRecord,
+      epoch?: number
     ): Effect.Effect<Ended | undefined> => {
       const u = modelCall?.usage
       return Effect.orDie(finishTasks({
@@ -537,7 +605,8 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         input_tokens: u?.input ?? null,
         output_tokens: u?.output ?? null,
         cached_tokens: u?.cached ?? null,
-        cost_usd: u?.cost ?? null
+        cost_usd: u?.cost ?? null,
+        epoch: epoch ?? null
       }))
     }
 
@@ -548,20 +617,27 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     )
     const events = (taskId: TaskId) => listEvents([taskId])
 
-    const insertModelCall = prepared(
+    const insertModelCall = prepared<{ held: boolean }>(
       pool,
       "task_model_call",
-      `WITH event AS (${EVENT_INSERT}) ${usageInsert(5)}`
+      `WITH ${FENCED_EVENT}, usage AS (${usageInsert(6)}) SELECT EXISTS (SELECT 1 FROM held) AS held`
     )
-    /** A model call: its thread event and its usage record, in one statement. */
-    const recordModelCall = (record: ModelCallRecord) =>
-      insertModelCall([
-        record.usage.taskId,
-        "model_call",
-        record.stepKey,
-        JSON.stringify(record.data),
-        ...usageValues(record)
-      ]).pipe(Effect.asVoid)
+    /**
+     * A run's model call: its thread event (while the run's claim holds) and its usage record (in any case:
+     * it was paid for), in one statement. False: the claim no longer holds.
+     */
+    const recordModelCall = (record: ModelCallRecord, epoch: number) =>
+      Effect.map(
+        insertModelCall([
+          record.usage.taskId,
+          "model_call",
+          record.stepKey,
+          JSON.stringify(record.data),
+          epoch,
+          ...usageValues(record)
+        ]),
+        ([row]) => row!.held
+      )
 
     const usage = (taskId: TaskId) =>
       sql<UsageRow>`
@@ -582,6 +658,8 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       cancel: dies(cancel),
       list: dies(list),
       appendEvent: dies(appendEvent),
+      appendStep: dies(appendStep),
+      callStarts: dies(callStarts),
       events: dies(events),
       recordModelCall: dies(recordModelCall),
       usage: dies(usage)

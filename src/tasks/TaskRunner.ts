@@ -19,9 +19,23 @@ import { Approvals, conditionHolds } from "../skills/Approvals.js"
 import { type AttachedRow, Skills, type SkillTool } from "../skills/Skills.js"
 import { LocalTasks } from "./LocalTasks.js"
 import { TaskCompletions } from "./TaskCompletions.js"
-import { type Attachments, type ModelCallRecord, TaskRepo, type TaskRow } from "./TaskRepo.js"
+import { type Attachments, type Claim, type ModelCallRecord, TaskRepo, type TaskRow } from "./TaskRepo.js"
 
 const TOOL_RESULT_LIMIT = 64 * 1024
+
+const TERMINAL: ReadonlySet<string> = new Set(["completed", "error", "cancelled"])
+
+/**
+ * Another run has claimed the task (its shard moved, and this node learned it late): this one stops as a
+ * shard move stops it, leaving the task to the other.
+ */
+const superseded = (taskId: TaskId) =>
+  Effect.zipRight(
+    Effect.logWarning("a task run stopped: another run has claimed the task (its shard moved)").pipe(
+      Effect.annotateLogs("task_id", taskId)
+    ),
+    Effect.interrupt
+  )
 
 type Outcome = typeof TaskOutcome.Type
 
@@ -73,6 +87,12 @@ class Pause {
  * The agent loop of one task: model call → tool calls → … → answer. Every model and tool call is
  * recorded under a step key before the loop moves on; a run resumed on another node replays recorded
  * steps from the thread instead of calling the model or the tool again.
+ *
+ * Each run claims its task (`TaskRepo.start`, a new epoch) and writes only while the claim holds: a node
+ * that lost the task's shard without knowing it yet (paused past its lease, cut off) stops at its next
+ * write, as if the move had interrupted it. Before each tool call the run marks it in flight under its
+ * claim; a later run that finds a call marked and not recorded does not make it again (the model is told
+ * its outcome is unknown), so a tool call is made at most once.
  */
 export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner", {
   effect: Effect.gen(function*() {
@@ -94,10 +114,14 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     // uninterruptible: TaskRuns interrupts a run whose shard moved away (or at shutdown) at any point, and
     // an interrupt landing while the ending statement is in flight left the end committed but never
     // announced (no wake of this node's long polls, no NOTIFY): its waiters slept out their whole wait
-    const finish = (task: TaskRow, stop: Stop) =>
+    // (with a run's claim, the end is fenced: a task another run has now is left to it)
+    const finish = (task: TaskRow, stop: Stop, claim?: Claim) =>
       Effect.uninterruptible(Effect.gen(function*() {
-        const ended = yield* repo.finishWith(task.id, stop.status, stop.result, stop.modelCall)
-        if (ended === undefined) return outcomeOf((yield* repo.findById(task.id))!)
+        const ended = yield* repo.finishWith(task.id, stop.status, stop.result, stop.modelCall, claim?.epoch)
+        if (ended === undefined) {
+          const now = (yield* repo.findById(task.id))!
+          return claim !== undefined && !TERMINAL.has(now.status) ? yield* superseded(task.id) : outcomeOf(now)
+        }
         const outcome = outcomeOf(ended)
         completions.ended(task.id, outcome, ended.waiters)
         metrics.taskEnded?.(stop.status, (Date.now() - task.created_at.getTime()) / 1000)
@@ -246,7 +270,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         )
       })
 
-    const loop = (task: TaskRow, fresh: boolean, attached: Attachments | undefined) =>
+    const loop = (task: TaskRow, fresh: boolean, attached: Attachments | undefined, claim: Claim) =>
       Effect.gen(function*() {
         const agent = task.agent_snapshot
         const principal: Principal = {
@@ -345,7 +369,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             }
             // a turn that calls tools is recorded now, before the tools run; a last turn goes with the end
             if (turn.tool_calls.length > 0) {
-              yield* repo.recordModelCall(record)
+              if (!(yield* repo.recordModelCall(record, claim.epoch))) return yield* superseded(task.id)
               record = undefined
             }
           }
@@ -364,25 +388,40 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             let done = recorded.get(toolKey) as { content: string } | undefined
             if (done === undefined) {
               const tool = byName.get(call.name)
-              const gate = tool === undefined ? "call" : yield* approvalGate(task, tool, call, toolKey, who)
-              if (gate instanceof Pause || gate instanceof Stop) return gate
-              if (gate === "call" && tool?.source.violation === true) {
-                yield* skills.recordUse({
-                  organizationId: task.organization_id,
-                  skillId: tool.source.skillId!,
-                  agentId: agent.id,
-                  taskId: task.id,
-                  tool: call.name
-                })
+              let r: { outcome: string; status: number | null; content: string; ms: number }
+              if (toolKey === claim.callInFlight) {
+                // an earlier run was making this call when it stopped: it may have taken effect, so it is not made again
+                r = {
+                  outcome: "unknown",
+                  status: null,
+                  content: `The call to ${call.name} was started by an earlier run of this task, which stopped ` +
+                    "before its answer was recorded: it may or may not have taken effect. It was not made again; " +
+                    "check its effect before you repeat it.",
+                  ms: 0
+                }
+              } else {
+                const gate = tool === undefined ? "call" : yield* approvalGate(task, tool, call, toolKey, who)
+                if (gate instanceof Pause || gate instanceof Stop) return gate
+                const made = gate === "call" && (tool !== undefined || files.has(call.name))
+                if (made && !(yield* repo.callStarts(task.id, claim.epoch, toolKey))) return yield* superseded(task.id)
+                if (gate === "call" && tool?.source.violation === true) {
+                  yield* skills.recordUse({
+                    organizationId: task.organization_id,
+                    skillId: tool.source.skillId!,
+                    agentId: agent.id,
+                    taskId: task.id,
+                    tool: call.name
+                  })
+                }
+                // a rejected call is not made: the reviewer's answer is its result
+                r = gate === "call" && tool === undefined && files.has(call.name)
+                  ? { ...(yield* files.call(call)), status: null, ms: 0 }
+                  : gate === "call"
+                  ? yield* callTool(task, principal, tool, call)
+                  : { outcome: "rejected", status: null, content: gate.content, ms: 0 }
               }
-              // a rejected call is not made: the reviewer's answer is its result
-              const r = gate === "call" && tool === undefined && files.has(call.name)
-                ? { ...(yield* files.call(call)), status: null, ms: 0 }
-                : gate === "call"
-                ? yield* callTool(task, principal, tool, call)
-                : { outcome: "rejected", status: null, content: gate.content, ms: 0 }
               done = { content: r.content }
-              yield* repo.appendEvent(task.id, "tool_call", toolKey, {
+              const held = yield* repo.appendStep(task.id, claim.epoch, "tool_call", toolKey, {
                 step,
                 name: call.name,
                 connection_id: tool?.connectionId ?? null,
@@ -396,6 +435,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
                 duration_ms: Math.round(r.ms),
                 user: who
               })
+              if (!held) return yield* superseded(task.id)
             }
             messages.push({ role: "tool", tool_call_id: call.id, name: call.name, content: done.content })
           }
@@ -419,20 +459,23 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
       limit(limitOf(task))
       let attached = handed?.attached
       const fresh = task.status === "pending" || attached !== undefined
-      if (task.status === "pending") {
+      // a task inserted started here comes claimed by this run; any other run claims it now
+      let claim: Claim = { epoch: task.run_epoch, callInFlight: null }
+      if (attached === undefined) {
         const start = yield* repo.start(taskId, task.agent_id)
         // it ended meanwhile (a cancel before the run began)
-        if (!start.started) return outcomeOf((yield* repo.findById(taskId))!)
+        if (start.claim === undefined) return outcomeOf((yield* repo.findById(taskId))!)
         attached = start.attached
+        claim = start.claim
       }
-      const stop = yield* loop(task, fresh, attached).pipe(
+      const stop = yield* loop(task, fresh, attached, claim).pipe(
         Effect.catchIf((e): e is Stop => e instanceof Stop, Effect.succeed)
       )
       // paused for a person's decision: the task waits in the database, not in this run
       if (stop instanceof Pause) {
         return { status: "waiting_approval", result: null, finished_at: null } satisfies Outcome
       }
-      return yield* finish(task, stop)
+      return yield* finish(task, stop, claim)
     })
 
     /** The agent's time limit for a run, else the deployment's. */

@@ -117,6 +117,120 @@ describe("the task sweep", () => {
   })
 })
 
+describe("a run whose task another run claimed (a node that lost the shard and does not know it yet)", () => {
+  /** An agent whose first model call takes `ms`, then calls getPet with the task's input, then answers. */
+  const slowAgent = (ms: number) =>
+    createAgent(node, apiKey, {
+      name: "slow first step",
+      model: {
+        provider: "scripted",
+        script: [
+          { tool_calls: [{ name: "getPet", arguments: { path_params: { petId: "{{input}}" } } }], delay_ms: ms },
+          { text: "Result: {{last_tool_result}}" }
+        ]
+      },
+      skills: [{ connection_id: connection.id, operation_ids: ["getPet"] }]
+    })
+  const callsTo = (pet: string) => target.requests.filter((r) => r.path === `/pets/${pet}`).length
+  const typesOf = async (id: string) =>
+    (await (await node.fetch(`/v1/tasks/${id}/thread`, { apiKey })).json()).events.map((e: any) => e.type)
+  const usageRows = async (id: string) =>
+    Number((await db.query("SELECT count(*) FROM llm_usage WHERE task_id = $1", [id])).rows[0].count)
+
+  it("writes nothing once its claim is gone, and the task's next run makes each call once", async () => {
+    const agent = await slowAgent(1500)
+    const accepted = await (await invokeAgent(node, apiKey, agent.id, "fenced-1", { async: true })).json()
+    await new Promise((r) => setTimeout(r, 300))
+    // what another node's claim does, while the model call is in flight
+    await db.query("UPDATE tasks SET run_epoch = run_epoch + 1 WHERE id = $1", [accepted.id])
+    const task = await waitForTask(node, apiKey, accepted.id)
+    expect(task.status).toBe("completed")
+    expect(callsTo("fenced-1")).toBe(1)
+    // the first run's model call is not in the thread, but its cost is: it was made and paid for
+    expect(await typesOf(accepted.id)).toEqual([
+      "user_message",
+      "model_call",
+      "tool_call",
+      "model_call",
+      "agent_message"
+    ])
+    expect(await usageRows(accepted.id)).toBe(3)
+  })
+
+  it("does not end the task once its claim is gone: the task's next run ends it", async () => {
+    const agent = await createAgent(node, apiKey, {
+      name: "slow answer",
+      model: { provider: "scripted", script: [{ text: "answered", delay_ms: 1000 }] }
+    })
+    const accepted = await (await invokeAgent(node, apiKey, agent.id, "fenced-end", { async: true })).json()
+    await new Promise((r) => setTimeout(r, 300))
+    await db.query("UPDATE tasks SET run_epoch = run_epoch + 1 WHERE id = $1", [accepted.id])
+    const task = await waitForTask(node, apiKey, accepted.id)
+    expect(task).toMatchObject({ status: "completed", result: "answered" })
+    expect(await typesOf(accepted.id)).toEqual(["user_message", "model_call", "agent_message"])
+    // both runs' model calls are paid for
+    expect(await usageRows(accepted.id)).toBe(2)
+  })
+
+  it("makes no tool call while another run claims the task: the call waits for the claim, and is not made", async () => {
+    const agent = await slowAgent(1000)
+    const accepted = await (await invokeAgent(node, apiKey, agent.id, "fenced-2", { async: true })).json()
+    await new Promise((r) => setTimeout(r, 300))
+    // a claim in progress (not yet committed) while the model answers: the run records the model call (its
+    // claim still holds), and its mark of the tool call waits for the claim's outcome
+    const claimer = new pg.Client({ connectionString: node.databaseUrl })
+    await claimer.connect()
+    try {
+      await claimer.query("BEGIN")
+      await claimer.query("UPDATE tasks SET run_epoch = run_epoch + 1 WHERE id = $1", [accepted.id])
+      const deadline = Date.now() + 10_000
+      const waiting = () =>
+        db.query(
+          "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%SET call_in_flight%'"
+        ).then((r) => Number(r.rows[0].count))
+      while ((await waiting()) === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+      expect(await waiting()).toBe(1)
+      expect(callsTo("fenced-2")).toBe(0)
+      await claimer.query("COMMIT")
+    } finally {
+      await claimer.end()
+    }
+    const task = await waitForTask(node, apiKey, accepted.id)
+    expect(task.status).toBe("completed")
+    expect(callsTo("fenced-2")).toBe(1)
+    // the next run replays the model call the first recorded, and makes the call itself (the first never marked it)
+    const thread = await (await node.fetch(`/v1/tasks/${accepted.id}/thread`, { apiKey })).json()
+    expect(thread.events.map((e: any) => e.type)).toEqual([
+      "user_message",
+      "model_call",
+      "tool_call",
+      "model_call",
+      "agent_message"
+    ])
+    expect(thread.events[2].data).toMatchObject({ outcome: "ok", status: 200 })
+    expect(await usageRows(accepted.id)).toBe(2)
+  })
+
+  it("does not make again a call an earlier run was making when it stopped: the model hears its outcome is unknown", async () => {
+    const agent = await toolAgent()
+    const done = await (await invokeAgent(node, apiKey, agent.id, "in-flight")).json()
+    expect(callsTo("in-flight")).toBe(1)
+    // the node died after marking the tool call and before recording it: only the model call is in the thread
+    const orphan = await orphanLike(done.id, "executing", 1)
+    await db.query("UPDATE tasks SET call_in_flight = 't:1:0' WHERE id = $1", [orphan])
+    const task = await waitForTask(node, apiKey, orphan)
+    expect(task.status).toBe("completed")
+    expect(task.result).toContain("may or may not have taken effect")
+    expect(callsTo("in-flight")).toBe(1)
+    const thread = await (await node.fetch(`/v1/tasks/${orphan}/thread`, { apiKey })).json()
+    expect(thread.events.find((e: any) => e.type === "tool_call").data).toMatchObject({
+      name: "getPet",
+      outcome: "unknown",
+      status: null
+    })
+  })
+})
+
 describe("a long poll", () => {
   it("answers once its task ended, also when the end was never announced", async () => {
     const agent = await createAgent(node, apiKey, {

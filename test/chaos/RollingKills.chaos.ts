@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest"
-import { type Answer, type Scenario, startScenario, steppedScript } from "../support/ClusterScenario.js"
+import { type Answer, notOnce, type Scenario, startScenario, steppedScript } from "../support/ClusterScenario.js"
 
 /**
  * `npm run test:chaos`: three nodes under a mixed workload for CHAOS_MINUTES (default 3) while one node
@@ -81,13 +81,11 @@ describe("rolling node kills under a mixed workload", () => {
     const ends = await s.ends(accepted.map((a) => ({ status: 202, body: { id: a.id } })))
     const notCompleted = ends.filter((e) => e.body.status !== "completed")
     expect(notCompleted.map((e) => e.body)).toEqual([])
-    // zero duplicated: each task's thread holds its two tool calls once; the target saw each call once,
-    // or twice for a call in flight on a node as it was killed, never more
-    for (const { n } of accepted) {
-      expect(s.callsTo(`t${n}-a`)).toBeGreaterThanOrEqual(1)
-      expect(s.callsTo(`t${n}-a`)).toBeLessThanOrEqual(2)
-      expect(s.callsTo(`t${n}-b`)).toBeLessThanOrEqual(2)
-    }
+    // zero duplicated: each task's thread holds its two tool calls; the target saw each once, or for a call in
+    // flight on a node as it was killed (outcome unknown), at most once
+    const calls = await s.toolCalls(accepted.map((a) => ({ status: 202, body: { id: a.id } })))
+    expect(calls).toHaveLength(2 * accepted.length)
+    expect(notOnce(calls)).toEqual([])
     const total = Object.values(outcomes).reduce((a, o) => a + o.ok + o.failed, 0)
     const ok = Object.values(outcomes).reduce((a, o) => a + o.ok, 0)
     console.log(`chaos: ${accepted.length} tasks; outcomes ${JSON.stringify(outcomes)}`)

@@ -1,11 +1,11 @@
 import { afterAll, describe, expect, it } from "vitest"
-import { type Scenario, startScenario, steppedScript } from "../support/ClusterScenario.js"
+import { notOnce, type Scenario, startScenario, steppedScript } from "../support/ClusterScenario.js"
 
 let scenario: Scenario | undefined
 afterAll(() => scenario?.stop())
 
 describe("a node paused past its shard lease (SIGSTOP), then resumed (SIGCONT)", () => {
-  it("runs each task on one node at a time: every tool call made exactly once, every task completed", async () => {
+  it("runs each task on one node at a time: no tool call made twice, every task completed", async () => {
     scenario = await startScenario({ nodes: 2, script: steppedScript(300) })
     const ns = Array.from({ length: 40 }, (_, n) => n)
     const accepted = await scenario.invoke(ns)
@@ -19,9 +19,11 @@ describe("a node paused past its shard lease (SIGSTOP), then resumed (SIGCONT)",
 
     const ends = await scenario.ends(accepted)
     expect(ends.map((e) => e.body.status)).toEqual(ns.map(() => "completed"))
-    for (const n of ns) {
-      expect([scenario.callsTo(`t${n}-a`), scenario.callsTo(`t${n}-b`)]).toEqual([1, 1])
-    }
+    // the resumed node learns late that its shards moved: its claims on the tasks no longer hold, so it makes
+    // no call the other node makes; a call it was making as it paused is not made again (outcome unknown)
+    const calls = await scenario.toolCalls(accepted)
+    expect(calls).toHaveLength(2 * ns.length)
+    expect(notOnce(calls)).toEqual([])
     const threads = await Promise.all(accepted.map((a) => scenario!.call("GET", `/v1/tasks/${a.body.id}/thread`)))
     for (const thread of threads) {
       const types = thread.body.events.map((e: any) => e.type)

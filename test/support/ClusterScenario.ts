@@ -24,8 +24,23 @@ export interface Scenario {
   readonly ends: (accepted: ReadonlyArray<Answer>) => Promise<Array<Answer>>
   /** How many times the target saw `/pets/<id>`. */
   readonly callsTo: (id: string) => number
+  /** Each tool call the tasks' threads record: its pet id, its outcome, and how many times the target saw it. */
+  readonly toolCalls: (accepted: ReadonlyArray<Answer>) => Promise<Array<RecordedCall>>
   readonly stop: () => Promise<void>
 }
+
+export interface RecordedCall {
+  readonly pet: string
+  readonly outcome: string
+  readonly calls: number
+}
+
+/**
+ * The recorded calls the target did not see as the fence promises: a call is made once; one whose outcome
+ * is unknown (a run stopped while making it, and the next did not make it again) at most once.
+ */
+export const notOnce = (calls: ReadonlyArray<RecordedCall>) =>
+  calls.filter((c) => c.outcome === "unknown" ? c.calls > 1 : c.calls !== 1)
 
 /** Pauses between a task's steps, so that faults land while tasks are in flight. */
 export const steppedScript = (stepMs: number) => [
@@ -90,6 +105,19 @@ export const startScenario = async (options: {
       )),
     ends: (accepted) => Promise.all(accepted.map((a) => call("GET", `/v1/tasks/${a.body.id}?wait=60`))),
     callsTo: (id) => target.requests.filter((r) => r.path === `/pets/${id}`).length,
+    toolCalls: async (accepted) => {
+      const threads = await Promise.all(accepted.map((a) => call("GET", `/v1/tasks/${a.body.id}/thread`)))
+      return threads.flatMap((thread) =>
+        thread.body.events.filter((e: any) => e.type === "tool_call").map((e: any) => {
+          const pet = e.data.arguments.path_params.petId as string
+          return {
+            pet,
+            outcome: e.data.outcome as string,
+            calls: target.requests.filter((r) => r.path === `/pets/${pet}`).length
+          }
+        })
+      )
+    },
     stop: async () => {
       await cluster.stop()
       await target.close()
