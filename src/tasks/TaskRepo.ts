@@ -32,7 +32,7 @@ export interface TaskRow {
   readonly created_at: Date
   readonly started_at: Date | null
   readonly finished_at: Date | null
-  /** Raised by each run's claim (`start`); an inserted task's is its first run's (inserted started). */
+  /** Raised by each run's claim (`start`): 0 before the first run, 1 for a task inserted started. */
   readonly run_epoch: number
 }
 
@@ -169,11 +169,10 @@ interface FinishItem {
   readonly epoch: number | null
 }
 
-/** A run's claim on its task (`TaskRepo.start`): its epoch, and a tool call an earlier run may have made. */
+/** A run's claim on its task (`TaskRepo.start`, or the insert of a task inserted started). */
 export interface Claim {
+  /** The task's runs so far, this one included: 1 for the first, which has nothing to replay. */
   readonly epoch: number
-  /** The step key of the tool call an earlier run was making when it stopped, if any. */
-  readonly callInFlight: string | null
 }
 
 export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
@@ -224,12 +223,12 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       ),
       inserted AS (
         INSERT INTO tasks (id, organization_id, agent_id, status, source, schedule_id, user_id, user_email, input,
-          agent_version, api_key_id, oidc_token, idempotency_key, request_hash, started_at, shard)
+          agent_version, api_key_id, oidc_token, idempotency_key, request_hash, started_at, shard, run_epoch)
         SELECT req.id, req.organization_id, req.agent_id,
           CASE WHEN req.start THEN 'executing' ELSE 'pending' END, req.source, req.schedule_id, req.user_id,
           req.user_email,
           req.input, agent.version, req.api_key_id, decode(req.oidc_token, 'base64'), req.idempotency_key,
-          req.request_hash, CASE WHEN req.start THEN now() END, req.shard
+          req.request_hash, CASE WHEN req.start THEN now() END, req.shard, CASE WHEN req.start THEN 1 ELSE 0 END
         FROM req JOIN agent ON agent.i = req.i WHERE agent.may_insert
         ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING *
@@ -474,7 +473,6 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         started: boolean
         attached: Attachments
         run_epoch: number | null
-        call_in_flight: string | null
       }
     >(
       pool,
@@ -484,9 +482,9 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         UPDATE tasks SET status = 'executing', started_at = coalesce(tasks.started_at, now()),
           run_epoch = tasks.run_epoch + 1
         FROM req WHERE tasks.id = req.id AND tasks.status IN ('pending', 'executing')
-        RETURNING tasks.id, tasks.run_epoch, tasks.call_in_flight
+        RETURNING tasks.id, tasks.run_epoch
       )
-      SELECT req.i, started.id IS NOT NULL AS started, started.run_epoch, started.call_in_flight,
+      SELECT req.i, started.id IS NOT NULL AS started, started.run_epoch,
         ${attachedOf("req.agent_id")} AS attached
       FROM req LEFT JOIN started ON started.id = req.id`
     )
@@ -499,23 +497,32 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     const start = (taskId: TaskId, agentId: AgentId) =>
       startTasks({ id: taskId, agent_id: agentId }).pipe(Effect.map((row) => ({
         attached: row!.attached,
-        claim: row!.run_epoch === null
-          ? undefined
-          : { epoch: row!.run_epoch, callInFlight: row!.call_in_flight } satisfies Claim
+        claim: row!.run_epoch === null ? undefined : { epoch: row!.run_epoch } satisfies Claim
       })))
 
-    const claimCall = prepared<{ id: TaskId }>(
+    const markCall = prepared<{ task_id: TaskId }>(
       pool,
-      "task_call_claim",
-      `UPDATE tasks SET call_in_flight = $3 WHERE id = $1 AND run_epoch = $2 AND status = 'executing' RETURNING id`
+      "task_call_mark",
+      `INSERT INTO task_calls (task_id, step_key)
+      SELECT id, $3 FROM tasks WHERE id = $1 AND run_epoch = $2 AND status = 'executing' FOR SHARE
+      ON CONFLICT DO NOTHING RETURNING task_id`
     )
     /**
-     * Before a tool call: marks it in flight, while the run's claim holds and the task runs. False: the
-     * call must not be made (another run has the task, or it ended). An update, not a read: it waits for a
-     * claim in progress and sees its outcome.
+     * Before a tool call: marks it made, while the run's claim holds and the task runs. False: the call
+     * must not be made (another run has the task, or it ended). The task's row is locked, not only read:
+     * a claim in progress is waited for and its outcome seen, and a claim waits for the mark.
      */
     const callStarts = (taskId: TaskId, epoch: number, stepKey: string) =>
-      Effect.map(claimCall([taskId, epoch, stepKey]), (rows) => rows.length > 0)
+      Effect.map(markCall([taskId, epoch, stepKey]), (rows) => rows.length > 0)
+
+    const listMarked = prepared<{ step_key: string }>(
+      pool,
+      "task_calls",
+      "SELECT step_key FROM task_calls WHERE task_id = $1"
+    )
+    /** The tool calls the task's runs marked before making them (`callStarts`), by step key. */
+    const callsMarked = (taskId: TaskId) =>
+      Effect.map(listMarked([taskId]), (rows) => new Set(rows.map((r) => r.step_key)))
 
     /** A usage record's columns, in the order both inserts below give them. */
     const USAGE_INSERT = `INSERT INTO llm_usage (task_id, seq, organization_id, agent_id, provider, model, input_tokens,
@@ -660,6 +667,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       appendEvent: dies(appendEvent),
       appendStep: dies(appendStep),
       callStarts: dies(callStarts),
+      callsMarked: dies(callsMarked),
       events: dies(events),
       recordModelCall: dies(recordModelCall),
       usage: dies(usage)

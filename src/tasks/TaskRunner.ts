@@ -31,7 +31,7 @@ const TERMINAL: ReadonlySet<string> = new Set(["completed", "error", "cancelled"
  */
 const superseded = (taskId: TaskId) =>
   Effect.zipRight(
-    Effect.logWarning("a task run stopped: another run has claimed the task (its shard moved)").pipe(
+    Effect.logWarning("a task run stopped: the task is no longer its own (another run claimed it, or it ended)").pipe(
       Effect.annotateLogs("task_id", taskId)
     ),
     Effect.interrupt
@@ -270,7 +270,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         )
       })
 
-    const loop = (task: TaskRow, fresh: boolean, attached: Attachments | undefined, claim: Claim) =>
+    const loop = (task: TaskRow, attached: Attachments | undefined, claim: Claim) =>
       Effect.gen(function*() {
         const agent = task.agent_snapshot
         const principal: Principal = {
@@ -280,12 +280,13 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
           role: "member",
           agentIds: null
         }
-        // a resumed run replays what its thread recorded; a fresh one has nothing to read
-        const recorded = new Map(
-          fresh
-            ? []
-            : (yield* repo.events(task.id)).filter((e) => e.step_key !== null).map((e) => [e.step_key!, e.data])
-        )
+        // a resumed run replays what its thread recorded, and knows which calls were made; a first run has
+        // nothing to read (read after the claim: what earlier runs wrote before it is all there)
+        const fresh = claim.epoch === 1
+        const [events, marked] = fresh
+          ? [[], new Set<string>()]
+          : yield* Effect.all([repo.events(task.id), repo.callsMarked(task.id)], { concurrency: 2 })
+        const recorded = new Map(events.filter((e) => e.step_key !== null).map((e) => [e.step_key!, e.data]))
         // the budget is the agent's at invocation; without one there is nothing to reserve
         const budgeted = agent.budget !== null
         const tools = yield* toolsOf(task, principal, attached?.skills)
@@ -389,7 +390,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             if (done === undefined) {
               const tool = byName.get(call.name)
               let r: { outcome: string; status: number | null; content: string; ms: number }
-              if (toolKey === claim.callInFlight) {
+              if (marked.has(toolKey)) {
                 // an earlier run was making this call when it stopped: it may have taken effect, so it is not made again
                 r = {
                   outcome: "unknown",
@@ -458,9 +459,8 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
       if (task.status !== "pending" && task.status !== "executing") return outcomeOf(task)
       limit(limitOf(task))
       let attached = handed?.attached
-      const fresh = task.status === "pending" || attached !== undefined
       // a task inserted started here comes claimed by this run; any other run claims it now
-      let claim: Claim = { epoch: task.run_epoch, callInFlight: null }
+      let claim: Claim = { epoch: task.run_epoch }
       if (attached === undefined) {
         const start = yield* repo.start(taskId, task.agent_id)
         // it ended meanwhile (a cancel before the run began)
@@ -468,7 +468,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         attached = start.attached
         claim = start.claim
       }
-      const stop = yield* loop(task, fresh, attached, claim).pipe(
+      const stop = yield* loop(task, attached, claim).pipe(
         Effect.catchIf((e): e is Stop => e instanceof Stop, Effect.succeed)
       )
       // paused for a person's decision: the task waits in the database, not in this run

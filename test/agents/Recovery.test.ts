@@ -30,10 +30,11 @@ const orphanLike = async (taskId: string, status: "pending" | "executing", keepE
   const id = crypto.randomUUID()
   await db.query(
     `INSERT INTO tasks (id, organization_id, agent_id, status, source, user_id, user_email, input, agent_version,
-       agent_snapshot, api_key_id, created_at, started_at)
+       agent_snapshot, api_key_id, created_at, started_at, run_epoch)
      SELECT $1, t.organization_id, t.agent_id, $2, t.source, t.user_id, t.user_email, t.input,
        CASE WHEN $4 THEN NULL ELSE t.agent_version END, CASE WHEN $4 THEN v.snapshot END, t.api_key_id,
-       now() - interval '5 seconds', CASE WHEN $2 = 'executing' THEN now() END
+       now() - interval '5 seconds', CASE WHEN $2 = 'executing' THEN now() END,
+       CASE WHEN $2 = 'executing' THEN 1 ELSE 0 END
      FROM tasks t JOIN agent_versions v ON v.agent_id = t.agent_id AND v.version = t.agent_version WHERE t.id = $3`,
     [id, status, taskId, ownSnapshot]
   )
@@ -186,7 +187,7 @@ describe("a run whose task another run claimed (a node that lost the shard and d
       const deadline = Date.now() + 10_000
       const waiting = () =>
         db.query(
-          "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%SET call_in_flight%'"
+          "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO task_calls%'"
         ).then((r) => Number(r.rows[0].count))
       while ((await waiting()) === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
       expect(await waiting()).toBe(1)
@@ -215,9 +216,9 @@ describe("a run whose task another run claimed (a node that lost the shard and d
     const agent = await toolAgent()
     const done = await (await invokeAgent(node, apiKey, agent.id, "in-flight")).json()
     expect(callsTo("in-flight")).toBe(1)
-    // the node died after marking the tool call and before recording it: only the model call is in the thread
+    // the node died after marking the tool call made and before recording it: only the model call is in the thread
     const orphan = await orphanLike(done.id, "executing", 1)
-    await db.query("UPDATE tasks SET call_in_flight = 't:1:0' WHERE id = $1", [orphan])
+    await db.query("INSERT INTO task_calls (task_id, step_key) VALUES ($1, 't:1:0')", [orphan])
     const task = await waitForTask(node, apiKey, orphan)
     expect(task.status).toBe("completed")
     expect(task.result).toContain("may or may not have taken effect")
