@@ -448,21 +448,34 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       insertEvent([taskId, type, stepKey, JSON.stringify(data)]).pipe(Effect.asVoid)
 
     /**
-     * A run's claim ($5, its epoch) as the statement's snapshot sees it, and a thread append made only
-     * while it holds. A check, not a lock: the strict fences are before each tool call (`callStarts`) and
-     * at the end (`finishWith`).
+     * A run's write (parameters as `eventInsert`'s): the thread append, made only while the run's claim ($5,
+     * its epoch) holds, and the mark of the tool call the run makes next ($6, its step key, or null), made
+     * only while the task also runs (`callStarts`). The task's row is locked, not only read: a claim in
+     * progress is waited for and its outcome seen, and a claim waits for the write.
      */
-    const FENCED_EVENT = `
-      held AS (SELECT 1 FROM tasks WHERE id = $1 AND run_epoch = $5),
-      event AS (${eventInsert("EXISTS (SELECT 1 FROM held)")})`
-    const insertStep = prepared<{ held: boolean }>(
-      pool,
-      "task_step_insert",
-      `WITH ${FENCED_EVENT} SELECT EXISTS (SELECT 1 FROM held) AS held`
-    )
-    /** A run's step in its thread, while its claim holds; false: it no longer does, and nothing was written. */
-    const appendStep = (taskId: TaskId, epoch: number, type: string, stepKey: string, data: unknown) =>
-      Effect.map(insertStep([taskId, type, stepKey, JSON.stringify(data), epoch]), ([row]) => row!.held)
+    const FENCED_STEP = `
+      held AS (SELECT status = 'executing' AS executing FROM tasks WHERE id = $1 AND run_epoch = $5 FOR SHARE),
+      event AS (${eventInsert("EXISTS (SELECT 1 FROM held)")}),
+      mark AS (
+        INSERT INTO task_calls (task_id, step_key) SELECT $1, $6::text FROM held WHERE held.executing AND $6 IS NOT NULL
+        ON CONFLICT DO NOTHING RETURNING 1
+      )`
+    const FENCED_STEP_RESULT = "SELECT EXISTS (SELECT 1 FROM held) AS held, EXISTS (SELECT 1 FROM mark) AS marked"
+    /** What a run's write did: `held` false, nothing (another run has the task); `marked`, the next call's mark. */
+    interface Fenced {
+      readonly held: boolean
+      readonly marked: boolean
+    }
+    const insertStep = prepared<Fenced>(pool, "task_step_insert", `WITH ${FENCED_STEP} ${FENCED_STEP_RESULT}`)
+    /** A run's step in its thread, while its claim holds; with `mark`, the next tool call's mark (`FENCED_STEP`). */
+    const appendStep = (
+      taskId: TaskId,
+      epoch: number,
+      type: string,
+      stepKey: string,
+      data: unknown,
+      mark: string | null
+    ) => Effect.map(insertStep([taskId, type, stepKey, JSON.stringify(data), epoch, mark]), ([row]) => row!)
 
     // the writes that go together are one statement each (data-modifying CTEs): one round trip, one commit
 
@@ -508,9 +521,9 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       ON CONFLICT DO NOTHING RETURNING task_id`
     )
     /**
-     * Before a tool call: marks it made, while the run's claim holds and the task runs. False: the call
-     * must not be made (another run has the task, or it ended). The task's row is locked, not only read:
-     * a claim in progress is waited for and its outcome seen, and a claim waits for the mark.
+     * Before a tool call the write before it did not mark (`FENCED_STEP`): marks it made, while the run's
+     * claim holds and the task runs, under the same lock. False: the call must not be made (another run
+     * has the task, or it ended).
      */
     const callStarts = (taskId: TaskId, epoch: number, stepKey: string) =>
       Effect.map(markCall([taskId, epoch, stepKey]), (rows) => rows.length > 0)
@@ -624,16 +637,16 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     )
     const events = (taskId: TaskId) => listEvents([taskId])
 
-    const insertModelCall = prepared<{ held: boolean }>(
+    const insertModelCall = prepared<Fenced>(
       pool,
       "task_model_call",
-      `WITH ${FENCED_EVENT}, usage AS (${usageInsert(6)}) SELECT EXISTS (SELECT 1 FROM held) AS held`
+      `WITH ${FENCED_STEP}, usage AS (${usageInsert(7)}) ${FENCED_STEP_RESULT}`
     )
     /**
-     * A run's model call: its thread event (while the run's claim holds) and its usage record (in any case:
-     * it was paid for), in one statement. False: the claim no longer holds.
+     * A run's model call: its thread event and the mark of its first tool call (`FENCED_STEP`), and its usage
+     * record in any case (it was paid for), in one statement.
      */
-    const recordModelCall = (record: ModelCallRecord, epoch: number) =>
+    const recordModelCall = (record: ModelCallRecord, epoch: number, mark: string | null) =>
       Effect.map(
         insertModelCall([
           record.usage.taskId,
@@ -641,9 +654,10 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
           record.stepKey,
           JSON.stringify(record.data),
           epoch,
+          mark,
           ...usageValues(record)
         ]),
-        ([row]) => row!.held
+        ([row]) => row!
       )
 
     const usage = (taskId: TaskId) =>

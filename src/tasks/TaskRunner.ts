@@ -90,9 +90,9 @@ class Pause {
  *
  * Each run claims its task (`TaskRepo.start`, a new epoch) and writes only while the claim holds: a node
  * that lost the task's shard without knowing it yet (paused past its lease, cut off) stops at its next
- * write, as if the move had interrupted it. Before each tool call the run marks it in flight under its
- * claim; a later run that finds a call marked and not recorded does not make it again (the model is told
- * its outcome is unknown), so a tool call is made at most once.
+ * write, as if the move had interrupted it. Before each tool call the run marks it made under its claim;
+ * a later run that finds a call marked and not recorded does not make it again (the model is told its
+ * outcome is unknown), so a tool call is made at most once.
  */
 export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner", {
   effect: Effect.gen(function*() {
@@ -181,18 +181,19 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
       user: { id: task.user_id, email: task.user_email }
     })
 
+    /** Whether a call of the tool waits for a person: its skill asks for approval, and the condition holds. */
+    const needsApproval = (tool: Tool, call: ToolCall) => {
+      const { approvalCondition, requiresApproval } = tool.source
+      return requiresApproval && (approvalCondition === undefined || conditionHolds(approvalCondition, call.arguments))
+    }
+
     /**
      * Before a call that needs approval: ask (and pause), keep waiting, or go on as decided. A rejection
      * becomes the tool's result for the model; an expired request ends the task.
      */
     const approvalGate = (task: TaskRow, tool: Tool, call: ToolCall, stepKey: string, who: unknown) =>
       Effect.gen(function*() {
-        const { approvalCondition, requiresApproval } = tool.source
-        if (
-          !requiresApproval || (approvalCondition !== undefined && !conditionHolds(approvalCondition, call.arguments))
-        ) {
-          return "call" as const
-        }
+        if (!needsApproval(tool, call)) return "call" as const
         const approval = yield* approvals.forStep(task.id, stepKey)
         if (approval === undefined) {
           yield* approvals.request({
@@ -287,6 +288,8 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
           ? [[], new Set<string>()]
           : yield* Effect.all([repo.events(task.id), repo.callsMarked(task.id)], { concurrency: 2 })
         const recorded = new Map(events.filter((e) => e.step_key !== null).map((e) => [e.step_key!, e.data]))
+        // the calls this run's write before them marked made (the turn's record, the previous call's result)
+        const premarked = new Set<string>()
         // the budget is the agent's at invocation; without one there is nothing to reserve
         const budgeted = agent.budget !== null
         const tools = yield* toolsOf(task, principal, attached?.skills)
@@ -295,6 +298,24 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         // built-in tools (workspace files, knowledge, functions) beside the connector ones, which keep their names
         const files = yield* builtins.forRun(runScopeOf(task), new Set(byName.keys()), attached)
         const messages: Array<Message> = [{ role: "user", text: task.input }]
+        /**
+         * The step key of the turn's call `i` if the write before it is to mark it made: a call this run makes
+         * without waiting for anyone, not recorded or marked yet. Null otherwise (a call that needs approval is
+         * marked once approved, by `callStarts`).
+         */
+        const markable = (calls: ReadonlyArray<ToolCall>, step: number, i: number): string | null => {
+          const call = calls[i]
+          const key = `t:${step}:${i}`
+          if (call === undefined || recorded.has(key) || marked.has(key)) return null
+          const tool = byName.get(call.name)
+          return (tool === undefined ? files.has(call.name) : !needsApproval(tool, call)) ? key : null
+        }
+        /** After a write of this run: false if the task is no longer its own; a mark it made is remembered. */
+        const holds = (write: { readonly held: boolean; readonly marked: boolean }, mark: string | null) => {
+          if (!write.held || (mark !== null && !write.marked)) return false
+          if (mark !== null) premarked.add(mark)
+          return true
+        }
         let tokens = 0
         for (let step = 1; step <= agent.max_steps; step++) {
           const key = `m:${step}`
@@ -370,7 +391,10 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             }
             // a turn that calls tools is recorded now, before the tools run; a last turn goes with the end
             if (turn.tool_calls.length > 0) {
-              if (!(yield* repo.recordModelCall(record, claim.epoch))) return yield* superseded(task.id)
+              const mark = markable(turn.tool_calls, step, 0)
+              if (!holds(yield* repo.recordModelCall(record, claim.epoch, mark), mark)) {
+                return yield* superseded(task.id)
+              }
               record = undefined
             }
           }
@@ -404,7 +428,9 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
                 const gate = tool === undefined ? "call" : yield* approvalGate(task, tool, call, toolKey, who)
                 if (gate instanceof Pause || gate instanceof Stop) return gate
                 const made = gate === "call" && (tool !== undefined || files.has(call.name))
-                if (made && !(yield* repo.callStarts(task.id, claim.epoch, toolKey))) return yield* superseded(task.id)
+                if (made && !premarked.has(toolKey) && !(yield* repo.callStarts(task.id, claim.epoch, toolKey))) {
+                  return yield* superseded(task.id)
+                }
                 if (gate === "call" && tool?.source.violation === true) {
                   yield* skills.recordUse({
                     organizationId: task.organization_id,
@@ -422,7 +448,8 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
                   : { outcome: "rejected", status: null, content: gate.content, ms: 0 }
               }
               done = { content: r.content }
-              const held = yield* repo.appendStep(task.id, claim.epoch, "tool_call", toolKey, {
+              const next = markable(turn.tool_calls, step, i + 1)
+              const written = yield* repo.appendStep(task.id, claim.epoch, "tool_call", toolKey, {
                 step,
                 name: call.name,
                 connection_id: tool?.connectionId ?? null,
@@ -435,8 +462,8 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
                 content: r.content,
                 duration_ms: Math.round(r.ms),
                 user: who
-              })
-              if (!held) return yield* superseded(task.id)
+              }, next)
+              if (!holds(written, next)) return yield* superseded(task.id)
             }
             messages.push({ role: "tool", tool_call_id: call.id, name: call.name, content: done.content })
           }

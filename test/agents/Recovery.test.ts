@@ -173,12 +173,12 @@ describe("a run whose task another run claimed (a node that lost the shard and d
     expect(await usageRows(accepted.id)).toBe(2)
   })
 
-  it("makes no tool call while another run claims the task: the call waits for the claim, and is not made", async () => {
+  it("makes no tool call while another run claims the task: its write waits for the claim, and does nothing", async () => {
     const agent = await slowAgent(1000)
     const accepted = await (await invokeAgent(node, apiKey, agent.id, "fenced-2", { async: true })).json()
     await new Promise((r) => setTimeout(r, 300))
-    // a claim in progress (not yet committed) while the model answers: the run records the model call (its
-    // claim still holds), and its mark of the tool call waits for the claim's outcome
+    // a claim in progress (not yet committed) while the model answers: the run's record of the model call,
+    // which also marks the tool call made, waits for the claim's outcome
     const claimer = new pg.Client({ connectionString: node.databaseUrl })
     await claimer.connect()
     try {
@@ -199,7 +199,8 @@ describe("a run whose task another run claimed (a node that lost the shard and d
     const task = await waitForTask(node, apiKey, accepted.id)
     expect(task.status).toBe("completed")
     expect(callsTo("fenced-2")).toBe(1)
-    // the next run replays the model call the first recorded, and makes the call itself (the first never marked it)
+    // the first run wrote nothing (neither the model call nor the mark): the next calls the model again, and
+    // makes the call itself
     const thread = await (await node.fetch(`/v1/tasks/${accepted.id}/thread`, { apiKey })).json()
     expect(thread.events.map((e: any) => e.type)).toEqual([
       "user_message",
@@ -209,7 +210,7 @@ describe("a run whose task another run claimed (a node that lost the shard and d
       "agent_message"
     ])
     expect(thread.events[2].data).toMatchObject({ outcome: "ok", status: 200 })
-    expect(await usageRows(accepted.id)).toBe(2)
+    expect(await usageRows(accepted.id)).toBe(3)
   })
 
   it("does not make again a call an earlier run was making when it stopped: the model hears its outcome is unknown", async () => {
