@@ -450,11 +450,14 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     /**
      * A run's write (parameters as `eventInsert`'s): the thread append, made only while the run's claim ($5,
      * its epoch) holds, and the mark of the tool call the run makes next ($6, its step key, or null), made
-     * only while the task also runs (`callStarts`). The task's row is locked, not only read: a claim in
-     * progress is waited for and its outcome seen, and a claim waits for the write.
+     * only while the task also runs (`callStarts`). A write that marks a call locks the task's row, not only
+     * reads it: a claim in progress is waited for and its outcome seen, and a claim waits for the write.
+     * One that marks none only checks (the lock costs a write of the row).
      */
-    const FENCED_STEP = `
-      held AS (SELECT status = 'executing' AS executing FROM tasks WHERE id = $1 AND run_epoch = $5 FOR SHARE),
+    const fencedStep = (marks: boolean) => `
+      held AS (
+        SELECT status = 'executing' AS executing FROM tasks WHERE id = $1 AND run_epoch = $5${marks ? " FOR SHARE" : ""}
+      ),
       event AS (${eventInsert("EXISTS (SELECT 1 FROM held)")}),
       mark AS (
         INSERT INTO task_calls (task_id, step_key) SELECT $1, $6::text FROM held WHERE held.executing AND $6 IS NOT NULL
@@ -466,8 +469,13 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       readonly held: boolean
       readonly marked: boolean
     }
-    const insertStep = prepared<Fenced>(pool, "task_step_insert", `WITH ${FENCED_STEP} ${FENCED_STEP_RESULT}`)
-    /** A run's step in its thread, while its claim holds; with `mark`, the next tool call's mark (`FENCED_STEP`). */
+    const insertStep = prepared<Fenced>(pool, "task_step_insert", `WITH ${fencedStep(false)} ${FENCED_STEP_RESULT}`)
+    const insertStepMarking = prepared<Fenced>(
+      pool,
+      "task_step_insert_mark",
+      `WITH ${fencedStep(true)} ${FENCED_STEP_RESULT}`
+    )
+    /** A run's step in its thread, while its claim holds; with `mark`, the next tool call's mark (`fencedStep`). */
     const appendStep = (
       taskId: TaskId,
       epoch: number,
@@ -475,7 +483,11 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       stepKey: string,
       data: unknown,
       mark: string | null
-    ) => Effect.map(insertStep([taskId, type, stepKey, JSON.stringify(data), epoch, mark]), ([row]) => row!)
+    ) =>
+      Effect.map(
+        (mark === null ? insertStep : insertStepMarking)([taskId, type, stepKey, JSON.stringify(data), epoch, mark]),
+        ([row]) => row!
+      )
 
     // the writes that go together are one statement each (data-modifying CTEs): one round trip, one commit
 
@@ -521,7 +533,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       ON CONFLICT DO NOTHING RETURNING task_id`
     )
     /**
-     * Before a tool call the write before it did not mark (`FENCED_STEP`): marks it made, while the run's
+     * Before a tool call the write before it did not mark (`fencedStep`): marks it made, while the run's
      * claim holds and the task runs, under the same lock. False: the call must not be made (another run
      * has the task, or it ended).
      */
@@ -640,10 +652,10 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     const insertModelCall = prepared<Fenced>(
       pool,
       "task_model_call",
-      `WITH ${FENCED_STEP}, usage AS (${usageInsert(7)}) ${FENCED_STEP_RESULT}`
+      `WITH ${fencedStep(true)}, usage AS (${usageInsert(7)}) ${FENCED_STEP_RESULT}`
     )
     /**
-     * A run's model call: its thread event and the mark of its first tool call (`FENCED_STEP`), and its usage
+     * A run's model call: its thread event and the mark of its first tool call (`fencedStep`), and its usage
      * record in any case (it was paid for), in one statement.
      */
     const recordModelCall = (record: ModelCallRecord, epoch: number, mark: string | null) =>
