@@ -116,8 +116,10 @@ export const HttpServerLive = Layer.unwrapEffect(
               server.closeIdleConnections()
               return Effect.sync(() => clearInterval(sweep))
             })
+            // then what must finish while the node still holds its shards (tool calls under way), in the same grace
             yield* closed.pipe(
               Effect.zipRight(drain.idle),
+              Effect.zipRight(drain.stopping),
               Effect.timeout(config.shutdownGrace),
               Effect.ignore
             )

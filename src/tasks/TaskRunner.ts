@@ -78,6 +78,21 @@ class Stop {
   ) {}
 }
 
+/**
+ * What a run shares with TaskRuns, which stops it. A run making a tool call (from the write that marks it
+ * made to the write that records its result) is not interrupted for a shard move or a shutdown: `leave`
+ * asks it to stop once the call is recorded, so that the next owner replays the call instead of finding its
+ * outcome unknown. A cancel or the time limit interrupts it at once.
+ */
+export interface RunControl {
+  /** Learns the run's time limit once the task is read (TaskRuns enforces it). */
+  readonly limit: (limit: Duration.Duration) => void
+  /** Set by the run while it makes a tool call. */
+  inCall: boolean
+  /** Set by TaskRuns while the run makes a tool call: stop once it is recorded. */
+  leave: boolean
+}
+
 /** The run stops here until a person approves or rejects a tool call. */
 class Pause {
   readonly _tag = "Pause"
@@ -271,7 +286,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         )
       })
 
-    const loop = (task: TaskRow, attached: Attachments | undefined, claim: Claim) =>
+    const loop = (task: TaskRow, attached: Attachments | undefined, claim: Claim, control: RunControl) =>
       Effect.gen(function*() {
         const agent = task.agent_snapshot
         const principal: Principal = {
@@ -392,6 +407,8 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             // a turn that calls tools is recorded now, before the tools run; a last turn goes with the end
             if (turn.tool_calls.length > 0) {
               const mark = markable(turn.tool_calls, step, 0)
+              // from the mark on, the run makes the call before it leaves (RunControl)
+              if (mark !== null) control.inCall = true
               if (!holds(yield* repo.recordModelCall(record, claim.epoch, mark), mark)) {
                 return yield* superseded(task.id)
               }
@@ -428,8 +445,9 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
                 const gate = tool === undefined ? "call" : yield* approvalGate(task, tool, call, toolKey, who)
                 if (gate instanceof Pause || gate instanceof Stop) return gate
                 const made = gate === "call" && (tool !== undefined || files.has(call.name))
-                if (made && !premarked.has(toolKey) && !(yield* repo.callStarts(task.id, claim.epoch, toolKey))) {
-                  return yield* superseded(task.id)
+                if (made && !premarked.has(toolKey)) {
+                  control.inCall = true
+                  if (!(yield* repo.callStarts(task.id, claim.epoch, toolKey))) return yield* superseded(task.id)
                 }
                 if (gate === "call" && tool?.source.violation === true) {
                   yield* skills.recordUse({
@@ -448,7 +466,8 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
                   : { outcome: "rejected", status: null, content: gate.content, ms: 0 }
               }
               done = { content: r.content }
-              const next = markable(turn.tool_calls, step, i + 1)
+              // asked to leave: this call is recorded, and the next not marked
+              const next = control.leave ? null : markable(turn.tool_calls, step, i + 1)
               const written = yield* repo.appendStep(task.id, claim.epoch, "tool_call", toolKey, {
                 step,
                 name: call.name,
@@ -464,6 +483,10 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
                 user: who
               }, next)
               if (!holds(written, next)) return yield* superseded(task.id)
+              if (next === null) {
+                control.inCall = false
+                if (control.leave) return yield* Effect.interrupt
+              }
             }
             messages.push({ role: "tool", tool_call_id: call.id, name: call.name, content: done.content })
           }
@@ -472,19 +495,19 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
       })
 
     /**
-     * Runs (or resumes) a task to its end; a task already ended returns its outcome. `limit` learns the
-     * run's time limit once the task is read: the caller enforces it (TaskRuns interrupts an overdue run
+     * Runs (or resumes) a task to its end; a task already ended returns its outcome. `control.limit` learns
+     * the run's time limit once the task is read: the caller enforces it (TaskRuns interrupts an overdue run
      * and ends it with `timedOut`), which costs no timer per task. Untraced, like Tasks.invoke: a span per
      * task is a cost nobody reads here.
      */
-    const run = Effect.fnUntraced(function*(taskId: TaskId, limit: (limit: Duration.Duration) => void) {
+    const run = Effect.fnUntraced(function*(taskId: TaskId, control: RunControl) {
       // a task invoked on this node comes as its inserted row; any other is read
       // (one run on its invoking node comes started: its insert began the thread and read the attachments)
       const handed = local.take(taskId)
       const task = handed?.row ?? (yield* repo.findById(taskId))
       if (task === undefined) return { status: "error", result: "unknown task", finished_at: null } satisfies Outcome
       if (task.status !== "pending" && task.status !== "executing") return outcomeOf(task)
-      limit(limitOf(task))
+      control.limit(limitOf(task))
       let attached = handed?.attached
       // a task inserted started here comes claimed by this run; any other run claims it now
       let claim: Claim = { epoch: task.run_epoch }
@@ -495,7 +518,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         attached = start.attached
         claim = start.claim
       }
-      const stop = yield* loop(task, attached, claim).pipe(
+      const stop = yield* loop(task, attached, claim, control).pipe(
         Effect.catchIf((e): e is Stop => e instanceof Stop, Effect.succeed)
       )
       // paused for a person's decision: the task waits in the database, not in this run
@@ -540,8 +563,8 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     const spans = yield* leanSpansWhenTracing
     const traced = spans === undefined
       ? run
-      : (taskId: TaskId, limit: (limit: Duration.Duration) => void) =>
-        spans.around("task.run", { "switchyard.task_id": taskId })(run(taskId, limit))
+      : (taskId: TaskId, control: RunControl) =>
+        spans.around("task.run", { "switchyard.task_id": taskId })(run(taskId, control))
     return { run: traced, cancelled, failed, timedOut } as const
   }),
   dependencies: [TaskOutput.Default]

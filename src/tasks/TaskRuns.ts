@@ -3,7 +3,8 @@ import * as Sharding from "@effect/cluster/Sharding"
 import { Cause, Duration, Effect, Exit, Fiber, Schedule } from "effect"
 import type { TaskOutcome } from "../../cluster/TaskEntity.js"
 import type { TaskId } from "../../schema/Ids.js"
-import { TaskRunner } from "./TaskRunner.js"
+import { Drain } from "../http/Drain.js"
+import { type RunControl, TaskRunner } from "./TaskRunner.js"
 
 type Outcome = typeof TaskOutcome.Type
 
@@ -17,6 +18,8 @@ interface Run {
   timedOut: boolean
   /** How the run ended the task when a cancel or its time limit interrupted it. */
   ended: Outcome | undefined
+  /** Shared with the run: a run making a tool call is asked to leave rather than interrupted. */
+  readonly control: RunControl
 }
 
 /** How often runs are checked for shards this node no longer owns and for time limits passed. */
@@ -30,13 +33,18 @@ const CHECK = "250 millis"
  * another node is interrupted here, and the new owner's sweep resumes the task from its record. Time
  * limits are kept here too, by the same periodic check: a timer (and a racing fiber) per task cost more
  * than the check. One fiber per run: an interrupted run ends the task itself on its way out (cancelled,
- * or in error past its time limit), and its callers, seeing the interruption, read the task's end.
+ * or in error past its time limit), and its callers, seeing the interruption, read the task's end. A run
+ * making a tool call when its shard moves or the node stops finishes the call and records it first
+ * (RunControl); a cancel or the time limit does not wait for it.
  */
 export class TaskRuns extends Effect.Service<TaskRuns>()("tasks/TaskRuns", {
   scoped: Effect.gen(function*() {
     const runner = yield* TaskRunner
     const sharding = yield* Sharding.Sharding
+    const drain = yield* Drain
     const runs = new Map<string, Run>()
+    /** The node is stopping: no run starts, and those under way stop (`stop`). */
+    let stopping = false
 
     const shardIsHere = (taskId: string) => sharding.hasShardId(sharding.getShardId(EntityId.make(taskId), "default"))
 
@@ -55,10 +63,7 @@ export class TaskRuns extends Effect.Service<TaskRuns>()("tasks/TaskRuns", {
     }
 
     const runOnce = (taskId: TaskId, run: Run) =>
-      runner.run(taskId, (limit) => {
-        run.limit = limit
-        run.deadline = Date.now() + Duration.toMillis(limit)
-      }).pipe(
+      runner.run(taskId, run.control).pipe(
         // a defect ends the task in error instead of retrying it forever
         Effect.catchAllCause((cause) =>
           Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.zipRight(
@@ -83,17 +88,45 @@ export class TaskRuns extends Effect.Service<TaskRuns>()("tasks/TaskRuns", {
           limit: undefined,
           deadline: Infinity,
           timedOut: false,
-          ended: undefined
+          ended: undefined,
+          control: {
+            limit: (limit) => {
+              run.limit = limit
+              run.deadline = Date.now() + Duration.toMillis(limit)
+            },
+            inCall: false,
+            leave: false
+          }
         }
+        // a stopping node starts nothing: the run is over before it begins, and the task waits for the next owner
+        if (stopping) return Effect.map(Effect.forkDaemon(Effect.interrupt), (fiber) => Object.assign(run, { fiber }))
         runs.set(taskId, run)
         return Effect.map(Effect.forkDaemon(runOnce(taskId, run)), (fiber) => Object.assign(run, { fiber }))
       })
-    yield* Effect.addFinalizer(() =>
-      Effect.forEach(runs.values(), (run) => run.fiber === undefined ? Effect.void : Fiber.interrupt(run.fiber), {
-        concurrency: "unbounded",
-        discard: true
-      })
-    )
+    /** Stops a run for a shard move or a shutdown: at once, or once the tool call it makes is recorded. */
+    const leave = (control: RunControl, fiber: Fiber.RuntimeFiber<Outcome>) => {
+      if (!control.inCall) return Fiber.interrupt(fiber)
+      control.leave = true
+      return Fiber.await(fiber)
+    }
+    /**
+     * Stops every run (the node is stopping), at once or once its tool call is recorded. Runs first when
+     * requests have drained, while the node still holds its shards (Drain), and again as this service
+     * closes, for whatever is left.
+     */
+    const stop = Effect.suspend(() => {
+      stopping = true
+      return Effect.forEach(
+        runs.values(),
+        (run) => run.fiber === undefined ? Effect.void : leave(run.control, run.fiber),
+        {
+          concurrency: "unbounded",
+          discard: true
+        }
+      )
+    })
+    drain.beforeStop(stop)
+    yield* Effect.addFinalizer(() => stop)
 
     /**
      * Runs (or joins the run of) a task whose shard is on this node, to its outcome. It awaits rather than
@@ -124,8 +157,10 @@ export class TaskRuns extends Effect.Service<TaskRuns>()("tasks/TaskRuns", {
       const stops: Array<Effect.Effect<unknown>> = []
       for (const [id, run] of runs) {
         if (run.fiber === undefined || run.cancelling || run.timedOut) continue
-        if (!shardIsHere(id)) stops.push(Fiber.interruptFork(run.fiber))
-        else if (run.deadline <= now) {
+        if (!shardIsHere(id)) {
+          if (run.control.inCall) run.control.leave = true
+          else stops.push(Fiber.interruptFork(run.fiber))
+        } else if (run.deadline <= now) {
           run.timedOut = true
           stops.push(Fiber.interruptFork(run.fiber))
         }
