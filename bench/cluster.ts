@@ -9,6 +9,7 @@ import { commitBaseline } from "./support/commitBaseline.js"
 import { percentile } from "./support/load.js"
 import { startNode, stopAll, type SwitchyardNode, tempDir } from "./support/processes.js"
 import { fmt, ratio, warnIfBusy, writeResults } from "./support/report.js"
+import { stepsSpec } from "./support/stepsSpec.js"
 
 /**
  * Switchyard as a cluster, on one machine:
@@ -175,22 +176,7 @@ const measureFailover = async (url: string) => {
     const live = [...alive]
     return nodes[live[n % live.length]!]!.baseUrl
   }
-  const connector = await request(pick(0), apiKey, "POST", "/v1/tools/connectors", {
-    spec: {
-      openapi: "3.0.3",
-      info: { title: "Recorder", version: "1" },
-      servers: [{ url: recorder.url }],
-      paths: {
-        "/steps/{id}": {
-          get: {
-            operationId: "step",
-            parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }],
-            responses: { "200": { description: "ok" } }
-          }
-        }
-      }
-    }
-  })
+  const connector = await request(pick(0), apiKey, "POST", "/v1/tools/connectors", { spec: stepsSpec(recorder.url) })
   const connection = await request(pick(0), apiKey, "POST", `/v1/tools/connectors/${connector.body.id}/connections`, {
     name: "recorder",
     credentials: { type: "none" }

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net"
 import * as Path from "node:path"
 import { measureThroughput, percentile, type Target } from "./load.js"
 import { cpuTimeMs, startNode, stopAll, tempDir } from "./processes.js"
+import { stepsSpec } from "./stepsSpec.js"
 
 /**
  * Tasks that call tools, on one node: sync invokes (16 producers) of a scripted agent that makes
@@ -43,20 +44,7 @@ const main = async () => {
       return json
     }
     const connector = await post("/v1/tools/connectors", {
-      spec: {
-        openapi: "3.0.3",
-        info: { title: "Steps", version: "1" },
-        servers: [{ url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` }],
-        paths: {
-          "/steps/{id}": {
-            get: {
-              operationId: "step",
-              parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }],
-              responses: { "200": { description: "ok" } }
-            }
-          }
-        }
-      }
+      spec: stepsSpec(`http://127.0.0.1:${(upstream.address() as AddressInfo).port}`)
     })
     const connection = await post(`/v1/tools/connectors/${connector.id}/connections`, {
       name: "steps",

@@ -46,6 +46,9 @@ const orphanLike = async (taskId: string, status: "pending" | "executing", keepE
   return id
 }
 
+/** The thread of a run of `toolAgent` (or any agent that makes one tool call, then answers). */
+const TOOL_THREAD = ["user_message", "model_call", "tool_call", "model_call", "agent_message"]
+
 const toolAgent = () =>
   createAgent(node, apiKey, {
     name: "recoverable",
@@ -108,13 +111,7 @@ describe("the task sweep", () => {
     expect(calls()).toBe(1)
     const thread = await (await node.fetch(`/v1/tasks/${orphan}/thread`, { apiKey }))
       .json()
-    expect(thread.events.map((e: any) => e.type)).toEqual([
-      "user_message",
-      "model_call",
-      "tool_call",
-      "model_call",
-      "agent_message"
-    ])
+    expect(thread.events.map((e: any) => e.type)).toEqual(TOOL_THREAD)
   })
 })
 
@@ -148,13 +145,7 @@ describe("a run whose task another run claimed (a node that lost the shard and d
     expect(task.status).toBe("completed")
     expect(callsTo("fenced-1")).toBe(1)
     // the first run's model call is not in the thread, but its cost is: it was made and paid for
-    expect(await typesOf(accepted.id)).toEqual([
-      "user_message",
-      "model_call",
-      "tool_call",
-      "model_call",
-      "agent_message"
-    ])
+    expect(await typesOf(accepted.id)).toEqual(TOOL_THREAD)
     expect(await usageRows(accepted.id)).toBe(3)
   })
 
@@ -202,13 +193,7 @@ describe("a run whose task another run claimed (a node that lost the shard and d
     // the first run wrote nothing (neither the model call nor the mark): the next calls the model again, and
     // makes the call itself
     const thread = await (await node.fetch(`/v1/tasks/${accepted.id}/thread`, { apiKey })).json()
-    expect(thread.events.map((e: any) => e.type)).toEqual([
-      "user_message",
-      "model_call",
-      "tool_call",
-      "model_call",
-      "agent_message"
-    ])
+    expect(thread.events.map((e: any) => e.type)).toEqual(TOOL_THREAD)
     expect(thread.events[2].data).toMatchObject({ outcome: "ok", status: 200 })
     expect(await usageRows(accepted.id)).toBe(3)
   })
