@@ -46,7 +46,7 @@ describe("rolling node kills under a mixed workload", () => {
           const a = await attempt("sync invoke", () =>
             s.call("POST", `/v1/agents/${s.agentId}/invoke`, {
               input: { text: `t${n}`, user: { id: "u", email: "u@example.com" } }
-            }), (a) => a.status === 200 && a.body.status === "completed")
+            }, { "idempotency-key": `t${n}` }), (a) => a.status === 200 && a.body.status === "completed")
           if (a?.status === 200) accepted.push({ id: a.body.id, n })
         } else if (kind === "connector") {
           await attempt(
@@ -88,7 +88,10 @@ describe("rolling node kills under a mixed workload", () => {
     expect(notOnce(calls)).toEqual([])
     const total = Object.values(outcomes).reduce((a, o) => a + o.ok + o.failed, 0)
     const ok = Object.values(outcomes).reduce((a, o) => a + o.ok, 0)
-    console.log(`chaos: ${accepted.length} tasks; outcomes ${JSON.stringify(outcomes)}`)
+    console.log(
+      `chaos: ${accepted.length} tasks, ${calls.filter((c) => c.outcome === "unknown").length} tool calls of ` +
+        `${calls.length} cut off by a kill (outcome unknown); outcomes ${JSON.stringify(outcomes)}`
+    )
     expect(total).toBeGreaterThan(100)
     expect(ok / total).toBeGreaterThanOrEqual(MIN_SUCCESS_RATE)
   }, (minutes + 3) * 60_000)

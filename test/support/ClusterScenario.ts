@@ -15,10 +15,14 @@ export interface Scenario {
   readonly agentId: string
   /** `POST` path of the connector operation `getPet` on the scenario's connection. */
   readonly getPetPath: string
-  readonly call: (method: string, path: string, body?: unknown) => Promise<Answer>
+  readonly call: (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<Answer>
   /** The same, sent to node `index` itself rather than through the proxy. */
   readonly callAt: (index: number, method: string, path: string, body?: unknown) => Promise<Answer>
-  /** Async invokes of the agent, input `t<n>` for each n (scripts use `{{input}}` to tag their tool calls). */
+  /**
+   * Async invokes of the agent, input `t<n>` for each n (scripts use `{{input}}` to tag their tool calls), with
+   * Idempotency-Key `t<n>`: the proxy resends a request whose connection a killed node reset, and the key
+   * makes that resend find the task the first one made instead of making a second task with the same input.
+   */
   readonly invoke: (ns: ReadonlyArray<number>) => Promise<Array<Answer>>
   /** Long-polls each task to its end. */
   readonly ends: (accepted: ReadonlyArray<Answer>) => Promise<Array<Answer>>
@@ -69,12 +73,14 @@ export const startScenario = async (options: {
   const { api_key: apiKey } = JSON.parse(
     (await runCli(["bootstrap", "--org", "Chaos", "--email", "c@o.test", "--json"], env)).stdout
   )
-  const callVia = (base: () => string) => (method: string, path: string, body?: unknown): Promise<Answer> =>
-    fetch(base() + path, {
-      method,
-      headers: { "x-api-key": apiKey, "content-type": "application/json" },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) })
-    }).then(async (r) => ({ status: r.status, body: await r.json() }))
+  const callVia =
+    (base: () => string) =>
+    (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> =>
+      fetch(base() + path, {
+        method,
+        headers: { "x-api-key": apiKey, "content-type": "application/json", ...headers },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) })
+      }).then(async (r) => ({ status: r.status, body: await r.json() }))
   const call = callVia(() => cluster.url)
   const callAt = (index: number, method: string, path: string, body?: unknown) =>
     callVia(() => cluster.nodes[index]!.process.baseUrl)(method, path, body)
@@ -101,7 +107,7 @@ export const startScenario = async (options: {
       Promise.all(ns.map((n) =>
         call("POST", `/v1/agents/${agent.body.id}/invoke?asynchronous=true`, {
           input: { text: `t${n}`, user: { id: `u${n}`, email: `u${n}@example.com` } }
-        })
+        }, { "idempotency-key": `t${n}` })
       )),
     ends: (accepted) => Promise.all(accepted.map((a) => call("GET", `/v1/tasks/${a.body.id}?wait=60`))),
     callsTo: (id) => target.requests.filter((r) => r.path === `/pets/${id}`).length,
