@@ -23,8 +23,6 @@ import { type Attachments, type Claim, type ModelCallRecord, TaskRepo, type Task
 
 const TOOL_RESULT_LIMIT = 64 * 1024
 
-const TERMINAL: ReadonlySet<string> = new Set(["completed", "error", "cancelled"])
-
 /**
  * Another run has claimed the task (its shard moved, and this node learned it late): this one stops as a
  * shard move stops it, leaving the task to the other.
@@ -129,14 +127,10 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     // uninterruptible: TaskRuns interrupts a run whose shard moved away (or at shutdown) at any point, and
     // an interrupt landing while the ending statement is in flight left the end committed but never
     // announced (no wake of this node's long polls, no NOTIFY): its waiters slept out their whole wait
-    // (with a run's claim, the end is fenced: a task another run has now is left to it)
-    const finish = (task: TaskRow, stop: Stop, claim?: Claim) =>
+    const finish = (task: TaskRow, stop: Stop) =>
       Effect.uninterruptible(Effect.gen(function*() {
-        const ended = yield* repo.finishWith(task.id, stop.status, stop.result, stop.modelCall, claim?.epoch)
-        if (ended === undefined) {
-          const now = (yield* repo.findById(task.id))!
-          return claim !== undefined && !TERMINAL.has(now.status) ? yield* superseded(task.id) : outcomeOf(now)
-        }
+        const ended = yield* repo.finishWith(task.id, stop.status, stop.result, stop.modelCall)
+        if (ended === undefined) return outcomeOf((yield* repo.findById(task.id))!)
         const outcome = outcomeOf(ended)
         completions.ended(task.id, outcome, ended.waiters)
         metrics.taskEnded?.(stop.status, (Date.now() - task.created_at.getTime()) / 1000)
@@ -525,7 +519,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
       if (stop instanceof Pause) {
         return { status: "waiting_approval", result: null, finished_at: null } satisfies Outcome
       }
-      return yield* finish(task, stop, claim)
+      return yield* finish(task, stop)
     })
 
     /** The agent's time limit for a run, else the deployment's. */
