@@ -1,5 +1,6 @@
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { eventually } from "../support/Poll.js"
 import type { TargetServer } from "../support/TargetServer.js"
 import type { TestNode } from "../support/TestNode.js"
 import { createAgent, invokeAgent, startPetWorld, waitForTask } from "./support.js"
@@ -176,12 +177,11 @@ describe("a run whose task another run claimed (a node that lost the shard and d
     try {
       await claimer.query("BEGIN")
       await claimer.query("UPDATE tasks SET run_epoch = run_epoch + 1 WHERE id = $1", [accepted.id])
-      const deadline = Date.now() + 10_000
       const waiting = () =>
         db.query(
           "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO task_calls%'"
         ).then((r) => Number(r.rows[0].count))
-      while ((await waiting()) === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+      await eventually(async () => (await waiting()) > 0 || undefined, 10_000, "the run's write to wait")
       expect(await waiting()).toBe(1)
       expect(callsTo("fenced-2")).toBe(0)
       await claimer.query("COMMIT")

@@ -9,6 +9,7 @@ import { EventLog } from "../../src/events/EventLog.js"
 import type { EventRecord } from "../../src/events/EventRepo.js"
 import { followResponse } from "../../src/events/EventStreamResponse.js"
 import { Drain } from "../../src/http/Drain.js"
+import { eventually } from "../support/Poll.js"
 import { insertTasks, startEventLog, useEventLog } from "./support.js"
 
 let log: Awaited<ReturnType<typeof startEventLog>>
@@ -18,13 +19,7 @@ useEventLog((fixture) => {
 })
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-const until = async (what: string, done: () => boolean, ms = 60_000) => {
-  const end = Date.now() + ms
-  while (!done()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await sleep(20)
-  }
-}
+const until = (what: string, done: () => boolean, ms = 60_000) => eventually(() => done() || undefined, ms, what, 20)
 
 /** A pushed subscription (what the SSE responses write from) whose sink takes what it is given. */
 const subscriber = async (organizationId: string, after: bigint, wantsMore: () => boolean) => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { notOnce, type Scenario, startScenario } from "../support/ClusterScenario.js"
+import { eventually } from "../support/Poll.js"
 import { echo } from "../support/TargetServer.js"
 
 // a tool call in flight when its node stops or its task is cancelled: finished and recorded, or abandoned
@@ -24,11 +25,8 @@ beforeAll(async () => {
 afterAll(() => scenario?.stop())
 
 /** Until the target has seen `count` requests (the calls are under way). */
-const callsArrived = async (count: number) => {
-  const deadline = Date.now() + 20_000
-  while (scenario.target.requests.length < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
-  expect(scenario.target.requests.length).toBeGreaterThanOrEqual(count)
-}
+const callsArrived = (count: number) =>
+  eventually(() => scenario.target.requests.length >= count || undefined, 20_000, `${count} calls`)
 
 describe("a tool call under way", () => {
   it("is cancelled with its task: the run does not wait for it, and records no result", async () => {

@@ -121,12 +121,4 @@ export const startOtlpReceiver = async () => {
   }
 }
 
-export const eventually = async <A>(f: () => A | undefined, timeoutMs = 10_000): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const a = f()
-    if (a !== undefined) return a
-    if (Date.now() > deadline) throw new Error("timed out waiting")
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
+export { eventually } from "../support/Poll.js"

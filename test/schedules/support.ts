@@ -1,5 +1,6 @@
 import { expect } from "vitest"
 import { call, withDatabase } from "../access/support.js"
+import { eventually } from "../support/Poll.js"
 import type { TestNode } from "../support/TestNode.js"
 
 export const user = { id: "u-sched", email: "sched@example.com" }
@@ -36,12 +37,6 @@ export const ticksOf = (node: TestNode, scheduleId: string) =>
       [scheduleId]
     )).rows as Array<{ scheduled_for: Date; kind: string; status: string; task_id: string | null; reason: string }>)
 
-export const until = async <A>(what: string, f: () => Promise<A | undefined>, timeoutMs = 20_000): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await f()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
+/** `eventually`, named first, polling every 100 ms (each poll reads the database). */
+export const until = <A>(what: string, f: () => Promise<A | undefined>, timeoutMs = 20_000): Promise<A> =>
+  eventually(f, timeoutMs, what, 100)

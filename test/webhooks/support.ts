@@ -30,13 +30,4 @@ export const headersOf = (r: RecordedRequest) => ({
 export const verified = (secret: string, r: RecordedRequest): any =>
   new Verifier(secret).verify(r.body.toString("utf8"), headersOf(r))
 
-/** Polls `check` until it returns something other than undefined (or fails after `ms`). */
-export const eventually = async <A>(check: () => A | undefined | Promise<A | undefined>, ms = 15_000): Promise<A> => {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await check()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
-}
+export { eventually } from "../support/Poll.js"
