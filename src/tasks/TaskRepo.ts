@@ -445,6 +445,20 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     const appendEvent = (taskId: TaskId, type: string, stepKey: string | null, data: unknown) =>
       insertEvent([taskId, type, stepKey, JSON.stringify(data)]).pipe(Effect.asVoid)
 
+    /** The fence's CTEs: `held`, task $1's row while the run's claim (`epoch`) holds, locked when `lock`. */
+    const heldUnder = (epoch: string, lock: boolean) => `
+      held AS (
+        SELECT status = 'executing' AS executing FROM tasks WHERE id = $1 AND run_epoch = ${epoch}${
+      lock ? " FOR SHARE" : ""
+    }
+      )`
+    /** `mark`: the tool call `stepKey` (null: none) marked made, if `held` holds and the task runs. */
+    const markUnder = (stepKey: string) => `
+      mark AS (
+        INSERT INTO task_calls (task_id, step_key)
+        SELECT $1, ${stepKey}::text FROM held WHERE held.executing AND ${stepKey} IS NOT NULL
+        ON CONFLICT DO NOTHING RETURNING 1
+      )`
     /**
      * A run's write (parameters as `eventInsert`'s): the thread append, made only while the run's claim ($5,
      * its epoch) holds, and the mark of the tool call the run makes next ($6, its step key, or null), made
@@ -452,15 +466,8 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
      * reads it: a claim in progress is waited for and its outcome seen, and a claim waits for the write.
      * One that marks none only checks (the lock costs a write of the row).
      */
-    const fencedStep = (marks: boolean) => `
-      held AS (
-        SELECT status = 'executing' AS executing FROM tasks WHERE id = $1 AND run_epoch = $5${marks ? " FOR SHARE" : ""}
-      ),
-      event AS (${eventInsert("EXISTS (SELECT 1 FROM held)")}),
-      mark AS (
-        INSERT INTO task_calls (task_id, step_key) SELECT $1, $6::text FROM held WHERE held.executing AND $6 IS NOT NULL
-        ON CONFLICT DO NOTHING RETURNING 1
-      )`
+    const fencedStep = (marks: boolean) =>
+      `${heldUnder("$5", marks)}, event AS (${eventInsert("EXISTS (SELECT 1 FROM held)")}), ${markUnder("$6")}`
     const FENCED_STEP_RESULT = "SELECT EXISTS (SELECT 1 FROM held) AS held, EXISTS (SELECT 1 FROM mark) AS marked"
     /** What a run's write did: `held` false, nothing (another run has the task); `marked`, the next call's mark. */
     interface Fenced {
@@ -523,12 +530,10 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         claim: row!.run_epoch === null ? undefined : { epoch: row!.run_epoch } satisfies Claim
       })))
 
-    const markCall = prepared<{ task_id: TaskId }>(
+    const markCall = prepared<{ marked: boolean }>(
       pool,
       "task_call_mark",
-      `INSERT INTO task_calls (task_id, step_key)
-      SELECT id, $3 FROM tasks WHERE id = $1 AND run_epoch = $2 AND status = 'executing' FOR SHARE
-      ON CONFLICT DO NOTHING RETURNING task_id`
+      `WITH ${heldUnder("$2", true)}, ${markUnder("$3")} SELECT EXISTS (SELECT 1 FROM mark) AS marked`
     )
     /**
      * Before a tool call the write before it did not mark (`fencedStep`): marks it made, while the run's
@@ -536,7 +541,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
      * has the task, or it ended).
      */
     const callStarts = (taskId: TaskId, epoch: number, stepKey: string) =>
-      Effect.map(markCall([taskId, epoch, stepKey]), (rows) => rows.length > 0)
+      Effect.map(markCall([taskId, epoch, stepKey]), ([row]) => row!.marked)
 
     const listMarked = prepared<{ step_key: string }>(
       pool,
