@@ -103,12 +103,11 @@ export class TaskRuns extends Effect.Service<TaskRuns>()("tasks/TaskRuns", {
         runs.set(taskId, run)
         return Effect.map(Effect.forkDaemon(runOnce(taskId, run)), (fiber) => Object.assign(run, { fiber }))
       })
-    /** Stops a run for a shard move or a shutdown: at once, or once the tool call it makes is recorded. */
-    const leave = (control: RunControl, fiber: Fiber.RuntimeFiber<Outcome>) => {
-      if (!control.inCall) return Fiber.interrupt(fiber)
-      control.leave = true
-      return Fiber.await(fiber)
-    }
+    /** For a shard move or a shutdown: a run making a tool call is asked to leave once it is recorded (true). */
+    const askedToLeave = (control: RunControl) => control.inCall && (control.leave = true)
+    /** Stops a run for a shutdown: at once, or once the tool call it makes is recorded. */
+    const leave = (control: RunControl, fiber: Fiber.RuntimeFiber<Outcome>) =>
+      askedToLeave(control) ? Fiber.await(fiber) : Fiber.interrupt(fiber)
     /**
      * Stops every run (the node is stopping), at once or once its tool call is recorded. Runs first when
      * requests have drained, while the node still holds its shards (Drain), and again as this service
@@ -158,8 +157,7 @@ export class TaskRuns extends Effect.Service<TaskRuns>()("tasks/TaskRuns", {
       for (const [id, run] of runs) {
         if (run.fiber === undefined || run.cancelling || run.timedOut) continue
         if (!shardIsHere(id)) {
-          if (run.control.inCall) run.control.leave = true
-          else stops.push(Fiber.interruptFork(run.fiber))
+          if (!askedToLeave(run.control)) stops.push(Fiber.interruptFork(run.fiber))
         } else if (run.deadline <= now) {
           run.timedOut = true
           stops.push(Fiber.interruptFork(run.fiber))
