@@ -1,6 +1,7 @@
 import * as Crypto from "node:crypto"
 import pg from "pg"
 import { describe, expect, it } from "vitest"
+import { eventually } from "../support/Poll.js"
 import { startEventLog, useEventLog } from "./support.js"
 
 // The event triggers as migrations 0021 and 0029 write them: ids from a transaction-local counter, per row
@@ -119,8 +120,8 @@ describe("event writes", () => {
         await insertTask(client, unfollowed, "completed")
         expect(heard).toEqual([])
       })
-      const deadline = Date.now() + 2000
-      while (heard.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+      await eventually(() => heard.length > 0 ? true : undefined, 2000, "a notification", 20)
+      // and no second one after it
       await new Promise((r) => setTimeout(r, 100))
       expect(heard).toEqual([followed])
     } finally {

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it, onTestFailed } from "vitest"
 import { type Scenario, startScenario, steppedScript } from "../support/ClusterScenario.js"
+import { eventually } from "../support/Poll.js"
 
 let scenario: Scenario | undefined
 afterAll(() => scenario?.stop())
@@ -27,13 +28,12 @@ describe("scaling out and in under load (2 → 3 → 2 nodes)", () => {
 
     const third = await cluster.add()
     // the new node takes a share of the shards
-    const deadline = Date.now() + 30_000
-    let owned = 0
-    while (Date.now() < deadline && !(owned > 0)) {
-      owned = (await ownedShards(third.process.baseUrl)) ?? 0
-      if (owned === 0) await new Promise((r) => setTimeout(r, 250))
-    }
-    expect(owned).toBeGreaterThan(0)
+    await eventually(
+      async () => ((await ownedShards(third.process.baseUrl)) ?? 0) > 0 ? true : undefined,
+      30_000,
+      "the third node to own shards",
+      250
+    )
     accepted.push(...await scenario.invoke(Array.from({ length: 30 }, (_, n) => 100 + n)))
 
     // scale in: the first node leaves gracefully while tasks run
@@ -48,12 +48,12 @@ describe("scaling out and in under load (2 → 3 → 2 nodes)", () => {
       const left = await Promise.all([1, 2].map((i) => ownedShards(cluster.nodes[i]!.process.baseUrl)))
       return (left[0] ?? 0) + (left[1] ?? 0)
     }
-    const until = Date.now() + 30_000
-    let total = await ownedByLeft()
-    while (total !== 300 && Date.now() < until) {
-      await new Promise((r) => setTimeout(r, 250))
-      total = await ownedByLeft()
-    }
+    const total = await eventually(
+      async () => (await ownedByLeft()) === 300 ? 300 : undefined,
+      30_000,
+      "the two nodes left to own all 300 shards",
+      250
+    )
     expect(total).toBe(300)
   }, 180_000)
 })
