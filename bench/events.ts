@@ -4,7 +4,7 @@ import * as Path from "node:path"
 import pg from "pg"
 import { FOLD_LOCK } from "../src/usage/UsageRepo.js"
 import { measureThroughput, percentile, type Target } from "./support/load.js"
-import { startNode, stopAll, tempDir } from "./support/processes.js"
+import { cpuTimeMs, startNode, stopAll, tempDir } from "./support/processes.js"
 import { fmt, ratio, warnIfBusy } from "./support/report.js"
 import { appendToList } from "./support/runs.js"
 
@@ -19,7 +19,8 @@ import { appendToList } from "./support/runs.js"
  *     tasks/s without, same machine, same minute; the median of the rounds' ratios. Twice: with nobody
  *     following the organization (its commits do not notify), and with an SSE client following it (they
  *     do, and the client reads every event). The usage folder, which folds the event log into rollups, is held
- *     off while cost is measured (its lock taken), so it is not counted as the event log's cost.
+ *     off while cost is measured (its lock taken), so it is not counted as the event log's cost. Beside
+ *     tasks/s, each block's CPU per task, of the node's process and of its PostgreSQL: where the cost goes.
  * Each run is appended to bench/results/events.json.
  */
 export const name = "events"
@@ -174,25 +175,60 @@ const withoutUsageFold = async <A>(pool: pg.Pool, f: () => Promise<A>): Promise<
   }
 }
 
-const measureCost = (target: Target, pool: pg.Pool) => withoutUsageFold(pool, () => measureCostNow(target, pool))
+const measureCost = (target: Target, pool: pg.Pool, nodePid: number) =>
+  withoutUsageFold(pool, () => measureCostNow(target, pool, nodePid))
 
-const measureCostNow = async (target: Target, pool: pg.Pool) => {
+/** CPU ms used by the node's own process and by its PostgreSQL (its descendants), from now to `read`. */
+const cpuSince = (nodePid: number) => {
+  const read = () => ({ node: cpuTimeMs([nodePid], { descendants: false }), all: cpuTimeMs([nodePid]) })
+  const start = read()
+  return () => {
+    const end = read()
+    if (start.node === undefined || end.node === undefined) return undefined
+    const node = end.node - start.node
+    return { node, postgres: end.all! - start.all! - node }
+  }
+}
+
+const measureCostNow = async (target: Target, pool: pg.Pool, nodePid: number) => {
   const { blockMs, producers, rounds, skipMs, warmupMs } = settings.cost
   const counted = { on: [] as Array<number>, off: [] as Array<number> }
+  // CPU µs per task over each block's counted window: the node's process, and its PostgreSQL
+  const cpu = {
+    on: [] as Array<{ node: number; postgres: number }>,
+    off: [] as Array<{ node: number; postgres: number }>
+  }
   let errors = 0
   // not counted: the node's JIT, pools and caches warm up
   await measureThroughput(target, { concurrency: producers, warmupMs: 0, durationMs: warmupMs })
   for (let round = 0; round < rounds; round++) {
     for (const enabled of round % 2 === 0 ? [true, false] : [false, true]) {
       await setTriggers(pool, enabled)
+      let window: (() => { node: number; postgres: number } | undefined) | undefined
+      let used: { node: number; postgres: number } | undefined
+      const timers = [
+        setTimeout(() => (window = cpuSince(nodePid)), skipMs),
+        setTimeout(() => (used = window?.()), blockMs)
+      ]
       const result = await measureThroughput(target, {
         concurrency: producers,
         warmupMs: skipMs,
         durationMs: blockMs - skipMs
       })
+      for (const t of timers) clearTimeout(t)
       errors += result.errors
-      counted[enabled ? "on" : "off"].push(result.rps)
-      process.stdout.write(`    events ${enabled ? "on " : "off"}: ${fmt(result.rps, 0)} tasks/s\n`)
+      const side = enabled ? "on" : "off"
+      counted[side].push(result.rps)
+      const perTask = used === undefined || result.requests === 0
+        ? undefined
+        : { node: used.node * 1000 / result.requests, postgres: used.postgres * 1000 / result.requests }
+      if (perTask !== undefined) cpu[side].push(perTask)
+      process.stdout.write(
+        `    events ${enabled ? "on " : "off"}: ${fmt(result.rps, 0)} tasks/s` +
+          (perTask === undefined
+            ? "\n"
+            : `, CPU per task: node ${fmt(perTask.node, 0)} µs, PostgreSQL ${fmt(perTask.postgres, 0)} µs\n`)
+      )
     }
   }
   await setTriggers(pool, true)
@@ -203,7 +239,10 @@ const measureCostNow = async (target: Target, pool: pg.Pool) => {
   const { rows: [perTask] } = await pool.query<{ n: string }>(
     "SELECT (count(*)::float8 / greatest(count(DISTINCT task_id), 1))::text AS n FROM events WHERE task_id IS NOT NULL"
   )
+  const cpuMedian = (xs: ReadonlyArray<{ node: number; postgres: number }>) =>
+    xs.length === 0 ? undefined : { node: median(xs.map((x) => x.node)), postgres: median(xs.map((x) => x.postgres)) }
   return {
+    cpuPerTaskUs: { on: cpuMedian(cpu.on), off: cpuMedian(cpu.off) },
     tasksPerSecondWithEvents: mean(counted.on),
     tasksPerSecondWithout: mean(counted.off),
     ratio: median(ratios),
@@ -214,6 +253,13 @@ const measureCostNow = async (target: Target, pool: pg.Pool) => {
     errors
   }
 }
+
+const cpuLine = (cpu: Record<"on" | "off", { node: number; postgres: number } | undefined>) =>
+  cpu.on === undefined || cpu.off === undefined ?
+    "" :
+    `\n  CPU per task (medians of the blocks), on against off: node ${fmt(cpu.on.node, 0)} against ${
+      fmt(cpu.off.node, 0)
+    } µs, PostgreSQL ${fmt(cpu.on.postgres, 0)} against ${fmt(cpu.off.postgres, 0)} µs`
 
 /** Appends this run to bench/results/events.json (an array of runs). */
 const append = (run: Record<string, unknown>) => appendToList(name, settings, run)
@@ -263,15 +309,15 @@ export const run = async () => {
             fmt(cost.eventsPerTask, 1)
           } events per task) — target ≥ ${targets.tasksWithEventsVsWithout}x: ${
             cost.ratio >= targets.tasksWithEventsVsWithout ? "PASS" : "MISS"
-          }`
+          }` + cpuLine(cost.cpuPerTaskUs)
         )
       console.log(`Cost, nobody following: sync invokes from ${settings.cost.producers} producers, triggers on/off`)
-      const unfollowed = await measureCost(target, pool)
+      const unfollowed = await measureCost(target, pool, node.pid)
       print(unfollowed)
       console.log("Cost, an SSE client following every event of the organization")
       let followedEvents = 0
       const stream = await follow(node.baseUrl, apiKey, () => void followedEvents++, "")
-      const followed = await measureCost(target, pool)
+      const followed = await measureCost(target, pool, node.pid)
       await stream.close()
       print(followed)
       const ok = latency.missing === 0 && unfollowed.errors === 0 && followed.errors === 0
