@@ -218,7 +218,7 @@ export class ToolsApi extends HttpApiGroup.make("tools")
         access: "Organizational connections and the caller's own personal ones."
       }))
       .setPath(OperationPath)
-      .setPayload(InvokeOperation)
+      .setPayload(Schema.NullOr(InvokeOperation))
       .addSuccess(Schema.Unknown.annotations({ description: "The target API's response, passed through unchanged." }))
       .addError(BadGatewayWire)
       .addError(GatewayTimeoutWire)

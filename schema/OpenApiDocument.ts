@@ -40,6 +40,7 @@ export const documentApi = (api: HttpApi.HttpApi.Any) => (spec: Record<string, a
         op.description = [op.description, roleNote(doc)].filter((s) => s !== undefined).join("\n\n")
         op["x-switchyard-role"] = doc.role ?? "none"
       }
+      optionalBody(op)
       documentErrors(op, operationId, doc, schemas)
       const example = operationExamples[operationId]
       if (example?.request !== undefined) op.requestBody.content["application/json"].example = example.request
@@ -69,6 +70,20 @@ export const documentApi = (api: HttpApi.HttpApi.Any) => (spec: Record<string, a
     description: "A node on this machine (`switchyard serve`); use your deployment's `SWITCHYARD_PUBLIC_URL`."
   }]
   return spec
+}
+
+/**
+ * A payload that may be null (`Schema.NullOr`) is a body the client may leave out, which HttpApi reads as
+ * null: documented as the body's own schema, not required.
+ */
+const optionalBody = (op: Record<string, any>) => {
+  const body = op.requestBody?.content?.["application/json"]
+  const alternatives: unknown = body?.schema?.anyOf
+  if (!Array.isArray(alternatives) || alternatives.length !== 2) return
+  const value = alternatives.find((a) => a?.type !== "null")
+  if (value === undefined || alternatives.every((a) => a?.type !== "null")) return
+  body.schema = value
+  op.requestBody.required = false
 }
 
 interface EndpointInfo {

@@ -50,7 +50,7 @@ export const ToolsHttpLive = HttpApiBuilder.group(Api, "tools", (handlers) =>
         ))
       .handle("invokeOperation", ({ path, payload }) =>
         as((p) =>
-          connections.invoke(p, path.connector_id, path.connection_id, path.operation_id, payload)
+          connections.invoke(p, path.connector_id, path.connection_id, path.operation_id, payload ?? {})
         ).pipe(
           Effect.map((upstream) =>
             HttpServerResponse.raw(upstream.body, { status: upstream.status, headers: upstream.headers as any })

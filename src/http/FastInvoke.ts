@@ -15,7 +15,7 @@ const ROUTE = /^\/v1\/tools\/connectors\/([^/?#]+)\/connections\/([0-9a-fA-F-]{3
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/
 
 // the contract's schema, as HttpApi decodes the payload with it (its parse options are its annotations)
-const decodeInput = Schema.decodeUnknownEither(InvokeOperation)
+const decodeInput = Schema.decodeUnknownEither(Schema.NullOr(InvokeOperation))
 
 /**
  * The connector invoke route (spec 4.5) in plain Node, for the common case where the verified key, the
@@ -55,7 +55,7 @@ export const FastInvokeLive = Layer.effectDiscard(
 
       const exchange = edge.begin(req, res, principal.organizationId)
       exchange.readBody((text) => {
-        // an empty body is JSON null to HttpApi, which the contract then refuses
+        // an empty body is JSON null to HttpApi: the body may be left out (the contract is NullOr)
         const parsed = parseJsonBody(text, null)
         if (!parsed.ok) return exchange.error(400, parsed.error)
         const input = decodeInput(parsed.value)
@@ -63,7 +63,12 @@ export const FastInvokeLive = Layer.effectDiscard(
           return exchange.error(400, validationError(ParseResult.ArrayFormatter.formatErrorSync(input.left)))
         }
         const parentSpan = exchange.callerSpan()
-        const call = invoker.call(principal, target, input.right, parentSpan === undefined ? undefined : { parentSpan })
+        const call = invoker.call(
+          principal,
+          target,
+          input.right ?? {},
+          parentSpan === undefined ? undefined : { parentSpan }
+        )
         res.once("close", () => call.abort())
         call.outcome.then(
           (outcome) =>

@@ -46,13 +46,38 @@ interface DecodeIssue {
   readonly message: string
 }
 
-/** HttpApi's own decode error becomes our `validation_failed` body, with the failing field paths. */
+const WHOLE_BODY = /^Expected [A-Za-z]+, actual ([^]*)$/
+
+/**
+ * An issue as a person reads it: the whole body refused by its schema's name ("Expected CreateAgent, actual
+ * null") says what the body should be instead.
+ */
+const readable = (path: string, message: string) => {
+  const actual = path === "" ? WHOLE_BODY.exec(message)?.[1] : undefined
+  if (actual === undefined) return message
+  return actual === "null"
+    ? "The request has no body (or a null one): send a JSON object."
+    : `The request body must be a JSON object, not ${actual}.`
+}
+
+/**
+ * HttpApi's own decode error becomes our `validation_failed` body, with the failing field paths. An optional
+ * field's "Expected undefined" beside the real issue at the same path is dropped: it only says the field
+ * could also be left out.
+ */
 export const validationError = (issues: ReadonlyArray<DecodeIssue>) => {
-  const fields = issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message }))
+  const all = issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message }))
+  const fields = all
+    .filter((f) =>
+      !(f.message.startsWith("Expected undefined, actual") && all.some((o) => o !== f && o.path === f.path))
+    )
+    .map((f) => ({ path: f.path, message: readable(f.path, f.message) }))
   const first = fields[0]
   const summary = first === undefined
     ? "The request is not valid."
-    : `${first.path === "" ? "The request" : `\`${first.path}\``}: ${first.message}`
+    : first.path === ""
+    ? first.message.startsWith("The request") ? first.message : `The request: ${first.message}`
+    : `\`${first.path}\`: ${first.message}`
   return {
     code: "validation_failed",
     message: fields.length > 1 ? `${summary} (and ${fields.length - 1} more)` : summary,
@@ -83,6 +108,15 @@ const isConnectionError = (defect: unknown) =>
   typeof defect === "object" && defect !== null && (defect as any)._tag === "SqlError" &&
   /ECONNREFUSED|ECONNRESET|terminat|timeout|Connection|connect/i.test(String((defect as any).cause ?? defect))
 
+const malformedEscape = (path: string) => {
+  try {
+    decodeURIComponent(path)
+    return false
+  } catch {
+    return true
+  }
+}
+
 /** What escaped the API (unknown routes, unreadable bodies, defects) in our error body. */
 const failureResponse = (
   cause: Cause.Cause<unknown>,
@@ -96,10 +130,13 @@ const failureResponse = (
       const path = request.url.split("?")[0]!
       const allowed = routes.allowedMethods(path)
       if (allowed.includes(request.method)) {
-        // the route exists for this method: the router refused a segment longer than it matches
+        // the route exists for this method: the router refused a segment it could not decode, or one longer
+        // than it matches
         return errorResponse(400, info, {
           code: "validation_failed",
-          message: `A path segment is longer than ${MAX_PATH_SEGMENT} characters; no id is that long.`
+          message: malformedEscape(path)
+            ? "The path has a malformed percent-escape: write % as %25, and escape text as UTF-8 (%C3%A9)."
+            : `A path segment is longer than ${MAX_PATH_SEGMENT} characters; no id is that long.`
         })
       }
       return allowed.length > 0

@@ -39,6 +39,6 @@ export const ApprovalsHttpLive = HttpApiBuilder.group(Api, "approvals", (handler
         "getApproval",
         ({ path, urlParams }) => as((p) => approvalAfter(p, path.approval_id, urlParams.wait ?? 0))
       )
-      .handle("approve", ({ path, payload }) => as((p) => approvals.approve(p, path.approval_id, payload.reason)))
-      .handle("reject", ({ path, payload }) => as((p) => approvals.reject(p, path.approval_id, payload.reason)))
+      .handle("approve", ({ path, payload }) => as((p) => approvals.approve(p, path.approval_id, payload?.reason)))
+      .handle("reject", ({ path, payload }) => as((p) => approvals.reject(p, path.approval_id, payload?.reason)))
   })).pipe(Layer.provide(AgentsLive), Layer.provide(EventLog.Default))

@@ -183,6 +183,16 @@ describe.each([["fast path", "true"], ["general stack", "false"]])("invoke throu
       ])
     })
 
+    it("takes a request without a body as an empty one: every field of the body is optional", async () => {
+      const before = target.requests.length
+      const response = await fetch(
+        `${node.baseUrl}/v1/tools/connectors/${connector.id}/connections/${connection.id}/listPets`,
+        { method: "POST", headers: { "x-api-key": apiKey } }
+      )
+      expect(response.status).toBe(200)
+      expect(target.requests[before]!.path).toBe("/pets")
+    })
+
     it("shows all three groups in the operation's input schema, an empty one as an empty object", async () => {
       const response = await node.fetch(
         `/v1/tools/connectors/${connector.id}/connections/${connection.id}/createPet/schema`,

@@ -197,6 +197,38 @@ describe.each(["fast", "general"])("ids, dates and text checked at the contract 
     expectError(await send(node(), "GET", `/v1/tasks/${long}`, key()), 400, "validation_failed")
     expectError(await send(node(), "GET", `/v1/agents/${"a".repeat(200)}`, key()), 400, "validation_failed")
   })
+
+  it("says a malformed percent-escape is one, not a long segment", async () => {
+    for (const path of ["/v1/agents/%zz", "/v1/tasks/%E0%A4%A"]) {
+      const answer = await send(node(), "GET", path, key())
+      expectError(answer, 400, "validation_failed")
+      expect(answer.body.error.message).toContain("percent-escape")
+    }
+  })
+})
+
+describe.each(["fast", "general"])("validation messages (%s stack)", (stack) => {
+  const node = () => stacks[stack]!
+  const key = () => adminKey[stack]!
+
+  it("says a missing or non-object body is one, without the schema's name", async () => {
+    const missing = await send(node(), "POST", "/v1/agents", key())
+    expectError(missing, 400, "validation_failed")
+    expect(missing.body.error.message).toBe("The request has no body (or a null one): send a JSON object.")
+    const text = await send(node(), "POST", "/v1/agents", key(), `"hello"`, "application/json")
+    expectError(text, 400, "validation_failed")
+    expect(text.body.error.message).toBe(`The request body must be a JSON object, not "hello".`)
+    const invoke = await send(node(), "POST", `/v1/agents/${agentId[stack]}/invoke`, key(), "[]", "application/json")
+    expectError(invoke, 400, "validation_failed")
+    expect(invoke.body.error.message).not.toMatch(/InvokeAgent|Expected [A-Z]/)
+  })
+
+  it("lists the real issue of an optional field, not that it could be left out", async () => {
+    const answer = await send(node(), "GET", "/v1/tasks?limit=0", key())
+    expectError(answer, 400, "validation_failed")
+    expect(answer.body.error.message).not.toContain("Expected undefined")
+    expect(answer.body.error.details.issues.map((i: any) => i.path)).toEqual(["limit"])
+  })
 })
 
 describe("task cancel rights", () => {
