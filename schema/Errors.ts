@@ -383,6 +383,7 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   ),
   rest(409, "connection_not_found", "The connection or its connector was removed while the call was being prepared."),
   rest(409, "conflict", "The request conflicts with the current state; the default of the 409 error."),
+  rest(408, "request_timeout", "The request's headers or body did not arrive in time; the connection is closed."),
   rest(
     410,
     "events_expired",
@@ -422,6 +423,12 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
     "unsupported_document_type",
     "A knowledge document that is not text, Markdown, HTML or PDF (by its Content-Type, else its name's " +
       "extension): convert it, or name the format with `format`."
+  ),
+  rest(
+    431,
+    "headers_too_large",
+    "The request line and headers are larger than this server reads (16 KiB): shorten the URL or the headers; " +
+      "the connection is closed."
   ),
   rest(
     422,

@@ -30,10 +30,11 @@ import { SignInPages } from "../web/SignInPages.js"
 import { WebhooksHttpLive } from "../webhooks/WebhooksHttp.js"
 import { AuthenticationLive } from "./AuthenticationLive.js"
 import { Drain } from "./Drain.js"
+import { errorEnvelope, OWN_ERROR_HEADER } from "./ErrorEnvelope.js"
 import { FastInvokeLive } from "./FastInvoke.js"
 import { FastTasksLive } from "./FastTasks.js"
 import { gateRequests, NodeRequestGate } from "./NodeRequestGate.js"
-import { RequestPipelineLive } from "./RequestPipeline.js"
+import { requestIdOf, RequestPipelineLive } from "./RequestPipeline.js"
 import { MAX_PATH_SEGMENT } from "./RouteTable.js"
 
 const ApiRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(
@@ -74,6 +75,35 @@ const Routes = Layer.mergeAll(
   DeniedRequestsLive
 ).pipe(Layer.provideMerge(RequestPipelineLive))
 
+const UNPARSABLE: Record<string, readonly [status: number, reason: string, code: string, message: string]> = {
+  HPE_HEADER_OVERFLOW: [
+    431,
+    "Request Header Fields Too Large",
+    "headers_too_large",
+    "The request line and headers are larger than this server reads (16 KiB): shorten the URL or the headers."
+  ],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, "Request Timeout", "request_timeout", "The request was not received in time."]
+}
+
+/**
+ * A request Node's parser refuses before any handler sees it (a URL or headers over its limit, bytes that are
+ * not HTTP) is answered in the one error shape, as Node would answer it but with a body; a connection already
+ * gone is only closed.
+ */
+const answerUnparsable = (server: Http.Server) =>
+  server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
+    if (error.code === "ECONNRESET" || !socket.writable) return socket.destroy()
+    const [status, reason, code, message] = UNPARSABLE[error.code ?? ""] ??
+      [400, "Bad Request", "bad_request", "The request is not valid HTTP/1.1."]
+    const requestId = requestIdOf(undefined)
+    const body = JSON.stringify(errorEnvelope({ code, message }, requestId))
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\n` +
+        `content-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\n` +
+        `x-switchyard-error: ${OWN_ERROR_HEADER["x-switchyard-error"]}\r\nconnection: close\r\n\r\n${body}`
+    )
+  })
+
 /**
  * The HTTP front end. On shutdown, before the server and the cluster go down: turn unready, stop
  * accepting, and let requests in flight finish (up to SWITCHYARD_SHUTDOWN_GRACE).
@@ -82,6 +112,7 @@ export const HttpServerLive = Layer.unwrapEffect(
   Effect.gen(function*() {
     const config = yield* SwitchyardConfig
     const server = Http.createServer()
+    answerUnparsable(server)
     server.keepAliveTimeout = 65_000 // longer than common load-balancer idle timeouts
     const gate = gateRequests(server)
     const served = HttpLayerRouter.serve(Layer.provide(Routes, Layer.succeed(NodeRequestGate, gate)), {

@@ -223,6 +223,14 @@ describe.each(["fast", "general"])("validation messages (%s stack)", (stack) => 
     expect(invoke.body.error.message).not.toMatch(/InvokeAgent|Expected [A-Z]/)
   })
 
+  it("answers a URL past Node's header limit in the one error shape, not an empty 431", async () => {
+    const answer = await send(node(), "GET", `/v1/agents?q=${"a".repeat(100_000)}`, key())
+    expect(answer.status).toBe(431)
+    expect(answer.body.error).toMatchObject({ code: "headers_too_large" })
+    expect(answer.body.error.request_id).toBe(answer.headers.get("x-request-id"))
+    expect(answer.headers.get("x-switchyard-error")).toBe("true")
+  })
+
   it("lists the real issue of an optional field, not that it could be left out", async () => {
     const answer = await send(node(), "GET", "/v1/tasks?limit=0", key())
     expectError(answer, 400, "validation_failed")
