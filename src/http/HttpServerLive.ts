@@ -75,14 +75,32 @@ const Routes = Layer.mergeAll(
   DeniedRequestsLive
 ).pipe(Layer.provideMerge(RequestPipelineLive))
 
-const UNPARSABLE: Record<string, readonly [status: number, reason: string, code: string, message: string]> = {
-  HPE_HEADER_OVERFLOW: [
-    431,
-    "Request Header Fields Too Large",
-    "headers_too_large",
-    "The request line and headers are larger than this server reads (16 KiB): shorten the URL or the headers."
-  ],
-  ERR_HTTP_REQUEST_TIMEOUT: [408, "Request Timeout", "request_timeout", "The request was not received in time."]
+interface Unparsable {
+  readonly status: number
+  readonly reason: string
+  readonly code: string
+  readonly message: string
+}
+
+const UNPARSABLE: Record<string, Unparsable> = {
+  HPE_HEADER_OVERFLOW: {
+    status: 431,
+    reason: "Request Header Fields Too Large",
+    code: "headers_too_large",
+    message: "The request line and headers are larger than this server reads (16 KiB): shorten the URL or the headers."
+  },
+  ERR_HTTP_REQUEST_TIMEOUT: {
+    status: 408,
+    reason: "Request Timeout",
+    code: "request_timeout",
+    message: "The request was not received in time."
+  }
+}
+const NOT_HTTP: Unparsable = {
+  status: 400,
+  reason: "Bad Request",
+  code: "bad_request",
+  message: "The request is not valid HTTP/1.1."
 }
 
 /**
@@ -93,8 +111,7 @@ const UNPARSABLE: Record<string, readonly [status: number, reason: string, code:
 const answerUnparsable = (server: Http.Server) =>
   server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
     if (error.code === "ECONNRESET" || !socket.writable) return socket.destroy()
-    const [status, reason, code, message] = UNPARSABLE[error.code ?? ""] ??
-      [400, "Bad Request", "bad_request", "The request is not valid HTTP/1.1."]
+    const { code, message, reason, status } = UNPARSABLE[error.code ?? ""] ?? NOT_HTTP
     const requestId = requestIdOf(undefined)
     const body = JSON.stringify(errorEnvelope({ code, message }, requestId))
     socket.end(
