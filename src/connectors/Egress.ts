@@ -23,7 +23,7 @@ export class Egress extends Effect.Service<Egress>()("connectors/Egress", {
     const explain = (error: unknown): string => {
       const refused = findEgressRefusal(error)
       if (refused !== undefined) {
-        return `${refused.host} resolves to ${refused.address} (${refused.reason}), which connectors may not reach; ` +
+        return `${refused.host} resolves to ${refused.address} (${refused.reason}), which Switchyard's outgoing calls may not reach; ` +
           `an operator can allow it with SWITCHYARD_EGRESS_ALLOW`
       }
       let e: any = error

@@ -1,5 +1,6 @@
 import { FormData } from "undici"
 import type { InvokeOperation } from "../../schema/Connectors.js"
+import { VERSION } from "../support/Version.js"
 import type { ImportedOperation } from "./openapi/OpenApiImport.js"
 
 export interface OutgoingRequest {
@@ -164,7 +165,7 @@ export const buildRequest = (args: {
   }
   for (const [name, value] of Object.entries(credentials.query)) url.searchParams.set(name, value)
 
-  const headers: Record<string, string> = { "user-agent": "Switchyard/0.1" }
+  const headers: Record<string, string> = { "user-agent": `Switchyard/${VERSION}` }
   for (const [rawName, value] of Object.entries(input.headers ?? {})) {
     const name = rawName.toLowerCase()
     if (

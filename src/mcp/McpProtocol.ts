@@ -1,9 +1,9 @@
 import { Cause, Effect, Exit, Runtime, type Tracer } from "effect"
-import * as Fs from "node:fs"
 import { AuditLog } from "../audit/AuditLog.js"
 import { makeAskTool } from "../builtin/BuiltinAgent.js"
 import { BUILTIN_MCP_PATH, type ProtectedResource } from "../oauth/Resources.js"
 import type { McpCaller } from "../oauth/TokenVerifier.js"
+import { VERSION } from "../support/Version.js"
 import { classify, ErrorCodes, failure, type JsonRpcId, type JsonRpcRequest, result } from "./JsonRpc.js"
 import { type Headers, McpAdmission, PROTOCOL_VERSIONS } from "./McpAdmission.js"
 import {
@@ -22,8 +22,6 @@ import { McpSessions } from "./McpSessions.js"
 import { type ToolContext, type ToolOutcome, type ToolServices, ToolText } from "./McpTool.js"
 import { ToolJson } from "./ToolJson.js"
 import { type LoadedTool, loadTools, registryOf } from "./ToolRegistry.js"
-
-const VERSION: string = JSON.parse(Fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version
 
 type Request = JsonRpcRequest & { readonly id: JsonRpcId }
 

@@ -1,14 +1,12 @@
 import { FetchHttpClient } from "@effect/platform"
 import { Effect, Layer, Logger, Option, type Tracer } from "effect"
 import * as Crypto from "node:crypto"
-import * as Fs from "node:fs"
 import { SwitchyardConfig, type SwitchyardSettings } from "../config/SwitchyardConfig.js"
 import { nodeLogger } from "../http/AccessLog.js"
+import { VERSION } from "../support/Version.js"
 import { makeExportingTracer, makeSpanExporter } from "./SpanExporter.js"
 import { type LeanSpans, leanSpans } from "./Spans.js"
 import { tracedNodeLogger } from "./TraceLogger.js"
-
-const VERSION: string = JSON.parse(Fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version
 
 /**
  * Where spans go: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, else OTEL_EXPORTER_OTLP_ENDPOINT with the signal's
