@@ -1,6 +1,6 @@
 import { type CliApp, CliConfig, Command, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { ConfigError, Console, Duration, Effect, HashSet, Logger, LogLevel } from "effect"
+import { ConfigError, Console, Duration, Effect, HashSet, Logger } from "effect"
 import { agentsCommand } from "./cli/AgentsCommand.js"
 import { API_ENVIRONMENT } from "./cli/ApiTarget.js"
 import { ExitCode } from "./cli/CliFailure.js"
@@ -11,6 +11,7 @@ import { loginCommand, loginEnvironment } from "./cli/LoginCommand.js"
 import { databaseEnvironment, serveEnvironment } from "./cli/ServeSettings.js"
 import { tasksCommand } from "./cli/TasksCommand.js"
 import { cliConsole, Terminal } from "./cli/Terminal.js"
+import { minimumLogLevel } from "./config/MinimumLogLevel.js"
 import { nodeLogger } from "./http/AccessLog.js"
 
 type AnyCommand = Command.Command<any, any, any, any>
@@ -90,10 +91,6 @@ const main = (args: ReadonlyArray<string>) =>
       )
     }))
 
-const logLevel = LogLevel.fromLiteral(
-  (process.env["SWITCHYARD_LOG_LEVEL"] ?? "Info").replace(/^./, (c) => c.toUpperCase()) as LogLevel.Literal
-)
-
 /** Expected start-up failures get one clear line, not a stack trace. */
 const reportStartupFailure = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   effect.pipe(
@@ -141,6 +138,8 @@ process.once("SIGTERM", armHardStop)
 process.once("SIGINT", armHardStop)
 
 main(process.argv).pipe(
+  // SWITCHYARD_LOG_LEVEL holds for every command; a bad one is reported as any other bad setting
+  (program) => Effect.flatMap(minimumLogLevel, (level) => Logger.withMinimumLogLevel(program, level)),
   reportStartupFailure,
   Effect.provide(Terminal.layer),
   // the built-in options (--completions, --log-level, --wizard, --version) work but stay out of each help
@@ -148,6 +147,5 @@ main(process.argv).pipe(
   Effect.provide(NodeContext.layer),
   // logs on stderr: stdout carries what a command prints (keys, --json output)
   Effect.provide(Logger.replace(Logger.defaultLogger, nodeLogger)),
-  Logger.withMinimumLogLevel(logLevel),
   NodeRuntime.runMain({ disablePrettyLogger: true })
 )

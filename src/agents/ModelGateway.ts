@@ -26,7 +26,7 @@ export class ModelGateway extends Effect.Service<ModelGateway>()("agents/ModelGa
     const config = yield* SwitchyardConfig
     const egress = yield* Egress
     const settings = yield* ModelProviders
-    const prices = yield* Effect.try(() => makePriceTable(config.modelPrices)).pipe(Effect.orDie)
+    const prices = makePriceTable(config.modelPrices)
     const direct = yield* Effect.acquireRelease(
       Effect.sync(() => new Agent({ keepAliveTimeout: 30_000, connections: 64 })),
       (agent) => Effect.promise(() => agent.close().catch(() => undefined))

@@ -1,9 +1,4 @@
-/** USD per million tokens. */
-export interface Price {
-  readonly input: number
-  readonly output: number
-  readonly cached_input?: number
-}
+import type { ModelPrices, Price } from "../config/ModelPrices.js"
 
 // list prices at the time of writing; override or extend with SWITCHYARD_MODEL_PRICES
 const BUILT_IN: Record<string, Price> = {
@@ -23,28 +18,9 @@ const BUILT_IN: Record<string, Price> = {
   scripted: { input: 0, output: 0 }
 }
 
-export class PriceTableError extends Error {}
-
-/** The price table: built-in list prices, overridden by SWITCHYARD_MODEL_PRICES (JSON). */
-export const makePriceTable = (overrides: string) => {
-  let extra: Record<string, Price> = {}
-  if (overrides.trim() !== "") {
-    try {
-      extra = JSON.parse(overrides)
-    } catch {
-      throw new PriceTableError(
-        "SWITCHYARD_MODEL_PRICES must be JSON: {\"model\": {\"input\": 1, \"output\": 2, \"cached_input\": 0.5}}"
-      )
-    }
-    for (const [model, p] of Object.entries(extra)) {
-      if (typeof p?.input !== "number" || typeof p?.output !== "number") {
-        throw new PriceTableError(
-          `SWITCHYARD_MODEL_PRICES: '${model}' needs numeric "input" and "output" (USD per million tokens)`
-        )
-      }
-    }
-  }
-  const table: Record<string, Price> = { ...BUILT_IN, ...extra }
+/** The price table: built-in list prices, overridden and extended by SWITCHYARD_MODEL_PRICES (read by the config). */
+export const makePriceTable = (overrides: ModelPrices) => {
+  const table: Record<string, Price> = { ...BUILT_IN, ...overrides }
   /** Exact name, else the longest known prefix (dated snapshots such as gpt-4.1-mini-2025-04-14). */
   const priceOf = (model: string): Price | undefined =>
     table[model] ??

@@ -1,7 +1,16 @@
 import { Config, ConfigError, Context, Duration, Effect, Either, Layer, Option, Redacted } from "effect"
+import { VisibilityMode } from "../../schema/Skills.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
+import { parseModelPrices } from "./ModelPrices.js"
 
 const env = (name: string) => `SWITCHYARD_${name}`
+
+/**
+ * A check of a value already read (after its default, or made optional): `Config.validate` there reports no
+ * variable, so this names it.
+ */
+const check = <A>(name: string, message: string, ok: (a: A) => boolean) =>
+  Config.mapOrFail((a: A) => ok(a) ? Either.right(a) : Either.left(ConfigError.InvalidData([name], message)))
 
 const duration = (name: string, fallback: Duration.DurationInput) =>
   Config.duration(env(name)).pipe(Config.withDefault(Duration.decode(fallback)))
@@ -29,7 +38,7 @@ const rateLimit = (name: string, max: number, window: Duration.DurationInput) =>
       Config.withDefault(max)
     ),
     window: duration(`RATE_LIMIT_${name}_WINDOW`, window).pipe(
-      Config.validate({ message: "must be at least 1 second", validation: (d) => Duration.toMillis(d) >= 1000 })
+      check(env(`RATE_LIMIT_${name}_WINDOW`), "must be at least 1 second", (d) => Duration.toMillis(d) >= 1000)
     )
   })
 
@@ -39,15 +48,22 @@ const optional = <A>(config: Config.Config<A>, present: (a: A) => boolean) =>
 
 const nonEmpty = (r: Redacted.Redacted<string>) => Redacted.value(r).trim() !== ""
 
+/** An optional absolute http(s) URL. */
+const httpUrl = (name: string, message: string) =>
+  optional(Config.string(name), (s) => s.trim() !== "").pipe(
+    check(name, message, (url: Option.Option<string>) => Option.isNone(url) || isHttpUrl(url.value))
+  )
+
 const databaseUrl = optional(Config.redacted("DATABASE_URL"), nonEmpty).pipe(
-  Config.validate({
-    message: "must be a postgres:// or postgresql:// URL",
-    validation: Option.match({
+  check(
+    "DATABASE_URL",
+    "must be a postgres:// or postgresql:// URL",
+    Option.match({
       onNone: () => true,
       onSome: (r: Redacted.Redacted<string>) =>
         /^postgres(ql)?:\/\//.test(Redacted.value(r)) && URL.canParse(Redacted.value(r))
     })
-  })
+  )
 )
 
 /** 32 bytes, base64 or hex: the key-encryption key for secrets at rest. */
@@ -89,29 +105,11 @@ export const decodeSecretKey = (text: string): Uint8Array | undefined => {
 export const config = Config.all({
   httpPort: port(env("HTTP_PORT"), 8080),
   host: Config.string(env("HOST")).pipe(Config.withDefault("127.0.0.1")),
-  publicUrl: optional(Config.string(env("PUBLIC_URL")), (s) => s.trim() !== "").pipe(
-    Config.validate({
-      message: "must be an absolute http(s) URL, e.g. https://switchyard.example.com",
-      validation: Option.match({
-        onNone: () => true,
-        onSome: isHttpUrl
-      })
-    })
-  ),
+  publicUrl: httpUrl(env("PUBLIC_URL"), "must be an absolute http(s) URL, e.g. https://switchyard.example.com"),
   databaseUrl,
-  appUrl: optional(Config.string(env("APP_URL")), (s) => s.trim() !== "").pipe(
-    Config.validate({
-      message: "must be an absolute http(s) URL: the origin that serves /oauth_login",
-      validation: Option.match({ onNone: () => true, onSome: isHttpUrl })
-    })
-  ),
+  appUrl: httpUrl(env("APP_URL"), "must be an absolute http(s) URL: the origin that serves /oauth_login"),
   signInPages: Config.boolean(env("SIGN_IN_PAGES")).pipe(Config.withDefault(true)),
-  mcpPublicUrl: optional(Config.string(env("MCP_PUBLIC_URL")), (s) => s.trim() !== "").pipe(
-    Config.validate({
-      message: "must be an absolute http(s) URL, e.g. https://switchyard.example.com",
-      validation: Option.match({ onNone: () => true, onSome: isHttpUrl })
-    })
-  ),
+  mcpPublicUrl: httpUrl(env("MCP_PUBLIC_URL"), "must be an absolute http(s) URL, e.g. https://switchyard.example.com"),
   oauthAccessTokenTtl: duration("OAUTH_ACCESS_TOKEN_TTL", "1 hour"),
   oauthRefreshTokenTtl: duration("OAUTH_REFRESH_TOKEN_TTL", "30 days"),
   dataDir: Config.string(env("DATA_DIR")).pipe(Config.withDefault("./.switchyard")),
@@ -130,11 +128,9 @@ export const config = Config.all({
   // a long poll of a task another node runs is handed to that node (src/tasks/ShardDirectory.ts)
   forwardWaits: Config.boolean(env("FORWARD_WAITS")).pipe(Config.withDefault(true)),
   // where the other nodes reach this one's HTTP listener; default http://{RUNNER_HOST}:{HTTP_PORT}
-  internalUrl: optional(Config.string(env("INTERNAL_URL")), (s) => s.trim() !== "").pipe(
-    Config.validate({
-      message: "must be an absolute http(s) URL that the other nodes reach, e.g. http://10.0.0.12:8080",
-      validation: Option.match({ onNone: () => true, onSome: isHttpUrl })
-    })
+  internalUrl: httpUrl(
+    env("INTERNAL_URL"),
+    "must be an absolute http(s) URL that the other nodes reach, e.g. http://10.0.0.12:8080"
   ),
   shutdownGrace: duration("SHUTDOWN_GRACE", "20 seconds"),
   // what shutdown does after the grace (shards handed back, pools closed) gets this long, then the process
@@ -145,9 +141,19 @@ export const config = Config.all({
   taskSweepInterval: duration("TASK_SWEEP_INTERVAL", "1 second"),
   // events older than this are pruned; a reader resuming before them is told (410 events_expired)
   eventRetention: duration("EVENT_RETENTION", "7 days").pipe(
-    Config.validate({ message: "must be at least 1 minute", validation: (d) => Duration.toMillis(d) >= 60_000 })
+    check(env("EVENT_RETENTION"), "must be at least 1 minute", (d) => Duration.toMillis(d) >= 60_000)
   ),
-  modelPrices: Config.string(env("MODEL_PRICES")).pipe(Config.withDefault("")),
+  // prices by model name over the built-in list prices (src/agents/Prices.ts)
+  modelPrices: Config.string(env("MODEL_PRICES")).pipe(
+    Config.withDefault(""),
+    Config.mapOrFail((text) =>
+      Either.mapLeft(parseModelPrices(text), (problem) => ConfigError.InvalidData([env("MODEL_PRICES")], problem))
+    )
+  ),
+  // what a skill outside its visibility leads to (src/skills/Skills.ts); see docs/guides/skills.md
+  skillVisibilityMode: Config.literal(...VisibilityMode.literals)("SERVICE_SKILL_VISIBILITY_MODE").pipe(
+    Config.withDefault("report" as const)
+  ),
   // webhooks (issue 22): the retry schedule after a failed attempt, each request's limit, requests in flight per
   // endpoint and node; see docs/guides/webhooks.md
   webhooks: Config.all({
@@ -164,7 +170,7 @@ export const config = Config.all({
       })
     ),
     timeout: duration("WEBHOOK_TIMEOUT", "15 seconds").pipe(
-      Config.validate({ message: "must be at least 100 milliseconds", validation: (d) => Duration.toMillis(d) >= 100 })
+      check(env("WEBHOOK_TIMEOUT"), "must be at least 100 milliseconds", (d) => Duration.toMillis(d) >= 100)
     ),
     concurrency: positive("WEBHOOK_CONCURRENCY", 8)
   }),
@@ -257,10 +263,11 @@ export const config = Config.all({
     entityReplyPollInterval: duration("ENTITY_REPLY_POLL_INTERVAL", "200 millis")
   })
 }).pipe(
-  Config.validate({
-    message: "SWITCHYARD_SHARD_LOCK_REFRESH_INTERVAL must be shorter than SWITCHYARD_SHARD_LOCK_EXPIRATION",
-    validation: (c) => Duration.lessThan(c.sharding.shardLockRefreshInterval, c.sharding.shardLockExpiration)
-  })
+  check(
+    env("SHARD_LOCK_REFRESH_INTERVAL"),
+    "must be shorter than SWITCHYARD_SHARD_LOCK_EXPIRATION",
+    (c) => Duration.lessThan(c.sharding.shardLockRefreshInterval, c.sharding.shardLockExpiration)
+  )
 )
 
 export type SwitchyardSettings = Config.Config.Success<typeof config> & {

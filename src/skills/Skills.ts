@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Config, Effect } from "effect"
+import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { BadRequest, Forbidden, NotFound } from "../../schema/Errors.js"
 import type { FunctionId } from "../../schema/Functions.js"
@@ -20,6 +20,7 @@ import {
 } from "../../schema/Skills.js"
 import { AgentRepo, type AgentRow } from "../agents/AgentRepo.js"
 import { actorOf, AuditLog } from "../audit/AuditLog.js"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Connections } from "../connectors/Connections.js"
 import { transactionIn } from "../db/Transaction.js"
 import { FunctionRepo } from "../functions/FunctionRepo.js"
@@ -55,11 +56,6 @@ export const admits = (skill: Pick<SkillRow, "visibility" | "owner_id" | "allowl
   (skill.visibility === "private" && skill.owner_id !== null && agent.created_by === skill.owner_id) ||
   (skill.visibility === "restricted" && skill.allowlist.includes(agent.id))
 
-/** SERVICE_SKILL_VISIBILITY_MODE, read once at start. */
-export const visibilityModeConfig = Config.literal("off", "report", "enforce")("SERVICE_SKILL_VISIBILITY_MODE").pipe(
-  Config.withDefault("report" as const)
-)
-
 /** One tool an agent's run may use, from its own skills or an attached one. */
 /** What a tool runs: an operation of a connection, or a custom function. */
 export type SkillTarget =
@@ -94,7 +90,8 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
     const functions = yield* FunctionRepo
     const audit = yield* AuditLog
     const transaction = transactionIn(yield* SqlClient.SqlClient)
-    const mode: VisibilityMode = yield* visibilityModeConfig
+    // SERVICE_SKILL_VISIBILITY_MODE, checked with the other settings before the node starts
+    const mode: VisibilityMode = (yield* SwitchyardConfig).skillVisibilityMode
 
     const isAdmin = (p: Principal) => roleAtLeast(p.role, "admin")
 

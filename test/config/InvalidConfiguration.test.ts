@@ -1,0 +1,75 @@
+/**
+ * What a person sees when a setting is bad (docs/reference/configuration.md): `switchyard serve` stops at once
+ * with one line naming the variable, exit 1, no stack trace, and nothing started (the data dir stays empty:
+ * no embedded PostgreSQL was created). The CLI as a child process, as in test/cli.
+ */
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { afterAll, describe, expect, it, vi } from "vitest"
+import { BIN, cli, disposeCliProgram } from "../cli/support.js"
+
+vi.setConfig({ testTimeout: 120_000 })
+
+afterAll(() => disposeCliProgram())
+
+const dataDirs: Array<string> = []
+afterAll(() => {
+  for (const dir of dataDirs) Fs.rmSync(dir, { recursive: true, force: true })
+})
+
+const serve = async (env: Record<string, string>, program?: string) => {
+  const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "switchyard-config-"))
+  dataDirs.push(dataDir)
+  const run = await cli(["serve"], {
+    env: { SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_HTTP_PORT: "0", SWITCHYARD_RUNNER_PORT: "0", ...env },
+    ...(program === undefined ? {} : { program })
+  })
+  return { ...run, started: Fs.readdirSync(dataDir) }
+}
+
+const refused = (variable: string, problem: string) =>
+  `switchyard: invalid configuration: (Invalid data at ${variable}: "${problem}")\n`
+
+describe("a bad setting stops serve before anything starts", () => {
+  it("SWITCHYARD_LOG_LEVEL: named with the accepted levels, for serve and for any other command", async () => {
+    const run = await serve({ SWITCHYARD_LOG_LEVEL: "chatty" })
+    expect(run.stderr).toBe(
+      refused("SWITCHYARD_LOG_LEVEL", `must be one of trace, debug, info, warning, error, none (not "chatty")`)
+    )
+    expect(run.code).toBe(1)
+    expect(run.started).toEqual([])
+
+    const client = await cli(["keys", "list"], { env: { SWITCHYARD_LOG_LEVEL: "chatty" } })
+    expect(client.stderr).toBe(run.stderr)
+    expect(client.code).toBe(1)
+  })
+
+  it("SWITCHYARD_MODEL_PRICES: bad JSON or a bad entry, said which (through the package bin, as a person runs it)", async () => {
+    const json = await serve({ SWITCHYARD_MODEL_PRICES: "{bad" }, BIN)
+    expect(json.stderr).toBe(refused(
+      "SWITCHYARD_MODEL_PRICES",
+      `not JSON (Expected property name or '}' in JSON at position 1); expected JSON such as ` +
+        `{"my-model": {"input": 0.5, "output": 1.5, "cached_input": 0.1}} (USD per million tokens)`
+    ))
+    expect(json.code).toBe(1)
+    expect(json.started).toEqual([])
+
+    const entry = await serve({ SWITCHYARD_MODEL_PRICES: `{"my-model": {"input": 0.5}}` })
+    expect(entry.stderr).toMatch(
+      /^switchyard: invalid configuration: \(Invalid data at SWITCHYARD_MODEL_PRICES: "model "my-model": "output" is missing; /
+    )
+    expect(entry.stderr.split("\n")).toHaveLength(2)
+    expect(entry.code).toBe(1)
+    expect(entry.started).toEqual([])
+  })
+
+  it("SERVICE_SKILL_VISIBILITY_MODE: named with the accepted modes", async () => {
+    const run = await serve({ SERVICE_SKILL_VISIBILITY_MODE: "loud" })
+    expect(run.stderr).toBe(
+      refused("SERVICE_SKILL_VISIBILITY_MODE", `Expected one of (off, report, enforce) but received "loud"`)
+    )
+    expect(run.code).toBe(1)
+    expect(run.started).toEqual([])
+  })
+})
