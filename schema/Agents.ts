@@ -52,14 +52,18 @@ export const Budget = Schema.Struct({
 }).annotations({ identifier: "Budget", description: "A spend cap in USD per UTC day, calendar month, or in total." })
 export type Budget = typeof Budget.Type
 
+const MaxSteps = Schema.Int.pipe(Schema.between(1, 100))
+const MaxTokens = Schema.Int.pipe(Schema.positive())
+const TimeoutSeconds = Schema.Int.pipe(Schema.between(1, 86_400))
+
 const limits = {
-  max_steps: Schema.optional(Schema.Int.pipe(Schema.between(1, 100))).annotations({
+  max_steps: Schema.optional(MaxSteps).annotations({
     description: "Most model calls in one task (default 10)."
   }),
-  max_tokens: Schema.optional(Schema.Int.pipe(Schema.positive())).annotations({
+  max_tokens: Schema.optional(MaxTokens).annotations({
     description: "Most tokens (input + output) one task may use."
   }),
-  timeout_seconds: Schema.optional(Schema.Int.pipe(Schema.between(1, 86_400))).annotations({
+  timeout_seconds: Schema.optional(TimeoutSeconds).annotations({
     description: "Longest a task may run (default SWITCHYARD_TASK_TIMEOUT)."
   })
 }
@@ -74,13 +78,20 @@ export const CreateAgent = Schema.Struct({
 }).annotations({ identifier: "CreateAgent", ...reportAllErrors })
 export type CreateAgent = typeof CreateAgent.Type
 
+/** A change: a field left out stays; `null` clears a limit or the budget, as a new agent has none. */
 export const UpdateAgent = Schema.Struct({
   name: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))),
   instructions: Schema.optional(Schema.String.pipe(Schema.maxLength(100_000))),
   model: Schema.optional(ModelConfig),
   skills: Schema.optional(Schema.Array(AgentSkill)),
-  budget: Schema.optional(Schema.NullOr(Budget)),
-  ...limits
+  budget: Schema.optional(Schema.NullOr(Budget)).annotations({ description: "`null` removes the budget." }),
+  max_steps: limits.max_steps,
+  max_tokens: Schema.optional(Schema.NullOr(MaxTokens)).annotations({
+    description: "Most tokens (input + output) one task may use; `null` removes the limit."
+  }),
+  timeout_seconds: Schema.optional(Schema.NullOr(TimeoutSeconds)).annotations({
+    description: "Longest a task may run; `null` goes back to the default, SWITCHYARD_TASK_TIMEOUT."
+  })
 }).annotations({ identifier: "UpdateAgent", ...reportAllErrors })
 export type UpdateAgent = typeof UpdateAgent.Type
 

@@ -210,7 +210,8 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   rest(
     400,
     "invalid_cron",
-    "A schedule's `cron` is not a cron expression (5 or 6 fields, or a macro such as @daily); the message says why."
+    "A schedule's `cron` is not a cron expression (5 or 6 fields, or a macro such as @daily), or one that never " +
+      "matches a date (`0 0 31 2 *`); the message says why."
   ),
   rest(400, "invalid_timezone", "A schedule's `timezone` is not an IANA time zone name (e.g. Europe/Berlin)."),
   rest(
@@ -232,7 +233,8 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   rest(
     400,
     "unknown_agent",
-    "A group's `agent_ids` or a skill's `allowlist` names an agent that is not a live agent of this organization."
+    "A group's or an organization key's `agent_ids`, or a skill's `allowlist`, names an agent that is not a live " +
+      "agent of this organization."
   ),
   rest(400, "unknown_group", "Single sign-on's `group_mapping` names a group that is not this organization's."),
   rest(

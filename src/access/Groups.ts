@@ -11,6 +11,7 @@ import { transactionIn } from "../db/Transaction.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
 import { type GroupFields, groupNameTaken, GroupRepo, type Position, toGroup } from "./GroupRepo.js"
+import { OrganizationAgents } from "./OrganizationAgents.js"
 import { checkRoleChange, raisedRole } from "./RolePolicy.js"
 
 export const encodePosition = (p: Position) =>
@@ -37,6 +38,7 @@ export const decodePosition = (cursor: string | undefined) =>
 export class Groups extends Effect.Service<Groups>()("access/Groups", {
   effect: Effect.gen(function*() {
     const repo = yield* GroupRepo
+    const agents = yield* OrganizationAgents
     const identity = yield* IdentityRepo
     const audit = yield* AuditLog
     const sql = yield* SqlClient.SqlClient
@@ -51,17 +53,7 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
     const checkFields = (principal: Principal, fields: GroupFields) =>
       Effect.gen(function*() {
         if (fields.default_role !== null) yield* checkRoleChange(principal, undefined, fields.default_role)
-        const unique = Array.from(new Set(fields.agent_ids))
-        const known = yield* repo.existingAgents(principal.organizationId, unique)
-        const unknown = unique.filter((id) => !known.has(id))
-        if (unknown.length > 0) {
-          return yield* BadRequest.of(
-            `\`agent_ids\`: no agent ${unknown.map((id) => `'${id}'`).join(", ")} in this organization.`,
-            { unknown_agent_ids: unknown },
-            "unknown_agent"
-          )
-        }
-        return { ...fields, agent_ids: unique } as GroupFields
+        return { ...fields, agent_ids: yield* agents.check(principal.organizationId, fields.agent_ids) } as GroupFields
       })
 
     const list = Effect.fn("Groups.list")(
@@ -257,5 +249,5 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
 
     return { list, get, create, update, remove, members, addMember, removeMember } as const
   }),
-  dependencies: [GroupRepo.Default, IdentityRepo.Default, AuditLog.Default]
+  dependencies: [GroupRepo.Default, OrganizationAgents.Default, IdentityRepo.Default, AuditLog.Default]
 }) {}

@@ -149,8 +149,8 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
         skills: input.skills === undefined ? current.skills : yield* checkSkills(principal, input.skills),
         budget: input.budget === undefined ? current.budget : input.budget,
         max_steps: input.max_steps ?? current.max_steps,
-        max_tokens: input.max_tokens ?? current.max_tokens,
-        timeout_seconds: input.timeout_seconds ?? current.timeout_seconds
+        max_tokens: input.max_tokens === undefined ? current.max_tokens : input.max_tokens,
+        timeout_seconds: input.timeout_seconds === undefined ? current.timeout_seconds : input.timeout_seconds
       }
       const row = yield* repo.update(principal.organizationId, id, fields).pipe(
         audit.recorded(principal, (row) =>

@@ -2695,13 +2695,14 @@ export interface components {
             instructions?: string;
             model?: components["schemas"]["ModelConfig"];
             skills?: components["schemas"]["AgentSkill"][];
+            /** @description `null` removes the budget. */
             budget?: components["schemas"]["Budget"] | null;
             /** @description Most model calls in one task (default 10). */
             max_steps?: components["schemas"]["Int"];
-            /** @description Most tokens (input + output) one task may use. */
-            max_tokens?: components["schemas"]["Int"];
-            /** @description Longest a task may run (default SWITCHYARD_TASK_TIMEOUT). */
-            timeout_seconds?: components["schemas"]["Int"];
+            /** @description Most tokens (input + output) one task may use; `null` removes the limit. */
+            max_tokens?: components["schemas"]["Int"] | null;
+            /** @description Longest a task may run; `null` goes back to the default, SWITCHYARD_TASK_TIMEOUT. */
+            timeout_seconds?: components["schemas"]["Int"] | null;
         };
         /** InvokeAgent */
         InvokeAgent: {

@@ -7,6 +7,7 @@ import type { AgentId, TaskId } from "../../schema/Ids.js"
 import { Principal } from "../../schema/Security.js"
 import { mayUse } from "../agents/Agents.js"
 import { Drain } from "../http/Drain.js"
+import { validationError } from "../http/RequestPipeline.js"
 import { EventLog } from "./EventLog.js"
 import type { EventRecord } from "./EventRepo.js"
 import { EventRepo } from "./EventRepo.js"
@@ -40,9 +41,10 @@ const typesOf = (param: string | undefined) => {
   return unknown.length === 0
     ? Effect.succeed(new Set(types))
     : Effect.fail(
-      BadRequest.of(`Unknown event type(s): ${unknown.join(", ")}. Known: ${eventTypes.join(", ")}.`, {
-        issues: [{ path: ["types"], message: `unknown event type(s): ${unknown.join(", ")}` }]
-      }, "validation_failed")
+      new BadRequest(validationError([{
+        path: ["types"],
+        message: `unknown event type(s) ${unknown.join(", ")}; known: ${eventTypes.join(", ")}`
+      }]))
     )
 }
 

@@ -14,6 +14,7 @@ import {
 } from "../../schema/Identity.js"
 import type { ApiKeyId, OrganizationId, UserId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
+import { OrganizationAgents } from "../access/OrganizationAgents.js"
 import { checkRoleChange } from "../access/RolePolicy.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { transactionIn } from "../db/Transaction.js"
@@ -31,6 +32,7 @@ export interface Bootstrapped {
 export class Identity extends Effect.Service<Identity>()("identity/Identity", {
   effect: Effect.gen(function*() {
     const repo = yield* IdentityRepo
+    const agents = yield* OrganizationAgents
     const transaction = transactionIn(yield* SqlClient.SqlClient)
     const audit = yield* AuditLog
 
@@ -226,9 +228,11 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
         if (input.role !== undefined && !roleAtLeast(principal.role, input.role)) {
           return yield* Forbidden.of(`You cannot create a key with the role '${input.role}', which is above your own.`)
         }
-        return yield* createKey(principal.organizationId, input, null, principal.userId).pipe(
-          audit.recorded(principal, keyCreated)
-        )
+        const agentIds = input.agent_ids === undefined
+          ? undefined
+          : yield* agents.check(principal.organizationId, input.agent_ids)
+        return yield* createKey(principal.organizationId, { ...input, agent_ids: agentIds }, null, principal.userId)
+          .pipe(audit.recorded(principal, keyCreated))
       }
       if (input.agent_ids !== undefined || input.role !== undefined) {
         return yield* BadRequest.of(
@@ -281,5 +285,5 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       revokeApiKey
     } as const
   }),
-  dependencies: [IdentityRepo.Default, AuditLog.Default]
+  dependencies: [IdentityRepo.Default, OrganizationAgents.Default, AuditLog.Default]
 }) {}

@@ -41,7 +41,7 @@ export const timingOf = (
     const cron = parseCron(fields.cron, zone)
     if (Either.isLeft(cron)) {
       return Either.left(BadRequest.of(
-        `\`cron\` '${fields.cron}' is not a valid cron expression: ${cron.left}.`,
+        `\`cron\` '${fields.cron}' ${cron.left}.`,
         { field: "cron" },
         "invalid_cron"
       ))

@@ -35,12 +35,44 @@ export const ON_TIME_MS = 30_000
 export const zoneOf = (name: string): DateTime.TimeZone.Named | undefined =>
   Option.getOrUndefined(DateTime.zoneMakeNamed(name))
 
-/** The cron expression read in the zone, or why it cannot be. */
+/** `Cron.next`, or undefined where it finds no date (it gives up after 10,000 steps, throwing). */
+const cronNext = (cron: Cron.Cron, after: Date): Date | undefined => {
+  try {
+    return Cron.next(cron, after)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Whether the expression matches any date: one whose days of the month are in none of its months
+ * (`0 0 31 2 *`, `0 0 31 4,6 *`) never does. Asked of `Cron.next` itself, so the rule is the one the scheduler
+ * steps by; read in UTC, where it steps without zone arithmetic (giving up takes a few ms there, 150 ms in a
+ * zone with daylight saving time): which dates exist does not depend on the zone.
+ */
+const matchesSomeDate = (text: string) =>
+  Either.match(Cron.parse(text, "UTC"), {
+    onLeft: () => false,
+    onRight: (cron) => cronNext(cron, new Date(0)) !== undefined
+  })
+
+/**
+ * The cron expression read in the zone, or what is wrong with it, to follow the quoted expression in a message:
+ * every expression accepted has a next date, so stepping one never fails (the rule for every caller).
+ */
 export const parseCron = (expression: string, zone: DateTime.TimeZone): Either.Either<Cron.Cron, string> => {
   const trimmed = expression.trim()
   const text = trimmed.startsWith("@") ? MACROS[trimmed.toLowerCase()] : trimmed
-  if (text === undefined) return Either.left(`unknown macro ${trimmed}; use one of ${Object.keys(MACROS).join(", ")}`)
-  return Either.mapLeft(Cron.parse(text, zone), (e) => e.message)
+  if (text === undefined) {
+    return Either.left(
+      `is not a valid cron expression: unknown macro ${trimmed}; use one of ${Object.keys(MACROS).join(", ")}`
+    )
+  }
+  const cron = Cron.parse(text, zone)
+  if (Either.isLeft(cron)) return Either.left(`is not a valid cron expression: ${cron.left.message}`)
+  return matchesSomeDate(text)
+    ? Either.right(cron.right)
+    : Either.left("never matches a date: the days of the month it names are in none of its months (e.g. 31 February)")
 }
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
@@ -81,7 +113,7 @@ const gapEnd = (zone: DateTime.TimeZone, past: Date): Date => {
 }
 
 /**
- * The cron's first time strictly after `after`. The DST rule:
+ * The cron's first time strictly after `after` (undefined where `Cron.next` finds none). The DST rule:
  * - a wall-clock time that does not exist (in a spring-forward gap, e.g. 02:30 in Europe/Berlin on the last
  *   Sunday of March) runs once, at the first instant after the gap (03:00 local);
  * - a wall-clock time that occurs twice (fall-back) runs once, at its first occurrence. This holds for every
@@ -89,20 +121,23 @@ const gapEnd = (zone: DateTime.TimeZone, past: Date): Date => {
  * Effect's `Cron.next` moves a time in the gap forward by the gap's length (02:30 to 03:30); such a time no
  * longer matches the expression, which is how it is told apart and moved to the gap's end instead.
  */
-const nextCron = (cron: Cron.Cron, zone: DateTime.TimeZone, after: Date): Date => {
+const nextCron = (cron: Cron.Cron, zone: DateTime.TimeZone, after: Date): Date | undefined => {
   let from = after
   for (let i = 0; i < 8; i++) {
-    const next = Cron.next(cron, from)
-    if (Cron.match(cron, next)) return next
+    const next = cronNext(cron, from)
+    if (next === undefined || Cron.match(cron, next)) return next
     const end = gapEnd(zone, next)
     if (end.getTime() > after.getTime()) return end
     from = next
   }
-  return Cron.next(cron, from)
+  return cronNext(cron, from)
 }
 
-/** The first tick strictly after `after`, ignoring `start_at` and `end_at`. */
-const nextRaw = (timing: Timing, after: Date): Date => {
+/**
+ * The first tick strictly after `after`, ignoring `start_at` and `end_at`; undefined when there is none (a cron
+ * `parseCron` refuses, e.g. stored before it did, has no ticks: its schedule never becomes due).
+ */
+const nextRaw = (timing: Timing, after: Date): Date | undefined => {
   if (timing.cron !== undefined) return nextCron(timing.cron, timing.zone, after)
   const every = timing.everyMs!
   const anchor = timing.anchor.getTime()
@@ -116,7 +151,7 @@ export const nextTick = (timing: Timing, after: Date): Date | undefined => {
     ? new Date(timing.startAt.getTime() - 1)
     : after
   const next = nextRaw(timing, from)
-  return timing.endAt !== null && next.getTime() > timing.endAt.getTime() ? undefined : next
+  return next === undefined || (timing.endAt !== null && next.getTime() > timing.endAt.getTime()) ? undefined : next
 }
 
 /** The next `count` ticks from the later of `now` and `start_at` (a tick at that instant counts). */

@@ -152,6 +152,35 @@ describe("limits", () => {
   })
 })
 
+describe("clearing limits", () => {
+  it("null in a PATCH removes max_tokens and timeout_seconds, as it does the budget; left out, they stay", async () => {
+    const agent = await createAgent(node, apiKey, {
+      name: "limited",
+      max_tokens: 1,
+      timeout_seconds: 30,
+      budget: { limit_usd: 100 },
+      model: { provider: "scripted", script: [{ text: "an answer" }] }
+    })
+    expect(agent).toMatchObject({ max_tokens: 1, timeout_seconds: 30 })
+    const capped = await (await invokeAgent(node, apiKey, agent.id, "hi")).json()
+    expect(capped).toMatchObject({ status: "error", result: expect.stringContaining("max_tokens") })
+    const patch = (body: unknown) => node.fetch(`/v1/agents/${agent.id}`, { ...json(body), method: "PATCH", apiKey })
+    const renamed = await patch({ name: "still limited" })
+    expect(await renamed.json()).toMatchObject({ max_tokens: 1, timeout_seconds: 30, budget: { limit_usd: 100 } })
+    const cleared = await patch({ max_tokens: null, timeout_seconds: null, budget: null })
+    expect(cleared.status).toBe(200)
+    expect(await cleared.json()).toMatchObject({ max_tokens: null, timeout_seconds: null, budget: null })
+    expect(await (await node.fetch(`/v1/agents/${agent.id}`, { apiKey })).json())
+      .toMatchObject({ max_tokens: null, timeout_seconds: null, budget: null })
+    const free = await (await invokeAgent(node, apiKey, agent.id, "hi")).json()
+    expect(free).toMatchObject({ status: "completed", result: "an answer" })
+    // a value out of range is still refused
+    const zero = await patch({ max_tokens: 0 })
+    expect(zero.status).toBe(400)
+    expect((await zero.json()).error.details.issues[0].path).toBe("max_tokens")
+  })
+})
+
 describe("agent versions", () => {
   it("runs a task with the agent as it was invoked, also when the agent changes while it runs", async () => {
     const agent = await createAgent(node, apiKey, {

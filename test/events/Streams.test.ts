@@ -200,7 +200,16 @@ describe("event streams", () => {
     }
     const unknownType = await node.fetch("/v1/events?types=task.created,task.exploded", { apiKey })
     expect(unknownType.status).toBe(400)
-    expect((await unknownType.json()).error.code).toBe("validation_failed")
+    // the issue shape of every validation_failed: `path` a dotted string, the message led by it
+    const { error } = await unknownType.json()
+    expect(error.code).toBe("validation_failed")
+    expect(error.details.issues).toEqual([
+      {
+        path: "types",
+        message: expect.stringMatching(/^unknown event type\(s\) task\.exploded; known: .*task\.created/)
+      }
+    ])
+    expect(error.message).toBe(`\`types\`: ${error.details.issues[0].message}`)
     const unauthenticated = await node.fetch("/v1/events")
     expect(unauthenticated.status).toBe(401)
   })

@@ -9,6 +9,18 @@ beforeAll(async () => {
 })
 afterAll(() => node?.stop())
 
+/** A scripted agent of the key's organization: its id. */
+const createAgent = async (apiKey: string) => {
+  const response = await node.fetch("/v1/agents", {
+    method: "POST",
+    apiKey,
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ name: "helper", model: { provider: "scripted", script: [{ text: "hi" }] } })
+  })
+  expect(response.status).toBe(201)
+  return (await response.json()).id as AgentId
+}
+
 const errorOf = async (response: Response) => {
   const body = await response.json()
   expect(body.error.request_id).toBe(response.headers.get("x-request-id"))
@@ -81,21 +93,15 @@ describe("authentication", () => {
 describe("API keys", () => {
   it("shows the secret once, stores it hashed, and records last use", async () => {
     const org = await node.bootstrap()
+    const agent = await createAgent(org.api_key)
     const created = await node.api(
       org.api_key,
-      (c) =>
-        c.identity.createApiKey({
-          payload: {
-            name: "pipeline",
-            kind: "organization",
-            agent_ids: ["018f2b8e-0000-7000-8000-000000000001" as AgentId]
-          }
-        })
+      (c) => c.identity.createApiKey({ payload: { name: "pipeline", kind: "organization", agent_ids: [agent] } })
     )
     if (!Exit.isSuccess(created)) throw new Error(String(created))
     expect(created.value.api_key).toMatch(/^sy_[a-z0-9]{12}_[A-Za-z0-9_-]{43}$/)
     expect(created.value.prefix).toBe(`sy_${created.value.id}_`)
-    expect(created.value.agent_ids).toEqual(["018f2b8e-0000-7000-8000-000000000001"])
+    expect(created.value.agent_ids).toEqual([agent])
     expect(created.value.role).toBe("member")
     const list = await node.fetch("/v1/api-keys", { apiKey: org.api_key })
     const text = await list.text()
@@ -182,6 +188,43 @@ describe("API keys", () => {
     })
     expect(duplicate.status).toBe(409)
     expect((await errorOf(duplicate)).code).toBe("already_member")
+  })
+})
+
+describe("an organization key's agent_ids", () => {
+  const createKey = (apiKey: string, agentIds: ReadonlyArray<string>) =>
+    node.fetch("/v1/api-keys", {
+      method: "POST",
+      apiKey,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "limited", kind: "organization", agent_ids: agentIds })
+    })
+
+  it("are live agents of the organization: an unknown, deleted or another organization's one is 400 unknown_agent", async () => {
+    const org = await node.bootstrap()
+    const other = await node.bootstrap()
+    const mine = await createAgent(org.api_key)
+    const deleted = await createAgent(org.api_key)
+    expect((await node.fetch(`/v1/agents/${deleted}`, { method: "DELETE", apiKey: org.api_key })).status).toBe(204)
+    const theirs = await createAgent(other.api_key)
+    const unknown = "00000000-0000-0000-0000-000000000000"
+    // another organization's agent is refused in the very words of one that does not exist
+    for (const id of [unknown, deleted, theirs]) {
+      const response = await createKey(org.api_key, [mine, id])
+      expect(response.status).toBe(400)
+      expect(await errorOf(response)).toEqual({
+        code: "unknown_agent",
+        message: `\`agent_ids\`: no agent '${id}' in this organization.`,
+        details: { unknown_agent_ids: [id] },
+        request_id: expect.any(String)
+      })
+    }
+    // nothing was made, and the key of a live agent is (repeats once)
+    const keys = await (await node.fetch("/v1/api-keys", { apiKey: org.api_key })).json()
+    expect(keys.items.filter((k: any) => k.name === "limited")).toEqual([])
+    const made = await createKey(org.api_key, [mine, mine])
+    expect(made.status).toBe(201)
+    expect((await made.json()).agent_ids).toEqual([mine])
   })
 })
 

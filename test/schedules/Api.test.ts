@@ -88,6 +88,50 @@ describe("schedules REST API", () => {
     )
   })
 
+  it("a cron that never matches a date is 400 invalid_cron on create, change and resume, never a 500", async () => {
+    const org = await node.bootstrap()
+    const agentId = await createScriptedAgent(node, org.api_key)
+    const base = { name: "never", agent_id: agentId, input: { text: "go", user } }
+    const never = await call(node, org.api_key, "POST", "/v1/schedules", { ...base, cron: "0 0 31 2 *" })
+    expectError(never, 400, "invalid_cron")
+    expect(never.body.error.message).toContain("'0 0 31 2 *' never matches a date")
+    expect(never.body.error.details).toEqual({ field: "cron" })
+    // a paused schedule too: its cron is checked when changed, not only when it runs
+    const paused = await createSchedule(node, org.api_key, { agent_id: agentId, cron: "0 0 1 * *", enabled: false })
+    const changed = await call(node, org.api_key, "PATCH", `/v1/schedules/${paused.id}`, { cron: "0 0 31 4 *" })
+    expectError(changed, 400, "invalid_cron")
+    expect(changed.body.error.message).toContain("'0 0 31 4 *' never matches a date")
+    expect((await call(node, org.api_key, "GET", `/v1/schedules/${paused.id}`)).body.cron).toBe("0 0 1 * *")
+    // one stored before the rule reads back without runs, and resuming it says why it cannot run
+    await withDatabase(node, (db) => db.query("UPDATE schedules SET cron = '0 0 31 4 *' WHERE id = $1", [paused.id]))
+    const stored = await call(node, org.api_key, "GET", `/v1/schedules/${paused.id}`)
+    expect(stored.status).toBe(200)
+    expect(stored.body).toMatchObject({ cron: "0 0 31 4 *", next_runs: [] })
+    expectError(await call(node, org.api_key, "POST", `/v1/schedules/${paused.id}/resume`), 400, "invalid_cron")
+  })
+
+  it("the scheduler moves a due schedule stored with a cron that never matches off, and goes on", async () => {
+    const org = await node.bootstrap()
+    const agentId = await createScriptedAgent(node, org.api_key)
+    const stuck = await createSchedule(node, org.api_key, { agent_id: agentId, cron: "0 0 1 1 *" })
+    await withDatabase(node, (db) =>
+      db.query(
+        "UPDATE schedules SET cron = '0 0 31 2 *', next_tick = now() - interval '1 second', " +
+          "next_run_at = now() - interval '1 second' WHERE id = $1",
+        [stuck.id]
+      ))
+    await until("the schedule to be due no more", () =>
+      withDatabase(node, async (db) => {
+        const { rows } = await db.query("SELECT next_run_at FROM schedules WHERE id = $1", [stuck.id])
+        return rows[0].next_run_at === null ? true : undefined
+      }))
+    expect(await ticksOf(node, stuck.id)).toEqual([])
+    // the scheduler is alive: a schedule made after it runs
+    const fine = await createSchedule(node, org.api_key, { agent_id: agentId, cron: "* * * * * *", overlap: "allow" })
+    await until("a run", async () => ((await runsOf(node, org.api_key, fine.id)).length > 0 ? true : undefined))
+    await call(node, org.api_key, "POST", `/v1/schedules/${fine.id}/pause`)
+  })
+
   it("Members read schedules but only Builders and above change them; another organization sees none", async () => {
     const org = await node.bootstrap()
     const agentId = await createScriptedAgent(node, org.api_key)

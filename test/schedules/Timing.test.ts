@@ -1,9 +1,18 @@
-import { Either } from "effect"
+import { Cron, Either } from "effect"
 import { describe, expect, it } from "vitest"
 import { decide } from "../../src/schedules/Scheduler.js"
 import type { ClaimedSchedule } from "../../src/schedules/ScheduleRepo.js"
 import { timingOf } from "../../src/schedules/ScheduleRules.js"
-import { dueTick, formatDuration, localIso, nextTicks, parseDuration } from "../../src/schedules/ScheduleTiming.js"
+import {
+  dueTick,
+  formatDuration,
+  localIso,
+  nextTick,
+  nextTicks,
+  parseDuration,
+  type Timing,
+  zoneOf
+} from "../../src/schedules/ScheduleTiming.js"
 
 /** The timing the scheduler uses for a schedule of these fields (ScheduleRules.timingOf). */
 const timing = (fields: { cron?: string; every_ms?: number; timezone?: string; start_at?: Date; end_at?: Date }) => {
@@ -113,6 +122,66 @@ describe("cron and interval timing", () => {
   })
 })
 
+describe("a cron expression that never matches a date", () => {
+  const fields = (cron: string, timezone = "UTC") => ({
+    cron,
+    every_ms: null,
+    timezone,
+    start_at: null,
+    end_at: null
+  })
+
+  it("is refused as invalid_cron, saying it never matches, in any zone", () => {
+    for (const cron of ["0 0 31 2 *", "0 0 30,31 2 *", "0 0 31 4,6,9,11 *", "0 0 31 2 */2"]) {
+      for (const timezone of ["UTC", "Europe/Berlin"]) {
+        const t = timingOf(fields(cron, timezone), new Date("2025-01-01T00:00:00Z"))
+        if (Either.isRight(t)) throw new Error(`${cron} in ${timezone} was accepted`)
+        expect(t.left).toMatchObject({ code: "invalid_cron", details: { field: "cron" } })
+        expect(t.left.message).toBe(
+          `\`cron\` '${cron}' never matches a date: the days of the month it names are in none of its months ` +
+            "(e.g. 31 February)."
+        )
+      }
+    }
+  })
+
+  it("rare ones are accepted: 29 February, a day or a weekday, a day some of its months have", () => {
+    const from = new Date("2025-01-01T00:00:00Z")
+    expect(nextTicks(timing({ cron: "0 0 29 2 *" }), from, 2).map((d) => d.toISOString())).toEqual([
+      "2028-02-29T00:00:00.000Z",
+      "2032-02-29T00:00:00.000Z"
+    ])
+    // a day and a weekday: either matches, so the Mondays of February
+    expect(nextTicks(timing({ cron: "0 0 31 2 1" }), from, 1)[0]!.toISOString()).toBe("2025-02-03T00:00:00.000Z")
+    expect(nextTicks(timing({ cron: "0 0 31 2,3 *", timezone: "Europe/Berlin" }), from, 1)[0]!.toISOString())
+      .toBe("2025-03-30T22:00:00.000Z")
+  })
+
+  /** The timing of a schedule stored before such expressions were refused (not through timingOf). */
+  const stored = (cron: string, timezone: string): Timing => {
+    const zone = zoneOf(timezone)!
+    return {
+      cron: Either.getOrThrow(Cron.parse(cron, zone)),
+      everyMs: undefined,
+      anchor: new Date("2025-01-01T00:00:00Z"),
+      zone,
+      startAt: null,
+      endAt: null
+    }
+  }
+
+  it("one stored before has no ticks: stepping it never throws", () => {
+    for (const timezone of ["UTC", "Europe/Berlin"]) {
+      const t = stored("0 0 31 2 *", timezone)
+      expect(nextTick(t, new Date("2025-06-01T00:00:00Z"))).toBeUndefined()
+      expect(nextTicks(t, new Date("2025-06-01T00:00:00Z"), 5)).toEqual([])
+      // (the scheduler never gets here with one: timingOf refuses it, and the schedule is moved off, below)
+      expect(dueTick(t, new Date("2025-06-01T00:00:00Z"), new Date("2025-06-01T00:00:01Z"), 3600_000).following)
+        .toBeUndefined()
+    }
+  })
+})
+
 describe("catch-up after downtime", () => {
   const everyMinute = timing({ cron: "* * * * *" })
   const hourly = timing({ cron: "0 * * * *" })
@@ -185,6 +254,17 @@ describe("overlap: what the scheduler decides for a due schedule whose previous 
     expect(statusOf(claimed({ overlap: "buffer_one", buffered_for: new Date("2025-06-01T09:59:00Z") })))
       .toEqual(["skipped"])
     expect(statusOf(claimed({ overlap: "skip", running: false }))).toEqual(["pending"])
+  })
+
+  it("a due schedule stored with a cron that never matches makes no tick and is due no more; the others go on", () => {
+    const stuck = claimed({ id: "00000000-0000-4000-8000-000000000009" as any, cron: "0 0 31 2 *", running: false })
+    const fine = claimed({ running: false })
+    const decided = decide([stuck, fine], now)
+    expect(decided.ticks.map((t) => t.schedule_id)).toEqual([fine.id])
+    expect(decided.moves).toEqual([
+      { id: stuck.id, next_tick: null, next_run_at: null },
+      { id: fine.id, next_tick: new Date("2025-06-01T10:01:00Z"), next_run_at: new Date("2025-06-01T10:01:00Z") }
+    ])
   })
 
   it("buffer_one: the waiting run starts once the previous ended, and the schedule is looked at again soon", () => {
