@@ -55,7 +55,7 @@ const create = Command.make(
     ),
     name: Options.text("name").pipe(Options.withPseudoName("NAME"), Options.optional),
     provider: Options.choice("provider", ["openai", "openai-chat", "anthropic", "scripted"]).pipe(
-      Options.withDescription("The model provider."),
+      Options.withDescription("The model provider (scripted: its model.script comes from --file)."),
       Options.optional
     ),
     model: Options.text("model").pipe(
@@ -74,7 +74,8 @@ const create = Command.make(
     skills: Options.text("skill").pipe(
       Options.withPseudoName("CONNECTION_ID:OPS"),
       Options.withDescription("CONNECTION_ID:OPERATION[,OPERATION…]: tools the agent may call (repeat for several)."),
-      Options.repeated
+      Options.repeated,
+      Options.optional
     )
   },
   (options) =>
@@ -87,7 +88,14 @@ const create = Command.make(
         ...optional("name", options.model),
         ...optional("base_url", options.baseUrl)
       }
-      const skills = yield* Effect.forEach(options.skills, skillOf)
+      // no option carries a script (a list of turns): the server's refusal would not say where to give one
+      if (model.provider === "scripted" && model.script === undefined) {
+        return yield* CliFailure.usage(
+          "--provider scripted plays the agent's model.script, which no option gives: " +
+            "use --file with an agent JSON that has model.script"
+        )
+      }
+      const skills = yield* Effect.forEach(Option.getOrElse(options.skills, () => []), skillOf)
       const payload = yield* validated(CreateAgent, {
         ...base,
         ...optional("name", options.name),

@@ -1,6 +1,6 @@
 import { Options } from "@effect/cli"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { Config, Effect, Layer, Option } from "effect"
+import { Config, Effect, Layer, Option, Ref } from "effect"
 import { makeClient } from "../client/index.js"
 import { CliFailure, fromClientError } from "./CliFailure.js"
 import { readLogin } from "./LoginFile.js"
@@ -76,19 +76,33 @@ export const resolveTarget = (options: { readonly url: Option.Option<string>; re
     return { url, key: key.value.trim() } satisfies ApiTarget
   })
 
-/** The fetch client sending `x-api-key` (the REST API refuses `Authorization: Bearer`). */
-export const keyedHttpClient = (key: string) =>
+/**
+ * The fetch client sending `x-api-key` (the REST API refuses `Authorization: Bearer`); with `answered`, it
+ * keeps there the status of each answer it gets.
+ */
+export const keyedHttpClient = (key: string, answered?: Ref.Ref<Option.Option<number>>) =>
   Layer.effect(
     HttpClient.HttpClient,
-    Effect.map(HttpClient.HttpClient, HttpClient.mapRequest(HttpClientRequest.setHeader("x-api-key", key)))
+    Effect.map(HttpClient.HttpClient, (client) => {
+      const keyed = HttpClient.mapRequest(client, HttpClientRequest.setHeader("x-api-key", key))
+      return answered === undefined
+        ? keyed
+        : HttpClient.tap(keyed, (response) => Ref.set(answered, Option.some(response.status)))
+    })
   ).pipe(Layer.provide(FetchHttpClient.layer))
 
 export type ApiClient = Effect.Effect.Success<ReturnType<typeof makeClient>>
 
-/** Runs `f` with the typed client (src/client) for the target; every failure becomes a CliFailure. */
+/**
+ * Runs `f` with the typed client (src/client) for the target; every failure becomes a CliFailure. Whether an
+ * answer came tells a request the contract refused (before sending it) from an answer it refused.
+ */
 export const withClient = <A, E, R>(target: ApiTarget, f: (client: ApiClient) => Effect.Effect<A, E, R>) =>
-  makeClient({ baseUrl: target.url }).pipe(
-    Effect.flatMap(f),
-    Effect.provide(keyedHttpClient(target.key)),
-    Effect.catchAll(fromClientError(target.url))
-  )
+  Effect.flatMap(Ref.make(Option.none<number>()), (answered) =>
+    makeClient({ baseUrl: target.url }).pipe(
+      Effect.flatMap(f),
+      Effect.provide(keyedHttpClient(target.key, answered)),
+      Effect.catchAll((error) =>
+        Effect.flatMap(Ref.get(answered), (status) => fromClientError(target.url, status)(error))
+      )
+    ))

@@ -31,6 +31,34 @@ export class CliFailure extends Data.TaggedError("CliFailure")<{
   }
 }
 
+/**
+ * A schema's refusal as `path: message` items, `name` (`AGENT_ID`) before each path. An optional field's
+ * "Expected undefined" beside the real issue at the same path is dropped: it only says the field could be left out.
+ */
+export const problemsOf = (error: ParseResult.ParseError, name?: string) => {
+  const issues = ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
+    path: [...(name === undefined ? [] : [name]), ...issue.path.map(String)].join("."),
+    message: issue.message
+  }))
+  return issues
+    .filter((i) => !(i.message.startsWith("Expected undefined") && issues.some((o) => o !== i && o.path === i.path)))
+    .map((i) => i.path === "" ? i.message : `${i.path}: ${i.message}`)
+    .join("; ")
+}
+
+/**
+ * What answered is not the API this CLI speaks: another server (a wrong --url), or a Switchyard node of
+ * another version. Told in one line; the schemas' own report is no use to the person.
+ */
+export const notUnderstood = (baseUrl: string, status: number | undefined) =>
+  new CliFailure({
+    message: status === undefined || (status >= 200 && status < 300)
+      ? `${baseUrl} did not answer as a Switchyard node of this CLI's version` +
+        `${status === undefined ? "" : ` (HTTP ${status})`}; check --url and the node's version`
+      : `${baseUrl} did not answer as a Switchyard node (HTTP ${status}); check --url`,
+    exitCode: ExitCode.unreachable
+  })
+
 const isEnvelopeError = (e: unknown): e is { code: string; message: string; details?: unknown } =>
   typeof e === "object" && e !== null && typeof (e as any).code === "string" &&
   typeof (e as any).message === "string" && typeof (e as any)._tag === "string"
@@ -44,36 +72,40 @@ const fromResponse = (baseUrl: string, error: HttpClientError.ResponseError) =>
     Effect.map((json) =>
       Option.match(Option.flatMap(json, decodeBody), {
         onSome: (body) => CliFailure.api(body.error),
-        onNone: () =>
-          new CliFailure({
-            message: `unexpected answer from ${baseUrl} (HTTP ${error.response.status}): is it a Switchyard node?`,
-            exitCode: ExitCode.unreachable
-          })
+        onNone: () => notUnderstood(baseUrl, error.response.status)
       })
     )
   )
 
-/** Every way a call through the typed client fails, as one CliFailure. */
-export const fromClientError = (baseUrl: string) => (error: unknown): Effect.Effect<never, CliFailure> => {
-  if (error instanceof CliFailure) return Effect.fail(error)
-  if (HttpClientError.isHttpClientError(error)) {
-    return error._tag === "RequestError"
-      ? Effect.fail(
-        new CliFailure({
-          message: `cannot reach ${baseUrl}: ${String((error.cause as any)?.cause?.message ?? error.message)}`,
-          exitCode: ExitCode.unreachable
-        })
+/**
+ * Every way a call through the typed client fails, as one CliFailure. `answered` is the status of the answer the
+ * call got (see `withClient`): the client encodes the request with the contract before it sends it, so a
+ * ParseError with no answer yet is the request's (the caller's mistake, exit 2), one after an answer is the
+ * answer's. Not given: any ParseError is the answer's.
+ */
+export const fromClientError =
+  (baseUrl: string, answered?: Option.Option<number>) => (error: unknown): Effect.Effect<never, CliFailure> => {
+    if (error instanceof CliFailure) return Effect.fail(error)
+    if (HttpClientError.isHttpClientError(error)) {
+      return error._tag === "RequestError"
+        ? Effect.fail(
+          new CliFailure({
+            message: `cannot reach ${baseUrl}: ${String((error.cause as any)?.cause?.message ?? error.message)}`,
+            exitCode: ExitCode.unreachable
+          })
+        )
+        : Effect.flatMap(fromResponse(baseUrl, error), Effect.fail)
+    }
+    if (ParseResult.isParseError(error)) {
+      return Effect.fail(
+        answered === undefined
+          ? notUnderstood(baseUrl, undefined)
+          : Option.match(answered, {
+            onNone: () => CliFailure.usage(`invalid request: ${problemsOf(error)}`),
+            onSome: (status) => notUnderstood(baseUrl, status)
+          })
       )
-      : Effect.flatMap(fromResponse(baseUrl, error), Effect.fail)
+    }
+    if (isEnvelopeError(error)) return Effect.fail(CliFailure.api(error))
+    return Effect.die(error)
   }
-  if (ParseResult.isParseError(error)) {
-    return Effect.fail(
-      new CliFailure({
-        message: `the answer of ${baseUrl} does not match this CLI's API version: ${error.message}`,
-        exitCode: ExitCode.unreachable
-      })
-    )
-  }
-  if (isEnvelopeError(error)) return Effect.fail(CliFailure.api(error))
-  return Effect.die(error)
-}

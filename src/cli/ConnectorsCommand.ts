@@ -9,11 +9,13 @@ import {
   CreateConnection,
   CreateConnector
 } from "../../schema/Connectors.js"
+import { ToolsApi } from "../../schema/ConnectorsApi.js"
 import { ConnectorId } from "../../schema/Ids.js"
 import { apiOptions, resolveTarget, withClient } from "./ApiTarget.js"
 import { CliFailure } from "./CliFailure.js"
 import { groupCommand, whoMayCall } from "./Help.js"
 import { fields, print, reportFailure, table, validated } from "./Output.js"
+import { inRange, paramRange } from "./ParamRange.js"
 import { withProgress } from "./Progress.js"
 import { readStdin } from "./Stdin.js"
 import { bold, sanitize } from "./Terminal.js"
@@ -105,6 +107,8 @@ const add = Command.make(
   )
 )
 
+const limitRange = paramRange(ToolsApi.endpoints.listTools, "limit")
+
 const list = Command.make(
   "list",
   {
@@ -116,7 +120,7 @@ const list = Command.make(
     ),
     limit: Options.integer("limit").pipe(
       Options.withPseudoName("N"),
-      Options.withDescription("Page size, 1-200."),
+      Options.withDescription(`Page size, ${limitRange.min}-${limitRange.max}.`),
       Options.withDefault(50)
     ),
     cursor: Options.text("cursor").pipe(
@@ -127,12 +131,13 @@ const list = Command.make(
   },
   (options) =>
     Effect.gen(function*() {
+      const limit = yield* inRange("--limit", limitRange)(options.limit)
       const target = yield* resolveTarget(options)
       const page = yield* withClient(target, (client) =>
         client.tools.listTools({
           urlParams: {
             type: "connector",
-            limit: options.limit,
+            limit,
             ...optional("query", options.query),
             ...optional("cursor", options.cursor)
           }

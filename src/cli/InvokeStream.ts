@@ -6,7 +6,7 @@ import { ErrorBody } from "../../schema/Errors.js"
 import { taskEndTypes } from "../../schema/Events.js"
 import { OUTPUT_DELTA } from "../../schema/InvokeStream.js"
 import { type ApiTarget, keyedHttpClient } from "./ApiTarget.js"
-import { CliFailure, ExitCode, fromClientError } from "./CliFailure.js"
+import { CliFailure, fromClientError, notUnderstood } from "./CliFailure.js"
 
 /** How a streamed invoke ended: the task's end event (docs/guides/events.md, "Streamed invoke"). */
 export interface StreamedEnd {
@@ -55,13 +55,7 @@ export const streamInvoke = (
       const json = yield* Effect.option(response.json)
       return yield* Option.match(Option.flatMap(json, decodeError), {
         onSome: (e) => Effect.fail(CliFailure.api(e.error)),
-        onNone: () =>
-          Effect.fail(
-            new CliFailure({
-              message: `unexpected answer from ${target.url} (HTTP ${response.status}) to a streamed invoke`,
-              exitCode: ExitCode.unreachable
-            })
-          )
+        onNone: () => Effect.fail(notUnderstood(target.url, response.status))
       })
     }
     let end: StreamedEnd = {

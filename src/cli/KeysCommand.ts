@@ -39,7 +39,8 @@ const create = Command.make(
     agents: Options.text("agent").pipe(
       Options.withPseudoName("AGENT_ID"),
       Options.withDescription("Organization keys: limit the key to this agent id (repeat for several)."),
-      Options.repeated
+      Options.repeated,
+      Options.optional
     )
   },
   (options) =>
@@ -49,7 +50,10 @@ const create = Command.make(
         name: options.name,
         kind: options.kind,
         ...Option.match(options.role, { onNone: () => ({}), onSome: (role) => ({ role }) }),
-        ...(options.agents.length === 0 ? {} : { agent_ids: options.agents })
+        ...Option.match(Option.filter(options.agents, (ids) => ids.length > 0), {
+          onNone: () => ({}),
+          onSome: (agent_ids) => ({ agent_ids })
+        })
       })
       const created = yield* withClient(target, (client) => client.identity.createApiKey({ payload }))
       yield* print(options.json, CreatedApiKey, created, (key, colour) =>

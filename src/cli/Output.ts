@@ -1,6 +1,6 @@
-import { Effect, ParseResult, Schema } from "effect"
-import { CliFailure } from "./CliFailure.js"
-import { bold, dim, red, sanitize, Terminal } from "./Terminal.js"
+import { Effect, Schema } from "effect"
+import { CliFailure, problemsOf } from "./CliFailure.js"
+import { bold, dim, errorLine, sanitize, Terminal } from "./Terminal.js"
 
 /** A cell of a table: what the API sent, made safe to print; `null` shows as `-`. */
 const cell = (value: unknown, max: number) => {
@@ -58,7 +58,7 @@ export const reportFailure = (json: boolean) => <A, R>(effect: Effect.Effect<A, 
             t.err(JSON.stringify({ error }) + "\n")
           } else {
             const code = failure.code === undefined ? "" : ` (${failure.code})`
-            t.err(`${red(t.colourErr, "error:")} ${sanitize(failure.message)}${code}\n`)
+            t.err(errorLine(t.colourErr, `${sanitize(failure.message)}${code}`))
             const issues = (failure.details as any)?.issues
             if (Array.isArray(issues) && issues.length > 1) {
               for (const i of issues) {
@@ -76,11 +76,5 @@ export const reportFailure = (json: boolean) => <A, R>(effect: Effect.Effect<A, 
  */
 export const validated = <A, I>(schema: Schema.Schema<A, I>, value: unknown, name?: string) =>
   Schema.decodeUnknown(schema, { errors: "all" })(value).pipe(
-    Effect.mapError((e) => {
-      const problems = ParseResult.ArrayFormatter.formatErrorSync(e).map((issue) => {
-        const path = [...(name === undefined ? [] : [name]), ...issue.path.map(String)].join(".")
-        return path === "" ? issue.message : `${path}: ${issue.message}`
-      })
-      return CliFailure.usage(`${name === undefined ? "invalid request: " : ""}${problems.join("; ")}`)
-    })
+    Effect.mapError((e) => CliFailure.usage(`${name === undefined ? "invalid request: " : ""}${problemsOf(e, name)}`))
   )

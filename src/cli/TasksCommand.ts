@@ -1,15 +1,19 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option } from "effect"
 import { Task, Thread, type ThreadEvent } from "../../schema/Agents.js"
+import { AgentsApi } from "../../schema/AgentsApi.js"
 import { TaskId } from "../../schema/Ids.js"
 import { apiOptions, resolveTarget, withClient } from "./ApiTarget.js"
 import { groupCommand } from "./Help.js"
 import { fields, print, reportFailure, validated } from "./Output.js"
+import { inRange, paramRange } from "./ParamRange.js"
 import { bold, dim, sanitize } from "./Terminal.js"
 
 const when = (date: Date | null) => date === null ? null : date.toISOString().replace("T", " ").replace("Z", "")
 
 const taskId = Args.text({ name: "TASK_ID" })
+
+const waitRange = paramRange(AgentsApi.endpoints.getTask, "wait")
 
 const get = Command.make(
   "get",
@@ -18,18 +22,19 @@ const get = Command.make(
     id: taskId,
     wait: Options.integer("wait").pipe(
       Options.withPseudoName("SECONDS"),
-      Options.withDescription("Wait up to this many seconds (0-60) for the task to end."),
+      Options.withDescription(`Wait up to this many seconds (${waitRange.min}-${waitRange.max}) for the task to end.`),
       Options.optional
     )
   },
   (options) =>
     Effect.gen(function*() {
+      const wait = yield* Effect.transposeMapOption(options.wait, inRange("--wait", waitRange))
       const target = yield* resolveTarget(options)
       const task_id = yield* validated(TaskId, options.id, "TASK_ID")
       const task = yield* withClient(target, (client) =>
         client.agents.getTask({
           path: { task_id },
-          urlParams: Option.match(options.wait, { onNone: () => ({}), onSome: (wait) => ({ wait }) })
+          urlParams: Option.match(wait, { onNone: () => ({}), onSome: (wait) => ({ wait }) })
         }))
       yield* print(options.json, Task, task, (task, colour) =>
         fields(colour, [

@@ -52,9 +52,13 @@ export const red = sgr("31")
 export const green = sgr("32")
 export const yellow = sgr("33")
 
+/** An error as the CLI tells every one on stderr: `error: MESSAGE`. */
+export const errorLine = (colour: boolean, message: string) => `${red(colour, "error:")} ${message}\n`
+
 /**
  * The Console @effect/cli prints help, usage errors and the wizard with: colour stripped where the policy
- * says no, help tidied (src/cli/Help.ts).
+ * says no, help tidied (src/cli/Help.ts). What goes to Console.error is an error (@effect/cli's usage errors,
+ * "Missing argument <AGENT_ID>", printed as bare paragraphs; node commands' refusals): each reads `error: …`.
  */
 export const cliConsole = (
   base: Console.Console,
@@ -68,11 +72,15 @@ export const cliConsole = (
     })
   const out = render(terminal.colourOut)
   const err = render(terminal.colourErr)
+  const asError = (args: ReadonlyArray<unknown>) =>
+    typeof args[0] === "string"
+      ? [errorLine(terminal.colourErr, args[0].trim()).trimEnd(), ...args.slice(1)]
+      : args
   return {
     ...base,
     log: (...args) => base.log(...out(args)),
     info: (...args) => base.info(...out(args)),
-    error: (...args) => base.error(...err(args)),
+    error: (...args) => base.error(...err(asError(args))),
     warn: (...args) => base.warn(...err(args))
   }
 }

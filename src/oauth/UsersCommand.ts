@@ -20,16 +20,16 @@ const setPassword = Command.make(
     Effect.gen(function*() {
       const password = yield* readStdin
       if (password.length < MIN_PASSWORD_LENGTH) {
-        yield* Console.error(
-          `switchyard: the password (read from standard input) needs ${MIN_PASSWORD_LENGTH}+ characters`
-        )
-        return yield* Effect.sync(() => void (process.exitCode = 1))
+        // the CLI prints what goes to Console.error as `error: …` (src/cli/Terminal.ts); a short password is wrong
+        // use: exit 2 (docs/reference/cli.md, "Exit codes")
+        yield* Console.error(`the password (read from standard input) needs ${MIN_PASSWORD_LENGTH}+ characters`)
+        return yield* Effect.sync(() => void (process.exitCode = 2))
       }
       yield* migrate
       const repo = yield* OAuthRepo
       const found = yield* repo.setPassword(email, yield* Effect.promise(() => hashPassword(password)))
       if (!found) {
-        yield* Console.error(`switchyard: no user has the e-mail ${email}`)
+        yield* Console.error(`no user has the e-mail ${email}`)
         return yield* Effect.sync(() => void (process.exitCode = 1))
       }
       yield* Console.log(`Password set for ${email}: they can now sign in to authorize MCP clients.`)

@@ -232,7 +232,7 @@ describe("help and output", () => {
     const run = await cli(["frobnicate"], { env })
     expect(run.code).toBe(2)
     expect(run.stdout).toBe("")
-    expect(run.stderr.trim()).toMatch(/^Invalid subcommand for switchyard - use one of 'serve', .*'agents'/)
+    expect(run.stderr).toMatch(/^error: Invalid subcommand for switchyard - use one of 'serve', .*'agents'.*\n$/)
     expect(run.stderr).not.toMatch(/CommandMismatch|_tag|fiber|level=/)
 
     const nested = await cli(["keys", "frobnicate"], { env })

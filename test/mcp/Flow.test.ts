@@ -135,7 +135,9 @@ describe("switchyard users set-password", () => {
   it("sets a password from standard input, with which the person can then sign in", async () => {
     const created = await node.bootstrap()
     const email = (await (await node.fetch("/v1/me", { apiKey: created.api_key })).json()).user.email
-    expect((await setPassword(email, "short")).code).toBe(1)
+    const short = await setPassword(email, "short")
+    expect(short.code).toBe(2)
+    expect(short.output).toBe("error: the password (read from standard input) needs 8+ characters\n")
     const set = await setPassword(email, "a long enough password")
     expect(set.code).toBe(0)
     expect(set.output).toContain(email)

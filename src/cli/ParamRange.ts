@@ -1,0 +1,31 @@
+import type { HttpApiEndpoint } from "@effect/platform"
+import { Effect, JSONSchema, Option } from "effect"
+import { CliFailure } from "./CliFailure.js"
+
+export interface ParamRange {
+  readonly min: number
+  readonly max: number
+}
+
+/**
+ * The range the contract gives a query parameter: the `minimum` and `maximum` of its JSON Schema, as the API
+ * document states them (schema/QueryParams.ts). An option checks its value with it before any request, so the
+ * CLI's range cannot drift from the server's.
+ */
+export const paramRange = (endpoint: HttpApiEndpoint.HttpApiEndpoint.Any, param: string): ParamRange => {
+  const { urlParamsSchema } = endpoint as HttpApiEndpoint.HttpApiEndpoint.AnyWithProps
+  const property: any = Option.match(urlParamsSchema, {
+    onNone: () => undefined,
+    onSome: (schema) => (JSONSchema.make(schema) as any).properties?.[param]
+  })
+  if (typeof property?.minimum !== "number" || typeof property?.maximum !== "number") {
+    throw new Error(`${endpoint.name} has no query parameter ${param} with a minimum and a maximum`)
+  }
+  return { min: property.minimum, max: property.maximum }
+}
+
+/** `--wait 100`: the caller's mistake (exit 2), told before any request. */
+export const inRange = (option: string, range: ParamRange) => (value: number) =>
+  value >= range.min && value <= range.max
+    ? Effect.succeed(value)
+    : Effect.fail(CliFailure.usage(`${option} must be between ${range.min} and ${range.max}, not ${value}`))

@@ -1,0 +1,214 @@
+/**
+ * The CLI used wrongly, or pointed at the wrong server: each failure is one `error: …` line on stderr with the
+ * exit code docs/reference/cli.md gives ("Output", "Exit codes"), never an internal dump; an option outside the
+ * range the API takes is refused before any request; usage lines show optional options as optional. Real CLI
+ * processes against a live node, and against a server that is not one.
+ */
+import * as Fs from "node:fs"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import * as Path from "node:path"
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
+import { startTestNode, type TestNode } from "../support/TestNode.js"
+import { cli, type CliRun, configHome, disposeCliProgram } from "./support.js"
+
+vi.setConfig({ testTimeout: 300_000 })
+
+const TASK = "00000000-0000-4000-8000-000000000000"
+/** What an internal dump looks like: a schema tree, an Effect error's fields, a stack, a log line. */
+const DUMP = /└─|├─|_tag|ParseError|ErrorBody|fiber|\n {4}at |level=/
+
+let node: TestNode
+let env: Record<string, string>
+
+/** A server that is not a Switchyard node: every request gets this answer; `requests` counts them. */
+interface OtherServer {
+  readonly url: string
+  readonly requests: () => number
+  readonly close: () => Promise<void>
+}
+const servers: Array<OtherServer> = []
+const otherServer = (status: number, contentType: string, body: string) =>
+  new Promise<OtherServer>((resolve) => {
+    let requests = 0
+    const server = Http.createServer((_, res) => {
+      requests++
+      res.writeHead(status, { "content-type": contentType }).end(body)
+    })
+    server.listen(0, "127.0.0.1", () => {
+      const other: OtherServer = {
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        requests: () => requests,
+        close: () => new Promise((done) => server.close(() => done()))
+      }
+      servers.push(other)
+      resolve(other)
+    })
+  })
+
+beforeAll(async () => {
+  node = await startTestNode()
+  const admin = (await node.bootstrap()).api_key
+  env = { XDG_CONFIG_HOME: configHome(), SWITCHYARD_URL: node.baseUrl, SWITCHYARD_API_KEY: admin }
+})
+afterAll(async () => {
+  await node?.stop()
+  await Promise.all(servers.map((s) => s.close()))
+  await disposeCliProgram()
+})
+
+/** One `error: …` line and nothing on stdout. */
+const expectOneErrorLine = (run: CliRun, code: number, line: string | RegExp) => {
+  expect(run.stdout).toBe("")
+  expect(run.stderr).not.toMatch(DUMP)
+  expect(run.stderr.split("\n").filter((l) => l !== "")).toHaveLength(1)
+  if (typeof line === "string") expect(run.stderr).toBe(`error: ${line}\n`)
+  else expect(run.stderr).toMatch(line)
+  expect(run.code).toBe(code)
+}
+
+describe("an option outside the range the API takes", () => {
+  it("--wait and --limit are checked against the API's ranges before any request (exit 2)", async () => {
+    const document = JSON.parse(Fs.readFileSync(Path.resolve(import.meta.dirname, "../../openapi.json"), "utf8"))
+    const rangeOf = (path: string, name: string) => {
+      const schema = document.paths[path].get.parameters.find((p: any) => p.name === name).schema
+      return `between ${schema.minimum} and ${schema.maximum}`
+    }
+    const wait = rangeOf("/v1/tasks/{task_id}", "wait")
+    const limit = rangeOf("/v1/tools", "limit")
+    expect([wait, limit]).toEqual(["between 0 and 60", "between 1 and 200"])
+
+    // a server that counts requests: none may come
+    const other = await otherServer(200, "application/json", "{}")
+    const target = ["--url", other.url, "--key", "k"]
+    for (
+      const [args, message] of [
+        [["tasks", "get", TASK, "--wait", "100"], `--wait must be ${wait}, not 100`],
+        [["tasks", "get", TASK, "--wait", "-1"], `--wait must be ${wait}, not -1`],
+        [["connectors", "list", "--limit", "0"], `--limit must be ${limit}, not 0`],
+        [["connectors", "list", "--limit", "500"], `--limit must be ${limit}, not 500`]
+      ] as const
+    ) {
+      expectOneErrorLine(await cli([...args, ...target], { env }), 2, message)
+    }
+    expect(other.requests()).toBe(0)
+
+    // the bounds themselves are taken, by the node too
+    const bound = await cli(["tasks", "get", TASK, "--wait", "0"], { env })
+    expectOneErrorLine(bound, 1, /^error: Task .* not found\. \(not_found\)\n$/)
+    const page = await cli(["connectors", "list", "--limit", "200", "--json"], { env })
+    expect(page.code).toBe(0)
+    expect(JSON.parse(page.stdout).items.length).toBeGreaterThan(0)
+    expect((await cli(["tasks", "get", "--help"], { env })).stdout).toContain("(0-60)")
+  })
+})
+
+describe("refusals and answers", () => {
+  it("the node's 400 validation_failed prints as an API error, its message and code (exit 1)", async () => {
+    const args = ["agents", "create", "--name", "x", "--provider", "openai", "--model", "m", "--base-url", "not-a-url"]
+    expectOneErrorLine(
+      await cli(args, { env }),
+      1,
+      "`model.base_url` must be an absolute http(s) URL. (validation_failed)"
+    )
+    const json = await cli([...args, "--json"], { env })
+    expect(json.code).toBe(1)
+    expect(JSON.parse(json.stderr).error.code).toBe("validation_failed")
+  })
+
+  it("a validation_failed envelope lists each failing field under its line", async () => {
+    const refusing = await otherServer(
+      400,
+      "application/json",
+      JSON.stringify({
+        error: {
+          code: "validation_failed",
+          message: "`x`: bad (and 1 more)",
+          details: { issues: [{ path: "x", message: "bad" }, { path: "y", message: "worse" }] }
+        }
+      })
+    )
+    const run = await cli(["agents", "list", "--url", refusing.url, "--key", "k"], { env })
+    expect(run.code).toBe(1)
+    expect(run.stderr).toBe("error: `x`: bad (and 1 more) (validation_failed)\n  x: bad\n  y: worse\n")
+  })
+
+  it("a server that is not a Switchyard node is named in one line, no schema tree (exit 3)", async () => {
+    for (
+      const [status, type, body] of [
+        [404, "application/json", JSON.stringify({ message: "Not Found", statusCode: 404 })],
+        [404, "text/html", "<html><body>Not here</body></html>"],
+        [500, "text/plain", "upstream failed"]
+      ] as const
+    ) {
+      const other = await otherServer(status, type, body)
+      expectOneErrorLine(
+        await cli(["agents", "list", "--url", other.url, "--key", "k"], { env }),
+        3,
+        `${other.url} did not answer as a Switchyard node (HTTP ${status}); check --url`
+      )
+    }
+    // a success status with a body the CLI cannot read: another server, or a node of another version
+    for (const [type, body] of [["text/html", "<html>hello</html>"], ["application/json", "{\"items\":\"x\"}"]]) {
+      const other = await otherServer(200, type, body)
+      for (const args of [["agents", "list"], ["tasks", "get", TASK]]) {
+        expectOneErrorLine(
+          await cli([...args, "--url", other.url, "--key", "k"], { env }),
+          3,
+          `${other.url} did not answer as a Switchyard node of this CLI's version (HTTP 200); ` +
+            "check --url and the node's version"
+        )
+      }
+    }
+  })
+})
+
+describe("wrong use", () => {
+  it("every error line starts with `error:`: the argument parser's, a group without its command (exit 2)", async () => {
+    for (
+      const [args, message] of [
+        [["tasks", "get", TASK, "--wait", "abc"], "'abc' is not a integer"],
+        [["keys", "create"], "Expected to find option: '--name'"],
+        [["keys", "create", "--name", "k", "--bogus"], "Received unknown argument: '--bogus'"],
+        [["agents", "invoke"], "Missing argument <AGENT_ID>"],
+        [["keys"], "switchyard keys needs a command: create, list, revoke (see switchyard keys --help)"]
+      ] as const
+    ) {
+      expectOneErrorLine(await cli([...args], { env }), 2, message)
+    }
+    const root = await cli([], { env })
+    expectOneErrorLine(root, 2, /^error: switchyard needs a command: .*keys.* \(see switchyard --help\)\n$/)
+  })
+
+  it("a scripted agent without a script says to give it with --file (exit 2, before any request)", async () => {
+    const run = await cli(["agents", "create", "--name", "x", "--provider", "scripted"], { env })
+    expectOneErrorLine(run, 2, /^error: --provider scripted .* use --file with an agent JSON that has model\.script\n$/)
+  })
+})
+
+describe("usage lines", () => {
+  it("optional options, repeatable ones included, are in brackets; a required one is not", async () => {
+    const keys = (await cli(["keys", "create", "--help"], { env })).stdout
+    expect(keys).toMatch(/^switchyard keys create .* --name NAME .*\[--agent AGENT_ID\.\.\.\]$/m)
+    const agents = (await cli(["agents", "create", "--help"], { env })).stdout
+    expect(agents).toMatch(/^switchyard agents create .*\[--skill CONNECTION_ID:OPS\.\.\.\]$/m)
+
+    // still repeatable, still optional
+    const file = Path.join(env["XDG_CONFIG_HOME"]!, "agent.json")
+    Fs.writeFileSync(file, JSON.stringify({ name: "echo", model: { provider: "scripted", script: [{ text: "hi" }] } }))
+    const ids: Array<string> = []
+    for (const name of ["one", "two"]) {
+      const created = await cli(["agents", "create", "--file", file, "--name", name, "--json"], { env })
+      expect(created.code).toBe(0)
+      ids.push(JSON.parse(created.stdout).id)
+    }
+    const limited = await cli(
+      ["keys", "create", "--name", "k", "--kind", "organization", "--agent", ids[0]!, "--agent", ids[1]!, "--json"],
+      { env }
+    )
+    expect(limited.code).toBe(0)
+    expect([...JSON.parse(limited.stdout).agent_ids].sort()).toEqual([...ids].sort())
+    const all = await cli(["keys", "create", "--name", "k2", "--kind", "organization", "--json"], { env })
+    expect(JSON.parse(all.stdout).agent_ids).toBeNull()
+  })
+})
