@@ -1,7 +1,8 @@
 import { Schema } from "effect"
-import { Email, Member, reportAllErrors, Role } from "./Identity.js"
+import { Email, Member, Role } from "./Identity.js"
 import { AgentId, UserId, uuidId } from "./Ids.js"
 import { IntegerParam } from "./QueryParams.js"
+import { requestBody } from "./RequestBody.js"
 import { Timestamp } from "./Timestamp.js"
 
 export const GroupId = uuidId("GroupId", "a group", "Identifier of a group (UUID).")
@@ -35,7 +36,7 @@ export const CreateGroup = Schema.Struct({
   description: Schema.optional(Description),
   default_role: Schema.optional(DefaultRole),
   agent_ids: Schema.optional(AgentIds)
-}).annotations({ identifier: "CreateGroup", ...reportAllErrors })
+}).annotations({ identifier: "CreateGroup", ...requestBody })
 export type CreateGroup = typeof CreateGroup.Type
 
 export const UpdateGroup = Schema.Struct({
@@ -43,7 +44,7 @@ export const UpdateGroup = Schema.Struct({
   description: Schema.optional(Description),
   default_role: Schema.optional(DefaultRole),
   agent_ids: Schema.optional(AgentIds)
-}).annotations({ identifier: "UpdateGroup", ...reportAllErrors })
+}).annotations({ identifier: "UpdateGroup", ...requestBody })
 export type UpdateGroup = typeof UpdateGroup.Type
 
 export const AddGroupMember = Schema.Struct({
@@ -54,7 +55,7 @@ export const AddGroupMember = Schema.Struct({
   name: Schema.optional(Schema.String.pipe(Schema.maxLength(200))).annotations({
     description: "Name of a person added by `email`."
   })
-}).annotations({ identifier: "AddGroupMember", ...reportAllErrors })
+}).annotations({ identifier: "AddGroupMember", ...requestBody })
 export type AddGroupMember = typeof AddGroupMember.Type
 
 export const GroupPath = Schema.Struct({ group_id: GroupId })

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
-import { reportAllErrors } from "./Identity.js"
 import { AgentId, ConnectionId, ScheduleId, TaskId } from "./Ids.js"
+import { requestBody } from "./RequestBody.js"
 import { formatTimestamp, Timestamp } from "./Timestamp.js"
 
 export const ModelProviderName = Schema.Literal("openai", "openai-chat", "anthropic", "scripted").annotations({
@@ -75,7 +75,7 @@ export const CreateAgent = Schema.Struct({
   skills: Schema.optional(Schema.Array(AgentSkill)),
   budget: Schema.optional(Budget),
   ...limits
-}).annotations({ identifier: "CreateAgent", ...reportAllErrors })
+}).annotations({ identifier: "CreateAgent", ...requestBody })
 export type CreateAgent = typeof CreateAgent.Type
 
 /** A change: a field left out stays; `null` clears a limit or the budget, as a new agent has none. */
@@ -92,7 +92,7 @@ export const UpdateAgent = Schema.Struct({
   timeout_seconds: Schema.optional(Schema.NullOr(TimeoutSeconds)).annotations({
     description: "Longest a task may run; `null` goes back to the default, SWITCHYARD_TASK_TIMEOUT."
   })
-}).annotations({ identifier: "UpdateAgent", ...reportAllErrors })
+}).annotations({ identifier: "UpdateAgent", ...requestBody })
 export type UpdateAgent = typeof UpdateAgent.Type
 
 export class Agent extends Schema.Class<Agent>("Agent")({
@@ -196,7 +196,7 @@ export const InvokeAgent = Schema.Struct({
   user_oidc_token: Schema.optional(Schema.String).annotations({
     description: "The user's OAuth token, for tools that need it. Kept for the run only, never stored."
   })
-}).annotations({ identifier: "InvokeAgent", ...reportAllErrors })
+}).annotations({ identifier: "InvokeAgent", ...requestBody })
 export type InvokeAgent = typeof InvokeAgent.Type
 
 export class ThreadEvent extends Schema.Class<ThreadEvent>("ThreadEvent")({
@@ -259,7 +259,7 @@ export const TaskPage = Schema.Struct({
 export const SetModelProvider = Schema.Struct({
   api_key: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
   base_url: Schema.optional(Schema.String)
-}).annotations({ identifier: "SetModelProvider", ...reportAllErrors })
+}).annotations({ identifier: "SetModelProvider", ...requestBody })
 
 export class ModelProviderSettings extends Schema.Class<ModelProviderSettings>("ModelProviderSettings")({
   provider: Schema.Literal("openai", "openai-chat", "anthropic"),

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
-import { reportAllErrors } from "./Identity.js"
 import { AgentId, TaskId } from "./Ids.js"
+import { requestBody } from "./RequestBody.js"
 import { ApprovalId } from "./Skills.js"
 import { Timestamp } from "./Timestamp.js"
 
@@ -35,7 +35,7 @@ export const CommandPolicyInput = Schema.Struct({
   rules: Schema.Array(CommandRule).pipe(
     Schema.maxItems(MAX_RULES, { message: () => `at most ${MAX_RULES} rules` })
   ).annotations({ description: "In order: the first rule that matches a command decides." })
-}).annotations({ identifier: "CommandPolicyInput", ...reportAllErrors })
+}).annotations({ identifier: "CommandPolicyInput", ...requestBody })
 export type CommandPolicyInput = typeof CommandPolicyInput.Type
 
 export class CommandPolicy extends Schema.Class<CommandPolicy>("CommandPolicy")({
@@ -60,7 +60,7 @@ export const CheckCommand = Schema.Struct({
     description: "The agent's task the command belongs to: the decision is recorded in its thread (else in the " +
       "audit log), and an approval request names it."
   })
-}).annotations({ identifier: "CheckCommand", ...reportAllErrors })
+}).annotations({ identifier: "CheckCommand", ...requestBody })
 export type CheckCommand = typeof CheckCommand.Type
 
 export const JudgedCommand = Schema.Struct({

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
-import { reportAllErrors } from "./Identity.js"
 import { ConnectionId, ConnectorId, UserId } from "./Ids.js"
+import { requestBody } from "./RequestBody.js"
 import { Timestamp } from "./Timestamp.js"
 
 export const AccessScope = Schema.Literal("organizational", "personal").annotations({
@@ -83,7 +83,7 @@ export const CreateConnector = Schema.Struct({
   server_url: Schema.optional(Schema.String).annotations({
     description: "Base URL overriding the document's servers (e.g. an on-prem install)."
   })
-}).annotations({ identifier: "CreateConnector", ...reportAllErrors })
+}).annotations({ identifier: "CreateConnector", ...requestBody })
 export type CreateConnector = typeof CreateConnector.Type
 
 export const Credentials = Schema.Union(
@@ -115,14 +115,14 @@ export const CreateConnection = Schema.Struct({
   server_url: Schema.optional(Schema.String).annotations({
     description: "Base URL for this connection only (e.g. the generic HTTP connector's target)."
   })
-}).annotations({ identifier: "CreateConnection", ...reportAllErrors })
+}).annotations({ identifier: "CreateConnection", ...requestBody })
 export type CreateConnection = typeof CreateConnection.Type
 
 export const UpdateConnection = Schema.Struct({
   name: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))),
   credentials: Schema.optional(Credentials),
   server_url: Schema.optional(Schema.NullOr(Schema.String))
-}).annotations({ identifier: "UpdateConnection", ...reportAllErrors })
+}).annotations({ identifier: "UpdateConnection", ...requestBody })
 export type UpdateConnection = typeof UpdateConnection.Type
 
 /** Spec 2.4. */
@@ -163,7 +163,7 @@ export const InvokeOperation = Schema.Struct({
   headers: Schema.optional(Schema.Record({ key: HeaderName, value: HeaderValue })).annotations({
     description: "Extra headers for the target API (the connection's auth headers cannot be overridden)."
   })
-}).annotations({ identifier: "InvokeOperation", parseOptions: { errors: "all", onExcessProperty: "error" } })
+}).annotations({ identifier: "InvokeOperation", ...requestBody })
 export type InvokeOperation = typeof InvokeOperation.Type
 
 export const CatalogPage = Schema.Struct({

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
-import { reportAllErrors } from "./Identity.js"
 import { AgentId, uuidId } from "./Ids.js"
+import { requestBody } from "./RequestBody.js"
 import { Timestamp } from "./Timestamp.js"
 
 export const FunctionId = uuidId("FunctionId", "a custom function", "Identifier of a custom function (UUID).")
@@ -53,7 +53,7 @@ export const CreateFunction = Schema.Struct({
   code: fields.code,
   timeout_ms: Schema.optional(fields.timeout_ms),
   memory_mb: Schema.optional(fields.memory_mb)
-}).annotations({ identifier: "CreateFunction", ...reportAllErrors })
+}).annotations({ identifier: "CreateFunction", ...requestBody })
 export type CreateFunction = typeof CreateFunction.Type
 
 /** A change: fields left out stay. Every change is a new version. */
@@ -64,7 +64,7 @@ export const UpdateFunction = Schema.Struct({
   code: Schema.optional(fields.code),
   timeout_ms: Schema.optional(fields.timeout_ms),
   memory_mb: Schema.optional(fields.memory_mb)
-}).annotations({ identifier: "UpdateFunction", ...reportAllErrors })
+}).annotations({ identifier: "UpdateFunction", ...requestBody })
 export type UpdateFunction = typeof UpdateFunction.Type
 
 export class CustomFunction extends Schema.Class<CustomFunction>("CustomFunction")({
@@ -104,7 +104,7 @@ export const InvokeFunction = Schema.Struct({
   input: Schema.optional(Schema.Unknown).annotations({
     description: "The function's input, checked against its `input_schema` (default `{}`)."
   })
-}).annotations({ identifier: "InvokeFunction", parseOptions: { errors: "all", onExcessProperty: "error" } })
+}).annotations({ identifier: "InvokeFunction", ...requestBody })
 export type InvokeFunction = typeof InvokeFunction.Type
 
 export const FunctionResult = Schema.Struct({

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { AgentId, ApiKeyId, OrganizationId, UserId } from "./Ids.js"
+import { requestBody } from "./RequestBody.js"
 import { Timestamp } from "./Timestamp.js"
 
 export const Role = Schema.Literal("super_admin", "admin", "builder", "member").annotations({
@@ -45,19 +46,16 @@ export const Email = Schema.Trim.pipe(
   Schema.pattern(/^[^\s@]+@[^\s@]+$/, { message: () => "must be an e-mail address like ada@example.com" })
 ).annotations({ description: "E-mail address." })
 
-/** Request bodies report every failing field at once, not just the first. */
-export const reportAllErrors = { parseOptions: { errors: "all" as const } }
-
 export const CreateMember = Schema.Struct({
   email: Email,
   name: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
   role: Schema.optionalWith(Role, { default: () => "member" as const })
-}).annotations({ identifier: "CreateMember", ...reportAllErrors })
+}).annotations({ identifier: "CreateMember", ...requestBody })
 export type CreateMember = typeof CreateMember.Type
 
 export const UpdateMember = Schema.Struct({
   role: Role
-}).annotations({ identifier: "UpdateMember", ...reportAllErrors })
+}).annotations({ identifier: "UpdateMember", ...requestBody })
 export type UpdateMember = typeof UpdateMember.Type
 
 export const ApiKeyKind = Schema.Literal("organization", "personal").annotations({
@@ -93,7 +91,7 @@ export const CreateApiKey = Schema.Struct({
   agent_ids: Schema.optional(Schema.Array(AgentId)).annotations({
     description: "Organization keys only: limit the key to these agents."
   })
-}).annotations({ identifier: "CreateApiKey", ...reportAllErrors })
+}).annotations({ identifier: "CreateApiKey", ...requestBody })
 export type CreateApiKey = typeof CreateApiKey.Type
 
 export class CreatedApiKey extends Schema.Class<CreatedApiKey>("CreatedApiKey")({

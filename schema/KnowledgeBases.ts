@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { FileId } from "./Files.js"
 import { uuidId } from "./Ids.js"
+import { requestBody } from "./RequestBody.js"
 import { Timestamp } from "./Timestamp.js"
 
 export const KnowledgeBaseId = uuidId("KnowledgeBaseId", "a knowledge base", "Identifier of a knowledge base (UUID).")
@@ -47,7 +48,7 @@ export const CreateKnowledgeBase = Schema.Struct({
     description: "What it holds; agents see it in their `search_knowledge` tool's description."
   }),
   language: Schema.optional(Language)
-}).annotations({ identifier: "CreateKnowledgeBase" })
+}).annotations({ identifier: "CreateKnowledgeBase", ...requestBody })
 export type CreateKnowledgeBase = typeof CreateKnowledgeBase.Type
 
 export const UpdateKnowledgeBase = Schema.Struct({
@@ -56,7 +57,7 @@ export const UpdateKnowledgeBase = Schema.Struct({
   language: Schema.optional(Language).annotations({
     description: "Changing it re-indexes every chunk of the base in the same request."
   })
-}).annotations({ identifier: "UpdateKnowledgeBase" })
+}).annotations({ identifier: "UpdateKnowledgeBase", ...requestBody })
 export type UpdateKnowledgeBase = typeof UpdateKnowledgeBase.Type
 
 export const KnowledgeBasePage = Schema.Struct({
@@ -100,7 +101,8 @@ export const AddDocument = Schema.Struct({
   })
 }).annotations({
   identifier: "AddDocument",
-  description: "A name and exactly one source: `text`, `file_id` or `url`."
+  description: "A name and exactly one source: `text`, `file_id` or `url`.",
+  ...requestBody
 })
 export type AddDocument = typeof AddDocument.Type
 
@@ -147,7 +149,7 @@ export const SearchKnowledge = Schema.Struct({
   limit: Schema.optional(Schema.Int.pipe(Schema.between(1, 50))).annotations({
     description: "Most chunks to return, 1–50 (default 10)."
   })
-}).annotations({ identifier: "SearchKnowledge" })
+}).annotations({ identifier: "SearchKnowledge", ...requestBody })
 export type SearchKnowledge = typeof SearchKnowledge.Type
 
 export const SearchHit = Schema.Struct({

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { InvokeAgent } from "./Agents.js"
-import { reportAllErrors } from "./Identity.js"
 import { AgentId, ScheduleId, TaskId } from "./Ids.js"
+import { requestBody } from "./RequestBody.js"
 import { DateParam, Timestamp } from "./Timestamp.js"
 
 /** A length of time as sent and shown: `90s`, `15m`, `1h30m`, `2d` (units ms, s, m, h, d). */
@@ -55,7 +55,7 @@ export const CreateSchedule = Schema.Struct({
   jitter: Schema.optional(timing.jitter),
   overlap: Schema.optional(Overlap),
   catchup_window: Schema.optional(timing.catchup_window)
-}).annotations({ identifier: "CreateSchedule", ...reportAllErrors })
+}).annotations({ identifier: "CreateSchedule", ...requestBody })
 export type CreateSchedule = typeof CreateSchedule.Type
 
 /** A change: fields left out stay; `null` clears an optional one. Setting `cron` clears `every`, and back. */
@@ -72,7 +72,7 @@ export const UpdateSchedule = Schema.Struct({
   jitter: Schema.optional(Schema.NullOr(timing.jitter)),
   overlap: Schema.optional(Overlap),
   catchup_window: Schema.optional(timing.catchup_window)
-}).annotations({ identifier: "UpdateSchedule", ...reportAllErrors })
+}).annotations({ identifier: "UpdateSchedule", ...requestBody })
 export type UpdateSchedule = typeof UpdateSchedule.Type
 
 export const NextRun = Schema.Struct({

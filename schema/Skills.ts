@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { FunctionId } from "./Functions.js"
-import { reportAllErrors } from "./Identity.js"
 import { AgentId, ConnectionId, TaskId, uuidId } from "./Ids.js"
+import { requestBody } from "./RequestBody.js"
 import { Timestamp } from "./Timestamp.js"
 
 export const SkillId = uuidId("SkillId", "a skill", "Identifier of a skill (UUID).")
@@ -80,20 +80,20 @@ export const CreateSkill = Schema.Struct({
   actions,
   visibility: Schema.optionalWith(SkillVisibility, { default: () => "private" as const }),
   allowlist: Schema.optionalWith(Schema.Array(AgentId), { default: () => [] })
-}).annotations({ identifier: "CreateSkill", ...reportAllErrors })
+}).annotations({ identifier: "CreateSkill", ...requestBody })
 export type CreateSkill = typeof CreateSkill.Type
 
 export const UpdateSkill = Schema.Struct({
   name: Schema.optional(name),
   description: Schema.optional(description),
   actions: Schema.optional(actions)
-}).annotations({ identifier: "UpdateSkill", ...reportAllErrors })
+}).annotations({ identifier: "UpdateSkill", ...requestBody })
 export type UpdateSkill = typeof UpdateSkill.Type
 
 export const SkillAccess = Schema.Struct({
   visibility: SkillVisibility,
   allowlist: Schema.optionalWith(Schema.Array(AgentId), { default: () => [] })
-}).annotations({ identifier: "SkillAccess", ...reportAllErrors })
+}).annotations({ identifier: "SkillAccess", ...requestBody })
 export type SkillAccess = typeof SkillAccess.Type
 
 export class Skill extends Schema.Class<Skill>("Skill")({
@@ -140,7 +140,7 @@ export const ManifestUpload = Schema.Struct({
   }),
   files: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { default: () => ({}) })
     .annotations({ description: "Files the manifest refers to (OpenAPI documents), by the path it uses." })
-}).annotations({ identifier: "ManifestUpload", ...reportAllErrors })
+}).annotations({ identifier: "ManifestUpload", ...requestBody })
 
 export const PublishReport = Schema.Struct({
   skills: Schema.Array(Schema.Struct({
@@ -185,4 +185,4 @@ export const ApprovalPage = Schema.Struct({ items: Schema.Array(Approval), next_
 
 export const Decision = Schema.Struct({
   reason: Schema.optional(Schema.String.pipe(Schema.maxLength(2000)))
-}).annotations({ identifier: "Decision" })
+}).annotations({ identifier: "Decision", ...requestBody })

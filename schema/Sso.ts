@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { GroupId } from "./Access.js"
-import { reportAllErrors } from "./Identity.js"
+import { requestBody } from "./RequestBody.js"
 import { Timestamp } from "./Timestamp.js"
 
 /** An https issuer, or http on a loopback host (a development IdP on this machine). */
@@ -83,5 +83,5 @@ export const PutSsoSettings = Schema.Struct({
       "mapped groups they are in and removed from the mapped groups they are no longer in."
   }),
   enabled: Schema.optionalWith(Schema.Boolean, { default: () => true })
-}).annotations({ identifier: "PutSsoSettings", ...reportAllErrors })
+}).annotations({ identifier: "PutSsoSettings", ...requestBody })
 export type PutSsoSettings = typeof PutSsoSettings.Type

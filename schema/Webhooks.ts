@@ -1,8 +1,8 @@
 import { Schema } from "effect"
 import { EventId, EventType } from "./Events.js"
-import { reportAllErrors } from "./Identity.js"
 import { OrganizationId, uuidId } from "./Ids.js"
 import { IntegerParam } from "./QueryParams.js"
+import { requestBody } from "./RequestBody.js"
 import { Timestamp } from "./Timestamp.js"
 
 /**
@@ -84,7 +84,7 @@ export const CreateWebhook = Schema.Struct({
   event_types: Schema.optional(WebhookEventTypes),
   description: Schema.optional(description),
   enabled: Schema.optional(Schema.Boolean).annotations({ description: "Default true." })
-}).annotations({ identifier: "CreateWebhook", ...reportAllErrors })
+}).annotations({ identifier: "CreateWebhook", ...requestBody })
 export type CreateWebhook = typeof CreateWebhook.Type
 
 export const UpdateWebhook = Schema.Struct({
@@ -92,7 +92,7 @@ export const UpdateWebhook = Schema.Struct({
   event_types: Schema.optional(WebhookEventTypes),
   description: Schema.optional(description),
   enabled: Schema.optional(Schema.Boolean)
-}).annotations({ identifier: "UpdateWebhook", ...reportAllErrors })
+}).annotations({ identifier: "UpdateWebhook", ...requestBody })
 export type UpdateWebhook = typeof UpdateWebhook.Type
 
 export const WebhookList = Schema.Struct({

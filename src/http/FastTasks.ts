@@ -23,7 +23,7 @@ const UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-
 const INVOKE = new RegExp(`^/v1/agents/(${UUID})/invoke(?:\\?asynchronous=(true|false))?$`)
 const GET_TASK = new RegExp(`^/v1/tasks/(${UUID})(?:\\?wait=([0-9]{1,2}))?$`)
 
-const decodeInvoke = Schema.decodeUnknownEither(InvokeAgent, { errors: "all" })
+const decodeInvoke = Schema.decodeUnknownEither(InvokeAgent)
 
 /** Marks a long poll this node answers itself, never handing it to another node. */
 const FORWARDED = "x-switchyard-forwarded"

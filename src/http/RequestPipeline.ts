@@ -46,7 +46,7 @@ interface DecodeIssue {
   readonly message: string
 }
 
-const WHOLE_BODY = /^Expected [A-Za-z]+, actual ([^]*)$/
+const WHOLE_BODY = /^Expected [A-Z][A-Za-z]*, actual ([^]*)$/
 
 /**
  * An issue as a person reads it: the whole body refused by its schema's name ("Expected CreateAgent, actual
@@ -60,16 +60,20 @@ const readable = (path: string, message: string) => {
     : `The request body must be a JSON object, not ${actual}.`
 }
 
+/** An issue under `path`, or at it. */
+const within = (path: string, other: string) => path === "" || other === path || other.startsWith(`${path}.`)
+
 /**
  * HttpApi's own decode error becomes our `validation_failed` body, with the failing field paths. An optional
- * field's "Expected undefined" beside the real issue at the same path is dropped: it only says the field
- * could also be left out.
+ * (or nullable) field's "Expected undefined" (or null) beside the real issue at or under it is dropped: it only
+ * says the field could also be left out.
  */
 export const validationError = (issues: ReadonlyArray<DecodeIssue>) => {
   const all = issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message }))
   const fields = all
     .filter((f) =>
-      !(f.message.startsWith("Expected undefined, actual") && all.some((o) => o !== f && o.path === f.path))
+      !(/^Expected (undefined|null), actual/.test(f.message) &&
+        all.some((o) => o !== f && within(f.path, o.path)))
     )
     .map((f) => ({ path: f.path, message: readable(f.path, f.message) }))
   const first = fields[0]

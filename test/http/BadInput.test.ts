@@ -231,6 +231,43 @@ describe.each(["fast", "general"])("validation messages (%s stack)", (stack) => 
     expect(answer.headers.get("x-switchyard-error")).toBe("true")
   })
 
+  it("refuses a field the contract does not name, as its additionalProperties: false says", async () => {
+    const agent = await send(
+      node(),
+      "POST",
+      "/v1/agents",
+      key(),
+      JSON.stringify({ ...scriptedAgent(), bogus: 1 }),
+      "application/json"
+    )
+    expectError(agent, 400, "validation_failed")
+    expect(agent.body.error.details.issues).toEqual([{
+      path: "bogus",
+      message: expect.stringContaining("is unexpected")
+    }])
+    // a key that would look as if it expired: refused, not created without an expiry
+    const apiKey = await send(
+      node(),
+      "POST",
+      "/v1/api-keys",
+      key(),
+      JSON.stringify({ name: "x", kind: "organization", expires_at: "2030-01-01T00:00:00Z" }),
+      "application/json"
+    )
+    expectError(apiKey, 400, "validation_failed")
+    expect(apiKey.body.error.details.issues.map((i: any) => i.path)).toEqual(["expires_at"])
+    const invoke = await send(
+      node(),
+      "POST",
+      `/v1/agents/${agentId[stack]}/invoke`,
+      key(),
+      JSON.stringify({ input: { text: "hi", user, extra: true } }),
+      "application/json"
+    )
+    expectError(invoke, 400, "validation_failed")
+    expect(invoke.body.error.details.issues.map((i: any) => i.path)).toEqual(["input.extra"])
+  })
+
   it("lists the real issue of an optional field, not that it could be left out", async () => {
     const answer = await send(node(), "GET", "/v1/tasks?limit=0", key())
     expectError(answer, 400, "validation_failed")
