@@ -1,10 +1,11 @@
 import { HttpServerRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Config, Effect, FiberRef, Option } from "effect"
+import { Effect, FiberRef, Option } from "effect"
 import * as Crypto from "node:crypto"
 import type { AuditActor, AuditOutcome, AuditTarget } from "../../schema/Audit.js"
 import type { OrganizationId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { transactionIn } from "../db/Transaction.js"
 import { CurrentRequest } from "../http/RequestContext.js"
 import { GENESIS_HASH, hashRecord, storable, storableText } from "./AuditChain.js"
@@ -55,15 +56,9 @@ export class AuditLog extends Effect.Service<AuditLog>()("audit/AuditLog", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const transaction = transactionIn(sql)
-    // behind a load balancer, the client is the last hop it appended to X-Forwarded-For
-    const trustProxy = yield* Config.string("SWITCHYARD_TRUST_PROXY").pipe(
-      Config.withDefault("false"),
-      Config.validate({
-        message: "must be true or false",
-        validation: (s) => ["", "true", "false"].includes(s.trim().toLowerCase())
-      }),
-      Config.map((s) => s.trim().toLowerCase() === "true")
-    )
+    // SWITCHYARD_TRUST_PROXY, checked with the other settings before the node starts: behind a load balancer,
+    // the client is the last hop it appended to X-Forwarded-For
+    const { trustProxy } = yield* SwitchyardConfig
 
     const currentMeta: Effect.Effect<RequestMeta> = Effect.gen(function*() {
       const info = yield* FiberRef.get(CurrentRequest)

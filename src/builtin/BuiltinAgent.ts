@@ -1,8 +1,9 @@
-import { Config, Effect, Option, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import type { ModelConfig } from "../../schema/Agents.js"
 import { ModelGateway } from "../agents/ModelGateway.js"
 import { ModelProviders } from "../agents/ModelProviders.js"
 import type { Message, ToolSpec } from "../agents/models/ModelProvider.js"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { defineTool, type McpTool, type ToolContext, ToolText } from "../mcp/McpTool.js"
 import type { McpCaller } from "../oauth/TokenVerifier.js"
 
@@ -70,9 +71,7 @@ export const makeAskTool = (tools: ReadTools) =>
   Effect.gen(function*() {
     const gateway = yield* ModelGateway
     const providers = yield* ModelProviders
-    const override = yield* Config.option(Config.string("SWITCHYARD_BUILTIN_AGENT_MODEL")).pipe(
-      Effect.orElseSucceed(() => Option.none<string>())
-    )
+    const override = (yield* SwitchyardConfig).builtinAgentModel
     const tool: McpTool = defineTool({
       name: "ask",
       description: "Ask Switchyard's built-in agent about your organization: agents, tasks, connectors. It " +

@@ -105,7 +105,7 @@ export const serveSettings: ReadonlyArray<Setting> = describe(config as Config.C
 /** Read by the command line itself, before the configuration. */
 const launcherSettings: ReadonlyArray<EnvironmentEntry> = [
   ["SWITCHYARD_LOG_LEVEL", "trace, debug, info, warning, error or none (default info). Logs are JSON lines on stderr."],
-  ["SWITCHYARD_SOURCE_MAPS", "true: stack traces point into the TypeScript sources (default false)."]
+  ["SWITCHYARD_SOURCE_MAPS", "true or false (default false); true: stack traces point into the TypeScript sources."]
 ]
 
 export const serveEnvironment: ReadonlyArray<EnvironmentEntry> = [

@@ -13,9 +13,9 @@ import type { Principal } from "../../schema/Security.js"
 import { AgentRepo } from "../agents/AgentRepo.js"
 import { mayUse } from "../agents/Agents.js"
 import { actorOf, AuditLog } from "../audit/AuditLog.js"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { transactionIn } from "../db/Transaction.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
-import { approvalTimeoutConfig } from "../skills/Approvals.js"
 import { judgeCommand, type Verdict } from "./CommandJudge.js"
 import { CommandPolicyRepo, type CommandPolicyRow } from "./CommandPolicyRepo.js"
 import type { Policy } from "./PolicyMatch.js"
@@ -44,7 +44,8 @@ export class CommandPolicies extends Effect.Service<CommandPolicies>()("commands
     const agents = yield* AgentRepo
     const audit = yield* AuditLog
     const transaction = transactionIn(yield* SqlClient.SqlClient)
-    const timeout = yield* approvalTimeoutConfig
+    // a command waits for its decision as long as a tool call does (SWITCHYARD_APPROVAL_TIMEOUT)
+    const timeout = (yield* SwitchyardConfig).approvalTimeout
 
     /** The agent, if it is one of the organization's that the principal may use; else a 404 naming it. */
     const usableAgent = (principal: Principal, id: AgentId) =>

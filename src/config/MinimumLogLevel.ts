@@ -1,4 +1,5 @@
 import { Config, ConfigError, Either, LogLevel } from "effect"
+import * as Setting from "./Setting.js"
 
 const LEVELS = new Map<string, LogLevel.LogLevel>([
   ["trace", LogLevel.Trace],
@@ -13,10 +14,10 @@ const LEVELS = new Map<string, LogLevel.LogLevel>([
  * SWITCHYARD_LOG_LEVEL (any case; empty is unset): the least severe log line written. Read by the command line
  * for every command (src/cli.ts), before the node's configuration.
  */
-export const minimumLogLevel = Config.string("SWITCHYARD_LOG_LEVEL").pipe(
+export const minimumLogLevel = Setting.string("SWITCHYARD_LOG_LEVEL").pipe(
   Config.withDefault("info"),
   Config.mapOrFail((text) => {
-    const level = text.trim() === "" ? LogLevel.Info : LEVELS.get(text.trim().toLowerCase())
+    const level = LEVELS.get(text.trim().toLowerCase())
     return level === undefined
       ? Either.left(ConfigError.InvalidData(
         ["SWITCHYARD_LOG_LEVEL"],

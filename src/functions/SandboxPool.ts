@@ -1,6 +1,6 @@
-import { Config, Effect } from "effect"
-import * as Os from "node:os"
+import { Effect } from "effect"
 import { Worker } from "node:worker_threads"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import type { FromWorker, HostFailure, SandboxJob, SandboxOutcome, ToWorker } from "./sandbox/SandboxProtocol.js"
 
 /** What a function's `ctx` call becomes on the node: JSON text in, JSON text or a failure out. */
@@ -195,10 +195,8 @@ export const makeSandboxPool = (maxWorkers: number) => {
 /** This node's sandbox pool: `SWITCHYARD_FUNCTION_WORKERS` threads at most (default: the cores, at least 2). */
 export class SandboxPool extends Effect.Service<SandboxPool>()("functions/SandboxPool", {
   scoped: Effect.gen(function*() {
-    const workers = yield* Config.integer("SWITCHYARD_FUNCTION_WORKERS").pipe(
-      Config.withDefault(Math.max(2, Os.availableParallelism()))
-    )
-    const pool = makeSandboxPool(Math.max(1, workers))
+    // SWITCHYARD_FUNCTION_WORKERS, checked with the other settings before the node starts (at least 1)
+    const pool = makeSandboxPool((yield* SwitchyardConfig).functionWorkers)
     yield* Effect.addFinalizer(() => pool.close)
     return { run: pool.run, workers: pool.workers } as const
   })

@@ -1,7 +1,8 @@
-import { Config, Effect } from "effect"
+import { Effect } from "effect"
 import { BadRequest, PayloadTooLarge, UnsupportedMediaType } from "../../schema/Errors.js"
 import type { AddDocument, DocumentFormat } from "../../schema/KnowledgeBases.js"
 import type { Principal } from "../../schema/Security.js"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Files } from "../files/Files.js"
 import { formatOf } from "./TextExtraction.js"
 import { UrlSource } from "./UrlSource.js"
@@ -19,7 +20,7 @@ export class DocumentSources extends Effect.Service<DocumentSources>()("knowledg
   effect: Effect.gen(function*() {
     const files = yield* Files
     const urls = yield* UrlSource
-    const maxBytes = yield* Config.integer("SWITCHYARD_MAX_DOCUMENT_BYTES").pipe(Config.withDefault(25 * 1024 * 1024))
+    const maxBytes = (yield* SwitchyardConfig).knowledge.maxDocumentBytes
 
     const tooLarge = PayloadTooLarge.of(
       `The document is larger than this server accepts: at most ${maxBytes} bytes (SWITCHYARD_MAX_DOCUMENT_BYTES).`,

@@ -1,6 +1,7 @@
-import { Cause, Chunk as Chunks, Config, Effect, Queue, Schedule, Stream } from "effect"
+import { Cause, Chunk as Chunks, Effect, Queue, Schedule, Stream } from "effect"
 import * as Crypto from "node:crypto"
 import type { FileId } from "../../schema/Files.js"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { FileRepo } from "../files/FileRepo.js"
 import { Files } from "../files/Files.js"
 import { chunksOf } from "./Chunker.js"
@@ -28,7 +29,7 @@ export class Ingestion extends Effect.Service<Ingestion>()("knowledge/Ingestion"
     const queue = yield* IngestQueue
     const files = yield* Files
     const fileRepo = yield* FileRepo
-    const workers = yield* Config.integer("SWITCHYARD_KNOWLEDGE_WORKERS").pipe(Config.withDefault(2))
+    const workers = (yield* SwitchyardConfig).knowledge.workers
     const signals = yield* Queue.dropping<void>(Math.max(1, workers))
 
     const bytesOf = (job: Job) =>

@@ -1,11 +1,12 @@
 import { SqlClient } from "@effect/sql"
-import { Config, Duration, Effect } from "effect"
+import { Effect } from "effect"
 import { startRun, TaskEntity } from "../../cluster/TaskEntity.js"
 import { Conflict, NotFound } from "../../schema/Errors.js"
 import type { AgentId, TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { Approval, type ApprovalCondition } from "../../schema/Skills.js"
 import { actorOf, AuditLog } from "../audit/AuditLog.js"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { transactionIn } from "../db/Transaction.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
@@ -59,11 +60,6 @@ export const conditionHolds = (condition: ApprovalCondition, args: unknown) => {
   }
 }
 
-/** SWITCHYARD_APPROVAL_TIMEOUT: how long a request for approval waits before it expires. */
-export const approvalTimeoutConfig = Config.duration("SWITCHYARD_APPROVAL_TIMEOUT").pipe(
-  Config.withDefault(Duration.hours(24))
-)
-
 /**
  * Requests for approval of tool calls. A run that reaches a call needing approval records the request and
  * pauses the task (`waiting_approval`); nothing waits in memory, so a restart loses nothing. A decision
@@ -76,7 +72,8 @@ export class Approvals extends Effect.Service<Approvals>()("skills/Approvals", {
     const transaction = transactionIn(yield* SqlClient.SqlClient)
     const audit = yield* AuditLog
     const client = yield* TaskEntity.client
-    const timeout = yield* approvalTimeoutConfig
+    // SWITCHYARD_APPROVAL_TIMEOUT, checked with the other settings before the node starts
+    const timeout = (yield* SwitchyardConfig).approvalTimeout
 
     const forStep = repo.forStep
 

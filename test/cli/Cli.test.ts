@@ -256,7 +256,7 @@ describe("help and output", () => {
     expect(help.stdout).toMatch(/^ {2}SWITCHYARD_HTTP_PORT +integer, default 8080$/m)
     const source = Fs.readFileSync(Path.resolve(import.meta.dirname, "../../src/config/SwitchyardConfig.ts"), "utf8")
     const names = [...source.matchAll(/(?:duration|positive|port|env)\("([A-Z_]+)"/g)].map((m) => `SWITCHYARD_${m[1]}`)
-      .concat([...source.matchAll(/Config\.\w+\("((?:OTEL|DATABASE)_[A-Z_]+)"\)/g)].map((m) => m[1]!))
+      .concat([...source.matchAll(/(?:Config|Setting)\.\w+\("((?:OTEL|DATABASE)_[A-Z_]+)"\)/g)].map((m) => m[1]!))
       .map((n) => n.replace(/^SWITCHYARD_SWITCHYARD_/, "SWITCHYARD_"))
     expect(names.length).toBeGreaterThan(40)
     for (const name of names) expect(help.stdout).toMatch(new RegExp(`^ {2}${name} `, "m"))

@@ -31,6 +31,25 @@ const serve = async (env: Record<string, string>, program?: string) => {
 const refused = (variable: string, problem: string) =>
   `switchyard: invalid configuration: (Invalid data at ${variable}: "${problem}")\n`
 
+describe("serve --help", () => {
+  it("lists every variable docs/reference/configuration.md documents", async () => {
+    const table = Fs.readFileSync(Path.resolve(import.meta.dirname, "../../docs/reference/configuration.md"), "utf8")
+    const documented = [...table.matchAll(/^\| `([A-Z][A-Z0-9_]+)`/gm)].map((m) => m[1]!)
+      .filter((name) => name !== "SWITCHYARD_BUILTIN_AGENT_MODEL")
+    const limits = [.../^\| `SWITCHYARD_RATE_LIMIT_<NAME>`.*Names: (.*)$/m.exec(table)![1]!.matchAll(/`([A-Z_]+)`/g)]
+      .flatMap((m) => [`SWITCHYARD_RATE_LIMIT_${m[1]}`, `SWITCHYARD_RATE_LIMIT_${m[1]}_WINDOW`])
+    documented.push(...limits)
+    expect(limits).toHaveLength(12)
+    expect(documented.length).toBeGreaterThan(85)
+    const help = await cli(["serve", "--help"])
+    expect(help.code).toBe(0)
+    for (const name of documented) expect(help.stdout).toMatch(new RegExp(`^ {2}${name} `, "m"))
+    expect(help.stdout).toMatch(/^ {2}SWITCHYARD_FUNCTION_WORKERS +integer, default \d+$/m)
+    expect(help.stdout).toMatch(/^ {2}SWITCHYARD_KNOWLEDGE_WORKERS +integer, default 2$/m)
+    expect(help.stdout).toMatch(/^ {2}SWITCHYARD_RATE_LIMIT_API_KEY_WINDOW +duration, default 1 minute$/m)
+  })
+})
+
 describe("a bad setting stops serve before anything starts", () => {
   it("SWITCHYARD_LOG_LEVEL: named with the accepted levels, for serve and for any other command", async () => {
     const run = await serve({ SWITCHYARD_LOG_LEVEL: "chatty" })
@@ -62,6 +81,38 @@ describe("a bad setting stops serve before anything starts", () => {
     expect(entry.stderr.split("\n")).toHaveLength(2)
     expect(entry.code).toBe(1)
     expect(entry.started).toEqual([])
+  })
+
+  it("settings once read by the services that use them, after PostgreSQL and the runner had started", async () => {
+    const cases: ReadonlyArray<readonly [string, string, string]> = [
+      ["SWITCHYARD_TRUST_PROXY", "yes please", `Expected a boolean value but received "yes please"`],
+      ["SWITCHYARD_APPROVAL_TIMEOUT", "a day", `Expected a duration but received "a day"`],
+      ["SWITCHYARD_MAX_DOCUMENT_BYTES", "0", "must be a positive integer"],
+      ["SWITCHYARD_KNOWLEDGE_WORKERS", "many", `Expected an integer value but received "many"`],
+      ["SWITCHYARD_FUNCTION_WORKERS", "-2", "must be a positive integer"]
+    ]
+    for (const [name, value, problem] of cases) {
+      const run = await serve({ [name]: value })
+      expect(run.stderr).toBe(refused(name, problem))
+      expect(run.code).toBe(1)
+      expect(run.started).toEqual([])
+    }
+  })
+
+  it("SWITCHYARD_SOURCE_MAPS, read by the package bin before the app: true or false, empty is unset", async () => {
+    for (const program of [BIN, undefined]) {
+      const run = await serve({ SWITCHYARD_SOURCE_MAPS: "yes" }, program)
+      expect(run.stderr).toBe(refused("SWITCHYARD_SOURCE_MAPS", `must be true or false (not "yes")`))
+      expect(run.code).toBe(1)
+      expect(run.started).toEqual([])
+    }
+    const client = await cli(["keys", "list"], { env: { SWITCHYARD_SOURCE_MAPS: "on" } })
+    expect(client.stderr).toBe(refused("SWITCHYARD_SOURCE_MAPS", `must be true or false (not "on")`))
+    expect(client.code).toBe(1)
+    for (const value of ["true", "false", ""]) {
+      const version = await cli(["--version"], { env: { SWITCHYARD_SOURCE_MAPS: value }, program: BIN })
+      expect({ value, code: version.code, stderr: version.stderr }).toEqual({ value, code: 0, stderr: "" })
+    }
   })
 
   it("SERVICE_SKILL_VISIBILITY_MODE: named with the accepted modes", async () => {

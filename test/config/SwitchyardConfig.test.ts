@@ -1,10 +1,15 @@
 /**
  * The configuration read from a map, as from the environment: each bad value is a ConfigError naming its
- * variable (src/cli.ts prints it as `switchyard: invalid configuration: …`), found before anything starts.
+ * variable (src/cli.ts prints it as `switchyard: invalid configuration: …`), found before anything starts;
+ * an empty value is unset, for every setting.
  */
-import { Config, ConfigProvider, Effect, Either, LogLevel } from "effect"
+import { Config, ConfigProvider, Duration, Effect, Either, LogLevel, Option } from "effect"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import { describe, expect, it } from "vitest"
 import { makePriceTable } from "../../src/agents/Prices.js"
+import { serveSettings } from "../../src/cli/ServeSettings.js"
 import { minimumLogLevel } from "../../src/config/MinimumLogLevel.js"
 import { config } from "../../src/config/SwitchyardConfig.js"
 
@@ -104,5 +109,119 @@ describe("a check made after a default or on an optional value", () => {
       const expected = `(Invalid data at ${name}: "${wrong}`
       expect(problem(config, { [name]: value }).slice(0, expected.length)).toBe(expected)
     }
+  })
+})
+
+describe("settings read with the others, checked before the node starts", () => {
+  it("SWITCHYARD_TRUST_PROXY, SWITCHYARD_APPROVAL_TIMEOUT and the knowledge and function settings: defaults", () => {
+    const settings = Either.getOrThrow(read(config, {}))
+    expect(settings.trustProxy).toBe(false)
+    expect(Duration.toMillis(settings.approvalTimeout)).toBe(24 * 3_600_000)
+    expect(settings.knowledge).toEqual({ maxDocumentBytes: 25 * 1024 * 1024, workers: 2 })
+    expect(settings.functionWorkers).toBe(Math.max(2, Os.availableParallelism()))
+  })
+
+  it("takes the values given", () => {
+    const settings = Either.getOrThrow(read(config, {
+      SWITCHYARD_TRUST_PROXY: "true",
+      SWITCHYARD_APPROVAL_TIMEOUT: "90 seconds",
+      SWITCHYARD_MAX_DOCUMENT_BYTES: "200000",
+      SWITCHYARD_KNOWLEDGE_WORKERS: "0",
+      SWITCHYARD_FUNCTION_WORKERS: "3"
+    }))
+    expect(settings.trustProxy).toBe(true)
+    expect(Duration.toMillis(settings.approvalTimeout)).toBe(90_000)
+    expect(settings.knowledge).toEqual({ maxDocumentBytes: 200_000, workers: 0 })
+    expect(settings.functionWorkers).toBe(3)
+  })
+
+  it("a bad value is named", () => {
+    const cases: ReadonlyArray<readonly [string, string, string]> = [
+      ["SWITCHYARD_TRUST_PROXY", "maybe", `Expected a boolean value but received "maybe"`],
+      ["SWITCHYARD_APPROVAL_TIMEOUT", "a day", `Expected a duration but received "a day"`],
+      ["SWITCHYARD_MAX_DOCUMENT_BYTES", "25MB", `Expected an integer value but received "25MB"`],
+      ["SWITCHYARD_MAX_DOCUMENT_BYTES", "0", "must be a positive integer"],
+      ["SWITCHYARD_KNOWLEDGE_WORKERS", "-1", "must be 0 (off) or a positive integer"],
+      ["SWITCHYARD_FUNCTION_WORKERS", "0", "must be a positive integer"],
+      ["SWITCHYARD_FUNCTION_WORKERS", "two", `Expected an integer value but received "two"`]
+    ]
+    for (const [name, value, wrong] of cases) {
+      expect(problem(config, { [name]: value })).toBe(`(Invalid data at ${name}: "${wrong}")`)
+    }
+  })
+
+  it("are listed by serve --help (taken from the configuration), with their defaults", () => {
+    const listed = new Map(serveSettings.map((s) => [s.name, s]))
+    expect(listed.get("SWITCHYARD_TRUST_PROXY")).toEqual({
+      name: "SWITCHYARD_TRUST_PROXY",
+      kind: "boolean",
+      fallback: "false"
+    })
+    expect(listed.get("SWITCHYARD_APPROVAL_TIMEOUT")?.fallback).toBe("1 day")
+    expect(listed.get("SWITCHYARD_MAX_DOCUMENT_BYTES")?.fallback).toBe("26214400")
+    expect(listed.get("SWITCHYARD_KNOWLEDGE_WORKERS")?.fallback).toBe("2")
+    expect(listed.get("SWITCHYARD_FUNCTION_WORKERS")?.kind).toBe("integer")
+  })
+})
+
+describe("an empty value is unset", () => {
+  it("for every setting, whatever its kind: as if it were not there", () => {
+    const unset = read(config, {})
+    expect(Either.isRight(unset)).toBe(true)
+    expect(serveSettings.length).toBeGreaterThan(80)
+    for (const { name } of serveSettings) {
+      for (const empty of ["", "  "]) {
+        expect({ name, empty, settings: read(config, { [name]: empty }) }).toEqual({ name, empty, settings: unset })
+      }
+    }
+  })
+
+  it("SWITCHYARD_HTTP_PORT= listens on the default port, not on any free one", () => {
+    const settings = Either.getOrThrow(read(config, { SWITCHYARD_HTTP_PORT: "" }))
+    expect(settings.httpPort).toBe(8080)
+    expect(Either.getOrThrow(read(config, { SWITCHYARD_HTTP_PORT: "0" })).httpPort).toBe(0)
+  })
+
+  it("a boolean, a duration, a choice or an optional setting left empty takes its default", () => {
+    const settings = Either.getOrThrow(read(config, {
+      SWITCHYARD_TRUST_PROXY: "",
+      SWITCHYARD_SIGN_IN_PAGES: "",
+      SWITCHYARD_TASK_TIMEOUT: " ",
+      SERVICE_SKILL_VISIBILITY_MODE: "",
+      OTEL_TRACES_SAMPLER: "",
+      SWITCHYARD_RUNNER_LISTEN_HOST: "",
+      SWITCHYARD_HOST: ""
+    }))
+    expect(settings.trustProxy).toBe(false)
+    expect(settings.signInPages).toBe(true)
+    expect(Duration.toMillis(settings.taskTimeout)).toBe(600_000)
+    expect(settings.skillVisibilityMode).toBe("report")
+    expect(settings.tracing.sampler).toBe("parentbased_always_on")
+    expect(settings.runner.listenHost).toEqual(Option.none())
+    expect(settings.host).toBe("127.0.0.1")
+  })
+
+  it("SWITCHYARD_LOG_LEVEL, read by the command line, too", () => {
+    expect(Either.getOrThrow(read(minimumLogLevel, { SWITCHYARD_LOG_LEVEL: " " }))).toBe(LogLevel.Info)
+  })
+})
+
+describe("docs/reference/configuration.md", () => {
+  const table = Fs.readFileSync(Path.resolve(import.meta.dirname, "../../docs/reference/configuration.md"), "utf8")
+  const documented = [...table.matchAll(/^\| `([A-Z][A-Z0-9_]+)`/gm)].map((m) => m[1]!)
+  const rateLimits = /^\| `SWITCHYARD_RATE_LIMIT_<NAME>`.*Names: (.*)$/m.exec(table)?.[1] ?? ""
+
+  it("documents every setting of the configuration", () => {
+    for (const { name } of serveSettings) {
+      const limit = /^SWITCHYARD_RATE_LIMIT_([A-Z_]+?)(_WINDOW)?$/.exec(name)
+      if (limit === null) expect(documented).toContain(name)
+      else expect(rateLimits).toContain(`\`${limit[1]}\``)
+    }
+  })
+
+  it("documents nothing the node does not read", () => {
+    const elsewhere = ["SWITCHYARD_LOG_LEVEL", "SWITCHYARD_SOURCE_MAPS", "SWITCHYARD_BUILTIN_AGENT_MODEL"]
+    const read = new Set(serveSettings.map((s) => s.name))
+    expect(documented.filter((name) => !read.has(name) && !elsewhere.includes(name))).toEqual([])
   })
 })
