@@ -192,6 +192,12 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
     "invalid_last_event_id",
     "`Last-Event-ID` (or `last_event_id`) is not an event id: send a decimal id an event stream sent, or `0`."
   ),
+  rest(
+    400,
+    "invalid_code",
+    "A custom function's `code` does not load as a function (a syntax error, a throw at the top level, no default " +
+      "export function): `details.message` and `details.stack` say where. Nothing is stored."
+  ),
   rest(400, "invalid_cursor", "`cursor` is not one this API returned; start the listing again without it."),
   rest(
     400,

@@ -47,15 +47,18 @@ export class FunctionsApi extends HttpApiGroup.make("functions")
         operation({
           summary: "Create a custom function",
           role: "builder",
-          errors: ["invalid_input_schema", "function_name_taken"]
+          errors: ["invalid_input_schema", "invalid_code", "function_name_taken", "functions_busy"]
         })
       )
       .setPayload(CreateFunction)
       .addSuccess(CustomFunction, { status: 201 })
+      .addError(ServiceUnavailableWire)
       .annotate(
         OpenApi.Description,
         "Create a custom function, version 1. 400 `invalid_input_schema` when `input_schema` is not a " +
-          "JSON Schema; 409 `function_name_taken` when the name is in use."
+          "JSON Schema; 400 `invalid_code` when `code` does not load as a function (a syntax error, a throw at " +
+          "the top level, no default export function: it is loaded in the sandbox, nothing called); 409 " +
+          "`function_name_taken` when the name is in use."
       )
   )
   .add(
@@ -79,15 +82,17 @@ export class FunctionsApi extends HttpApiGroup.make("functions")
         operation({
           summary: "Change a custom function",
           role: "builder",
-          errors: ["invalid_input_schema", "function_name_taken"]
+          errors: ["invalid_input_schema", "invalid_code", "function_name_taken", "functions_busy"]
         })
       )
       .setPath(FunctionPath)
       .setPayload(UpdateFunction)
       .addSuccess(CustomFunction)
+      .addError(ServiceUnavailableWire)
       .annotate(
         OpenApi.Description,
-        "Change a function: a new version with the fields given, the rest as they were; it becomes current."
+        "Change a function: a new version with the fields given, the rest as they were; it becomes current. " +
+          "New `code` is loaded first, as on create (400 `invalid_code`)."
       )
   )
   .add(

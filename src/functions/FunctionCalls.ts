@@ -79,6 +79,12 @@ const failureOf = (e: { readonly code?: string; readonly message: string; readon
 
 const invalid = (message: string): HostFailure => ({ code: "validation_failed", message, status: 400 })
 
+const sandboxBusy = () =>
+  new ServiceUnavailable({
+    code: "functions_busy",
+    message: "This node's function sandbox has too many calls waiting: try again shortly."
+  })
+
 /** The REST error of a call that did not return, with its logs in `details`. */
 export const errorOf = (outcome: Exclude<SandboxOutcome, { ok: true }>): CallFailure => {
   const details = { logs: outcome.logs, ...(outcome.stack === undefined ? {} : { stack: outcome.stack }) }
@@ -188,10 +194,7 @@ export class FunctionCalls extends Effect.Service<FunctionCalls>()("functions/Fu
         )
         const duration_ms = Math.round((performance.now() - started) * 1000) / 1000
         if (outcome === "busy") {
-          return yield* new ServiceUnavailable({
-            code: "functions_busy",
-            message: "This node's function sandbox has too many calls waiting: try again shortly."
-          })
+          return yield* sandboxBusy()
         }
         if (!outcome.ok) return yield* errorOf(outcome)
         return {
@@ -203,7 +206,30 @@ export class FunctionCalls extends Effect.Service<FunctionCalls>()("functions/Fu
         }
       })
 
-    return { run } as const
+    /**
+     * Whether `code` loads as a function: compiled, its module evaluated and its default export a function, in
+     * the sandbox as a call would, with nothing called (a create or update refuses code that would fail every
+     * call). Its top-level code gets the function's own limits and no `ctx`.
+     */
+    const load = (code: string, limits: { readonly timeoutMs: number; readonly memoryMb: number }) =>
+      Effect.gen(function*() {
+        const outcome = yield* pool.run(
+          { code, input: "null", schema: "{}", ...limits, maxOutputBytes: 16, loadOnly: true },
+          () => Promise.resolve({ ok: false, error: invalid("no capability is served while code loads") })
+        )
+        if (outcome === "busy") {
+          return yield* sandboxBusy()
+        }
+        if (outcome.ok) return
+        const where = outcome.stack === undefined ? "" : ` (${outcome.stack.split("\n")[0]})`
+        return yield* BadRequest.of(
+          `\`code\` does not load as a function: ${outcome.message}${where}`,
+          { message: outcome.message, ...(outcome.stack === undefined ? {} : { stack: outcome.stack }) },
+          "invalid_code"
+        )
+      })
+
+    return { run, load } as const
   }),
   dependencies: [SandboxPool.Default]
 }) {}

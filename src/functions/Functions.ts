@@ -95,6 +95,7 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
         memory_mb: input.memory_mb ?? FUNCTION_LIMITS.defaultMemoryMb
       }
       yield* checkSchema(fields.input_schema)
+      yield* calls.load(fields.code, { timeoutMs: fields.timeout_ms, memoryMb: fields.memory_mb })
       const id = Crypto.randomUUID() as FunctionId
       const row = yield* repo.insert(principal.organizationId, id, fields, authorOf(principal)).pipe(
         Effect.catchAll(() => Effect.fail(nameTaken(fields.name))),
@@ -120,6 +121,9 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
           memory_mb: input.memory_mb ?? current.memory_mb
         }
         if (input.input_schema !== undefined) yield* checkSchema(fields.input_schema)
+        if (input.code !== undefined) {
+          yield* calls.load(fields.code, { timeoutMs: fields.timeout_ms, memoryMb: fields.memory_mb })
+        }
         const row = yield* repo.update(principal.organizationId, id, fields, authorOf(principal)).pipe(
           Effect.catchAll(() => Effect.fail(nameTaken(fields.name))),
           audit.recorded(principal, (row) =>

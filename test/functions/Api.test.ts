@@ -92,6 +92,28 @@ describe("custom functions REST API", () => {
     )
   })
 
+  it("code that does not load as a function is refused at create and update (400 invalid_code), nothing stored", async () => {
+    for (
+      const [code, says] of [
+        ["export default async (input) => { return input ", "SyntaxError"],
+        ["throw new Error('at the top')\nexport default async () => 1", "at the top"],
+        ["export const f = async () => 1", "default export is not a function"],
+        ["export default async () => 1\nfor (;;) {}", "timeout_ms"]
+      ] as const
+    ) {
+      const name = uniqueName()
+      const refused = await call(node, admin, "POST", "/v1/functions", { name, code, timeout_ms: 300 })
+      expectError(refused, 400, "invalid_code")
+      expect(refused.body.error.message).toContain(says)
+      const listed = (await call(node, admin, "GET", "/v1/functions")).body.items.map((f: any) => f.name)
+      expect(listed).not.toContain(name)
+    }
+    const fn = await createFunction(node, admin, ECHO)
+    const bad = await call(node, admin, "PATCH", `/v1/functions/${fn.id}`, { code: "export default (" })
+    expectError(bad, 400, "invalid_code")
+    expect((await call(node, admin, "GET", `/v1/functions/${fn.id}`)).body).toMatchObject({ version: 1, code: ECHO })
+  })
+
   it("limits: timeout_ms above 30000, memory_mb above 64 and a bad name are 400 validation_failed", async () => {
     for (const extra of [{ timeout_ms: 30_001 }, { memory_mb: 65 }, { memory_mb: 1 }, { name: "has space" }]) {
       expectError(

@@ -67,6 +67,8 @@ interface Case {
 const fast = { timeout_ms: 400 }
 const timeout: Expect = { status: 504, code: "function_timeout" }
 const thrown: Expect = { status: 422, code: "function_error" }
+/** Code that would fail every call is loaded at create, and refused there. */
+const refused: Expect = { status: 400, code: "invalid_code" }
 const memory: Expect = { status: 422, code: "function_memory" }
 const answer = (output: unknown): Expect => ({ status: 200, output })
 const body = (js: string) => `export default async (input, ctx) => { ${js} }`
@@ -151,12 +153,12 @@ const cases: ReadonlyArray<Case> = [
   {
     name: "a static import fails the module",
     code: "import fs from 'node:fs'\nexport default async () => 1",
-    expect: thrown
+    expect: refused
   },
   {
     name: "a re-export of a host module fails",
     code: "export * from 'os'\nexport default async () => 1",
-    expect: thrown
+    expect: refused
   },
   // prototype pollution of what the host hands in
   {
@@ -247,7 +249,7 @@ const cases: ReadonlyArray<Case> = [
     name: "a loop at module top level",
     code: "for (;;) {}\nexport default async () => 1",
     extra: fast,
-    expect: timeout
+    expect: refused
   },
   {
     name: "a sort comparator that never returns",
@@ -377,10 +379,10 @@ const cases: ReadonlyArray<Case> = [
   {
     name: "a top-level await that never settles",
     code: "await new Promise(() => {})\nexport default async () => 1",
-    expect: thrown
+    expect: refused
   },
-  { name: "a default export that is not a function", code: "export default 42", expect: thrown },
-  { name: "code that does not parse", code: "export default async () => {", expect: thrown },
+  { name: "a default export that is not a function", code: "export default 42", expect: refused },
+  { name: "code that does not parse", code: "export default async () => {", expect: refused },
   // connections the caller may not use, and the egress guard
   ...([
     ["another organization's connection", "foreign", "not_found"],

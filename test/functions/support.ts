@@ -19,7 +19,10 @@ export const createFunction = async (
 export const invokeFunction = (node: TestNode, apiKey: string, id: string, input?: unknown, query = "") =>
   call(node, apiKey, "POST", `/v1/functions/${id}/invoke${query}`, input === undefined ? {} : { input })
 
-/** Creates a function from `code` and invokes it once with `input`. */
+/**
+ * Creates a function from `code` and invokes it once with `input`; code refused at create (it does not load)
+ * answers with that refusal, 400 `invalid_code`.
+ */
 export const runCode = async (
   node: TestNode,
   apiKey: string,
@@ -27,6 +30,7 @@ export const runCode = async (
   input?: unknown,
   extra: Record<string, unknown> = {}
 ) => {
-  const fn = await createFunction(node, apiKey, code, extra)
-  return invokeFunction(node, apiKey, fn.id, input)
+  const created = await call(node, apiKey, "POST", "/v1/functions", { name: uniqueName(), code, ...extra })
+  if (created.status !== 201) return created
+  return invokeFunction(node, apiKey, created.body.id, input)
 }

@@ -13,6 +13,8 @@ export interface SandboxJob {
   readonly timeoutMs: number
   readonly memoryMb: number
   readonly maxOutputBytes: number
+  /** Only load the code (compile, evaluate the module, find its default export function) and call nothing. */
+  readonly loadOnly?: boolean
 }
 
 export type FailureKind = "error" | "timeout" | "memory" | "output_too_large" | "invalid_input"

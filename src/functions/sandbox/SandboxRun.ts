@@ -428,6 +428,7 @@ export const runInSandbox = (
           }
         })
       }
+      if (job.loadOnly === true) return finish({ ok: true, output: "null" })
       const inputText = keep(context.newString(job.input))
       const input = context.callFunction(parseFn, context.undefined, inputText)
       if (input.error) {
