@@ -8,7 +8,7 @@ import { Drain } from "../http/Drain.js"
 import { Tasks } from "../tasks/Tasks.js"
 import { EventLog } from "./EventLog.js"
 import { EventRepo } from "./EventRepo.js"
-import { eventStreamResponse, framed, taskEvents } from "./EventStreamResponse.js"
+import { eventStreamResponse, sseEvent, sseFailure, taskEvents } from "./EventStreamResponse.js"
 import { type OutputDelta, TaskOutput } from "./TaskOutput.js"
 
 /** A delta's frame: no `id:` line, as it is not in the log (a reconnect resumes after the last logged event). */
@@ -20,14 +20,20 @@ const deltaFrame = (taskId: string, agentId: string, delta: OutputDelta) => {
   return `event: ${OUTPUT_DELTA}\ndata: ${JSON.stringify(data)}\n\n`
 }
 
+/** The events a step writes: its model call, and each of its tool calls. */
+const isStepEvent = (type: string) => type === "task.model_call" || type === "task.tool_call"
+
 /**
- * A streamed invoke's ear on its task's output (TaskOutput), from before the task can run. Deltas heard before
- * the stream's first event (`task.created`) wait for it, so a client learns the task's id first.
+ * A streamed invoke's ear on its task's output (TaskOutput), from before the task can run. Deltas wait, in the
+ * order heard, until the stream has sent the task's first event (`task.created`, so a client learns the task's
+ * id first) and the step events written before their step (`after`): the log's events reach the stream a
+ * moment after their commit, and a step's text must not overtake the tool calls of the step before it.
  */
 class Hearing {
   taskId: string | undefined
   private stop: (() => void) | undefined
   private held: Array<OutputDelta> = []
+  private stepEventsSent = 0
   private deliver: ((frame: string) => void) | undefined
 
   constructor(readonly output: TaskOutput, readonly agentId: string) {}
@@ -37,15 +43,31 @@ class Hearing {
     this.taskId = taskId
     this.held = []
     this.stop = this.output.listen(taskId, (delta) => {
-      if (this.deliver === undefined) this.held.push(delta)
-      else this.deliver(deltaFrame(taskId, this.agentId, delta))
+      this.held.push(delta)
+      this.flush()
     })
   }
 
   open(deliver: (frame: string) => void) {
     this.deliver = deliver
-    for (const delta of this.held) deliver(deltaFrame(this.taskId!, this.agentId, delta))
-    this.held = []
+    this.flush()
+  }
+
+  /** The stream sent one of the task's step events. */
+  stepEventSent() {
+    this.stepEventsSent++
+    this.flush()
+  }
+
+  private flush() {
+    const deliver = this.deliver
+    if (deliver === undefined) return
+    let ready = 0
+    while (ready < this.held.length && this.held[ready]!.after <= this.stepEventsSent) {
+      deliver(deltaFrame(this.taskId!, this.agentId, this.held[ready]!))
+      ready++
+    }
+    if (ready > 0) this.held.splice(0, ready)
   }
 
   close() {
@@ -99,16 +121,19 @@ export class InvokeStream extends Effect.Service<InvokeStream>()("events/InvokeS
           // one queue in arrival order: a call's deltas are heard before its task.model_call is committed, so
           // they come before it, and all of them before the task's end. Each event is its own frame: when the
           // task ran before the first read, that read holds all its events, and the deltas held for
-          // task.created must follow it, not the task's end
+          // task.created (or for a step event) must follow it, not the task's end
           let opened = false
-          yield* framed(events, true).pipe(
-            Stream.runForEach((frame) =>
+          yield* events.pipe(
+            Stream.map((e) => [sseEvent(e), isStepEvent(e.type)] as const),
+            Stream.catchAll((e) => Stream.make([sseFailure(e), false] as const)),
+            Stream.runForEach(([frame, stepEvent]) =>
               Effect.sync(() => {
                 queue.unsafeOffer(frame)
                 if (!opened) {
                   opened = true
                   hearing.open((delta) => void queue.unsafeOffer(delta))
                 }
+                if (stepEvent) hearing.stepEventSent()
               })
             ),
             Effect.ensuring(Effect.sync(() => {

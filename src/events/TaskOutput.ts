@@ -5,6 +5,12 @@ export interface OutputDelta {
   /** The run's step (its model call) the text belongs to: `task.model_call` of this step follows its pieces. */
   readonly step: number
   readonly text: string
+  /**
+   * How many of the task's step events (`task.model_call`, `task.tool_call`) were written before this step: a
+   * streamed invoke sends the text after them, so a client never sees a step's answer before the calls that
+   * led to it. Not sent.
+   */
+  readonly after: number
 }
 
 type Listener = (delta: OutputDelta) => void
@@ -36,10 +42,10 @@ export class TaskOutput extends Effect.Service<TaskOutput>()("events/TaskOutput"
      * Where a model call of this step sends its text, when someone listens to the task now; undefined
      * otherwise (the call is not streamed). Listeners that join later hear the next call's text.
      */
-    const sink = (taskId: string, step: number): ((text: string) => void) | undefined => {
+    const sink = (taskId: string, step: number, after: number): ((text: string) => void) | undefined => {
       if (!listeners.has(taskId)) return undefined
       return (text) => {
-        for (const listener of listeners.get(taskId) ?? []) listener({ step, text })
+        for (const listener of listeners.get(taskId) ?? []) listener({ step, text, after })
       }
     }
 

@@ -326,6 +326,8 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
           return true
         }
         let tokens = 0
+        // the task's step events written before this step: each earlier step's model call and its tool calls
+        let stepEvents = 0
         for (let step = 1; step <= agent.max_steps; step++) {
           const key = `m:${step}`
           let record: ModelCallRecord | undefined
@@ -347,7 +349,12 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
               ...(agent.model.temperature === undefined ? {} : { temperature: agent.model.temperature })
             }
             // the call's worst case is reserved from this node's lease of the budget, and settled once known
-            const call = gateway.call(task.organization_id, agent.model, request, output.sink(task.id, step)).pipe(
+            const call = gateway.call(
+              task.organization_id,
+              agent.model,
+              request,
+              output.sink(task.id, step, stepEvents)
+            ).pipe(
               Effect.mapError((e) => new Stop("error", `The model call failed (${e.code}): ${e.message}`))
             )
             const result = yield* (!budgeted ? call : Effect.acquireUseRelease(
@@ -419,6 +426,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
           }
           messages.push({ role: "assistant", text: turn.text, tool_calls: turn.tool_calls })
           if (turn.tool_calls.length === 0) return new Stop("completed", turn.text ?? "", record)
+          stepEvents += 1 + turn.tool_calls.length
           for (const [i, call] of turn.tool_calls.entries()) {
             const toolKey = `t:${step}:${i}`
             let done = recorded.get(toolKey) as { content: string } | undefined

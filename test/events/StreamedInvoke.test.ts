@@ -116,6 +116,21 @@ describe("streamed invoke", () => {
     expect(replayed).toEqual(logged)
   })
 
+  it("a step's text comes after the tool calls of the step before it, even when the model answers at once", async () => {
+    const text = "Rex is a good dog who likes long walks in the park."
+    const agent = await scriptedAgent("streamed-in-order", [
+      { tool_calls: [{ name: "getPet", arguments: { path_params: { petId: "7" } } }] },
+      { text }
+    ])
+    const { end, events } = await streamedInvoke(agent.id, "which pet?")
+    expect(end).toBe("ended")
+    const deltas = events.filter((e) => e.event === "task.output.delta")
+    expect(deltas.map((d) => d.data.data.text).join("")).toBe(text)
+    const toolCall = events.findIndex((e) => e.event === "task.tool_call")
+    expect(toolCall).toBeGreaterThan(0)
+    expect(deltas.every((d) => events.indexOf(d) > toolCall)).toBe(true)
+  })
+
   it("a task that ends before the stream's first read still has its text after task.created and before its end", async () => {
     const text = "Said before anyone could read the log."
     const agent = await scriptedAgent("streamed-early", [{ text, delay_ms: 40 }])
