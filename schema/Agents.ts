@@ -39,7 +39,9 @@ export type ModelConfig = typeof ModelConfig.Type
 
 export const AgentSkill = Schema.Struct({
   connection_id: ConnectionId,
-  operation_ids: Schema.Array(Schema.String.pipe(Schema.minLength(1))).pipe(Schema.minItems(1)).annotations({
+  operation_ids: Schema.Array(Schema.String.pipe(Schema.minLength(1))).pipe(
+    Schema.minItems(1, { message: () => "must name at least one operation (its `id` or `operationId`)" })
+  ).annotations({
     description: "Operations (their `id` or `operationId`); each becomes one tool named by its `operationId`."
   })
 }).annotations({ identifier: "AgentSkill" })

@@ -6,7 +6,7 @@ const shown = (actual: unknown) => {
 }
 
 /** An id's failure as a person reads it, on every transport and in the CLI: `must be the id of …, not "x"`. */
-const idMessage = (what: string) => (issue: ParseResult.ParseIssue) => ({
+export const idMessage = (what: string) => (issue: ParseResult.ParseIssue) => ({
   message: `must be the id of ${what}, not ${shown(issue.actual)}`,
   override: true
 })

@@ -27,7 +27,11 @@ export const DateParam = Schema.Date.pipe(
   }, { message: () => "must be a date between the years 1 and 9999" })
 ).annotations({
   description: "An ISO 8601 date or date-time, e.g. `2026-11-25` or `2026-11-25T10:00:00Z`.",
-  message: () => "must be an ISO 8601 date, e.g. 2026-11-25T10:00:00Z"
+  // over the inner checks too ("Expected a valid Date, actual Invalid Date")
+  message: () => ({
+    message: "must be an ISO 8601 date between the years 1 and 9999, e.g. 2026-11-25T10:00:00Z",
+    override: true
+  })
 })
 
 export const now = DateTime.unsafeNow

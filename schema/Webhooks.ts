@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { EventId, EventType } from "./Events.js"
-import { OrganizationId, uuidId } from "./Ids.js"
+import { idMessage, OrganizationId, uuidId } from "./Ids.js"
 import { IntegerParam } from "./QueryParams.js"
 import { requestBody } from "./RequestBody.js"
 import { Timestamp } from "./Timestamp.js"
@@ -19,7 +19,8 @@ export const DeliveryId = Schema.String.pipe(
   Schema.brand("DeliveryId"),
   Schema.annotations({
     description: "Identifier of a delivery: `msg_` and 32 hex digits. It is sent as `webhook-id`, the same on every " +
-      "attempt: receivers deduplicate by it."
+      "attempt: receivers deduplicate by it.",
+    message: idMessage("a delivery (`msg_` and 32 hex digits)")
   })
 )
 export type DeliveryId = typeof DeliveryId.Type

@@ -268,6 +268,21 @@ describe.each(["fast", "general"])("validation messages (%s stack)", (stack) => 
     expect(invoke.body.error.details.issues.map((i: any) => i.path)).toEqual(["input.extra"])
   })
 
+  it("says what a date or a delivery id must be, in words, not as a schema's description", async () => {
+    const date = await send(node(), "GET", "/v1/tasks?created_after=not-a-date", key())
+    expectError(date, 400, "validation_failed")
+    expect(date.body.error.message).toContain("must be an ISO 8601 date")
+    expect(date.body.error.message).not.toContain("Invalid Date")
+    const delivery = await send(
+      node(),
+      "POST",
+      `/v1/webhooks/${crypto.randomUUID()}/deliveries/bogus/retry`,
+      key()
+    )
+    expectError(delivery, 400, "validation_failed")
+    expect(delivery.body.error.message).toContain("must be the id of a delivery")
+  })
+
   it("lists the real issue of an optional field, not that it could be left out", async () => {
     const answer = await send(node(), "GET", "/v1/tasks?limit=0", key())
     expectError(answer, 400, "validation_failed")
