@@ -45,7 +45,8 @@ export const ConsoleRoutes = Layer.effectDiscard(
     const { names, secure } = sessions
 
     routes.add("GET", /^\/console(\/.*)?$/)
-    routes.add("POST", /^\/console\/api\/(sign-in|sso|sign-out|organization)$/)
+    const POSTED = /^\/console\/api\/(sign-in|sso|sign-out|organization)\/?$/
+    routes.add("POST", POSTED)
 
     const cookie = (name: string, value: string, maxAge: Duration.DurationInput): SetCookie => [name, value, {
       path: "/",
@@ -198,7 +199,13 @@ export const ConsoleRoutes = Layer.effectDiscard(
       if (asset !== undefined && path !== "index.html") {
         return Effect.succeed(assetResponse(asset, request.headers["accept-encoding"]))
       }
-      if (path.startsWith("assets/") || path.startsWith("api/")) return fail(404, "not_found", "Not found.")
+      if (path.startsWith("api/")) {
+        const at = `/console/${path}`
+        return POSTED.test(at)
+          ? fail(405, "method_not_allowed", `GET is not allowed on ${at}; use POST.`, { allow: "POST" })
+          : fail(404, "route_not_found", `No route GET ${at}: the console's API is under /console/api/.`)
+      }
+      if (path.startsWith("assets/")) return fail(404, "not_found", "Not found.")
       // every other path is a page of the app: it reads the path itself
       return Effect.succeed(assetResponse(assets.get("index.html")!, request.headers["accept-encoding"]))
     }

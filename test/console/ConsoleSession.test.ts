@@ -47,6 +47,16 @@ describe("the console at /console", () => {
     expect((await fetch(`${node.baseUrl}/console/assets/nothing-here.js`)).status).toBe(404)
   })
 
+  it("its API answers a wrong method with 405 and Allow, an unknown path with route_not_found", async () => {
+    const get = await fetch(`${node.baseUrl}/console/api/sign-in`)
+    expect(get.status).toBe(405)
+    expect(get.headers.get("allow")).toBe("POST")
+    expect((await get.json()).error.code).toBe("method_not_allowed")
+    const unknown = await fetch(`${node.baseUrl}/console/api/nope`)
+    expect(unknown.status).toBe(404)
+    expect((await unknown.json()).error.code).toBe("route_not_found")
+  })
+
   it("signs in with the password, refuses a wrong one with the API's error shape, and tells who is signed in", async () => {
     const wrong = await signIn(admin.email, "not the password")
     expect(wrong.response.status).toBe(401)
