@@ -188,11 +188,15 @@ export const InvokeAgent = Schema.Struct({
     }),
     user: Schema.Struct({
       id: Schema.String.pipe(Schema.minLength(1)),
-      email: Schema.String.pipe(
-        Schema.pattern(/^[^\s@]+@[^\s@]+$/, {
-          message: () => "is required: the user's e-mail address (a user with only `id` does not work)"
-        })
-      )
+      email: Schema.propertySignature(
+        Schema.String.pipe(
+          Schema.pattern(/^[^\s@]+@[^\s@]+$/, {
+            message: () => "must be the user's e-mail address, like ada@example.com"
+          })
+        )
+      ).annotations({
+        missingMessage: () => "is required: the user's e-mail address (a user with only `id` does not work)"
+      })
     })
   }),
   user_oidc_token: Schema.optional(Schema.String).annotations({

@@ -118,6 +118,14 @@ describe("invoking an agent", () => {
     const body = await noEmail.json()
     expect(body.error.details.issues.map((i: any) => i.path)).toContain("input.user.email")
     expect(body.error.message).toContain("email")
+    expect(body.error.message).toContain("is required")
+    const notAnEmail = await invokeAgent(node, apiKey, agent.id, "", {
+      body: { input: { text: "hi", user: { id: "u", email: "notanemail" } } }
+    })
+    expect(notAnEmail.status).toBe(400)
+    const refused = await notAnEmail.json()
+    expect(refused.error.message).toContain("must be the user's e-mail address")
+    expect(refused.error.message).not.toContain("is required")
     const noText = await invokeAgent(node, apiKey, agent.id, "", { body: { input: { user } } })
     expect(noText.status).toBe(400)
     expect((await invokeAgent(node, apiKey, crypto.randomUUID(), "hi")).status).toBe(404)
