@@ -146,12 +146,16 @@ const nextRaw = (timing: Timing, after: Date): Date | undefined => {
 }
 
 /** The first tick strictly after `after` within `start_at`…`end_at`; undefined when none is left. */
+/** The last instant a timestamp of the API can hold (years 1–9999): no tick comes after it. */
+const LAST_INSTANT = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
+
 export const nextTick = (timing: Timing, after: Date): Date | undefined => {
   const from = timing.startAt !== null && timing.startAt.getTime() - 1 > after.getTime()
     ? new Date(timing.startAt.getTime() - 1)
     : after
   const next = nextRaw(timing, from)
-  return next === undefined || (timing.endAt !== null && next.getTime() > timing.endAt.getTime()) ? undefined : next
+  const end = Math.min(timing.endAt?.getTime() ?? LAST_INSTANT, LAST_INSTANT)
+  return next === undefined || next.getTime() > end ? undefined : next
 }
 
 /** The next `count` ticks from the later of `now` and `start_at` (a tick at that instant counts). */

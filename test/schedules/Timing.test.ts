@@ -282,3 +282,11 @@ describe("overlap: what the scheduler decides for a due schedule whose previous 
     expect(still.moves[0]!.next_run_at?.toISOString()).toBe("2025-06-01T10:00:01.200Z")
   })
 })
+
+describe("the end of the representable years", () => {
+  it("no tick after 9999-12-31: a schedule starting at its last day has one run left, not one in year 10000", () => {
+    const t = timing({ cron: "0 0 * * *", start_at: new Date("9999-12-31T00:00:00Z") })
+    const runs = nextTicks(t, new Date("2026-01-01T00:00:00Z"), 5).map((at) => at.toISOString())
+    expect(runs).toEqual(["9999-12-31T00:00:00.000Z"])
+  })
+})
