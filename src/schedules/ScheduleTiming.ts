@@ -145,10 +145,10 @@ const nextRaw = (timing: Timing, after: Date): Date | undefined => {
   return new Date(anchor + k * every)
 }
 
-/** The first tick strictly after `after` within `start_at`…`end_at`; undefined when none is left. */
 /** The last instant a timestamp of the API can hold (years 1–9999): no tick comes after it. */
 const LAST_INSTANT = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
 
+/** The first tick strictly after `after` within `start_at`…`end_at`; undefined when none is left. */
 export const nextTick = (timing: Timing, after: Date): Date | undefined => {
   const from = timing.startAt !== null && timing.startAt.getTime() - 1 > after.getTime()
     ? new Date(timing.startAt.getTime() - 1)
