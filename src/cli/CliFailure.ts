@@ -1,6 +1,7 @@
 import { HttpClientError } from "@effect/platform"
 import { Data, Effect, Option, ParseResult, Schema } from "effect"
 import { ErrorBody } from "../../schema/Errors.js"
+import { meaningfulIssues } from "../support/Issues.js"
 
 /** The CLI's exit codes (docs/reference/cli.md "Exit codes"). */
 export const ExitCode = {
@@ -31,20 +32,16 @@ export class CliFailure extends Data.TaggedError("CliFailure")<{
   }
 }
 
-/**
- * A schema's refusal as `path: message` items, `name` (`AGENT_ID`) before each path. An optional field's
- * "Expected undefined" beside the real issue at the same path is dropped: it only says the field could be left out.
- */
-export const problemsOf = (error: ParseResult.ParseError, name?: string) => {
-  const issues = ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
-    path: [...(name === undefined ? [] : [name]), ...issue.path.map(String)].join("."),
-    message: issue.message
-  }))
-  return issues
-    .filter((i) => !(i.message.startsWith("Expected undefined") && issues.some((o) => o !== i && o.path === i.path)))
+/** A schema's refusal as `path: message` items, `name` (`AGENT_ID`) before each path, the meaningful ones. */
+export const problemsOf = (error: ParseResult.ParseError, name?: string) =>
+  meaningfulIssues(
+    ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
+      path: [...(name === undefined ? [] : [name]), ...issue.path.map(String)].join("."),
+      message: issue.message
+    }))
+  )
     .map((i) => i.path === "" ? i.message : `${i.path}: ${i.message}`)
     .join("; ")
-}
 
 /**
  * What answered is not the API this CLI speaks: another server (a wrong --url), or a Switchyard node of

@@ -10,6 +10,7 @@ import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, Option } from "effect"
 import * as Crypto from "node:crypto"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { meaningfulIssues } from "../support/Issues.js"
 import { makeAccessLog } from "./AccessLog.js"
 import { Drain } from "./Drain.js"
 import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "./ErrorEnvelope.js"
@@ -60,21 +61,9 @@ const readable = (path: string, message: string) => {
     : `The request body must be a JSON object, not ${actual}.`
 }
 
-/** An issue under `path`, or at it. */
-const within = (path: string, other: string) => path === "" || other === path || other.startsWith(`${path}.`)
-
-/**
- * HttpApi's own decode error becomes our `validation_failed` body, with the failing field paths. An optional
- * (or nullable) field's "Expected undefined" (or null) beside the real issue at or under it is dropped: it only
- * says the field could also be left out.
- */
+/** HttpApi's own decode error becomes our `validation_failed` body, with the failing field paths. */
 export const validationError = (issues: ReadonlyArray<DecodeIssue>) => {
-  const all = issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message }))
-  const fields = all
-    .filter((f) =>
-      !(/^Expected (undefined|null), actual/.test(f.message) &&
-        all.some((o) => o !== f && within(f.path, o.path)))
-    )
+  const fields = meaningfulIssues(issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message })))
     .map((f) => ({ path: f.path, message: readable(f.path, f.message) }))
   const first = fields[0]
   const summary = first === undefined
