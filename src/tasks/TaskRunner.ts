@@ -1,5 +1,6 @@
 import { Duration, Effect } from "effect"
 import type { Readable } from "node:stream"
+import type { BudgetExhausted } from "../../cluster/AgentEntity.js"
 import { outcomeOf, type TaskOutcome } from "../../cluster/TaskEntity.js"
 import type { InvokeOperation } from "../../schema/Connectors.js"
 import type { ApiKeyId, TaskId, UserId } from "../../schema/Ids.js"
@@ -107,6 +108,20 @@ class Pause {
  * a later run that finds a call marked and not recorded does not make it again (the model is told its
  * outcome is unknown), so a tool call is made at most once.
  */
+/**
+ * Why a budgeted model call was refused: the budget is spent, or (well before that) the call's worst case, which
+ * it reserves, does not fit what is left; the latter says how to lower the worst case.
+ */
+const budgetRefusal = (b: BudgetExhausted, worstCase: number) => {
+  const left = Math.max(0, b.limit_usd - b.spent_usd - b.reserved_usd)
+  return b.spent_usd >= b.limit_usd
+    ? `Stopped: the agent's budget of $${b.limit_usd} is exhausted ($${b.spent_usd.toFixed(6)} spent).`
+    : `Stopped: the next model call may cost up to $${worstCase.toFixed(6)} (its worst case, reserved before ` +
+      `it is made), more than the $${left.toFixed(6)} left of the agent's budget of $${b.limit_usd} ` +
+      `($${b.spent_usd.toFixed(6)} spent): set the model's max_output_tokens to lower the worst case, or raise ` +
+      "the budget."
+}
+
 export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner", {
   effect: Effect.gen(function*() {
     const repo = yield* TaskRepo
@@ -357,15 +372,10 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             ).pipe(
               Effect.mapError((e) => new Stop("error", `The model call failed (${e.code}): ${e.message}`))
             )
+            const worstCase = budgeted ? gateway.estimate(agent.model, request) : 0
             const result = yield* (!budgeted ? call : Effect.acquireUseRelease(
-              leases.reserve(agent.id, gateway.estimate(agent.model, request)).pipe(
-                Effect.catchTag("BudgetExhausted", (b) =>
-                  Effect.fail(
-                    new Stop(
-                      "error",
-                      `Stopped: the agent's budget of $${b.limit_usd} is exhausted ($${b.spent_usd.toFixed(6)} spent).`
-                    )
-                  ))
+              leases.reserve(agent.id, worstCase).pipe(
+                Effect.catchTag("BudgetExhausted", (b) => Effect.fail(new Stop("error", budgetRefusal(b, worstCase))))
               ),
               () => call,
               (reserved, exit) => leases.settle(agent.id, reserved, exit._tag === "Success" ? exit.value.cost : 0)

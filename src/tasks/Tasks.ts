@@ -79,12 +79,17 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
         if (agent.budget === null) return
         const { exhausted, spent } = yield* agentRepo.spending(agent.id, agent.budget)
         if (exhausted || spent >= agent.budget.limit_usd) {
+          const { limit_usd, period } = agent.budget
           return yield* PaymentRequired.of(
-            `The agent's budget of $${agent.budget.limit_usd} per ${agent.budget.period} is exhausted ($${
-              spent.toFixed(6)
-            } spent). ` +
-              "Raise it with PATCH /v1/agents/{agent_id} or wait for the next period.",
-            { limit_usd: agent.budget.limit_usd, spent_usd: spent, period: agent.budget.period }
+            spent >= limit_usd
+              ? `The agent's budget of $${limit_usd} per ${period} is exhausted ($${spent.toFixed(6)} spent). ` +
+                "Raise it with PATCH /v1/agents/{agent_id} or wait for the next period."
+              // refused earlier for a call whose worst case did not fit what was left
+              : `The agent's budget of $${limit_usd} per ${period} has no room left for a model call's worst case ` +
+                `($${spent.toFixed(6)} spent; each call reserves its worst case first). Raise the budget, or lower ` +
+                "the worst case with the model's max_output_tokens (PATCH /v1/agents/{agent_id}), or wait for the " +
+                "next period.",
+            { limit_usd, spent_usd: spent, period }
           )
         }
       })

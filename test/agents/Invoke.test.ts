@@ -131,6 +131,26 @@ describe("invoking an agent", () => {
     expect((await invokeAgent(node, apiKey, crypto.randomUUID(), "hi")).status).toBe(404)
   })
 
+  it("a call whose worst case does not fit a budget that is far from spent says so, and how to lower it", async () => {
+    // a call's worst case here is about $0.0005 (scripted, $1000 and $2000 per million tokens): nothing fits
+    const agent = await createAgent(node, apiKey, {
+      name: "worst case",
+      budget: { limit_usd: 0.0001, period: "day" },
+      model: { provider: "scripted", script: [{ text: "never said" }] }
+    })
+    const task = await (await invokeAgent(node, apiKey, agent.id, "hi")).json()
+    expect(task.status).toBe("error")
+    expect(task.result).toContain("worst case")
+    expect(task.result).toContain("max_output_tokens")
+    expect(task.result).not.toContain("is exhausted")
+    const refused = await invokeAgent(node, apiKey, agent.id, "hi")
+    expect(refused.status).toBe(402)
+    const body = await refused.json()
+    expect(body.error.code).toBe("budget_exhausted")
+    expect(body.error.message).toContain("worst case")
+    expect(body.error.details).toMatchObject({ limit_usd: 0.0001, spent_usd: 0 })
+  })
+
   it("ends in error with the details when the model fails, and says what to configure", async () => {
     const agent = await createAgent(node, apiKey, { name: "no key", model: { provider: "openai" } })
     const task = await (await invokeAgent(node, apiKey, agent.id, "hi")).json()
