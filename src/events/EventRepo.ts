@@ -25,6 +25,8 @@ export interface EventPage {
   readonly pending: boolean
   /** The highest id retention pruned in the organization (0: none). */
   readonly horizon: bigint
+  /** Every event sent so far has a lower id (`xmin << 20`): a position at or past it names none. */
+  readonly below: bigint
 }
 
 interface Row {
@@ -143,7 +145,7 @@ export class EventRepo extends Effect.Service<EventRepo>()("events/EventRepo", {
             const start = after > horizon ? after : horizon
             const settled = BigInt(first.below) - 1n
             const next = full ? events[events.length - 1]!.id : settled > start ? settled : start
-            return { events, next, full, pending: first.pending, horizon }
+            return { events, next, full, pending: first.pending, horizon, below: settled + 1n }
           })
         )
 

@@ -9,7 +9,7 @@ import { mayUse } from "../agents/Agents.js"
 import { Drain } from "../http/Drain.js"
 import { validationError } from "../http/RequestPipeline.js"
 import { EventLog } from "./EventLog.js"
-import type { EventRecord } from "./EventRepo.js"
+import type { EventPage, EventRecord } from "./EventRepo.js"
 import { EventRepo } from "./EventRepo.js"
 import { eventStreamResponse, followResponse, framed, taskEvents } from "./EventStreamResponse.js"
 import { visibleTo } from "./EventVisibility.js"
@@ -33,6 +33,20 @@ const positionOf = (header: string | undefined, param: string | undefined) => {
     )
   )
 }
+
+/**
+ * A position at or past every event committed so far names no event a stream sent: following it would skip,
+ * unnoticed, every event until the log caught up with it.
+ */
+const notAhead = (page: EventPage, after: bigint | undefined) =>
+  after === undefined || after === 0n || after < page.below ? Effect.void : Effect.fail(
+    BadRequest.of(
+      `\`Last-Event-ID\` ${after} is past every event committed so far: send an id a stream sent, or 0 for the ` +
+        "oldest kept.",
+      undefined,
+      "invalid_last_event_id"
+    )
+  )
 
 const typesOf = (param: string | undefined) => {
   if (param === undefined || param.trim() === "") return Effect.succeed(undefined)
@@ -69,8 +83,11 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
             (types === undefined || types.has(e.type)) && (agentId === undefined || e.agentId === agentId) &&
             visible(e)
           const start = after ?? (yield* log.position(principal.organizationId))
-          // a position pruned already is answered 410 before the stream begins
-          yield* log.read(principal.organizationId, start, { limit: 1 })
+          // a position pruned already is answered 410 before the stream begins, one ahead of the log 400
+          yield* Effect.flatMap(
+            log.read(principal.organizationId, start, { limit: 1 }),
+            (page) => notAhead(page, after)
+          )
           // pushed by the tail into the response (no Effect stream per client: 1,000 of them cost a node)
           return followResponse(drain, log.subscribe(principal.organizationId, start, accept))
         }))
@@ -81,7 +98,10 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
           const after = (yield* positionOf(headers["last-event-id"], urlParams.last_event_id)) ?? 0n
           const task = yield* repo.task(principal.organizationId, id)
           if (task === undefined || !mayUse(principal, task.agent_id as AgentId)) return yield* NotFound.of("Task", id)
-          yield* log.read(principal.organizationId, after, { limit: 1, taskId: id })
+          yield* Effect.flatMap(
+            log.read(principal.organizationId, after, { limit: 1, taskId: id }),
+            (page) => notAhead(page, after)
+          )
           // a task that ended without its end in the log gives what is kept (taskEvents); else its tail's pushes
           return task.has_end || !taskEnded(task.status)
             ? followResponse(drain, log.subscribe(principal.organizationId, after, (e) => e.taskId === id, id), {

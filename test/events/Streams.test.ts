@@ -198,6 +198,17 @@ describe("event streams", () => {
       expect(body.error.code).toBe("invalid_last_event_id")
       expect(body.error.request_id).toEqual(expect.any(String))
     }
+    // well-formed but past every event committed: following it would skip everything until the log caught up
+    const ahead = "9007199254740993"
+    const agent = await createAgent(node, apiKey, { name: "ahead", model: scripted })
+    const task = await (await invokeAgent(node, apiKey, agent.id, "hi", { async: true })).json()
+    for (const path of ["/v1/events", `/v1/tasks/${task.id}/events`]) {
+      const response = await node.fetch(path, { apiKey, headers: { "last-event-id": ahead } })
+      expect(response.status).toBe(400)
+      const body = await response.json()
+      expect(body.error.code).toBe("invalid_last_event_id")
+      expect(body.error.message).toContain("past every event")
+    }
     const unknownType = await node.fetch("/v1/events?types=task.created,task.exploded", { apiKey })
     expect(unknownType.status).toBe(400)
     // the issue shape of every validation_failed: `path` a dotted string, the message led by it
