@@ -468,8 +468,8 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   rest(
     422,
     "document_url_not_allowed",
-    "A knowledge document's `url` (or a redirect of it) resolves to an internal address, or is not http(s); an " +
-      "operator can allow it with `SWITCHYARD_EGRESS_ALLOW`."
+    "A knowledge document's `url` (or a redirect of it) resolves to an internal address; an operator can allow " +
+      "it with `SWITCHYARD_EGRESS_ALLOW`. (A `url` that is not http(s) is 400 `validation_failed`.)"
   ),
   rest(
     422,
@@ -543,6 +543,12 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   ),
   oauth(400, "invalid_scope", "A refresh asked for more scope than was granted."),
   oauth(400, "invalid_target", "`resource` is not the one the grant was issued for."),
+  oauth(
+    302,
+    "invalid_target",
+    "Sent back to the client's redirect URI: the authorization request's `resource` is no protected resource of " +
+      "this server."
+  ),
   oauth(400, "unsupported_grant_type", "Use `authorization_code` or `refresh_token`."),
   oauth(
     302,
