@@ -231,7 +231,7 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
         }
         const classified = classify(body)
         if (classified._tag === "Invalid") {
-          return rpcResponse(failure(null, ErrorCodes.invalidRequest, classified.reason), 400)
+          return rpcResponse(failure(classified.id, ErrorCodes.invalidRequest, classified.reason), 400)
         }
         if (classified._tag === "Request" && classified.message.method === "initialize") {
           return yield* initialize(resource, caller, classified.message)

@@ -1,8 +1,10 @@
 import type { Context, Effect, Schema, Tracer } from "effect"
 import type { Agents } from "../agents/Agents.js"
 import type { CommandPolicies } from "../commands/CommandPolicies.js"
+import type { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import type { Connections } from "../connectors/Connections.js"
 import type { ConnectorCatalog } from "../connectors/ConnectorCatalog.js"
+import type { Egress } from "../connectors/Egress.js"
 import type { OperationInvoker } from "../connectors/OperationInvoker.js"
 import type { InvokeStream } from "../events/InvokeStream.js"
 import type { Files } from "../files/Files.js"
@@ -34,6 +36,9 @@ export type ToolServices =
   | InvokeStream
   | KnowledgeBases
   | CommandPolicies
+  // for invoke_operation to classify a body that fails midway as OperationInvoker classifies a failed call
+  | Egress
+  | SwitchyardConfig
 
 export interface ToolContext {
   readonly caller: McpCaller

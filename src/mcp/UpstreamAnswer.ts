@@ -1,4 +1,6 @@
 import { Schema } from "effect"
+import type { Readable } from "node:stream"
+import { StringDecoder } from "node:string_decoder"
 import { ToolJson } from "./ToolJson.js"
 
 // a tool result goes to a model: a larger answer is cut, with a note saying so
@@ -12,6 +14,47 @@ export const UpstreamAnswer = Schema.Struct({
   body: Schema.Unknown.annotations({ description: "Parsed JSON when the target answered JSON, else text." }),
   truncated: Schema.Boolean
 })
+
+/**
+ * Whether a body can be read whole without reading past the cut: its declared length is at most
+ * MAX_BODY_CHARS bytes (never fewer characters than bytes in UTF-8; the HTTP parser stops at that length).
+ */
+export const fitsWhole = (contentLength: string | Array<string> | undefined) =>
+  typeof contentLength === "string" && contentLength !== "" && Number(contentLength) <= MAX_BODY_CHARS
+
+/**
+ * A target's body as text, read only until it holds more than MAX_BODY_CHARS characters (enough to cut it and
+ * know it was cut): then the stream is destroyed, which aborts the rest of the response and frees the
+ * connection, instead of reading a body of any size into memory. Rejects with the stream's error.
+ */
+export const upstreamText = (body: Readable): Promise<string> =>
+  new Promise((resolve, reject) => {
+    const decoder = new StringDecoder("utf8")
+    let text = ""
+    const onData = (chunk: Buffer) => {
+      text += decoder.write(chunk)
+      if (text.length <= MAX_BODY_CHARS) return
+      done()
+      body.destroy()
+      resolve(text)
+    }
+    const onEnd = () => {
+      done()
+      resolve(text + decoder.end())
+    }
+    const onError = (error: Error) => {
+      done()
+      reject(error)
+    }
+    const done = () => {
+      body.off("data", onData).off("end", onEnd).off("error", onError)
+      // the abort that destroy() starts may still report an error: nobody needs it any more
+      body.on("error", ignore)
+    }
+    body.on("data", onData).once("end", onEnd).once("error", onError)
+  })
+
+const ignore = () => {}
 
 /** The answer's value, and a JSON body's text as the target sent it (surrounding whitespace cut). */
 const parse = (status: number, contentType: string | Array<string> | undefined, text: string) => {

@@ -66,8 +66,10 @@ export class TokenVerifier extends Effect.Service<TokenVerifier>()("oauth/TokenV
         const row = cached !== undefined && cached.until > now ? cached.row : yield* load(key, hash, now)
         if (row === undefined) return yield* new TokenRejected({ message: "The access token is not valid." })
         if (row.revoked_at !== null) return yield* new TokenRejected({ message: "The authorization was revoked." })
+        // revoking an access token (not its grant) only ends its lifetime (OAuthRepo.expireToken): the row
+        // cannot tell the two apart, and a refresh token answers both
         if (row.expires_at.getTime() <= now) {
-          return yield* new TokenRejected({ message: "The access token has expired; refresh it." })
+          return yield* new TokenRejected({ message: "The access token is expired or was revoked; refresh it." })
         }
         if (!sameResource(row.resource, resource)) {
           return yield* new TokenRejected({

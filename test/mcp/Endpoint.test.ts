@@ -4,7 +4,7 @@ import { createConnection, createConnector, petstore } from "../connectors/suppo
 import { freePort } from "../support/ports.js"
 import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
-import { initialize, mcpPost, obtainTokens, openSession, signedUpAdmin } from "./support.js"
+import { initialize, mcpPost, obtainTokens, openSession, signedUpAdmin, token } from "./support.js"
 
 let node: TestNode
 let target: TargetServer
@@ -61,6 +61,32 @@ describe("authentication of /mcp/", () => {
       expect(response.status).toBe(401)
       expect(response.headers.get("www-authenticate")).toContain(`error="invalid_token"`)
     }
+  })
+
+  it("refuses a revoked access token with a message true of a revoked token, and its refresh token still works", async () => {
+    const { client, tokens } = await obtainTokens(node, admin.email)
+    const own = { authorization: `Bearer ${tokens.access_token}` }
+    expect((await mcpPost(node.baseUrl, initialize, own)).status).toBe(200)
+    const revoked = await fetch(`${node.baseUrl}/oauth/revoke`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ token: tokens.access_token, client_id: client.client_id }).toString()
+    })
+    expect(revoked.status).toBe(200)
+    const refused = await mcpPost(node.baseUrl, initialize, own)
+    expect(refused.status).toBe(401)
+    const message = "The access token is expired or was revoked; refresh it."
+    expect((await refused.json()).error).toMatchObject({ code: "invalid_token", message })
+    expect(refused.headers.get("www-authenticate")).toContain(`error_description="${message}"`)
+    // revoking an access token leaves its authorization: refreshing gives a working one, as the message says
+    const refreshed = await token(node, {
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token,
+      client_id: client.client_id
+    })
+    expect(refreshed.status).toBe(200)
+    const again = { authorization: `Bearer ${refreshed.body.access_token}` }
+    expect((await mcpPost(node.baseUrl, initialize, again)).status).toBe(200)
   })
 
   it("refuses a token issued for another resource (the built-in agent's endpoint)", async () => {

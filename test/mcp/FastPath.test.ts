@@ -243,6 +243,75 @@ describe.each([["fast path", "true"], ["general route", "false"]])("POST /mcp/ t
     }
   })
 
+  it("reports a body that stalls or breaks after the status as the tool error REST gives, not a 500", async () => {
+    // with a declared length (read whole) and without (read as a stream): both are a tool result
+    for (const length of [undefined, "100"]) {
+      target.reply = (_request, res) => {
+        res.writeHead(200, {
+          "content-type": "application/json",
+          ...(length === undefined ? {} : { "content-length": length })
+        })
+        res.write(`{"partial":`)
+      }
+      const stalled = await callTool(`body-stalls-${length ?? "chunked"}`, "invoke_operation", invokeArgs("listPets"))
+      expect(stalled.status).toBe(200)
+      expect(stalled.headers["x-switchyard-error"]).toBeNull()
+      expect(stalled.json).toMatchObject({ jsonrpc: "2.0", id: 7, result: { isError: true } })
+      expect(stalled.json.result.structuredContent.error).toMatchObject({
+        code: "upstream_timeout",
+        message: "The target API did not answer within 1.5 s (SWITCHYARD_CONNECTOR_TIMEOUT)."
+      })
+      target.reply = (_request, res) => {
+        res.writeHead(200, {
+          "content-type": "application/json",
+          ...(length === undefined ? {} : { "content-length": length })
+        })
+        res.write(`{"partial":`, () => setTimeout(() => res.socket?.destroy(), 50))
+      }
+      const reset = await callTool(`body-reset-${length ?? "chunked"}`, "invoke_operation", invokeArgs("listPets"))
+      expect(reset.status).toBe(200)
+      expect(reset.json.result.isError).toBe(true)
+      expect(reset.json.result.structuredContent.error.code).toBe("upstream_unreachable")
+    }
+    target.reply = echo
+  })
+
+  it("reads a large body only up to the cut, then closes the target's connection", async () => {
+    const CHUNK = Buffer.alloc(64 * 1024, "a")
+    const TOTAL = 200 * 1024 * 1024
+    for (const length of [undefined, String(TOTAL)]) {
+      let written = 0
+      let closedEarly: Promise<boolean> = Promise.resolve(false)
+      target.reply = (_request, res) => {
+        res.writeHead(200, {
+          "content-type": "text/plain",
+          ...(length === undefined ? {} : { "content-length": length })
+        })
+        closedEarly = new Promise((resolve) => res.once("close", () => resolve(!res.writableFinished)))
+        const more = () => {
+          while (written < TOTAL && !res.destroyed) {
+            written += CHUNK.length
+            if (!res.write(CHUNK)) return void res.once("drain", more)
+          }
+          if (!res.destroyed) res.end()
+        }
+        more()
+      }
+      const answer = await callTool(`large-body-${length ?? "chunked"}`, "invoke_operation", invokeArgs("listPets"))
+      const result = answer.json.result.structuredContent
+      expect({ ...result, body: result.body.length }).toEqual({
+        status: 200,
+        content_type: "text/plain",
+        body: 1_000_000,
+        truncated: true
+      })
+      expect(await closedEarly).toBe(true)
+      // socket buffers let the target get somewhat ahead, never through the whole body
+      expect(written).toBeLessThan(32 * 1024 * 1024)
+    }
+    target.reply = echo
+  })
+
   it("needs the write scope to invoke: 403 insufficient_scope in the error envelope", async () => {
     const readOnly = (await obtainTokens(node, admin.email, { scope: "mcp:read" })).tokens.access_token
     const ownSession = session
@@ -304,7 +373,27 @@ describe.each([["fast path", "true"], ["general route", "false"]])("POST /mcp/ t
     const junk = await send("parse-error", "{")
     expect(junk.status).toBe(400)
     expect(junk.json.error.code).toBe(-32700)
-    expect((await send("batch", [{ jsonrpc: "2.0", id: 1, method: "ping" }])).status).toBe(400)
+    const batch = await send("batch", [{ jsonrpc: "2.0", id: 1, method: "ping" }])
+    expect(batch.status).toBe(400)
+    expect(batch.json).toMatchObject({ id: null, error: { code: -32600, message: expect.stringContaining("batches") } })
+    // not an object at all: told what the body must be, not about batches
+    for (const [name, body] of [["string-body", `"hello"`], ["null-body", "null"], ["number-body", "5"]]) {
+      const answer = await send(name!, body!)
+      expect(answer.status).toBe(400)
+      expect(answer.json).toEqual({
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32600, message: "The body must be a JSON-RPC request object." }
+      })
+    }
+    // an invalid request whose id can be read is answered with that id (JSON-RPC 2.0 §5)
+    const old = await send("jsonrpc-1.0", { jsonrpc: "1.0", id: 5, method: "ping" })
+    expect(old.status).toBe(400)
+    expect(old.json).toMatchObject({ id: 5, error: { code: -32600, message: "`jsonrpc` must be \"2.0\"." } })
+    const params = await send("params-array", { jsonrpc: "2.0", id: "p-1", method: "ping", params: [1] })
+    expect(params.json).toMatchObject({ id: "p-1", error: { code: -32600 } })
+    const badId = await send("id-fraction", { jsonrpc: "2.0", id: 1.5, method: "ping" })
+    expect(badId.json).toMatchObject({ id: null, error: { code: -32600 } })
     const deep = await send("too-deep", "[".repeat(100) + "]".repeat(100))
     expect(deep.status).toBe(400)
     expect(deep.json.error).toMatchObject({ code: "invalid_json", request_id: "req-too-deep" })

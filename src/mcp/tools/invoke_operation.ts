@@ -1,26 +1,22 @@
-import { Context, Effect, Schema } from "effect"
-import type { Readable } from "node:stream"
+import { Context, Duration, Effect, Schema } from "effect"
 import { InvokeOperation } from "../../../schema/Connectors.js"
 import { ConnectionId, ConnectorId } from "../../../schema/Ids.js"
+import { SwitchyardConfig, type SwitchyardSettings } from "../../config/SwitchyardConfig.js"
 import { Connections } from "../../connectors/Connections.js"
+import { Egress } from "../../connectors/Egress.js"
 import { OperationInvoker } from "../../connectors/OperationInvoker.js"
-import { defineTool } from "../McpTool.js"
-import { UpstreamAnswer, upstreamAnswerJson } from "../UpstreamAnswer.js"
+import { classifyFailure } from "../../connectors/Upstream.js"
+import { defineTool, type ToolFailure } from "../McpTool.js"
+import { fitsWhole, UpstreamAnswer, upstreamAnswerJson, upstreamText } from "../UpstreamAnswer.js"
 
-const textOf = (body: Readable) =>
-  new Promise<string>((resolve, reject) => {
-    const chunks: Array<Buffer> = []
-    body.on("data", (c: Buffer) => chunks.push(c))
-    body.once("end", () =>
-      resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8")))
-    body.once("error", reject)
-  })
-
-/** The target's answer as the tool's result (`fast` builds it with the same function, one promise step fewer). */
-const answerOf = (
-  upstream: { readonly status: number; readonly headers: Record<string, string | Array<string>> },
-  text: Promise<string>
-) => text.then((text) => upstreamAnswerJson(upstream.status, upstream.headers["content-type"], text))
+/**
+ * A body that fails midway (the connection reset, the connector timeout) is the error REST gives for a call that
+ * fails so (upstream_timeout, upstream_unreachable), classified in the same place.
+ */
+const bodyFailure = (error: unknown, egress: Egress, config: SwitchyardSettings): ToolFailure => {
+  const { code, message } = classifyFailure(error, egress, Math.max(1, Duration.toMillis(config.connectorTimeout)))
+  return { code, message }
+}
 
 export default defineTool({
   name: "invoke_operation",
@@ -46,8 +42,18 @@ export default defineTool({
   run: ({ connection_id, connector_id, operation_id, ...input }, { caller }) =>
     Effect.gen(function*() {
       const connections = yield* Connections
+      const egress = yield* Egress
+      const config = yield* SwitchyardConfig
       const upstream = yield* connections.invoke(caller.principal, connector_id, connection_id, operation_id, input)
-      return yield* Effect.promise(() => answerOf(upstream, textOf(upstream.body)))
+      const text = yield* Effect.async<string, ToolFailure>((resume) => {
+        upstreamText(upstream.body).then(
+          (text) => resume(Effect.succeed(text)),
+          (error) => resume(Effect.fail(bodyFailure(error, egress, config)))
+        )
+        // interrupted (the client went away): stop reading, which aborts the upstream response
+        return Effect.sync(() => upstream.body.destroy())
+      })
+      return upstreamAnswerJson(upstream.status, upstream.headers["content-type"], text)
     }),
   // the same call through the same core (OperationInvoker.call), when the connection is in this node's memory
   fast: ({ connection_id, connector_id, operation_id, ...input }, { caller, onAbort, parentSpan, services }) => {
@@ -67,12 +73,17 @@ export default defineTool({
     onAbort(() => call.abort())
     return call.outcome.then((outcome) =>
       outcome._tag === "Answered"
-        ? outcome.body.text().then((text) =>
-          ({
-            ok: true,
-            value: upstreamAnswerJson(outcome.status, outcome.headers["content-type"], text)
-          }) as const
-        )
+        // a body that cannot outgrow the cut is collected whole, without a stream (the hot call's usual case)
+        ? (fitsWhole(outcome.headers["content-length"]) ? outcome.body.text() : upstreamText(outcome.body.readable()))
+          .then(
+            (text) =>
+              ({ ok: true, value: upstreamAnswerJson(outcome.status, outcome.headers["content-type"], text) }) as const,
+            (error) =>
+              ({
+                ok: false,
+                error: bodyFailure(error, Context.get(services, Egress), Context.get(services, SwitchyardConfig))
+              }) as const
+          )
         : {
           ok: false,
           error: {
