@@ -4,10 +4,15 @@ import { AgentId, ScheduleId, TaskId } from "./Ids.js"
 import { requestBody } from "./RequestBody.js"
 import { DateParam, Timestamp } from "./Timestamp.js"
 
-/** A length of time as sent and shown: `90s`, `15m`, `1h30m`, `2d` (units ms, s, m, h, d). */
-export const DurationText = Schema.String.pipe(
-  Schema.pattern(/^(\d{1,9}(ms|s|m|h|d))+$/, { message: () => "must be a duration such as 30s, 15m, 1h30m or 1d" })
-)
+/** What a duration's text is: `90s`, `15m`, `1h30m`, `2d` (units ms, s, m, h, d). */
+export const DURATION_PATTERN = /^(\d{1,9}(ms|s|m|h|d))+$/
+
+/**
+ * A length of time as sent and shown. Its pattern is in the document only: the service reads it
+ * (src/schedules/ScheduleRules.ts, `durationOf`), so a text that is no duration is 400 `invalid_duration` with
+ * `details.field`, as one out of range is, rather than the decoder's `validation_failed`.
+ */
+export const DurationText = Schema.String.annotations({ jsonSchema: { pattern: DURATION_PATTERN.source } })
 
 export const Overlap = Schema.Literal("skip", "buffer_one", "allow").annotations({
   description: "When a run is due while the schedule's previous run is still going: `skip` it (default), " +

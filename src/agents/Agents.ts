@@ -7,6 +7,7 @@ import type { Principal } from "../../schema/Security.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { Connections } from "../connectors/Connections.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
+import { AGENT_DELETED, ScheduleRepo } from "../schedules/ScheduleRepo.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
 import { type AgentFields, AgentRepo, type AgentRow } from "./AgentRepo.js"
 import { BudgetLeases } from "./BudgetLeases.js"
@@ -48,6 +49,7 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
     const connections = yield* Connections
     const audit = yield* AuditLog
     const leases = yield* BudgetLeases
+    const schedules = yield* ScheduleRepo
 
     const checkModel = (model: ModelConfig) => {
       if (model.provider === "scripted" && (model.script === undefined || model.script.length === 0)) {
@@ -176,7 +178,19 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
     const remove = Effect.fn("Agents.remove")(function*(principal: Principal, id: AgentId) {
       yield* requireRole(principal, "builder", "delete agents")
       const current = yield* get(principal, id)
+      // its schedules are paused with it, in its transaction: left enabled, each run would fail for good
+      const pauseSchedules = Effect.flatMap(
+        schedules.pauseOfAgent(principal.organizationId, id),
+        (paused) =>
+          Effect.forEach(paused, (s) =>
+            audit.record(principal, {
+              action: "PAUSE_SCHEDULE",
+              targets: [{ type: "schedule", id: s.id, name: s.name }],
+              details: { reason: AGENT_DELETED, agent_id: id }
+            }), { discard: true })
+      )
       yield* repo.remove(principal.organizationId, id).pipe(
+        Effect.tap((removed) => removed ? pauseSchedules : Effect.void),
         audit.recorded(
           principal,
           (removed) =>
@@ -187,5 +201,5 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
 
     return { create, update, list, describe, get, remove } as const
   }),
-  dependencies: [AgentRepo.Default, AuditLog.Default]
+  dependencies: [AgentRepo.Default, AuditLog.Default, ScheduleRepo.Default]
 }) {}

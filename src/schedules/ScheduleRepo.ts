@@ -108,6 +108,10 @@ const withLast = (row: ScheduleRow & { last: any }): ScheduleWithLast => ({
  */
 const uuidArray = (ids: ReadonlyArray<string>) => `{${ids.join(",")}}`
 
+/** Why a schedule was paused when its agent was deleted (the reason of its failed run, as for a creator who left). */
+export const AGENT_DELETED =
+  "The schedule's agent was deleted; a Builder can point it at another agent (`agent_id`) and resume it, or delete it."
+
 /** The key of a tick's task: spaces, which a client's `Idempotency-Key` cannot hold, keep it apart from theirs. */
 export const tickKey = (scheduleId: ScheduleId, scheduledFor: Date) =>
   `schedule ${scheduleId} ${scheduledFor.toISOString()}`
@@ -384,14 +388,43 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
       sql<{ id: TaskId }>`SELECT id FROM tasks WHERE organization_id = ${organizationId} AND idempotency_key = ${key}`
         .pipe(Effect.map(([r]) => r?.id))
 
-    /** Pauses a schedule that may not run any more (its creator lost the right to run it). */
+    /** Pauses a schedule that may not run any more (its creator lost the right to run it, its agent is gone). */
     const disable = (id: ScheduleId) =>
       sql`UPDATE schedules SET enabled = false, next_run_at = NULL, updated_at = now() WHERE id = ${id}`.pipe(
         Effect.asVoid
       )
 
+    /**
+     * Pauses the agent's schedules, in the caller's transaction (the agent is being deleted: they could only fail
+     * from now on). As the invoke path does for a creator who left, each schedule that was enabled gets a failed
+     * run saying why (its `last_run`), and a run waiting (`buffered`) fails with it. Returns the schedules paused.
+     */
+    const pauseOfAgent = (organizationId: OrganizationId, agentId: AgentId) =>
+      sql<{ id: ScheduleId; name: string }>`
+        WITH before AS (
+          SELECT id, enabled FROM schedules WHERE organization_id = ${organizationId} AND agent_id = ${agentId}
+          FOR UPDATE
+        ),
+        paused AS (
+          UPDATE schedules s SET enabled = false, next_run_at = NULL, updated_at = now()
+          FROM before b WHERE s.id = b.id AND b.enabled
+          RETURNING s.id, s.name
+        ),
+        waiting AS (
+          UPDATE schedule_ticks k SET status = 'failed', reason = ${AGENT_DELETED}
+          FROM before b WHERE k.schedule_id = b.id AND k.status = 'buffered'
+        ),
+        failed AS (
+          INSERT INTO schedule_ticks (schedule_id, scheduled_for, kind, status, reason)
+          SELECT id, date_trunc('milliseconds', now()), 'scheduled', 'failed', ${AGENT_DELETED} FROM paused
+          ON CONFLICT DO NOTHING
+        )
+        SELECT id, name FROM paused ORDER BY id`
+
     return {
       disable: (id: ScheduleId) => Effect.orDie(disable(id)),
+      pauseOfAgent: (organizationId: OrganizationId, agentId: AgentId) =>
+        Effect.orDie(pauseOfAgent(organizationId, agentId)),
       insert: (row: Omit<ScheduleRow, "updated_at">) => Effect.orDie(insert(row)),
       find: (organizationId: OrganizationId, id: ScheduleId) => Effect.orDie(find(organizationId, id)),
       list: (organizationId: OrganizationId, agentIds: ReadonlyArray<string> | null, agentId?: AgentId) =>

@@ -5,11 +5,13 @@ import type { Task } from "../../schema/Agents.js"
 import { roleAtLeast } from "../../schema/Identity.js"
 import type { ApiKeyId, TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
+import { AgentRepo } from "../agents/AgentRepo.js"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
 import { TaskPlacement } from "../tasks/TaskPlacement.js"
 import { TaskRuns } from "../tasks/TaskRuns.js"
 import { Tasks } from "../tasks/Tasks.js"
 import {
+  AGENT_DELETED,
   type ClaimedForBulk,
   type OpenTick,
   ScheduleRepo,
@@ -76,13 +78,15 @@ export class ScheduleRuns extends Effect.Service<ScheduleRuns>()("schedules/Sche
     const repo = yield* ScheduleRepo
     const tasks = yield* Tasks
     const identity = yield* IdentityRepo
+    const agents = yield* AgentRepo
     const placement = yield* TaskPlacement
     const taskRuns = yield* TaskRuns
     const client = yield* TaskEntity.client
 
     /**
      * Why the schedule may not run any more, if so: its creator left the organization or is no longer a
-     * Builder (runs are invoked as them, so they stop with their rights, and the schedule is paused).
+     * Builder (runs are invoked as them, so they stop with their rights, and the schedule is paused); or its
+     * agent is gone (`agentGone`).
      */
     const creatorGone = (schedule: ScheduleRow) =>
       schedule.created_by === null
@@ -93,6 +97,13 @@ export class ScheduleRuns extends Effect.Service<ScheduleRuns>()("schedules/Sche
             : roleAtLeast(member.role, "builder")
             ? undefined
             : "The schedule's creator is no longer a Builder; a Builder can recreate it.")
+
+    /** Its agent was deleted (a schedule paused before its agent's delete did so): it would fail every run. */
+    const agentGone = (schedule: ScheduleRow) =>
+      Effect.map(
+        agents.find(schedule.organization_id, schedule.agent_id),
+        (agent) => agent === undefined ? AGENT_DELETED : undefined
+      )
 
     const runOne = (tick: OpenTick, gone: (schedule: ScheduleRow) => Effect.Effect<string | undefined>) =>
       Effect.flatMap(gone(tick.schedule), (reason): Effect.Effect<RunOutcome> =>
@@ -139,17 +150,25 @@ export class ScheduleRuns extends Effect.Service<ScheduleRuns>()("schedules/Sche
     /** Makes the ticks, and records each outcome on its tick. A defect leaves its tick pending, for the sweep. */
     const run = (ticks: ReadonlyArray<OpenTick>) =>
       Effect.gen(function*() {
-        // one look per creator in a batch: a claim of thousands of ticks is mostly a few people's schedules
+        // one look per creator and per agent in a batch: a claim of thousands of ticks is mostly a few people's
+        // schedules of a few agents
         const looked = new Map<string, Effect.Effect<string | undefined>>()
-        const gone = (schedule: ScheduleRow) => {
-          const key = `${schedule.organization_id}:${schedule.created_by}`
+        const once = (key: string, look: Effect.Effect<string | undefined>) => {
           let found = looked.get(key)
           if (found === undefined) {
-            found = Effect.runSync(Effect.cached(creatorGone(schedule)))
+            found = Effect.runSync(Effect.cached(look))
             looked.set(key, found)
           }
           return found
         }
+        const gone = (schedule: ScheduleRow) =>
+          Effect.flatMap(
+            once(`agent:${schedule.agent_id}`, agentGone(schedule)),
+            (reason) =>
+              reason !== undefined
+                ? Effect.succeed(reason)
+                : once(`creator:${schedule.organization_id}:${schedule.created_by}`, creatorGone(schedule))
+          )
         const outcomes = yield* Effect.forEach(
           ticks,
           (tick) => runOne(tick, gone).pipe(Effect.exit),

@@ -1,5 +1,6 @@
 import { Cron, DateTime, Either, Option } from "effect"
 import * as Crypto from "node:crypto"
+import { DURATION_PATTERN } from "../../schema/Schedules.js"
 
 /**
  * When a schedule runs: pure functions over its timing, the one place both the API (`next_runs`) and the
@@ -79,7 +80,7 @@ const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_00
 
 /** `1h30m` as ms; undefined for anything else. */
 export const parseDuration = (text: string): number | undefined => {
-  if (!/^(\d{1,9}(ms|s|m|h|d))+$/.test(text)) return undefined
+  if (!DURATION_PATTERN.test(text)) return undefined
   let total = 0
   for (const [, n, unit] of text.matchAll(/(\d+)(ms|s|m|h|d)/g)) total += Number(n) * UNIT_MS[unit!]!
   return total

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import * as Crypto from "node:crypto"
-import { BadRequest, NotFound } from "../../schema/Errors.js"
+import { BadRequest, Conflict, NotFound } from "../../schema/Errors.js"
 import type { AgentId, ScheduleId } from "../../schema/Ids.js"
 import type { CreateSchedule, UpdateSchedule } from "../../schema/Schedules.js"
 import type { Principal } from "../../schema/Security.js"
@@ -28,6 +28,19 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
       (mayUse(principal, id) ? agents.find(principal.organizationId, id) : Effect.succeed(undefined)).pipe(
         Effect.flatMap((row) => row === undefined ? Effect.fail(NotFound.of("Agent", id)) : Effect.void)
       )
+
+    /**
+     * A schedule whose agent was deleted may not run again (paused by the delete): enabling it, or a manual run,
+     * is a 409 saying so, until it is pointed at another agent.
+     */
+    const agentLives = (principal: Principal, schedule: { readonly id: ScheduleId; readonly agent_id: AgentId }) =>
+      Effect.flatMap(agents.find(principal.organizationId, schedule.agent_id), (row) =>
+        row === undefined
+          ? Effect.fail(Conflict.of(
+            `Schedule '${schedule.id}' cannot run: its agent '${schedule.agent_id}' was deleted. Point it at ` +
+              "another agent (`agent_id`), or delete it."
+          ))
+          : Effect.void)
 
     const find = (principal: Principal, id: ScheduleId) =>
       Effect.flatMap(
@@ -119,6 +132,7 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
           overlap: input.overlap ?? current.overlap,
           catchup_window_ms: d.catchup ?? current.catchup_window_ms
         }, current.created_at)
+        if (fields.enabled && input.agent_id === undefined) yield* agentLives(principal, current)
         const row = yield* repo.update(principal.organizationId, id, fields).pipe(
           audit.recorded(principal, (row) =>
             row === undefined ? undefined : {
@@ -174,6 +188,7 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
     const trigger = Effect.fn("Schedules.trigger")(function*(principal: Principal, id: ScheduleId) {
       yield* requireRole(principal, "builder", "trigger schedules")
       const schedule = yield* find(principal, id)
+      yield* agentLives(principal, schedule)
       let scheduledFor = yield* repo.insertManual(id)
       while (scheduledFor === undefined) {
         yield* Effect.sleep("1 millis")

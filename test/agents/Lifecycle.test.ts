@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { auditEvents, call, expectError } from "../access/support.js"
 import { json } from "../connectors/support.js"
+import { createSchedule, createScriptedAgent, ticksOf } from "../schedules/support.js"
 import type { TargetServer } from "../support/TargetServer.js"
 import type { TestNode } from "../support/TestNode.js"
 import { createAgent, invokeAgent, startPetWorld, waitForTask } from "./support.js"
@@ -271,5 +273,57 @@ describe("waiting for a task", () => {
     await new Promise((r) => setTimeout(r, 200))
     await node.fetch(`/v1/tasks/${running.id}/cancel`, { method: "POST", apiKey })
     expect((await waiting).status).toBe("cancelled")
+  })
+})
+
+describe("deleting an agent", () => {
+  it("pauses its schedules in the same transaction, saying why, audited; they cannot be resumed or triggered", async () => {
+    const org = await node.bootstrap()
+    const agentId = await createScriptedAgent(node, org.api_key)
+    const every = await createSchedule(node, org.api_key, { agent_id: agentId, every: "2s", overlap: "allow" })
+    const paused = await createSchedule(node, org.api_key, { agent_id: agentId, cron: "0 0 1 * *", enabled: false })
+    const other = await createSchedule(node, org.api_key, {
+      agent_id: await createScriptedAgent(node, org.api_key),
+      cron: "0 0 1 * *"
+    })
+    expect((await call(node, org.api_key, "DELETE", `/v1/agents/${agentId}`)).status).toBe(204)
+
+    const after = await call(node, org.api_key, "GET", `/v1/schedules/${every.id}`)
+    expect(after.body).toMatchObject({ enabled: false, next_runs: [], last_run: { status: "failed", task_id: null } })
+    expect(after.body.last_run.reason).toContain("agent was deleted")
+    expect((await call(node, org.api_key, "GET", `/v1/schedules/${paused.id}`)).body).toMatchObject({
+      enabled: false,
+      last_run: null
+    })
+    expect((await call(node, org.api_key, "GET", `/v1/schedules/${other.id}`)).body.enabled).toBe(true)
+    const pauses = (await auditEvents(node, org.organization_id)).filter((e) => e.action === "PAUSE_SCHEDULE")
+    expect(pauses.map((e) => e.targets[0].id)).toEqual([every.id])
+    expect(pauses[0].details).toMatchObject({ agent_id: agentId })
+
+    // no run is made nor recorded failed any more
+    const ticks = (await ticksOf(node, every.id)).length
+    await new Promise((r) => setTimeout(r, 2500))
+    expect((await ticksOf(node, every.id)).length).toBe(ticks)
+
+    const resumed = await call(node, org.api_key, "POST", `/v1/schedules/${every.id}/resume`)
+    expectError(resumed, 409, "conflict")
+    expect(resumed.body.error.message).toContain(`its agent '${agentId}' was deleted`)
+    expectError(
+      await call(node, org.api_key, "PATCH", `/v1/schedules/${paused.id}`, { enabled: true }),
+      409,
+      "conflict"
+    )
+    expectError(await call(node, org.api_key, "POST", `/v1/schedules/${every.id}/trigger`), 409, "conflict")
+    expect((await call(node, org.api_key, "GET", `/v1/schedules/${every.id}`)).body.enabled).toBe(false)
+    // still listed by its agent, to be found and deleted or pointed at another agent
+    const listed = await call(node, org.api_key, "GET", `/v1/schedules?agent_id=${agentId}`)
+    expect(listed.body.items.map((s: any) => s.enabled)).toEqual([false, false])
+    const moved = await call(node, org.api_key, "PATCH", `/v1/schedules/${every.id}`, {
+      agent_id: other.agent_id,
+      enabled: true
+    })
+    expect(moved.status, JSON.stringify(moved.body)).toBe(200)
+    expect(moved.body).toMatchObject({ agent_id: other.agent_id, enabled: true })
+    await call(node, org.api_key, "POST", `/v1/schedules/${every.id}/pause`)
   })
 })

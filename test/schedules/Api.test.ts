@@ -75,17 +75,32 @@ describe("schedules REST API", () => {
       400,
       "validation_failed"
     )
-    expectError(
-      await call(node, org.api_key, "POST", "/v1/schedules", { ...base, every: "1 minute" }),
-      400,
-      "validation_failed"
-    )
+    // one rule for every duration field: no duration, or one out of range, is invalid_duration naming the field
+    for (
+      const [body, field] of [
+        [{ every: "1 minute" }, "every"],
+        [{ every: "banana" }, "every"],
+        [{ every: "400d" }, "every"],
+        [{ cron: "0 * * * *", jitter: "-5s" }, "jitter"],
+        [{ cron: "0 * * * *", catchup_window: "1 hour" }, "catchup_window"]
+      ] as const
+    ) {
+      const r = await call(node, org.api_key, "POST", "/v1/schedules", { ...base, ...body })
+      expectError(r, 400, "invalid_duration")
+      expect(r.body.error.details).toEqual({ field })
+      expect(r.body.error.message).toContain(`'${(body as Record<string, string>)[field]}'`)
+    }
     const created = await createSchedule(node, org.api_key, { agent_id: agentId, cron: "0 * * * *" })
     expectError(
       await call(node, org.api_key, "PATCH", `/v1/schedules/${created.id}`, { timezone: "Nowhere/Town" }),
       400,
       "invalid_timezone"
     )
+    for (const [body, field] of [[{ every: "banana" }, "every"], [{ jitter: "-5s" }, "jitter"]] as const) {
+      const r = await call(node, org.api_key, "PATCH", `/v1/schedules/${created.id}`, body)
+      expectError(r, 400, "invalid_duration")
+      expect(r.body.error.details).toEqual({ field })
+    }
   })
 
   it("a cron that never matches a date is 400 invalid_cron on create, change and resume, never a 500", async () => {
@@ -255,6 +270,31 @@ describe("runs as its creator", () => {
     const before = (await ticksOf(node, created.id)).length
     await new Promise((r) => setTimeout(r, 1500))
     expect((await ticksOf(node, created.id)).length).toBe(before)
+  })
+})
+
+describe("an agent gone", () => {
+  it("a due schedule whose agent was deleted (before deleting paused it) is paused, its run failed with why", async () => {
+    const org = await node.bootstrap()
+    const agentId = await createScriptedAgent(node, org.api_key)
+    const created = await createSchedule(node, org.api_key, {
+      agent_id: agentId,
+      cron: "* * * * * *",
+      overlap: "allow"
+    })
+    // a row left from before the fix: its agent deleted, the schedule still enabled
+    await withDatabase(node, (db) => db.query("UPDATE agents SET deleted_at = now() WHERE id = $1", [agentId]))
+    const refused = await until(
+      "a refused run",
+      async () => (await ticksOf(node, created.id)).find((t) => t.status === "failed")
+    )
+    expect(refused.reason).toContain("agent was deleted")
+    const after = await call(node, org.api_key, "GET", `/v1/schedules/${created.id}`)
+    expect(after.body).toMatchObject({ enabled: false, next_runs: [], last_run: { status: "failed" } })
+    const before = (await ticksOf(node, created.id)).length
+    await new Promise((r) => setTimeout(r, 1500))
+    expect((await ticksOf(node, created.id)).length).toBe(before)
+    expectError(await call(node, org.api_key, "POST", `/v1/schedules/${created.id}/resume`), 409, "conflict")
   })
 })
 
