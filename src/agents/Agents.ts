@@ -163,7 +163,8 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
           })
       )
       if (row === undefined) return yield* NotFound.of("Agent", id)
-      if (input.budget !== undefined) yield* repo.clearExhausted(id)
+      // a changed budget or model (a call's worst case) gets a fresh look: calls are tried again
+      if (input.budget !== undefined || input.model !== undefined) yield* repo.clearExhausted(id)
       return yield* present(row)
     })
 

@@ -149,6 +149,15 @@ describe("invoking an agent", () => {
     expect(body.error.code).toBe("budget_exhausted")
     expect(body.error.message).toContain("worst case")
     expect(body.error.details).toMatchObject({ limit_usd: 0.0001, spent_usd: 0 })
+    // a smaller worst case (the model's max_output_tokens) is tried again at once
+    const lowered = await node.fetch(`/v1/agents/${agent.id}`, {
+      method: "PATCH",
+      apiKey,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: { provider: "scripted", max_output_tokens: 1, script: [{ text: "x" }] } })
+    })
+    expect(lowered.status).toBe(200)
+    expect((await invokeAgent(node, apiKey, agent.id, "hi")).status).not.toBe(402)
   })
 
   it("ends in error with the details when the model fails, and says what to configure", async () => {
