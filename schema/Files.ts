@@ -17,15 +17,19 @@ export const MAX_FILE_NAME = 1024
 
 const CONTROL = /[\u0000-\u001f\u007f]/
 
+// bidirectional embeddings, overrides and isolates make a name display as another (`txt.exe` as `exe.txt`)
+const BIDI_CONTROL = /[\u202a-\u202e\u2066-\u2069]/
+
 /**
  * What is wrong with a file name, or `undefined`. A name is a relative path: segments separated by `/`,
- * none empty, `.` or `..`; no backslash, no control character; 1–1024 characters. One rule, for the
- * contract's schemas and for names that come from a multipart part or a tool call.
+ * none empty, `.` or `..`; no backslash, no control or bidirectional control character; 1–1024 characters.
+ * One rule, for the contract's schemas and for names that come from a multipart part or a tool call.
  */
 export const fileNameProblem = (name: string): string | undefined => {
   if (name.length === 0) return "must not be empty"
   if (name.length > MAX_FILE_NAME) return `must be at most ${MAX_FILE_NAME} characters`
   if (CONTROL.test(name)) return "must not contain control characters"
+  if (BIDI_CONTROL.test(name)) return "must not contain bidirectional control characters (U+202A–U+202E, U+2066–U+2069)"
   if (name.includes("\\")) return "must not contain a backslash; separate folders with /"
   if (name.startsWith("/") || name.endsWith("/")) return "must not start or end with /"
   for (const segment of name.split("/")) {
@@ -40,7 +44,8 @@ export const FileName = Schema.String.pipe(
 ).annotations({
   identifier: "FileName",
   description: "The file's name: a relative path such as `reports/2026/q1.csv` (segments separated by `/`, none " +
-    "empty, `.` or `..`; no backslash or control character; at most 1024 characters). Unique in its scope."
+    "empty, `.` or `..`; no backslash, control or bidirectional control character; at most 1024 characters). " +
+    "Unique in its scope."
 })
 
 export const FileScope = Schema.Literal("organization", "agent").annotations({

@@ -1,8 +1,8 @@
 import { type HttpServerRequest, Multipart } from "@effect/platform"
 import { NodeHttpServerRequest, NodeStream } from "@effect/platform-node"
-import { Chunk, Effect, Option, Stream } from "effect"
-import { BadRequest } from "../../schema/Errors.js"
-import type { UploadParams } from "../../schema/Files.js"
+import { Chunk, Deferred, Effect, Option, Stream } from "effect"
+import { BadRequest, PayloadTooLarge } from "../../schema/Errors.js"
+import { fileNameProblem, type UploadParams } from "../../schema/Files.js"
 import type { AgentId } from "../../schema/Ids.js"
 import { type FileInput, validation } from "./Files.js"
 
@@ -11,23 +11,105 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 /** What an upload request holds: the file's metadata and its content, still unread. */
 export interface Upload {
   readonly input: FileInput & { readonly agentId: AgentId | undefined }
-  readonly body: Stream.Stream<Uint8Array, BadRequest>
+  readonly body: Stream.Stream<Uint8Array, BadRequest | PayloadTooLarge>
 }
 
 const badMultipart = (message: string) => BadRequest.of(message, undefined, "invalid_multipart")
 
-const multipartFailure = (e: Multipart.MultipartError) =>
+const endedEarly = () =>
   badMultipart(
-    e.reason === "TooManyParts"
-      ? "The multipart body has too many parts: send the fields `name` and `agent_id` (optional) and one file."
-      : e.reason === "FieldTooLarge"
-      ? "A multipart field is too long; only the file part may be large (give it a filename)."
-      : "The multipart body cannot be read as multipart/form-data."
+    "The request body ended inside the multipart body: close the last part with the boundary and end with " +
+      "`--boundary--`."
   )
+
+const noBoundary = "A multipart/form-data Content-Type needs a boundary parameter " +
+  "(`multipart/form-data; boundary=…`, 1–70 characters)."
+
+/** What multipasta found wrong (its error is the MultipartError's cause), in words the client can act on. */
+const parseProblem = (error: unknown): string => {
+  // emitted to a part no one listened to yet, it comes wrapped in Node's ERR_UNHANDLED_ERROR
+  const cause = (error as { readonly code?: unknown } | undefined)?.code === "ERR_UNHANDLED_ERROR"
+    ? (error as { readonly context?: unknown }).context
+    : error
+  const tag = (cause as { readonly _tag?: unknown } | undefined)?._tag
+  if (tag === "EndNotReached") return endedEarly().message
+  if (tag === "InvalidBoundary") return noBoundary
+  if (tag === "InvalidDisposition") {
+    return "A multipart part has no valid `Content-Disposition: form-data; name=…` header."
+  }
+  if (tag === "BadHeaders") {
+    const reason = (cause as { readonly error?: { readonly reason?: unknown } }).error?.reason
+    return reason === "HeaderTooLarge" || reason === "TooManyHeaders"
+      ? "A multipart part's headers are too large (at most 16 KiB and 100 headers a part)."
+      : "A multipart part has a malformed header."
+  }
+  return "The multipart body cannot be read as multipart/form-data."
+}
+
+const multipartFailure = (e: Multipart.MultipartError): BadRequest | PayloadTooLarge =>
+  e.reason === "TooManyParts"
+    ? badMultipart(
+      "The multipart body has too many parts: send the fields `name` and `agent_id` (optional) and one file."
+    )
+    : e.reason === "FieldTooLarge"
+    ? badMultipart("A multipart field is too long; only the file part may be large (give it a filename).")
+    : e.reason === "FileTooLarge" || e.reason === "BodyTooLarge"
+    ? PayloadTooLarge.of("The multipart body is larger than this server accepts.", "file_too_large")
+    : badMultipart(parseProblem(e.cause))
+
+/** RFC 2046: 1–70 characters. multipasta throws on a missing boundary rather than failing the stream. */
+const hasBoundary = (type: string) => {
+  const match = /;\s*boundary\s*=\s*(?:"([^"]*)"|([^;\s]*))/i.exec(type)
+  const boundary = match?.[1] ?? match?.[2] ?? ""
+  return boundary.length >= 1 && boundary.length <= 70
+}
+
+/** Succeeds once the client's body has ended (or its connection has closed). */
+const requestEnded = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.async<void>((resume) => {
+    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+    if (incoming.readableEnded || incoming.destroyed) return resume(Effect.void)
+    const done = () => resume(Effect.void)
+    incoming.once("end", done)
+    incoming.once("close", done)
+    return Effect.sync(() => {
+      incoming.off("end", done)
+      incoming.off("close", done)
+    })
+  })
+
+/**
+ * multipasta neither ends nor fails a body cut off between parts (in a part's headers): once the request has
+ * ended the parser has every byte and parses them at once (only unread file content holds it back), so a
+ * multipart body still unfinished this long after is one that never will be.
+ */
+const PARSE_GRACE = "200 millis"
 
 const broken = () => BadRequest.of("The request body broke off before its end.", undefined, "bad_request")
 
 const FIELDS = new Set(["name", "agent_id"])
+
+/**
+ * `?name=` as the client sent it: the query's own decoding may tidy a name (a `//` lost, bytes that are not
+ * UTF-8 replaced) that the name rule must refuse, so it reads the raw query. Not UTF-8 is a 400 too.
+ */
+const queryName = (request: HttpServerRequest.HttpServerRequest, params: UploadParams) =>
+  Effect.gen(function*() {
+    if (params.name === undefined) return
+    const query = request.url.includes("?") ? request.url.slice(request.url.indexOf("?") + 1) : ""
+    for (const pair of query.split("&")) {
+      const eq = pair.indexOf("=")
+      if ((eq === -1 ? pair : pair.slice(0, eq)) !== "name") continue
+      let name: string
+      try {
+        name = decodeURIComponent(pair.slice(eq + 1).replace(/\+/g, " "))
+      } catch {
+        return yield* validation("name", "must be percent-encoded UTF-8")
+      }
+      const problem = fileNameProblem(name)
+      if (problem !== undefined) return yield* validation("name", problem)
+    }
+  })
 
 /**
  * A raw body: the file itself, its Content-Type kept (application/octet-stream when none), named by
@@ -53,11 +135,14 @@ const raw = (request: HttpServerRequest.HttpServerRequest, params: UploadParams)
 
 /**
  * multipart/form-data: the fields `name` and `agent_id`, then one part with a filename, the file. Query
- * parameters win over fields. The file streams on as the body; what follows it is read after it (only the
- * multipart's end may), before the upload is made visible.
+ * parameters win over fields. The file streams on as the body; what follows it (only the multipart's end
+ * may) is read while it streams, and the body ends only with the multipart's end: a body that ends before
+ * it fails the upload, which then leaves nothing stored.
  */
 const multipart = (request: HttpServerRequest.HttpServerRequest, params: UploadParams) =>
   Effect.gen(function*() {
+    if (!hasBoundary(request.headers["content-type"] ?? "")) return yield* badMultipart(noBoundary)
+    const ended = requestEnded(request)
     const parts = Multipart.withLimitsStream(request.multipartStream, {
       maxParts: Option.some(8),
       maxFieldSize: 64 * 1024,
@@ -66,12 +151,15 @@ const multipart = (request: HttpServerRequest.HttpServerRequest, params: UploadP
     })
     const pull = yield* Stream.toPull(parts)
     let buffered: Array<Multipart.Part> = []
-    const next: Effect.Effect<Multipart.Part | undefined, BadRequest> = Effect.suspend(() => {
+    const next: Effect.Effect<Multipart.Part | undefined, BadRequest | PayloadTooLarge> = Effect.suspend(() => {
       const part = buffered.shift()
       if (part !== undefined) return Effect.succeed(part)
       return pull.pipe(
         Effect.matchEffect({
-          onFailure: Option.match({ onNone: () => Effect.succeed(undefined), onSome: (e) => multipartFailure(e) }),
+          onFailure: Option.match({
+            onNone: (): Effect.Effect<undefined, BadRequest | PayloadTooLarge> => Effect.succeed(undefined),
+            onSome: (e) => Effect.fail(multipartFailure(e))
+          }),
           onSuccess: (chunk) => {
             buffered = Chunk.toArray(chunk)
             return next
@@ -81,8 +169,10 @@ const multipart = (request: HttpServerRequest.HttpServerRequest, params: UploadP
     })
     const fields = new Map<string, string>()
     let file: Multipart.File | undefined
+    // no unread file holds the parser back here: a body that has ended is parsed within the grace
+    const stuck = Effect.zipRight(ended, Effect.zipRight(Effect.sleep(PARSE_GRACE), endedEarly()))
     while (file === undefined) {
-      const part = yield* next
+      const part = yield* Effect.raceFirst(next, stuck)
       if (part === undefined) {
         return yield* badMultipart("The multipart body has no file part: send the file as a part with a filename.")
       }
@@ -95,8 +185,14 @@ const multipart = (request: HttpServerRequest.HttpServerRequest, params: UploadP
     if (params.agent_id === undefined && agentField !== undefined && !UUID.test(agentField)) {
       return yield* validation("agent_id", "must be a UUID")
     }
+    const fileDone = yield* Deferred.make<void>()
+    // watched while the file streams: a body ending inside the file part fails the parts stream (multipasta's
+    // EndNotReached), not always the file's own stream, which would then wait for ever
     const rest = Effect.gen(function*() {
-      const part = yield* next
+      const part = yield* Effect.raceFirst(
+        next,
+        Effect.zipRight(Deferred.await(fileDone), stuck)
+      )
       if (part === undefined) return
       return yield* badMultipart(
         part._tag === "File"
@@ -104,6 +200,9 @@ const multipart = (request: HttpServerRequest.HttpServerRequest, params: UploadP
           : `The field \`${part.key}\` comes after the file part; send fields before the file.`
       )
     })
+    const content = Stream.mapError(file.content, multipartFailure).pipe(
+      Stream.ensuring(Deferred.succeed(fileDone, undefined))
+    )
     return {
       input: {
         name: params.name ?? fields.get("name") ?? file.name,
@@ -112,7 +211,7 @@ const multipart = (request: HttpServerRequest.HttpServerRequest, params: UploadP
         overwrite: params.overwrite === "true",
         declaredBytes: undefined
       },
-      body: Stream.concat(Stream.mapError(file.content, multipartFailure), Stream.drain(Stream.fromEffect(rest)))
+      body: Stream.merge(content, Stream.drain(Stream.fromEffect(rest)))
     } satisfies Upload
   })
 
@@ -120,4 +219,7 @@ const isMultipart = (type: string | undefined) => type !== undefined && /^\s*mul
 
 /** The upload a request carries; scoped: a multipart body is parsed while the scope is open. */
 export const uploadOf = (request: HttpServerRequest.HttpServerRequest, params: UploadParams) =>
-  isMultipart(request.headers["content-type"]) ? multipart(request, params) : Effect.succeed(raw(request, params))
+  Effect.zipRight(
+    queryName(request, params),
+    isMultipart(request.headers["content-type"]) ? multipart(request, params) : Effect.succeed(raw(request, params))
+  )

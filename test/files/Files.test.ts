@@ -168,6 +168,65 @@ describe("uploading and downloading workspace files", () => {
   })
 })
 
+describe("a multipart body that is cut short or malformed is refused, never left hanging", () => {
+  const asJson = async (r: Response) => ({ status: r.status, headers: r.headers, body: await r.json() })
+  /** A raw multipart body; the signal fails the test fast if the node never answers. */
+  const sendMultipart = (body: string, contentType: string, query = "") =>
+    node.fetch(`/v1/files${query}`, {
+      method: "POST",
+      apiKey: admin,
+      headers: { "content-type": contentType },
+      body,
+      signal: AbortSignal.timeout(10_000)
+    }).then(asJson)
+  const uploading = () =>
+    withDatabase(node, async (db) => ({
+      files: (await db.query("SELECT count(*)::int AS n FROM files WHERE status <> 'ready'")).rows[0].n,
+      chunks: (await db.query(
+        "SELECT count(*)::int AS n FROM file_chunks c WHERE NOT EXISTS " +
+          "(SELECT 1 FROM files f WHERE f.id = c.file_id AND f.status = 'ready')"
+      )).rows[0].n
+    }))
+
+  it("a file part the body ends inside is 400 invalid_multipart as soon as the body ends, and nothing is kept", async () => {
+    const head = "--XYZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"open.txt\"\r\n\r\n"
+    for (const rest of ["hello", "", "hello\r\n--XY", patterned(1024 * 1024 + 5).toString("latin1")]) {
+      const r = await sendMultipart(head + rest, "multipart/form-data; boundary=XYZ", "?name=open.txt")
+      expectError(r, 400, "invalid_multipart")
+      expect(r.body.error.message).toContain("ended")
+    }
+    // a field part left open, and a body cut off in a part's headers
+    for (const body of ["--XYZ\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nx", "--XYZ\r\nContent-Dis"]) {
+      expectError(await sendMultipart(body, "multipart/form-data; boundary=XYZ"), 400, "invalid_multipart")
+    }
+    expect((await call(node, admin, "GET", "/v1/files?prefix=open")).body.items).toEqual([])
+    expect(await uploading()).toEqual({ files: 0, chunks: 0 })
+  })
+
+  it("a multipart Content-Type without a boundary is 400 invalid_multipart, saying so", async () => {
+    for (
+      const type of ["multipart/form-data", "multipart/form-data; charset=utf-8", "multipart/form-data; boundary="]
+    ) {
+      const r = await sendMultipart("abc", type, "?name=no-boundary.txt")
+      expectError(r, 400, "invalid_multipart")
+      expect(r.body.error.message).toContain("boundary")
+    }
+  })
+
+  it("part headers that are too large, or too many parts, are 400 invalid_multipart", async () => {
+    const huge = `--XYZ\r\nContent-Disposition: form-data; name="file"; filename="h.txt"\r\nX-Pad: ${
+      "a".repeat(64 * 1024)
+    }\r\n\r\nx\r\n--XYZ--\r\n`
+    const tooLarge = await sendMultipart(huge, "multipart/form-data; boundary=XYZ")
+    expectError(tooLarge, 400, "invalid_multipart")
+    expect(tooLarge.body.error.message).toContain("header")
+    const field = "--XYZ\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nmany.txt\r\n"
+    const many = await sendMultipart(`${field.repeat(12)}--XYZ--\r\n`, "multipart/form-data; boundary=XYZ")
+    expectError(many, 400, "invalid_multipart")
+    expect(await uploading()).toEqual({ files: 0, chunks: 0 })
+  })
+})
+
 describe("reading a file by Range, ETag and If-None-Match", () => {
   const bytes = patterned(2 * 1024 * 1024 + 100, 3)
   let file: any
@@ -308,6 +367,32 @@ describe("bad input gets a clear 4xx in the error envelope", () => {
         code: "validation_failed"
       })
     }
+    // the name as sent, before the query's decoding tidies it: `//` unencoded, bytes that are not UTF-8, and
+    // bidirectional controls that make a name display as another
+    for (const query of ["a//b", "x//", "%ED%A0%80", "ok%FF.txt", "evil%E2%80%AEtxt.exe", "a%E2%81%A6b"]) {
+      const r = await asJson(await uploadRaw(node, admin, `?name=${query}`, "x"))
+      expect({ query, status: r.status, code: r.body.error.code }).toEqual({
+        query,
+        status: 400,
+        code: "validation_failed"
+      })
+    }
+    expect(
+      (await asJson(
+        await node.fetch("/v1/files?name=a//b", {
+          method: "POST",
+          apiKey: admin,
+          body: multipart([{ name: "file", value: "x", filename: "f.txt" }])
+        })
+      )).status
+    ).toBe(400)
+    const names = (await call(node, admin, "GET", "/v1/files?limit=200")).body.items.map((f: any) => f.name)
+    expect(names.filter((n: string) => n === "a/b" || n.includes("\uFFFD") || /[\u202a-\u202e\u2066-\u2069]/.test(n)))
+      .toEqual([])
+    // a name with + and escapes that do decode is still taken as sent
+    expect((await asJson(await uploadRaw(node, admin, "?name=two+words%20%C3%A9.txt", "x"))).body.name).toBe(
+      "two words é.txt"
+    )
     expectError(await asJson(await uploadRaw(node, admin, "?name=x.txt&agent_id=nope", "x")), 400, "validation_failed")
     expectError(
       await asJson(await uploadRaw(node, admin, "?name=x.txt&agent_id=00000000-0000-4000-8000-000000000000", "x")),
