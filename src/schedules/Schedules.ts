@@ -197,9 +197,11 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
       const [outcome] = yield* runs.run([{ schedule, scheduled_for: scheduledFor }])
       if (outcome === undefined) return yield* Effect.dieMessage(`schedule ${id}: the manual run was not made`)
       if (outcome.task !== undefined) return outcome.task
-      return yield* (outcome.error === undefined
+      if (outcome.error !== undefined) return yield* Effect.fail(outcome.error)
+      // refused before any invoke (its creator left or is no Builder any more): the run paused the schedule
+      return yield* (outcome.reason === null
         ? Effect.dieMessage(`schedule ${id}: the manual run has no task`)
-        : Effect.fail(outcome.error))
+        : Conflict.of(`The schedule cannot run: ${outcome.reason}`))
     })
 
     return { create, update, pause, resume, remove, list, get, trigger } as const

@@ -270,6 +270,10 @@ describe("runs as its creator", () => {
     const before = (await ticksOf(node, created.id)).length
     await new Promise((r) => setTimeout(r, 1500))
     expect((await ticksOf(node, created.id)).length).toBe(before)
+    // a manual run is refused with why, not a 500
+    const triggered = await call(node, org.api_key, "POST", `/v1/schedules/${created.id}/trigger`)
+    expect(triggered.status, JSON.stringify(triggered.body)).toBe(409)
+    expect(triggered.body.error.message).toContain("no longer a Builder")
   })
 })
 
