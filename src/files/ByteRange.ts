@@ -10,7 +10,10 @@ export type ByteRange =
   | { readonly _tag: "Unsatisfiable" }
   | { readonly _tag: "Invalid"; readonly message: string }
 
-const DIGITS = /^\d{1,15}$/
+const DIGITS = /^\d+$/
+
+/** A byte position; one past any file's size (more than 15 digits) counts as the largest (RFC 9110 clamps it). */
+const position = (digits: string) => digits.length > 15 ? Number.MAX_SAFE_INTEGER : Number(digits)
 
 const invalid = (message: string): ByteRange => ({ _tag: "Invalid", message })
 
@@ -35,17 +38,17 @@ export const parseRange = (header: string | undefined, size: number): ByteRange 
   }
   if (first === "") {
     // the last `suffix` bytes
-    const suffix = Number(last)
+    const suffix = position(last)
     return suffix === 0 || size === 0
       ? { _tag: "Unsatisfiable" }
       : { _tag: "Part", start: Math.max(0, size - suffix), end: size - 1 }
   }
-  const start = Number(first)
-  if (last !== "" && Number(last) < start) {
+  const start = position(first)
+  if (last !== "" && position(last) < start) {
     return invalid(`\`Range\`: \`${spec}\` ends before it starts.`)
   }
   if (start >= size) return { _tag: "Unsatisfiable" }
-  return { _tag: "Part", start, end: last === "" ? size - 1 : Math.min(Number(last), size - 1) }
+  return { _tag: "Part", start, end: last === "" ? size - 1 : Math.min(position(last), size - 1) }
 }
 
 /** Whether an `If-None-Match` list (or `*`) names this entity tag; weak comparison, as RFC 9110 §13.1.2 says. */
