@@ -143,9 +143,10 @@ export class EventRepo extends Effect.Service<EventRepo>()("events/EventRepo", {
             }
             const full = events.length >= limit
             const start = after > horizon ? after : horizon
-            const settled = BigInt(first.below) - 1n
+            const below = BigInt(first.below)
+            const settled = below - 1n
             const next = full ? events[events.length - 1]!.id : settled > start ? settled : start
-            return { events, next, full, pending: first.pending, horizon, below: settled + 1n }
+            return { events, next, full, pending: first.pending, horizon, below }
           })
         )
 
