@@ -211,34 +211,14 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
       return requiresApproval && (approvalCondition === undefined || conditionHolds(approvalCondition, call.arguments))
     }
 
-    /**
-     * Before a call that needs approval: ask (and pause), keep waiting, or go on as decided. A rejection
-     * becomes the tool's result for the model; an expired request ends the task.
-     */
-    const approvalGate = (task: TaskRow, tool: Tool, call: ToolCall, stepKey: string, who: unknown) =>
+    /** What an approval request for a call says to do now: keep waiting, make it, or not (and why). */
+    const decided = (
+      task: TaskRow,
+      call: ToolCall,
+      approval: { readonly status: string; readonly reason: string | null }
+    ) =>
       Effect.gen(function*() {
-        if (!needsApproval(tool, call)) return "call" as const
-        const approval = yield* approvals.forStep(task.id, stepKey)
-        if (approval === undefined) {
-          yield* approvals.request({
-            organizationId: task.organization_id,
-            taskId: task.id,
-            stepKey,
-            agentId: task.agent_id,
-            skillId: tool.source.skillId,
-            tool: call.name,
-            connectionId: tool.connectionId,
-            operationId: tool.operationId,
-            functionId: tool.fn?.id,
-            arguments: call.arguments,
-            user: who
-          })
-          return new Pause()
-        }
         switch (approval.status) {
-          case "pending":
-            yield* approvals.pause(task.id)
-            return new Pause()
           case "approved":
             return "call" as const
           case "rejected":
@@ -254,7 +234,37 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
                 Duration.format(approvals.timeout)
               } (SWITCHYARD_APPROVAL_TIMEOUT).`
             )
+          default:
+            yield* approvals.pause(task.id)
+            return new Pause()
         }
+      })
+
+    /**
+     * Before a call that needs approval: ask (and pause), keep waiting, or go on as decided. A rejection
+     * becomes the tool's result for the model; an expired request ends the task. A call of a tool the agent
+     * no longer has (its skill taken away while the call waited) is still held to a request made for it.
+     */
+    const approvalGate = (task: TaskRow, tool: Tool | undefined, call: ToolCall, stepKey: string, who: unknown) =>
+      Effect.gen(function*() {
+        if (tool !== undefined && !needsApproval(tool, call)) return "call" as const
+        const approval = yield* approvals.forStep(task.id, stepKey)
+        if (approval !== undefined) return yield* decided(task, call, approval)
+        if (tool === undefined) return "call" as const
+        yield* approvals.request({
+          organizationId: task.organization_id,
+          taskId: task.id,
+          stepKey,
+          agentId: task.agent_id,
+          skillId: tool.source.skillId,
+          tool: call.name,
+          connectionId: tool.connectionId,
+          operationId: tool.operationId,
+          functionId: tool.fn?.id,
+          arguments: call.arguments,
+          user: who
+        })
+        return new Pause()
       })
 
     const callTool = (task: TaskRow, principal: Principal, tool: Tool | undefined, call: ToolCall) =>
@@ -454,7 +464,9 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
                   ms: 0
                 }
               } else {
-                const gate = tool === undefined ? "call" : yield* approvalGate(task, tool, call, toolKey, who)
+                const gate = tool === undefined && files.has(call.name)
+                  ? "call"
+                  : yield* approvalGate(task, tool, call, toolKey, who)
                 if (gate instanceof Pause || gate instanceof Stop) return gate
                 const made = gate === "call" && (tool !== undefined || files.has(call.name))
                 if (made && !premarked.has(toolKey)) {

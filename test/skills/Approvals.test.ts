@@ -18,7 +18,7 @@ const guardedAgent = async (w: SkillWorld, limit: number) => {
   })
   const attached = await call(w.node, w.admin, "PUT", `/v1/agents/${agent.id}/skills/${skill.id}`)
   expect(attached.status).toBe(200)
-  return agent
+  return { ...agent, skillId: skill.id as string }
 }
 
 const invokeAsync = async (w: SkillWorld, agentId: string) =>
@@ -112,6 +112,20 @@ describe("approvals", () => {
     expect(toolCall.data.outcome).toBe("rejected")
   })
 
+  it("a rejection reaches the model even when the agent lost the skill while the call waited", async () => {
+    const agent = await guardedAgent(w, 60)
+    const accepted = await invokeAsync(w, agent.id)
+    await waitStatus(w, accepted.id, ["waiting_approval"])
+    expect((await call(w.node, w.admin, "DELETE", `/v1/agents/${agent.id}/skills/${agent.skillId}`)).status).toBe(204)
+    const [pending] = (await call(w.node, w.admin, "GET", `/v1/approvals?task_id=${accepted.id}`)).body.items
+    const rejected = await call(w.node, w.admin, "POST", `/v1/approvals/${pending.id}/reject`, { reason: "too many" })
+    expect(rejected.status).toBe(200)
+    const done = await waitStatus(w, accepted.id, ["completed", "error"])
+    expect(done.status).toBe("completed")
+    expect(done.result).toContain("rejected by a reviewer: too many")
+    expect(listCalls(w, 60)).toBe(0)
+  })
+
   it("cancelling a waiting task withdraws its request", async () => {
     const agent = await guardedAgent(w, 70)
     const accepted = await invokeAsync(w, agent.id)
@@ -136,6 +150,26 @@ describe("approvals over time and restarts", () => {
       expect(done.status).toBe("error")
       expect(done.result).toContain("needed approval, and none was given")
       expect(listCalls(w, 80)).toBe(0)
+    } finally {
+      await w.stop()
+    }
+  })
+
+  it("a request expires and ends the task in error even when the agent lost the skill while it waited", async () => {
+    const w = await startSkillWorld({
+      SWITCHYARD_APPROVAL_TIMEOUT: "2 seconds",
+      SWITCHYARD_TASK_SWEEP_INTERVAL: "300 millis"
+    })
+    try {
+      const agent = await guardedAgent(w, 81)
+      const accepted = await invokeAsync(w, agent.id)
+      await waitStatus(w, accepted.id, ["waiting_approval"])
+      const detached = await call(w.node, w.admin, "DELETE", `/v1/agents/${agent.id}/skills/${agent.skillId}`)
+      expect(detached.status).toBe(204)
+      const done = await waitStatus(w, accepted.id, ["completed", "error"])
+      expect(done.status).toBe("error")
+      expect(done.result).toContain("needed approval, and none was given")
+      expect(listCalls(w, 81)).toBe(0)
     } finally {
       await w.stop()
     }
