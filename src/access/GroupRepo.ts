@@ -5,6 +5,7 @@ import { Conflict } from "../../schema/Errors.js"
 import { type Role } from "../../schema/Identity.js"
 import type { AgentId, OrganizationId, UserId } from "../../schema/Ids.js"
 import { conflictOnUnique } from "../db/UniqueViolation.js"
+import type { Position } from "../support/Cursor.js"
 
 export interface GroupRow {
   readonly id: GroupId
@@ -36,11 +37,6 @@ export const toGroup = (row: GroupRow) =>
     created_at: row.created_at,
     updated_at: row.updated_at
   })
-
-export interface Position {
-  readonly at: Date
-  readonly id: string
-}
 
 export const groupNameTaken = (name: string) =>
   Conflict.of(`A group named '${name}' already exists in this organization.`, "group_name_taken")

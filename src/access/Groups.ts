@@ -10,29 +10,10 @@ import { AuditLog } from "../audit/AuditLog.js"
 import { transactionIn } from "../db/Transaction.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
-import { type GroupFields, groupNameTaken, GroupRepo, type Position, toGroup } from "./GroupRepo.js"
+import { pageOf, positionOf } from "../support/Cursor.js"
+import { type GroupFields, groupNameTaken, GroupRepo, toGroup } from "./GroupRepo.js"
 import { OrganizationAgents } from "./OrganizationAgents.js"
 import { checkRoleChange, raisedRole } from "./RolePolicy.js"
-
-export const encodePosition = (p: Position) =>
-  Buffer.from(JSON.stringify([p.at.toISOString(), p.id])).toString("base64url")
-
-export const decodePosition = (cursor: string | undefined) =>
-  Effect.suspend(() => {
-    if (cursor === undefined) return Effect.succeed(undefined)
-    try {
-      const [at, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
-      const date = new Date(at)
-      if (!Number.isNaN(date.getTime()) && typeof id === "string" && /^[0-9a-f-]{36}$/i.test(id)) {
-        return Effect.succeed({ at: date, id })
-      }
-    } catch {
-      // answered below
-    }
-    return Effect.fail(
-      BadRequest.of("`cursor` is not one this API returned; start again without it.", undefined, "invalid_cursor")
-    )
-  })
 
 /** Groups: members who share defaults. Admins and above manage them; every change is audited. */
 export class Groups extends Effect.Service<Groups>()("access/Groups", {
@@ -62,17 +43,10 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
         page: { readonly limit?: number | undefined; readonly cursor?: string | undefined }
       ) {
         yield* requireRole(principal, "admin", "manage groups")
-        const after = yield* decodePosition(page.cursor)
+        const after = yield* positionOf(page.cursor)
         const limit = page.limit ?? 50
         const rows = yield* repo.list(principal.organizationId, after, limit + 1)
-        const items = rows.slice(0, limit)
-        const last = items[items.length - 1]
-        return {
-          items: items.map(toGroup),
-          next_cursor: rows.length > limit && last !== undefined
-            ? encodePosition({ at: last.created_at, id: last.id })
-            : null
-        }
+        return pageOf(rows, limit, (row) => row.created_at, toGroup)
       }
     )
 
@@ -148,24 +122,16 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
     ) {
       yield* requireRole(principal, "admin", "manage groups")
       yield* find(principal, id)
-      const after = yield* decodePosition(page.cursor)
+      const after = yield* positionOf(page.cursor)
       const limit = page.limit ?? 50
       const rows = yield* repo.members(principal.organizationId, id, after, limit + 1)
-      const items = rows.slice(0, limit)
-      const last = items[items.length - 1]
-      return {
-        items: items.map((r) =>
-          new Member({
-            user: new User({ id: r.id, email: r.email, name: r.name }),
-            role: r.role,
-            role_display: roleDisplayName[r.role],
-            created_at: r.created_at
-          })
-        ),
-        next_cursor: rows.length > limit && last !== undefined
-          ? encodePosition({ at: last.added_at, id: last.id })
-          : null
-      }
+      return pageOf(rows, limit, (row) => row.added_at, (r) =>
+        new Member({
+          user: new User({ id: r.id, email: r.email, name: r.name }),
+          role: r.role,
+          role_display: roleDisplayName[r.role],
+          created_at: r.created_at
+        }))
     })
 
     /**

@@ -7,6 +7,7 @@ import type { OrganizationId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { transactionIn } from "../db/Transaction.js"
+import { conflictOnUnique } from "../db/UniqueViolation.js"
 import { CurrentRequest } from "../http/RequestContext.js"
 import { GENESIS_HASH, hashRecord, storable, storableText } from "./AuditChain.js"
 
@@ -111,7 +112,17 @@ export class AuditLog extends Effect.Service<AuditLog>()("audit/AuditLog", {
         }::jsonb, ${record.prev_hash}, ${hash})
           )
           UPDATE audit_chain_heads SET seq = ${record.seq}, hash = ${hash}
-          WHERE organization_id = ${record.organization_id}`
+          WHERE organization_id = ${record.organization_id}`.pipe(
+          // the head is behind the records (its row removed or rolled back by hand): refuse, never fork the chain
+          conflictOnUnique(() =>
+            Effect.die(
+              new Error(
+                `The audit chain of organization ${by.organizationId} is damaged: its head is behind its records. ` +
+                  "Audited changes are refused until it is repaired; `switchyard audit verify` reports the break."
+              )
+            )
+          )
+        )
       }).pipe(Effect.orDie)
 
     /**

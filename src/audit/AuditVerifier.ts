@@ -48,6 +48,13 @@ export class AuditVerifier extends Effect.Service<AuditVerifier>()("audit/AuditV
       }
       const head = yield* repo.head(organizationId)
       const last = expectedSeq - 1
+      if (head === undefined && last > 0) {
+        return fail(
+          last,
+          null,
+          "the chain's head is missing, so its newest records cannot be checked (records removed?)"
+        )
+      }
       if (head !== undefined && head.seq > last) {
         return fail(last + 1, null, `the chain ends at record ${last} but ${head.seq} were written (records removed)`)
       }

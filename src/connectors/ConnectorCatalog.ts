@@ -16,6 +16,7 @@ import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
 import { TtlCache } from "../support/TtlCache.js"
+import { isUuid } from "../support/Uuid.js"
 import { type ConnectionRow, ConnectorRepo, type ConnectorRow } from "./ConnectorRepo.js"
 import { withEveryGroup } from "./openapi/InputSchema.js"
 import {
@@ -98,7 +99,7 @@ const encodeCursor = (row: ConnectorRow) =>
 const decodeCursor = (cursor: string) => {
   try {
     const [name, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
-    return typeof name === "string" && typeof id === "string" && /^[0-9a-f-]{36}$/.test(id) ? { name, id } : undefined
+    return typeof name === "string" && typeof id === "string" && isUuid(id) ? { name, id } : undefined
   } catch {
     return undefined
   }

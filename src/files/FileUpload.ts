@@ -4,9 +4,8 @@ import { Chunk, Deferred, Effect, Option, Stream } from "effect"
 import { BadRequest, PayloadTooLarge } from "../../schema/Errors.js"
 import { fileNameProblem, type UploadParams } from "../../schema/Files.js"
 import type { AgentId } from "../../schema/Ids.js"
+import { isUuid } from "../support/Uuid.js"
 import { type FileInput, validation } from "./Files.js"
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** What an upload request holds: the file's metadata and its content, still unread. */
 export interface Upload {
@@ -182,7 +181,7 @@ const multipart = (request: HttpServerRequest.HttpServerRequest, params: UploadP
       } else fields.set(part.key, part.value)
     }
     const agentField = fields.get("agent_id")
-    if (params.agent_id === undefined && agentField !== undefined && !UUID.test(agentField)) {
+    if (params.agent_id === undefined && agentField !== undefined && !isUuid(agentField)) {
       return yield* validation("agent_id", "must be a UUID")
     }
     const fileDone = yield* Deferred.make<void>()

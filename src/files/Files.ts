@@ -10,11 +10,10 @@ import { type AuditBy, AuditLog } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { transactionIn } from "../db/Transaction.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
+import { isUuid } from "../support/Uuid.js"
 import { fileExists, FileRepo, type FileRow } from "./FileRepo.js"
 import { FileStore } from "./FileStore.js"
 import { PgFileStoreLive } from "./PgFileStore.js"
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export const toFile = (row: FileRow) =>
   new WorkspaceFile({
@@ -77,7 +76,7 @@ export class Files extends Effect.Service<Files>()("files/Files", {
 
     const find = (principal: Principal, id: string) =>
       Effect.gen(function*() {
-        const row = UUID.test(id) ? yield* repo.find(principal.organizationId, id as FileId) : undefined
+        const row = isUuid(id) ? yield* repo.find(principal.organizationId, id as FileId) : undefined
         if (row === undefined || !readable(principal, row)) return yield* NotFound.of("File", id)
         return row
       })
@@ -257,7 +256,7 @@ const positionOf = (cursor: string | undefined) => {
   if (cursor === undefined) return Effect.succeed(undefined)
   try {
     const [name, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
-    if (typeof name === "string" && fileNameProblem(name) === undefined && typeof id === "string" && UUID.test(id)) {
+    if (typeof name === "string" && fileNameProblem(name) === undefined && typeof id === "string" && isUuid(id)) {
       return Effect.succeed({ name, id })
     }
   } catch {

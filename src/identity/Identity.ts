@@ -171,15 +171,16 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
         const member = yield* repo.findMember(principal.organizationId, userId)
         if (member === undefined) return yield* NotFound.of("Member", userId)
         yield* checkRoleChange(principal, member.role, input.role)
-        if (member.role === input.role) return member
+        if (member.role === input.role) return { member, lowered: [] }
         yield* keepsSuperAdmin(principal, member.role, input.role)
         yield* repo.updateMembershipRole(principal.organizationId, userId, input.role)
+        const lowered = yield* repo.lowerCreatedKeys(principal.organizationId, userId, input.role)
         yield* audit.record(principal, {
           action: "UPDATE_MEMBER_ROLE",
           targets: [{ type: "member", id: userId, name: member.user.email }],
-          details: { from: member.role, to: input.role }
+          details: { from: member.role, to: input.role, ...(lowered.length === 0 ? {} : { lowered_api_keys: lowered }) }
         })
-        return (yield* repo.findMember(principal.organizationId, userId))!
+        return { member: (yield* repo.findMember(principal.organizationId, userId))!, lowered }
       },
       transaction
     )
@@ -248,6 +249,12 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       if (userId !== principal.userId) yield* requireRole(principal, "admin", "issue keys for other members")
       const member = yield* repo.findMember(principal.organizationId, userId)
       if (member === undefined) return yield* NotFound.of("Member", userId)
+      // a key acts as its member: issuing one for someone above you would be taking their role
+      if (!roleAtLeast(principal.role, member.role)) {
+        return yield* Forbidden.of(
+          `You cannot issue a key for a ${roleDisplayName[member.role]}, whose role is above your own.`
+        )
+      }
       return yield* createKey(principal.organizationId, { ...input, role: member.role }, userId, principal.userId).pipe(
         audit.recorded(principal, keyCreated)
       )

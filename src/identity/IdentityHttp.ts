@@ -19,9 +19,13 @@ export const IdentityHttpLive = HttpApiBuilder.group(Api, "identity", (handlers)
       .handle("updateMember", ({ path, payload }) =>
         Effect.flatMap(Principal, (p) =>
           identity.updateMember(p, path.user_id, payload).pipe(
-            // their keys carry the new role at once on this node (within the key cache TTL on others)
-            Effect.tap(() =>
-              forgetKeysOf(p, path.user_id)
+            // their keys, and the organization keys lowered with them, carry the new role at once on this
+            // node (within the key cache TTL on others)
+            Effect.tap(({ lowered }) =>
+              Effect.zipRight(forgetKeysOf(p, path.user_id), Effect.forEach(lowered, authenticator.forget))
+            ),
+            Effect.map(({ member }) =>
+              member
             )
           )))
       .handle("removeMember", ({ path }) =>

@@ -5,7 +5,8 @@ import {
   type ApiKeyKind,
   Member,
   Organization,
-  type Role,
+  Role,
+  roleAtLeast,
   roleDisplayName,
   User
 } from "../../schema/Identity.js"
@@ -228,6 +229,18 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
         Effect.orDie
       )
 
+    /** Organization keys a member created with a role above `role` get `role`: a key is never above its creator. */
+    const lowerCreatedKeys = (organizationId: OrganizationId, userId: UserId, role: Role) => {
+      const above = Role.literals.filter((r) => !roleAtLeast(role, r))
+      return above.length === 0 ? Effect.succeed([]) : sql<{ id: ApiKeyId }>`
+        UPDATE api_keys SET role = ${role}
+        WHERE organization_id = ${organizationId} AND created_by = ${userId} AND kind = 'organization'
+          AND revoked_at IS NULL AND role IN ${sql.in(above)} RETURNING id`.pipe(
+        Effect.map((rows) => rows.map((r) => r.id)),
+        Effect.orDie
+      )
+    }
+
     const touchApiKey = (id: ApiKeyId) =>
       sql`UPDATE api_keys SET last_used_at = now() WHERE id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
 
@@ -251,7 +264,8 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
       countSuperAdmins,
       updateMembershipRole,
       deleteMembership,
-      revokePersonalKeys
+      revokePersonalKeys,
+      lowerCreatedKeys
     } as const
   })
 }) {}

@@ -6,10 +6,9 @@ import { mayUse } from "../agents/Agents.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { TtlCache } from "../support/TtlCache.js"
+import { isUuid } from "../support/Uuid.js"
 import { KnowledgeBases, toBase } from "./KnowledgeBases.js"
 import { type BaseRow, KnowledgeRepo } from "./KnowledgeRepo.js"
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 // an agent's run reads its bases from here: a change made on another node shows within this long
 const RUN_CACHE_MS = 5_000
@@ -30,7 +29,7 @@ export class AgentKnowledge extends Effect.Service<AgentKnowledge>()("knowledge/
       Effect.gen(function*() {
         const agentId = id as AgentId
         if (
-          UUID.test(id) && mayUse(principal, agentId) && (yield* repo.agentExists(principal.organizationId, agentId))
+          isUuid(id) && mayUse(principal, agentId) && (yield* repo.agentExists(principal.organizationId, agentId))
         ) {
           return agentId
         }

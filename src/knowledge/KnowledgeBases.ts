@@ -15,12 +15,11 @@ import type { Principal } from "../../schema/Security.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
+import { isUuid } from "../support/Uuid.js"
 import { DocumentSources } from "./DocumentSources.js"
 import { Ingestion } from "./Ingestion.js"
 import { KnowledgeIndex, PgKnowledgeIndexLive } from "./KnowledgeIndex.js"
 import { type BaseRow, type DocumentRow, KnowledgeRepo } from "./KnowledgeRepo.js"
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export const toBase = (row: BaseRow) =>
   new KnowledgeBase({
@@ -89,7 +88,7 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
 
     const find = (principal: Principal, id: string) =>
       Effect.gen(function*() {
-        const row = UUID.test(id) ? yield* repo.findBase(principal.organizationId, id as KnowledgeBaseId) : undefined
+        const row = isUuid(id) ? yield* repo.findBase(principal.organizationId, id as KnowledgeBaseId) : undefined
         if (row === undefined) return yield* NotFound.of("Knowledge base", id)
         return row
       })
@@ -97,7 +96,7 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
     /** The base without its document count, for requests about its documents. */
     const ref = (principal: Principal, id: string) =>
       Effect.gen(function*() {
-        const row = UUID.test(id) ? yield* repo.baseRef(principal.organizationId, id as KnowledgeBaseId) : undefined
+        const row = isUuid(id) ? yield* repo.baseRef(principal.organizationId, id as KnowledgeBaseId) : undefined
         if (row === undefined) return yield* NotFound.of("Knowledge base", id)
         return row
       })
@@ -207,7 +206,7 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
     const findDocument = (principal: Principal, baseId: string, id: string) =>
       Effect.gen(function*() {
         const base = yield* ref(principal, baseId)
-        const row = UUID.test(id)
+        const row = isUuid(id)
           ? yield* repo.findDocument(principal.organizationId, base.id, id as DocumentId)
           : undefined
         if (row === undefined) return yield* NotFound.of("Document", id)

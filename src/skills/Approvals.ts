@@ -10,8 +10,8 @@ import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { transactionIn } from "../db/Transaction.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
+import { isUuid } from "../support/Uuid.js"
 import { ApprovalRepo, type ApprovalRequest, type ApprovalRow } from "./ApprovalRepo.js"
-import { isUuid } from "./Skills.js"
 
 const toApproval = (row: ApprovalRow) =>
   new Approval({

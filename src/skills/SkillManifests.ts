@@ -16,7 +16,8 @@ import { ConnectorCatalog } from "../connectors/ConnectorCatalog.js"
 import { ConnectorRepo } from "../connectors/ConnectorRepo.js"
 import { FunctionRepo } from "../functions/FunctionRepo.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
-import { isUuid, Skills } from "./Skills.js"
+import { isUuid } from "../support/Uuid.js"
+import { Skills } from "./Skills.js"
 
 /** `switchyard.yaml`, at a repository's root: the skills it publishes and the OpenAPI documents they use. */
 const ManifestAction = Schema.Struct({

@@ -89,12 +89,12 @@ export class SkillRepo extends Effect.Service<SkillRepo>()("skills/SkillRepo", {
           AND status <> 'archived'`.pipe(Effect.map(([row]): SkillRow | undefined => row), Effect.orDie)
 
     /**
-     * Skills a caller may see, newest first: with `viewer` null, all of the organization's; otherwise the
+     * Skills a caller may see, newest first: with `viewer` "all", all of the organization's; otherwise the
      * published catalog (visibility `organization`), the viewer's own, and skills scoped to agents they
-     * created.
+     * created (a viewer of null, an organization key, has no skills of its own: the catalog).
      */
     const list = (organizationId: OrganizationId, f: {
-      viewer: UserId | null
+      viewer: UserId | null | "all"
       status?: SkillStatus | undefined
       after?: { at: Date; id: string } | undefined
       limit: number
@@ -102,7 +102,7 @@ export class SkillRepo extends Effect.Service<SkillRepo>()("skills/SkillRepo", {
       sql<SkillRow>`
         SELECT * FROM skills s WHERE organization_id = ${organizationId}
         ${
-        f.viewer === null ? sql`` : sql`AND (
+        f.viewer === "all" ? sql`` : sql`AND (
           (s.visibility = 'organization' AND s.status = 'published')
           OR s.owner_id = ${f.viewer}
           OR EXISTS (

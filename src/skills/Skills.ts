@@ -26,13 +26,11 @@ import { transactionIn } from "../db/Transaction.js"
 import { FunctionRepo } from "../functions/FunctionRepo.js"
 import { requireRole } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
+import { isUuid } from "../support/Uuid.js"
 import { skillNameTaken, SkillRepo, type SkillRow } from "./SkillRepo.js"
 
 /** What the runtime filter needs of an attached skill (a read of its own, or the run's start statement). */
 export type AttachedRow = Pick<SkillRow, "id" | "status" | "visibility" | "owner_id" | "allowlist" | "actions">
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-export const isUuid = (s: string) => UUID.test(s)
 
 export const toSkill = (row: SkillRow) =>
   new Skill({
@@ -186,7 +184,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
       const after = yield* positionOf(f.cursor)
       const limit = f.limit ?? 50
       const rows = yield* repo.list(principal.organizationId, {
-        viewer: isAdmin(principal) ? null : principal.userId,
+        viewer: isAdmin(principal) ? "all" : principal.userId,
         status: f.status,
         after,
         limit: limit + 1
@@ -310,7 +308,8 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
             type: "skill",
             id: skill.id,
             name: skill.name
-          }]
+          }],
+          details: { allowed, mode }
         })
         return yield* Forbidden.of(
           `The skill '${skill.name}' is ${skill.visibility}${

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { BadRequest } from "../../schema/Errors.js"
+import { isUuid } from "./Uuid.js"
 
 /** A keyset position: the sort time and id of the last item of a page. */
 export interface Position {
@@ -7,11 +8,19 @@ export interface Position {
   readonly id: string
 }
 
+/** The latest time a cursor can hold: 9999-12-31, which PostgreSQL stores and JSON writes as four digits. */
+const LATEST = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
+
+/** Only what `pageOf` writes: an ISO time PostgreSQL can compare and a UUID; anything else is no position. */
 const decode = (cursor: string): Position | undefined => {
   try {
     const [at, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
     const date = new Date(at)
-    return Number.isNaN(date.getTime()) || typeof id !== "string" ? undefined : { at: date, id }
+    const t = date.getTime()
+    return typeof at === "string" && t >= 0 && t <= LATEST && date.toISOString() === at &&
+        typeof id === "string" && isUuid(id)
+      ? { at: date, id }
+      : undefined
   } catch {
     return undefined
   }
@@ -27,6 +36,10 @@ export const positionOf = (cursor: string | undefined) =>
       )
     )
 
+/** The cursor of a position: what `positionOf` reads back. */
+export const cursorOf = (position: Position) =>
+  Buffer.from(JSON.stringify([position.at.toISOString(), position.id])).toString("base64url")
+
 /**
  * One page from `limit + 1` rows read after the position: the items, and the cursor of the next page
  * when there is one.
@@ -41,8 +54,6 @@ export const pageOf = <R extends { readonly id: string }, A>(
   const last = page[page.length - 1]
   return {
     items: page.map(item),
-    next_cursor: rows.length > limit && last !== undefined
-      ? Buffer.from(JSON.stringify([at(last).toISOString(), last.id])).toString("base64url")
-      : null
+    next_cursor: rows.length > limit && last !== undefined ? cursorOf({ at: at(last), id: last.id }) : null
   }
 }

@@ -53,6 +53,13 @@ describe("switchyard audit verify", () => {
     await tamper("DELETE FROM audit_events WHERE organization_id = $1 AND seq = 4", gap.organization_id)
     const truncated = await orgWithRecords()
     await tamper("DELETE FROM audit_events WHERE organization_id = $1 AND seq >= 5", truncated.organization_id)
+    // the newest record removed with the head that remembers it
+    const headless = await orgWithRecords()
+    await tamper("DELETE FROM audit_chain_heads WHERE organization_id = $1", headless.organization_id)
+    await tamper("DELETE FROM audit_events WHERE organization_id = $1 AND seq = 6", headless.organization_id)
+    // a chain whose head is behind refuses a new record instead of forking
+    const refused = await call(node, headless.api_key, "POST", "/v1/groups", { name: "after" })
+    expect({ status: refused.status, code: refused.body.error.code }).toEqual({ status: 500, code: "internal_error" })
 
     const result = await runCli(["audit", "verify"], {
       DATABASE_URL: node.databaseUrl,
@@ -66,6 +73,7 @@ describe("switchyard audit verify", () => {
     expect(line(rehashed)).toMatch(/^BROKEN .*#2 /)
     expect(line(gap)).toMatch(/^BROKEN .*#4: .*missing/)
     expect(line(truncated)).toMatch(/^BROKEN .*#5: .*removed/)
+    expect(line(headless)).toMatch(/^BROKEN .*#5: .*head is missing/)
   })
 
   it("fails for an unknown organization", async () => {

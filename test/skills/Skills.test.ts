@@ -113,6 +113,10 @@ describe.each(["off", "report", "enforce"] as const)("SERVICE_SKILL_VISIBILITY_M
     if (mode === "enforce") {
       expectError(attached, 403, "skill_not_allowed")
       expect((await call(w.node, w.other.key, "GET", `/v1/agents/${agent.id}/skills`)).body).toEqual([])
+      const denied = (await auditEvents(w.node, w.organizationId)).filter((e) =>
+        e.action === "ATTACH_SKILL" && e.outcome === "denied"
+      )
+      expect(denied.map((e) => e.details)).toEqual([{ allowed: false, mode: "enforce" }])
       return
     }
     expect(attached.status).toBe(200)
