@@ -20,7 +20,20 @@ export const Timestamp = Schema.transform(
  * A date a client sends (a filter bound): ISO 8601, a real calendar date, within the years 1–9999 that
  * every store and client can represent. `not-a-date` and `9999-99-99` are refused at the contract.
  */
-export const DateParam = Schema.Date.pipe(
+export const DateParam = Schema.String.annotations({
+  identifier: "Date",
+  description: "a string to be decoded into a Date"
+}).pipe(
+  // JavaScript reads 2026-02-30 as March 2: a day past its month's end is refused here, before that
+  Schema.filter((text) => {
+    const ymd = /^(\d{4})-(\d{2})-(\d{2})/.exec(text)
+    if (ymd === null) return true
+    const [year, month, day] = [Number(ymd[1]), Number(ymd[2]), Number(ymd[3])]
+    const last = new Date(0)
+    last.setUTCFullYear(year, month, 0)
+    return month >= 1 && month <= 12 && day >= 1 && day <= last.getUTCDate()
+  }),
+  Schema.compose(Schema.Date),
   Schema.filter((date) => {
     const year = date.getUTCFullYear()
     return year >= 1 && year <= 9999

@@ -1,3 +1,4 @@
+import * as Path from "node:path"
 import { judge, type Policy, type RuleAction, strictness } from "./PolicyMatch.js"
 import { readScript } from "./ShellParser.js"
 import { bashSyntax } from "./ShellSyntax.js"
@@ -38,7 +39,10 @@ const writeOf = (r: ShellRedirect): ReadonlyArray<ShellWord> | undefined => {
   if (dup || op === "<&") return undefined
   const normal = op === ">&" ? ">" : FILE_WRITE[op]
   if (normal === undefined || HARMLESS_TARGET.test(r.target.value ?? "")) return undefined
-  return [literalWord(normal), { ...r.target, splits: false }]
+  // judged as the path it names: `/tmp/../etc/passwd` is `/etc/passwd`, which `> /tmp/*` does not allow
+  const value = r.target.value
+  const target = value !== undefined && /(^|\/)\.\.(\/|$)/.test(value) ? Path.posix.normalize(value) : value
+  return [literalWord(normal), { ...r.target, value: target, splits: false }]
 }
 
 const refused = (words: ReadonlyArray<string>, reason: string): JudgedCommand => ({
@@ -72,7 +76,7 @@ export const judgeCommand = async (policy: Policy, text: string, depth = 0): Pro
   const out: Array<JudgedCommand> = []
 
   const words = async (ws: ReadonlyArray<ShellWord>): Promise<void> => {
-    if (out.length > MAX_COMMANDS) throw new Unreadable(`more than ${MAX_COMMANDS} commands`)
+    if (out.length >= MAX_COMMANDS) throw new Unreadable(`more than ${MAX_COMMANDS} commands`)
     const first = ws[0]!
     if (first.value === undefined || first.splits) {
       out.push(refused(ws.map(shown), "the command's name is not known before it runs"))

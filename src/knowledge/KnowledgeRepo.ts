@@ -178,7 +178,7 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("knowledge/Kn
       sql<DocumentRow>`
         SELECT ${sql.literal(DOCUMENT_COLUMNS)} FROM knowledge_documents WHERE knowledge_base_id = ${baseId}
         ${after === undefined ? sql`` : sql`AND seq > ${after.toString()}::bigint`}
-        ORDER BY seq LIMIT ${limit}`.pipe(Effect.orDie)
+        ORDER BY knowledge_documents.seq LIMIT ${limit}`.pipe(Effect.orDie)
 
     const deleteDocument = (organizationId: OrganizationId, baseId: KnowledgeBaseId, id: DocumentId) =>
       sql<{ id: string; name: string }>`

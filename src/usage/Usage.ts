@@ -21,13 +21,20 @@ const DEFAULT_RANGE_MS = 30 * DAY_MS
 /** The longest range per bucket width: a report stays a few thousand buckets at most. */
 const MAX_RANGE_DAYS: Record<UsageBucket, number> = { hour: 93, day: 1830, month: 36_600 }
 
+/** Midnight UTC of a day; unlike `Date.UTC`, the years 1–99 stay themselves (not 1901–1999). */
+const utcDay = (year: number, month: number, day: number) => {
+  const date = new Date(0)
+  date.setUTCFullYear(year, month, day)
+  return date
+}
+
 /** The start of the bucket holding `at` (UTC). */
 export const bucketStart = (bucket: UsageBucket, at: Date) =>
   bucket === "hour"
     ? new Date(Math.floor(at.getTime() / 3_600_000) * 3_600_000)
     : bucket === "day"
-    ? new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate()))
-    : new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1))
+    ? utcDay(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate())
+    : utcDay(at.getUTCFullYear(), at.getUTCMonth(), 1)
 
 const parseGroupBy = (text: string | undefined) => {
   if (text === undefined || text.trim() === "") return Effect.succeed([] as Array<UsageDimension>)
@@ -169,8 +176,10 @@ export class Usage extends Effect.Service<Usage>()("usage/Usage", {
       if (!admin && filters.user_id !== undefined && filters.user_id !== principal.userId) {
         return yield* Forbidden.of("Below Admin, you see only your own usage: leave out `user_id` or give your own.")
       }
-      if (filters.agent_id !== undefined && !mayUse(principal, filters.agent_id)) {
-        return yield* NotFound.of("Agent", filters.agent_id)
+      if (filters.agent_id !== undefined) {
+        // a deleted agent's usage is still its organization's to report
+        const agent = mayUse(principal, filters.agent_id) ? yield* agents.findById(filters.agent_id) : undefined
+        if (agent?.organization_id !== principal.organizationId) return yield* NotFound.of("Agent", filters.agent_id)
       }
       const query: UsageQuery = {
         organizationId: principal.organizationId,

@@ -186,6 +186,19 @@ describe("what a verdict reports", () => {
     ])
   })
 
+  it("judges a write's target as the path it names, `..` resolved", async () => {
+    const v = await judgeCommand(everyday, "echo hi > /tmp/../etc/passwd")
+    expect(v.decision).toBe("deny")
+    expect(v.commands.map((c) => [c.words.join(" "), c.decision])).toContainEqual(["> /etc/passwd", "deny"])
+    expect((await judgeCommand(everyday, "echo hi > /tmp/a/../b")).decision).toBe("allow")
+  })
+
+  it("judges at most 500 simple commands in one text", async () => {
+    expect((await judgeCommand(everyday, "ls;".repeat(500))).decision).toBe("allow")
+    const over = await judgeCommand(everyday, "ls;".repeat(501))
+    expect(over).toMatchObject({ decision: "deny", rule: null, reason: "more than 500 commands" })
+  })
+
   it("says why the gate itself denied, with no rule", async () => {
     const v = await judgeCommand(everyday, "$CMD x")
     expect(v).toMatchObject({ decision: "deny", rule: null, reason: "the command's name is not known before it runs" })

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { auditEvents, call, expectError } from "../access/support.js"
+import { auditEvents, call, expectError, withDatabase } from "../access/support.js"
 import { uploaded } from "../files/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 import { addDocument, createBase, pdfOf, ready, search, settled } from "./support.js"
@@ -147,6 +147,8 @@ describe("knowledge bases over REST", () => {
 
   it("lists documents with a cursor and deletes a document and its chunks", async () => {
     const base = await createBase(node, admin, { name: "Listing" })
+    // numbers that sort otherwise as text (999999 after 1000000): the listing orders by number
+    await withDatabase(node, (db) => db.query("ALTER TABLE knowledge_documents ALTER COLUMN seq RESTART WITH 999999"))
     const docs: Array<any> = []
     for (const n of [1, 2, 3]) {
       docs.push(await ready(node, admin, base.id, { name: `n${n}.txt`, text: `zebra number ${n}` }))

@@ -159,5 +159,16 @@ describe("GET /v1/usage", () => {
     expectError(await usage(key, "?to=2026-13-45"), 400, "validation_failed")
     expectError(await usage(key, "?format=xml"), 400, "validation_failed")
     expectError(await usage(key, "?agent_id=nope"), 400, "validation_failed")
+    // a day past its month's end is not read as the next month's
+    expectError(await usage(key, "?from=2026-02-30&to=2026-03-02"), 400, "validation_failed")
+    expectError(await usage(key, "?agent_id=0199a0b0-0000-7000-8000-000000000000"), 404, "not_found")
+  })
+
+  it("years 1–99 stay themselves: a month bucket from the year 50 starts in the year 50", async () => {
+    const org = await node.bootstrap()
+    const r = await usage(org.api_key, "?from=0050-06-15&to=0060-01-01&bucket=month")
+    expect(r.status, JSON.stringify(r.body)).toBe(200)
+    expect(r.body.from).toBe("0050-06-01T00:00:00.000000Z")
+    expectError(await usage(org.api_key, "?from=0060-06-15&to=0050-01-01&bucket=month"), 400, "invalid_time_range")
   })
 })
