@@ -13,8 +13,9 @@ export const FUNCTION_LIMITS = {
   minMemoryMb: 16,
   maxMemoryMb: 64,
   defaultMemoryMb: 32,
-  maxCodeChars: 256 * 1024,
-  maxSchemaChars: 64 * 1024,
+  /** UTF-8 bytes of `code`, and of `input_schema`'s JSON. */
+  maxCodeBytes: 256 * 1024,
+  maxSchemaBytes: 64 * 1024,
   /** Output (its JSON) above this is `function_output_too_large`. */
   maxOutputBytes: 1024 * 1024
 } as const
@@ -27,21 +28,43 @@ export const FunctionName = Schema.String.pipe(
   description: "Unique in the organization; an agent it is attached to gets a tool of this name."
 })
 
+// A failure names the rule, never the field's description ("Expected <description>, actual <the value>"): that
+// would echo a 256 KiB `code` back, twice.
+const failsWith = (message: string) => () => ({ message, override: true })
+
+const integerFrom = (min: number, max: number) =>
+  Schema.Int.pipe(Schema.between(min, max)).annotations({
+    message: failsWith(`must be an integer from ${min} to ${max}`)
+  })
+
+const utf8Bytes = (text: string) => new TextEncoder().encode(text).length
+
 const fields = {
   description: Schema.String.pipe(Schema.maxLength(4000)).annotations({
-    description: "What the function does: an agent reads it as the tool's description."
+    description: "What the function does: an agent reads it as the tool's description.",
+    message: failsWith("must be a string of at most 4000 characters")
   }),
   input_schema: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
-    description: "JSON Schema (2020-12) of `input`, checked before the function runs. Default `{\"type\":\"object\"}`."
+    description: "JSON Schema (2020-12) of `input`, checked before the function runs. Default `{\"type\":\"object\"}`.",
+    message: failsWith("must be a JSON object: a JSON Schema")
   }),
-  code: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(FUNCTION_LIMITS.maxCodeChars)).annotations({
+  code: Schema.String.pipe(
+    Schema.minLength(1),
+    // characters, in the document; no fewer than the bytes, so the byte count below runs on bounded text
+    Schema.maxLength(FUNCTION_LIMITS.maxCodeBytes),
+    Schema.filter((code) => utf8Bytes(code) <= FUNCTION_LIMITS.maxCodeBytes)
+  ).annotations({
+    jsonSchema: {}, // JSON Schema counts characters: the document keeps `maxLength` above
     description: "An ES module whose default export is `async (input, ctx) => output`. No import resolves: " +
-      "`ctx` is the only way out (`ctx.connectors.invoke`, `ctx.files`, `ctx.log`)."
+      "`ctx` is the only way out (`ctx.connectors.invoke`, `ctx.files`, `ctx.log`).",
+    message: failsWith(
+      `must be the module's text, not empty, at most ${FUNCTION_LIMITS.maxCodeBytes} bytes (256 KiB) of UTF-8`
+    )
   }),
-  timeout_ms: Schema.Int.pipe(Schema.between(1, FUNCTION_LIMITS.maxTimeoutMs)).annotations({
+  timeout_ms: integerFrom(1, FUNCTION_LIMITS.maxTimeoutMs).annotations({
     description: "Longest a call may take, waiting on `ctx` included (1-30000, default 5000)."
   }),
-  memory_mb: Schema.Int.pipe(Schema.between(FUNCTION_LIMITS.minMemoryMb, FUNCTION_LIMITS.maxMemoryMb)).annotations({
+  memory_mb: integerFrom(FUNCTION_LIMITS.minMemoryMb, FUNCTION_LIMITS.maxMemoryMb).annotations({
     description: "Heap a call may use, in MiB (16-64, default 32)."
   })
 }

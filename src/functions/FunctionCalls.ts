@@ -85,6 +85,17 @@ const sandboxBusy = () =>
     message: "This node's function sandbox has too many calls waiting: try again shortly."
   })
 
+/** A call whose timeout passed while it waited for a worker: the timeout a running call gets, saying why. */
+const waitedOut = (timeoutMs: number) =>
+  errorOf({
+    ok: false,
+    kind: "timeout",
+    message: `The function waited for a free sandbox for its whole timeout_ms (${timeoutMs} ms) and did not run: ` +
+      "this node's sandbox workers were busy.",
+    logs: [],
+    logsTruncated: false
+  })
+
 /** The REST error of a call that did not return, with its logs in `details`. */
 export const errorOf = (outcome: Exclude<SandboxOutcome, { ok: true }>): CallFailure => {
   const details = { logs: outcome.logs, ...(outcome.stack === undefined ? {} : { stack: outcome.stack }) }
@@ -174,11 +185,12 @@ export class FunctionCalls extends Effect.Service<FunctionCalls>()("functions/Fu
     const run = (scope: CallScope, row: FunctionRow, input: unknown): Effect.Effect<FunctionResult, CallFailure> =>
       Effect.gen(function*() {
         const inputText = JSON.stringify(input === undefined ? {} : input)
-        if (inputText.length > FUNCTION_LIMITS.maxOutputBytes) {
+        if (Buffer.byteLength(inputText) > FUNCTION_LIMITS.maxOutputBytes) {
           return yield* BadRequest.of("`input` is larger than 1 MiB of JSON.", undefined, "validation_failed")
         }
         const started = performance.now()
         const outcome = yield* pool.run(
+          scope.principal.organizationId,
           {
             code: row.code,
             input: inputText,
@@ -196,6 +208,7 @@ export class FunctionCalls extends Effect.Service<FunctionCalls>()("functions/Fu
         if (outcome === "busy") {
           return yield* sandboxBusy()
         }
+        if (outcome === "expired") return yield* waitedOut(row.timeout_ms)
         if (!outcome.ok) return yield* errorOf(outcome)
         return {
           output: JSON.parse(outcome.output) as unknown,
@@ -211,14 +224,27 @@ export class FunctionCalls extends Effect.Service<FunctionCalls>()("functions/Fu
      * the sandbox as a call would, with nothing called (a create or update refuses code that would fail every
      * call). Its top-level code gets the function's own limits and no `ctx`.
      */
-    const load = (code: string, limits: { readonly timeoutMs: number; readonly memoryMb: number }) =>
+    const load = (
+      organizationId: string,
+      code: string,
+      limits: { readonly timeoutMs: number; readonly memoryMb: number }
+    ) =>
       Effect.gen(function*() {
         const outcome = yield* pool.run(
+          organizationId,
           { code, input: "null", schema: "{}", ...limits, maxOutputBytes: 16, loadOnly: true },
           () => Promise.resolve({ ok: false, error: invalid("no capability is served while code loads") })
         )
         if (outcome === "busy") {
           return yield* sandboxBusy()
+        }
+        if (outcome === "expired") {
+          // the code was never loaded: nothing is wrong with it
+          return yield* new ServiceUnavailable({
+            code: "functions_busy",
+            message: `No sandbox was free to load the code within its timeout_ms (${limits.timeoutMs} ms): ` +
+              "try again shortly."
+          })
         }
         if (outcome.ok) return
         const where = outcome.stack === undefined ? "" : ` (${outcome.stack.split("\n")[0]})`

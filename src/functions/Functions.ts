@@ -38,7 +38,7 @@ export const toFunction = (row: FunctionRow) =>
 /** A JSON Schema the project's validator (Ajv 2020-12) compiles, else 400 `invalid_input_schema`. */
 const checkSchema = (schema: Record<string, unknown>) =>
   Effect.suspend(() => {
-    if (JSON.stringify(schema).length > FUNCTION_LIMITS.maxSchemaChars) {
+    if (Buffer.byteLength(JSON.stringify(schema)) > FUNCTION_LIMITS.maxSchemaBytes) {
       return Effect.fail(
         BadRequest.of("`input_schema` is larger than 64 KiB of JSON.", undefined, "invalid_input_schema")
       )
@@ -95,7 +95,10 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
         memory_mb: input.memory_mb ?? FUNCTION_LIMITS.defaultMemoryMb
       }
       yield* checkSchema(fields.input_schema)
-      yield* calls.load(fields.code, { timeoutMs: fields.timeout_ms, memoryMb: fields.memory_mb })
+      yield* calls.load(principal.organizationId, fields.code, {
+        timeoutMs: fields.timeout_ms,
+        memoryMb: fields.memory_mb
+      })
       const id = Crypto.randomUUID() as FunctionId
       const row = yield* repo.insert(principal.organizationId, id, fields, authorOf(principal)).pipe(
         Effect.catchAll(() => Effect.fail(nameTaken(fields.name))),
@@ -122,7 +125,10 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
         }
         if (input.input_schema !== undefined) yield* checkSchema(fields.input_schema)
         if (input.code !== undefined) {
-          yield* calls.load(fields.code, { timeoutMs: fields.timeout_ms, memoryMb: fields.memory_mb })
+          yield* calls.load(principal.organizationId, fields.code, {
+            timeoutMs: fields.timeout_ms,
+            memoryMb: fields.memory_mb
+          })
         }
         const row = yield* repo.update(principal.organizationId, id, fields, authorOf(principal)).pipe(
           Effect.catchAll(() => Effect.fail(nameTaken(fields.name))),

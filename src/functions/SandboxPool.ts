@@ -9,6 +9,12 @@ export type HostHandler = (
   args: string
 ) => Promise<{ ok: true; value: string } | { ok: false; error: HostFailure }>
 
+/**
+ * A call's end: its outcome; `busy` when the queue was full; `expired` when its timeout passed while it waited
+ * for a worker (nothing of it ran).
+ */
+type PoolOutcome = SandboxOutcome | "busy" | "expired"
+
 /** A call's end, decided here when its worker stopped answering (past its timeout, or it died). */
 const failed = (kind: "timeout" | "memory" | "error", message: string): SandboxOutcome => ({
   ok: false,
@@ -22,35 +28,51 @@ const failed = (kind: "timeout" | "memory" | "error", message: string): SandboxO
 const WORKER_HEAP_MB = 128
 // a call's worker that has not answered this long after its timeout is stuck: it is terminated
 const GRACE_MS = 1_000
+// an abandoned call's worker reads the cancel at once unless the function is running its code (QuickJS holds
+// the thread): one that has not ended the call by then is terminated
+const CANCEL_GRACE_MS = 100
 const IDLE_WORKER_MS = 30_000
 const MAX_QUEUE = 1_000
 
 interface Call {
   readonly id: number
+  /** The organization asking: it holds at most `share` workers at once. */
+  readonly owner: string
   readonly job: SandboxJob
+  /** `Date.now()` at which the call is over: its timeout counts from when it was asked, queue wait included. */
+  readonly deadline: number
   readonly host: HostHandler
-  readonly done: (outcome: SandboxOutcome) => void
-  worker?: Slot
+  readonly done: (outcome: SandboxOutcome | "expired") => void
+  slot?: Slot
+  /** On its worker and running its code (not waiting for a `ctx` answer): it holds the worker. */
+  executing: boolean
   timer?: ReturnType<typeof setTimeout>
 }
 
 interface Slot {
   readonly worker: Worker
-  /** Calls on this worker; `running` of them are executing (not waiting for a host call). */
   readonly calls: Map<number, Call>
-  running: number
   idleSince: number
+}
+
+const holdsWorker = (slot: Slot) => {
+  for (const call of slot.calls.values()) if (call.executing) return true
+  return false
 }
 
 /**
  * The sandbox workers (sandbox/SandboxWorker.ts): a call goes to a worker that is running nothing (a call
  * waiting for a `ctx` answer does not hold its worker), a new worker is started up to `maxWorkers`, else it
- * waits. A worker that does not answer within a call's timeout and a grace second is terminated, which
- * stops whatever it runs; so does one that dies. One warm worker always stays.
+ * waits, at most until its deadline. One organization holds at most all workers but one at once, so a
+ * tenant whose functions spin cannot leave another's calls waiting for the whole of their timeouts. A worker
+ * that does not answer within a call's deadline and a grace second is terminated, which stops whatever it
+ * runs; so does one that dies, and one whose abandoned call does not stop at once. One warm worker always
+ * stays.
  */
 export const makeSandboxPool = (maxWorkers: number) => {
   const slots: Array<Slot> = []
   const queue: Array<Call> = []
+  const share = Math.max(1, maxWorkers - 1)
   let nextId = 0
 
   const spawn = () => {
@@ -60,7 +82,7 @@ export const makeSandboxPool = (maxWorkers: number) => {
       stderr: false
     })
     worker.unref()
-    const slot: Slot = { worker, calls: new Map(), running: 0, idleSince: Date.now() }
+    const slot: Slot = { worker, calls: new Map(), idleSince: Date.now() }
     slots.push(slot)
     worker.on("message", (message: FromWorker) => onMessage(slot, message))
     worker.on("error", (e) => retire(slot, String(e?.message ?? e)))
@@ -86,6 +108,14 @@ export const makeSandboxPool = (maxWorkers: number) => {
     drain()
   }
 
+  /** Ends `call` with `outcome` and terminates its worker, stuck in the call's code. */
+  const terminate = (slot: Slot, call: Call, outcome: SandboxOutcome | undefined, why: string) => {
+    if (!slot.calls.delete(call.id)) return
+    if (outcome !== undefined) call.done(outcome)
+    retire(slot, why)
+    void slot.worker.terminate()
+  }
+
   const post = (slot: Slot, message: ToWorker) => slot.worker.postMessage(message)
 
   const onMessage = (slot: Slot, message: FromWorker) => {
@@ -94,7 +124,6 @@ export const makeSandboxPool = (maxWorkers: number) => {
     if (call === undefined) return
     if (message.type === "done") {
       slot.calls.delete(call.id)
-      slot.running--
       if (slot.calls.size === 0) slot.idleSince = Date.now()
       clearTimeout(call.timer)
       call.done(message.outcome)
@@ -102,58 +131,84 @@ export const makeSandboxPool = (maxWorkers: number) => {
       return
     }
     // a host call: the function waits, its worker may take another call meanwhile
-    slot.running--
+    call.executing = false
     drain()
+    const reply = (answer: Extract<ToWorker, { type: "host_result" }>) => {
+      if (!slot.calls.has(call.id)) return
+      call.executing = true
+      post(slot, answer)
+    }
+    const { callId, id } = message
     call.host(message.op, message.args).then(
-      (reply) => {
-        if (!slot.calls.has(call.id)) return
-        slot.running++
-        post(slot, {
+      (r) => reply({ type: "host_result", id, callId, ok: r.ok, ...(r.ok ? { value: r.value } : { error: r.error }) }),
+      () =>
+        reply({
           type: "host_result",
-          id: call.id,
-          callId: message.callId,
-          ok: reply.ok,
-          ...(reply.ok ? { value: reply.value } : { error: reply.error })
-        })
-      },
-      () => {
-        if (!slot.calls.has(call.id)) return
-        slot.running++
-        post(slot, {
-          type: "host_result",
-          id: call.id,
-          callId: message.callId,
+          id,
+          callId,
           ok: false,
           error: { code: "internal_error", message: "the call failed" }
         })
-      }
     )
   }
 
   const start = (slot: Slot, call: Call) => {
-    call.worker = slot
+    call.slot = slot
+    call.executing = true
     slot.calls.set(call.id, call)
-    slot.running++
-    call.timer = setTimeout(() => {
-      // the worker did not end the call itself: it is stuck in code that does not check the deadline
-      if (!slot.calls.has(call.id)) return
-      slot.calls.delete(call.id)
-      slot.running--
-      call.done(
-        failed("timeout", `The function ran longer than its timeout_ms (${call.job.timeoutMs} ms) and was stopped.`)
-      )
-      retire(slot, "a call on it stopped answering")
-      void slot.worker.terminate()
-    }, call.job.timeoutMs + GRACE_MS)
-    post(slot, { type: "run", id: call.id, job: call.job })
+    clearTimeout(call.timer)
+    // the worker did not end the call itself: it is stuck in code that does not check the deadline
+    call.timer = setTimeout(
+      () =>
+        terminate(
+          slot,
+          call,
+          failed("timeout", `The function ran longer than its timeout_ms (${call.job.timeoutMs} ms) and was stopped.`),
+          "a call on it stopped answering"
+        ),
+      call.deadline - Date.now() + GRACE_MS
+    )
+    post(slot, { type: "run", id: call.id, job: call.job, deadline: call.deadline })
+  }
+
+  const expire = (call: Call) => {
+    clearTimeout(call.timer)
+    call.done("expired")
+  }
+
+  /** Takes `call` out of the queue; false when it is not there (it started, or ended). */
+  const unqueue = (call: Call) => {
+    const at = queue.indexOf(call)
+    if (at < 0) return false
+    queue.splice(at, 1)
+    clearTimeout(call.timer)
+    return true
   }
 
   const drain = () => {
-    while (queue.length > 0) {
-      let slot = slots.find((s) => s.running === 0)
+    const held = new Map<string, number>()
+    for (const slot of slots) {
+      for (const call of slot.calls.values()) if (call.executing) held.set(call.owner, (held.get(call.owner) ?? 0) + 1)
+    }
+    const now = Date.now()
+    for (let i = 0; i < queue.length;) {
+      const call = queue[i]!
+      if (call.deadline <= now) {
+        queue.splice(i, 1)
+        expire(call)
+        continue
+      }
+      const holds = held.get(call.owner) ?? 0
+      if (holds >= share) {
+        i++
+        continue
+      }
+      let slot = slots.find((s) => !holdsWorker(s))
       if (slot === undefined && slots.length < maxWorkers) slot = spawn()
       if (slot === undefined) return
-      start(slot, queue.shift()!)
+      queue.splice(i, 1)
+      held.set(call.owner, holds + 1)
+      start(slot, call)
     }
   }
 
@@ -170,17 +225,36 @@ export const makeSandboxPool = (maxWorkers: number) => {
   reaper.unref()
   spawn()
 
-  /** Runs one call; interrupting it stops the function (its worker is told, or terminated if stuck). */
-  const run = (job: SandboxJob, host: HostHandler) =>
-    Effect.async<SandboxOutcome | "busy">((resume) => {
+  /**
+   * Runs one call of `owner` (an organization); its `timeoutMs` counts from now. Interrupting it stops the
+   * function: its worker is told, and terminated if the function is running its code and does not stop.
+   */
+  const run = (owner: string, job: SandboxJob, host: HostHandler) =>
+    Effect.async<PoolOutcome>((resume) => {
       if (queue.length >= MAX_QUEUE) return resume(Effect.succeed("busy" as const))
-      const call: Call = { id: ++nextId, job, host, done: (outcome) => resume(Effect.succeed(outcome)) }
+      const call: Call = {
+        id: ++nextId,
+        owner,
+        job,
+        deadline: Date.now() + job.timeoutMs,
+        host,
+        executing: false,
+        done: (outcome) => resume(Effect.succeed(outcome))
+      }
       queue.push(call)
+      call.timer = setTimeout(() => unqueue(call) && expire(call), job.timeoutMs)
       drain()
       return Effect.sync(() => {
-        const waiting = queue.indexOf(call)
-        if (waiting >= 0) queue.splice(waiting, 1)
-        else if (call.worker?.calls.has(call.id)) post(call.worker, { type: "cancel", id: call.id })
+        if (unqueue(call)) return
+        const slot = call.slot
+        if (slot === undefined || !slot.calls.has(call.id)) return
+        post(slot, { type: "cancel", id: call.id })
+        if (!call.executing) return
+        clearTimeout(call.timer)
+        call.timer = setTimeout(
+          () => terminate(slot, call, undefined, "a call on it was abandoned and did not stop"),
+          CANCEL_GRACE_MS
+        )
       })
     })
 

@@ -114,14 +114,50 @@ describe("custom functions REST API", () => {
     expect((await call(node, admin, "GET", `/v1/functions/${fn.id}`)).body).toMatchObject({ version: 1, code: ECHO })
   })
 
-  it("limits: timeout_ms above 30000, memory_mb above 64 and a bad name are 400 validation_failed", async () => {
-    for (const extra of [{ timeout_ms: 30_001 }, { memory_mb: 65 }, { memory_mb: 1 }, { name: "has space" }]) {
-      expectError(
-        await call(node, admin, "POST", "/v1/functions", { name: uniqueName(), code: ECHO, ...extra }),
-        400,
-        "validation_failed"
-      )
+  it("limits: timeout_ms out of 1-30000, memory_mb out of 16-64 and a bad name are 400 validation_failed", async () => {
+    for (
+      const [extra, says] of [
+        [{ timeout_ms: 30_001 }, "`timeout_ms`: must be an integer from 1 to 30000"],
+        [{ timeout_ms: 0 }, "`timeout_ms`: must be an integer from 1 to 30000"],
+        [{ timeout_ms: 1.5 }, "`timeout_ms`: must be an integer from 1 to 30000"],
+        [{ memory_mb: 65 }, "`memory_mb`: must be an integer from 16 to 64"],
+        [{ memory_mb: 1 }, "`memory_mb`: must be an integer from 16 to 64"],
+        [{ name: "has space" }, "`name`: must be 1-64 letters"]
+      ] as const
+    ) {
+      const refused = await call(node, admin, "POST", "/v1/functions", { name: uniqueName(), code: ECHO, ...extra })
+      expectError(refused, 400, "validation_failed")
+      expect(refused.body.error.message).toContain(says)
     }
+  })
+
+  it("code is at most 256 KiB of UTF-8, counted in bytes; a refusal names the limit and does not echo the code", async () => {
+    const module = (comment: string) => `// ${comment}\nexport default async () => 1`
+    const fits = module("x".repeat(256 * 1024 - 40))
+    expect(Buffer.byteLength(fits)).toBeLessThanOrEqual(256 * 1024)
+    expect((await call(node, admin, "POST", "/v1/functions", { name: uniqueName(), code: fits })).status).toBe(201)
+    // 200,000 characters, 400,000 bytes
+    const wide = module("é".repeat(200_000))
+    for (
+      const refused of [
+        await call(node, admin, "POST", "/v1/functions", { name: uniqueName(), code: wide }),
+        await call(node, admin, "PATCH", `/v1/functions/${(await createFunction(node, admin, ECHO)).id}`, {
+          code: wide
+        })
+      ]
+    ) {
+      expectError(refused, 400, "validation_failed")
+      expect(refused.body.error.message).toContain("`code`")
+      expect(refused.body.error.message).toContain("262144 bytes")
+      expect(JSON.stringify(refused.body).length).toBeLessThan(2_000)
+    }
+  })
+
+  it("invoking without `input` runs the function with {}, as documented", async () => {
+    const fn = await createFunction(node, admin, "export default async (input) => ({ got: input })")
+    const r = await call(node, admin, "POST", `/v1/functions/${fn.id}/invoke`, {})
+    expect(r.status, JSON.stringify(r.body)).toBe(200)
+    expect(r.body.output).toEqual({ got: {} })
   })
 
   it("a name is unique in the organization: 409 function_name_taken on create and rename", async () => {
@@ -141,6 +177,14 @@ describe("custom functions REST API", () => {
     expect(thrown.body.error.message).toContain("RangeError: no such city")
     expect(thrown.body.error.message).toContain("function.js:2")
     expect(thrown.body.error.details.stack).toContain("function.js:2")
+    // a thrown value that is not an error shows as its JSON, cut
+    const plain = await runCode(node, admin, "export default async () => { throw { a: 1 } }")
+    expectError(plain, 422, "function_error")
+    expect(plain.body.error.message).toBe("Error: the function threw {\"a\":1}")
+    const huge = await runCode(node, admin, "export default async () => { throw { big: 'x'.repeat(100000) } }")
+    expectError(huge, 422, "function_error")
+    expect(huge.body.error.message).toContain("the function threw {\"big\":\"xxx")
+    expect(huge.body.error.message.length).toBeLessThan(400)
     const slow = await runCode(node, admin, "export default async () => { for (;;) {} }", {}, { timeout_ms: 300 })
     expectError(slow, 504, "function_timeout")
     const hungry = await runCode(

@@ -44,7 +44,13 @@ export interface HostFailure {
 }
 
 export type ToWorker =
-  | { readonly type: "run"; readonly id: number; readonly job: SandboxJob }
+  | {
+    readonly type: "run"
+    readonly id: number
+    readonly job: SandboxJob
+    /** `Date.now()` at which the call is over: its timeout counts from when it was asked, not from here. */
+    readonly deadline: number
+  }
   | {
     readonly type: "host_result"
     readonly id: number

@@ -35,6 +35,14 @@ interface ErrorInfo {
   readonly stack: string
 }
 
+const MAX_THROWN_CHARS = 200
+
+/** A thrown value that is not an error (`throw {code: 1}`), as its message shows it: its JSON, cut. */
+const thrownValue = (value: unknown) => {
+  const text = JSON.stringify(value) ?? String(value)
+  return text.length > MAX_THROWN_CHARS ? `${text.slice(0, MAX_THROWN_CHARS)}…` : text
+}
+
 const stackOf = (stack: string) =>
   stack.split("\n").map((l) => l.trim()).filter((l) => l.includes(FILE_NAME)).slice(0, MAX_STACK_LINES).join("\n")
 
@@ -42,14 +50,14 @@ const stackOf = (stack: string) =>
 export const runInSandbox = (
   module: QuickJSWASMModule,
   job: SandboxJob,
+  /** `Date.now()` at which the call is over (the node's: queue wait counts). */
+  deadline: number,
   host: HostCall,
   onCancel: (cancel: () => void) => void,
   /** Whether the module's memory is (nearly) at its cap: QuickJS throws `null` when it cannot even make an error. */
   memoryFull: () => boolean = () => false
 ): Promise<RunResult> =>
   new Promise<RunResult>((resolveRun) => {
-    const started = Date.now()
-    const deadline = started + job.timeoutMs
     const logs: Array<string> = []
     let logBytes = 0
     let logsTruncated = false
@@ -72,11 +80,11 @@ export const runInSandbox = (
     const readError = (h: QuickJSHandle): ErrorInfo => {
       try {
         const d = context.dump(h) as unknown
-        if (d !== null && typeof d === "object") {
-          const o = d as Record<string, unknown>
-          return { name: String(o.name ?? "Error"), message: String(o.message ?? ""), stack: String(o.stack ?? "") }
+        const o = d !== null && typeof d === "object" ? d as Record<string, unknown> : undefined
+        if (typeof o?.message === "string") {
+          return { name: String(o.name ?? "Error"), message: o.message, stack: String(o.stack ?? "") }
         }
-        return { name: "Error", message: `the function threw ${JSON.stringify(d) ?? String(d)}`, stack: "" }
+        return { name: "Error", message: `the function threw ${thrownValue(d)}`, stack: "" }
       } catch {
         return { name: "InternalError", message: "out of memory", stack: "" }
       }

@@ -130,7 +130,7 @@ const waiting = new Map<string, (reply: HostReply) => void>()
 const cancels = new Map<number, () => void>()
 let nextCall = 0
 
-const run = async (id: number, job: SandboxJob) => {
+const run = async (id: number, job: SandboxJob, deadline: number) => {
   const refused = checkInput(job)
   if (refused !== undefined) return send({ type: "done", id, outcome: refused })
   const module = await lease(job.memoryMb)
@@ -144,6 +144,7 @@ const run = async (id: number, job: SandboxJob) => {
   const { outcome, poisoned } = await runInSandbox(
     module,
     job,
+    deadline,
     host,
     (cancel) => cancels.set(id, cancel),
     () => module.getWasmMemory().buffer.byteLength >= capBytes - 1024 * 1024
@@ -157,7 +158,7 @@ const run = async (id: number, job: SandboxJob) => {
 port.on("message", (message: ToWorker) => {
   switch (message.type) {
     case "run":
-      run(message.id, message.job).catch((e) =>
+      run(message.id, message.job, message.deadline).catch((e) =>
         send({
           type: "done",
           id: message.id,

@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { expectError } from "../access/support.js"
+import { startTestNode, type TestNode } from "../support/TestNode.js"
+import { createFunction, invokeFunction } from "./support.js"
+
+/**
+ * Calls waiting for a sandbox worker: a call's timeout_ms counts from when it was asked, one organization
+ * cannot hold every worker, and an abandoned call gives its worker back. Two workers, as on a 2-core node.
+ */
+
+let node: TestNode
+beforeAll(async () => {
+  node = await startTestNode({ SWITCHYARD_FUNCTION_WORKERS: "2" })
+})
+afterAll(() => node?.stop())
+
+const SPIN = "export default async () => { while (true) {} }"
+const QUICK = "export default async () => 1"
+// spinners' timeout: every timing below is asserted well under it
+const SPIN_MS = 12_000
+
+/** An organization with a spinning function and a quick one (timeout_ms `quickMs`). */
+const tenant = async (quickMs = 1_000) => {
+  const { api_key } = await node.bootstrap()
+  const spin = await createFunction(node, api_key, SPIN, { timeout_ms: SPIN_MS })
+  const quick = await createFunction(node, api_key, QUICK, { timeout_ms: quickMs })
+  return { key: api_key, spin: spin.id, quick: quick.id }
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 500))
+
+const timed = async <A>(f: () => Promise<A>) => {
+  const started = Date.now()
+  const result = await f()
+  return { result, ms: Date.now() - started }
+}
+
+describe("the sandbox queue", () => {
+  it("a call still queued at its deadline fails with function_timeout, saying it waited", async () => {
+    const [a, b, c] = await Promise.all([tenant(), tenant(), tenant()])
+    // two organizations' spinning calls hold both workers
+    const spinning = [invokeFunction(node, a.key, a.spin), invokeFunction(node, c.key, c.spin)]
+    await settle()
+    const { ms, result } = await timed(() => invokeFunction(node, b.key, b.quick))
+    expectError(result, 504, "function_timeout")
+    expect(result.body.error.message).toContain("waited for a free sandbox")
+    expect(result.body.error.message).toContain("1000 ms")
+    expect(ms).toBeLessThan(SPIN_MS / 2)
+    for (const r of await Promise.all(spinning)) expectError(r, 504, "function_timeout")
+  }, 60_000)
+
+  it("one organization cannot hold every worker: another's call runs while its calls spin", async () => {
+    const [a, b] = await Promise.all([tenant(), tenant(5_000)])
+    const spinning = [invokeFunction(node, a.key, a.spin), invokeFunction(node, a.key, a.spin)]
+    await settle()
+    const { ms, result } = await timed(() => invokeFunction(node, b.key, b.quick))
+    expect(result.status, JSON.stringify(result.body)).toBe(200)
+    expect(result.body.output).toBe(1)
+    expect(result.body.duration_ms).toBeLessThanOrEqual(5_000)
+    expect(ms).toBeLessThan(SPIN_MS / 2)
+    // a's second call waited for a's share of the workers until its own deadline
+    const done = await Promise.all(spinning)
+    for (const r of done) expectError(r, 504, "function_timeout")
+    expect(done.map((r) => r.body.error.message).join("\n")).toContain("waited for a free sandbox")
+  }, 60_000)
+
+  it("an abandoned call (the client went away) frees its worker: the next call answers", async () => {
+    const [a, b, c] = await Promise.all([tenant(), tenant(), tenant(SPIN_MS / 2)])
+    const aborts = [new AbortController(), new AbortController()]
+    const abandoned = [a, b].map((t, i) =>
+      node.fetch(`/v1/functions/${t.spin}/invoke`, {
+        method: "POST",
+        apiKey: t.key,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ input: {} }),
+        signal: aborts[i]!.signal
+      }).catch((e: unknown) => e)
+    )
+    await settle()
+    for (const abort of aborts) abort.abort()
+    await Promise.all(abandoned)
+    // both workers spun in abandoned calls; they are terminated and replaced, not left spinning for 12 s
+    const { ms, result } = await timed(() => invokeFunction(node, c.key, c.quick))
+    expect(result.status, JSON.stringify(result.body)).toBe(200)
+    expect(result.body.output).toBe(1)
+    expect(ms).toBeLessThan(SPIN_MS / 2)
+  }, 60_000)
+})
