@@ -10,7 +10,8 @@ import { keysCommand } from "./cli/KeysCommand.js"
 import { loginCommand, loginEnvironment } from "./cli/LoginCommand.js"
 import { databaseEnvironment, serveEnvironment } from "./cli/ServeSettings.js"
 import { tasksCommand } from "./cli/TasksCommand.js"
-import { cliConsole, Terminal } from "./cli/Terminal.js"
+import { cliConsole, errorLine, Terminal } from "./cli/Terminal.js"
+import { unknownCommand } from "./cli/UnknownCommand.js"
 import { minimumLogLevel } from "./config/MinimumLogLevel.js"
 import { nodeLogger } from "./http/AccessLog.js"
 
@@ -75,11 +76,20 @@ const environmentOf = (path: ReadonlyArray<string>): ReadonlyArray<EnvironmentEn
 
 /**
  * The command line: @effect/cli's own output (help, usage errors) through the same colour policy as ours;
- * a usage error (unknown command, bad option) is its friendly message and exit code 2, never a dump.
+ * a usage error (unknown command, bad option) is its friendly message and exit code 2, never a dump. An
+ * unknown command is told here, for the group it was given to (`switchyard agents frob`: the commands of
+ * `switchyard agents`), as the parser would name the root's.
  */
 const main = (args: ReadonlyArray<string>) =>
   Effect.flatMap(Terminal, (terminal) =>
     Console.consoleWith((base) => {
+      const unknown = unknownCommand(switchyard, args.slice(2))
+      if (unknown !== undefined) {
+        return Effect.sync(() => {
+          terminal.err(errorLine(terminal.colourErr, unknown))
+          process.exitCode = ExitCode.usage
+        })
+      }
       const path = commandPath(args.slice(2))
       const help = tidyHelp(path, environmentOf(path), terminal.colourOut)
       return cli(args).pipe(

@@ -232,12 +232,41 @@ describe("help and output", () => {
     const run = await cli(["frobnicate"], { env })
     expect(run.code).toBe(2)
     expect(run.stdout).toBe("")
-    expect(run.stderr).toMatch(/^error: Invalid subcommand for switchyard - use one of 'serve', .*'agents'.*\n$/)
+    expect(run.stderr).toMatch(
+      /^error: Invalid subcommand for switchyard - use one of 'serve', .*'agents'.* \(see switchyard --help\)\n$/
+    )
     expect(run.stderr).not.toMatch(/CommandMismatch|_tag|fiber|level=/)
+  })
 
-    const nested = await cli(["keys", "frobnicate"], { env })
-    expect(nested.code).toBe(2)
-    expect(nested.stderr).not.toMatch(/_tag|fiber|level=/)
+  it("an unknown command of a group names that group and its own commands, not the root's (exit 2)", async () => {
+    for (
+      const [args, message] of [
+        [
+          ["keys", "frobnicate"],
+          "switchyard keys - use one of 'create', 'list', 'revoke' (see switchyard keys --help)"
+        ],
+        [
+          ["agents", "frob"],
+          "switchyard agents - use one of 'create', 'list', 'invoke' (see switchyard agents --help)"
+        ],
+        [["tasks", "frob"], "switchyard tasks - use one of 'get', 'thread' (see switchyard tasks --help)"],
+        [["connections", "frob"], "switchyard connections - use 'create' (see switchyard connections --help)"],
+        // as the parser, not case-sensitive
+        [["AGENTS", "frob"], "switchyard agents - use one of 'create', 'list', 'invoke' (see switchyard agents --help)"]
+      ] as const
+    ) {
+      const run = await cli([...args], { env })
+      expect(run.code).toBe(2)
+      expect(run.stdout).toBe("")
+      expect(run.stderr).toBe(`error: Invalid subcommand for ${message}\n`)
+    }
+    // an unknown word after a command that is no group is that command's argument, as before
+    const extra = await cli(["agents", "list", "frob"], { env })
+    expect(extra.code).toBe(2)
+    expect(extra.stderr).toBe("error: Received unknown argument: 'frob'\n")
+    const typo = await cli(["agents", "list", "--jsn"], { env })
+    expect(typo.code).toBe(2)
+    expect(typo.stderr).toBe("error: Received unknown argument: '--jsn'\n")
   })
 
   it("--version prints the package's version and nothing else", async () => {
