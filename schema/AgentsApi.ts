@@ -68,7 +68,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
           access: "The agents the key may use: an organization key limited to agents sees those."
         })
       )
-      .addSuccess(ListOf(Agent))
+      .addSuccess(ListOf(Agent, "AgentList"))
       .annotate(OpenApi.Description, "List agents.")
   )
   .add(

@@ -33,7 +33,7 @@ export class SystemApi extends HttpApiGroup.make("system")
   .add(
     HttpApiEndpoint.get("healthz", "/healthz")
       .annotateContext(operation({ summary: "Liveness probe", role: null }))
-      .addSuccess(Schema.Struct({ status: Schema.Literal("ok") }))
+      .addSuccess(Schema.Struct({ status: Schema.Literal("ok") }).annotations({ identifier: "Health" }))
       .annotate(OpenApi.Description, "Liveness: the process is up.")
   )
   .add(
@@ -63,7 +63,7 @@ export class IdentityApi extends HttpApiGroup.make("identity")
   .add(
     HttpApiEndpoint.get("listMembers", "/members")
       .annotateContext(operation({ summary: "List members", role: "admin" }))
-      .addSuccess(ListOf(Member))
+      .addSuccess(ListOf(Member, "MemberList"))
       .annotate(OpenApi.Description, "Members of the caller's organization.")
   )
   .add(
@@ -129,7 +129,7 @@ export class IdentityApi extends HttpApiGroup.make("identity")
           access: "Admins and above see organization keys and every personal key; others their own personal keys."
         })
       )
-      .addSuccess(ListOf(ApiKey))
+      .addSuccess(ListOf(ApiKey, "ApiKeyList"))
       .annotate(
         OpenApi.Description,
         "API keys of the organization."

@@ -67,4 +67,9 @@ export class CommandsApi extends HttpApiGroup.make("commands")
   .middleware(Authentication)
   .prefix("/v1")
   .annotate(OpenApi.Title, "Commands")
+  .annotate(
+    OpenApi.Description,
+    "The gate for shell commands of coding-agent runtimes: the organization's policy, and checks that parse a " +
+      "command and judge each simple command in it (allow, deny, or hold for approval)."
+  )
 {}

@@ -107,5 +107,8 @@ export class Me extends Schema.Class<Me>("Me")({
   role_display: Schema.String
 }) {}
 
-export const ListOf = <S extends Schema.Schema.Any>(item: S) =>
-  Schema.Struct({ items: Schema.Array(item), total: Schema.Int })
+export const ListOf = <S extends Schema.Schema.Any>(item: S, identifier?: string) => {
+  const list = Schema.Struct({ items: Schema.Array(item), total: Schema.Int })
+  // named, a list is one schema of the document that generators can name too
+  return identifier === undefined ? list : list.annotations({ identifier })
+}

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { FileId } from "./Files.js"
 import { uuidId } from "./Ids.js"
+import { IntegerParam } from "./QueryParams.js"
 import { requestBody } from "./RequestBody.js"
 import { Timestamp } from "./Timestamp.js"
 
@@ -66,7 +67,7 @@ export const KnowledgeBasePage = Schema.Struct({
 }).annotations({ identifier: "KnowledgeBasePage" })
 
 export const PageParams = Schema.Struct({
-  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200))).annotations({
+  limit: Schema.optional(IntegerParam(1, 200)).annotations({
     description: "Page size, 1–200 (default 50)."
   }),
   cursor: Schema.optional(Schema.String).annotations({ description: "`next_cursor` of the previous page." })

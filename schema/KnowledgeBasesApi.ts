@@ -168,7 +168,9 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
   .add(
     HttpApiEndpoint.get("listAgentKnowledgeBases", "/agents/:agent_id/knowledge-bases")
       .setPath(Schema.Struct({ agent_id: Schema.String }))
-      .addSuccess(Schema.Struct({ items: Schema.Array(KnowledgeBase) }))
+      .addSuccess(
+        Schema.Struct({ items: Schema.Array(KnowledgeBase) }).annotations({ identifier: "AgentKnowledgeBaseList" })
+      )
       .annotate(OpenApi.Description, "The knowledge bases an agent searches (its `search_knowledge` tool).")
       .annotateContext(
         operation({
@@ -215,4 +217,9 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
   .middleware(Authentication)
   .prefix("/v1")
   .annotate(OpenApi.Title, "Knowledge bases")
+  .annotate(
+    OpenApi.Description,
+    "Documents (text, Markdown, HTML, PDF) indexed for PostgreSQL full-text search, which agents attached to a " +
+      "base search as a tool, with cited results in the thread."
+  )
 {}

@@ -55,7 +55,7 @@ export class OAuthApi extends HttpApiGroup.make("oauth")
           access: "Personal API keys only: authorizations belong to a person."
         })
       )
-      .addSuccess(ListOf(OAuthAuthorization))
+      .addSuccess(ListOf(OAuthAuthorization, "OAuthAuthorizationList"))
       .annotate(
         OpenApi.Description,
         "MCP clients you authorized in this organization (personal keys), newest first, revoked ones included."

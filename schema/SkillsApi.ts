@@ -92,7 +92,11 @@ export class SkillsApi extends HttpApiGroup.make("skills")
       .setUrlParams(
         Schema.Struct({ skill_id: Schema.optional(SkillId), agent_id: Schema.optional(AgentId), ...page })
       )
-      .addSuccess(Schema.Struct({ items: Schema.Array(SkillViolation), next_cursor: Schema.NullOr(Schema.String) }))
+      .addSuccess(
+        Schema.Struct({ items: Schema.Array(SkillViolation), next_cursor: Schema.NullOr(Schema.String) }).annotations({
+          identifier: "SkillViolationPage"
+        })
+      )
       .annotate(
         OpenApi.Description,
         "Visibility violations recorded under SERVICE_SKILL_VISIBILITY_MODE=report: attaching a skill " +

@@ -2231,6 +2231,11 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
+        /** Health */
+        Health: {
+            /** @enum {string} */
+            status: "ok";
+        };
         /** Readiness */
         Readiness: {
             /** @enum {string} */
@@ -2304,6 +2309,11 @@ export interface components {
          * @enum {string}
          */
         Role: "super_admin" | "admin" | "builder" | "member";
+        /** MemberList */
+        MemberList: {
+            items: components["schemas"]["Member"][];
+            total: components["schemas"]["Int"];
+        };
         /** Member */
         Member: {
             user: components["schemas"]["User"];
@@ -2322,6 +2332,11 @@ export interface components {
         /** UpdateMember */
         UpdateMember: {
             role: components["schemas"]["Role"];
+        };
+        /** ApiKeyList */
+        ApiKeyList: {
+            items: components["schemas"]["ApiKey"][];
+            total: components["schemas"]["Int"];
         };
         /** CreateApiKey */
         CreateApiKey: {
@@ -2597,6 +2612,11 @@ export interface components {
                 [key: string]: string;
             };
         };
+        /** AgentList */
+        AgentList: {
+            items: components["schemas"]["Agent"][];
+            total: components["schemas"]["Int"];
+        };
         /** Agent */
         Agent: {
             /**
@@ -2852,6 +2872,11 @@ export interface components {
             api_key?: string;
             base_url?: string;
         };
+        /** OAuthAuthorizationList */
+        OAuthAuthorizationList: {
+            items: components["schemas"]["OAuthAuthorization"][];
+            total: components["schemas"]["Int"];
+        };
         /** OAuthAuthorization */
         OAuthAuthorization: {
             /** @description Identifier of an authorization you gave a client (a consent). */
@@ -3102,6 +3127,11 @@ export interface components {
                 /** @enum {string} */
                 outcome: "created" | "updated";
             }[];
+        };
+        /** SkillViolationPage */
+        SkillViolationPage: {
+            items: components["schemas"]["SkillViolation"][];
+            next_cursor: string | null;
         };
         /** SkillViolation */
         SkillViolation: {
@@ -3688,6 +3718,10 @@ export interface components {
             snippet: string;
             /** @description The whole chunk. */
             text: string;
+        };
+        /** AgentKnowledgeBaseList */
+        AgentKnowledgeBaseList: {
+            items: components["schemas"]["KnowledgeBase"][];
         };
         /** WebhookList */
         WebhookList: {
@@ -6719,16 +6753,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success */
+            /** @description Health */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "ok";
-                    };
+                    "application/json": components["schemas"]["Health"];
                 };
             };
             /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
@@ -6952,16 +6983,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success */
+            /** @description MemberList */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: components["schemas"]["Member"][];
-                        total: components["schemas"]["Int"];
-                    };
+                    "application/json": components["schemas"]["MemberList"];
                 };
             };
             /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
@@ -7405,16 +7433,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success */
+            /** @description ApiKeyList */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: components["schemas"]["ApiKey"][];
-                        total: components["schemas"]["Int"];
-                    };
+                    "application/json": components["schemas"]["ApiKeyList"];
                 };
             };
             /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
@@ -9404,16 +9429,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success */
+            /** @description AgentList */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: components["schemas"]["Agent"][];
-                        total: components["schemas"]["Int"];
-                    };
+                    "application/json": components["schemas"]["AgentList"];
                 };
             };
             /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
@@ -11161,16 +11183,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success */
+            /** @description OAuthAuthorizationList */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: components["schemas"]["OAuthAuthorization"][];
-                        total: components["schemas"]["Int"];
-                    };
+                    "application/json": components["schemas"]["OAuthAuthorizationList"];
                 };
             };
             /** @description Bad request: `invalid_text`, `invalid_json`, `personal_key_required`. */
@@ -12797,16 +12816,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success */
+            /** @description SkillViolationPage */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: components["schemas"]["SkillViolation"][];
-                        next_cursor: string | null;
-                    };
+                    "application/json": components["schemas"]["SkillViolationPage"];
                 };
             };
             /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cursor`. */
@@ -17240,7 +17256,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Page size, 1–200 (default 50). */
-                limit?: string;
+                limit?: number;
                 /** @description `next_cursor` of the previous page. */
                 cursor?: string;
             };
@@ -17791,7 +17807,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Page size, 1–200 (default 50). */
-                limit?: string;
+                limit?: number;
                 /** @description `next_cursor` of the previous page. */
                 cursor?: string;
             };
@@ -18373,15 +18389,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success */
+            /** @description AgentKnowledgeBaseList */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: components["schemas"]["KnowledgeBase"][];
-                    };
+                    "application/json": components["schemas"]["AgentKnowledgeBaseList"];
                 };
             };
             /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */

@@ -11,14 +11,17 @@ export interface Position {
 /** The latest time a cursor can hold: 9999-12-31, which PostgreSQL stores and JSON writes as four digits. */
 const LATEST = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
 
-/** Only what `pageOf` writes: an ISO time PostgreSQL can compare and a UUID; anything else is no position. */
-const decode = (cursor: string): Position | undefined => {
+/**
+ * Only what `pageOf` writes: an ISO time PostgreSQL can compare and an id of the listed kind (a UUID unless
+ * the list says otherwise); anything else is no position.
+ */
+const decode = (cursor: string, isId: (id: string) => boolean): Position | undefined => {
   try {
     const [at, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
     const date = new Date(at)
     const t = date.getTime()
     return typeof at === "string" && t >= 0 && t <= LATEST && date.toISOString() === at &&
-        typeof id === "string" && isUuid(id)
+        typeof id === "string" && isId(id)
       ? { at: date, id }
       : undefined
   } catch {
@@ -27,10 +30,10 @@ const decode = (cursor: string): Position | undefined => {
 }
 
 /** The position a `cursor` query parameter names; a cursor this API did not hand out is a 400. */
-export const positionOf = (cursor: string | undefined) =>
+export const positionOf = (cursor: string | undefined, isId: (id: string) => boolean = isUuid) =>
   cursor === undefined
     ? Effect.succeed(undefined)
-    : Effect.fromNullable(decode(cursor)).pipe(
+    : Effect.fromNullable(decode(cursor, isId)).pipe(
       Effect.mapError(() =>
         BadRequest.of("`cursor` is not one this API returned; start again without it.", undefined, "invalid_cursor")
       )

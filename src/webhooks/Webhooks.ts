@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import * as Crypto from "node:crypto"
 import { Conflict, Forbidden, NotFound, Unprocessable } from "../../schema/Errors.js"
 import type { Principal } from "../../schema/Security.js"
@@ -6,7 +6,7 @@ import { formatTimestamp } from "../../schema/Timestamp.js"
 import {
   CreatedWebhook,
   type CreateWebhook,
-  type DeliveryId,
+  DeliveryId,
   type UpdateWebhook,
   Webhook,
   type WebhookDelivery,
@@ -248,7 +248,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
     ) {
       yield* allowed(principal, "read webhook deliveries")
       yield* find(principal, id)
-      const after = yield* positionOf(params.cursor)
+      const after = yield* positionOf(params.cursor, Schema.is(DeliveryId))
       const limit = params.limit ?? 50
       const rows = yield* outbox.deliveries(id, { status: params.status, after, limit })
       return pageOf(rows, limit, (r) => r.created_at, toDelivery)

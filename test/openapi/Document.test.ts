@@ -70,6 +70,16 @@ describe("openapi.json for code generators", () => {
     expect(parameter("/v1/tasks", "limit").schema.type).toBe("integer")
     expect(parameter("/v1/tasks/{task_id}", "wait").schema.type).toBe("number")
     expect(parameter("/v1/agents/{agent_id}/invoke", "asynchronous").schema.type).toBe("boolean")
+    // every operation's `limit`, not only the ones named above
+    const limits = Object.entries(document.paths as Record<string, Record<string, any>>).flatMap(([path, ops]) =>
+      Object.entries(ops).flatMap(([method, op]) =>
+        (op?.parameters ?? []).filter((p: any) => p.name === "limit").map((p: any) =>
+          `${method} ${path} ${p.schema?.type ?? p.schema?.allOf?.[0]?.type}`
+        )
+      )
+    )
+    expect(limits.length).toBeGreaterThan(5)
+    expect(limits.filter((l) => !l.endsWith(" integer"))).toEqual([])
   })
 
   it("carries the package's version and a server", async () => {

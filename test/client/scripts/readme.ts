@@ -29,3 +29,19 @@ export const effectExample = (agentId: string, apiKey: string) => {
   })
   return Effect.runPromise(invoke).then((task) => console.log(task.result))
 }
+
+/** The README's Effect example, as written there (one `flatMap` instead of a generator). */
+export const effectReadmeExample = (agentId: string, apiKey: string) => {
+  const input = { text: "Where is order 1234?", user: { id: "u-1", email: "ada@example.com" } }
+  const invoke = Effect.flatMap(
+    makeFetchBackedClient({ baseUrl: "http://localhost:8080", apiKey }),
+    (client) =>
+      client.agents.invokeAgent({
+        path: { agent_id: AgentId.make(agentId) },
+        urlParams: {},
+        headers: {},
+        payload: { input }
+      })
+  )
+  return Effect.runPromise(invoke).then((task) => console.log(task.result))
+}
