@@ -65,6 +65,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
         operation({
           summary: "List agents",
           role: "member",
+          errors: [],
           access: "The agents the key may use: an organization key limited to agents sees those."
         })
       )
@@ -80,7 +81,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   )
   .add(
     HttpApiEndpoint.get("getAgent", "/agents/:agent_id")
-      .annotateContext(operation({ summary: "Get an agent", role: "member" }))
+      .annotateContext(operation({ summary: "Get an agent", role: "member", errors: [] }))
       .setPath(AgentPath)
       .addSuccess(Agent)
   )
@@ -93,7 +94,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   )
   .add(
     HttpApiEndpoint.del("deleteAgent", "/agents/:agent_id")
-      .annotateContext(operation({ summary: "Delete an agent", role: "builder" }))
+      .annotateContext(operation({ summary: "Delete an agent", role: "builder", errors: [] }))
       .setPath(AgentPath)
       .addSuccess(HttpApiSchema.NoContent)
   )
@@ -148,7 +149,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   )
   .add(
     HttpApiEndpoint.get("getTask", "/tasks/:task_id")
-      .annotateContext(operation({ summary: "Get a task", role: "member" }))
+      .annotateContext(operation({ summary: "Get a task", role: "member", errors: [] }))
       .setPath(TaskPath)
       .setUrlParams(Schema.Struct({
         wait: Schema.optional(NumberParam(0, 60)).annotations({
@@ -174,24 +175,24 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   )
   .add(
     HttpApiEndpoint.get("getThread", "/tasks/:task_id/thread")
-      .annotateContext(operation({ summary: "Get a task's thread", role: "member" }))
+      .annotateContext(operation({ summary: "Get a task's thread", role: "member", errors: [] }))
       .setPath(TaskPath)
       .addSuccess(Thread)
   )
   .add(
     HttpApiEndpoint.get("getLlmUsage", "/tasks/:task_id/llm_usage")
-      .annotateContext(operation({ summary: "Get a task's model usage", role: "member" }))
+      .annotateContext(operation({ summary: "Get a task's model usage", role: "member", errors: [] }))
       .setPath(TaskPath)
       .addSuccess(LlmUsage)
   )
   .add(
     HttpApiEndpoint.get("listModelProviders", "/model-providers")
-      .annotateContext(operation({ summary: "List model provider settings", role: "member" }))
+      .annotateContext(operation({ summary: "List model provider settings", role: "member", errors: [] }))
       .addSuccess(Schema.Array(ModelProviderSettings))
   )
   .add(
     HttpApiEndpoint.put("setModelProvider", "/model-providers/:provider")
-      .annotateContext(operation({ summary: "Set a model provider's endpoint and key", role: "admin" }))
+      .annotateContext(operation({ summary: "Set a model provider's endpoint and key", role: "admin", errors: [] }))
       .setPath(ProviderPath)
       .setPayload(SetModelProvider)
       .addSuccess(ModelProviderSettings)
@@ -199,7 +200,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   )
   .add(
     HttpApiEndpoint.del("deleteModelProvider", "/model-providers/:provider")
-      .annotateContext(operation({ summary: "Remove a model provider's settings", role: "admin" }))
+      .annotateContext(operation({ summary: "Remove a model provider's settings", role: "admin", errors: [] }))
       .setPath(ProviderPath)
       .addSuccess(HttpApiSchema.NoContent)
   )

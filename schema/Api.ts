@@ -32,13 +32,13 @@ export class Readiness extends Schema.Class<Readiness>("Readiness")({
 export class SystemApi extends HttpApiGroup.make("system")
   .add(
     HttpApiEndpoint.get("healthz", "/healthz")
-      .annotateContext(operation({ summary: "Liveness probe", role: null }))
+      .annotateContext(operation({ summary: "Liveness probe", role: null, errors: [] }))
       .addSuccess(Schema.Struct({ status: Schema.Literal("ok") }).annotations({ identifier: "Health" }))
       .annotate(OpenApi.Description, "Liveness: the process is up.")
   )
   .add(
     HttpApiEndpoint.get("readyz", "/readyz")
-      .annotateContext(operation({ summary: "Readiness probe", role: null }))
+      .annotateContext(operation({ summary: "Readiness probe", role: null, errors: [] }))
       .addSuccess(Readiness)
       .addError(ServiceUnavailableWire)
       .annotate(
@@ -62,7 +62,7 @@ export class IdentityApi extends HttpApiGroup.make("identity")
   )
   .add(
     HttpApiEndpoint.get("listMembers", "/members")
-      .annotateContext(operation({ summary: "List members", role: "admin" }))
+      .annotateContext(operation({ summary: "List members", role: "admin", errors: [] }))
       .addSuccess(ListOf(Member, "MemberList"))
       .annotate(OpenApi.Description, "Members of the caller's organization.")
   )
@@ -126,6 +126,7 @@ export class IdentityApi extends HttpApiGroup.make("identity")
         operation({
           summary: "List API keys",
           role: "member",
+          errors: [],
           access: "Admins and above see organization keys and every personal key; others their own personal keys."
         })
       )
@@ -156,6 +157,7 @@ export class IdentityApi extends HttpApiGroup.make("identity")
         operation({
           summary: "Revoke an API key",
           role: "member",
+          errors: [],
           access: "Admins and above revoke any key; others their own personal keys (another's key is a 404)."
         })
       )

@@ -40,7 +40,7 @@ export class AuditApi extends HttpApiGroup.make("audit")
   )
   .add(
     HttpApiEndpoint.get("exportAuditEvents", "/audit-logs/export")
-      .annotateContext(operation({ summary: "Export audit events", role: "admin" }))
+      .annotateContext(operation({ summary: "Export audit events", role: "admin", errors: [] }))
       .setUrlParams(AuditExportParams)
       .addSuccess(Schema.Array(AuditEvent))
       .annotate(

@@ -15,6 +15,7 @@ export class CommandsApi extends HttpApiGroup.make("commands")
       .annotateContext(operation({
         summary: "Get an agent's command policy",
         role: "member",
+        errors: [],
         access: "For an agent the key may use."
       }))
       .setPath(AgentPath)
@@ -30,6 +31,7 @@ export class CommandsApi extends HttpApiGroup.make("commands")
       .annotateContext(operation({
         summary: "Set an agent's command policy",
         role: "builder",
+        errors: [],
         access: "For an agent the key may use."
       }))
       .setPath(AgentPath)
@@ -46,6 +48,7 @@ export class CommandsApi extends HttpApiGroup.make("commands")
       .annotateContext(operation({
         summary: "Check a shell command",
         role: "member",
+        errors: [],
         access: "For an agent the key may use."
       }))
       .setPath(AgentPath)

@@ -63,7 +63,7 @@ export class ToolsApi extends HttpApiGroup.make("tools")
   )
   .add(
     HttpApiEndpoint.get("getConnector", "/tools/connectors/:connector_id")
-      .annotateContext(operation({ summary: "Get a connector", role: "member" }))
+      .annotateContext(operation({ summary: "Get a connector", role: "member", errors: [] }))
       .setPath(ConnectorPath)
       .addSuccess(Connector)
   )
@@ -93,7 +93,7 @@ export class ToolsApi extends HttpApiGroup.make("tools")
   )
   .add(
     HttpApiEndpoint.get("listOperations", "/tools/connectors/:connector_id/operations")
-      .annotateContext(operation({ summary: "List a connector's operations", role: "member" }))
+      .annotateContext(operation({ summary: "List a connector's operations", role: "member", errors: [] }))
       .setPath(ConnectorPath)
       .setUrlParams(Schema.Struct({
         connection_id: Schema.optional(ConnectionId),
@@ -126,6 +126,7 @@ export class ToolsApi extends HttpApiGroup.make("tools")
         operation({
           summary: "List a connector's connections",
           role: "member",
+          errors: [],
           access: "Organizational connections and the caller's own personal ones."
         })
       )
@@ -138,6 +139,7 @@ export class ToolsApi extends HttpApiGroup.make("tools")
         operation({
           summary: "Get a connection",
           role: "member",
+          errors: [],
           access: "Organizational connections and the caller's own personal ones."
         })
       )
@@ -192,7 +194,7 @@ export class ToolsApi extends HttpApiGroup.make("tools")
       "operationSchema",
       "/tools/connectors/:connector_id/connections/:connection_id/:operation_id/schema"
     )
-      .annotateContext(operation({ summary: "Get an operation's input schema", role: "member" }))
+      .annotateContext(operation({ summary: "Get an operation's input schema", role: "member", errors: [] }))
       .setPath(OperationPath)
       .addSuccess(OperationSchema)
       .annotate(OpenApi.Description, "The operation's input schema (spec 4.4).")

@@ -70,7 +70,7 @@ export class FilesApi extends HttpApiGroup.make("files")
   )
   .add(
     HttpApiEndpoint.get("getFile", "/files/:file_id")
-      .annotateContext(operation({ summary: "Get a workspace file", role: "member" }))
+      .annotateContext(operation({ summary: "Get a workspace file", role: "member", errors: [] }))
       .setPath(FilePath)
       .addSuccess(WorkspaceFile)
   )

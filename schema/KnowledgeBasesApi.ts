@@ -59,7 +59,7 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
     HttpApiEndpoint.get("getKnowledgeBase", "/knowledge-bases/:knowledge_base_id").setPath(BasePath).addSuccess(
       KnowledgeBase
     )
-      .annotateContext(operation({ summary: "Get a knowledge base", role: "member" }))
+      .annotateContext(operation({ summary: "Get a knowledge base", role: "member", errors: [] }))
   )
   .add(
     HttpApiEndpoint.patch("updateKnowledgeBase", "/knowledge-bases/:knowledge_base_id")
@@ -88,6 +88,7 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
         operation({
           summary: "Delete a knowledge base",
           role: "builder",
+          errors: [],
           access: "A key limited to agents may not: a base is the organization's."
         })
       )
@@ -135,7 +136,7 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
       .setPath(DocumentPath)
       .addSuccess(KnowledgeDocument)
       .annotate(OpenApi.Description, "A document: `status` (processing, ready, error with `error`) and `progress`.")
-      .annotateContext(operation({ summary: "Get a knowledge document", role: "member" }))
+      .annotateContext(operation({ summary: "Get a knowledge document", role: "member", errors: [] }))
   )
   .add(
     HttpApiEndpoint.del("deleteKnowledgeDocument", "/knowledge-bases/:knowledge_base_id/documents/:document_id")
@@ -149,6 +150,7 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
         operation({
           summary: "Delete a knowledge document",
           role: "builder",
+          errors: [],
           access: "A key limited to agents may not: a base is the organization's."
         })
       )
@@ -163,7 +165,7 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
         "Full-text search of the base's ready documents (web-search syntax, in the base's language): the best " +
           "chunks with their document, score and a snippet."
       )
-      .annotateContext(operation({ summary: "Search a knowledge base", role: "member" }))
+      .annotateContext(operation({ summary: "Search a knowledge base", role: "member", errors: [] }))
   )
   .add(
     HttpApiEndpoint.get("listAgentKnowledgeBases", "/agents/:agent_id/knowledge-bases")
@@ -176,6 +178,7 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
         operation({
           summary: "List an agent's knowledge bases",
           role: "member",
+          errors: [],
           access: "Only for an agent the caller may use."
         })
       )
@@ -193,6 +196,7 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
         operation({
           summary: "Attach a knowledge base to an agent",
           role: "builder",
+          errors: [],
           access: "Only to an agent the caller may use."
         })
       )
@@ -206,6 +210,7 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
         operation({
           summary: "Detach a knowledge base from an agent",
           role: "builder",
+          errors: [],
           access: "Only from an agent the caller may use."
         })
       )

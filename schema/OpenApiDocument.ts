@@ -128,9 +128,6 @@ for (const entry of ErrorCodes) {
   if (entry.surface === "rest" && !codeEntries.has(entry.code)) codeEntries.set(entry.code, entry)
 }
 
-/** Codes of the MCP endpoint and the web console: never answered by the REST operations. */
-const elsewhere = (entry: ErrorCodeEntry) => /^(MCP endpoint|Web console)/.test(entry.meaning)
-
 /**
  * The codes every operation of its kind can answer: the request pipeline's (bad text; a body that is not
  * JSON, broken or too large, which it checks on every request that sends one, GETs included), validation,
@@ -181,8 +178,8 @@ const REASONS: Record<number, string> = {
 /**
  * Replaces the error responses HttpApi derived (the groups' classes, the internal decode error) with the
  * codes the operation answers: one named schema per operation (`<OperationId>Error`), the envelope with
- * `code` as its enum, under each status its codes are sent with. An endpoint without `operation(...)`
- * gets every code of each status it declares, so its enum is never narrower than the wire.
+ * `code` as its enum, under each status its codes are sent with: the common codes and the operation's own
+ * `errors`, never every catalogue code of a status (generated clients take the enum as what can come).
  */
 const documentErrors = (
   op: Record<string, any>,
@@ -191,10 +188,7 @@ const documentErrors = (
   schemas: Record<string, any>
 ) => {
   const declared = Object.keys(op.responses).map(Number).filter((status) => status >= 400)
-  const own = doc?.errors ?? [...codeEntries.values()]
-    .filter((e) => e.status !== null && declared.includes(e.status) && !elsewhere(e))
-    .map((e) => e.code)
-  const codes = [...new Set([...commonCodes(op, doc), ...own])]
+  const codes = [...new Set([...commonCodes(op, doc), ...(doc?.errors ?? [])])]
   for (const status of declared) delete op.responses[status]
   const name = `${operationId.charAt(0).toUpperCase()}${operationId.slice(1)}Error`
   schemas[name] = errorSchema(operationId, codes)

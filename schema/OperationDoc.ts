@@ -20,9 +20,10 @@ export interface OperationDoc {
   /**
    * Error codes this operation answers besides the ones every operation of its kind does (`commonCodes` in
    * schema/OpenApiDocument.ts: authentication, validation, body limits, `not_found` with a path id,
-   * `forbidden` above Member, 500/503); each must be in the catalogue (schema/Errors.ts `ErrorCodes`).
+   * `forbidden` above Member, 500/503); each must be in the catalogue (schema/Errors.ts `ErrorCodes`). Empty
+   * when the handler answers none of its own: the codes it can fail with, traced, never a status's every code.
    */
-  readonly errors?: ReadonlyArray<string>
+  readonly errors: ReadonlyArray<string>
 }
 
 export class OperationDocs extends Context.Tag("switchyard/OpenApi/OperationDoc")<OperationDocs, OperationDoc>() {}

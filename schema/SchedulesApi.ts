@@ -44,7 +44,7 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
   )
   .add(
     HttpApiEndpoint.get("getSchedule", "/schedules/:schedule_id")
-      .annotateContext(operation({ summary: "Get a schedule", role: "member" }))
+      .annotateContext(operation({ summary: "Get a schedule", role: "member", errors: [] }))
       .setPath(SchedulePath)
       .addSuccess(Schedule)
       .annotate(OpenApi.Description, "A schedule with its next 5 runs (`next_runs`) and its last run.")
@@ -55,7 +55,7 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
         operation({
           summary: "Change a schedule",
           role: "builder",
-          errors: ["invalid_cron", "invalid_timezone", "invalid_duration", "not_found"]
+          errors: ["invalid_cron", "invalid_timezone", "invalid_duration", "not_found", "conflict"]
         })
       )
       .setPath(SchedulePath)
@@ -65,28 +65,38 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
   )
   .add(
     HttpApiEndpoint.del("deleteSchedule", "/schedules/:schedule_id")
-      .annotateContext(operation({ summary: "Delete a schedule", role: "builder" }))
+      .annotateContext(operation({ summary: "Delete a schedule", role: "builder", errors: [] }))
       .setPath(SchedulePath)
       .addSuccess(HttpApiSchema.NoContent)
       .annotate(OpenApi.Description, "Delete a schedule. Its past runs stay as tasks.")
   )
   .add(
     HttpApiEndpoint.post("pauseSchedule", "/schedules/:schedule_id/pause")
-      .annotateContext(operation({ summary: "Pause a schedule", role: "builder" }))
+      .annotateContext(
+        operation({ summary: "Pause a schedule", role: "builder", errors: ["invalid_cron", "invalid_timezone"] })
+      )
       .setPath(SchedulePath)
       .addSuccess(Schedule)
       .annotate(OpenApi.Description, "Pause: no run until resumed. Runs missed meanwhile are not made.")
   )
   .add(
     HttpApiEndpoint.post("resumeSchedule", "/schedules/:schedule_id/resume")
-      .annotateContext(operation({ summary: "Resume a schedule", role: "builder" }))
+      .annotateContext(
+        operation({
+          summary: "Resume a schedule",
+          role: "builder",
+          errors: ["invalid_cron", "invalid_timezone", "conflict"]
+        })
+      )
       .setPath(SchedulePath)
       .addSuccess(Schedule)
       .annotate(OpenApi.Description, "Resume: the next run is the schedule's next time from now.")
   )
   .add(
     HttpApiEndpoint.post("triggerSchedule", "/schedules/:schedule_id/trigger")
-      .annotateContext(operation({ summary: "Run a schedule now", role: "builder", errors: ["budget_exhausted"] }))
+      .annotateContext(
+        operation({ summary: "Run a schedule now", role: "builder", errors: ["budget_exhausted", "conflict"] })
+      )
       .setPath(SchedulePath)
       .addSuccess(Task, { status: 202 })
       .addError(PaymentRequiredWire)

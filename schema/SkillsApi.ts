@@ -105,7 +105,7 @@ export class SkillsApi extends HttpApiGroup.make("skills")
   )
   .add(
     HttpApiEndpoint.get("getSkill", "/skills/:skill_id")
-      .annotateContext(operation({ summary: "Get a skill", role: "member" }))
+      .annotateContext(operation({ summary: "Get a skill", role: "member", errors: [] }))
       .setPath(SkillPath)
       .addSuccess(Skill)
   )
@@ -162,7 +162,7 @@ export class SkillsApi extends HttpApiGroup.make("skills")
   )
   .add(
     HttpApiEndpoint.get("listAgentSkills", "/agents/:agent_id/skills")
-      .annotateContext(operation({ summary: "List an agent's skills", role: "member" }))
+      .annotateContext(operation({ summary: "List an agent's skills", role: "member", errors: [] }))
       .setPath(Schema.Struct({ agent_id: AgentId }))
       .addSuccess(Schema.Array(AttachedSkill))
       .annotate(OpenApi.Description, "The skills added to an agent, and whether their visibility admits it.")
@@ -228,6 +228,7 @@ export class ApprovalsApi extends HttpApiGroup.make("approvals")
         operation({
           summary: "Get an approval request",
           role: "member",
+          errors: [],
           access: "Admins and above, or the creator of the asking task's agent."
         })
       )

@@ -8,7 +8,7 @@ import { PutSsoSettings, SsoSettings } from "./Sso.js"
 export class SsoApi extends HttpApiGroup.make("sso")
   .add(
     HttpApiEndpoint.get("getSso", "/sso")
-      .annotateContext(operation({ summary: "Get single sign-on settings", role: "admin" }))
+      .annotateContext(operation({ summary: "Get single sign-on settings", role: "admin", errors: ["not_found"] }))
       .addSuccess(SsoSettings)
       .annotate(OpenApi.Description, "The organization's single sign-on settings; 404 when none are set.")
   )
@@ -32,7 +32,7 @@ export class SsoApi extends HttpApiGroup.make("sso")
   )
   .add(
     HttpApiEndpoint.del("deleteSso", "/sso")
-      .annotateContext(operation({ summary: "Remove single sign-on", role: "admin" }))
+      .annotateContext(operation({ summary: "Remove single sign-on", role: "admin", errors: ["not_found"] }))
       .addSuccess(HttpApiSchema.NoContent)
       .annotate(OpenApi.Description, "Remove single sign-on. People keep their memberships and groups.")
   )

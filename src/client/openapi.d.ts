@@ -4585,7 +4585,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "file_not_text" | "header_not_allowed" | "internal_error" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "skill_archived" | "skill_not_published" | "type_required" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed";
+                code: "internal_error" | "invalid_json" | "invalid_text" | "payload_too_large" | "unavailable" | "unsupported_media_type";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4603,7 +4603,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "file_not_text" | "functions_busy" | "header_not_allowed" | "internal_error" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "skill_archived" | "skill_not_published" | "type_required" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed";
+                code: "internal_error" | "invalid_json" | "invalid_text" | "payload_too_large" | "unavailable" | "unsupported_media_type";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4639,7 +4639,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4711,7 +4711,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4747,7 +4747,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4801,7 +4801,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4855,7 +4855,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4891,7 +4891,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4909,7 +4909,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4981,7 +4981,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5017,7 +5017,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5053,7 +5053,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5089,7 +5089,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5143,7 +5143,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5179,7 +5179,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5197,7 +5197,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5215,7 +5215,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5233,7 +5233,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5251,7 +5251,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5341,7 +5341,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5377,7 +5377,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5431,7 +5431,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5467,7 +5467,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5557,7 +5557,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5647,7 +5647,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5719,7 +5719,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5773,7 +5773,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_output_too_large" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "unsupported_media_type" | "validation_failed" | "webhook_url_not_allowed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5809,7 +5809,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_output_too_large" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "unsupported_media_type" | "validation_failed" | "webhook_url_not_allowed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5863,7 +5863,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5881,7 +5881,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_duration" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_duration" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5899,7 +5899,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5917,7 +5917,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5935,7 +5935,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5953,7 +5953,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "budget_exhausted" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "budget_exhausted" | "conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6007,7 +6007,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6061,7 +6061,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6097,7 +6097,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6133,7 +6133,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6151,7 +6151,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6187,7 +6187,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6205,7 +6205,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6223,7 +6223,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6277,7 +6277,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6313,7 +6313,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6367,7 +6367,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6385,7 +6385,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6403,7 +6403,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6421,7 +6421,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6439,7 +6439,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6457,7 +6457,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_name_taken" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6511,7 +6511,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "unsupported_media_type" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6547,7 +6547,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "unsupported_media_type" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6583,7 +6583,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "unsupported_media_type" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6601,7 +6601,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "already_member" | "approval_decided" | "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "conflict" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "credentials_not_accepted" | "database_unavailable" | "document_url_not_allowed" | "document_url_unreachable" | "egress_refused" | "file_exists" | "file_not_text" | "forbidden" | "function_error" | "function_memory" | "function_name_taken" | "function_output_too_large" | "group_name_taken" | "header_not_allowed" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "knowledge_base_name_taken" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_name_taken" | "skill_not_allowed" | "skill_not_published" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unprocessable" | "unsupported_media_type" | "validation_failed" | "webhook_disabled" | "webhook_url_not_allowed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6691,7 +6691,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6709,7 +6709,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6727,7 +6727,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "body_not_accepted" | "built_in_connector" | "credentials_not_accepted" | "database_unavailable" | "egress_refused" | "file_not_text" | "forbidden" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_cron" | "invalid_cursor" | "invalid_duration" | "invalid_group_by" | "invalid_idempotency_key" | "invalid_input_schema" | "invalid_json" | "invalid_language" | "invalid_last_event_id" | "invalid_manifest" | "invalid_multipart" | "invalid_openapi" | "invalid_range" | "invalid_skill" | "invalid_text" | "invalid_time_range" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "parameter_not_allowed" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "route_not_found" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "type_required" | "unauthenticated" | "unavailable" | "unknown_agent" | "unknown_file" | "unknown_group" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6762,7 +6762,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6829,7 +6829,7 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6865,7 +6865,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReadyzError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `functions_busy`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
@@ -6992,7 +6992,7 @@ export interface operations {
                     "application/json": components["schemas"]["MemberList"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7001,7 +7001,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListMembersError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7010,17 +7010,8 @@ export interface operations {
                     "application/json": components["schemas"]["ListMembersError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListMembersError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
-            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7442,7 +7433,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyList"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7451,26 +7442,8 @@ export interface operations {
                     "application/json": components["schemas"]["ListApiKeysError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListApiKeysError"];
-                };
-            };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListApiKeysError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
-            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7666,7 +7639,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKey"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7675,7 +7648,7 @@ export interface operations {
                     "application/json": components["schemas"]["RevokeApiKeyError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7684,16 +7657,7 @@ export interface operations {
                     "application/json": components["schemas"]["RevokeApiKeyError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RevokeApiKeyError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8009,7 +7973,7 @@ export interface operations {
                     "application/json": components["schemas"]["Connector"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8018,7 +7982,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetConnectorError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8027,26 +7991,8 @@ export interface operations {
                     "application/json": components["schemas"]["GetConnectorError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetConnectorError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetConnectorError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8351,7 +8297,7 @@ export interface operations {
                     "application/json": components["schemas"]["Operation"][];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8360,7 +8306,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListOperationsError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8369,26 +8315,8 @@ export interface operations {
                     "application/json": components["schemas"]["ListOperationsError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListOperationsError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListOperationsError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8468,7 +8396,7 @@ export interface operations {
                     "application/json": components["schemas"]["Connection"][];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8477,7 +8405,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListConnectionsError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8486,26 +8414,8 @@ export interface operations {
                     "application/json": components["schemas"]["ListConnectionsError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListConnectionsError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListConnectionsError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8709,7 +8619,7 @@ export interface operations {
                     "application/json": components["schemas"]["Connection"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8718,7 +8628,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetConnectionError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8727,26 +8637,8 @@ export interface operations {
                     "application/json": components["schemas"]["GetConnectionError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetConnectionError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetConnectionError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9158,7 +9050,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationSchema"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9167,7 +9059,7 @@ export interface operations {
                     "application/json": components["schemas"]["OperationSchemaError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9176,26 +9068,8 @@ export interface operations {
                     "application/json": components["schemas"]["OperationSchemaError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OperationSchemaError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OperationSchemaError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9438,7 +9312,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentList"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9447,35 +9321,8 @@ export interface operations {
                     "application/json": components["schemas"]["ListAgentsError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListAgentsError"];
-                };
-            };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListAgentsError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListAgentsError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9707,7 +9554,7 @@ export interface operations {
                     "application/json": components["schemas"]["Agent"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9716,7 +9563,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetAgentError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9725,26 +9572,8 @@ export interface operations {
                     "application/json": components["schemas"]["GetAgentError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetAgentError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetAgentError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9822,7 +9651,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9831,7 +9660,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteAgentError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9840,7 +9669,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteAgentError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9849,17 +9678,8 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteAgentError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeleteAgentError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10333,7 +10153,7 @@ export interface operations {
                     "application/json": components["schemas"]["Task"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10342,7 +10162,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetTaskError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10351,26 +10171,8 @@ export interface operations {
                     "application/json": components["schemas"]["GetTaskError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetTaskError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetTaskError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10613,7 +10415,7 @@ export interface operations {
                     "application/json": components["schemas"]["Thread"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10622,7 +10424,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetThreadError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10631,26 +10433,8 @@ export interface operations {
                     "application/json": components["schemas"]["GetThreadError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetThreadError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetThreadError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10730,7 +10514,7 @@ export interface operations {
                     "application/json": components["schemas"]["LlmUsage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10739,7 +10523,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetLlmUsageError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10748,26 +10532,8 @@ export interface operations {
                     "application/json": components["schemas"]["GetLlmUsageError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetLlmUsageError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetLlmUsageError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10844,7 +10610,7 @@ export interface operations {
                     "application/json": components["schemas"]["ModelProviderSettings"][];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10853,35 +10619,8 @@ export interface operations {
                     "application/json": components["schemas"]["ListModelProvidersError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListModelProvidersError"];
-                };
-            };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListModelProvidersError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListModelProvidersError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10964,7 +10703,7 @@ export interface operations {
                     "application/json": components["schemas"]["ModelProviderSettings"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10973,7 +10712,7 @@ export interface operations {
                     "application/json": components["schemas"]["SetModelProviderError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10982,7 +10721,7 @@ export interface operations {
                     "application/json": components["schemas"]["SetModelProviderError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10991,17 +10730,8 @@ export interface operations {
                     "application/json": components["schemas"]["SetModelProviderError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["SetModelProviderError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11078,7 +10808,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11087,7 +10817,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteModelProviderError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11096,7 +10826,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteModelProviderError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11105,17 +10835,8 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteModelProviderError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeleteModelProviderError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11591,7 +11312,7 @@ export interface operations {
                     "application/json": components["schemas"]["Group"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11600,7 +11321,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetGroupError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11609,7 +11330,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetGroupError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11618,17 +11339,8 @@ export interface operations {
                     "application/json": components["schemas"]["GetGroupError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetGroupError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11706,7 +11418,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11715,7 +11427,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteGroupError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11724,7 +11436,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteGroupError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11733,17 +11445,8 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteGroupError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeleteGroupError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12178,7 +11881,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12187,7 +11890,7 @@ export interface operations {
                     "application/json": components["schemas"]["RemoveGroupMemberError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -12196,7 +11899,7 @@ export interface operations {
                     "application/json": components["schemas"]["RemoveGroupMemberError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12205,17 +11908,8 @@ export interface operations {
                     "application/json": components["schemas"]["RemoveGroupMemberError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RemoveGroupMemberError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12412,7 +12106,7 @@ export interface operations {
                     "text/csv": string;
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12421,7 +12115,7 @@ export interface operations {
                     "application/json": components["schemas"]["ExportAuditEventsError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -12430,7 +12124,7 @@ export interface operations {
                     "application/json": components["schemas"]["ExportAuditEventsError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12924,7 +12618,7 @@ export interface operations {
                     "application/json": components["schemas"]["Skill"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12933,7 +12627,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetSkillError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -12942,26 +12636,8 @@ export interface operations {
                     "application/json": components["schemas"]["GetSkillError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetSkillError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetSkillError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13490,7 +13166,7 @@ export interface operations {
                     "application/json": components["schemas"]["AttachedSkill"][];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13499,7 +13175,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListAgentSkillsError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13508,26 +13184,8 @@ export interface operations {
                     "application/json": components["schemas"]["ListAgentSkillsError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListAgentSkillsError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListAgentSkillsError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13930,7 +13588,7 @@ export interface operations {
                     "application/json": components["schemas"]["Approval"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13939,7 +13597,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetApprovalError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13948,26 +13606,8 @@ export interface operations {
                     "application/json": components["schemas"]["GetApprovalError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetApprovalError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetApprovalError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14286,7 +13926,7 @@ export interface operations {
                     "application/json": components["schemas"]["SsoSettings"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14295,7 +13935,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetSsoError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -14304,7 +13944,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetSsoError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -14313,7 +13953,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetSsoError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -14333,15 +13973,6 @@ export interface operations {
             };
             /** @description Unsupported media type: `unsupported_media_type`. */
             415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetSsoError"];
-                };
-            };
-            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
-            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14507,7 +14138,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14516,7 +14147,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteSsoError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -14525,7 +14156,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteSsoError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -14534,7 +14165,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteSsoError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -14554,15 +14185,6 @@ export interface operations {
             };
             /** @description Unsupported media type: `unsupported_media_type`. */
             415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeleteSsoError"];
-                };
-            };
-            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
-            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14847,7 +14469,7 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14856,7 +14478,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetScheduleError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -14865,26 +14487,8 @@ export interface operations {
                     "application/json": components["schemas"]["GetScheduleError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetScheduleError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetScheduleError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14962,7 +14566,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14971,7 +14575,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteScheduleError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -14980,7 +14584,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteScheduleError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -14989,17 +14593,8 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteScheduleError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeleteScheduleError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15119,6 +14714,15 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateScheduleError"];
                 };
             };
+            /** @description Conflict: `conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateScheduleError"];
+                };
+            };
             /** @description Payload too large: `payload_too_large`. */
             413: {
                 headers: {
@@ -15191,7 +14795,7 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cron`, `invalid_timezone`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15200,7 +14804,7 @@ export interface operations {
                     "application/json": components["schemas"]["PauseScheduleError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -15209,7 +14813,7 @@ export interface operations {
                     "application/json": components["schemas"]["PauseScheduleError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15218,17 +14822,8 @@ export interface operations {
                     "application/json": components["schemas"]["PauseScheduleError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PauseScheduleError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15308,7 +14903,7 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cron`, `invalid_timezone`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15317,7 +14912,7 @@ export interface operations {
                     "application/json": components["schemas"]["ResumeScheduleError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -15326,7 +14921,7 @@ export interface operations {
                     "application/json": components["schemas"]["ResumeScheduleError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15335,7 +14930,7 @@ export interface operations {
                     "application/json": components["schemas"]["ResumeScheduleError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -15344,7 +14939,7 @@ export interface operations {
                     "application/json": components["schemas"]["ResumeScheduleError"];
                 };
             };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
+            /** @description Conflict: `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15463,6 +15058,15 @@ export interface operations {
             };
             /** @description Not found: `not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TriggerScheduleError"];
+                };
+            };
+            /** @description Conflict: `conflict`. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15769,7 +15373,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkspaceFile"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15778,7 +15382,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetFileError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -15787,26 +15391,8 @@ export interface operations {
                     "application/json": components["schemas"]["GetFileError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetFileError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetFileError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16097,7 +15683,7 @@ export interface operations {
                     "application/json": components["schemas"]["FunctionPage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16106,35 +15692,8 @@ export interface operations {
                     "application/json": components["schemas"]["ListFunctionsError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionsError"];
-                };
-            };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionsError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionsError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16326,7 +15885,7 @@ export interface operations {
                     "application/json": components["schemas"]["CustomFunction"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16335,7 +15894,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetFunctionError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -16344,26 +15903,8 @@ export interface operations {
                     "application/json": components["schemas"]["GetFunctionError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetFunctionError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetFunctionError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16441,7 +15982,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16450,7 +15991,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteFunctionError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -16459,7 +16000,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteFunctionError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -16468,17 +16009,8 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteFunctionError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeleteFunctionError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16679,7 +16211,7 @@ export interface operations {
                     "application/json": components["schemas"]["FunctionVersionPage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16688,7 +16220,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListFunctionVersionsError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -16697,26 +16229,8 @@ export interface operations {
                     "application/json": components["schemas"]["ListFunctionVersionsError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionVersionsError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListFunctionVersionsError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16920,7 +16434,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentFunctionPage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16929,7 +16443,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListAgentFunctionsError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -16938,26 +16452,8 @@ export interface operations {
                     "application/json": components["schemas"]["ListAgentFunctionsError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListAgentFunctionsError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListAgentFunctionsError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17039,7 +16535,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentFunction"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17048,7 +16544,7 @@ export interface operations {
                     "application/json": components["schemas"]["AttachFunctionError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -17057,7 +16553,7 @@ export interface operations {
                     "application/json": components["schemas"]["AttachFunctionError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -17066,17 +16562,8 @@ export interface operations {
                     "application/json": components["schemas"]["AttachFunctionError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AttachFunctionError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17156,7 +16643,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17165,7 +16652,7 @@ export interface operations {
                     "application/json": components["schemas"]["DetachFunctionError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -17174,7 +16661,7 @@ export interface operations {
                     "application/json": components["schemas"]["DetachFunctionError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -17183,17 +16670,8 @@ export interface operations {
                     "application/json": components["schemas"]["DetachFunctionError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DetachFunctionError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17473,7 +16951,7 @@ export interface operations {
                     "application/json": components["schemas"]["KnowledgeBase"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17482,7 +16960,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetKnowledgeBaseError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -17491,26 +16969,8 @@ export interface operations {
                     "application/json": components["schemas"]["GetKnowledgeBaseError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetKnowledgeBaseError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetKnowledgeBaseError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17587,7 +17047,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17596,7 +17056,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -17605,7 +17065,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -17614,17 +17074,8 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18047,7 +17498,7 @@ export interface operations {
                     "application/json": components["schemas"]["KnowledgeDocument"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -18056,7 +17507,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetKnowledgeDocumentError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -18065,26 +17516,8 @@ export interface operations {
                     "application/json": components["schemas"]["GetKnowledgeDocumentError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetKnowledgeDocumentError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetKnowledgeDocumentError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18162,7 +17595,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -18171,7 +17604,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -18180,7 +17613,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18189,17 +17622,8 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18282,7 +17706,7 @@ export interface operations {
                     "application/json": components["schemas"]["KnowledgeSearchResults"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -18291,7 +17715,7 @@ export interface operations {
                     "application/json": components["schemas"]["SearchKnowledgeBaseError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -18300,26 +17724,8 @@ export interface operations {
                     "application/json": components["schemas"]["SearchKnowledgeBaseError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["SearchKnowledgeBaseError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18398,7 +17804,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentKnowledgeBaseList"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -18407,7 +17813,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -18416,26 +17822,8 @@ export interface operations {
                     "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18513,7 +17901,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -18522,7 +17910,7 @@ export interface operations {
                     "application/json": components["schemas"]["AttachKnowledgeBaseError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -18531,7 +17919,7 @@ export interface operations {
                     "application/json": components["schemas"]["AttachKnowledgeBaseError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18540,17 +17928,8 @@ export interface operations {
                     "application/json": components["schemas"]["AttachKnowledgeBaseError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AttachKnowledgeBaseError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18628,7 +18007,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -18637,7 +18016,7 @@ export interface operations {
                     "application/json": components["schemas"]["DetachKnowledgeBaseError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -18646,7 +18025,7 @@ export interface operations {
                     "application/json": components["schemas"]["DetachKnowledgeBaseError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18655,17 +18034,8 @@ export interface operations {
                     "application/json": components["schemas"]["DetachKnowledgeBaseError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DetachKnowledgeBaseError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18971,7 +18341,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookList"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -18980,7 +18350,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListWebhooksError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -18989,26 +18359,8 @@ export interface operations {
                     "application/json": components["schemas"]["ListWebhooksError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListWebhooksError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListWebhooksError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19027,15 +18379,6 @@ export interface operations {
             };
             /** @description Unsupported media type: `unsupported_media_type`. */
             415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ListWebhooksError"];
-                };
-            };
-            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
-            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19215,7 +18558,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -19224,7 +18567,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetWebhookError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -19233,7 +18576,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetWebhookError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -19242,17 +18585,8 @@ export interface operations {
                     "application/json": components["schemas"]["GetWebhookError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetWebhookError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19271,15 +18605,6 @@ export interface operations {
             };
             /** @description Unsupported media type: `unsupported_media_type`. */
             415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetWebhookError"];
-                };
-            };
-            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
-            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19339,7 +18664,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -19348,7 +18673,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteWebhookError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -19357,7 +18682,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteWebhookError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -19366,17 +18691,8 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteWebhookError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeleteWebhookError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19395,15 +18711,6 @@ export interface operations {
             };
             /** @description Unsupported media type: `unsupported_media_type`. */
             415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeleteWebhookError"];
-                };
-            };
-            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
-            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19586,7 +18893,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedWebhook"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -19595,7 +18902,7 @@ export interface operations {
                     "application/json": components["schemas"]["RotateWebhookSecretError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -19604,7 +18911,7 @@ export interface operations {
                     "application/json": components["schemas"]["RotateWebhookSecretError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -19613,17 +18920,8 @@ export interface operations {
                     "application/json": components["schemas"]["RotateWebhookSecretError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RotateWebhookSecretError"];
-                };
-            };
-            /** @description Conflict: `already_member`, `last_super_admin`, `group_name_taken`, `already_in_group`, `skill_name_taken`, `knowledge_base_name_taken`, `function_name_taken`, `file_exists`, `approval_decided`, `webhook_disabled`, `idempotency_conflict`, `connection_pending_authorization`, `connection_needs_reauthentication`, `connection_not_found`, `conflict`. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19642,15 +18940,6 @@ export interface operations {
             };
             /** @description Unsupported media type: `unsupported_media_type`. */
             415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RotateWebhookSecretError"];
-                };
-            };
-            /** @description Unprocessable: `sso_issuer_unreachable`, `sso_issuer_not_oidc`, `connector_has_no_server_url`, `path_outside_server_url`, `webhook_url_not_allowed`, `document_url_not_allowed`, `document_url_unreachable`, `function_error`, `function_memory`, `function_output_too_large`, `unprocessable`. */
-            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -20180,7 +19469,7 @@ export interface operations {
                     "application/json": components["schemas"]["CommandPolicy"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -20189,7 +19478,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetCommandPolicyError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -20198,16 +19487,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetCommandPolicyError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GetCommandPolicyError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -20292,7 +19572,7 @@ export interface operations {
                     "application/json": components["schemas"]["CommandPolicy"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -20301,7 +19581,7 @@ export interface operations {
                     "application/json": components["schemas"]["PutCommandPolicyError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -20310,7 +19590,7 @@ export interface operations {
                     "application/json": components["schemas"]["PutCommandPolicyError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
+            /** @description Forbidden: `forbidden`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -20319,7 +19599,7 @@ export interface operations {
                     "application/json": components["schemas"]["PutCommandPolicyError"];
                 };
             };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -20404,7 +19684,7 @@ export interface operations {
                     "application/json": components["schemas"]["CommandDecision"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `bad_request`, `invalid_range`, `invalid_multipart`, `file_not_text`, `invalid_last_event_id`, `invalid_code`, `invalid_cursor`, `invalid_language`, `unknown_file`, `invalid_input_schema`, `type_required`, `invalid_idempotency_key`, `invalid_cron`, `invalid_timezone`, `invalid_time_range`, `invalid_group_by`, `invalid_duration`, `unknown_agent`, `unknown_group`, `personal_key_required`, `invalid_openapi`, `built_in_connector`, `credentials_not_accepted`, `not_oauth`, `header_not_allowed`, `parameter_not_allowed`, `body_not_accepted`, `invalid_skill`, `skill_archived`, `skill_not_published`, `invalid_manifest`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -20413,7 +19693,7 @@ export interface operations {
                     "application/json": components["schemas"]["CheckCommandError"];
                 };
             };
-            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`, `unauthenticated`. */
+            /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -20422,16 +19702,7 @@ export interface operations {
                     "application/json": components["schemas"]["CheckCommandError"];
                 };
             };
-            /** @description Forbidden: `forbidden`, `skill_not_allowed`, `egress_refused`. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CheckCommandError"];
-                };
-            };
-            /** @description Not found: `not_found`, `route_not_found`. */
+            /** @description Not found: `not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;

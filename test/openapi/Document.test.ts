@@ -1,6 +1,11 @@
+import { HttpApi, OpenApi } from "@effect/platform"
+import { Context, Option } from "effect"
 import { readFileSync } from "node:fs"
 import { describe, expect, it } from "vitest"
+import { Api } from "../../schema/Api.js"
 import { ErrorCodes } from "../../schema/Errors.js"
+import { commonCodes } from "../../schema/OpenApiDocument.js"
+import { type OperationDoc, OperationDocs } from "../../schema/OperationDoc.js"
 
 /**
  * What code generators need of the committed document (openapi-typescript, openapi-python-client): stable
@@ -50,6 +55,28 @@ describe("openapi.json for code generators", () => {
       }
     }
     expect(JSON.stringify(document)).not.toContain("HttpApiDecodeError")
+  })
+
+  it("takes each operation's codes from the `errors` list every operation declares (issue 23)", () => {
+    // without its list an operation gets the common codes only, never every code of its statuses
+    const docs = new Map<string, OperationDoc | undefined>()
+    HttpApi.reflect(Api, {
+      onGroup() {},
+      onEndpoint({ endpoint }) {
+        const id = Option.getOrElse(Context.getOption(endpoint.annotations, OpenApi.Identifier), () => endpoint.name)
+        docs.set(id, Option.getOrUndefined(Context.getOption(endpoint.annotations, OperationDocs)))
+      }
+    })
+    expect([...docs].filter(([, doc]) => !Array.isArray(doc?.errors)).map(([id]) => id)).toEqual([])
+    for (const { where, op } of operations) {
+      const doc = docs.get(op.operationId)
+      const name = `${op.operationId.charAt(0).toUpperCase()}${op.operationId.slice(1)}Error`
+      const documented: Array<string> = document.components.schemas[name].properties.error.properties.code.enum
+      expect(documented, where).toEqual([...new Set([...commonCodes(op, doc), ...(doc?.errors ?? [])])].sort())
+    }
+    expect(document.components.schemas.HealthzError.properties.error.properties.code.enum).not.toContain(
+      "invalid_cron"
+    )
   })
 
   it("names every component schema once, titles it by its name, and leaks no internal title or $id", () => {

@@ -138,7 +138,7 @@ const Documents = ({ baseId, canBuild }: { readonly baseId: string; readonly can
     ["knowledge-bases", baseId, "documents"],
     (cursor) =>
       ok(api.GET("/v1/knowledge-bases/{knowledge_base_id}/documents", {
-        params: { path, query: { limit: "50", ...(cursor !== undefined ? { cursor } : {}) } }
+        params: { path, query: { limit: 50, ...(cursor !== undefined ? { cursor } : {}) } }
       })),
     { refetchInterval: polling ? 1500 : false }
   )

@@ -12,7 +12,7 @@ export default function KnowledgeBases() {
   const [creating, setCreating] = useState(false)
   const bases = usePaged(["knowledge-bases", "paged"], (cursor) =>
     ok(api.GET("/v1/knowledge-bases", {
-      params: { query: { limit: "50", ...(cursor !== undefined ? { cursor } : {}) } }
+      params: { query: { limit: 50, ...(cursor !== undefined ? { cursor } : {}) } }
     })))
   return (
     <section>
