@@ -6893,6 +6893,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "organization": {
+                     *         "id": "212e83ba-dff7-453b-9d1b-98e88eb9a6d3",
+                     *         "name": "Acme Retail",
+                     *         "created_at": "2026-01-10T08:00:00.000000Z"
+                     *       },
+                     *       "user": {
+                     *         "id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada Lovelace"
+                     *       },
+                     *       "key": {
+                     *         "id": "p8d2r5t1v6xa",
+                     *         "kind": "personal",
+                     *         "name": "Ada's laptop",
+                     *         "role": "admin",
+                     *         "user_id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *         "created_at": "2026-01-10T08:01:00.000000Z",
+                     *         "prefix": "sy_p8d2r5t1v6xa_",
+                     *         "agent_ids": null,
+                     *         "last_used_at": "2026-01-15T09:30:00.000000Z",
+                     *         "revoked_at": null
+                     *       },
+                     *       "role": "admin",
+                     *       "role_display": "Admin"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Me"];
                 };
             };
@@ -6989,6 +7017,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "user": {
+                     *             "id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *             "email": "ada@example.com",
+                     *             "name": "Ada Lovelace"
+                     *           },
+                     *           "role": "admin",
+                     *           "role_display": "Admin",
+                     *           "created_at": "2026-01-10T08:00:00.000000Z"
+                     *         },
+                     *         {
+                     *           "user": {
+                     *             "id": "c32d9726-1652-42a7-8fca-6552cd9b212c",
+                     *             "email": "grace@example.com",
+                     *             "name": "Grace Hopper"
+                     *           },
+                     *           "role": "builder",
+                     *           "role_display": "Builder",
+                     *           "created_at": "2026-01-13T08:00:00.000000Z"
+                     *         }
+                     *       ],
+                     *       "total": 2
+                     *     }
+                     */
                     "application/json": components["schemas"]["MemberList"];
                 };
             };
@@ -7079,6 +7134,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "grace@example.com",
+                 *       "name": "Grace Hopper",
+                 *       "role": "builder"
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateMember"];
             };
         };
@@ -7089,6 +7151,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "user": {
+                     *         "id": "c32d9726-1652-42a7-8fca-6552cd9b212c",
+                     *         "email": "grace@example.com",
+                     *         "name": "Grace Hopper"
+                     *       },
+                     *       "role": "builder",
+                     *       "role_display": "Builder",
+                     *       "created_at": "2026-01-13T08:00:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Member"];
                 };
             };
@@ -7430,6 +7504,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "p8d2r5t1v6xa",
+                     *           "kind": "personal",
+                     *           "name": "Ada's laptop",
+                     *           "role": "admin",
+                     *           "user_id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *           "created_at": "2026-01-10T08:01:00.000000Z",
+                     *           "prefix": "sy_p8d2r5t1v6xa_",
+                     *           "agent_ids": null,
+                     *           "last_used_at": "2026-01-15T09:30:00.000000Z",
+                     *           "revoked_at": null
+                     *         },
+                     *         {
+                     *           "id": "k3x9m2p7q4wz",
+                     *           "kind": "organization",
+                     *           "name": "CI deploys",
+                     *           "role": "builder",
+                     *           "user_id": null,
+                     *           "created_at": "2026-01-10T08:05:00.000000Z",
+                     *           "prefix": "sy_k3x9m2p7q4wz_",
+                     *           "agent_ids": null,
+                     *           "last_used_at": "2026-01-15T09:30:00.000000Z",
+                     *           "revoked_at": null
+                     *         }
+                     *       ],
+                     *       "total": 2
+                     *     }
+                     */
                     "application/json": components["schemas"]["ApiKeyList"];
                 };
             };
@@ -7528,6 +7633,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "k3x9m2p7q4wz",
+                     *       "kind": "organization",
+                     *       "name": "CI deploys",
+                     *       "role": "builder",
+                     *       "user_id": null,
+                     *       "created_at": "2026-01-10T08:05:00.000000Z",
+                     *       "prefix": "sy_k3x9m2p7q4wz_",
+                     *       "agent_ids": null,
+                     *       "last_used_at": null,
+                     *       "revoked_at": null,
+                     *       "api_key": "sy_k3x9m2p7q4wz_bA-cNtTtSBlgj2Hn_TCJoiqj4QJ1EON8cL9WqS2TqLc"
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreatedApiKey"];
                 };
             };
@@ -7741,6 +7861,44 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "kind": "connector",
+                     *           "id": "f556e7a1-e8b6-40a7-bae1-81230bda760d",
+                     *           "name": "Orders",
+                     *           "description": "Orders, shipments and refunds of the web shop.",
+                     *           "status": "ready",
+                     *           "total_operations": 2,
+                     *           "using_built_in_auth": false,
+                     *           "built_in": false,
+                     *           "auth_types": [
+                     *             "bearer"
+                     *           ],
+                     *           "server_url": "https://orders.example.com/v2",
+                     *           "connections": [
+                     *             {
+                     *               "id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *               "name": "Orders (production)",
+                     *               "access_scope": "organizational",
+                     *               "connector_id": "f556e7a1-e8b6-40a7-bae1-81230bda760d",
+                     *               "auth_type": "bearer",
+                     *               "status": "active",
+                     *               "owner_user_id": null,
+                     *               "server_url": null,
+                     *               "created_at": "2026-01-12T08:45:00.000000Z",
+                     *               "updated_at": "2026-01-12T08:45:00.000000Z"
+                     *             }
+                     *           ],
+                     *           "created_at": "2026-01-12T08:40:00.000000Z",
+                     *           "updated_at": "2026-01-12T08:40:00.000000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["CatalogPage"];
                 };
             };
@@ -7827,11 +7985,25 @@ export interface operations {
                  *       "spec": {
                  *         "openapi": "3.1.0",
                  *         "info": {
-                 *           "version": "2.0"
+                 *           "version": "2.0",
+                 *           "description": "Orders, shipments and refunds of the web shop."
                  *         },
                  *         "servers": [
                  *           {
                  *             "url": "https://orders.example.com/v2"
+                 *           }
+                 *         ],
+                 *         "components": {
+                 *           "securitySchemes": {
+                 *             "bearer": {
+                 *               "type": "http",
+                 *               "scheme": "bearer"
+                 *             }
+                 *           }
+                 *         },
+                 *         "security": [
+                 *           {
+                 *             "bearer": []
                  *           }
                  *         ],
                  *         "paths": {
@@ -7855,6 +8027,41 @@ export interface operations {
                  *                 }
                  *               }
                  *             }
+                 *           },
+                 *           "/orders/{id}/refunds": {
+                 *             "post": {
+                 *               "operationId": "createRefund",
+                 *               "summary": "Refund an order",
+                 *               "parameters": [
+                 *                 {
+                 *                   "name": "id",
+                 *                   "in": "path",
+                 *                   "required": true,
+                 *                   "schema": {
+                 *                     "type": "string"
+                 *                   }
+                 *                 }
+                 *               ],
+                 *               "requestBody": {
+                 *                 "content": {
+                 *                   "application/json": {
+                 *                     "schema": {
+                 *                       "type": "object",
+                 *                       "properties": {
+                 *                         "amount": {
+                 *                           "type": "number"
+                 *                         }
+                 *                       }
+                 *                     }
+                 *                   }
+                 *                 }
+                 *               },
+                 *               "responses": {
+                 *                 "201": {
+                 *                   "description": "The refund."
+                 *                 }
+                 *               }
+                 *             }
                  *           }
                  *         }
                  *       },
@@ -7871,6 +8078,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "kind": "connector",
+                     *       "id": "f556e7a1-e8b6-40a7-bae1-81230bda760d",
+                     *       "name": "Orders",
+                     *       "description": "Orders, shipments and refunds of the web shop.",
+                     *       "status": "ready",
+                     *       "total_operations": 2,
+                     *       "using_built_in_auth": false,
+                     *       "built_in": false,
+                     *       "auth_types": [
+                     *         "bearer"
+                     *       ],
+                     *       "server_url": "https://orders.example.com/v2",
+                     *       "connections": [],
+                     *       "created_at": "2026-01-12T08:40:00.000000Z",
+                     *       "updated_at": "2026-01-12T08:40:00.000000Z",
+                     *       "import_report": {
+                     *         "imported": 2,
+                     *         "skipped": [],
+                     *         "warnings": []
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ConnectorImported"];
                 };
             };
@@ -8294,6 +8525,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "get_orders_id",
+                     *         "operationId": "getOrder",
+                     *         "path": "/orders/{id}",
+                     *         "method": "get",
+                     *         "pretty_name": "Get an order",
+                     *         "pretty_description": "Get an order"
+                     *       },
+                     *       {
+                     *         "id": "post_orders_id_refunds",
+                     *         "operationId": "createRefund",
+                     *         "path": "/orders/{id}/refunds",
+                     *         "method": "post",
+                     *         "pretty_name": "Refund an order",
+                     *         "pretty_description": "Refund an order"
+                     *       }
+                     *     ]
+                     */
                     "application/json": components["schemas"]["Operation"][];
                 };
             };
@@ -8393,6 +8644,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *         "name": "Orders (production)",
+                     *         "access_scope": "organizational",
+                     *         "connector_id": "f556e7a1-e8b6-40a7-bae1-81230bda760d",
+                     *         "auth_type": "bearer",
+                     *         "status": "active",
+                     *         "owner_user_id": null,
+                     *         "server_url": null,
+                     *         "created_at": "2026-01-12T08:45:00.000000Z",
+                     *         "updated_at": "2026-01-12T08:45:00.000000Z"
+                     *       }
+                     *     ]
+                     */
                     "application/json": components["schemas"]["Connection"][];
                 };
             };
@@ -8506,6 +8773,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *       "name": "Orders (production)",
+                     *       "access_scope": "organizational",
+                     *       "connector_id": "f556e7a1-e8b6-40a7-bae1-81230bda760d",
+                     *       "auth_type": "bearer",
+                     *       "status": "active",
+                     *       "owner_user_id": null,
+                     *       "server_url": null,
+                     *       "created_at": "2026-01-12T08:45:00.000000Z",
+                     *       "updated_at": "2026-01-12T08:45:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ConnectionCreated"];
                 };
             };
@@ -9309,6 +9590,41 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *           "name": "Support triage",
+                     *           "instructions": "Answer from the order system; never promise refunds.",
+                     *           "model": {
+                     *             "provider": "openai",
+                     *             "name": "gpt-4.1-mini"
+                     *           },
+                     *           "skills": [
+                     *             {
+                     *               "connection_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *               "operation_ids": [
+                     *                 "getOrder"
+                     *               ]
+                     *             }
+                     *           ],
+                     *           "budget": {
+                     *             "limit_usd": 50,
+                     *             "period": "month"
+                     *           },
+                     *           "spent_usd": 1.84,
+                     *           "max_steps": 15,
+                     *           "max_tokens": null,
+                     *           "timeout_seconds": null,
+                     *           "version": 2,
+                     *           "created_at": "2026-01-12T09:00:00.000000Z",
+                     *           "updated_at": "2026-01-15T09:45:00.000000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["AgentList"];
                 };
             };
@@ -9448,8 +9764,8 @@ export interface operations {
                      *       "max_tokens": null,
                      *       "timeout_seconds": null,
                      *       "version": 1,
-                     *       "created_at": "2026-01-15T09:00:00.000000Z",
-                     *       "updated_at": "2026-01-15T09:00:00.000000Z"
+                     *       "created_at": "2026-01-12T09:00:00.000000Z",
+                     *       "updated_at": "2026-01-12T09:00:00.000000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Agent"];
@@ -9551,6 +9867,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *       "name": "Support triage",
+                     *       "instructions": "Answer from the order system; never promise refunds.",
+                     *       "model": {
+                     *         "provider": "openai",
+                     *         "name": "gpt-4.1-mini"
+                     *       },
+                     *       "skills": [
+                     *         {
+                     *           "connection_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *           "operation_ids": [
+                     *             "getOrder"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "budget": {
+                     *         "limit_usd": 50,
+                     *         "period": "month"
+                     *       },
+                     *       "spent_usd": 1.84,
+                     *       "max_steps": 15,
+                     *       "max_tokens": null,
+                     *       "timeout_seconds": null,
+                     *       "version": 2,
+                     *       "created_at": "2026-01-12T09:00:00.000000Z",
+                     *       "updated_at": "2026-01-15T09:45:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Agent"];
                 };
             };
@@ -9750,6 +10096,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "max_steps": 15
+                 *     }
+                 */
                 "application/json": components["schemas"]["UpdateAgent"];
             };
         };
@@ -9760,6 +10111,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *       "name": "Support triage",
+                     *       "instructions": "Answer from the order system; never promise refunds.",
+                     *       "model": {
+                     *         "provider": "openai",
+                     *         "name": "gpt-4.1-mini"
+                     *       },
+                     *       "skills": [
+                     *         {
+                     *           "connection_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *           "operation_ids": [
+                     *             "getOrder"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "budget": {
+                     *         "limit_usd": 50,
+                     *         "period": "month"
+                     *       },
+                     *       "spent_usd": 1.84,
+                     *       "max_steps": 15,
+                     *       "max_tokens": null,
+                     *       "timeout_seconds": null,
+                     *       "version": 2,
+                     *       "created_at": "2026-01-12T09:00:00.000000Z",
+                     *       "updated_at": "2026-01-15T09:45:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Agent"];
                 };
             };
@@ -10041,6 +10422,56 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "5f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f",
+                     *           "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *           "agent_version": 1,
+                     *           "status": "completed",
+                     *           "result": "Order 1234 shipped on January 14.",
+                     *           "source": "api",
+                     *           "user": {
+                     *             "id": "customer-42",
+                     *             "email": "ada@example.com"
+                     *           },
+                     *           "created_at": "2026-01-15T09:30:00.000000Z",
+                     *           "finished_at": "2026-01-15T09:30:04.000000Z"
+                     *         },
+                     *         {
+                     *           "id": "8c4b2a1d-3e5f-4a6b-9c7d-0e1f2a3b4c5d",
+                     *           "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *           "agent_version": 1,
+                     *           "status": "waiting_approval",
+                     *           "result": null,
+                     *           "source": "api",
+                     *           "user": {
+                     *             "id": "customer-42",
+                     *             "email": "ada@example.com"
+                     *           },
+                     *           "created_at": "2026-01-15T09:12:00.000000Z",
+                     *           "finished_at": null
+                     *         },
+                     *         {
+                     *           "id": "e024319f-65ed-4208-97cc-0591596ff159",
+                     *           "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *           "agent_version": 1,
+                     *           "status": "completed",
+                     *           "result": "3 tickets are open; the oldest waits since Monday.",
+                     *           "source": "schedule",
+                     *           "user": {
+                     *             "id": "customer-42",
+                     *             "email": "ada@example.com"
+                     *           },
+                     *           "created_at": "2026-01-15T07:00:00.000000Z",
+                     *           "finished_at": "2026-01-15T07:00:09.000000Z",
+                     *           "schedule_id": "42ff1b0a-d0af-4b9a-9da1-fd203c8466ef"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["TaskPage"];
                 };
             };
@@ -10249,6 +10680,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "8c4b2a1d-3e5f-4a6b-9c7d-0e1f2a3b4c5d",
+                     *       "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *       "agent_version": 1,
+                     *       "status": "cancelled",
+                     *       "result": null,
+                     *       "source": "api",
+                     *       "user": {
+                     *         "id": "customer-42",
+                     *         "email": "ada@example.com"
+                     *       },
+                     *       "created_at": "2026-01-15T09:12:00.000000Z",
+                     *       "finished_at": "2026-01-15T09:31:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Task"];
                 };
             };
@@ -11996,6 +12443,75 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "cdaca101-23ff-45ec-9501-09d14fcd4465",
+                     *           "time": "2026-01-15T09:45:00.000000Z",
+                     *           "action": "UPDATE_AGENT",
+                     *           "targets": [
+                     *             {
+                     *               "type": "agent",
+                     *               "id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *               "name": "Support triage"
+                     *             }
+                     *           ],
+                     *           "details": {
+                     *             "changed": [
+                     *               "max_steps"
+                     *             ]
+                     *           },
+                     *           "request_id": "1a9e4c7b-2d5f-4e8a-b3c6-9f0d2e7a5b41",
+                     *           "seq": 58,
+                     *           "organization_id": "212e83ba-dff7-453b-9d1b-98e88eb9a6d3",
+                     *           "actor": {
+                     *             "type": "user",
+                     *             "id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *             "key_id": "p8d2r5t1v6xa"
+                     *           },
+                     *           "outcome": "success",
+                     *           "ip": "203.0.113.7",
+                     *           "user_agent": "curl/8.5.0",
+                     *           "prev_hash": "92bdfe5fab7563508b62fd242e918f1e2e3dd35d355950835024e22eae98cf18",
+                     *           "hash": "08985508a8775c71f7cd3c2758168fdd7a50145bf37b06e3bba79d9a9e7a0234"
+                     *         },
+                     *         {
+                     *           "id": "c615aaaf-d78b-4c5f-80d0-300244eab44f",
+                     *           "time": "2026-01-15T09:14:30.000000Z",
+                     *           "action": "APPROVE_TOOL_CALL",
+                     *           "targets": [
+                     *             {
+                     *               "type": "approval",
+                     *               "id": "902a51bd-a1eb-467b-970b-881ad3c2cc8b",
+                     *               "name": "createRefund"
+                     *             },
+                     *             {
+                     *               "type": "task",
+                     *               "id": "8c4b2a1d-3e5f-4a6b-9c7d-0e1f2a3b4c5d"
+                     *             }
+                     *           ],
+                     *           "details": {
+                     *             "reason": "Parcel arrived damaged; photos in the ticket."
+                     *           },
+                     *           "request_id": "7d3f0c2a-5b1e-4f8d-9a6c-2e4b8d1f0a3c",
+                     *           "seq": 57,
+                     *           "organization_id": "212e83ba-dff7-453b-9d1b-98e88eb9a6d3",
+                     *           "actor": {
+                     *             "type": "user",
+                     *             "id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *             "key_id": "p8d2r5t1v6xa"
+                     *           },
+                     *           "outcome": "success",
+                     *           "ip": "203.0.113.7",
+                     *           "user_agent": "curl/8.5.0",
+                     *           "prev_hash": "098922381e1cad712462d5a5f685036c1b4a97b7b57466bab2a292ad458e2258",
+                     *           "hash": "92bdfe5fab7563508b62fd242e918f1e2e3dd35d355950835024e22eae98cf18"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["AuditPage"];
                 };
             };
@@ -12285,6 +12801,28 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Refunds",
+                 *       "description": "Refund an order; refunds above 100 USD wait for an Admin.",
+                 *       "actions": [
+                 *         {
+                 *           "connection_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                 *           "operation_id": "createRefund",
+                 *           "requires_approval": true,
+                 *           "approval_condition": {
+                 *             "argument": "body_params.amount",
+                 *             "op": "gt",
+                 *             "value": 100
+                 *           }
+                 *         }
+                 *       ],
+                 *       "visibility": "restricted",
+                 *       "allowlist": [
+                 *         "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateSkill"];
             };
         };
@@ -12295,6 +12833,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "01a616e1-f480-48b5-8caf-962b465052db",
+                     *       "name": "Refunds",
+                     *       "description": "Refund an order; refunds above 100 USD wait for an Admin.",
+                     *       "actions": [
+                     *         {
+                     *           "connection_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *           "operation_id": "createRefund",
+                     *           "requires_approval": true,
+                     *           "approval_condition": {
+                     *             "argument": "body_params.amount",
+                     *             "op": "gt",
+                     *             "value": 100
+                     *           }
+                     *         }
+                     *       ],
+                     *       "visibility": "restricted",
+                     *       "allowlist": [
+                     *         "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10"
+                     *       ],
+                     *       "owner_id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *       "status": "draft",
+                     *       "version": 1,
+                     *       "created_at": "2026-01-14T10:00:00.000000Z",
+                     *       "updated_at": "2026-01-14T10:00:00.000000Z",
+                     *       "published_at": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["Skill"];
                 };
             };
@@ -12947,6 +13514,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "01a616e1-f480-48b5-8caf-962b465052db",
+                     *       "name": "Refunds",
+                     *       "description": "Refund an order; refunds above 100 USD wait for an Admin.",
+                     *       "actions": [
+                     *         {
+                     *           "connection_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *           "operation_id": "createRefund",
+                     *           "requires_approval": true,
+                     *           "approval_condition": {
+                     *             "argument": "body_params.amount",
+                     *             "op": "gt",
+                     *             "value": 100
+                     *           }
+                     *         }
+                     *       ],
+                     *       "visibility": "restricted",
+                     *       "allowlist": [
+                     *         "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10"
+                     *       ],
+                     *       "owner_id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *       "status": "published",
+                     *       "version": 1,
+                     *       "created_at": "2026-01-14T10:00:00.000000Z",
+                     *       "updated_at": "2026-01-14T10:05:00.000000Z",
+                     *       "published_at": "2026-01-14T10:05:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Skill"];
                 };
             };
@@ -13264,6 +13860,39 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "skill": {
+                     *         "id": "01a616e1-f480-48b5-8caf-962b465052db",
+                     *         "name": "Refunds",
+                     *         "description": "Refund an order; refunds above 100 USD wait for an Admin.",
+                     *         "actions": [
+                     *           {
+                     *             "connection_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *             "operation_id": "createRefund",
+                     *             "requires_approval": true,
+                     *             "approval_condition": {
+                     *               "argument": "body_params.amount",
+                     *               "op": "gt",
+                     *               "value": 100
+                     *             }
+                     *           }
+                     *         ],
+                     *         "visibility": "restricted",
+                     *         "allowlist": [
+                     *           "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10"
+                     *         ],
+                     *         "owner_id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *         "status": "published",
+                     *         "version": 1,
+                     *         "created_at": "2026-01-14T10:00:00.000000Z",
+                     *         "updated_at": "2026-01-14T10:05:00.000000Z",
+                     *         "published_at": "2026-01-14T10:05:00.000000Z"
+                     *       },
+                     *       "attached_at": "2026-01-14T10:06:00.000000Z",
+                     *       "allowed": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["AttachedSkill"];
                 };
             };
@@ -13483,6 +14112,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "902a51bd-a1eb-467b-970b-881ad3c2cc8b",
+                     *           "task_id": "8c4b2a1d-3e5f-4a6b-9c7d-0e1f2a3b4c5d",
+                     *           "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *           "skill_id": "01a616e1-f480-48b5-8caf-962b465052db",
+                     *           "tool": "createRefund",
+                     *           "arguments": {
+                     *             "path_params": {
+                     *               "id": "1234"
+                     *             },
+                     *             "body_params": {
+                     *               "amount": 249.9
+                     *             }
+                     *           },
+                     *           "status": "pending",
+                     *           "kind": "tool_call",
+                     *           "requested_at": "2026-01-15T09:12:05.000000Z",
+                     *           "expires_at": "2026-01-16T09:12:05.000000Z",
+                     *           "decided_at": null,
+                     *           "decided_by": null,
+                     *           "reason": null
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["ApprovalPage"];
                 };
             };
@@ -13678,6 +14336,11 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "reason": "Parcel arrived damaged; photos in the ticket."
+                 *     }
+                 */
                 "application/json": components["schemas"]["Decision"];
             };
         };
@@ -13688,6 +14351,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "902a51bd-a1eb-467b-970b-881ad3c2cc8b",
+                     *       "task_id": "8c4b2a1d-3e5f-4a6b-9c7d-0e1f2a3b4c5d",
+                     *       "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *       "skill_id": "01a616e1-f480-48b5-8caf-962b465052db",
+                     *       "tool": "createRefund",
+                     *       "arguments": {
+                     *         "path_params": {
+                     *           "id": "1234"
+                     *         },
+                     *         "body_params": {
+                     *           "amount": 249.9
+                     *         }
+                     *       },
+                     *       "status": "approved",
+                     *       "kind": "tool_call",
+                     *       "requested_at": "2026-01-15T09:12:05.000000Z",
+                     *       "expires_at": "2026-01-16T09:12:05.000000Z",
+                     *       "decided_at": "2026-01-15T09:14:30.000000Z",
+                     *       "decided_by": {
+                     *         "type": "user",
+                     *         "id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *         "key_id": "p8d2r5t1v6xa"
+                     *       },
+                     *       "reason": "Parcel arrived damaged; photos in the ticket."
+                     *     }
+                     */
                     "application/json": components["schemas"]["Approval"];
                 };
             };
@@ -14243,6 +14934,65 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "42ff1b0a-d0af-4b9a-9da1-fd203c8466ef",
+                     *           "name": "Morning digest",
+                     *           "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *           "cron": "0 8 * * 1-5",
+                     *           "every": null,
+                     *           "timezone": "Europe/Berlin",
+                     *           "input": {
+                     *             "text": "Summarize yesterday's open tickets.",
+                     *             "user": {
+                     *               "id": "customer-42",
+                     *               "email": "ada@example.com"
+                     *             }
+                     *           },
+                     *           "enabled": true,
+                     *           "start_at": null,
+                     *           "end_at": null,
+                     *           "jitter": null,
+                     *           "overlap": "skip",
+                     *           "catchup_window": "1h",
+                     *           "next_runs": [
+                     *             {
+                     *               "utc": "2026-01-16T07:00:00.000Z",
+                     *               "local": "2026-01-16T08:00:00.000+01:00"
+                     *             },
+                     *             {
+                     *               "utc": "2026-01-19T07:00:00.000Z",
+                     *               "local": "2026-01-19T08:00:00.000+01:00"
+                     *             },
+                     *             {
+                     *               "utc": "2026-01-20T07:00:00.000Z",
+                     *               "local": "2026-01-20T08:00:00.000+01:00"
+                     *             },
+                     *             {
+                     *               "utc": "2026-01-21T07:00:00.000Z",
+                     *               "local": "2026-01-21T08:00:00.000+01:00"
+                     *             },
+                     *             {
+                     *               "utc": "2026-01-22T07:00:00.000Z",
+                     *               "local": "2026-01-22T08:00:00.000+01:00"
+                     *             }
+                     *           ],
+                     *           "last_run": {
+                     *             "scheduled_for": "2026-01-15T07:00:00.000000Z",
+                     *             "kind": "scheduled",
+                     *             "status": "fired",
+                     *             "task_id": "e024319f-65ed-4208-97cc-0591596ff159",
+                     *             "reason": null
+                     *           },
+                     *           "created_at": "2026-01-14T16:00:00.000000Z",
+                     *           "updated_at": "2026-01-14T16:00:00.000000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["SchedulePage"];
                 };
             };
@@ -14358,6 +15108,54 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "42ff1b0a-d0af-4b9a-9da1-fd203c8466ef",
+                     *       "name": "Morning digest",
+                     *       "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *       "cron": "0 8 * * 1-5",
+                     *       "every": null,
+                     *       "timezone": "Europe/Berlin",
+                     *       "input": {
+                     *         "text": "Summarize yesterday's open tickets.",
+                     *         "user": {
+                     *           "id": "customer-42",
+                     *           "email": "ada@example.com"
+                     *         }
+                     *       },
+                     *       "enabled": true,
+                     *       "start_at": null,
+                     *       "end_at": null,
+                     *       "jitter": null,
+                     *       "overlap": "skip",
+                     *       "catchup_window": "1h",
+                     *       "next_runs": [
+                     *         {
+                     *           "utc": "2026-01-15T07:00:00.000Z",
+                     *           "local": "2026-01-15T08:00:00.000+01:00"
+                     *         },
+                     *         {
+                     *           "utc": "2026-01-16T07:00:00.000Z",
+                     *           "local": "2026-01-16T08:00:00.000+01:00"
+                     *         },
+                     *         {
+                     *           "utc": "2026-01-19T07:00:00.000Z",
+                     *           "local": "2026-01-19T08:00:00.000+01:00"
+                     *         },
+                     *         {
+                     *           "utc": "2026-01-20T07:00:00.000Z",
+                     *           "local": "2026-01-20T08:00:00.000+01:00"
+                     *         },
+                     *         {
+                     *           "utc": "2026-01-21T07:00:00.000Z",
+                     *           "local": "2026-01-21T08:00:00.000+01:00"
+                     *         }
+                     *       ],
+                     *       "last_run": null,
+                     *       "created_at": "2026-01-14T16:00:00.000000Z",
+                     *       "updated_at": "2026-01-14T16:00:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
@@ -15149,6 +15947,41 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "02a92f30-a311-4882-a3de-ac7dc5fbd914",
+                     *           "name": "digests/2026-01-15.md",
+                     *           "size": 918,
+                     *           "sha256": "1ec79c399e87383b131c7673d45177b041a9d4cf0208e3f22521679a793ec398",
+                     *           "content_type": "text/markdown",
+                     *           "scope": "agent",
+                     *           "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *           "owner": {
+                     *             "type": "agent",
+                     *             "id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10"
+                     *           },
+                     *           "created_at": "2026-01-15T07:00:08.000000Z"
+                     *         },
+                     *         {
+                     *           "id": "bbddcef2-3bd8-456b-84e0-207b9da07c5f",
+                     *           "name": "policies/returns.md",
+                     *           "size": 3412,
+                     *           "sha256": "68e5bd0935fb8c44744beb25635a0bea68e4e9906f5bbd604a0b4467861bd748",
+                     *           "content_type": "text/markdown",
+                     *           "scope": "organization",
+                     *           "agent_id": null,
+                     *           "owner": {
+                     *             "type": "user",
+                     *             "id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0"
+                     *           },
+                     *           "created_at": "2026-01-13T14:00:00.000000Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["FilePage"];
                 };
             };
@@ -15262,6 +16095,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "bbddcef2-3bd8-456b-84e0-207b9da07c5f",
+                     *       "name": "policies/returns.md",
+                     *       "size": 3412,
+                     *       "sha256": "68e5bd0935fb8c44744beb25635a0bea68e4e9906f5bbd604a0b4467861bd748",
+                     *       "content_type": "text/markdown",
+                     *       "scope": "organization",
+                     *       "agent_id": null,
+                     *       "owner": {
+                     *         "type": "user",
+                     *         "id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0"
+                     *       },
+                     *       "created_at": "2026-01-13T14:00:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["WorkspaceFile"];
                 };
             };
@@ -15761,6 +16610,31 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "order_status",
+                 *       "description": "The status of an order, by its number.",
+                 *       "input_schema": {
+                 *         "type": "object",
+                 *         "required": [
+                 *           "order_id",
+                 *           "connection_id"
+                 *         ],
+                 *         "properties": {
+                 *           "order_id": {
+                 *             "type": "string"
+                 *           },
+                 *           "connection_id": {
+                 *             "type": "string",
+                 *             "format": "uuid"
+                 *           }
+                 *         }
+                 *       },
+                 *       "code": "export default async (input, ctx) => {\n  ctx.log(\"looking up order \" + input.order_id)\n  const answer = await ctx.connectors.invoke(input.connection_id, \"getOrder\", { path_params: { id: input.order_id } })\n  return { order_id: input.order_id, status: answer.body.status }\n}",
+                 *       "timeout_ms": 5000,
+                 *       "memory_mb": 32
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateFunction"];
             };
         };
@@ -15771,6 +16645,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "90bffc4e-1fcb-4e47-9e86-28d257ee4fa0",
+                     *       "name": "order_status",
+                     *       "description": "The status of an order, by its number.",
+                     *       "input_schema": {
+                     *         "type": "object",
+                     *         "required": [
+                     *           "order_id",
+                     *           "connection_id"
+                     *         ],
+                     *         "properties": {
+                     *           "order_id": {
+                     *             "type": "string"
+                     *           },
+                     *           "connection_id": {
+                     *             "type": "string",
+                     *             "format": "uuid"
+                     *           }
+                     *         }
+                     *       },
+                     *       "code": "export default async (input, ctx) => {\n  ctx.log(\"looking up order \" + input.order_id)\n  const answer = await ctx.connectors.invoke(input.connection_id, \"getOrder\", { path_params: { id: input.order_id } })\n  return { order_id: input.order_id, status: answer.body.status }\n}",
+                     *       "timeout_ms": 5000,
+                     *       "memory_mb": 32,
+                     *       "version": 1,
+                     *       "current_version": 1,
+                     *       "created_at": "2026-01-14T12:00:00.000000Z",
+                     *       "updated_at": "2026-01-14T12:00:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["CustomFunction"];
                 };
             };
@@ -16304,6 +17208,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "input": {
+                 *         "order_id": "1234",
+                 *         "connection_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d"
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["InvokeFunction"];
             };
         };
@@ -16314,6 +17226,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "output": {
+                     *         "order_id": "1234",
+                     *         "status": "shipped"
+                     *       },
+                     *       "logs": [
+                     *         "looking up order 1234"
+                     *       ],
+                     *       "logs_truncated": false,
+                     *       "duration_ms": 96.4,
+                     *       "version": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["FunctionResult"];
                 };
             };
@@ -16831,6 +17757,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Customer policies",
+                 *       "description": "Returns, refunds and shipping policies of the shop.",
+                 *       "language": "english"
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateKnowledgeBase"];
             };
         };
@@ -16841,6 +17774,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "e4eaf6cd-f19d-4d1f-bf75-279737340c25",
+                     *       "name": "Customer policies",
+                     *       "description": "Returns, refunds and shipping policies of the shop.",
+                     *       "language": "english",
+                     *       "document_count": 0,
+                     *       "created_at": "2026-01-13T14:10:00.000000Z",
+                     *       "updated_at": "2026-01-13T14:10:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["KnowledgeBase"];
                 };
             };
@@ -17368,6 +18312,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "policies/returns.md",
+                 *       "file_id": "bbddcef2-3bd8-456b-84e0-207b9da07c5f"
+                 *     }
+                 */
                 "application/json": components["schemas"]["AddDocument"];
             };
         };
@@ -17378,6 +18328,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "602079f7-82ab-41f1-8618-bf350a873e8e",
+                     *       "knowledge_base_id": "e4eaf6cd-f19d-4d1f-bf75-279737340c25",
+                     *       "name": "policies/returns.md",
+                     *       "format": "md",
+                     *       "size": 3412,
+                     *       "source": {
+                     *         "type": "file",
+                     *         "file_id": "bbddcef2-3bd8-456b-84e0-207b9da07c5f",
+                     *         "url": null
+                     *       },
+                     *       "status": "processing",
+                     *       "progress": 0,
+                     *       "chunk_count": 0,
+                     *       "error": null,
+                     *       "created_at": "2026-01-13T14:12:00.000000Z",
+                     *       "updated_at": "2026-01-13T14:12:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["KnowledgeDocument"];
                 };
             };
@@ -17693,6 +18663,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "query": "refund damaged parcel",
+                 *       "limit": 5
+                 *     }
+                 */
                 "application/json": components["schemas"]["SearchKnowledge"];
             };
         };
@@ -17703,6 +18679,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "knowledge_base_id": "e4eaf6cd-f19d-4d1f-bf75-279737340c25",
+                     *           "document_id": "602079f7-82ab-41f1-8618-bf350a873e8e",
+                     *           "document_name": "policies/returns.md",
+                     *           "chunk_id": "490ba288-9b4a-4361-9b85-16cc325e60b7",
+                     *           "chunk_index": 3,
+                     *           "heading_path": [
+                     *             "Returns",
+                     *             "Damaged goods"
+                     *           ],
+                     *           "score": 0.42,
+                     *           "snippet": "A **damaged** **parcel** is **refunded** in full, shipping included.",
+                     *           "text": "A damaged parcel is refunded in full, shipping included, when the customer reports it within 14 days."
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["KnowledgeSearchResults"];
                 };
             };
@@ -18338,6 +19334,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "452294ba-e29b-439c-b8f4-6e5f4eace570",
+                     *           "url": "https://hooks.example.com/switchyard",
+                     *           "description": "",
+                     *           "event_types": [
+                     *             "task.completed",
+                     *             "task.error"
+                     *           ],
+                     *           "enabled": true,
+                     *           "disabled_reason": null,
+                     *           "previous_secret_expires_at": null,
+                     *           "created_at": "2026-01-14T11:00:00.000000Z",
+                     *           "updated_at": "2026-01-14T11:00:00.000000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookList"];
                 };
             };
@@ -18447,6 +19464,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "452294ba-e29b-439c-b8f4-6e5f4eace570",
+                     *       "url": "https://hooks.example.com/switchyard",
+                     *       "description": "",
+                     *       "event_types": [
+                     *         "task.completed",
+                     *         "task.error"
+                     *       ],
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "previous_secret_expires_at": null,
+                     *       "created_at": "2026-01-14T11:00:00.000000Z",
+                     *       "updated_at": "2026-01-14T11:00:00.000000Z",
+                     *       "secret": "whsec_MjSEPLEHMfV3MbIWm0R/n3pFS3eJkT7iYIk3C9Xy8GQ="
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreatedWebhook"];
                 };
             };
@@ -19004,6 +20038,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "msg_489b19fa7d6ff7b37400332bf03c5e3d",
+                     *           "event_id": "1042",
+                     *           "event_type": "task.completed",
+                     *           "status": "pending",
+                     *           "next_attempt_at": "2026-01-15T09:30:10.000000Z",
+                     *           "attempts": [
+                     *             {
+                     *               "attempt": 1,
+                     *               "at": "2026-01-15T09:30:05.000000Z",
+                     *               "status_code": 503,
+                     *               "latency_ms": 31,
+                     *               "response_excerpt": "Service Unavailable",
+                     *               "error": null
+                     *             }
+                     *           ],
+                     *           "created_at": "2026-01-15T09:30:04.000000Z",
+                     *           "delivered_at": null
+                     *         },
+                     *         {
+                     *           "id": "msg_07890c46ffcfe96e0124ebfb4fcac009",
+                     *           "event_id": "1017",
+                     *           "event_type": "task.completed",
+                     *           "status": "succeeded",
+                     *           "next_attempt_at": null,
+                     *           "attempts": [
+                     *             {
+                     *               "attempt": 1,
+                     *               "at": "2026-01-15T07:00:10.000000Z",
+                     *               "status_code": 204,
+                     *               "latency_ms": 84,
+                     *               "response_excerpt": "",
+                     *               "error": null
+                     *             }
+                     *           ],
+                     *           "created_at": "2026-01-15T07:00:09.000000Z",
+                     *           "delivered_at": "2026-01-15T07:00:10.000000Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["DeliveryPage"];
                 };
             };
@@ -19357,6 +20436,67 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "from": "2025-12-16T00:00:00.000000Z",
+                     *       "to": "2026-01-15T09:30:00.000000Z",
+                     *       "bucket": "day",
+                     *       "group_by": [
+                     *         "agent"
+                     *       ],
+                     *       "rows": [
+                     *         {
+                     *           "bucket_start": "2026-01-14T00:00:00.000000Z",
+                     *           "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *           "model_calls": 12,
+                     *           "input_tokens": 22200,
+                     *           "output_tokens": 1440,
+                     *           "cached_tokens": 7200,
+                     *           "cost_usd": 0.97,
+                     *           "tasks_completed": 5,
+                     *           "tasks_error": 0,
+                     *           "tasks_cancelled": 0,
+                     *           "task_duration_p50_ms": 4100,
+                     *           "task_duration_p95_ms": 9800,
+                     *           "connector_calls_2xx": 5,
+                     *           "connector_calls_3xx": 0,
+                     *           "connector_calls_4xx": 0,
+                     *           "connector_calls_5xx": 0,
+                     *           "connector_calls_failed": 0
+                     *         },
+                     *         {
+                     *           "bucket_start": "2026-01-15T00:00:00.000000Z",
+                     *           "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *           "model_calls": 9,
+                     *           "input_tokens": 16650,
+                     *           "output_tokens": 1080,
+                     *           "cached_tokens": 5400,
+                     *           "cost_usd": 0.87,
+                     *           "tasks_completed": 4,
+                     *           "tasks_error": 0,
+                     *           "tasks_cancelled": 0,
+                     *           "task_duration_p50_ms": 4100,
+                     *           "task_duration_p95_ms": 9800,
+                     *           "connector_calls_2xx": 4,
+                     *           "connector_calls_3xx": 0,
+                     *           "connector_calls_4xx": 0,
+                     *           "connector_calls_5xx": 0,
+                     *           "connector_calls_failed": 0
+                     *         }
+                     *       ],
+                     *       "budgets": [
+                     *         {
+                     *           "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *           "agent_name": "Support triage",
+                     *           "period": "month",
+                     *           "period_start": "2026-01-01T00:00:00.000000Z",
+                     *           "limit_usd": 50,
+                     *           "spent_usd": 1.84,
+                     *           "exhausted": false
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["UsageReport"];
                     "text/csv": string;
                 };
@@ -19559,6 +20699,25 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "default_action": "deny",
+                 *       "rules": [
+                 *         {
+                 *           "pattern": "npm run *",
+                 *           "action": "allow"
+                 *         },
+                 *         {
+                 *           "pattern": "git push *",
+                 *           "action": "require_approval"
+                 *         },
+                 *         {
+                 *           "pattern": "rm *",
+                 *           "action": "deny"
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["CommandPolicyInput"];
             };
         };
@@ -19569,6 +20728,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *       "default_action": "deny",
+                     *       "rules": [
+                     *         {
+                     *           "pattern": "npm run *",
+                     *           "action": "allow"
+                     *         },
+                     *         {
+                     *           "pattern": "git push *",
+                     *           "action": "require_approval"
+                     *         },
+                     *         {
+                     *           "pattern": "rm *",
+                     *           "action": "deny"
+                     *         }
+                     *       ],
+                     *       "is_default": false,
+                     *       "updated_at": "2026-01-14T15:00:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["CommandPolicy"];
                 };
             };
@@ -19671,6 +20852,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "command": "npm run build && git push origin main",
+                 *       "cwd": "/workspace/shop"
+                 *     }
+                 */
                 "application/json": components["schemas"]["CheckCommand"];
             };
         };
@@ -19681,6 +20868,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "decision": "pending",
+                     *       "rule": "git push *",
+                     *       "approval_id": "e6c91327-98a1-479a-9053-4ca3172ec384",
+                     *       "commands": [
+                     *         {
+                     *           "words": [
+                     *             "npm",
+                     *             "run",
+                     *             "build"
+                     *           ],
+                     *           "decision": "allow",
+                     *           "rule": "npm run *"
+                     *         },
+                     *         {
+                     *           "words": [
+                     *             "git",
+                     *             "push",
+                     *             "origin",
+                     *             "main"
+                     *           ],
+                     *           "decision": "require_approval",
+                     *           "rule": "git push *"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["CommandDecision"];
                 };
             };
