@@ -232,6 +232,11 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
     "`GET /v1/usage`: `group_by` names something other than agent, user, model, provider, connector, source."
   ),
   rest(
+    409,
+    "schedule_agent_deleted",
+    "The schedule's agent was deleted: it cannot be resumed or run until `agent_id` points at another agent."
+  ),
+  rest(
     400,
     "invalid_duration",
     "A schedule's `every`, `jitter` or `catchup_window` is not a duration in range (`details.field` names it)."

@@ -55,7 +55,7 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
         operation({
           summary: "Change a schedule",
           role: "builder",
-          errors: ["invalid_cron", "invalid_timezone", "invalid_duration", "not_found", "conflict"]
+          errors: ["invalid_cron", "invalid_timezone", "invalid_duration", "not_found", "schedule_agent_deleted"]
         })
       )
       .setPath(SchedulePath)
@@ -85,7 +85,7 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
         operation({
           summary: "Resume a schedule",
           role: "builder",
-          errors: ["invalid_cron", "invalid_timezone", "conflict"]
+          errors: ["invalid_cron", "invalid_timezone", "schedule_agent_deleted"]
         })
       )
       .setPath(SchedulePath)
@@ -95,7 +95,11 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
   .add(
     HttpApiEndpoint.post("triggerSchedule", "/schedules/:schedule_id/trigger")
       .annotateContext(
-        operation({ summary: "Run a schedule now", role: "builder", errors: ["budget_exhausted", "conflict"] })
+        operation({
+          summary: "Run a schedule now",
+          role: "builder",
+          errors: ["budget_exhausted", "conflict", "schedule_agent_deleted"]
+        })
       )
       .setPath(SchedulePath)
       .addSuccess(Task, { status: 202 })

@@ -1,5 +1,6 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Layer, Option } from "effect"
+import { groupCommand } from "../cli/Help.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { DatabaseForCommandLive } from "../db/Database.js"
 import { AuditVerifier } from "./AuditVerifier.js"
@@ -41,7 +42,4 @@ const verify = Command.make(
 )
 
 /** `switchyard audit …` */
-export const auditCommand = Command.make("audit").pipe(
-  Command.withDescription("The audit log."),
-  Command.withSubcommands([verify])
-)
+export const auditCommand = groupCommand("audit", "The audit log.", [verify])

@@ -5881,7 +5881,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_duration" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_duration" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "schedule_agent_deleted" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5935,7 +5935,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "schedule_agent_deleted" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5953,7 +5953,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "budget_exhausted" | "conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "budget_exhausted" | "conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "schedule_agent_deleted" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -15512,7 +15512,7 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateScheduleError"];
                 };
             };
-            /** @description Conflict: `conflict`. */
+            /** @description Conflict: `schedule_agent_deleted`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15737,7 +15737,7 @@ export interface operations {
                     "application/json": components["schemas"]["ResumeScheduleError"];
                 };
             };
-            /** @description Conflict: `conflict`. */
+            /** @description Conflict: `schedule_agent_deleted`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15863,7 +15863,7 @@ export interface operations {
                     "application/json": components["schemas"]["TriggerScheduleError"];
                 };
             };
-            /** @description Conflict: `conflict`. */
+            /** @description Conflict: `conflict`, `schedule_agent_deleted`. */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -1,5 +1,6 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Layer } from "effect"
+import { groupCommand } from "../cli/Help.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { DatabaseForCommandLive } from "../db/Database.js"
 import { migrate } from "../db/Migrations.js"
@@ -39,7 +40,4 @@ const setPassword = Command.make(
     )
 ).pipe(Command.withDescription("Set a user's sign-in password, read from standard input."))
 
-export const usersCommand = Command.make("users").pipe(
-  Command.withDescription("Manage users' sign-in."),
-  Command.withSubcommands([setPassword])
-)
+export const usersCommand = groupCommand("users", "Manage users' sign-in.", [setPassword])

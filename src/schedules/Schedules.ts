@@ -38,7 +38,8 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
         row === undefined
           ? Effect.fail(Conflict.of(
             `Schedule '${schedule.id}' cannot run: its agent '${schedule.agent_id}' was deleted. Point it at ` +
-              "another agent (`agent_id`), or delete it."
+              "another agent (`agent_id`), or delete it.",
+            "schedule_agent_deleted"
           ))
           : Effect.void)
 

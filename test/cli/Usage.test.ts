@@ -171,7 +171,9 @@ describe("wrong use", () => {
         [["keys", "create"], "Expected to find option: '--name'"],
         [["keys", "create", "--name", "k", "--bogus"], "Received unknown argument: '--bogus'"],
         [["agents", "invoke"], "Missing argument <AGENT_ID>"],
-        [["keys"], "switchyard keys needs a command: create, list, revoke (see switchyard keys --help)"]
+        [["keys"], "switchyard keys needs a command: create, list, revoke (see switchyard keys --help)"],
+        [["audit"], "switchyard audit needs a command: verify (see switchyard audit --help)"],
+        [["users"], "switchyard users needs a command: set-password (see switchyard users --help)"]
       ] as const
     ) {
       expectOneErrorLine(await cli([...args], { env }), 2, message)

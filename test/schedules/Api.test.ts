@@ -298,7 +298,11 @@ describe("an agent gone", () => {
     const before = (await ticksOf(node, created.id)).length
     await new Promise((r) => setTimeout(r, 1500))
     expect((await ticksOf(node, created.id)).length).toBe(before)
-    expectError(await call(node, org.api_key, "POST", `/v1/schedules/${created.id}/resume`), 409, "conflict")
+    expectError(
+      await call(node, org.api_key, "POST", `/v1/schedules/${created.id}/resume`),
+      409,
+      "schedule_agent_deleted"
+    )
   })
 })
 
