@@ -306,14 +306,18 @@ describe("deleting an agent", () => {
     expect((await ticksOf(node, every.id)).length).toBe(ticks)
 
     const resumed = await call(node, org.api_key, "POST", `/v1/schedules/${every.id}/resume`)
-    expectError(resumed, 409, "conflict")
+    expectError(resumed, 409, "schedule_agent_deleted")
     expect(resumed.body.error.message).toContain(`its agent '${agentId}' was deleted`)
     expectError(
       await call(node, org.api_key, "PATCH", `/v1/schedules/${paused.id}`, { enabled: true }),
       409,
-      "conflict"
+      "schedule_agent_deleted"
     )
-    expectError(await call(node, org.api_key, "POST", `/v1/schedules/${every.id}/trigger`), 409, "conflict")
+    expectError(
+      await call(node, org.api_key, "POST", `/v1/schedules/${every.id}/trigger`),
+      409,
+      "schedule_agent_deleted"
+    )
     expect((await call(node, org.api_key, "GET", `/v1/schedules/${every.id}`)).body.enabled).toBe(false)
     // still listed by its agent, to be found and deleted or pointed at another agent
     const listed = await call(node, org.api_key, "GET", `/v1/schedules?agent_id=${agentId}`)

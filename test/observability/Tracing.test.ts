@@ -235,6 +235,7 @@ describe("sampling (OTEL_TRACES_SAMPLER)", () => {
       const dropped = await (await invokeAgent(world.node, world.apiKey, agent.id, "How is pet 7?")).json()
       expect(dropped.status).toBe("completed")
       const traceId = "4bf92f3577b34da6a3ce929d0e0e4736"
+      const calledBefore = world.target.requests.length
       const kept = await world.node.fetch(`/v1/agents/${agent.id}/invoke`, {
         method: "POST",
         apiKey: world.apiKey,
@@ -247,6 +248,10 @@ describe("sampling (OTEL_TRACES_SAMPLER)", () => {
         receiver.spans.find((s) => s.name === "task.run" && s.attributes["switchyard.task_id"] === task.id)
       )
       expect(run.traceId).toBe(traceId)
+      // a sampled trace's connector call tells the target nothing unless SWITCHYARD_TRACE_PROPAGATE_UPSTREAM
+      const called = world.target.requests.slice(calledBefore)
+      expect(called.length).toBeGreaterThan(0)
+      expect(called.map((r) => r.headers["traceparent"])).toEqual(called.map(() => undefined))
       await new Promise((r) => setTimeout(r, 300))
       expect(receiver.spans.filter((s) => s.attributes["switchyard.task_id"] === dropped.id)).toEqual([])
       expect(receiver.spans.every((s) => s.traceId === traceId)).toBe(true)
