@@ -501,7 +501,12 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
     "upstream_unreachable",
     "Connector invoke: the target could not be reached (a `POST` or `PATCH` is never resent)."
   ),
-  rest(503, "functions_busy", "This node's function sandbox has 1,000 calls waiting: retry shortly."),
+  rest(
+    503,
+    "functions_busy",
+    "This node's function sandbox has 1,000 calls waiting, or no worker was free to check new code within its " +
+      "timeout_ms: retry shortly."
+  ),
   rest(503, "database_unavailable", "The database is unavailable right now: retry after `Retry-After`."),
   rest(
     503,
