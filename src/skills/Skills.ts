@@ -209,12 +209,18 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
         const taken = yield* repo.findByName(principal.organizationId, input.name)
         if (taken !== undefined) return yield* skillNameTaken(input.name)
       }
+      const content = {
+        name: input.name ?? row.name,
+        description: input.description ?? row.description,
+        actions: input.actions ?? row.actions
+      }
+      // nothing to change (`{}`, or what it holds already): no new version, nothing to audit
+      if (
+        content.name === row.name && content.description === row.description &&
+        JSON.stringify(content.actions) === JSON.stringify(row.actions)
+      ) return toSkill(row)
       const updated = yield* transaction(Effect.gen(function*() {
-        const next = yield* repo.updateContent(principal.organizationId, row.id, {
-          name: input.name ?? row.name,
-          description: input.description ?? row.description,
-          actions: input.actions ?? row.actions
-        }, principal.userId)
+        const next = yield* repo.updateContent(principal.organizationId, row.id, content, principal.userId)
         yield* audit.record(principal, {
           action: "UPDATE_SKILL",
           targets: [{ type: "skill", id: row.id, name: next!.name }],

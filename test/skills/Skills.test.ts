@@ -31,12 +31,17 @@ describe("skills: lifecycle and who may do what", () => {
     // a new version on each change of content
     const changed = await call(w.node, w.owner.key, "PATCH", `/v1/skills/${created.body.id}`, { description: "v2" })
     expect(changed.body).toMatchObject({ version: 2, description: "v2" })
+    // and none when nothing changes: no version, no audit record
+    for (const same of [{}, { description: "v2" }]) {
+      const unchanged = await call(w.node, w.owner.key, "PATCH", `/v1/skills/${created.body.id}`, same)
+      expect(unchanged.body).toMatchObject({ version: 2, description: "v2" })
+    }
     const archived = await call(w.node, w.owner.key, "POST", `/v1/skills/${created.body.id}/archive`)
     expect(archived.body.status).toBe("archived")
     const actions = (await auditEvents(w.node, w.organizationId)).filter((e: any) =>
       e.targets?.some((t: any) => t.id === created.body.id)
     ).map((e: any) => e.action)
-    for (const a of ["PUBLISH_SKILL", "UPDATE_SKILL_ACCESS", "ARCHIVE_SKILL"]) {
+    for (const a of ["PUBLISH_SKILL", "UPDATE_SKILL_ACCESS", "UPDATE_SKILL", "ARCHIVE_SKILL"]) {
       expect(actions.filter((x: string) => x === a)).toHaveLength(1)
     }
   })
