@@ -13,13 +13,16 @@ import {
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire } from "./Errors.js"
 import { Member } from "./Identity.js"
 import { operation } from "./OperationDoc.js"
+import { Policy } from "./Policy.js"
 import { Authentication } from "./Security.js"
 
 /** Groups: members sharing defaults (a default role, default agents). Admin and above. */
 export class GroupsApi extends HttpApiGroup.make("groups")
   .add(
     HttpApiEndpoint.get("listGroups", "/groups")
-      .annotateContext(operation({ summary: "List groups", role: "admin", errors: ["invalid_cursor"] }))
+      .annotateContext(
+        operation({ summary: "List groups", permission: Policy.manageGroups, errors: ["invalid_cursor"] })
+      )
       .setUrlParams(PageUrlParams)
       .addSuccess(GroupPage)
       .annotate(OpenApi.Description, "Groups of the organization, oldest first.")
@@ -27,7 +30,11 @@ export class GroupsApi extends HttpApiGroup.make("groups")
   .add(
     HttpApiEndpoint.post("createGroup", "/groups")
       .annotateContext(
-        operation({ summary: "Create a group", role: "admin", errors: ["group_name_taken", "unknown_agent"] })
+        operation({
+          summary: "Create a group",
+          permission: Policy.manageGroups,
+          errors: ["group_name_taken", "unknown_agent"]
+        })
       )
       .setPayload(CreateGroup)
       .addSuccess(Group, { status: 201 })
@@ -35,14 +42,18 @@ export class GroupsApi extends HttpApiGroup.make("groups")
   )
   .add(
     HttpApiEndpoint.get("getGroup", "/groups/:group_id")
-      .annotateContext(operation({ summary: "Get a group", role: "admin", errors: [] }))
+      .annotateContext(operation({ summary: "Get a group", permission: Policy.manageGroups, errors: [] }))
       .setPath(GroupPath)
       .addSuccess(Group)
   )
   .add(
     HttpApiEndpoint.patch("updateGroup", "/groups/:group_id")
       .annotateContext(
-        operation({ summary: "Change a group", role: "admin", errors: ["group_name_taken", "unknown_agent"] })
+        operation({
+          summary: "Change a group",
+          permission: Policy.manageGroups,
+          errors: ["group_name_taken", "unknown_agent"]
+        })
       )
       .setPath(GroupPath)
       .setPayload(UpdateGroup)
@@ -51,14 +62,16 @@ export class GroupsApi extends HttpApiGroup.make("groups")
   )
   .add(
     HttpApiEndpoint.del("deleteGroup", "/groups/:group_id")
-      .annotateContext(operation({ summary: "Delete a group", role: "admin", errors: [] }))
+      .annotateContext(operation({ summary: "Delete a group", permission: Policy.manageGroups, errors: [] }))
       .setPath(GroupPath)
       .addSuccess(HttpApiSchema.NoContent)
       .annotate(OpenApi.Description, "Delete a group. Its members keep their roles and stay in the organization.")
   )
   .add(
     HttpApiEndpoint.get("listGroupMembers", "/groups/:group_id/members")
-      .annotateContext(operation({ summary: "List a group's members", role: "admin", errors: ["invalid_cursor"] }))
+      .annotateContext(
+        operation({ summary: "List a group's members", permission: Policy.manageGroups, errors: ["invalid_cursor"] })
+      )
       .setPath(GroupPath)
       .setUrlParams(PageUrlParams)
       .addSuccess(GroupMemberPage)
@@ -68,7 +81,7 @@ export class GroupsApi extends HttpApiGroup.make("groups")
       .annotateContext(
         operation({
           summary: "Add someone to a group",
-          role: "admin",
+          permission: Policy.manageGroups,
           errors: ["already_in_group"],
           access: "A group whose default role is above the caller's own cannot be given members by them."
         })
@@ -84,7 +97,9 @@ export class GroupsApi extends HttpApiGroup.make("groups")
   )
   .add(
     HttpApiEndpoint.del("removeGroupMember", "/groups/:group_id/members/:user_id")
-      .annotateContext(operation({ summary: "Remove someone from a group", role: "admin", errors: [] }))
+      .annotateContext(
+        operation({ summary: "Remove someone from a group", permission: Policy.manageGroups, errors: [] })
+      )
       .setPath(GroupMemberPath)
       .addSuccess(HttpApiSchema.NoContent)
       .annotate(OpenApi.Description, "Remove a member from the group. Their role stays as it is.")

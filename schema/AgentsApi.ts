@@ -24,6 +24,7 @@ import {
 import { ListOf } from "./Identity.js"
 import { AgentId, ScheduleId, TaskId } from "./Ids.js"
 import { operation } from "./OperationDoc.js"
+import { Policy } from "./Policy.js"
 import { FlagParam, IntegerParam, NumberParam } from "./QueryParams.js"
 import { Authentication } from "./Security.js"
 import { DateParam } from "./Timestamp.js"
@@ -64,7 +65,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       .annotateContext(
         operation({
           summary: "List agents",
-          role: "member",
+          permission: Policy.anyMember,
           errors: [],
           access: "The agents the key may use: an organization key limited to agents sees those."
         })
@@ -74,27 +75,31 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   )
   .add(
     HttpApiEndpoint.post("createAgent", "/agents")
-      .annotateContext(operation({ summary: "Create an agent", role: "builder", errors: ["invalid_skill"] }))
+      .annotateContext(
+        operation({ summary: "Create an agent", permission: Policy.createAgents, errors: ["invalid_skill"] })
+      )
       .setPayload(CreateAgent)
       .addSuccess(Agent, { status: 201 })
       .annotate(OpenApi.Description, "Create an agent.")
   )
   .add(
     HttpApiEndpoint.get("getAgent", "/agents/:agent_id")
-      .annotateContext(operation({ summary: "Get an agent", role: "member", errors: [] }))
+      .annotateContext(operation({ summary: "Get an agent", permission: Policy.anyMember, errors: [] }))
       .setPath(AgentPath)
       .addSuccess(Agent)
   )
   .add(
     HttpApiEndpoint.patch("updateAgent", "/agents/:agent_id")
-      .annotateContext(operation({ summary: "Change an agent", role: "builder", errors: ["invalid_skill"] }))
+      .annotateContext(
+        operation({ summary: "Change an agent", permission: Policy.changeAgents, errors: ["invalid_skill"] })
+      )
       .setPath(AgentPath)
       .setPayload(UpdateAgent)
       .addSuccess(Agent)
   )
   .add(
     HttpApiEndpoint.del("deleteAgent", "/agents/:agent_id")
-      .annotateContext(operation({ summary: "Delete an agent", role: "builder", errors: [] }))
+      .annotateContext(operation({ summary: "Delete an agent", permission: Policy.deleteAgents, errors: [] }))
       .setPath(AgentPath)
       .addSuccess(HttpApiSchema.NoContent)
   )
@@ -103,7 +108,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       .annotateContext(
         operation({
           summary: "Invoke an agent",
-          role: "member",
+          permission: Policy.anyMember,
           errors: ["budget_exhausted", "invalid_idempotency_key", "idempotency_conflict"],
           access: "Any agent the key may use (an organization key limited to agents: those)."
         })
@@ -133,7 +138,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   )
   .add(
     HttpApiEndpoint.get("listTasks", "/tasks")
-      .annotateContext(operation({ summary: "List tasks", role: "member", errors: ["invalid_cursor"] }))
+      .annotateContext(operation({ summary: "List tasks", permission: Policy.anyMember, errors: ["invalid_cursor"] }))
       .setUrlParams(Schema.Struct({
         agent_id: Schema.optional(AgentId),
         status: Schema.optional(TaskStatus),
@@ -149,7 +154,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   )
   .add(
     HttpApiEndpoint.get("getTask", "/tasks/:task_id")
-      .annotateContext(operation({ summary: "Get a task", role: "member", errors: [] }))
+      .annotateContext(operation({ summary: "Get a task", permission: Policy.anyMember, errors: [] }))
       .setPath(TaskPath)
       .setUrlParams(Schema.Struct({
         wait: Schema.optional(NumberParam(0, 60)).annotations({
@@ -164,7 +169,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       .annotateContext(
         operation({
           summary: "Cancel a task",
-          role: "member",
+          permission: Policy.anyMember,
           errors: ["forbidden"],
           access: "A Member cancels only the tasks they invoked; Builders and above any task."
         })
@@ -175,24 +180,30 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   )
   .add(
     HttpApiEndpoint.get("getThread", "/tasks/:task_id/thread")
-      .annotateContext(operation({ summary: "Get a task's thread", role: "member", errors: [] }))
+      .annotateContext(operation({ summary: "Get a task's thread", permission: Policy.anyMember, errors: [] }))
       .setPath(TaskPath)
       .addSuccess(Thread)
   )
   .add(
     HttpApiEndpoint.get("getLlmUsage", "/tasks/:task_id/llm_usage")
-      .annotateContext(operation({ summary: "Get a task's model usage", role: "member", errors: [] }))
+      .annotateContext(operation({ summary: "Get a task's model usage", permission: Policy.anyMember, errors: [] }))
       .setPath(TaskPath)
       .addSuccess(LlmUsage)
   )
   .add(
     HttpApiEndpoint.get("listModelProviders", "/model-providers")
-      .annotateContext(operation({ summary: "List model provider settings", role: "member", errors: [] }))
+      .annotateContext(operation({ summary: "List model provider settings", permission: Policy.anyMember, errors: [] }))
       .addSuccess(Schema.Array(ModelProviderSettings))
   )
   .add(
     HttpApiEndpoint.put("setModelProvider", "/model-providers/:provider")
-      .annotateContext(operation({ summary: "Set a model provider's endpoint and key", role: "admin", errors: [] }))
+      .annotateContext(
+        operation({
+          summary: "Set a model provider's endpoint and key",
+          permission: Policy.configureModelProviders,
+          errors: []
+        })
+      )
       .setPath(ProviderPath)
       .setPayload(SetModelProvider)
       .addSuccess(ModelProviderSettings)
@@ -200,7 +211,13 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   )
   .add(
     HttpApiEndpoint.del("deleteModelProvider", "/model-providers/:provider")
-      .annotateContext(operation({ summary: "Remove a model provider's settings", role: "admin", errors: [] }))
+      .annotateContext(
+        operation({
+          summary: "Remove a model provider's settings",
+          permission: Policy.configureModelProviders,
+          errors: []
+        })
+      )
       .setPath(ProviderPath)
       .addSuccess(HttpApiSchema.NoContent)
   )

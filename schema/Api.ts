@@ -15,6 +15,7 @@ import { KnowledgeBasesApi } from "./KnowledgeBasesApi.js"
 import { OAuthApi } from "./OAuth.js"
 import { documentApi } from "./OpenApiDocument.js"
 import { operation } from "./OperationDoc.js"
+import { Policy } from "./Policy.js"
 import { SchedulesApi } from "./SchedulesApi.js"
 import { Authentication } from "./Security.js"
 import { ApprovalsApi, SkillsApi } from "./SkillsApi.js"
@@ -32,13 +33,13 @@ export class Readiness extends Schema.Class<Readiness>("Readiness")({
 export class SystemApi extends HttpApiGroup.make("system")
   .add(
     HttpApiEndpoint.get("healthz", "/healthz")
-      .annotateContext(operation({ summary: "Liveness probe", role: null, errors: [] }))
+      .annotateContext(operation({ summary: "Liveness probe", permission: null, errors: [] }))
       .addSuccess(Schema.Struct({ status: Schema.Literal("ok") }).annotations({ identifier: "Health" }))
       .annotate(OpenApi.Description, "Liveness: the process is up.")
   )
   .add(
     HttpApiEndpoint.get("readyz", "/readyz")
-      .annotateContext(operation({ summary: "Readiness probe", role: null, errors: [] }))
+      .annotateContext(operation({ summary: "Readiness probe", permission: null, errors: [] }))
       .addSuccess(Readiness)
       .addError(ServiceUnavailableWire)
       .annotate(
@@ -56,13 +57,13 @@ export class SystemApi extends HttpApiGroup.make("system")
 export class IdentityApi extends HttpApiGroup.make("identity")
   .add(
     HttpApiEndpoint.get("me", "/me")
-      .annotateContext(operation({ summary: "Who is calling", role: "member", errors: ["not_found"] }))
+      .annotateContext(operation({ summary: "Who is calling", permission: Policy.anyMember, errors: ["not_found"] }))
       .addSuccess(Me)
       .annotate(OpenApi.Description, "The caller: organization, user (for personal keys), key and role.")
   )
   .add(
     HttpApiEndpoint.get("listMembers", "/members")
-      .annotateContext(operation({ summary: "List members", role: "admin", errors: [] }))
+      .annotateContext(operation({ summary: "List members", permission: Policy.listMembers, errors: [] }))
       .addSuccess(ListOf(Member, "MemberList"))
       .annotate(OpenApi.Description, "Members of the caller's organization.")
   )
@@ -71,7 +72,7 @@ export class IdentityApi extends HttpApiGroup.make("identity")
       .annotateContext(
         operation({
           summary: "Add a member",
-          role: "admin",
+          permission: Policy.addMembers,
           errors: ["already_member"],
           access: "Nobody grants a role above their own; only a Super admin grants Super admin."
         })
@@ -86,7 +87,7 @@ export class IdentityApi extends HttpApiGroup.make("identity")
       .annotateContext(
         operation({
           summary: "Change a member's role",
-          role: "admin",
+          permission: Policy.changeMemberRoles,
           errors: ["last_super_admin"],
           access:
             "Nobody grants a role above their own or changes someone above it; only a Super admin grants or removes Super admin."
@@ -107,7 +108,7 @@ export class IdentityApi extends HttpApiGroup.make("identity")
       .annotateContext(
         operation({
           summary: "Remove a member",
-          role: "admin",
+          permission: Policy.removeMembers,
           errors: ["last_super_admin"],
           access: "Nobody removes someone whose role is above their own."
         })
@@ -125,7 +126,7 @@ export class IdentityApi extends HttpApiGroup.make("identity")
       .annotateContext(
         operation({
           summary: "List API keys",
-          role: "member",
+          permission: Policy.anyMember,
           errors: [],
           access: "Admins and above see organization keys and every personal key; others their own personal keys."
         })
@@ -141,7 +142,7 @@ export class IdentityApi extends HttpApiGroup.make("identity")
       .annotateContext(
         operation({
           summary: "Create an API key",
-          role: "member",
+          permission: Policy.anyMember,
           errors: ["bad_request", "forbidden", "unknown_agent", "not_found"],
           access:
             "Organization keys, and personal keys for other members, need Admin or above; a key's role is never above the caller's."
@@ -156,7 +157,7 @@ export class IdentityApi extends HttpApiGroup.make("identity")
       .annotateContext(
         operation({
           summary: "Revoke an API key",
-          role: "member",
+          permission: Policy.anyMember,
           errors: [],
           access: "Admins and above revoke any key; others their own personal keys (another's key is a 404)."
         })

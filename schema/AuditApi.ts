@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { AUDIT_CSV_COLUMNS, AuditEvent, AuditExportParams, AuditListParams, AuditPage } from "./Audit.js"
 import { BadRequestWire, ForbiddenWire } from "./Errors.js"
 import { operation } from "./OperationDoc.js"
+import { Policy } from "./Policy.js"
 import { Authentication } from "./Security.js"
 
 /** The export's three bodies, one per `format`: the generator documents one content type per status. */
@@ -33,14 +34,16 @@ const exportFormats = (operation: Record<string, any>) => {
 export class AuditApi extends HttpApiGroup.make("audit")
   .add(
     HttpApiEndpoint.get("listAuditEvents", "/audit-logs")
-      .annotateContext(operation({ summary: "List audit events", role: "admin", errors: ["invalid_cursor"] }))
+      .annotateContext(
+        operation({ summary: "List audit events", permission: Policy.readAuditLog, errors: ["invalid_cursor"] })
+      )
       .setUrlParams(AuditListParams)
       .addSuccess(AuditPage)
       .annotate(OpenApi.Description, "The organization's audit log, newest first.")
   )
   .add(
     HttpApiEndpoint.get("exportAuditEvents", "/audit-logs/export")
-      .annotateContext(operation({ summary: "Export audit events", role: "admin", errors: [] }))
+      .annotateContext(operation({ summary: "Export audit events", permission: Policy.exportAuditLog, errors: [] }))
       .setUrlParams(AuditExportParams)
       .addSuccess(Schema.Array(AuditEvent))
       .annotate(

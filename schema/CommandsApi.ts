@@ -4,6 +4,7 @@ import { CheckCommand, CommandDecision, CommandPolicy, CommandPolicyInput } from
 import { BadRequestWire, ForbiddenWire, NotFoundWire } from "./Errors.js"
 import { AgentId } from "./Ids.js"
 import { operation } from "./OperationDoc.js"
+import { Policy } from "./Policy.js"
 import { Authentication } from "./Security.js"
 
 const AgentPath = Schema.Struct({ agent_id: AgentId })
@@ -14,7 +15,7 @@ export class CommandsApi extends HttpApiGroup.make("commands")
     HttpApiEndpoint.get("getCommandPolicy", "/agents/:agent_id/command-policy")
       .annotateContext(operation({
         summary: "Get an agent's command policy",
-        role: "member",
+        permission: Policy.anyMember,
         errors: [],
         access: "For an agent the key may use."
       }))
@@ -30,7 +31,7 @@ export class CommandsApi extends HttpApiGroup.make("commands")
     HttpApiEndpoint.put("putCommandPolicy", "/agents/:agent_id/command-policy")
       .annotateContext(operation({
         summary: "Set an agent's command policy",
-        role: "builder",
+        permission: Policy.changeCommandPolicies,
         errors: [],
         access: "For an agent the key may use."
       }))
@@ -47,7 +48,7 @@ export class CommandsApi extends HttpApiGroup.make("commands")
     HttpApiEndpoint.post("checkCommand", "/agents/:agent_id/commands/check")
       .annotateContext(operation({
         summary: "Check a shell command",
-        role: "member",
+        permission: Policy.anyMember,
         errors: [],
         access: "For an agent the key may use."
       }))

@@ -24,6 +24,7 @@ import {
 } from "./Errors.js"
 import { ConnectionId, ConnectorId } from "./Ids.js"
 import { operation } from "./OperationDoc.js"
+import { Policy } from "./Policy.js"
 import { IntegerParam } from "./QueryParams.js"
 import { Authentication } from "./Security.js"
 
@@ -41,7 +42,11 @@ export class ToolsApi extends HttpApiGroup.make("tools")
   .add(
     HttpApiEndpoint.get("listTools", "/tools")
       .annotateContext(
-        operation({ summary: "Search the tool catalog", role: "member", errors: ["type_required", "invalid_cursor"] })
+        operation({
+          summary: "Search the tool catalog",
+          permission: Policy.anyMember,
+          errors: ["type_required", "invalid_cursor"]
+        })
       )
       .setUrlParams(Schema.Struct({
         type: Schema.optional(Schema.String).annotations({ description: "`connector` selects connectors (required)." }),
@@ -56,14 +61,16 @@ export class ToolsApi extends HttpApiGroup.make("tools")
   )
   .add(
     HttpApiEndpoint.post("createConnector", "/tools/connectors")
-      .annotateContext(operation({ summary: "Register a connector", role: "builder", errors: ["invalid_openapi"] }))
+      .annotateContext(
+        operation({ summary: "Register a connector", permission: Policy.addConnectors, errors: ["invalid_openapi"] })
+      )
       .setPayload(CreateConnector)
       .addSuccess(ConnectorImported, { status: 201 })
       .annotate(OpenApi.Description, "Register a connector from an OpenAPI 3.0/3.1 or Swagger 2.0 document.")
   )
   .add(
     HttpApiEndpoint.get("getConnector", "/tools/connectors/:connector_id")
-      .annotateContext(operation({ summary: "Get a connector", role: "member", errors: [] }))
+      .annotateContext(operation({ summary: "Get a connector", permission: Policy.anyMember, errors: [] }))
       .setPath(ConnectorPath)
       .addSuccess(Connector)
   )
@@ -72,7 +79,7 @@ export class ToolsApi extends HttpApiGroup.make("tools")
       .annotateContext(
         operation({
           summary: "Replace a connector's document",
-          role: "builder",
+          permission: Policy.changeConnectors,
           errors: ["invalid_openapi", "built_in_connector"]
         })
       )
@@ -83,7 +90,13 @@ export class ToolsApi extends HttpApiGroup.make("tools")
   )
   .add(
     HttpApiEndpoint.del("archiveConnector", "/tools/connectors/:connector_id")
-      .annotateContext(operation({ summary: "Archive a connector", role: "builder", errors: ["built_in_connector"] }))
+      .annotateContext(
+        operation({
+          summary: "Archive a connector",
+          permission: Policy.removeConnectors,
+          errors: ["built_in_connector"]
+        })
+      )
       .setPath(ConnectorPath)
       .addSuccess(Connector)
       .annotate(
@@ -93,7 +106,9 @@ export class ToolsApi extends HttpApiGroup.make("tools")
   )
   .add(
     HttpApiEndpoint.get("listOperations", "/tools/connectors/:connector_id/operations")
-      .annotateContext(operation({ summary: "List a connector's operations", role: "member", errors: [] }))
+      .annotateContext(
+        operation({ summary: "List a connector's operations", permission: Policy.anyMember, errors: [] })
+      )
       .setPath(ConnectorPath)
       .setUrlParams(Schema.Struct({
         connection_id: Schema.optional(ConnectionId),
@@ -107,7 +122,7 @@ export class ToolsApi extends HttpApiGroup.make("tools")
       .annotateContext(
         operation({
           summary: "Connect a connector",
-          role: "member",
+          permission: Policy.anyMember,
           errors: ["bad_request", "credentials_not_accepted", "forbidden"],
           access: "Organizational connections need Builder or above; a personal connection needs a personal key."
         })
@@ -125,7 +140,7 @@ export class ToolsApi extends HttpApiGroup.make("tools")
       .annotateContext(
         operation({
           summary: "List a connector's connections",
-          role: "member",
+          permission: Policy.anyMember,
           errors: [],
           access: "Organizational connections and the caller's own personal ones."
         })
@@ -138,7 +153,7 @@ export class ToolsApi extends HttpApiGroup.make("tools")
       .annotateContext(
         operation({
           summary: "Get a connection",
-          role: "member",
+          permission: Policy.anyMember,
           errors: [],
           access: "Organizational connections and the caller's own personal ones."
         })
@@ -151,7 +166,7 @@ export class ToolsApi extends HttpApiGroup.make("tools")
       .annotateContext(
         operation({
           summary: "Change a connection",
-          role: "member",
+          permission: Policy.anyMember,
           errors: ["credentials_not_accepted", "forbidden"],
           access: "Organizational connections need Builder or above; a personal connection only its owner."
         })
@@ -166,7 +181,7 @@ export class ToolsApi extends HttpApiGroup.make("tools")
       .annotateContext(
         operation({
           summary: "Delete a connection",
-          role: "member",
+          permission: Policy.anyMember,
           errors: ["forbidden"],
           access: "Organizational connections need Builder or above; a personal connection only its owner."
         })
@@ -180,7 +195,7 @@ export class ToolsApi extends HttpApiGroup.make("tools")
       .annotateContext(
         operation({
           summary: "Authorize a connection again",
-          role: "member",
+          permission: Policy.anyMember,
           errors: ["not_oauth", "forbidden"],
           access: "Organizational connections need Builder or above; a personal connection only its owner."
         })
@@ -194,7 +209,9 @@ export class ToolsApi extends HttpApiGroup.make("tools")
       "operationSchema",
       "/tools/connectors/:connector_id/connections/:connection_id/:operation_id/schema"
     )
-      .annotateContext(operation({ summary: "Get an operation's input schema", role: "member", errors: [] }))
+      .annotateContext(
+        operation({ summary: "Get an operation's input schema", permission: Policy.anyMember, errors: [] })
+      )
       .setPath(OperationPath)
       .addSuccess(OperationSchema)
       .annotate(OpenApi.Description, "The operation's input schema (spec 4.4).")
@@ -203,7 +220,7 @@ export class ToolsApi extends HttpApiGroup.make("tools")
     HttpApiEndpoint.post("invokeOperation", "/tools/connectors/:connector_id/connections/:connection_id/:operation_id")
       .annotateContext(operation({
         summary: "Invoke a connector operation",
-        role: "member",
+        permission: Policy.anyMember,
         errors: [
           "header_not_allowed",
           "parameter_not_allowed",

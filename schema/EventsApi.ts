@@ -4,6 +4,7 @@ import { BadRequestWire, ForbiddenWire, GoneWire, NotFoundWire } from "./Errors.
 import { Event, eventTypes } from "./Events.js"
 import { AgentId, TaskId } from "./Ids.js"
 import { operation } from "./OperationDoc.js"
+import { Policy } from "./Policy.js"
 import { Authentication } from "./Security.js"
 
 /** An event stream's body; each event's `data:` is an `Event` (see `documentEvents`). */
@@ -51,7 +52,7 @@ export class EventsApi extends HttpApiGroup.make("events")
       .annotateContext(
         operation({
           summary: "Stream the organization's events",
-          role: "member",
+          permission: Policy.anyMember,
           errors: ["invalid_last_event_id", "events_expired", "not_found"],
           access: "Events are filtered by what the key may see: audit events for Admins and above."
         })
@@ -73,7 +74,7 @@ export class EventsApi extends HttpApiGroup.make("events")
       .annotateContext(
         operation({
           summary: "Stream a task's events",
-          role: "member",
+          permission: Policy.anyMember,
           errors: ["invalid_last_event_id", "events_expired"]
         })
       )

@@ -10,6 +10,7 @@ import {
 } from "./Errors.js"
 import { FileId, FileListParams, FilePage, UploadParams, WorkspaceFile } from "./Files.js"
 import { operation } from "./OperationDoc.js"
+import { Policy } from "./Policy.js"
 import { Authentication } from "./Security.js"
 
 const FilePath = Schema.Struct({ file_id: FileId })
@@ -45,7 +46,7 @@ export class FilesApi extends HttpApiGroup.make("files")
       .annotateContext(
         operation({
           summary: "Upload a workspace file",
-          role: "builder",
+          permission: Policy.uploadFiles,
           errors: ["bad_request", "invalid_multipart", "file_exists", "file_too_large", "unknown_agent", "forbidden"],
           access: "A key limited to agents writes only in those agents' workspaces (give `agent_id`)."
         })
@@ -63,14 +64,16 @@ export class FilesApi extends HttpApiGroup.make("files")
   )
   .add(
     HttpApiEndpoint.get("listFiles", "/files")
-      .annotateContext(operation({ summary: "List workspace files", role: "member", errors: ["invalid_cursor"] }))
+      .annotateContext(
+        operation({ summary: "List workspace files", permission: Policy.anyMember, errors: ["invalid_cursor"] })
+      )
       .setUrlParams(FileListParams)
       .addSuccess(FilePage)
       .annotate(OpenApi.Description, "Workspace files the caller may see, in name order (byte-wise).")
   )
   .add(
     HttpApiEndpoint.get("getFile", "/files/:file_id")
-      .annotateContext(operation({ summary: "Get a workspace file", role: "member", errors: [] }))
+      .annotateContext(operation({ summary: "Get a workspace file", permission: Policy.anyMember, errors: [] }))
       .setPath(FilePath)
       .addSuccess(WorkspaceFile)
   )
@@ -79,7 +82,7 @@ export class FilesApi extends HttpApiGroup.make("files")
       .annotateContext(
         operation({
           summary: "Delete a workspace file",
-          role: "builder",
+          permission: Policy.deleteFiles,
           errors: ["forbidden"],
           access: "A key limited to agents deletes only in those agents' workspaces."
         })
@@ -93,7 +96,7 @@ export class FilesApi extends HttpApiGroup.make("files")
       .annotateContext(
         operation({
           summary: "Download a workspace file",
-          role: "member",
+          permission: Policy.anyMember,
           errors: ["invalid_range", "range_not_satisfiable"]
         })
       )

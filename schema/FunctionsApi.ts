@@ -23,6 +23,7 @@ import {
 } from "./Functions.js"
 import { AgentId } from "./Ids.js"
 import { operation } from "./OperationDoc.js"
+import { Policy } from "./Policy.js"
 import { IntegerParam } from "./QueryParams.js"
 import { Authentication } from "./Security.js"
 
@@ -37,7 +38,7 @@ const VersionParam = Schema.Struct({
 export class FunctionsApi extends HttpApiGroup.make("functions")
   .add(
     HttpApiEndpoint.get("listFunctions", "/functions")
-      .annotateContext(operation({ summary: "List custom functions", role: "member", errors: [] }))
+      .annotateContext(operation({ summary: "List custom functions", permission: Policy.anyMember, errors: [] }))
       .addSuccess(FunctionPage)
       .annotate(OpenApi.Description, "The organization's custom functions, current versions.")
   )
@@ -46,7 +47,7 @@ export class FunctionsApi extends HttpApiGroup.make("functions")
       .annotateContext(
         operation({
           summary: "Create a custom function",
-          role: "builder",
+          permission: Policy.createFunctions,
           errors: ["invalid_input_schema", "invalid_code", "function_name_taken", "functions_busy"]
         })
       )
@@ -63,7 +64,7 @@ export class FunctionsApi extends HttpApiGroup.make("functions")
   )
   .add(
     HttpApiEndpoint.get("getFunction", "/functions/:function_id")
-      .annotateContext(operation({ summary: "Get a custom function", role: "member", errors: [] }))
+      .annotateContext(operation({ summary: "Get a custom function", permission: Policy.anyMember, errors: [] }))
       .setPath(FunctionPath)
       .setUrlParams(VersionParam)
       .addSuccess(CustomFunction)
@@ -71,7 +72,7 @@ export class FunctionsApi extends HttpApiGroup.make("functions")
   )
   .add(
     HttpApiEndpoint.get("listFunctionVersions", "/functions/:function_id/versions")
-      .annotateContext(operation({ summary: "List a function's versions", role: "member", errors: [] }))
+      .annotateContext(operation({ summary: "List a function's versions", permission: Policy.anyMember, errors: [] }))
       .setPath(FunctionPath)
       .addSuccess(FunctionVersionPage)
       .annotate(OpenApi.Description, "Every version of a function, newest first.")
@@ -81,7 +82,7 @@ export class FunctionsApi extends HttpApiGroup.make("functions")
       .annotateContext(
         operation({
           summary: "Change a custom function",
-          role: "builder",
+          permission: Policy.changeFunctions,
           errors: ["invalid_input_schema", "invalid_code", "function_name_taken", "functions_busy"]
         })
       )
@@ -97,7 +98,9 @@ export class FunctionsApi extends HttpApiGroup.make("functions")
   )
   .add(
     HttpApiEndpoint.del("deleteFunction", "/functions/:function_id")
-      .annotateContext(operation({ summary: "Delete a custom function", role: "builder", errors: [] }))
+      .annotateContext(
+        operation({ summary: "Delete a custom function", permission: Policy.deleteFunctions, errors: [] })
+      )
       .setPath(FunctionPath)
       .addSuccess(HttpApiSchema.NoContent)
       .annotate(OpenApi.Description, "Delete a function and its versions; agents lose its tool.")
@@ -107,7 +110,7 @@ export class FunctionsApi extends HttpApiGroup.make("functions")
       .annotateContext(
         operation({
           summary: "Invoke a custom function",
-          role: "member",
+          permission: Policy.anyMember,
           errors: [
             "function_error",
             "function_memory",
@@ -135,14 +138,16 @@ export class FunctionsApi extends HttpApiGroup.make("functions")
   )
   .add(
     HttpApiEndpoint.get("listAgentFunctions", "/agents/:agent_id/functions")
-      .annotateContext(operation({ summary: "List an agent's functions", role: "member", errors: [] }))
+      .annotateContext(operation({ summary: "List an agent's functions", permission: Policy.anyMember, errors: [] }))
       .setPath(Schema.Struct({ agent_id: AgentId }))
       .addSuccess(AgentFunctionPage)
       .annotate(OpenApi.Description, "The functions attached to an agent: each is a tool of its runs.")
   )
   .add(
     HttpApiEndpoint.put("attachFunction", "/agents/:agent_id/functions/:function_id")
-      .annotateContext(operation({ summary: "Attach a function to an agent", role: "builder", errors: [] }))
+      .annotateContext(
+        operation({ summary: "Attach a function to an agent", permission: Policy.attachFunctions, errors: [] })
+      )
       .setPath(AttachPath)
       .addSuccess(AgentFunction)
       .annotate(
@@ -153,7 +158,9 @@ export class FunctionsApi extends HttpApiGroup.make("functions")
   )
   .add(
     HttpApiEndpoint.del("detachFunction", "/agents/:agent_id/functions/:function_id")
-      .annotateContext(operation({ summary: "Detach a function from an agent", role: "builder", errors: [] }))
+      .annotateContext(
+        operation({ summary: "Detach a function from an agent", permission: Policy.detachFunctions, errors: [] })
+      )
       .setPath(AttachPath)
       .addSuccess(HttpApiSchema.NoContent)
       .annotate(OpenApi.Description, "Detach a function from an agent.")

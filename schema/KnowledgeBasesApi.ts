@@ -22,6 +22,7 @@ import {
   UpdateKnowledgeBase
 } from "./KnowledgeBases.js"
 import { operation } from "./OperationDoc.js"
+import { Policy } from "./Policy.js"
 import { Authentication } from "./Security.js"
 
 // ids as plain strings in paths: a malformed one is a 404 like an unknown one, and never leaks which exist
@@ -35,7 +36,9 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
       .setUrlParams(PageParams)
       .addSuccess(KnowledgeBasePage)
       .annotate(OpenApi.Description, "The organization's knowledge bases, oldest first (every member reads them).")
-      .annotateContext(operation({ summary: "List knowledge bases", role: "member", errors: ["invalid_cursor"] }))
+      .annotateContext(
+        operation({ summary: "List knowledge bases", permission: Policy.anyMember, errors: ["invalid_cursor"] })
+      )
   )
   .add(
     HttpApiEndpoint.post("createKnowledgeBase", "/knowledge-bases")
@@ -49,7 +52,7 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
       .annotateContext(
         operation({
           summary: "Create a knowledge base",
-          role: "builder",
+          permission: Policy.createKnowledgeBases,
           access: "A key limited to agents may not: a base is the organization's.",
           errors: ["invalid_language", "knowledge_base_name_taken"]
         })
@@ -59,7 +62,7 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
     HttpApiEndpoint.get("getKnowledgeBase", "/knowledge-bases/:knowledge_base_id").setPath(BasePath).addSuccess(
       KnowledgeBase
     )
-      .annotateContext(operation({ summary: "Get a knowledge base", role: "member", errors: [] }))
+      .annotateContext(operation({ summary: "Get a knowledge base", permission: Policy.anyMember, errors: [] }))
   )
   .add(
     HttpApiEndpoint.patch("updateKnowledgeBase", "/knowledge-bases/:knowledge_base_id")
@@ -70,7 +73,7 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
       .annotateContext(
         operation({
           summary: "Change a knowledge base",
-          role: "builder",
+          permission: Policy.changeKnowledgeBases,
           access: "A key limited to agents may not: a base is the organization's.",
           errors: ["invalid_language", "knowledge_base_name_taken"]
         })
@@ -87,7 +90,7 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
       .annotateContext(
         operation({
           summary: "Delete a knowledge base",
-          role: "builder",
+          permission: Policy.deleteKnowledgeBases,
           errors: [],
           access: "A key limited to agents may not: a base is the organization's."
         })
@@ -110,7 +113,7 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
       )
       .annotateContext(operation({
         summary: "Add a document to a knowledge base",
-        role: "builder",
+        permission: Policy.addDocuments,
         access: "A key limited to agents may not: a base is the organization's.",
         errors: [
           "unknown_file",
@@ -128,7 +131,11 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
       .addSuccess(DocumentPage)
       .annotate(OpenApi.Description, "The base's documents in the order they were added, with their status.")
       .annotateContext(
-        operation({ summary: "List a knowledge base's documents", role: "member", errors: ["invalid_cursor"] })
+        operation({
+          summary: "List a knowledge base's documents",
+          permission: Policy.anyMember,
+          errors: ["invalid_cursor"]
+        })
       )
   )
   .add(
@@ -136,7 +143,7 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
       .setPath(DocumentPath)
       .addSuccess(KnowledgeDocument)
       .annotate(OpenApi.Description, "A document: `status` (processing, ready, error with `error`) and `progress`.")
-      .annotateContext(operation({ summary: "Get a knowledge document", role: "member", errors: [] }))
+      .annotateContext(operation({ summary: "Get a knowledge document", permission: Policy.anyMember, errors: [] }))
   )
   .add(
     HttpApiEndpoint.del("deleteKnowledgeDocument", "/knowledge-bases/:knowledge_base_id/documents/:document_id")
@@ -149,7 +156,7 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
       .annotateContext(
         operation({
           summary: "Delete a knowledge document",
-          role: "builder",
+          permission: Policy.deleteDocuments,
           errors: [],
           access: "A key limited to agents may not: a base is the organization's."
         })
@@ -165,7 +172,7 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
         "Full-text search of the base's ready documents (web-search syntax, in the base's language): the best " +
           "chunks with their document, score and a snippet."
       )
-      .annotateContext(operation({ summary: "Search a knowledge base", role: "member", errors: [] }))
+      .annotateContext(operation({ summary: "Search a knowledge base", permission: Policy.anyMember, errors: [] }))
   )
   .add(
     HttpApiEndpoint.get("listAgentKnowledgeBases", "/agents/:agent_id/knowledge-bases")
@@ -177,7 +184,7 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
       .annotateContext(
         operation({
           summary: "List an agent's knowledge bases",
-          role: "member",
+          permission: Policy.anyMember,
           errors: [],
           access: "Only for an agent the caller may use."
         })
@@ -195,7 +202,7 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
       .annotateContext(
         operation({
           summary: "Attach a knowledge base to an agent",
-          role: "builder",
+          permission: Policy.attachKnowledgeBases,
           errors: [],
           access: "Only to an agent the caller may use."
         })
@@ -209,7 +216,7 @@ export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
       .annotateContext(
         operation({
           summary: "Detach a knowledge base from an agent",
-          role: "builder",
+          permission: Policy.detachKnowledgeBases,
           errors: [],
           access: "Only from an agent the caller may use."
         })

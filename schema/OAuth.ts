@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { BadRequestWire, ForbiddenWire, NotFoundWire } from "./Errors.js"
 import { ListOf } from "./Identity.js"
 import { operation } from "./OperationDoc.js"
+import { Policy } from "./Policy.js"
 import { Authentication } from "./Security.js"
 import { Timestamp } from "./Timestamp.js"
 
@@ -50,7 +51,7 @@ export class OAuthApi extends HttpApiGroup.make("oauth")
       .annotateContext(
         operation({
           summary: "List your MCP authorizations",
-          role: "member",
+          permission: Policy.anyMember,
           errors: ["personal_key_required"],
           access: "Personal API keys only: authorizations belong to a person."
         })
@@ -66,7 +67,7 @@ export class OAuthApi extends HttpApiGroup.make("oauth")
       .annotateContext(
         operation({
           summary: "Revoke an MCP authorization",
-          role: "member",
+          permission: Policy.anyMember,
           errors: ["personal_key_required"],
           access: "Personal API keys only: authorizations belong to a person."
         })

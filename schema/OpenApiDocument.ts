@@ -5,7 +5,7 @@ import { ErrorDetails } from "./ErrorDetails.js"
 import { type ErrorCodeEntry, ErrorCodes } from "./Errors.js"
 import { documentEvents } from "./EventsApi.js"
 import type { Role } from "./Identity.js"
-import { type OperationDoc, OperationDocs, whoMay } from "./OperationDoc.js"
+import { type OperationDoc, OperationDocs, roleOf, whoMay } from "./OperationDoc.js"
 import { operationExamples } from "./OperationExamples.js"
 import { ThreadEventDoc } from "./ThreadEvents.js"
 import { documentWebhooks } from "./WebhooksApi.js"
@@ -38,9 +38,10 @@ export const documentApi = (api: HttpApi.HttpApi.Any) => (spec: Record<string, a
       op.summary ??= doc?.summary ?? words(operationId)
       if (doc !== undefined) {
         op.description = [op.description, roleNote(doc)].filter((s) => s !== undefined).join("\n\n")
-        op["x-switchyard-role"] = doc.role ?? "none"
+        op["x-switchyard-role"] = roleOf(doc) ?? "none"
       }
       optionalBody(op)
+      nameBodies(op, operationId, schemas)
       documentErrors(op, operationId, doc, schemas)
       const example = operationExamples[operationId]
       if (example?.request !== undefined) op.requestBody.content["application/json"].example = example.request
@@ -112,14 +113,31 @@ const words = (operationId: string) => {
   return text.charAt(0).toUpperCase() + text.slice(1)
 }
 
+/**
+ * A request body given inline (the upload's multipart form, written by hand) becomes a component named after
+ * its operation (`UploadFileForm`), as every schema HttpApi derives is: generators name types after
+ * components, and Python's refuses some unnamed ones.
+ */
+const nameBodies = (op: Record<string, any>, operationId: string, schemas: Record<string, any>) => {
+  for (const [mediaType, content] of Object.entries<Record<string, any>>(op.requestBody?.content ?? {})) {
+    if (content.schema?.type !== "object") continue
+    const name = `${operationId.charAt(0).toUpperCase()}${operationId.slice(1)}${
+      mediaType === "multipart/form-data" ? "Form" : "Body"
+    }`
+    schemas[name] = content.schema
+    content.schema = { $ref: `#/components/schemas/${name}` }
+  }
+}
+
 const ROLE_ORDER: ReadonlyArray<Role> = ["member", "builder", "admin", "super_admin"]
 
 const roleNote = (doc: OperationDoc) => {
-  const who = doc.role === null
+  const role = roleOf(doc)
+  const who = role === null
     ? "none: no API key needed."
-    : doc.role === "member"
+    : role === "member"
     ? "any member's key (Member and above)."
-    : `${whoMay(doc.role)} (${ROLE_ORDER.slice(ROLE_ORDER.indexOf(doc.role)).map((r) => `\`${r}\``).join(", ")}).`
+    : `${whoMay(role)} (${ROLE_ORDER.slice(ROLE_ORDER.indexOf(role)).map((r) => `\`${r}\``).join(", ")}).`
   return `**Role:** ${who}${doc.access === undefined ? "" : ` ${doc.access}`}`
 }
 
@@ -152,7 +170,8 @@ export const commonCodes = (op: Record<string, any>, doc: OperationDoc | undefin
       "database_unavailable"
     )
   }
-  if (doc?.role !== undefined && doc.role !== null && doc.role !== "member") codes.push("forbidden")
+  const role = doc === undefined ? null : roleOf(doc)
+  if (role !== null && role !== "member") codes.push("forbidden")
   return codes
 }
 

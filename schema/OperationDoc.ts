@@ -1,6 +1,7 @@
 import { type HttpApi, OpenApi } from "@effect/platform"
 import { Context, Option } from "effect"
 import { type Role, roleDisplayName } from "./Identity.js"
+import type { Permission } from "./Policy.js"
 
 /**
  * What the OpenAPI document says of one endpoint beyond its schemas: a summary, who may call it and the
@@ -11,10 +12,10 @@ export interface OperationDoc {
   /** A few words, imperative, no final period: "Create an agent". */
   readonly summary: string
   /**
-   * The weakest role that may call it, as the server checks it (`requireRole`; test/openapi/Roles.test.ts
-   * holds them to it). `null`: no API key (the probes).
+   * What calling it takes: an entry of the policy table (schema/Policy.ts) the server enforces
+   * (`requirePermission`), whose role the document shows. `null`: no API key (the probes).
    */
-  readonly role: Role | null
+  readonly permission: Permission | null
   /** The rest of the rule when the role is not all of it: owners, personal keys, keys limited to agents. */
   readonly access?: string
   /**
@@ -28,9 +29,12 @@ export interface OperationDoc {
 
 export class OperationDocs extends Context.Tag("switchyard/OpenApi/OperationDoc")<OperationDocs, OperationDoc>() {}
 
-/** `.annotateContext(operation({...}))` on an endpoint: its summary, role and error codes. */
+/** `.annotateContext(operation({...}))` on an endpoint: its summary, permission and error codes. */
 export const operation = (doc: OperationDoc) =>
   Context.make(OperationDocs, doc).pipe(Context.add(OpenApi.Summary, doc.summary))
+
+/** The weakest role that may call an operation with this doc; `null` when it takes no API key. */
+export const roleOf = (doc: OperationDoc): Role | null => doc.permission?.role ?? null
 
 /** Who may call an operation of this `role`, in words: "Builder and above", "any member", "no API key". */
 export const whoMay = (role: Role | null) =>

@@ -4,6 +4,7 @@ import { Task } from "./Agents.js"
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire, PaymentRequiredWire } from "./Errors.js"
 import { AgentId, ScheduleId } from "./Ids.js"
 import { operation } from "./OperationDoc.js"
+import { Policy } from "./Policy.js"
 import { CreateSchedule, Schedule, SchedulePage, UpdateSchedule } from "./Schedules.js"
 import { Authentication } from "./Security.js"
 
@@ -15,7 +16,7 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
       .annotateContext(
         operation({
           summary: "List schedules",
-          role: "member",
+          permission: Policy.anyMember,
           errors: ["not_found"],
           access: "The schedules of the agents the key may use."
         })
@@ -29,7 +30,7 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
       .annotateContext(
         operation({
           summary: "Create a schedule",
-          role: "builder",
+          permission: Policy.createSchedules,
           errors: ["invalid_cron", "invalid_timezone", "invalid_duration", "not_found"]
         })
       )
@@ -44,7 +45,7 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
   )
   .add(
     HttpApiEndpoint.get("getSchedule", "/schedules/:schedule_id")
-      .annotateContext(operation({ summary: "Get a schedule", role: "member", errors: [] }))
+      .annotateContext(operation({ summary: "Get a schedule", permission: Policy.anyMember, errors: [] }))
       .setPath(SchedulePath)
       .addSuccess(Schedule)
       .annotate(OpenApi.Description, "A schedule with its next 5 runs (`next_runs`) and its last run.")
@@ -54,7 +55,7 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
       .annotateContext(
         operation({
           summary: "Change a schedule",
-          role: "builder",
+          permission: Policy.changeSchedules,
           errors: ["invalid_cron", "invalid_timezone", "invalid_duration", "not_found", "schedule_agent_deleted"]
         })
       )
@@ -65,7 +66,7 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
   )
   .add(
     HttpApiEndpoint.del("deleteSchedule", "/schedules/:schedule_id")
-      .annotateContext(operation({ summary: "Delete a schedule", role: "builder", errors: [] }))
+      .annotateContext(operation({ summary: "Delete a schedule", permission: Policy.deleteSchedules, errors: [] }))
       .setPath(SchedulePath)
       .addSuccess(HttpApiSchema.NoContent)
       .annotate(OpenApi.Description, "Delete a schedule. Its past runs stay as tasks.")
@@ -73,7 +74,11 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
   .add(
     HttpApiEndpoint.post("pauseSchedule", "/schedules/:schedule_id/pause")
       .annotateContext(
-        operation({ summary: "Pause a schedule", role: "builder", errors: ["invalid_cron", "invalid_timezone"] })
+        operation({
+          summary: "Pause a schedule",
+          permission: Policy.pauseSchedules,
+          errors: ["invalid_cron", "invalid_timezone"]
+        })
       )
       .setPath(SchedulePath)
       .addSuccess(Schedule)
@@ -84,7 +89,7 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
       .annotateContext(
         operation({
           summary: "Resume a schedule",
-          role: "builder",
+          permission: Policy.resumeSchedules,
           errors: ["invalid_cron", "invalid_timezone", "schedule_agent_deleted"]
         })
       )
@@ -97,7 +102,7 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
       .annotateContext(
         operation({
           summary: "Run a schedule now",
-          role: "builder",
+          permission: Policy.triggerSchedules,
           errors: ["budget_exhausted", "conflict", "schedule_agent_deleted"]
         })
       )

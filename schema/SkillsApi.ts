@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire } from "./Errors.js"
 import { AgentId, TaskId } from "./Ids.js"
 import { operation } from "./OperationDoc.js"
+import { Policy } from "./Policy.js"
 import { IntegerParam } from "./QueryParams.js"
 import { Authentication } from "./Security.js"
 import {
@@ -39,7 +40,7 @@ export class SkillsApi extends HttpApiGroup.make("skills")
       .annotateContext(
         operation({
           summary: "List skills",
-          role: "member",
+          permission: Policy.anyMember,
           errors: ["invalid_cursor"],
           access:
             "Admins see every skill; others the published catalog, their own, and skills scoped to agents they created."
@@ -58,7 +59,7 @@ export class SkillsApi extends HttpApiGroup.make("skills")
       .annotateContext(
         operation({
           summary: "Create a skill",
-          role: "builder",
+          permission: Policy.createSkills,
           errors: ["invalid_skill", "unknown_agent", "skill_name_taken"]
         })
       )
@@ -71,7 +72,7 @@ export class SkillsApi extends HttpApiGroup.make("skills")
       .annotateContext(
         operation({
           summary: "Publish skills from a manifest",
-          role: "builder",
+          permission: Policy.publishManifests,
           errors: ["invalid_manifest", "invalid_skill", "skill_name_taken", "forbidden"]
         })
       )
@@ -87,7 +88,11 @@ export class SkillsApi extends HttpApiGroup.make("skills")
   .add(
     HttpApiEndpoint.get("listSkillViolations", "/skills/violations")
       .annotateContext(
-        operation({ summary: "List skill visibility violations", role: "admin", errors: ["invalid_cursor"] })
+        operation({
+          summary: "List skill visibility violations",
+          permission: Policy.readSkillViolations,
+          errors: ["invalid_cursor"]
+        })
       )
       .setUrlParams(
         Schema.Struct({ skill_id: Schema.optional(SkillId), agent_id: Schema.optional(AgentId), ...page })
@@ -105,7 +110,7 @@ export class SkillsApi extends HttpApiGroup.make("skills")
   )
   .add(
     HttpApiEndpoint.get("getSkill", "/skills/:skill_id")
-      .annotateContext(operation({ summary: "Get a skill", role: "member", errors: [] }))
+      .annotateContext(operation({ summary: "Get a skill", permission: Policy.anyMember, errors: [] }))
       .setPath(SkillPath)
       .addSuccess(Skill)
   )
@@ -114,7 +119,7 @@ export class SkillsApi extends HttpApiGroup.make("skills")
       .annotateContext(
         operation({
           summary: "Change a skill",
-          role: "member",
+          permission: Policy.anyMember,
           errors: ["forbidden", "skill_archived", "invalid_skill", "skill_name_taken"],
           access: "The skill's owner, or Admin and above."
         })
@@ -129,7 +134,7 @@ export class SkillsApi extends HttpApiGroup.make("skills")
       .annotateContext(
         operation({
           summary: "Set a skill's visibility and allowlist",
-          role: "member",
+          permission: Policy.anyMember,
           errors: ["forbidden", "unknown_agent", "skill_archived"],
           access: "The skill's owner, or Admin and above."
         })
@@ -141,7 +146,9 @@ export class SkillsApi extends HttpApiGroup.make("skills")
   )
   .add(
     HttpApiEndpoint.post("publishSkill", "/skills/:skill_id/publish")
-      .annotateContext(operation({ summary: "Publish a skill", role: "admin", errors: ["skill_archived"] }))
+      .annotateContext(
+        operation({ summary: "Publish a skill", permission: Policy.publishSkills, errors: ["skill_archived"] })
+      )
       .setPath(SkillPath)
       .addSuccess(Skill)
       .annotate(OpenApi.Description, "Approve a skill for the organization. Audited.")
@@ -151,7 +158,7 @@ export class SkillsApi extends HttpApiGroup.make("skills")
       .annotateContext(
         operation({
           summary: "Archive a skill",
-          role: "member",
+          permission: Policy.anyMember,
           errors: ["forbidden", "skill_archived"],
           access: "The skill's owner, or Admin and above."
         })
@@ -162,7 +169,7 @@ export class SkillsApi extends HttpApiGroup.make("skills")
   )
   .add(
     HttpApiEndpoint.get("listAgentSkills", "/agents/:agent_id/skills")
-      .annotateContext(operation({ summary: "List an agent's skills", role: "member", errors: [] }))
+      .annotateContext(operation({ summary: "List an agent's skills", permission: Policy.anyMember, errors: [] }))
       .setPath(Schema.Struct({ agent_id: AgentId }))
       .addSuccess(Schema.Array(AttachedSkill))
       .annotate(OpenApi.Description, "The skills added to an agent, and whether their visibility admits it.")
@@ -172,7 +179,7 @@ export class SkillsApi extends HttpApiGroup.make("skills")
       .annotateContext(
         operation({
           summary: "Add a skill to an agent",
-          role: "builder",
+          permission: Policy.addSkillsToAgents,
           errors: ["skill_not_published", "skill_not_allowed", "skill_archived", "forbidden"],
           access: "And the agent's creator, or Admin and above."
         })
@@ -191,7 +198,7 @@ export class SkillsApi extends HttpApiGroup.make("skills")
       .annotateContext(
         operation({
           summary: "Remove a skill from an agent",
-          role: "member",
+          permission: Policy.anyMember,
           errors: ["forbidden"],
           access: "The agent's creator, or Admin and above."
         })
@@ -215,7 +222,9 @@ export class SkillsApi extends HttpApiGroup.make("skills")
 export class ApprovalsApi extends HttpApiGroup.make("approvals")
   .add(
     HttpApiEndpoint.get("listApprovals", "/approvals")
-      .annotateContext(operation({ summary: "List approval requests", role: "admin", errors: ["invalid_cursor"] }))
+      .annotateContext(
+        operation({ summary: "List approval requests", permission: Policy.listApprovals, errors: ["invalid_cursor"] })
+      )
       .setUrlParams(
         Schema.Struct({ status: Schema.optional(ApprovalStatus), task_id: Schema.optional(TaskId), ...page })
       )
@@ -227,7 +236,7 @@ export class ApprovalsApi extends HttpApiGroup.make("approvals")
       .annotateContext(
         operation({
           summary: "Get an approval request",
-          role: "member",
+          permission: Policy.anyMember,
           errors: [],
           access: "Admins and above, or the creator of the asking task's agent."
         })
@@ -243,7 +252,9 @@ export class ApprovalsApi extends HttpApiGroup.make("approvals")
   )
   .add(
     HttpApiEndpoint.post("approve", "/approvals/:approval_id/approve")
-      .annotateContext(operation({ summary: "Approve a tool call", role: "admin", errors: ["approval_decided"] }))
+      .annotateContext(
+        operation({ summary: "Approve a tool call", permission: Policy.approveToolCalls, errors: ["approval_decided"] })
+      )
       .annotate(OpenApi.Identifier, "approveApproval")
       .setPath(ApprovalPath)
       .setPayload(Schema.NullOr(Decision))
@@ -252,7 +263,9 @@ export class ApprovalsApi extends HttpApiGroup.make("approvals")
   )
   .add(
     HttpApiEndpoint.post("reject", "/approvals/:approval_id/reject")
-      .annotateContext(operation({ summary: "Reject a tool call", role: "admin", errors: ["approval_decided"] }))
+      .annotateContext(
+        operation({ summary: "Reject a tool call", permission: Policy.rejectToolCalls, errors: ["approval_decided"] })
+      )
       .annotate(OpenApi.Identifier, "rejectApproval")
       .setPath(ApprovalPath)
       .setPayload(Schema.NullOr(Decision))

@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { BadRequestWire, ForbiddenWire, NotFoundWire, UnprocessableWire } from "./Errors.js"
 import { operation } from "./OperationDoc.js"
+import { Policy } from "./Policy.js"
 import { Authentication } from "./Security.js"
 import { PutSsoSettings, SsoSettings } from "./Sso.js"
 
@@ -8,7 +9,13 @@ import { PutSsoSettings, SsoSettings } from "./Sso.js"
 export class SsoApi extends HttpApiGroup.make("sso")
   .add(
     HttpApiEndpoint.get("getSso", "/sso")
-      .annotateContext(operation({ summary: "Get single sign-on settings", role: "admin", errors: ["not_found"] }))
+      .annotateContext(
+        operation({
+          summary: "Get single sign-on settings",
+          permission: Policy.manageSingleSignOn,
+          errors: ["not_found"]
+        })
+      )
       .addSuccess(SsoSettings)
       .annotate(OpenApi.Description, "The organization's single sign-on settings; 404 when none are set.")
   )
@@ -17,7 +24,7 @@ export class SsoApi extends HttpApiGroup.make("sso")
       .annotateContext(
         operation({
           summary: "Set single sign-on",
-          role: "admin",
+          permission: Policy.manageSingleSignOn,
           errors: ["unknown_group", "sso_issuer_unreachable", "sso_issuer_not_oidc"]
         })
       )
@@ -32,7 +39,9 @@ export class SsoApi extends HttpApiGroup.make("sso")
   )
   .add(
     HttpApiEndpoint.del("deleteSso", "/sso")
-      .annotateContext(operation({ summary: "Remove single sign-on", role: "admin", errors: ["not_found"] }))
+      .annotateContext(
+        operation({ summary: "Remove single sign-on", permission: Policy.manageSingleSignOn, errors: ["not_found"] })
+      )
       .addSuccess(HttpApiSchema.NoContent)
       .annotate(OpenApi.Description, "Remove single sign-on. People keep their memberships and groups.")
   )

@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { BadRequestWire, ForbiddenWire, NotFoundWire } from "./Errors.js"
 import { operation } from "./OperationDoc.js"
+import { Policy } from "./Policy.js"
 import { Authentication } from "./Security.js"
 import { USAGE_CSV_COLUMNS, UsageParams, UsageReport } from "./Usage.js"
 
@@ -28,7 +29,7 @@ export class UsageApi extends HttpApiGroup.make("usage")
       .annotateContext(
         operation({
           summary: "Report usage and cost",
-          role: "member",
+          permission: Policy.anyMember,
           errors: ["invalid_time_range", "invalid_group_by", "forbidden", "not_found"],
           access: "Below Admin, only the caller's own usage (`user_id` their own or left out)."
         })

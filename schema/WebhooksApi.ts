@@ -3,6 +3,7 @@ import { JSONSchema, Schema } from "effect"
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire, UnprocessableWire } from "./Errors.js"
 import { eventTypes } from "./Events.js"
 import { operation } from "./OperationDoc.js"
+import { Policy } from "./Policy.js"
 import { Authentication } from "./Security.js"
 import {
   CreatedWebhook,
@@ -24,14 +25,18 @@ const WebhookPath = Schema.Struct({ webhook_id: WebhookId })
 export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .add(
     HttpApiEndpoint.get("listWebhooks", "/webhooks")
-      .annotateContext(operation({ summary: "List webhook endpoints", role: "admin", errors: [] }))
+      .annotateContext(operation({ summary: "List webhook endpoints", permission: Policy.readWebhooks, errors: [] }))
       .addSuccess(WebhookList)
       .annotate(OpenApi.Description, "The organization's webhook endpoints.")
   )
   .add(
     HttpApiEndpoint.post("createWebhook", "/webhooks")
       .annotateContext(
-        operation({ summary: "Create a webhook endpoint", role: "admin", errors: ["webhook_url_not_allowed"] })
+        operation({
+          summary: "Create a webhook endpoint",
+          permission: Policy.createWebhooks,
+          errors: ["webhook_url_not_allowed"]
+        })
       )
       .setPayload(CreateWebhook)
       .addSuccess(CreatedWebhook, { status: 201 })
@@ -44,7 +49,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   )
   .add(
     HttpApiEndpoint.get("getWebhook", "/webhooks/:webhook_id")
-      .annotateContext(operation({ summary: "Get a webhook endpoint", role: "admin", errors: [] }))
+      .annotateContext(operation({ summary: "Get a webhook endpoint", permission: Policy.readWebhooks, errors: [] }))
       .setPath(WebhookPath)
       .addSuccess(Webhook)
       .annotate(OpenApi.Description, "A webhook endpoint; its secret is never shown again.")
@@ -52,7 +57,11 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .add(
     HttpApiEndpoint.patch("updateWebhook", "/webhooks/:webhook_id")
       .annotateContext(
-        operation({ summary: "Change a webhook endpoint", role: "admin", errors: ["webhook_url_not_allowed"] })
+        operation({
+          summary: "Change a webhook endpoint",
+          permission: Policy.changeWebhooks,
+          errors: ["webhook_url_not_allowed"]
+        })
       )
       .setPath(WebhookPath)
       .setPayload(UpdateWebhook)
@@ -65,14 +74,18 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   )
   .add(
     HttpApiEndpoint.del("deleteWebhook", "/webhooks/:webhook_id")
-      .annotateContext(operation({ summary: "Delete a webhook endpoint", role: "admin", errors: [] }))
+      .annotateContext(
+        operation({ summary: "Delete a webhook endpoint", permission: Policy.deleteWebhooks, errors: [] })
+      )
       .setPath(WebhookPath)
       .addSuccess(HttpApiSchema.NoContent)
       .annotate(OpenApi.Description, "Delete a webhook endpoint and its deliveries.")
   )
   .add(
     HttpApiEndpoint.post("rotateWebhookSecret", "/webhooks/:webhook_id/rotate-secret")
-      .annotateContext(operation({ summary: "Rotate a webhook's signing secret", role: "admin", errors: [] }))
+      .annotateContext(
+        operation({ summary: "Rotate a webhook's signing secret", permission: Policy.rotateWebhookSecrets, errors: [] })
+      )
       .setPath(WebhookPath)
       .addSuccess(CreatedWebhook)
       .annotate(
@@ -83,7 +96,13 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   )
   .add(
     HttpApiEndpoint.get("listWebhookDeliveries", "/webhooks/:webhook_id/deliveries")
-      .annotateContext(operation({ summary: "List a webhook's deliveries", role: "admin", errors: ["invalid_cursor"] }))
+      .annotateContext(
+        operation({
+          summary: "List a webhook's deliveries",
+          permission: Policy.readWebhookDeliveries,
+          errors: ["invalid_cursor"]
+        })
+      )
       .setPath(WebhookPath)
       .setUrlParams(DeliveriesParams)
       .addSuccess(DeliveryPage)
@@ -95,7 +114,13 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   )
   .add(
     HttpApiEndpoint.post("retryWebhookDelivery", "/webhooks/:webhook_id/deliveries/:delivery_id/retry")
-      .annotateContext(operation({ summary: "Send a delivery again", role: "admin", errors: ["webhook_disabled"] }))
+      .annotateContext(
+        operation({
+          summary: "Send a delivery again",
+          permission: Policy.retryWebhookDeliveries,
+          errors: ["webhook_disabled"]
+        })
+      )
       .setPath(Schema.Struct({ webhook_id: WebhookId, delivery_id: DeliveryId }))
       .addSuccess(WebhookDelivery)
       .annotate(
@@ -106,7 +131,9 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   )
   .add(
     HttpApiEndpoint.post("pingWebhook", "/webhooks/:webhook_id/ping")
-      .annotateContext(operation({ summary: "Send a test event", role: "admin", errors: ["webhook_disabled"] }))
+      .annotateContext(
+        operation({ summary: "Send a test event", permission: Policy.pingWebhooks, errors: ["webhook_disabled"] })
+      )
       .setPath(WebhookPath)
       .addSuccess(WebhookDelivery)
       .annotate(

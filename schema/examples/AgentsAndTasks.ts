@@ -52,6 +52,19 @@ const digestTask = {
   schedule_id: scheduleId,
   created_at: at(15, "07:00:00")
 }
+/**
+ * One model call of a run, priced as gpt-4.1-mini is (USD per million tokens: 0.40 input, 0.10 cached input, 1.60
+ * output), to the 8 decimals the usage is stored with.
+ */
+const modelCall = (seq: number, time: string, tokens: Record<string, number>, cost_usd: number) => ({
+  seq,
+  at: at(15, time),
+  provider: model.provider,
+  model: model.name,
+  ...tokens,
+  cost_usd
+})
+
 const refundTask = task("waiting_approval", null, null, refundTaskId, at(15, "09:12:00"))
 
 export const agentAndTaskExamples: Record<string, OperationExample> = {
@@ -75,6 +88,17 @@ export const agentAndTaskExamples: Record<string, OperationExample> = {
   listTasks: { response: ok(page(task("completed", orderAnswer, at(15, "09:30:04")), refundTask, digestTask)) },
   getTask: { response: ok(task("executing", null, null)) },
   cancelTask: { response: ok({ ...refundTask, status: "cancelled", finished_at: at(15, "09:31:00") }) },
+  getLlmUsage: {
+    response: ok({
+      task_id: taskId,
+      // the call that asked for getOrder, then the one that answered
+      calls: [
+        modelCall(1, "09:30:02", { input_tokens: 1850, output_tokens: 40, cached_tokens: 0 }, 0.000804),
+        modelCall(2, "09:30:04", { input_tokens: 1990, output_tokens: 24, cached_tokens: 1536 }, 0.0003736)
+      ],
+      totals: { calls: 2, input_tokens: 3840, output_tokens: 64, cached_tokens: 1536, cost_usd: 0.0011776 }
+    })
+  },
   getThread: {
     response: ok({
       task_id: taskId,

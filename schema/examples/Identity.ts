@@ -3,15 +3,17 @@ import { adaId, at, created, list, now, ok, type OperationExample, organizationI
 const graceId = "c32d9726-1652-42a7-8fca-6552cd9b212c"
 const ciKeyId = "k3x9m2p7q4wz"
 
-const ada = { id: adaId, email: "ada@example.com", name: "Ada Lovelace" }
-const grace = { id: graceId, email: "grace@example.com", name: "Grace Hopper" }
+export const ada = { id: adaId, email: "ada@example.com", name: "Ada Lovelace" }
+export const grace = { id: graceId, email: "grace@example.com", name: "Grace Hopper" }
 
-const member = (who: typeof ada, role: "admin" | "builder", role_display: string, day: number) => ({
-  user: who,
-  role,
-  role_display,
-  created_at: at(day, "08:00:00")
-})
+/** A membership: `created_at` is when the person joined the organization, whatever their role since. */
+export const member = (
+  who: typeof ada,
+  role: "admin" | "builder" | "member",
+  role_display: string,
+  day: number,
+  time = "08:00:00"
+) => ({ user: who, role, role_display, created_at: at(day, time) })
 
 interface KeyFields {
   readonly kind: string
@@ -66,5 +68,7 @@ export const identityExamples: Record<string, OperationExample> = {
       api_key: "sy_k3x9m2p7q4wz_bA-cNtTtSBlgj2Hn_TCJoiqj4QJ1EON8cL9WqS2TqLc"
     })
   },
-  listApiKeys: { response: ok(list(personalKey, ciKey)) }
+  listApiKeys: { response: ok(list(personalKey, ciKey)) },
+  updateMember: { request: { role: "admin" }, response: ok(member(grace, "admin", "Admin", 13)) },
+  revokeApiKey: { response: ok({ ...ciKey, revoked_at: at(15, "10:10:00") }) }
 }

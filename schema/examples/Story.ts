@@ -20,6 +20,9 @@ export const list = (...items: ReadonlyArray<unknown>) => ({ items, total: items
 export const at = (day: number, time: string) => `2026-01-${String(day).padStart(2, "0")}T${time}.000000Z`
 export const now = at(15, "09:30:00")
 
+/** Where Acme Retail's node answers (its SWITCHYARD_PUBLIC_URL). */
+export const baseUrl = "https://switchyard.example.com"
+
 export const organizationId = "212e83ba-dff7-453b-9d1b-98e88eb9a6d3"
 export const adaId = "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0"
 export const personalKeyId = "p8d2r5t1v6xa"

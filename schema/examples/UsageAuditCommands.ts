@@ -63,6 +63,23 @@ const auditEvent = (link: 1 | 2, record: AuditRecord) => ({
   hash: hashes[link]
 })
 
+const agentUpdated = auditEvent(2, {
+  id: "cdaca101-23ff-45ec-9501-09d14fcd4465",
+  time: updatedAgent.updated_at,
+  action: "UPDATE_AGENT",
+  targets: [{ type: "agent", id: agentId, name: agent.name }],
+  details: { changed: ["max_steps"] },
+  request_id: "1a9e4c7b-2d5f-4e8a-b3c6-9f0d2e7a5b41"
+})
+const refundApproved = auditEvent(1, {
+  id: "c615aaaf-d78b-4c5f-80d0-300244eab44f",
+  time: approvedAt,
+  action: "APPROVE_TOOL_CALL",
+  targets: [{ type: "approval", id: approvalId, name: "createRefund" }, { type: "task", id: refundTaskId }],
+  details: { reason: approvalReason },
+  request_id: "7d3f0c2a-5b1e-4f8d-9a6c-2e4b8d1f0a3c"
+})
+
 const judged = (words: ReadonlyArray<string>, decision: string, rule: string) => ({ words, decision, rule })
 const commandPolicy = {
   default_action: "deny",
@@ -72,6 +89,13 @@ const commandPolicy = {
     { pattern: "rm *", action: "deny" }
   ]
 }
+
+const checkedCommand = { command: "npm run build && git push origin main", cwd: "/workspace/shop" }
+const checkedWords = [
+  judged(["npm", "run", "build"], "allow", "npm run *"),
+  judged(["git", "push", "origin", "main"], "require_approval", "git push *")
+]
+const storedPolicy = { agent_id: agentId, ...commandPolicy, is_default: false, updated_at: at(14, "15:00:00") }
 
 export const usageAuditAndCommandExamples: Record<string, OperationExample> = {
   getUsage: {
@@ -92,40 +116,32 @@ export const usageAuditAndCommandExamples: Record<string, OperationExample> = {
       }]
     })
   },
-  listAuditEvents: {
-    response: ok(page(
-      auditEvent(2, {
-        id: "cdaca101-23ff-45ec-9501-09d14fcd4465",
-        time: updatedAgent.updated_at,
-        action: "UPDATE_AGENT",
-        targets: [{ type: "agent", id: agentId, name: agent.name }],
-        details: { changed: ["max_steps"] },
-        request_id: "1a9e4c7b-2d5f-4e8a-b3c6-9f0d2e7a5b41"
-      }),
-      auditEvent(1, {
-        id: "c615aaaf-d78b-4c5f-80d0-300244eab44f",
-        time: approvedAt,
-        action: "APPROVE_TOOL_CALL",
-        targets: [{ type: "approval", id: approvalId, name: "createRefund" }, { type: "task", id: refundTaskId }],
-        details: { reason: approvalReason },
-        request_id: "7d3f0c2a-5b1e-4f8d-9a6c-2e4b8d1f0a3c"
-      })
-    ))
-  },
-  putCommandPolicy: {
-    request: commandPolicy,
-    response: ok({ agent_id: agentId, ...commandPolicy, is_default: false, updated_at: at(14, "15:00:00") })
-  },
+  listAuditEvents: { response: ok(page(agentUpdated, refundApproved)) },
+  // oldest first, as the export writes them
+  exportAuditEvents: { response: ok([refundApproved, agentUpdated]) },
+  putCommandPolicy: { request: commandPolicy, response: ok(storedPolicy) },
+  getCommandPolicy: { response: ok(storedPolicy) },
   checkCommand: {
-    request: { command: "npm run build && git push origin main", cwd: "/workspace/shop" },
+    request: checkedCommand,
+    response: ok({ decision: "pending", rule: "git push *", approval_id: commandApprovalId, commands: checkedWords })
+  },
+  // the push the check above asked about, checked outside a task: no task, no skill
+  rejectApproval: {
+    request: { reason: "Pushes to main go through a pull request." },
     response: ok({
-      decision: "pending",
-      rule: "git push *",
-      approval_id: commandApprovalId,
-      commands: [
-        judged(["npm", "run", "build"], "allow", "npm run *"),
-        judged(["git", "push", "origin", "main"], "require_approval", "git push *")
-      ]
+      id: commandApprovalId,
+      task_id: null,
+      agent_id: agentId,
+      skill_id: null,
+      tool: "shell",
+      arguments: { ...checkedCommand, commands: checkedWords },
+      status: "rejected",
+      kind: "command",
+      requested_at: at(15, "11:50:00"),
+      expires_at: at(16, "11:50:00"),
+      decided_at: at(15, "11:52:00"),
+      decided_by: byAda,
+      reason: "Pushes to main go through a pull request."
     })
   }
 }

@@ -1,9 +1,7 @@
-import { accepted, adaId, agentId, at, connectionId, created, ok, type OperationExample, page } from "./Story.js"
+import { adaId, agentId, at, connectionId, created, list, ok, type OperationExample, page } from "./Story.js"
 
-const fileId = "bbddcef2-3bd8-456b-84e0-207b9da07c5f"
+export const fileId = "bbddcef2-3bd8-456b-84e0-207b9da07c5f"
 const reportFileId = "02a92f30-a311-4882-a3de-ac7dc5fbd914"
-const knowledgeBaseId = "e4eaf6cd-f19d-4d1f-bf75-279737340c25"
-const documentId = "602079f7-82ab-41f1-8618-bf350a873e8e"
 const functionId = "90bffc4e-1fcb-4e47-9e86-28d257ee4fa0"
 
 const file = (id: string, name: string, size: number, sha256: string, scope: "organization" | "agent") => ({
@@ -17,23 +15,13 @@ const file = (id: string, name: string, size: number, sha256: string, scope: "or
   owner: scope === "agent" ? { type: "agent", id: agentId } : { type: "user", id: adaId },
   created_at: scope === "agent" ? at(15, "07:00:08") : at(13, "14:00:00")
 })
-const returnsPolicy = file(
+export const returnsPolicy = file(
   fileId,
   "policies/returns.md",
   3412,
   "68e5bd0935fb8c44744beb25635a0bea68e4e9906f5bbd604a0b4467861bd748",
   "organization"
 )
-
-const knowledgeBase = {
-  id: knowledgeBaseId,
-  name: "Customer policies",
-  description: "Returns, refunds and shipping policies of the shop.",
-  language: "english",
-  document_count: 0,
-  created_at: at(13, "14:10:00"),
-  updated_at: at(13, "14:10:00")
-}
 
 const orderStatusCode = `export default async (input, ctx) => {
   ctx.log("looking up order " + input.order_id)
@@ -53,9 +41,42 @@ const orderStatusFunction = {
   memory_mb: 32
 }
 
-/** Files, knowledge bases and functions. */
+const orderStatus = {
+  id: functionId,
+  ...orderStatusFunction,
+  version: 1,
+  current_version: 1,
+  created_at: at(14, "12:00:00"),
+  updated_at: at(14, "12:00:00")
+}
+/** Version 2 waits longer for a slow order system; version 1 stays readable (`?version=1`). */
+const orderStatusV2 = {
+  ...orderStatus,
+  timeout_ms: 8000,
+  version: 2,
+  current_version: 2,
+  updated_at: at(15, "11:20:00")
+}
+const functionVersion = (fn: typeof orderStatus, created_at: string) => ({
+  version: fn.version,
+  name: fn.name,
+  description: fn.description,
+  timeout_ms: fn.timeout_ms,
+  memory_mb: fn.memory_mb,
+  created_by: adaId,
+  created_at
+})
+const attachedFunction = {
+  agent_id: agentId,
+  function_id: functionId,
+  name: "order_status",
+  attached_at: at(14, "12:05:00")
+}
+
+/** Files and custom functions. */
 export const workspaceExamples: Record<string, OperationExample> = {
   uploadFile: { response: created(returnsPolicy) },
+  getFile: { response: ok(returnsPolicy) },
   listFiles: {
     response: ok(page(
       file(
@@ -68,54 +89,23 @@ export const workspaceExamples: Record<string, OperationExample> = {
       returnsPolicy
     ))
   },
-  createKnowledgeBase: {
-    request: { name: knowledgeBase.name, description: knowledgeBase.description, language: "english" },
-    response: created(knowledgeBase)
-  },
-  addKnowledgeDocument: {
-    request: { name: "policies/returns.md", file_id: fileId },
-    response: accepted({
-      id: documentId,
-      knowledge_base_id: knowledgeBaseId,
-      name: "policies/returns.md",
-      format: "md",
-      size: returnsPolicy.size,
-      source: { type: "file", file_id: fileId, url: null },
-      status: "processing",
-      progress: 0,
-      chunk_count: 0,
-      error: null,
-      created_at: at(13, "14:12:00"),
-      updated_at: at(13, "14:12:00")
-    })
-  },
-  searchKnowledgeBase: {
-    request: { query: "refund damaged parcel", limit: 5 },
-    response: ok({
-      items: [{
-        knowledge_base_id: knowledgeBaseId,
-        document_id: documentId,
-        document_name: "policies/returns.md",
-        chunk_id: "490ba288-9b4a-4361-9b85-16cc325e60b7",
-        chunk_index: 3,
-        heading_path: ["Returns", "Damaged goods"],
-        score: 0.42,
-        snippet: "A **damaged** **parcel** is **refunded** in full, shipping included.",
-        text: "A damaged parcel is refunded in full, shipping included, when the customer reports it within 14 days."
-      }]
-    })
-  },
   createFunction: {
     request: orderStatusFunction,
-    response: created({
-      id: functionId,
-      ...orderStatusFunction,
-      version: 1,
-      current_version: 1,
-      created_at: at(14, "12:00:00"),
-      updated_at: at(14, "12:00:00")
+    response: created(orderStatus)
+  },
+  listFunctions: { response: ok(list(orderStatusV2)) },
+  getFunction: { response: ok(orderStatusV2) },
+  updateFunction: { request: { timeout_ms: 8000 }, response: ok(orderStatusV2) },
+  listFunctionVersions: {
+    response: ok({
+      items: [
+        functionVersion(orderStatusV2, orderStatusV2.updated_at),
+        functionVersion(orderStatus, orderStatus.created_at)
+      ]
     })
   },
+  attachFunction: { response: ok(attachedFunction) },
+  listAgentFunctions: { response: ok({ items: [attachedFunction] }) },
   invokeFunction: {
     request: { input: { order_id: "1234", connection_id: connectionId } },
     response: ok({

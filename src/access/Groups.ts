@@ -5,10 +5,11 @@ import type { AddGroupMember, CreateGroup, GroupId, UpdateGroup } from "../../sc
 import { BadRequest, Conflict, NotFound } from "../../schema/Errors.js"
 import { Member, type Role, roleDisplayName, User } from "../../schema/Identity.js"
 import type { UserId } from "../../schema/Ids.js"
+import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { transactionIn } from "../db/Transaction.js"
-import { requireRole } from "../identity/IdentityPolicy.js"
+import { requirePermission } from "../identity/IdentityPolicy.js"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
 import { type GroupFields, groupNameTaken, GroupRepo, toGroup } from "./GroupRepo.js"
@@ -42,7 +43,7 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
         principal: Principal,
         page: { readonly limit?: number | undefined; readonly cursor?: string | undefined }
       ) {
-        yield* requireRole(principal, "admin", "manage groups")
+        yield* requirePermission(principal, Policy.manageGroups)
         const after = yield* positionOf(page.cursor)
         const limit = page.limit ?? 50
         const rows = yield* repo.list(principal.organizationId, after, limit + 1)
@@ -51,12 +52,12 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
     )
 
     const get = Effect.fn("Groups.get")(function*(principal: Principal, id: GroupId) {
-      yield* requireRole(principal, "admin", "manage groups")
+      yield* requirePermission(principal, Policy.manageGroups)
       return toGroup(yield* find(principal, id))
     })
 
     const create = Effect.fn("Groups.create")(function*(principal: Principal, input: CreateGroup) {
-      yield* requireRole(principal, "admin", "manage groups")
+      yield* requirePermission(principal, Policy.manageGroups)
       const fields = yield* checkFields(principal, {
         name: input.name,
         description: input.description ?? "",
@@ -77,7 +78,7 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
     })
 
     const update = Effect.fn("Groups.update")(function*(principal: Principal, id: GroupId, input: UpdateGroup) {
-      yield* requireRole(principal, "admin", "manage groups")
+      yield* requirePermission(principal, Policy.manageGroups)
       const current = yield* find(principal, id)
       const fields = yield* checkFields(principal, {
         name: input.name ?? current.name,
@@ -100,7 +101,7 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
     })
 
     const remove = Effect.fn("Groups.remove")(function*(principal: Principal, id: GroupId) {
-      yield* requireRole(principal, "admin", "manage groups")
+      yield* requirePermission(principal, Policy.manageGroups)
       const current = yield* find(principal, id)
       const removed = yield* repo.remove(principal.organizationId, id).pipe(
         audit.recorded(principal, (removed) =>
@@ -120,7 +121,7 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
       id: GroupId,
       page: { readonly limit?: number | undefined; readonly cursor?: string | undefined }
     ) {
-      yield* requireRole(principal, "admin", "manage groups")
+      yield* requirePermission(principal, Policy.manageGroups)
       yield* find(principal, id)
       const after = yield* positionOf(page.cursor)
       const limit = page.limit ?? 50
@@ -141,7 +142,7 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
      */
     const addMember = Effect.fn("Groups.addMember")(
       function*(principal: Principal, id: GroupId, input: AddGroupMember) {
-        yield* requireRole(principal, "admin", "manage groups")
+        yield* requirePermission(principal, Policy.manageGroups)
         if ((input.user_id === undefined) === (input.email === undefined)) {
           return yield* BadRequest.of(
             "Give either `user_id` (a member) or `email` (a person).",
@@ -199,7 +200,7 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
     )
 
     const removeMember = Effect.fn("Groups.removeMember")(function*(principal: Principal, id: GroupId, userId: UserId) {
-      yield* requireRole(principal, "admin", "manage groups")
+      yield* requirePermission(principal, Policy.manageGroups)
       const group = yield* find(principal, id)
       const removed = yield* repo.removeMember(principal.organizationId, id, userId).pipe(
         audit.recorded(principal, (removed) =>

@@ -3,10 +3,11 @@ import * as Crypto from "node:crypto"
 import { Agent, type CreateAgent, type ModelConfig, type UpdateAgent } from "../../schema/Agents.js"
 import { BadRequest, NotFound } from "../../schema/Errors.js"
 import type { AgentId } from "../../schema/Ids.js"
+import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { Connections } from "../connectors/Connections.js"
-import { requireRole } from "../identity/IdentityPolicy.js"
+import { requirePermission } from "../identity/IdentityPolicy.js"
 import { AGENT_DELETED, ScheduleRepo } from "../schedules/ScheduleRepo.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
 import { type AgentFields, AgentRepo, type AgentRow } from "./AgentRepo.js"
@@ -118,7 +119,7 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
       )
 
     const create = Effect.fn("Agents.create")(function*(principal: Principal, input: CreateAgent) {
-      yield* requireRole(principal, "builder", "create agents")
+      yield* requirePermission(principal, Policy.createAgents)
       const fields: AgentFields = {
         name: input.name,
         instructions: input.instructions ?? "",
@@ -142,7 +143,7 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
     })
 
     const update = Effect.fn("Agents.update")(function*(principal: Principal, id: AgentId, input: UpdateAgent) {
-      yield* requireRole(principal, "builder", "change agents")
+      yield* requirePermission(principal, Policy.changeAgents)
       const current = yield* get(principal, id)
       const fields: AgentFields = {
         name: input.name ?? current.name,
@@ -177,7 +178,7 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
     const describe = (principal: Principal, id: AgentId) => Effect.flatMap(get(principal, id), present)
 
     const remove = Effect.fn("Agents.remove")(function*(principal: Principal, id: AgentId) {
-      yield* requireRole(principal, "builder", "delete agents")
+      yield* requirePermission(principal, Policy.deleteAgents)
       const current = yield* get(principal, id)
       // its schedules are paused with it, in its transaction: left enabled, each run would fail for good
       const pauseSchedules = Effect.flatMap(

@@ -3,11 +3,12 @@ import { Effect } from "effect"
 import { ModelProviderSettings } from "../../schema/Agents.js"
 import { BadRequest, NotFound } from "../../schema/Errors.js"
 import type { OrganizationId } from "../../schema/Ids.js"
+import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { transactionIn } from "../db/Transaction.js"
-import { requireRole } from "../identity/IdentityPolicy.js"
+import { requirePermission } from "../identity/IdentityPolicy.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
 import { type HttpProvider, ModelProviderRepo, type ModelProviderRow } from "./ModelProviderRepo.js"
 
@@ -34,7 +35,7 @@ export class ModelProviders extends Effect.Service<ModelProviders>()("agents/Mod
       provider: HttpProvider,
       input: { readonly api_key?: string | undefined; readonly base_url?: string | undefined }
     ) {
-      yield* requireRole(principal, "admin", "configure model providers")
+      yield* requirePermission(principal, Policy.configureModelProviders)
       if (
         input.base_url !== undefined &&
         !isHttpUrl(input.base_url)
@@ -69,7 +70,7 @@ export class ModelProviders extends Effect.Service<ModelProviders>()("agents/Mod
     })
 
     const remove = Effect.fn("ModelProviders.remove")(function*(principal: Principal, provider: HttpProvider) {
-      yield* requireRole(principal, "admin", "configure model providers")
+      yield* requirePermission(principal, Policy.configureModelProviders)
       const removed = yield* transaction(Effect.gen(function*() {
         const removed = yield* repo.remove(principal.organizationId, provider)
         if (removed) {

@@ -1,9 +1,10 @@
 import { Effect, Option, Schema, Stream } from "effect"
 import { AUDIT_CSV_COLUMNS, AuditEvent } from "../../schema/Audit.js"
 import { BadRequest } from "../../schema/Errors.js"
+import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { formatTimestamp } from "../../schema/Timestamp.js"
-import { requireRole } from "../identity/IdentityPolicy.js"
+import { requirePermission } from "../identity/IdentityPolicy.js"
 import { type AuditQuery, AuditRepo, type AuditRow, toAuditEvent } from "./AuditRepo.js"
 
 export type ExportFormat = "csv" | "json" | "ndjson"
@@ -52,7 +53,7 @@ export class AuditReader extends Effect.Service<AuditReader>()("audit/AuditReade
 
     const list = Effect.fn("AuditReader.list")(
       function*(principal: Principal, query: AuditQuery & { readonly limit?: number; readonly cursor?: string }) {
-        yield* requireRole(principal, "admin", "read the audit log")
+        yield* requirePermission(principal, Policy.readAuditLog)
         const before = query.cursor === undefined ? undefined : decodeCursor(query.cursor)
         if (query.cursor !== undefined && before === undefined) {
           return yield* BadRequest.of(
@@ -74,7 +75,7 @@ export class AuditReader extends Effect.Service<AuditReader>()("audit/AuditReade
     /** Streams the range a page at a time, so an export of any size holds one page in memory. */
     const exportRange = Effect.fn("AuditReader.exportRange")(
       function*(principal: Principal, query: AuditQuery, format: ExportFormat) {
-        yield* requireRole(principal, "admin", "export the audit log")
+        yield* requirePermission(principal, Policy.exportAuditLog)
         // one page of rows becomes one chunk of text
         const pages = Stream.paginateEffect(
           0,

@@ -1,7 +1,7 @@
 import { Command } from "@effect/cli"
 import { Effect } from "effect"
 import { Api } from "../../schema/Api.js"
-import { operationDocOf, whoMay } from "../../schema/OperationDoc.js"
+import { operationDocOf, roleOf, whoMay } from "../../schema/OperationDoc.js"
 import { ExitCode } from "./CliFailure.js"
 import { bold, errorLine, stripAnsi, Terminal } from "./Terminal.js"
 
@@ -12,7 +12,7 @@ import { bold, errorLine, stripAnsi, Terminal } from "./Terminal.js"
 export const whoMayCall = (operationId: string) => {
   const doc = operationDocOf(Api, operationId)
   if (doc === undefined) throw new Error(`no operation ${operationId} in the API`)
-  return whoMay(doc.role)
+  return whoMay(roleOf(doc))
 }
 
 export type EnvironmentEntry = readonly [name: string, meaning: string]

@@ -5961,6 +5961,21 @@ export interface components {
                 details?: components["schemas"]["ErrorDetails"];
             };
         };
+        /** UploadFileForm */
+        UploadFileForm: {
+            /** @description The file's name, when `?name=` does not give it. */
+            name?: string;
+            /**
+             * Format: uuid
+             * @description Store it in this agent's workspace.
+             */
+            agent_id?: string;
+            /**
+             * Format: binary
+             * @description The file: one part with a filename, last.
+             */
+            file: string;
+        };
         /**
          * UploadFileError
          * @description An error of `uploadFile`: the one error envelope, its `code` one of this operation's (docs/reference/errors.md).
@@ -6759,6 +6774,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Health"];
                 };
             };
@@ -6826,6 +6846,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ready",
+                     *       "node": "10.0.1.12:34431",
+                     *       "shards_owned": 150,
+                     *       "shards_total": 300
+                     *     }
+                     */
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
@@ -7380,6 +7408,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "role": "admin"
+                 *     }
+                 */
                 "application/json": components["schemas"]["UpdateMember"];
             };
         };
@@ -7390,6 +7423,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "user": {
+                     *         "id": "c32d9726-1652-42a7-8fca-6552cd9b212c",
+                     *         "email": "grace@example.com",
+                     *         "name": "Grace Hopper"
+                     *       },
+                     *       "role": "admin",
+                     *       "role_display": "Admin",
+                     *       "created_at": "2026-01-13T08:00:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Member"];
                 };
             };
@@ -7756,6 +7801,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "k3x9m2p7q4wz",
+                     *       "kind": "organization",
+                     *       "name": "CI deploys",
+                     *       "role": "builder",
+                     *       "user_id": null,
+                     *       "created_at": "2026-01-10T08:05:00.000000Z",
+                     *       "prefix": "sy_k3x9m2p7q4wz_",
+                     *       "agent_ids": null,
+                     *       "last_used_at": "2026-01-15T09:30:00.000000Z",
+                     *       "revoked_at": "2026-01-15T10:10:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ApiKey"];
                 };
             };
@@ -8201,6 +8260,38 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "kind": "connector",
+                     *       "id": "f556e7a1-e8b6-40a7-bae1-81230bda760d",
+                     *       "name": "Orders",
+                     *       "description": "Orders, shipments and refunds of the web shop.",
+                     *       "status": "ready",
+                     *       "total_operations": 2,
+                     *       "using_built_in_auth": false,
+                     *       "built_in": false,
+                     *       "auth_types": [
+                     *         "bearer"
+                     *       ],
+                     *       "server_url": "https://orders.example.com/v2",
+                     *       "connections": [
+                     *         {
+                     *           "id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *           "name": "Orders (production)",
+                     *           "access_scope": "organizational",
+                     *           "connector_id": "f556e7a1-e8b6-40a7-bae1-81230bda760d",
+                     *           "auth_type": "bearer",
+                     *           "status": "active",
+                     *           "owner_user_id": null,
+                     *           "server_url": null,
+                     *           "created_at": "2026-01-12T08:45:00.000000Z",
+                     *           "updated_at": "2026-01-12T08:45:00.000000Z"
+                     *         }
+                     *       ],
+                     *       "created_at": "2026-01-12T08:40:00.000000Z",
+                     *       "updated_at": "2026-01-12T08:40:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Connector"];
                 };
             };
@@ -8294,6 +8385,93 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "spec": {
+                 *         "openapi": "3.1.0",
+                 *         "info": {
+                 *           "version": "2.1",
+                 *           "description": "Orders, shipments and refunds of the web shop."
+                 *         },
+                 *         "servers": [
+                 *           {
+                 *             "url": "https://orders.example.com/v2"
+                 *           }
+                 *         ],
+                 *         "components": {
+                 *           "securitySchemes": {
+                 *             "bearer": {
+                 *               "type": "http",
+                 *               "scheme": "bearer"
+                 *             }
+                 *           }
+                 *         },
+                 *         "security": [
+                 *           {
+                 *             "bearer": []
+                 *           }
+                 *         ],
+                 *         "paths": {
+                 *           "/orders/{id}": {
+                 *             "get": {
+                 *               "operationId": "getOrder",
+                 *               "summary": "Get an order",
+                 *               "parameters": [
+                 *                 {
+                 *                   "name": "id",
+                 *                   "in": "path",
+                 *                   "required": true,
+                 *                   "schema": {
+                 *                     "type": "string"
+                 *                   }
+                 *                 }
+                 *               ],
+                 *               "responses": {
+                 *                 "200": {
+                 *                   "description": "The order."
+                 *                 }
+                 *               }
+                 *             }
+                 *           },
+                 *           "/orders/{id}/refunds": {
+                 *             "post": {
+                 *               "operationId": "createRefund",
+                 *               "summary": "Refund an order",
+                 *               "parameters": [
+                 *                 {
+                 *                   "name": "id",
+                 *                   "in": "path",
+                 *                   "required": true,
+                 *                   "schema": {
+                 *                     "type": "string"
+                 *                   }
+                 *                 }
+                 *               ],
+                 *               "requestBody": {
+                 *                 "content": {
+                 *                   "application/json": {
+                 *                     "schema": {
+                 *                       "type": "object",
+                 *                       "properties": {
+                 *                         "amount": {
+                 *                           "type": "number"
+                 *                         }
+                 *                       }
+                 *                     }
+                 *                   }
+                 *                 }
+                 *               },
+                 *               "responses": {
+                 *                 "201": {
+                 *                   "description": "The refund."
+                 *                 }
+                 *               }
+                 *             }
+                 *           }
+                 *         }
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateConnector"];
             };
         };
@@ -8304,6 +8482,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "kind": "connector",
+                     *       "id": "f556e7a1-e8b6-40a7-bae1-81230bda760d",
+                     *       "name": "Orders",
+                     *       "description": "Orders, shipments and refunds of the web shop.",
+                     *       "status": "ready",
+                     *       "total_operations": 2,
+                     *       "using_built_in_auth": false,
+                     *       "built_in": false,
+                     *       "auth_types": [
+                     *         "bearer"
+                     *       ],
+                     *       "server_url": "https://orders.example.com/v2",
+                     *       "connections": [
+                     *         {
+                     *           "id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *           "name": "Orders (production)",
+                     *           "access_scope": "organizational",
+                     *           "connector_id": "f556e7a1-e8b6-40a7-bae1-81230bda760d",
+                     *           "auth_type": "bearer",
+                     *           "status": "active",
+                     *           "owner_user_id": null,
+                     *           "server_url": null,
+                     *           "created_at": "2026-01-12T08:45:00.000000Z",
+                     *           "updated_at": "2026-01-12T08:45:00.000000Z"
+                     *         }
+                     *       ],
+                     *       "created_at": "2026-01-12T08:40:00.000000Z",
+                     *       "updated_at": "2026-01-15T08:00:00.000000Z",
+                     *       "import_report": {
+                     *         "imported": 2,
+                     *         "skipped": [],
+                     *         "warnings": []
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ConnectorImported"];
                 };
             };
@@ -8412,6 +8627,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "kind": "connector",
+                     *       "id": "b7e2c9a4-5d1f-4e3a-9b8c-0d6f2a4e8c1b",
+                     *       "name": "Orders v1",
+                     *       "description": "Orders, shipments and refunds of the web shop.",
+                     *       "status": "ready",
+                     *       "total_operations": 2,
+                     *       "using_built_in_auth": false,
+                     *       "built_in": false,
+                     *       "auth_types": [
+                     *         "bearer"
+                     *       ],
+                     *       "server_url": "https://orders.example.com/v1",
+                     *       "connections": [],
+                     *       "created_at": "2026-01-10T09:00:00.000000Z",
+                     *       "updated_at": "2026-01-15T08:05:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Connector"];
                 };
             };
@@ -8897,6 +9131,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *       "name": "Orders (production)",
+                     *       "access_scope": "organizational",
+                     *       "connector_id": "f556e7a1-e8b6-40a7-bae1-81230bda760d",
+                     *       "auth_type": "bearer",
+                     *       "status": "active",
+                     *       "owner_user_id": null,
+                     *       "server_url": null,
+                     *       "created_at": "2026-01-12T08:45:00.000000Z",
+                     *       "updated_at": "2026-01-12T08:45:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Connection"];
                 };
             };
@@ -9100,6 +9348,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "credentials": {
+                 *         "type": "bearer",
+                 *         "token": "orders-api-token-2026"
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["UpdateConnection"];
             };
         };
@@ -9110,6 +9366,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *       "name": "Orders (production)",
+                     *       "access_scope": "organizational",
+                     *       "connector_id": "f556e7a1-e8b6-40a7-bae1-81230bda760d",
+                     *       "auth_type": "bearer",
+                     *       "status": "active",
+                     *       "owner_user_id": null,
+                     *       "server_url": null,
+                     *       "created_at": "2026-01-12T08:45:00.000000Z",
+                     *       "updated_at": "2026-01-15T08:10:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ConnectionCreated"];
                 };
             };
@@ -9218,6 +9488,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "d6a8c0e2-4f1b-4d3a-9e5c-7b9d1f3a5c8e",
+                     *       "name": "Ada's helpdesk",
+                     *       "access_scope": "personal",
+                     *       "connector_id": "3c9e5a71-2b4d-4f6e-8a0c-1d3e5f7a9b2c",
+                     *       "auth_type": "oauth2",
+                     *       "status": "needs_reauthentication",
+                     *       "owner_user_id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *       "server_url": null,
+                     *       "created_at": "2026-01-13T11:00:00.000000Z",
+                     *       "updated_at": "2026-01-15T06:12:00.000000Z",
+                     *       "connector_page_url": "https://switchyard.example.com/oauth/connections/start?state=Vb3nQ8xK1mZr7TcY5wHf2LpD9sGj4AeU6oNi0RkXq2E"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ConnectionCreated"];
                 };
             };
@@ -9328,6 +9613,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "input": {
+                     *         "type": "object",
+                     *         "properties": {
+                     *           "path_params": {
+                     *             "type": "object",
+                     *             "properties": {
+                     *               "id": {
+                     *                 "type": "string"
+                     *               }
+                     *             },
+                     *             "required": [
+                     *               "id"
+                     *             ],
+                     *             "additionalProperties": false
+                     *           },
+                     *           "query_params": {
+                     *             "type": "object",
+                     *             "properties": {},
+                     *             "additionalProperties": false
+                     *           },
+                     *           "body_params": {
+                     *             "type": "object",
+                     *             "properties": {
+                     *               "amount": {
+                     *                 "type": "number"
+                     *               }
+                     *             }
+                     *           },
+                     *           "headers": {
+                     *             "type": "object",
+                     *             "properties": {},
+                     *             "additionalProperties": {
+                     *               "type": "string"
+                     *             }
+                     *           }
+                     *         },
+                     *         "required": [
+                     *           "path_params"
+                     *         ],
+                     *         "additionalProperties": false
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["OperationSchema"];
                 };
             };
@@ -9427,9 +9757,6 @@ export interface operations {
                  * @example {
                  *       "path_params": {
                  *         "id": "1234"
-                 *       },
-                 *       "query_params": {
-                 *         "expand": "items"
                  *       }
                  *     }
                  */
@@ -10958,6 +11285,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "task_id": "5f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f",
+                     *       "calls": [
+                     *         {
+                     *           "seq": 1,
+                     *           "at": "2026-01-15T09:30:02.000000Z",
+                     *           "provider": "openai",
+                     *           "model": "gpt-4.1-mini",
+                     *           "input_tokens": 1850,
+                     *           "output_tokens": 40,
+                     *           "cached_tokens": 0,
+                     *           "cost_usd": 0.000804
+                     *         },
+                     *         {
+                     *           "seq": 2,
+                     *           "at": "2026-01-15T09:30:04.000000Z",
+                     *           "provider": "openai",
+                     *           "model": "gpt-4.1-mini",
+                     *           "input_tokens": 1990,
+                     *           "output_tokens": 24,
+                     *           "cached_tokens": 1536,
+                     *           "cost_usd": 0.0003736
+                     *         }
+                     *       ],
+                     *       "totals": {
+                     *         "calls": 2,
+                     *         "input_tokens": 3840,
+                     *         "output_tokens": 64,
+                     *         "cached_tokens": 1536,
+                     *         "cost_usd": 0.0011776
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["LlmUsage"];
                 };
             };
@@ -11054,6 +11415,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "provider": "openai",
+                     *         "base_url": null,
+                     *         "has_api_key": true,
+                     *         "updated_at": "2026-01-10T08:20:00.000000Z"
+                     *       }
+                     *     ]
+                     */
                     "application/json": components["schemas"]["ModelProviderSettings"][];
                 };
             };
@@ -11137,6 +11508,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "api_key": "sk-proj-acme-retail-example-key"
+                 *     }
+                 */
                 "application/json": components["schemas"]["SetModelProvider"];
             };
         };
@@ -11147,6 +11523,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "provider": "openai",
+                     *       "base_url": null,
+                     *       "has_api_key": true,
+                     *       "updated_at": "2026-01-10T08:20:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ModelProviderSettings"];
                 };
             };
@@ -11357,6 +11741,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "m4q8s2w6y1b5",
+                     *           "client_id": "sy_client_Xq7Lm2Rb9Tn4Vw6Kc1Hd8Jf3Pz5Gs2",
+                     *           "client_name": "Acme support console",
+                     *           "resource": "https://switchyard.example.com/mcp/",
+                     *           "scopes": [
+                     *             "mcp:read",
+                     *             "mcp:write"
+                     *           ],
+                     *           "created_at": "2026-01-12T10:00:00.000000Z",
+                     *           "last_used_at": "2026-01-15T09:05:00.000000Z",
+                     *           "revoked_at": null
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["OAuthAuthorizationList"];
                 };
             };
@@ -11447,6 +11851,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "m4q8s2w6y1b5",
+                     *       "client_id": "sy_client_Xq7Lm2Rb9Tn4Vw6Kc1Hd8Jf3Pz5Gs2",
+                     *       "client_name": "Acme support console",
+                     *       "resource": "https://switchyard.example.com/mcp/",
+                     *       "scopes": [
+                     *         "mcp:read",
+                     *         "mcp:write"
+                     *       ],
+                     *       "created_at": "2026-01-12T10:00:00.000000Z",
+                     *       "last_used_at": "2026-01-15T09:05:00.000000Z",
+                     *       "revoked_at": "2026-01-15T10:30:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["OAuthAuthorization"];
                 };
             };
@@ -11548,6 +11967,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "7e1d4c2b-9a8f-4b6e-8d3c-5f0a1b2c3d4e",
+                     *           "name": "Support desk",
+                     *           "description": "The support team: the support agent, and Member for people who join through it.",
+                     *           "default_role": "member",
+                     *           "agent_ids": [
+                     *             "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10"
+                     *           ],
+                     *           "member_count": 2,
+                     *           "created_at": "2026-01-14T09:00:00.000000Z",
+                     *           "updated_at": "2026-01-14T09:00:00.000000Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["GroupPage"];
                 };
             };
@@ -11638,6 +12076,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Support desk",
+                 *       "description": "The support team: the support agent, and Member for people who join through it.",
+                 *       "default_role": "member",
+                 *       "agent_ids": [
+                 *         "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateGroup"];
             };
         };
@@ -11648,6 +12096,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "7e1d4c2b-9a8f-4b6e-8d3c-5f0a1b2c3d4e",
+                     *       "name": "Support desk",
+                     *       "description": "The support team: the support agent, and Member for people who join through it.",
+                     *       "default_role": "member",
+                     *       "agent_ids": [
+                     *         "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10"
+                     *       ],
+                     *       "member_count": 0,
+                     *       "created_at": "2026-01-14T09:00:00.000000Z",
+                     *       "updated_at": "2026-01-14T09:00:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Group"];
                 };
             };
@@ -11756,6 +12218,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "7e1d4c2b-9a8f-4b6e-8d3c-5f0a1b2c3d4e",
+                     *       "name": "Support desk",
+                     *       "description": "The support team: the support agent, and Member for people who join through it.",
+                     *       "default_role": "member",
+                     *       "agent_ids": [
+                     *         "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10"
+                     *       ],
+                     *       "member_count": 2,
+                     *       "created_at": "2026-01-14T09:00:00.000000Z",
+                     *       "updated_at": "2026-01-14T09:00:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Group"];
                 };
             };
@@ -11964,6 +12440,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "description": "The support team and the agents it uses."
+                 *     }
+                 */
                 "application/json": components["schemas"]["UpdateGroup"];
             };
         };
@@ -11974,6 +12455,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "7e1d4c2b-9a8f-4b6e-8d3c-5f0a1b2c3d4e",
+                     *       "name": "Support desk",
+                     *       "description": "The support team and the agents it uses.",
+                     *       "default_role": "member",
+                     *       "agent_ids": [
+                     *         "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10"
+                     *       ],
+                     *       "member_count": 2,
+                     *       "created_at": "2026-01-14T09:00:00.000000Z",
+                     *       "updated_at": "2026-01-15T10:20:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Group"];
                 };
             };
@@ -12096,6 +12591,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "user": {
+                     *             "id": "c32d9726-1652-42a7-8fca-6552cd9b212c",
+                     *             "email": "grace@example.com",
+                     *             "name": "Grace Hopper"
+                     *           },
+                     *           "role": "builder",
+                     *           "role_display": "Builder",
+                     *           "created_at": "2026-01-13T08:00:00.000000Z"
+                     *         },
+                     *         {
+                     *           "user": {
+                     *             "id": "4b7c9e2a-1d3f-4a5b-8c6d-7e8f9a0b1c2d",
+                     *             "email": "alan@example.com",
+                     *             "name": "Alan Turing"
+                     *           },
+                     *           "role": "member",
+                     *           "role_display": "Member",
+                     *           "created_at": "2026-01-14T09:10:00.000000Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["GroupMemberPage"];
                 };
             };
@@ -12198,6 +12720,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "alan@example.com",
+                 *       "name": "Alan Turing"
+                 *     }
+                 */
                 "application/json": components["schemas"]["AddGroupMember"];
             };
         };
@@ -12208,6 +12736,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "user": {
+                     *         "id": "4b7c9e2a-1d3f-4a5b-8c6d-7e8f9a0b1c2d",
+                     *         "email": "alan@example.com",
+                     *         "name": "Alan Turing"
+                     *       },
+                     *       "role": "member",
+                     *       "role_display": "Member",
+                     *       "created_at": "2026-01-14T09:10:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Member"];
                 };
             };
@@ -12617,6 +13157,72 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "c615aaaf-d78b-4c5f-80d0-300244eab44f",
+                     *         "time": "2026-01-15T09:14:30.000000Z",
+                     *         "action": "APPROVE_TOOL_CALL",
+                     *         "targets": [
+                     *           {
+                     *             "type": "approval",
+                     *             "id": "902a51bd-a1eb-467b-970b-881ad3c2cc8b",
+                     *             "name": "createRefund"
+                     *           },
+                     *           {
+                     *             "type": "task",
+                     *             "id": "8c4b2a1d-3e5f-4a6b-9c7d-0e1f2a3b4c5d"
+                     *           }
+                     *         ],
+                     *         "details": {
+                     *           "reason": "Parcel arrived damaged; photos in the ticket."
+                     *         },
+                     *         "request_id": "7d3f0c2a-5b1e-4f8d-9a6c-2e4b8d1f0a3c",
+                     *         "seq": 57,
+                     *         "organization_id": "212e83ba-dff7-453b-9d1b-98e88eb9a6d3",
+                     *         "actor": {
+                     *           "type": "user",
+                     *           "id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *           "key_id": "p8d2r5t1v6xa"
+                     *         },
+                     *         "outcome": "success",
+                     *         "ip": "203.0.113.7",
+                     *         "user_agent": "curl/8.5.0",
+                     *         "prev_hash": "098922381e1cad712462d5a5f685036c1b4a97b7b57466bab2a292ad458e2258",
+                     *         "hash": "92bdfe5fab7563508b62fd242e918f1e2e3dd35d355950835024e22eae98cf18"
+                     *       },
+                     *       {
+                     *         "id": "cdaca101-23ff-45ec-9501-09d14fcd4465",
+                     *         "time": "2026-01-15T09:45:00.000000Z",
+                     *         "action": "UPDATE_AGENT",
+                     *         "targets": [
+                     *           {
+                     *             "type": "agent",
+                     *             "id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *             "name": "Support triage"
+                     *           }
+                     *         ],
+                     *         "details": {
+                     *           "changed": [
+                     *             "max_steps"
+                     *           ]
+                     *         },
+                     *         "request_id": "1a9e4c7b-2d5f-4e8a-b3c6-9f0d2e7a5b41",
+                     *         "seq": 58,
+                     *         "organization_id": "212e83ba-dff7-453b-9d1b-98e88eb9a6d3",
+                     *         "actor": {
+                     *           "type": "user",
+                     *           "id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *           "key_id": "p8d2r5t1v6xa"
+                     *         },
+                     *         "outcome": "success",
+                     *         "ip": "203.0.113.7",
+                     *         "user_agent": "curl/8.5.0",
+                     *         "prev_hash": "92bdfe5fab7563508b62fd242e918f1e2e3dd35d355950835024e22eae98cf18",
+                     *         "hash": "08985508a8775c71f7cd3c2758168fdd7a50145bf37b06e3bba79d9a9e7a0234"
+                     *       }
+                     *     ]
+                     */
                     "application/json": components["schemas"]["AuditEvent"][];
                     "application/x-ndjson": string;
                     "text/csv": string;
@@ -12720,6 +13326,61 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "6f4d2b8e-0a1c-4e3f-9d5b-7c8a9e0f1b2d",
+                     *           "name": "Order lookup",
+                     *           "description": "Look up an order's status and shipment.",
+                     *           "actions": [
+                     *             {
+                     *               "connection_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *               "operation_id": "getOrder",
+                     *               "requires_approval": false
+                     *             }
+                     *           ],
+                     *           "visibility": "organization",
+                     *           "allowlist": [],
+                     *           "owner_id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *           "status": "published",
+                     *           "version": 1,
+                     *           "created_at": "2026-01-15T10:50:00.000000Z",
+                     *           "updated_at": "2026-01-15T10:50:00.000000Z",
+                     *           "published_at": "2026-01-15T10:50:00.000000Z"
+                     *         },
+                     *         {
+                     *           "id": "01a616e1-f480-48b5-8caf-962b465052db",
+                     *           "name": "Refunds",
+                     *           "description": "Refund an order; refunds above 100 USD wait for an Admin, who reads the ticket first.",
+                     *           "actions": [
+                     *             {
+                     *               "connection_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *               "operation_id": "createRefund",
+                     *               "requires_approval": true,
+                     *               "approval_condition": {
+                     *                 "argument": "body_params.amount",
+                     *                 "op": "gt",
+                     *                 "value": 100
+                     *               }
+                     *             }
+                     *           ],
+                     *           "visibility": "restricted",
+                     *           "allowlist": [
+                     *             "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *             "a5c7e9f1-3b2d-4c6e-8f0a-9b1d3e5f7a2c"
+                     *           ],
+                     *           "owner_id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *           "status": "published",
+                     *           "version": 2,
+                     *           "created_at": "2026-01-14T10:00:00.000000Z",
+                     *           "updated_at": "2026-01-15T10:40:00.000000Z",
+                     *           "published_at": "2026-01-14T10:05:00.000000Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["SkillPage"];
                 };
             };
@@ -12961,6 +13622,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "manifest": "version: 1\nskills:\n  - name: Order lookup\n    description: Look up an order's status and shipment.\n    visibility: organization\n    actions:\n      - connector: Orders\n        connection: Orders (production)\n        operation: getOrder\n"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ManifestUpload"];
             };
         };
@@ -12971,6 +13637,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "skills": [
+                     *         {
+                     *           "name": "Order lookup",
+                     *           "id": "6f4d2b8e-0a1c-4e3f-9d5b-7c8a9e0f1b2d",
+                     *           "outcome": "created",
+                     *           "status": "published",
+                     *           "version": 1
+                     *         }
+                     *       ],
+                     *       "connectors": []
+                     *     }
+                     */
                     "application/json": components["schemas"]["PublishReport"];
                 };
             };
@@ -13083,6 +13763,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "18",
+                     *           "skill_id": "01a616e1-f480-48b5-8caf-962b465052db",
+                     *           "agent_id": "a5c7e9f1-3b2d-4c6e-8f0a-9b1d3e5f7a2c",
+                     *           "task_id": "c1e3a5f7-9b8d-4f2a-8c6e-0d2f4a6b8c1e",
+                     *           "kind": "use",
+                     *           "tool": "createRefund",
+                     *           "mode": "report",
+                     *           "at": "2026-01-15T08:41:12.000000Z"
+                     *         },
+                     *         {
+                     *           "id": "17",
+                     *           "skill_id": "01a616e1-f480-48b5-8caf-962b465052db",
+                     *           "agent_id": "a5c7e9f1-3b2d-4c6e-8f0a-9b1d3e5f7a2c",
+                     *           "task_id": null,
+                     *           "kind": "attach",
+                     *           "tool": null,
+                     *           "mode": "report",
+                     *           "at": "2026-01-15T08:30:00.000000Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["SkillViolationPage"];
                 };
             };
@@ -13182,6 +13889,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "01a616e1-f480-48b5-8caf-962b465052db",
+                     *       "name": "Refunds",
+                     *       "description": "Refund an order; refunds above 100 USD wait for an Admin, who reads the ticket first.",
+                     *       "actions": [
+                     *         {
+                     *           "connection_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *           "operation_id": "createRefund",
+                     *           "requires_approval": true,
+                     *           "approval_condition": {
+                     *             "argument": "body_params.amount",
+                     *             "op": "gt",
+                     *             "value": 100
+                     *           }
+                     *         }
+                     *       ],
+                     *       "visibility": "restricted",
+                     *       "allowlist": [
+                     *         "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *         "a5c7e9f1-3b2d-4c6e-8f0a-9b1d3e5f7a2c"
+                     *       ],
+                     *       "owner_id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *       "status": "published",
+                     *       "version": 2,
+                     *       "created_at": "2026-01-14T10:00:00.000000Z",
+                     *       "updated_at": "2026-01-15T10:40:00.000000Z",
+                     *       "published_at": "2026-01-14T10:05:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Skill"];
                 };
             };
@@ -13275,6 +14012,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "description": "Refund an order; refunds above 100 USD wait for an Admin, who reads the ticket first."
+                 *     }
+                 */
                 "application/json": components["schemas"]["UpdateSkill"];
             };
         };
@@ -13285,6 +14027,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "01a616e1-f480-48b5-8caf-962b465052db",
+                     *       "name": "Refunds",
+                     *       "description": "Refund an order; refunds above 100 USD wait for an Admin, who reads the ticket first.",
+                     *       "actions": [
+                     *         {
+                     *           "connection_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *           "operation_id": "createRefund",
+                     *           "requires_approval": true,
+                     *           "approval_condition": {
+                     *             "argument": "body_params.amount",
+                     *             "op": "gt",
+                     *             "value": 100
+                     *           }
+                     *         }
+                     *       ],
+                     *       "visibility": "restricted",
+                     *       "allowlist": [
+                     *         "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *         "a5c7e9f1-3b2d-4c6e-8f0a-9b1d3e5f7a2c"
+                     *       ],
+                     *       "owner_id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *       "status": "published",
+                     *       "version": 2,
+                     *       "created_at": "2026-01-14T10:00:00.000000Z",
+                     *       "updated_at": "2026-01-15T10:40:00.000000Z",
+                     *       "published_at": "2026-01-14T10:05:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Skill"];
                 };
             };
@@ -13396,6 +14168,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "visibility": "restricted",
+                 *       "allowlist": [
+                 *         "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                 *         "a5c7e9f1-3b2d-4c6e-8f0a-9b1d3e5f7a2c"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["SkillAccess"];
             };
         };
@@ -13406,6 +14187,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "01a616e1-f480-48b5-8caf-962b465052db",
+                     *       "name": "Refunds",
+                     *       "description": "Refund an order; refunds above 100 USD wait for an Admin.",
+                     *       "actions": [
+                     *         {
+                     *           "connection_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *           "operation_id": "createRefund",
+                     *           "requires_approval": true,
+                     *           "approval_condition": {
+                     *             "argument": "body_params.amount",
+                     *             "op": "gt",
+                     *             "value": 100
+                     *           }
+                     *         }
+                     *       ],
+                     *       "visibility": "restricted",
+                     *       "allowlist": [
+                     *         "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *         "a5c7e9f1-3b2d-4c6e-8f0a-9b1d3e5f7a2c"
+                     *       ],
+                     *       "owner_id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *       "status": "published",
+                     *       "version": 1,
+                     *       "created_at": "2026-01-14T10:00:00.000000Z",
+                     *       "updated_at": "2026-01-15T10:35:00.000000Z",
+                     *       "published_at": "2026-01-14T10:05:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Skill"];
                 };
             };
@@ -13651,6 +14462,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "6f4d2b8e-0a1c-4e3f-9d5b-7c8a9e0f1b2d",
+                     *       "name": "Order lookup",
+                     *       "description": "Look up an order's status and shipment.",
+                     *       "actions": [
+                     *         {
+                     *           "connection_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *           "operation_id": "getOrder",
+                     *           "requires_approval": false
+                     *         }
+                     *       ],
+                     *       "visibility": "organization",
+                     *       "allowlist": [],
+                     *       "owner_id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *       "status": "archived",
+                     *       "version": 1,
+                     *       "created_at": "2026-01-15T10:50:00.000000Z",
+                     *       "updated_at": "2026-01-16T09:00:00.000000Z",
+                     *       "published_at": "2026-01-15T10:50:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Skill"];
                 };
             };
@@ -13759,6 +14592,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "skill": {
+                     *           "id": "01a616e1-f480-48b5-8caf-962b465052db",
+                     *           "name": "Refunds",
+                     *           "description": "Refund an order; refunds above 100 USD wait for an Admin, who reads the ticket first.",
+                     *           "actions": [
+                     *             {
+                     *               "connection_id": "2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d",
+                     *               "operation_id": "createRefund",
+                     *               "requires_approval": true,
+                     *               "approval_condition": {
+                     *                 "argument": "body_params.amount",
+                     *                 "op": "gt",
+                     *                 "value": 100
+                     *               }
+                     *             }
+                     *           ],
+                     *           "visibility": "restricted",
+                     *           "allowlist": [
+                     *             "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *             "a5c7e9f1-3b2d-4c6e-8f0a-9b1d3e5f7a2c"
+                     *           ],
+                     *           "owner_id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *           "status": "published",
+                     *           "version": 2,
+                     *           "created_at": "2026-01-14T10:00:00.000000Z",
+                     *           "updated_at": "2026-01-15T10:40:00.000000Z",
+                     *           "published_at": "2026-01-14T10:05:00.000000Z"
+                     *         },
+                     *         "attached_at": "2026-01-14T10:06:00.000000Z",
+                     *         "allowed": true
+                     *       }
+                     *     ]
+                     */
                     "application/json": components["schemas"]["AttachedSkill"][];
                 };
             };
@@ -14243,6 +15112,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "902a51bd-a1eb-467b-970b-881ad3c2cc8b",
+                     *       "task_id": "8c4b2a1d-3e5f-4a6b-9c7d-0e1f2a3b4c5d",
+                     *       "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *       "skill_id": "01a616e1-f480-48b5-8caf-962b465052db",
+                     *       "tool": "createRefund",
+                     *       "arguments": {
+                     *         "path_params": {
+                     *           "id": "1234"
+                     *         },
+                     *         "body_params": {
+                     *           "amount": 249.9
+                     *         }
+                     *       },
+                     *       "status": "approved",
+                     *       "kind": "tool_call",
+                     *       "requested_at": "2026-01-15T09:12:05.000000Z",
+                     *       "expires_at": "2026-01-16T09:12:05.000000Z",
+                     *       "decided_at": "2026-01-15T09:14:30.000000Z",
+                     *       "decided_by": {
+                     *         "type": "user",
+                     *         "id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *         "key_id": "p8d2r5t1v6xa"
+                     *       },
+                     *       "reason": "Parcel arrived damaged; photos in the ticket."
+                     *     }
+                     */
                     "application/json": components["schemas"]["Approval"];
                 };
             };
@@ -14490,6 +15387,11 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "reason": "Pushes to main go through a pull request."
+                 *     }
+                 */
                 "application/json": components["schemas"]["Decision"];
             };
         };
@@ -14500,6 +15402,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "e6c91327-98a1-479a-9053-4ca3172ec384",
+                     *       "task_id": null,
+                     *       "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *       "skill_id": null,
+                     *       "tool": "shell",
+                     *       "arguments": {
+                     *         "command": "npm run build && git push origin main",
+                     *         "cwd": "/workspace/shop",
+                     *         "commands": [
+                     *           {
+                     *             "words": [
+                     *               "npm",
+                     *               "run",
+                     *               "build"
+                     *             ],
+                     *             "decision": "allow",
+                     *             "rule": "npm run *"
+                     *           },
+                     *           {
+                     *             "words": [
+                     *               "git",
+                     *               "push",
+                     *               "origin",
+                     *               "main"
+                     *             ],
+                     *             "decision": "require_approval",
+                     *             "rule": "git push *"
+                     *           }
+                     *         ]
+                     *       },
+                     *       "status": "rejected",
+                     *       "kind": "command",
+                     *       "requested_at": "2026-01-15T11:50:00.000000Z",
+                     *       "expires_at": "2026-01-16T11:50:00.000000Z",
+                     *       "decided_at": "2026-01-15T11:52:00.000000Z",
+                     *       "decided_by": {
+                     *         "type": "user",
+                     *         "id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *         "key_id": "p8d2r5t1v6xa"
+                     *       },
+                     *       "reason": "Pushes to main go through a pull request."
+                     *     }
+                     */
                     "application/json": components["schemas"]["Approval"];
                 };
             };
@@ -14614,6 +15561,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "issuer": "https://login.example.com/realms/acme",
+                     *       "client_id": "switchyard",
+                     *       "client_secret_set": true,
+                     *       "allowed_email_domains": [
+                     *         "example.com"
+                     *       ],
+                     *       "group_claim": "groups",
+                     *       "group_mapping": [
+                     *         {
+                     *           "idp_group": "support",
+                     *           "group_id": "7e1d4c2b-9a8f-4b6e-8d3c-5f0a1b2c3d4e"
+                     *         }
+                     *       ],
+                     *       "enabled": true,
+                     *       "redirect_uri": "https://switchyard.example.com/oauth_login/sso/callback",
+                     *       "created_at": "2026-01-14T09:30:00.000000Z",
+                     *       "updated_at": "2026-01-14T09:30:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SsoSettings"];
                 };
             };
@@ -14713,6 +15681,22 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "issuer": "https://login.example.com/realms/acme",
+                 *       "client_id": "switchyard",
+                 *       "client_secret": "oidc-client-secret",
+                 *       "allowed_email_domains": [
+                 *         "example.com"
+                 *       ],
+                 *       "group_mapping": [
+                 *         {
+                 *           "idp_group": "support",
+                 *           "group_id": "7e1d4c2b-9a8f-4b6e-8d3c-5f0a1b2c3d4e"
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["PutSsoSettings"];
             };
         };
@@ -14723,6 +15707,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "issuer": "https://login.example.com/realms/acme",
+                     *       "client_id": "switchyard",
+                     *       "client_secret_set": true,
+                     *       "allowed_email_domains": [
+                     *         "example.com"
+                     *       ],
+                     *       "group_claim": "groups",
+                     *       "group_mapping": [
+                     *         {
+                     *           "idp_group": "support",
+                     *           "group_id": "7e1d4c2b-9a8f-4b6e-8d3c-5f0a1b2c3d4e"
+                     *         }
+                     *       ],
+                     *       "enabled": true,
+                     *       "redirect_uri": "https://switchyard.example.com/oauth_login/sso/callback",
+                     *       "created_at": "2026-01-14T09:30:00.000000Z",
+                     *       "updated_at": "2026-01-14T09:30:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SsoSettings"];
                 };
             };
@@ -15264,6 +16269,60 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "42ff1b0a-d0af-4b9a-9da1-fd203c8466ef",
+                     *       "name": "Morning digest",
+                     *       "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *       "cron": "0 8 * * 1-5",
+                     *       "every": null,
+                     *       "timezone": "Europe/Berlin",
+                     *       "input": {
+                     *         "text": "Summarize yesterday's open tickets.",
+                     *         "user": {
+                     *           "id": "customer-42",
+                     *           "email": "ada@example.com"
+                     *         }
+                     *       },
+                     *       "enabled": true,
+                     *       "start_at": null,
+                     *       "end_at": null,
+                     *       "jitter": null,
+                     *       "overlap": "skip",
+                     *       "catchup_window": "1h",
+                     *       "next_runs": [
+                     *         {
+                     *           "utc": "2026-01-16T07:00:00.000Z",
+                     *           "local": "2026-01-16T08:00:00.000+01:00"
+                     *         },
+                     *         {
+                     *           "utc": "2026-01-19T07:00:00.000Z",
+                     *           "local": "2026-01-19T08:00:00.000+01:00"
+                     *         },
+                     *         {
+                     *           "utc": "2026-01-20T07:00:00.000Z",
+                     *           "local": "2026-01-20T08:00:00.000+01:00"
+                     *         },
+                     *         {
+                     *           "utc": "2026-01-21T07:00:00.000Z",
+                     *           "local": "2026-01-21T08:00:00.000+01:00"
+                     *         },
+                     *         {
+                     *           "utc": "2026-01-22T07:00:00.000Z",
+                     *           "local": "2026-01-22T08:00:00.000+01:00"
+                     *         }
+                     *       ],
+                     *       "last_run": {
+                     *         "scheduled_for": "2026-01-15T07:00:00.000000Z",
+                     *         "kind": "scheduled",
+                     *         "status": "fired",
+                     *         "task_id": "e024319f-65ed-4208-97cc-0591596ff159",
+                     *         "reason": null
+                     *       },
+                     *       "created_at": "2026-01-14T16:00:00.000000Z",
+                     *       "updated_at": "2026-01-14T16:00:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
@@ -15463,6 +16522,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "jitter": "5m",
+                 *       "overlap": "buffer_one"
+                 *     }
+                 */
                 "application/json": components["schemas"]["UpdateSchedule"];
             };
         };
@@ -15473,6 +16538,60 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "42ff1b0a-d0af-4b9a-9da1-fd203c8466ef",
+                     *       "name": "Morning digest",
+                     *       "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *       "cron": "0 8 * * 1-5",
+                     *       "every": null,
+                     *       "timezone": "Europe/Berlin",
+                     *       "input": {
+                     *         "text": "Summarize yesterday's open tickets.",
+                     *         "user": {
+                     *           "id": "customer-42",
+                     *           "email": "ada@example.com"
+                     *         }
+                     *       },
+                     *       "enabled": true,
+                     *       "start_at": null,
+                     *       "end_at": null,
+                     *       "jitter": "5m",
+                     *       "overlap": "buffer_one",
+                     *       "catchup_window": "1h",
+                     *       "next_runs": [
+                     *         {
+                     *           "utc": "2026-01-16T07:00:00.000Z",
+                     *           "local": "2026-01-16T08:00:00.000+01:00"
+                     *         },
+                     *         {
+                     *           "utc": "2026-01-19T07:00:00.000Z",
+                     *           "local": "2026-01-19T08:00:00.000+01:00"
+                     *         },
+                     *         {
+                     *           "utc": "2026-01-20T07:00:00.000Z",
+                     *           "local": "2026-01-20T08:00:00.000+01:00"
+                     *         },
+                     *         {
+                     *           "utc": "2026-01-21T07:00:00.000Z",
+                     *           "local": "2026-01-21T08:00:00.000+01:00"
+                     *         },
+                     *         {
+                     *           "utc": "2026-01-22T07:00:00.000Z",
+                     *           "local": "2026-01-22T08:00:00.000+01:00"
+                     *         }
+                     *       ],
+                     *       "last_run": {
+                     *         "scheduled_for": "2026-01-15T07:00:00.000000Z",
+                     *         "kind": "scheduled",
+                     *         "status": "fired",
+                     *         "task_id": "e024319f-65ed-4208-97cc-0591596ff159",
+                     *         "reason": null
+                     *       },
+                     *       "created_at": "2026-01-14T16:00:00.000000Z",
+                     *       "updated_at": "2026-01-15T10:00:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
@@ -15590,6 +16709,39 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "42ff1b0a-d0af-4b9a-9da1-fd203c8466ef",
+                     *       "name": "Morning digest",
+                     *       "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *       "cron": "0 8 * * 1-5",
+                     *       "every": null,
+                     *       "timezone": "Europe/Berlin",
+                     *       "input": {
+                     *         "text": "Summarize yesterday's open tickets.",
+                     *         "user": {
+                     *           "id": "customer-42",
+                     *           "email": "ada@example.com"
+                     *         }
+                     *       },
+                     *       "enabled": false,
+                     *       "start_at": null,
+                     *       "end_at": null,
+                     *       "jitter": "5m",
+                     *       "overlap": "buffer_one",
+                     *       "catchup_window": "1h",
+                     *       "next_runs": [],
+                     *       "last_run": {
+                     *         "scheduled_for": "2026-01-15T11:30:00.000000Z",
+                     *         "kind": "manual",
+                     *         "status": "fired",
+                     *         "task_id": "9d7b5f3a-1c2e-4a8b-b6d4-2f0e8c6a4b19",
+                     *         "reason": null
+                     *       },
+                     *       "created_at": "2026-01-14T16:00:00.000000Z",
+                     *       "updated_at": "2026-01-15T17:00:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
@@ -15698,6 +16850,60 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "42ff1b0a-d0af-4b9a-9da1-fd203c8466ef",
+                     *       "name": "Morning digest",
+                     *       "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *       "cron": "0 8 * * 1-5",
+                     *       "every": null,
+                     *       "timezone": "Europe/Berlin",
+                     *       "input": {
+                     *         "text": "Summarize yesterday's open tickets.",
+                     *         "user": {
+                     *           "id": "customer-42",
+                     *           "email": "ada@example.com"
+                     *         }
+                     *       },
+                     *       "enabled": true,
+                     *       "start_at": null,
+                     *       "end_at": null,
+                     *       "jitter": "5m",
+                     *       "overlap": "buffer_one",
+                     *       "catchup_window": "1h",
+                     *       "next_runs": [
+                     *         {
+                     *           "utc": "2026-01-19T07:00:00.000Z",
+                     *           "local": "2026-01-19T08:00:00.000+01:00"
+                     *         },
+                     *         {
+                     *           "utc": "2026-01-20T07:00:00.000Z",
+                     *           "local": "2026-01-20T08:00:00.000+01:00"
+                     *         },
+                     *         {
+                     *           "utc": "2026-01-21T07:00:00.000Z",
+                     *           "local": "2026-01-21T08:00:00.000+01:00"
+                     *         },
+                     *         {
+                     *           "utc": "2026-01-22T07:00:00.000Z",
+                     *           "local": "2026-01-22T08:00:00.000+01:00"
+                     *         },
+                     *         {
+                     *           "utc": "2026-01-23T07:00:00.000Z",
+                     *           "local": "2026-01-23T08:00:00.000+01:00"
+                     *         }
+                     *       ],
+                     *       "last_run": {
+                     *         "scheduled_for": "2026-01-15T11:30:00.000000Z",
+                     *         "kind": "manual",
+                     *         "status": "fired",
+                     *         "task_id": "9d7b5f3a-1c2e-4a8b-b6d4-2f0e8c6a4b19",
+                     *         "reason": null
+                     *       },
+                     *       "created_at": "2026-01-14T16:00:00.000000Z",
+                     *       "updated_at": "2026-01-16T09:00:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
@@ -15815,6 +17021,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "9d7b5f3a-1c2e-4a8b-b6d4-2f0e8c6a4b19",
+                     *       "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *       "agent_version": 2,
+                     *       "status": "pending",
+                     *       "result": null,
+                     *       "source": "schedule",
+                     *       "schedule_id": "42ff1b0a-d0af-4b9a-9da1-fd203c8466ef",
+                     *       "user": {
+                     *         "id": "customer-42",
+                     *         "email": "ada@example.com"
+                     *       },
+                     *       "created_at": "2026-01-15T11:30:00.000000Z",
+                     *       "finished_at": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["Task"];
                 };
             };
@@ -16072,20 +17295,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/octet-stream": string;
-                "multipart/form-data": {
-                    /** @description The file's name, when `?name=` does not give it. */
-                    name?: string;
-                    /**
-                     * Format: uuid
-                     * @description Store it in this agent's workspace.
-                     */
-                    agent_id?: string;
-                    /**
-                     * Format: binary
-                     * @description The file: one part with a filename, last.
-                     */
-                    file: string;
-                };
+                "multipart/form-data": components["schemas"]["UploadFileForm"];
             };
         };
         responses: {
@@ -16219,6 +17429,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "bbddcef2-3bd8-456b-84e0-207b9da07c5f",
+                     *       "name": "policies/returns.md",
+                     *       "size": 3412,
+                     *       "sha256": "68e5bd0935fb8c44744beb25635a0bea68e4e9906f5bbd604a0b4467861bd748",
+                     *       "content_type": "text/markdown",
+                     *       "scope": "organization",
+                     *       "agent_id": null,
+                     *       "owner": {
+                     *         "type": "user",
+                     *         "id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0"
+                     *       },
+                     *       "created_at": "2026-01-13T14:00:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["WorkspaceFile"];
                 };
             };
@@ -16529,6 +17755,41 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "90bffc4e-1fcb-4e47-9e86-28d257ee4fa0",
+                     *           "name": "order_status",
+                     *           "description": "The status of an order, by its number.",
+                     *           "input_schema": {
+                     *             "type": "object",
+                     *             "required": [
+                     *               "order_id",
+                     *               "connection_id"
+                     *             ],
+                     *             "properties": {
+                     *               "order_id": {
+                     *                 "type": "string"
+                     *               },
+                     *               "connection_id": {
+                     *                 "type": "string",
+                     *                 "format": "uuid"
+                     *               }
+                     *             }
+                     *           },
+                     *           "code": "export default async (input, ctx) => {\n  ctx.log(\"looking up order \" + input.order_id)\n  const answer = await ctx.connectors.invoke(input.connection_id, \"getOrder\", { path_params: { id: input.order_id } })\n  return { order_id: input.order_id, status: answer.body.status }\n}",
+                     *           "timeout_ms": 8000,
+                     *           "memory_mb": 32,
+                     *           "version": 2,
+                     *           "current_version": 2,
+                     *           "created_at": "2026-01-14T12:00:00.000000Z",
+                     *           "updated_at": "2026-01-15T11:20:00.000000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["FunctionPage"];
                 };
             };
@@ -16786,6 +18047,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "90bffc4e-1fcb-4e47-9e86-28d257ee4fa0",
+                     *       "name": "order_status",
+                     *       "description": "The status of an order, by its number.",
+                     *       "input_schema": {
+                     *         "type": "object",
+                     *         "required": [
+                     *           "order_id",
+                     *           "connection_id"
+                     *         ],
+                     *         "properties": {
+                     *           "order_id": {
+                     *             "type": "string"
+                     *           },
+                     *           "connection_id": {
+                     *             "type": "string",
+                     *             "format": "uuid"
+                     *           }
+                     *         }
+                     *       },
+                     *       "code": "export default async (input, ctx) => {\n  ctx.log(\"looking up order \" + input.order_id)\n  const answer = await ctx.connectors.invoke(input.connection_id, \"getOrder\", { path_params: { id: input.order_id } })\n  return { order_id: input.order_id, status: answer.body.status }\n}",
+                     *       "timeout_ms": 8000,
+                     *       "memory_mb": 32,
+                     *       "version": 2,
+                     *       "current_version": 2,
+                     *       "created_at": "2026-01-14T12:00:00.000000Z",
+                     *       "updated_at": "2026-01-15T11:20:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["CustomFunction"];
                 };
             };
@@ -16985,6 +18276,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "timeout_ms": 8000
+                 *     }
+                 */
                 "application/json": components["schemas"]["UpdateFunction"];
             };
         };
@@ -16995,6 +18291,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "90bffc4e-1fcb-4e47-9e86-28d257ee4fa0",
+                     *       "name": "order_status",
+                     *       "description": "The status of an order, by its number.",
+                     *       "input_schema": {
+                     *         "type": "object",
+                     *         "required": [
+                     *           "order_id",
+                     *           "connection_id"
+                     *         ],
+                     *         "properties": {
+                     *           "order_id": {
+                     *             "type": "string"
+                     *           },
+                     *           "connection_id": {
+                     *             "type": "string",
+                     *             "format": "uuid"
+                     *           }
+                     *         }
+                     *       },
+                     *       "code": "export default async (input, ctx) => {\n  ctx.log(\"looking up order \" + input.order_id)\n  const answer = await ctx.connectors.invoke(input.connection_id, \"getOrder\", { path_params: { id: input.order_id } })\n  return { order_id: input.order_id, status: answer.body.status }\n}",
+                     *       "timeout_ms": 8000,
+                     *       "memory_mb": 32,
+                     *       "version": 2,
+                     *       "current_version": 2,
+                     *       "created_at": "2026-01-14T12:00:00.000000Z",
+                     *       "updated_at": "2026-01-15T11:20:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["CustomFunction"];
                 };
             };
@@ -17112,6 +18438,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "version": 2,
+                     *           "name": "order_status",
+                     *           "description": "The status of an order, by its number.",
+                     *           "timeout_ms": 8000,
+                     *           "memory_mb": 32,
+                     *           "created_by": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *           "created_at": "2026-01-15T11:20:00.000000Z"
+                     *         },
+                     *         {
+                     *           "version": 1,
+                     *           "name": "order_status",
+                     *           "description": "The status of an order, by its number.",
+                     *           "timeout_ms": 5000,
+                     *           "memory_mb": 32,
+                     *           "created_by": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *           "created_at": "2026-01-14T12:00:00.000000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["FunctionVersionPage"];
                 };
             };
@@ -17357,6 +18707,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *           "function_id": "90bffc4e-1fcb-4e47-9e86-28d257ee4fa0",
+                     *           "name": "order_status",
+                     *           "attached_at": "2026-01-14T12:05:00.000000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["AgentFunctionPage"];
                 };
             };
@@ -17458,6 +18820,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *       "function_id": "90bffc4e-1fcb-4e47-9e86-28d257ee4fa0",
+                     *       "name": "order_status",
+                     *       "attached_at": "2026-01-14T12:05:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["AgentFunction"];
                 };
             };
@@ -17676,6 +19046,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "e4eaf6cd-f19d-4d1f-bf75-279737340c25",
+                     *           "name": "Customer policies",
+                     *           "description": "Returns, refunds and shipping policies of the shop.",
+                     *           "language": "english",
+                     *           "document_count": 1,
+                     *           "created_at": "2026-01-13T14:10:00.000000Z",
+                     *           "updated_at": "2026-01-13T14:10:00.000000Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["KnowledgeBasePage"];
                 };
             };
@@ -17892,6 +19278,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "e4eaf6cd-f19d-4d1f-bf75-279737340c25",
+                     *       "name": "Customer policies",
+                     *       "description": "Returns, refunds and shipping policies of the shop.",
+                     *       "language": "english",
+                     *       "document_count": 1,
+                     *       "created_at": "2026-01-13T14:10:00.000000Z",
+                     *       "updated_at": "2026-01-13T14:10:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["KnowledgeBase"];
                 };
             };
@@ -18089,6 +19486,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "description": "Returns, refunds, shipping and warranty policies of the shop."
+                 *     }
+                 */
                 "application/json": components["schemas"]["UpdateKnowledgeBase"];
             };
         };
@@ -18099,6 +19501,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "e4eaf6cd-f19d-4d1f-bf75-279737340c25",
+                     *       "name": "Customer policies",
+                     *       "description": "Returns, refunds, shipping and warranty policies of the shop.",
+                     *       "language": "english",
+                     *       "document_count": 1,
+                     *       "created_at": "2026-01-13T14:10:00.000000Z",
+                     *       "updated_at": "2026-01-15T11:40:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["KnowledgeBase"];
                 };
             };
@@ -18220,6 +19633,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "602079f7-82ab-41f1-8618-bf350a873e8e",
+                     *           "knowledge_base_id": "e4eaf6cd-f19d-4d1f-bf75-279737340c25",
+                     *           "name": "policies/returns.md",
+                     *           "format": "md",
+                     *           "size": 3412,
+                     *           "source": {
+                     *             "type": "file",
+                     *             "file_id": "bbddcef2-3bd8-456b-84e0-207b9da07c5f",
+                     *             "url": null
+                     *           },
+                     *           "status": "ready",
+                     *           "progress": 1,
+                     *           "chunk_count": 7,
+                     *           "error": null,
+                     *           "created_at": "2026-01-13T14:12:00.000000Z",
+                     *           "updated_at": "2026-01-13T14:12:03.000000Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["KnowledgeDocumentPage"];
                 };
             };
@@ -18465,6 +19903,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "602079f7-82ab-41f1-8618-bf350a873e8e",
+                     *       "knowledge_base_id": "e4eaf6cd-f19d-4d1f-bf75-279737340c25",
+                     *       "name": "policies/returns.md",
+                     *       "format": "md",
+                     *       "size": 3412,
+                     *       "source": {
+                     *         "type": "file",
+                     *         "file_id": "bbddcef2-3bd8-456b-84e0-207b9da07c5f",
+                     *         "url": null
+                     *       },
+                     *       "status": "ready",
+                     *       "progress": 1,
+                     *       "chunk_count": 7,
+                     *       "error": null,
+                     *       "created_at": "2026-01-13T14:12:00.000000Z",
+                     *       "updated_at": "2026-01-13T14:12:03.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["KnowledgeDocument"];
                 };
             };
@@ -18797,6 +20255,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "e4eaf6cd-f19d-4d1f-bf75-279737340c25",
+                     *           "name": "Customer policies",
+                     *           "description": "Returns, refunds and shipping policies of the shop.",
+                     *           "language": "english",
+                     *           "document_count": 1,
+                     *           "created_at": "2026-01-13T14:10:00.000000Z",
+                     *           "updated_at": "2026-01-13T14:10:00.000000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["AgentKnowledgeBaseList"];
                 };
             };
@@ -19589,6 +21062,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "452294ba-e29b-439c-b8f4-6e5f4eace570",
+                     *       "url": "https://hooks.example.com/switchyard",
+                     *       "description": "",
+                     *       "event_types": [
+                     *         "task.completed",
+                     *         "task.error"
+                     *       ],
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "previous_secret_expires_at": null,
+                     *       "created_at": "2026-01-14T11:00:00.000000Z",
+                     *       "updated_at": "2026-01-14T11:00:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
@@ -19797,6 +21286,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "event_types": [
+                 *         "task.completed",
+                 *         "task.error",
+                 *         "approval.requested"
+                 *       ],
+                 *       "description": "Support on-call"
+                 *     }
+                 */
                 "application/json": components["schemas"]["UpdateWebhook"];
             };
         };
@@ -19807,6 +21306,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "452294ba-e29b-439c-b8f4-6e5f4eace570",
+                     *       "url": "https://hooks.example.com/switchyard",
+                     *       "description": "Support on-call",
+                     *       "event_types": [
+                     *         "task.completed",
+                     *         "task.error",
+                     *         "approval.requested"
+                     *       ],
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "previous_secret_expires_at": null,
+                     *       "created_at": "2026-01-14T11:00:00.000000Z",
+                     *       "updated_at": "2026-01-15T10:45:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
@@ -19924,6 +21440,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "452294ba-e29b-439c-b8f4-6e5f4eace570",
+                     *       "url": "https://hooks.example.com/switchyard",
+                     *       "description": "Support on-call",
+                     *       "event_types": [
+                     *         "task.completed",
+                     *         "task.error",
+                     *         "approval.requested"
+                     *       ],
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "previous_secret_expires_at": "2026-01-16T11:00:00.000000Z",
+                     *       "created_at": "2026-01-14T11:00:00.000000Z",
+                     *       "updated_at": "2026-01-15T11:00:00.000000Z",
+                     *       "secret": "whsec_9Qv3yTfK2mLp8XcR5nWb7HjD1sGa4EuZ6oIi0YkMq3A="
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreatedWebhook"];
                 };
             };
@@ -20072,7 +21606,7 @@ export interface operations {
                      *               "at": "2026-01-15T07:00:10.000000Z",
                      *               "status_code": 204,
                      *               "latency_ms": 84,
-                     *               "response_excerpt": "",
+                     *               "response_excerpt": null,
                      *               "error": null
                      *             }
                      *           ],
@@ -20193,6 +21727,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "msg_489b19fa7d6ff7b37400332bf03c5e3d",
+                     *       "event_id": "1042",
+                     *       "event_type": "task.completed",
+                     *       "status": "succeeded",
+                     *       "next_attempt_at": null,
+                     *       "attempts": [
+                     *         {
+                     *           "attempt": 2,
+                     *           "at": "2026-01-15T09:30:08.000000Z",
+                     *           "status_code": 204,
+                     *           "latency_ms": 47,
+                     *           "response_excerpt": null,
+                     *           "error": null
+                     *         },
+                     *         {
+                     *           "attempt": 1,
+                     *           "at": "2026-01-15T09:30:05.000000Z",
+                     *           "status_code": 503,
+                     *           "latency_ms": 31,
+                     *           "response_excerpt": "Service Unavailable",
+                     *           "error": null
+                     *         }
+                     *       ],
+                     *       "created_at": "2026-01-15T09:30:04.000000Z",
+                     *       "delivered_at": "2026-01-15T09:30:08.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
@@ -20310,6 +21873,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "msg_019bc126bca07c3a9f1e2b4d6a8c0e15",
+                     *       "event_id": null,
+                     *       "event_type": "webhook.ping",
+                     *       "status": "succeeded",
+                     *       "next_attempt_at": null,
+                     *       "attempts": [
+                     *         {
+                     *           "attempt": 1,
+                     *           "at": "2026-01-15T10:15:00.000000Z",
+                     *           "status_code": 204,
+                     *           "latency_ms": 52,
+                     *           "response_excerpt": null,
+                     *           "error": null
+                     *         }
+                     *       ],
+                     *       "created_at": "2026-01-15T10:15:00.000000Z",
+                     *       "delivered_at": "2026-01-15T10:15:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
@@ -20606,6 +22190,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "agent_id": "0b8a4f0e-6c7d-4f43-9d0a-2f5b1f6f3a10",
+                     *       "default_action": "deny",
+                     *       "rules": [
+                     *         {
+                     *           "pattern": "npm run *",
+                     *           "action": "allow"
+                     *         },
+                     *         {
+                     *           "pattern": "git push *",
+                     *           "action": "require_approval"
+                     *         },
+                     *         {
+                     *           "pattern": "rm *",
+                     *           "action": "deny"
+                     *         }
+                     *       ],
+                     *       "is_default": false,
+                     *       "updated_at": "2026-01-14T15:00:00.000000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["CommandPolicy"];
                 };
             };

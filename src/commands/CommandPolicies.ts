@@ -9,13 +9,14 @@ import {
 } from "../../schema/Commands.js"
 import { NotFound } from "../../schema/Errors.js"
 import type { AgentId } from "../../schema/Ids.js"
+import { Policy as AccessPolicy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { AgentRepo } from "../agents/AgentRepo.js"
 import { mayUse } from "../agents/Agents.js"
 import { actorOf, AuditLog } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { transactionIn } from "../db/Transaction.js"
-import { requireRole } from "../identity/IdentityPolicy.js"
+import { requirePermission } from "../identity/IdentityPolicy.js"
 import { judgeCommand, type Verdict } from "./CommandJudge.js"
 import { CommandPolicyRepo, type CommandPolicyRow } from "./CommandPolicyRepo.js"
 import type { Policy } from "./PolicyMatch.js"
@@ -60,7 +61,7 @@ export class CommandPolicies extends Effect.Service<CommandPolicies>()("commands
 
     const put = Effect.fn("CommandPolicies.put")(
       function*(principal: Principal, agentId: AgentId, input: CommandPolicyInput) {
-        yield* requireRole(principal, "builder", "change command policies")
+        yield* requirePermission(principal, AccessPolicy.changeCommandPolicies)
         const agent = yield* usableAgent(principal, agentId)
         const rules = input.rules.map((r) => ({ pattern: r.pattern.trim().replace(/\s+/g, " "), action: r.action }))
         const row = yield* transaction(Effect.gen(function*() {

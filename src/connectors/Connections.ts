@@ -9,10 +9,11 @@ import {
 } from "../../schema/Connectors.js"
 import { BadRequest, NotFound } from "../../schema/Errors.js"
 import type { ConnectionId, ConnectorId } from "../../schema/Ids.js"
+import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
-import { requireRole } from "../identity/IdentityPolicy.js"
+import { requirePermission } from "../identity/IdentityPolicy.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
 import { TtlCache } from "../support/TtlCache.js"
 import { SWITCHYARD_CONNECTOR_ID } from "./BuiltinConnectors.js"
@@ -61,7 +62,7 @@ const mayManage = (principal: Principal, row: Pick<ConnectionRow, "access_scope"
     ? row.owner_user_id === principal.userId
       ? Effect.void
       : Effect.fail(NotFound.of("Connection"))
-    : requireRole(principal, "builder", "manage organizational connections")
+    : requirePermission(principal, Policy.manageOrganizationalConnections)
 
 /** Connections (spec 4.2): an organization's authenticated access to a connector. */
 export class Connections extends Effect.Service<Connections>()("connectors/Connections", {
@@ -122,7 +123,7 @@ export class Connections extends Effect.Service<Connections>()("connectors/Conne
           )
         }
         if (input.access_scope === "organizational") {
-          yield* requireRole(principal, "builder", "create organizational connections")
+          yield* requirePermission(principal, Policy.createOrganizationalConnections)
         }
         yield* checkServerUrl(input.server_url)
         yield* checkOwnApiConnection(connectorId, input)

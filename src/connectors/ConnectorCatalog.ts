@@ -10,10 +10,11 @@ import {
 } from "../../schema/Connectors.js"
 import { BadRequest, NotFound } from "../../schema/Errors.js"
 import type { ConnectionId, ConnectorId } from "../../schema/Ids.js"
+import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
-import { requireRole } from "../identity/IdentityPolicy.js"
+import { requirePermission } from "../identity/IdentityPolicy.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
 import { TtlCache } from "../support/TtlCache.js"
 import { isUuid } from "../support/Uuid.js"
@@ -202,7 +203,7 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
     })
 
     const create = Effect.fn("ConnectorCatalog.create")(function*(principal: Principal, input: CreateConnector) {
-      yield* requireRole(principal, "builder", "add connectors")
+      yield* requirePermission(principal, Policy.addConnectors)
       yield* checkServerUrl(input.server_url)
       const { document, imported } = yield* parseDocument(input.spec)
       const row = yield* repo.insertConnector({
@@ -224,7 +225,7 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
     /** Replaces the document; connections stay. */
     const replace = Effect.fn("ConnectorCatalog.replace")(
       function*(principal: Principal, id: ConnectorId, input: CreateConnector) {
-        yield* requireRole(principal, "builder", "change connectors")
+        yield* requirePermission(principal, Policy.changeConnectors)
         yield* checkServerUrl(input.server_url)
         const current = yield* get(principal, id)
         if (current.built_in) {
@@ -249,7 +250,7 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
     )
 
     const archive = Effect.fn("ConnectorCatalog.archive")(function*(principal: Principal, id: ConnectorId) {
-      yield* requireRole(principal, "builder", "remove connectors")
+      yield* requirePermission(principal, Policy.removeConnectors)
       const current = yield* get(principal, id)
       if (current.built_in) {
         return yield* BadRequest.of("Built-in connectors cannot be removed.", undefined, "built_in_connector")

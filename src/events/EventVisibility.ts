@@ -1,5 +1,5 @@
-import { roleAtLeast } from "../../schema/Identity.js"
 import type { AgentId } from "../../schema/Ids.js"
+import { holds, Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { mayUse } from "../agents/Agents.js"
 import type { EventRecord } from "./EventRepo.js"
@@ -13,7 +13,7 @@ import type { EventRecord } from "./EventRepo.js"
 export const visibleTo = (principal: Principal) => (e: EventRecord): boolean => {
   if (e.agentId !== null) return mayUse(principal, e.agentId as AgentId)
   if (principal.agentIds !== null) return false
-  if (e.type === "audit.recorded") return roleAtLeast(principal.role, "admin")
+  if (e.type === "audit.recorded") return holds(principal.role, Policy.readAuditLog)
   if (e.type.startsWith("connection.")) return e.ownerUserId === null || e.ownerUserId === principal.userId
   return false
 }

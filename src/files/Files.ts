@@ -4,12 +4,13 @@ import * as Crypto from "node:crypto"
 import { BadRequest, Forbidden, NotFound, PayloadTooLarge } from "../../schema/Errors.js"
 import { type FileId, fileNameProblem, type FileOwner, WorkspaceFile } from "../../schema/Files.js"
 import type { AgentId, OrganizationId } from "../../schema/Ids.js"
+import { type Permission, Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { mayUse } from "../agents/Agents.js"
 import { type AuditBy, AuditLog } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { transactionIn } from "../db/Transaction.js"
-import { requireRole } from "../identity/IdentityPolicy.js"
+import { requirePermission } from "../identity/IdentityPolicy.js"
 import { isUuid } from "../support/Uuid.js"
 import { fileExists, FileRepo, type FileRow } from "./FileRepo.js"
 import { FileStore } from "./FileStore.js"
@@ -93,20 +94,20 @@ export class Files extends Effect.Service<Files>()("files/Files", {
       })
 
     /** Builders and above change files; a key limited to agents only in those agents' workspaces. */
-    const mayChange = (principal: Principal, agentId: AgentId | null, verb: string) =>
+    const mayChange = (principal: Principal, agentId: AgentId | null, permission: Permission) =>
       Effect.gen(function*() {
-        yield* requireRole(principal, "builder", verb)
+        yield* requirePermission(principal, permission)
         if (agentId === null && principal.agentIds !== null) {
           return yield* Forbidden.of(
-            `This key is limited to agents: it may ${verb} in those agents' workspaces only (give \`agent_id\`).`
+            `This key is limited to agents: it may ${permission.action} in those agents' workspaces only (give \`agent_id\`).`
           )
         }
       })
 
     /** Where a caller may write: as `mayChange` says, in a live agent of the organization it may use. */
-    const writerFor = (principal: Principal, agentId: AgentId | undefined, verb: string) =>
+    const writerFor = (principal: Principal, agentId: AgentId | undefined, permission: Permission) =>
       Effect.gen(function*() {
-        yield* mayChange(principal, agentId ?? null, verb)
+        yield* mayChange(principal, agentId ?? null, permission)
         const scope = agentId === undefined ? null : yield* usableAgent(principal, agentId)
         return {
           organizationId: principal.organizationId,
@@ -173,7 +174,7 @@ export class Files extends Effect.Service<Files>()("files/Files", {
       body: Stream.Stream<Uint8Array, E, R>
     ) =>
       Effect.gen(function*() {
-        const writer = yield* writerFor(principal, input.agentId, "upload files")
+        const writer = yield* writerFor(principal, input.agentId, Policy.uploadFiles)
         if (input.name === undefined) {
           return yield* validation(
             "name",
@@ -212,7 +213,7 @@ export class Files extends Effect.Service<Files>()("files/Files", {
     const remove = Effect.fn("Files.remove")(function*(principal: Principal, id: string) {
       const row = yield* find(principal, id)
       // a deleted agent's files can still be deleted: the file is found, its agent need not be live
-      yield* mayChange(principal, row.agent_id, "delete files")
+      yield* mayChange(principal, row.agent_id, Policy.deleteFiles)
       yield* transaction(Effect.gen(function*() {
         const removed = yield* repo.remove(principal.organizationId, row.id)
         if (removed === undefined) return yield* NotFound.of("File", id)

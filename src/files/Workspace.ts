@@ -2,6 +2,7 @@ import { Chunk, Effect, Stream } from "effect"
 import { BadRequest, NotFound } from "../../schema/Errors.js"
 import type { FileId, FileText } from "../../schema/Files.js"
 import type { AgentId, OrganizationId, TaskId } from "../../schema/Ids.js"
+import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import type { FileRow } from "./FileRepo.js"
 import { Files, toFile, type Writer } from "./Files.js"
@@ -111,7 +112,7 @@ export class Workspace extends Effect.Service<Workspace>()("files/Workspace", {
         readonly overwrite?: boolean | undefined
       }
     ) =>
-      Effect.flatMap(files.writerFor(principal, input.agent_id, "write files"), (writer) =>
+      Effect.flatMap(files.writerFor(principal, input.agent_id, Policy.writeFiles), (writer) =>
         files.store(
           writer,
           { name: input.name, contentType: textTypeOf(input.name), overwrite: input.overwrite === true },

@@ -9,6 +9,7 @@ import {
   type UpdateFunction
 } from "../../schema/Functions.js"
 import type { AgentId } from "../../schema/Ids.js"
+import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { AgentRepo } from "../agents/AgentRepo.js"
 import { mayUse } from "../agents/Agents.js"
@@ -16,7 +17,7 @@ import { AuditLog } from "../audit/AuditLog.js"
 import { compile } from "../connectors/openapi/InputValidator.js"
 import { Files } from "../files/Files.js"
 import { Workspace } from "../files/Workspace.js"
-import { requireRole } from "../identity/IdentityPolicy.js"
+import { requirePermission } from "../identity/IdentityPolicy.js"
 import { type CallScope, FunctionCalls, type FunctionFiles } from "./FunctionCalls.js"
 import { FunctionRepo, type FunctionRow, type VersionFields } from "./FunctionRepo.js"
 
@@ -85,7 +86,7 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
     const authorOf = (principal: Principal) => ({ userId: principal.userId, keyId: principal.keyId })
 
     const create = Effect.fn("Functions.create")(function*(principal: Principal, input: CreateFunction) {
-      yield* requireRole(principal, "builder", "create functions")
+      yield* requirePermission(principal, Policy.createFunctions)
       const fields: VersionFields = {
         name: input.name,
         description: input.description ?? "",
@@ -113,7 +114,7 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
 
     const update = Effect.fn("Functions.update")(
       function*(principal: Principal, id: FunctionId, input: UpdateFunction) {
-        yield* requireRole(principal, "builder", "change functions")
+        yield* requirePermission(principal, Policy.changeFunctions)
         const current = yield* find(principal, id)
         const fields: VersionFields = {
           name: input.name ?? current.name,
@@ -148,7 +149,7 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
     )
 
     const remove = Effect.fn("Functions.remove")(function*(principal: Principal, id: FunctionId) {
-      yield* requireRole(principal, "builder", "delete functions")
+      yield* requirePermission(principal, Policy.deleteFunctions)
       const current = yield* find(principal, id)
       const removed = yield* repo.remove(principal.organizationId, id).pipe(
         audit.recorded(
@@ -220,7 +221,7 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
       }).pipe(Effect.withSpan("Functions.invoke", { captureStackTrace: false }))
 
     const attach = Effect.fn("Functions.attach")(function*(principal: Principal, agentId: AgentId, id: FunctionId) {
-      yield* requireRole(principal, "builder", "attach functions to agents")
+      yield* requirePermission(principal, Policy.attachFunctions)
       yield* usableAgent(principal, agentId)
       const fn = yield* find(principal, id)
       const row = yield* repo.attach(principal.organizationId, agentId, id).pipe(
@@ -236,7 +237,7 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
     })
 
     const detach = Effect.fn("Functions.detach")(function*(principal: Principal, agentId: AgentId, id: FunctionId) {
-      yield* requireRole(principal, "builder", "detach functions from agents")
+      yield* requirePermission(principal, Policy.detachFunctions)
       yield* usableAgent(principal, agentId)
       const removed = yield* repo.detach(principal.organizationId, agentId, id).pipe(
         audit.recorded(principal, (removed) =>

@@ -13,6 +13,7 @@ import {
   type UpdateMember
 } from "../../schema/Identity.js"
 import type { ApiKeyId, OrganizationId, UserId } from "../../schema/Ids.js"
+import { holds, Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { OrganizationAgents } from "../access/OrganizationAgents.js"
 import { checkRoleChange } from "../access/RolePolicy.js"
@@ -20,7 +21,7 @@ import { AuditLog } from "../audit/AuditLog.js"
 import { transactionIn } from "../db/Transaction.js"
 import { generateApiKey } from "./ApiKeySecret.js"
 import { consoleKeyId } from "./ConsoleKeyId.js"
-import { requireRole } from "./IdentityPolicy.js"
+import { requirePermission } from "./IdentityPolicy.js"
 import { IdentityRepo, toApiKey } from "./IdentityRepo.js"
 
 export interface Bootstrapped {
@@ -131,13 +132,13 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
     })
 
     const listMembers = Effect.fn("Identity.listMembers")(function*(principal: Principal) {
-      yield* requireRole(principal, "admin", "list members")
+      yield* requirePermission(principal, Policy.listMembers)
       const items = yield* repo.listMembers(principal.organizationId)
       return { items, total: items.length }
     })
 
     const createMember = Effect.fn("Identity.createMember")(function*(principal: Principal, input: CreateMember) {
-      yield* requireRole(principal, "admin", "add members")
+      yield* requirePermission(principal, Policy.addMembers)
       yield* checkRoleChange(principal, undefined, input.role)
       const user = yield* repo.upsertUser(Crypto.randomUUID() as UserId, input.email, input.name ?? null)
       const added = yield* repo.insertMembership(principal.organizationId, user.id, input.role)
@@ -166,7 +167,7 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
 
     const updateMember = Effect.fn("Identity.updateMember")(
       function*(principal: Principal, userId: UserId, input: UpdateMember) {
-        yield* requireRole(principal, "admin", "change members' roles")
+        yield* requirePermission(principal, Policy.changeMemberRoles)
         yield* repo.lockOrganization(principal.organizationId)
         const member = yield* repo.findMember(principal.organizationId, userId)
         if (member === undefined) return yield* NotFound.of("Member", userId)
@@ -187,7 +188,7 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
 
     /** Out of the organization and its groups; their personal keys here are revoked. */
     const removeMember = Effect.fn("Identity.removeMember")(function*(principal: Principal, userId: UserId) {
-      yield* requireRole(principal, "admin", "remove members")
+      yield* requirePermission(principal, Policy.removeMembers)
       yield* repo.lockOrganization(principal.organizationId)
       const member = yield* repo.findMember(principal.organizationId, userId)
       if (member === undefined) return yield* NotFound.of("Member", userId)
@@ -208,7 +209,7 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       Effect.map(repo.listApiKeys(principal.organizationId, userId), (rows) => rows.map((r) => r.id))
 
     const listApiKeys = Effect.fn("Identity.listApiKeys")(function*(principal: Principal) {
-      const everyone = roleAtLeast(principal.role, "admin")
+      const everyone = holds(principal.role, Policy.manageEveryKey)
       if (!everyone && principal.userId === null) return { items: [], total: 0 }
       const rows = yield* repo.listApiKeys(principal.organizationId, everyone ? null : principal.userId)
       return { items: rows.map(toApiKey), total: rows.length }
@@ -222,7 +223,7 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
 
     const createApiKey = Effect.fn("Identity.createApiKey")(function*(principal: Principal, input: CreateApiKey) {
       if (input.kind === "organization") {
-        yield* requireRole(principal, "admin", "create organization keys")
+        yield* requirePermission(principal, Policy.createOrganizationKeys)
         if (input.user_id !== undefined) {
           return yield* BadRequest.of("An organization key has no user: leave out `user_id`, or use kind `personal`.")
         }
@@ -246,7 +247,7 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
           "This is an organization key, which has no user: pass `user_id` to issue a personal key for a member."
         )
       }
-      if (userId !== principal.userId) yield* requireRole(principal, "admin", "issue keys for other members")
+      if (userId !== principal.userId) yield* requirePermission(principal, Policy.issueKeysForOthers)
       const member = yield* repo.findMember(principal.organizationId, userId)
       if (member === undefined) return yield* NotFound.of("Member", userId)
       // a key acts as its member: issuing one for someone above you would be taking their role
@@ -264,7 +265,7 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       const key = yield* repo.findApiKey(principal.organizationId, id)
       // a key the caller may not manage looks like no key at all
       const manageable = key !== undefined &&
-        (roleAtLeast(principal.role, "admin") || (key.user_id !== null && key.user_id === principal.userId))
+        (holds(principal.role, Policy.manageEveryKey) || (key.user_id !== null && key.user_id === principal.userId))
       if (!manageable) return yield* NotFound.of("API key", id)
       if (key.revoked_at !== null) return toApiKey(key)
       const revoked = yield* repo.revokeApiKey(principal.organizationId, id).pipe(

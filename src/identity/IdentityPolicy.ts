@@ -1,14 +1,17 @@
 import { Effect } from "effect"
 import { Forbidden } from "../../schema/Errors.js"
-import { type Role, roleAtLeast, roleDisplayName } from "../../schema/Identity.js"
+import { roleDisplayName } from "../../schema/Identity.js"
+import { holds, type Permission } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 
-/** Deny unless the caller's role is at least `minimum`. */
-export const requireRole = (principal: Principal, minimum: Role, action: string) =>
-  roleAtLeast(principal.role, minimum)
+/** Deny unless the caller holds `permission` (schema/Policy.ts), saying who may. */
+export const requirePermission = (principal: Principal, permission: Permission) =>
+  holds(principal.role, permission)
     ? Effect.void
     : Effect.fail(
       Forbidden.of(
-        `Only ${roleDisplayName[minimum]} and above may ${action}; your role is ${roleDisplayName[principal.role]}.`
+        `Only ${roleDisplayName[permission.role]} and above may ${permission.action}; your role is ${
+          roleDisplayName[principal.role]
+        }.`
       )
     )

@@ -1,10 +1,11 @@
 import { Effect } from "effect"
 import { NotFound } from "../../schema/Errors.js"
 import type { AgentId, OrganizationId } from "../../schema/Ids.js"
+import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { mayUse } from "../agents/Agents.js"
 import { AuditLog } from "../audit/AuditLog.js"
-import { requireRole } from "../identity/IdentityPolicy.js"
+import { requirePermission } from "../identity/IdentityPolicy.js"
 import { TtlCache } from "../support/TtlCache.js"
 import { isUuid } from "../support/Uuid.js"
 import { KnowledgeBases, toBase } from "./KnowledgeBases.js"
@@ -37,7 +38,7 @@ export class AgentKnowledge extends Effect.Service<AgentKnowledge>()("knowledge/
       })
 
     const attach = Effect.fn("AgentKnowledge.attach")(function*(principal: Principal, agent: string, baseId: string) {
-      yield* requireRole(principal, "builder", "attach knowledge bases")
+      yield* requirePermission(principal, Policy.attachKnowledgeBases)
       const agentId = yield* usableAgent(principal, agent)
       const base = yield* bases.ref(principal, baseId)
       yield* repo.attach(principal.organizationId, agentId, base.id).pipe(
@@ -53,7 +54,7 @@ export class AgentKnowledge extends Effect.Service<AgentKnowledge>()("knowledge/
     })
 
     const detach = Effect.fn("AgentKnowledge.detach")(function*(principal: Principal, agent: string, baseId: string) {
-      yield* requireRole(principal, "builder", "detach knowledge bases")
+      yield* requirePermission(principal, Policy.detachKnowledgeBases)
       const agentId = yield* usableAgent(principal, agent)
       const base = yield* bases.ref(principal, baseId)
       const detached = yield* repo.detach(principal.organizationId, agentId, base.id).pipe(

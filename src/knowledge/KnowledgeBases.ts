@@ -11,9 +11,10 @@ import {
   type SearchKnowledge,
   type UpdateKnowledgeBase
 } from "../../schema/KnowledgeBases.js"
+import { type Permission, Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { AuditLog } from "../audit/AuditLog.js"
-import { requireRole } from "../identity/IdentityPolicy.js"
+import { requirePermission } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
 import { isUuid } from "../support/Uuid.js"
 import { DocumentSources } from "./DocumentSources.js"
@@ -65,12 +66,14 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
     const ingestion = yield* Ingestion
     let languages: ReadonlySet<string> | undefined
 
-    const mayChange = (principal: Principal, verb: string) =>
+    const mayChange = (principal: Principal, permission: Permission) =>
       Effect.zipRight(
-        requireRole(principal, "builder", verb),
+        requirePermission(principal, permission),
         principal.agentIds === null
           ? Effect.void
-          : Effect.fail(Forbidden.of(`A key limited to agents may not ${verb}: use a key of the whole organization.`))
+          : Effect.fail(
+            Forbidden.of(`A key limited to agents may not ${permission.action}: use a key of the whole organization.`)
+          )
       )
 
     const checkLanguage = (language: string) =>
@@ -102,7 +105,7 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
       })
 
     const create = Effect.fn("KnowledgeBases.create")(function*(principal: Principal, input: CreateKnowledgeBase) {
-      yield* mayChange(principal, "create knowledge bases")
+      yield* mayChange(principal, Policy.createKnowledgeBases)
       const language = yield* checkLanguage(input.language ?? "english")
       const row = yield* repo.insertBase({
         id: Crypto.randomUUID() as KnowledgeBaseId,
@@ -134,7 +137,7 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
 
     const update = Effect.fn("KnowledgeBases.update")(
       function*(principal: Principal, id: string, input: UpdateKnowledgeBase) {
-        yield* mayChange(principal, "change knowledge bases")
+        yield* mayChange(principal, Policy.changeKnowledgeBases)
         const current = yield* find(principal, id)
         const language = input.language === undefined ? current.language : yield* checkLanguage(input.language)
         const row = yield* repo.updateBase(principal.organizationId, current.id, {
@@ -153,7 +156,7 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
     )
 
     const remove = Effect.fn("KnowledgeBases.remove")(function*(principal: Principal, id: string) {
-      yield* mayChange(principal, "delete knowledge bases")
+      yield* mayChange(principal, Policy.deleteKnowledgeBases)
       const current = yield* find(principal, id)
       const removed = yield* repo.deleteBase(principal.organizationId, current.id).pipe(
         audit.recorded(principal, (row) =>
@@ -168,7 +171,7 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
 
     const addDocument = Effect.fn("KnowledgeBases.addDocument")(
       function*(principal: Principal, baseId: string, input: AddDocument) {
-        yield* mayChange(principal, "add documents")
+        yield* mayChange(principal, Policy.addDocuments)
         const base = yield* ref(principal, baseId)
         const source = yield* sources.of(principal, input)
         const row = yield* repo.insertDocument({
@@ -238,7 +241,7 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
 
     const removeDocument = Effect.fn("KnowledgeBases.removeDocument")(
       function*(principal: Principal, baseId: string, id: string) {
-        yield* mayChange(principal, "delete documents")
+        yield* mayChange(principal, Policy.deleteDocuments)
         const { base, row } = yield* findDocument(principal, baseId, id)
         const removed = yield* repo.deleteDocument(principal.organizationId, base.id, row.id).pipe(
           audit.recorded(principal, (removed) =>

@@ -2,8 +2,9 @@ import { Effect, Either, Exit } from "effect"
 import * as Crypto from "node:crypto"
 import { startRun, TaskEntity } from "../../cluster/TaskEntity.js"
 import type { Task } from "../../schema/Agents.js"
-import { roleAtLeast } from "../../schema/Identity.js"
+import type { Role } from "../../schema/Identity.js"
 import type { ApiKeyId, TaskId } from "../../schema/Ids.js"
+import { holds, Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { AgentRepo } from "../agents/AgentRepo.js"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
@@ -66,7 +67,7 @@ const bulkable = (schedule: ClaimedForBulk) =>
   schedule.plain_agent &&
   (schedule.created_by === null ||
     (schedule.creator_role !== null &&
-      roleAtLeast(schedule.creator_role as Parameters<typeof roleAtLeast>[0], "builder")))
+      holds(schedule.creator_role as Role, Policy.createSchedules)))
 
 /**
  * Makes ticks into tasks: the one core for the scheduler's runs, the runs a dead node left, and manual
@@ -94,7 +95,7 @@ export class ScheduleRuns extends Effect.Service<ScheduleRuns>()("schedules/Sche
         : Effect.map(identity.findMember(schedule.organization_id, schedule.created_by), (member) =>
           member === undefined
             ? "The schedule's creator is no longer a member of the organization; a Builder can recreate it."
-            : roleAtLeast(member.role, "builder")
+            : holds(member.role, Policy.createSchedules)
             ? undefined
             : "The schedule's creator is no longer a Builder; a Builder can recreate it.")
 

@@ -2,12 +2,13 @@ import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { BadRequest, Conflict, NotFound } from "../../schema/Errors.js"
 import type { AgentId, ScheduleId } from "../../schema/Ids.js"
+import { Policy } from "../../schema/Policy.js"
 import type { CreateSchedule, UpdateSchedule } from "../../schema/Schedules.js"
 import type { Principal } from "../../schema/Security.js"
 import { AgentRepo } from "../agents/AgentRepo.js"
 import { mayUse } from "../agents/Agents.js"
 import { AuditLog } from "../audit/AuditLog.js"
-import { requireRole } from "../identity/IdentityPolicy.js"
+import { requirePermission } from "../identity/IdentityPolicy.js"
 import { type ScheduleFields, ScheduleRepo, type ScheduleWithLast } from "./ScheduleRepo.js"
 import { DEFAULT_CATCHUP_MS, durationOf, nextFrom, overlapOf, timingOf, toSchedule } from "./ScheduleRules.js"
 import { ScheduleRuns } from "./ScheduleRuns.js"
@@ -72,7 +73,7 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
       })
 
     const create = Effect.fn("Schedules.create")(function*(principal: Principal, input: CreateSchedule) {
-      yield* requireRole(principal, "builder", "create schedules")
+      yield* requirePermission(principal, Policy.createSchedules)
       yield* usableAgent(principal, input.agent_id)
       const id = Crypto.randomUUID() as ScheduleId
       const now = new Date()
@@ -148,23 +149,23 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
 
     const update = Effect.fn("Schedules.update")(
       function*(principal: Principal, id: ScheduleId, input: UpdateSchedule) {
-        yield* requireRole(principal, "builder", "change schedules")
+        yield* requirePermission(principal, Policy.changeSchedules)
         return yield* change(principal, id, input, "UPDATE_SCHEDULE")
       }
     )
 
     const pause = Effect.fn("Schedules.pause")(function*(principal: Principal, id: ScheduleId) {
-      yield* requireRole(principal, "builder", "pause schedules")
+      yield* requirePermission(principal, Policy.pauseSchedules)
       return yield* change(principal, id, { enabled: false }, "PAUSE_SCHEDULE")
     })
 
     const resume = Effect.fn("Schedules.resume")(function*(principal: Principal, id: ScheduleId) {
-      yield* requireRole(principal, "builder", "resume schedules")
+      yield* requirePermission(principal, Policy.resumeSchedules)
       return yield* change(principal, id, { enabled: true }, "RESUME_SCHEDULE")
     })
 
     const remove = Effect.fn("Schedules.remove")(function*(principal: Principal, id: ScheduleId) {
-      yield* requireRole(principal, "builder", "delete schedules")
+      yield* requirePermission(principal, Policy.deleteSchedules)
       const current = yield* find(principal, id)
       yield* repo.remove(principal.organizationId, id).pipe(
         audit.recorded(
@@ -187,7 +188,7 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
 
     /** Runs the schedule now, whatever its overlap policy and also while paused: the task, pending. */
     const trigger = Effect.fn("Schedules.trigger")(function*(principal: Principal, id: ScheduleId) {
-      yield* requireRole(principal, "builder", "trigger schedules")
+      yield* requirePermission(principal, Policy.triggerSchedules)
       const schedule = yield* find(principal, id)
       yield* agentLives(principal, schedule)
       let scheduledFor = yield* repo.insertManual(id)

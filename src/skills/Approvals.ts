@@ -3,12 +3,13 @@ import { Effect } from "effect"
 import { startRun, TaskEntity } from "../../cluster/TaskEntity.js"
 import { Conflict, NotFound } from "../../schema/Errors.js"
 import type { AgentId, TaskId } from "../../schema/Ids.js"
+import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { Approval, type ApprovalCondition } from "../../schema/Skills.js"
 import { actorOf, AuditLog } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { transactionIn } from "../db/Transaction.js"
-import { requireRole } from "../identity/IdentityPolicy.js"
+import { requirePermission } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
 import { isUuid } from "../support/Uuid.js"
 import { ApprovalRepo, type ApprovalRequest, type ApprovalRow } from "./ApprovalRepo.js"
@@ -97,7 +98,7 @@ export class Approvals extends Effect.Service<Approvals>()("skills/Approvals", {
 
     const decide = (principal: Principal, id: string, status: "approved" | "rejected", reason: string | undefined) =>
       Effect.gen(function*() {
-        yield* requireRole(principal, "admin", `${status === "approved" ? "approve" : "reject"} tool calls`)
+        yield* requirePermission(principal, status === "approved" ? Policy.approveToolCalls : Policy.rejectToolCalls)
         const current = yield* find(principal, id)
         if (current.status !== "pending") {
           return yield* Conflict.of(`This request was ${current.status} already.`, "approval_decided")
@@ -128,7 +129,7 @@ export class Approvals extends Effect.Service<Approvals>()("skills/Approvals", {
       readonly limit?: number | undefined
       readonly cursor?: string | undefined
     }) {
-      yield* requireRole(principal, "admin", "list approval requests")
+      yield* requirePermission(principal, Policy.listApprovals)
       const after = yield* positionOf(f.cursor)
       if (f.task_id !== undefined && !isUuid(f.task_id)) return { items: [], next_cursor: null }
       const limit = f.limit ?? 50

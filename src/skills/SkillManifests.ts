@@ -1,8 +1,8 @@
 import { Effect, Either, ParseResult, Schema } from "effect"
 import * as Yaml from "yaml"
 import { BadRequest } from "../../schema/Errors.js"
-import { roleAtLeast } from "../../schema/Identity.js"
 import type { AgentId, ConnectionId, ConnectorId } from "../../schema/Ids.js"
+import { holds, Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import {
   ApprovalCondition,
@@ -15,7 +15,7 @@ import {
 import { ConnectorCatalog } from "../connectors/ConnectorCatalog.js"
 import { ConnectorRepo } from "../connectors/ConnectorRepo.js"
 import { FunctionRepo } from "../functions/FunctionRepo.js"
-import { requireRole } from "../identity/IdentityPolicy.js"
+import { requirePermission } from "../identity/IdentityPolicy.js"
 import { isUuid } from "../support/Uuid.js"
 import { Skills } from "./Skills.js"
 
@@ -138,7 +138,7 @@ export class SkillManifests extends Effect.Service<SkillManifests>()("skills/Ski
 
     const publish = Effect.fn("SkillManifests.publish")(
       function*(principal: Principal, upload: typeof ManifestUpload.Type) {
-        yield* requireRole(principal, "builder", "publish skills from a manifest")
+        yield* requirePermission(principal, Policy.publishManifests)
         const parsed = parseManifest(upload.manifest)
         if (Either.isLeft(parsed)) return yield* invalid(parsed.left)
         const { counter, doc, manifest } = parsed.right
@@ -148,7 +148,7 @@ export class SkillManifests extends Effect.Service<SkillManifests>()("skills/Ski
           message
         })
         const problems: Array<Problem> = []
-        const admin = roleAtLeast(principal.role, "admin")
+        const admin = holds(principal.role, Policy.manageEverySkill)
         // the organization's functions, read once for every action that names one (by id or by name)
         const functionsOfOrg = yield* Effect.cached(functions.list(principal.organizationId))
         const functionByRef = (ref: string) =>
@@ -322,7 +322,9 @@ export class SkillManifests extends Effect.Service<SkillManifests>()("skills/Ski
               if (outcome === "unchanged") outcome = "updated"
             }
           }
-          if (admin && skill.status === "draft") skill = yield* skills.setStatus(principal, skill.id, "published")
+          if (holds(principal.role, Policy.publishSkills) && skill.status === "draft") {
+            skill = yield* skills.setStatus(principal, skill.id, "published")
+          }
           report.push({ name: skill.name, id: skill.id, outcome, status: skill.status, version: skill.version })
         }
         return { skills: report, connectors: connectorReport }

@@ -3,8 +3,8 @@ import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { BadRequest, Forbidden, NotFound } from "../../schema/Errors.js"
 import type { FunctionId } from "../../schema/Functions.js"
-import { roleAtLeast } from "../../schema/Identity.js"
 import type { AgentId, ConnectionId } from "../../schema/Ids.js"
+import { holds, Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import {
   AttachedSkill,
@@ -24,7 +24,7 @@ import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Connections } from "../connectors/Connections.js"
 import { transactionIn } from "../db/Transaction.js"
 import { FunctionRepo } from "../functions/FunctionRepo.js"
-import { requireRole } from "../identity/IdentityPolicy.js"
+import { requirePermission } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
 import { isUuid } from "../support/Uuid.js"
 import { skillNameTaken, SkillRepo, type SkillRow } from "./SkillRepo.js"
@@ -91,7 +91,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
     // SERVICE_SKILL_VISIBILITY_MODE, checked with the other settings before the node starts
     const mode: VisibilityMode = (yield* SwitchyardConfig).skillVisibilityMode
 
-    const isAdmin = (p: Principal) => roleAtLeast(p.role, "admin")
+    const isAdmin = (p: Principal) => holds(p.role, Policy.manageEverySkill)
 
     // Admins see every skill; others the published catalog, their own, and skills scoped to agents they created
     const mayView = (p: Principal, row: SkillRow) =>
@@ -149,7 +149,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
       })
 
     const create = Effect.fn("Skills.create")(function*(principal: Principal, input: CreateSkill) {
-      yield* requireRole(principal, "builder", "create skills")
+      yield* requirePermission(principal, Policy.createSkills)
       yield* checkActions(principal, input.actions)
       yield* checkAllowlist(principal, input.allowlist)
       const existing = yield* repo.findByName(principal.organizationId, input.name)
@@ -261,7 +261,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
     const setStatus = (principal: Principal, id: string, status: "published" | "archived") =>
       Effect.gen(function*() {
         const row = yield* find(principal, id)
-        if (status === "published") yield* requireRole(principal, "admin", "publish skills")
+        if (status === "published") yield* requirePermission(principal, Policy.publishSkills)
         else yield* mayChange(principal, row, "archive it")
         if (row.status === status) return toSkill(row)
         if (row.status === "archived") {
@@ -295,7 +295,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
 
     /** `enforce`: a skill its visibility does not admit is refused; `report`: added and recorded; `off`: added. */
     const attach = Effect.fn("Skills.attach")(function*(principal: Principal, agentId: string, skillId: string) {
-      yield* requireRole(principal, "builder", "add skills to agents")
+      yield* requirePermission(principal, Policy.addSkillsToAgents)
       const agent = yield* managedAgent(principal, agentId)
       const skill = yield* find(principal, skillId)
       if (skill.status !== "published") {
@@ -420,7 +420,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
       }
     ) =>
       Effect.gen(function*() {
-        yield* requireRole(principal, "admin", "read skill violations")
+        yield* requirePermission(principal, Policy.readSkillViolations)
         const limit = f.limit ?? 50
         if ((f.skill_id !== undefined && !isUuid(f.skill_id)) || (f.agent_id !== undefined && !isUuid(f.agent_id))) {
           return { items: [], next_cursor: null }

@@ -4,8 +4,8 @@ import * as Crypto from "node:crypto"
 import { outcomeOf, startRun, TaskEntity } from "../../cluster/TaskEntity.js"
 import { type InvokeAgent, Task, type TaskFields, ThreadEvent } from "../../schema/Agents.js"
 import { BadRequest, Conflict, Forbidden, NotFound, PaymentRequired } from "../../schema/Errors.js"
-import { roleAtLeast } from "../../schema/Identity.js"
 import type { AgentId, OrganizationId, ScheduleId, TaskId } from "../../schema/Ids.js"
+import { holds, Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { AgentRepo, type AgentRow } from "../agents/AgentRepo.js"
 import { mayUse } from "../agents/Agents.js"
@@ -335,7 +335,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       const row = yield* find(principal, id)
       // a Member stops their own runs only; stopping someone else's is a Builder's call
       if (
-        !roleAtLeast(principal.role, "builder") &&
+        !holds(principal.role, Policy.cancelOthersTasks) &&
         !(yield* repo.invokedBy(principal.organizationId, id, principal.keyId, principal.userId))
       ) {
         return yield* Forbidden.of(

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { BadRequest, Forbidden, NotFound } from "../../schema/Errors.js"
-import { roleAtLeast } from "../../schema/Identity.js"
+import { holds, Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import {
   type BudgetUse,
@@ -172,7 +172,7 @@ export class Usage extends Effect.Service<Usage>()("usage/Usage", {
           "invalid_time_range"
         )
       }
-      const admin = roleAtLeast(principal.role, "admin")
+      const admin = holds(principal.role, Policy.readEveryonesUsage)
       if (!admin && filters.user_id !== undefined && filters.user_id !== principal.userId) {
         return yield* Forbidden.of("Below Admin, you see only your own usage: leave out `user_id` or give your own.")
       }

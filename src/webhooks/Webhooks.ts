@@ -1,6 +1,7 @@
 import { Effect, Schema } from "effect"
 import * as Crypto from "node:crypto"
 import { Conflict, Forbidden, NotFound, Unprocessable } from "../../schema/Errors.js"
+import { type Permission, Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { formatTimestamp } from "../../schema/Timestamp.js"
 import {
@@ -17,7 +18,7 @@ import { CredentialVault } from "../connectors/CredentialVault.js"
 import { Egress } from "../connectors/Egress.js"
 import { checkUrl } from "../connectors/egress/GuardedDispatcher.js"
 import { EventLog } from "../events/EventLog.js"
-import { requireRole } from "../identity/IdentityPolicy.js"
+import { requirePermission } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
 import { DeliveryRepo, type DeliveryRow, newDeliveryId } from "./DeliveryRepo.js"
 import { secretContext } from "./DeliverySender.js"
@@ -68,12 +69,14 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
     const vault = yield* CredentialVault
     const dispatcher = yield* WebhookDispatcher
 
-    const allowed = (principal: Principal, action: string) =>
+    const allowed = (principal: Principal, permission: Permission) =>
       Effect.zipRight(
-        requireRole(principal, "admin", action),
+        requirePermission(principal, permission),
         principal.agentIds === null
           ? Effect.void
-          : Effect.fail(Forbidden.of(`A key limited to agents may not ${action}: use a key of the whole organization.`))
+          : Effect.fail(
+            Forbidden.of(`A key limited to agents may not ${permission.action}: use a key of the whole organization.`)
+          )
       )
 
     /** Refuses a URL the egress guard would refuse (checked again at every delivery, on the address dialled). */
@@ -95,7 +98,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
       )
 
     const create = Effect.fn("Webhooks.create")(function*(principal: Principal, input: CreateWebhook) {
-      yield* allowed(principal, "create webhooks")
+      yield* allowed(principal, Policy.createWebhooks)
       yield* reachable(input.url)
       const id = Crypto.randomUUID() as WebhookId
       const secret = newSecret()
@@ -124,18 +127,18 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
     })
 
     const list = Effect.fn("Webhooks.list")(function*(principal: Principal) {
-      yield* allowed(principal, "read webhooks")
+      yield* allowed(principal, Policy.readWebhooks)
       const items = (yield* repo.list(principal.organizationId)).map(toWebhook)
       return { items, total: items.length }
     })
 
     const get = Effect.fn("Webhooks.get")(function*(principal: Principal, id: WebhookId) {
-      yield* allowed(principal, "read webhooks")
+      yield* allowed(principal, Policy.readWebhooks)
       return toWebhook(yield* find(principal, id))
     })
 
     const update = Effect.fn("Webhooks.update")(function*(principal: Principal, id: WebhookId, input: UpdateWebhook) {
-      yield* allowed(principal, "change webhooks")
+      yield* allowed(principal, Policy.changeWebhooks)
       const current = yield* find(principal, id)
       if (input.url !== undefined) yield* reachable(input.url)
       const row = yield* repo.update(principal.organizationId, id, {
@@ -160,7 +163,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
     })
 
     const remove = Effect.fn("Webhooks.remove")(function*(principal: Principal, id: WebhookId) {
-      yield* allowed(principal, "delete webhooks")
+      yield* allowed(principal, Policy.deleteWebhooks)
       const current = yield* find(principal, id)
       const removed = yield* repo.remove(principal.organizationId, id).pipe(
         audit.recorded(
@@ -175,7 +178,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
 
     /** A new secret; the current one keeps signing (beside it) for 24 hours. */
     const rotate = Effect.fn("Webhooks.rotate")(function*(principal: Principal, id: WebhookId) {
-      yield* allowed(principal, "rotate webhook secrets")
+      yield* allowed(principal, Policy.rotateWebhookSecrets)
       yield* find(principal, id)
       const secret = newSecret()
       const sealed = vault.seal(secret, secretContext(principal.organizationId, id))
@@ -192,9 +195,9 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
       return new CreatedWebhook({ ...toWebhook(row), secret })
     })
 
-    const enabledOne = (principal: Principal, id: WebhookId, action: string) =>
+    const enabledOne = (principal: Principal, id: WebhookId, permission: Permission) =>
       Effect.gen(function*() {
-        yield* allowed(principal, action)
+        yield* allowed(principal, permission)
         const row = yield* find(principal, id)
         if (!row.enabled) {
           return yield* Conflict.of(
@@ -213,7 +216,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
 
     /** A `webhook.ping` delivery, sent now; answered after its first attempt. */
     const ping = Effect.fn("Webhooks.ping")(function*(principal: Principal, id: WebhookId) {
-      yield* enabledOne(principal, id, "ping webhooks")
+      yield* enabledOne(principal, id, Policy.pingWebhooks)
       const deliveryId = newDeliveryId()
       const body = JSON.stringify({
         id: deliveryId,
@@ -230,7 +233,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
 
     /** Sends a delivery again now, under its `webhook-id`; answered after the attempt. */
     const retry = Effect.fn("Webhooks.retry")(function*(principal: Principal, id: WebhookId, deliveryId: DeliveryId) {
-      yield* enabledOne(principal, id, "retry webhook deliveries")
+      yield* enabledOne(principal, id, Policy.retryWebhookDeliveries)
       const held = yield* outbox.retryNow(id, deliveryId, dispatcher.owner, dispatcher.leaseSeconds)
       if (held === undefined) return yield* NotFound.of("Delivery", deliveryId)
       yield* dispatcher.sendNow(held)
@@ -246,7 +249,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
         readonly cursor?: string | undefined
       }
     ) {
-      yield* allowed(principal, "read webhook deliveries")
+      yield* allowed(principal, Policy.readWebhookDeliveries)
       yield* find(principal, id)
       const after = yield* positionOf(params.cursor, Schema.is(DeliveryId))
       const limit = params.limit ?? 50

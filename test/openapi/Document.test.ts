@@ -90,6 +90,20 @@ describe("openapi.json for code generators", () => {
     expect(leaks).toEqual([])
   })
 
+  it("names every request body's schema", () => {
+    const inline = Object.entries(document.paths as Record<string, Record<string, any>>).flatMap(([path, ops]) =>
+      Object.entries(ops).flatMap(([method, op]) =>
+        Object.entries<any>(op?.requestBody?.content ?? {}).filter(([, c]) => c.schema?.type === "object").map((
+          [type]
+        ) => `${method} ${path} ${type}`)
+      )
+    )
+    expect(inline).toEqual([])
+    expect(document.paths["/v1/files"].post.requestBody.content["multipart/form-data"].schema.$ref).toBe(
+      "#/components/schemas/UploadFileForm"
+    )
+  })
+
   it("types query integers and flags as such", () => {
     const parameter = (path: string, name: string) =>
       document.paths[path].get?.parameters?.find((p: any) => p.name === name) ??

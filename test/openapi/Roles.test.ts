@@ -4,14 +4,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Api } from "../../schema/Api.js"
 import { type Role, roleDisplayName } from "../../schema/Identity.js"
 import { OperationDocs } from "../../schema/OperationDoc.js"
+import type { Permission } from "../../schema/Policy.js"
 import { createConnection, createConnector, petstore } from "../connectors/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 
 /**
- * The role each operation documents (`operation({ role })` beside the endpoint, rendered as
- * `x-switchyard-role` and the description's **Role:** line) is the role the server enforces: the role just
- * below it is refused with the server's own "Only <Role> and above may …", and the documented role itself
- * is never refused so (for the reads, which change nothing). Bodies are generated from each operation's
+ * The permission each operation documents (`operation({ permission })` beside the endpoint, an entry of
+ * schema/Policy.ts, rendered as `x-switchyard-role` and the description's **Role:** line) is the one the
+ * server enforces: the role just below it is refused with that entry's own "Only <Role> and above may
+ * <action>", and the documented role itself is never refused so (for the reads, which change nothing). Bodies are generated from each operation's
  * payload schema, so they pass decoding and reach the role check. Every error answered on the way carries a
  * code of the operation's documented enum.
  */
@@ -20,6 +21,7 @@ interface Case {
   readonly method: string
   readonly path: string
   readonly role: Role
+  readonly permission: Permission
   readonly payload: Option.Option<Schema.Schema<unknown>>
 }
 
@@ -35,12 +37,13 @@ HttpApi.reflect(Api, {
   onGroup() {},
   onEndpoint({ endpoint }) {
     const doc = Option.getOrUndefined(Context.getOption(endpoint.annotations, OperationDocs))
-    if (doc === undefined || doc.role === null) return
+    if (doc === undefined || doc.permission === null) return
     cases.push({
       id: Option.getOrElse(Context.getOption(endpoint.annotations, OpenApi.Identifier), () => endpoint.name),
       method: endpoint.method,
       path: endpoint.path,
-      role: doc.role,
+      role: doc.permission.role,
+      permission: doc.permission,
       payload: Option.map(endpoint.payloadSchema, (schema) => Schema.make<unknown, unknown, never>(schema.ast))
     })
   }
@@ -174,7 +177,7 @@ describe("documented roles", () => {
     it(`${c.id}: ${roleDisplayName[c.role]} and above, as documented`, async () => {
       const refused = await call(c, below[c.role]!)
       expect(refused.status, refused.message).toBe(403)
-      expect(refused.message).toContain(refusal(c.role))
+      expect(refused.message).toContain(`${refusal(c.role)} ${c.permission.action};`)
     })
   }
 
