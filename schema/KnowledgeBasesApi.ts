@@ -9,11 +9,14 @@ import {
   UnprocessableWire,
   UnsupportedMediaTypeWire
 } from "./Errors.js"
+import { AgentId } from "./Ids.js"
 import {
   AddDocument,
   CreateKnowledgeBase,
+  DocumentId,
   DocumentPage,
   KnowledgeBase,
+  KnowledgeBaseId,
   KnowledgeBasePage,
   KnowledgeDocument,
   PageParams,
@@ -26,9 +29,9 @@ import { Policy } from "./Policy.js"
 import { Authentication } from "./Security.js"
 
 // ids as plain strings in paths: a malformed one is a 404 like an unknown one, and never leaks which exist
-const BasePath = Schema.Struct({ knowledge_base_id: Schema.String })
-const DocumentPath = Schema.Struct({ knowledge_base_id: Schema.String, document_id: Schema.String })
-const AttachmentPath = Schema.Struct({ agent_id: Schema.String, knowledge_base_id: Schema.String })
+const BasePath = Schema.Struct({ knowledge_base_id: KnowledgeBaseId })
+const DocumentPath = Schema.Struct({ knowledge_base_id: KnowledgeBaseId, document_id: DocumentId })
+const AttachmentPath = Schema.Struct({ agent_id: AgentId, knowledge_base_id: KnowledgeBaseId })
 
 export class KnowledgeBasesApi extends HttpApiGroup.make("knowledgeBases")
   .add(

@@ -57,6 +57,7 @@ export const documentApi = (api: HttpApi.HttpApi.Any) => (spec: Record<string, a
       delete schemas[internal]
     }
   }
+  inlineBuiltins(spec, schemas)
   cleanSchemas(spec.paths)
   cleanSchemas(spec.webhooks)
   cleanSchemas(schemas)
@@ -282,6 +283,44 @@ const documentThreadEvents = (schemas: Record<string, any>) => {
  * Internal names out: Effect's refinement titles (`maxLength(128)`, `int`) and `$id`s (`/schemas/unknown`,
  * repeated wherever `unknown` is) on inline schemas; every component is titled by its name instead.
  */
+/**
+ * Effect's own refinements that reach the document as components under Effect's names and words (`Int`
+ * "an integer", `Trim` "a string that will be trimmed"): written in place instead, what each one is on the
+ * wire, the keywords beside the reference (a range, a description) kept over it, and Effect's words dropped.
+ */
+const builtins: Record<string, Record<string, unknown>> = {
+  Int: { type: "integer" },
+  NonNegative: { type: "number", minimum: 0 },
+  Trim: { type: "string" },
+  UUID: { type: "string", format: "uuid" },
+  Date: {
+    type: "string",
+    description: "An ISO 8601 date, or date and time: `2026-11-01`, `2026-11-01T09:30:00Z`."
+  }
+}
+
+const effectWords =
+  /^an? (string|number|integer|array|non-negative number|positive number|negative number|Universally Unique)\b/
+
+const inlineBuiltins = (spec: Record<string, any>, schemas: Record<string, any>) => {
+  const visit = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(visit)
+    if (typeof node !== "object" || node === null) return node
+    const record = node as Record<string, unknown>
+    const name = typeof record.$ref === "string" ? record.$ref.split("/").pop()! : undefined
+    const { $ref: _ref, ...siblings } = record
+    const base = name !== undefined && name in builtins ? builtins[name] : undefined
+    const out: Record<string, unknown> = base === undefined ? { ...record } : { ...base, ...siblings }
+    // Effect's words for a refinement ("a string at most 200 character(s) long") say what the keywords say
+    if (typeof out.description === "string" && effectWords.test(out.description)) delete out.description
+    for (const [key, value] of Object.entries(out)) out[key] = visit(value)
+    return out
+  }
+  for (const name of Object.keys(builtins)) delete schemas[name]
+  for (const key of ["paths", "webhooks"] as const) if (spec[key] !== undefined) spec[key] = visit(spec[key])
+  for (const [name, schema] of Object.entries(schemas)) schemas[name] = visit(schema)
+}
+
 const cleanSchemas = (node: unknown): void => {
   if (Array.isArray(node)) {
     for (const item of node) cleanSchemas(item)

@@ -2242,14 +2242,9 @@ export interface components {
             status: "ready";
             /** @description This node's runner address. */
             node: string;
-            shards_owned: components["schemas"]["Int"];
-            shards_total: components["schemas"]["Int"];
+            shards_owned: number;
+            shards_total: number;
         };
-        /**
-         * Int
-         * @description an integer
-         */
-        Int: number;
         /** Me */
         Me: {
             organization: components["schemas"]["Organization"];
@@ -2312,7 +2307,7 @@ export interface components {
         /** MemberList */
         MemberList: {
             items: components["schemas"]["Member"][];
-            total: components["schemas"]["Int"];
+            total: number;
         };
         /** Member */
         Member: {
@@ -2323,9 +2318,7 @@ export interface components {
         };
         /** CreateMember */
         CreateMember: {
-            /** @description a string that will be trimmed */
             email: string;
-            /** @description a string at most 200 character(s) long */
             name?: string;
             role?: components["schemas"]["Role"];
         };
@@ -2336,11 +2329,10 @@ export interface components {
         /** ApiKeyList */
         ApiKeyList: {
             items: components["schemas"]["ApiKey"][];
-            total: components["schemas"]["Int"];
+            total: number;
         };
         /** CreateApiKey */
         CreateApiKey: {
-            /** @description a string at most 200 character(s) long */
             name: string;
             /**
              * @description `organization`: for applications and pipelines, optionally limited to agents. `personal`: carries one person's identity.
@@ -2380,7 +2372,7 @@ export interface components {
         /** CatalogPage */
         CatalogPage: {
             items: components["schemas"]["Connector"][];
-            total: components["schemas"]["Int"];
+            total: number;
             /** @description Pass as `cursor` for the next page. */
             next_cursor: string | null;
         };
@@ -2397,7 +2389,7 @@ export interface components {
             description: string;
             /** @enum {string} */
             status: "ready";
-            total_operations: components["schemas"]["Int"];
+            total_operations: number;
             /** @description True when the connector needs no credentials of yours (its API has no security scheme). */
             using_built_in_auth: boolean;
             /** @description Shipped with Switchyard and visible to every organization. */
@@ -2448,7 +2440,6 @@ export interface components {
             };
             /** @description Default: the document's `info.title`. */
             name?: string;
-            /** @description a string at most 4000 character(s) long */
             description?: string;
             /** @description Base URL overriding the document's servers (e.g. an on-prem install). */
             server_url?: string;
@@ -2466,7 +2457,7 @@ export interface components {
             description: string;
             /** @enum {string} */
             status: "ready";
-            total_operations: components["schemas"]["Int"];
+            total_operations: number;
             /** @description True when the connector needs no credentials of yours (its API has no security scheme). */
             using_built_in_auth: boolean;
             /** @description Shipped with Switchyard and visible to every organization. */
@@ -2485,7 +2476,7 @@ export interface components {
          * @description What the import took, skipped (and why) and warned about.
          */
         ImportReport: {
-            imported: components["schemas"]["Int"];
+            imported: number;
             skipped: {
                 method: string;
                 path: string;
@@ -2509,7 +2500,6 @@ export interface components {
         };
         /** CreateConnection */
         CreateConnection: {
-            /** @description a string at most 200 character(s) long */
             name: string;
             /**
              * @description `organizational`: usable by the whole organization. `personal`: belongs to its creator, visible and usable only by them; the agent then acts with that person's own permissions.
@@ -2529,14 +2519,12 @@ export interface components {
         } | {
             /** @enum {string} */
             type: "api_key";
-            /** @description a string at least 1 character(s) long */
             value: string;
             /** @description Security scheme name, when several apply. */
             scheme?: string;
         } | {
             /** @enum {string} */
             type: "bearer";
-            /** @description a string at least 1 character(s) long */
             token: string;
         } | {
             /** @enum {string} */
@@ -2546,7 +2534,6 @@ export interface components {
         } | {
             /** @enum {string} */
             type: "oauth2";
-            /** @description a string at least 1 character(s) long */
             client_id: string;
             client_secret: string;
             scopes?: string[];
@@ -2585,7 +2572,6 @@ export interface components {
         };
         /** UpdateConnection */
         UpdateConnection: {
-            /** @description a string at most 200 character(s) long */
             name?: string;
             credentials?: components["schemas"]["Credentials"];
             server_url?: string | null;
@@ -2615,7 +2601,7 @@ export interface components {
         /** AgentList */
         AgentList: {
             items: components["schemas"]["Agent"][];
-            total: components["schemas"]["Int"];
+            total: number;
         };
         /** Agent */
         Agent: {
@@ -2631,9 +2617,9 @@ export interface components {
             budget: components["schemas"]["Budget"] | null;
             /** @description Spent in the current budget period. */
             spent_usd: number;
-            max_steps: components["schemas"]["Int"];
-            max_tokens: components["schemas"]["Int"] | null;
-            timeout_seconds: components["schemas"]["Int"] | null;
+            max_steps: number;
+            max_tokens: number | null;
+            timeout_seconds: number | null;
             /** @description 1 when created, one more on each change of configuration. A task runs the version current when it was invoked (the task's `agent_version`), also when the agent changes while it runs. */
             version: number;
             created_at: components["schemas"]["Timestamp"];
@@ -2652,24 +2638,20 @@ export interface components {
             base_url?: string;
             /** @description `scripted` only: the turns to play. */
             script?: components["schemas"]["ScriptTurn"][];
-            /** @description a number between 0 and 2 */
             temperature?: number;
-            /** @description a number between 1 and 200000 */
-            max_output_tokens?: components["schemas"]["Int"];
+            max_output_tokens?: number;
         };
         /** ScriptTurn */
         ScriptTurn: {
             /** @description A reply; `{{last_tool_result}}` is replaced by the previous tool result. */
             text: string;
-            /** @description a number between 0 and 600000 */
-            delay_ms?: components["schemas"]["Int"];
+            delay_ms?: number;
         } | {
             tool_calls: {
                 name: string;
                 arguments: unknown;
             }[];
-            /** @description a number between 0 and 600000 */
-            delay_ms?: components["schemas"]["Int"];
+            delay_ms?: number;
         };
         /** AgentSkill */
         AgentSkill: {
@@ -2686,43 +2668,38 @@ export interface components {
          * @description A spend cap in USD per UTC day, calendar month, or in total.
          */
         Budget: {
-            /** @description a positive number */
             limit_usd: number;
             /** @enum {string} */
             period?: "day" | "month" | "total";
         };
         /** CreateAgent */
         CreateAgent: {
-            /** @description a string at most 200 character(s) long */
             name: string;
-            /** @description a string at most 100000 character(s) long */
             instructions?: string;
             model: components["schemas"]["ModelConfig"];
             skills?: components["schemas"]["AgentSkill"][];
             budget?: components["schemas"]["Budget"];
             /** @description Most model calls in one task (default 10). */
-            max_steps?: components["schemas"]["Int"];
+            max_steps?: number;
             /** @description Most tokens (input + output) one task may use. */
-            max_tokens?: components["schemas"]["Int"];
+            max_tokens?: number;
             /** @description Longest a task may run (default SWITCHYARD_TASK_TIMEOUT). */
-            timeout_seconds?: components["schemas"]["Int"];
+            timeout_seconds?: number;
         };
         /** UpdateAgent */
         UpdateAgent: {
-            /** @description a string at most 200 character(s) long */
             name?: string;
-            /** @description a string at most 100000 character(s) long */
             instructions?: string;
             model?: components["schemas"]["ModelConfig"];
             skills?: components["schemas"]["AgentSkill"][];
             /** @description `null` removes the budget. */
             budget?: components["schemas"]["Budget"] | null;
             /** @description Most model calls in one task (default 10). */
-            max_steps?: components["schemas"]["Int"];
+            max_steps?: number;
             /** @description Most tokens (input + output) one task may use; `null` removes the limit. */
-            max_tokens?: components["schemas"]["Int"] | null;
+            max_tokens?: number | null;
             /** @description Longest a task may run; `null` goes back to the default, SWITCHYARD_TASK_TIMEOUT. */
-            timeout_seconds?: components["schemas"]["Int"] | null;
+            timeout_seconds?: number | null;
         };
         /** InvokeAgent */
         InvokeAgent: {
@@ -2730,9 +2707,7 @@ export interface components {
                 /** @description The prompt. */
                 text: string;
                 user: {
-                    /** @description a string at least 1 character(s) long */
                     id: string;
-                    /** @description a string matching the pattern ^[^\s@]+@[^\s@]+$ */
                     email: string;
                 };
             };
@@ -2752,7 +2727,7 @@ export interface components {
              */
             agent_id: string;
             /** @description The agent's `version` this task runs; null for tasks made before agents had versions. */
-            agent_version: components["schemas"]["Int"] | null;
+            agent_version: number | null;
             /**
              * @description `pending` → `executing` → `completed` | `error` | `cancelled`. `waiting_approval`: the run is paused until a person approves or rejects a tool call (`GET /v1/approvals`); it then goes on `executing`.
              * @enum {string}
@@ -2787,7 +2762,7 @@ export interface components {
              */
             agent_id: string;
             /** @description The agent's `version` this task runs; null for tasks made before agents had versions. */
-            agent_version: components["schemas"]["Int"] | null;
+            agent_version: number | null;
             /**
              * @description `pending` → `executing` → `completed` | `error` | `cancelled`. `waiting_approval`: the run is paused until a person approves or rejects a tool call (`GET /v1/approvals`); it then goes on `executing`.
              * @enum {string}
@@ -2809,11 +2784,6 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             finished_at: components["schemas"]["Timestamp"] | null;
         };
-        /**
-         * Date
-         * @description a string to be decoded into a Date
-         */
-        Date: string;
         /** TaskPage */
         TaskPage: {
             items: components["schemas"]["Task"][];
@@ -2841,20 +2811,20 @@ export interface components {
              */
             task_id: string;
             calls: {
-                seq: components["schemas"]["Int"];
+                seq: number;
                 at: components["schemas"]["Timestamp"];
                 provider: string;
                 model: string;
-                input_tokens: components["schemas"]["Int"];
-                output_tokens: components["schemas"]["Int"];
-                cached_tokens: components["schemas"]["Int"];
+                input_tokens: number;
+                output_tokens: number;
+                cached_tokens: number;
                 cost_usd: number;
             }[];
             totals: {
-                calls: components["schemas"]["Int"];
-                input_tokens: components["schemas"]["Int"];
-                output_tokens: components["schemas"]["Int"];
-                cached_tokens: components["schemas"]["Int"];
+                calls: number;
+                input_tokens: number;
+                output_tokens: number;
+                cached_tokens: number;
                 cost_usd: number;
             };
         };
@@ -2868,14 +2838,13 @@ export interface components {
         };
         /** SetModelProvider */
         SetModelProvider: {
-            /** @description a string at least 1 character(s) long */
             api_key?: string;
             base_url?: string;
         };
         /** OAuthAuthorizationList */
         OAuthAuthorizationList: {
             items: components["schemas"]["OAuthAuthorization"][];
-            total: components["schemas"]["Int"];
+            total: number;
         };
         /** OAuthAuthorization */
         OAuthAuthorization: {
@@ -2908,15 +2877,13 @@ export interface components {
             /** @description Role a member gets when added through this group, if it is above their own (never lowers a role). `null`: the group changes no role. */
             default_role: components["schemas"]["Role"] | null;
             agent_ids: string[];
-            member_count: components["schemas"]["Int"];
+            member_count: number;
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
         };
         /** CreateGroup */
         CreateGroup: {
-            /** @description a string that will be trimmed */
             name: string;
-            /** @description a string at most 2000 character(s) long */
             description?: string;
             /** @description Role a member gets when added through this group, if it is above their own (never lowers a role). `null`: the group changes no role. */
             default_role?: components["schemas"]["Role"] | null;
@@ -2925,9 +2892,7 @@ export interface components {
         };
         /** UpdateGroup */
         UpdateGroup: {
-            /** @description a string that will be trimmed */
             name?: string;
-            /** @description a string at most 2000 character(s) long */
             description?: string;
             /** @description Role a member gets when added through this group, if it is above their own (never lowers a role). `null`: the group changes no role. */
             default_role?: components["schemas"]["Role"] | null;
@@ -2958,7 +2923,8 @@ export interface components {
         };
         /** AuditEvent */
         AuditEvent: {
-            id: components["schemas"]["UUID"];
+            /** Format: uuid */
+            id: string;
             /** @description Position in the organization's chain, from 1. */
             seq: number;
             time: components["schemas"]["Timestamp"];
@@ -2986,12 +2952,6 @@ export interface components {
             /** @description SHA-256 (hex) of the record's canonical JSON, `prev_hash` included. */
             hash: string;
         };
-        /**
-         * UUID
-         * Format: uuid
-         * @description a Universally Unique Identifier
-         */
-        UUID: string;
         /** AuditActor */
         AuditActor: {
             /** @enum {string} */
@@ -3089,11 +3049,8 @@ export interface components {
         };
         /** CreateSkill */
         CreateSkill: {
-            /** @description a string at most 200 character(s) long */
             name: string;
-            /** @description a string at most 10000 character(s) long */
             description?: string;
-            /** @description an array of at most 200 item(s) */
             actions: components["schemas"]["SkillAction"][];
             visibility?: components["schemas"]["SkillVisibility"];
             allowlist?: string[];
@@ -3119,7 +3076,7 @@ export interface components {
                  * @enum {string}
                  */
                 status: "draft" | "published" | "archived";
-                version: components["schemas"]["Int"];
+                version: number;
             }[];
             connectors: {
                 name: string;
@@ -3148,11 +3105,8 @@ export interface components {
         };
         /** UpdateSkill */
         UpdateSkill: {
-            /** @description a string at most 200 character(s) long */
             name?: string;
-            /** @description a string at most 10000 character(s) long */
             description?: string;
-            /** @description an array of at most 200 item(s) */
             actions?: components["schemas"]["SkillAction"][];
         };
         /** SkillAccess */
@@ -3200,7 +3154,6 @@ export interface components {
         };
         /** Decision */
         Decision: {
-            /** @description a string at most 2000 character(s) long */
             reason?: string;
         };
         /** SsoSettings */
@@ -3232,27 +3185,20 @@ export interface components {
         PutSsoSettings: {
             /** @description The identity provider's issuer; `{issuer}/.well-known/openid-configuration` must describe it. */
             issuer: string;
-            /** @description a string that will be trimmed */
             client_id: string;
-            /** @description a string at most 4000 character(s) long */
             client_secret?: string;
             /** @description Only people whose verified e-mail is in one of these domains may sign in. */
-            allowed_email_domains: components["schemas"]["Trim"][];
+            allowed_email_domains: string[];
             /** @description The ID token (or userinfo) claim that lists the person's groups. Default `groups`. */
             group_claim?: string;
             /** @description Identity-provider group → Switchyard group. Synced on every sign-in: a person is added to the mapped groups they are in and removed from the mapped groups they are no longer in. */
             group_mapping?: components["schemas"]["SsoGroupMapping"][];
             enabled?: boolean;
         };
-        /**
-         * Trim
-         * @description a string that will be trimmed
-         */
-        Trim: string;
         /** SchedulePage */
         SchedulePage: {
             items: components["schemas"]["Schedule"][];
-            total: components["schemas"]["Int"];
+            total: number;
         };
         /** Schedule */
         Schedule: {
@@ -3275,9 +3221,7 @@ export interface components {
                 /** @description The prompt. */
                 text: string;
                 user: {
-                    /** @description a string at least 1 character(s) long */
                     id: string;
-                    /** @description a string matching the pattern ^[^\s@]+@[^\s@]+$ */
                     email: string;
                 };
             };
@@ -3323,7 +3267,6 @@ export interface components {
         };
         /** CreateSchedule */
         CreateSchedule: {
-            /** @description a string at most 200 character(s) long */
             name: string;
             /**
              * Format: uuid
@@ -3341,16 +3284,16 @@ export interface components {
                 /** @description The prompt. */
                 text: string;
                 user: {
-                    /** @description a string at least 1 character(s) long */
                     id: string;
-                    /** @description a string matching the pattern ^[^\s@]+@[^\s@]+$ */
                     email: string;
                 };
             };
             /** @description Default true. */
             enabled?: boolean;
-            start_at?: components["schemas"]["Date"];
-            end_at?: components["schemas"]["Date"];
+            /** @description An ISO 8601 date, or date and time: `2026-11-01`, `2026-11-01T09:30:00Z`. */
+            start_at?: string;
+            /** @description An ISO 8601 date, or date and time: `2026-11-01`, `2026-11-01T09:30:00Z`. */
+            end_at?: string;
             /** @description Each run starts up to this much later than its time (a fixed offset per run), to spread load. */
             jitter?: string;
             /**
@@ -3363,7 +3306,6 @@ export interface components {
         };
         /** UpdateSchedule */
         UpdateSchedule: {
-            /** @description a string at most 200 character(s) long */
             name?: string;
             /**
              * Format: uuid
@@ -3381,15 +3323,13 @@ export interface components {
                 /** @description The prompt. */
                 text: string;
                 user: {
-                    /** @description a string at least 1 character(s) long */
                     id: string;
-                    /** @description a string matching the pattern ^[^\s@]+@[^\s@]+$ */
                     email: string;
                 };
             };
             enabled?: boolean;
-            start_at?: components["schemas"]["Date"] | null;
-            end_at?: components["schemas"]["Date"] | null;
+            start_at?: string | null;
+            end_at?: string | null;
             jitter?: string | null;
             /**
              * @description When a run is due while the schedule's previous run is still going: `skip` it (default), `buffer_one` (keep one run waiting, started when the previous one ends; further ones are skipped), or `allow` it to run alongside.
@@ -3411,7 +3351,7 @@ export interface components {
             /** @description Its name (a relative path), unique in its scope. */
             name: string;
             /** @description Size in bytes. */
-            size: components["schemas"]["NonNegative"];
+            size: number;
             /** @description SHA-256 of the content, hex; also its `ETag`. */
             sha256: string;
             /** @description Media type, as uploaded. */
@@ -3426,11 +3366,6 @@ export interface components {
             owner: components["schemas"]["FileOwner"];
             created_at: components["schemas"]["Timestamp"];
         };
-        /**
-         * NonNegative
-         * @description a non-negative number
-         */
-        NonNegative: number;
         /** FileOwner */
         FileOwner: {
             /**
@@ -3449,7 +3384,7 @@ export interface components {
         /** FunctionPage */
         FunctionPage: {
             items: components["schemas"]["CustomFunction"][];
-            total: components["schemas"]["Int"];
+            total: number;
         };
         /** CustomFunction */
         CustomFunction: {
@@ -3466,8 +3401,8 @@ export interface components {
                 [key: string]: unknown;
             };
             code: string;
-            timeout_ms: components["schemas"]["Int"];
-            memory_mb: components["schemas"]["Int"];
+            timeout_ms: number;
+            memory_mb: number;
             /** @description The version shown (the current one unless `?version=`). */
             version: number;
             /** @description The version invokes run unless they ask for another. */
@@ -3488,9 +3423,9 @@ export interface components {
             /** @description An ES module whose default export is `async (input, ctx) => output`. No import resolves: `ctx` is the only way out (`ctx.connectors.invoke`, `ctx.files`, `ctx.log`). */
             code: string;
             /** @description Longest a call may take, waiting on `ctx` included (1-30000, default 5000). */
-            timeout_ms?: components["schemas"]["Int"];
+            timeout_ms?: number;
             /** @description Heap a call may use, in MiB (16-64, default 32). */
-            memory_mb?: components["schemas"]["Int"];
+            memory_mb?: number;
         };
         /** FunctionVersionPage */
         FunctionVersionPage: {
@@ -3499,12 +3434,12 @@ export interface components {
         };
         /** FunctionVersion */
         FunctionVersion: {
-            version: components["schemas"]["Int"];
+            version: number;
             /** @description Unique in the organization; an agent it is attached to gets a tool of this name. */
             name: string;
             description: string;
-            timeout_ms: components["schemas"]["Int"];
-            memory_mb: components["schemas"]["Int"];
+            timeout_ms: number;
+            memory_mb: number;
             /** @description The user, or null for an organization key. */
             created_by: string | null;
             created_at: components["schemas"]["Timestamp"];
@@ -3522,9 +3457,9 @@ export interface components {
             /** @description An ES module whose default export is `async (input, ctx) => output`. No import resolves: `ctx` is the only way out (`ctx.connectors.invoke`, `ctx.files`, `ctx.log`). */
             code?: string;
             /** @description Longest a call may take, waiting on `ctx` included (1-30000, default 5000). */
-            timeout_ms?: components["schemas"]["Int"];
+            timeout_ms?: number;
             /** @description Heap a call may use, in MiB (16-64, default 32). */
-            memory_mb?: components["schemas"]["Int"];
+            memory_mb?: number;
         };
         /** InvokeFunction */
         InvokeFunction: {
@@ -3580,13 +3515,12 @@ export interface components {
             /** @description Its text search configuration (stemming, stop words). */
             language: string;
             /** @description Documents in it, whatever their status. */
-            document_count: components["schemas"]["NonNegative"];
+            document_count: number;
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
         };
         /** CreateKnowledgeBase */
         CreateKnowledgeBase: {
-            /** @description a string that will be trimmed */
             name: string;
             /** @description What it holds; agents see it in their `search_knowledge` tool's description. */
             description?: string;
@@ -3599,9 +3533,7 @@ export interface components {
         TextSearchLanguage: string;
         /** UpdateKnowledgeBase */
         UpdateKnowledgeBase: {
-            /** @description a string that will be trimmed */
             name?: string;
-            /** @description a string at most 2000 character(s) long */
             description?: string;
             /** @description Changing it re-indexes every chunk of the base in the same request. */
             language?: components["schemas"]["TextSearchLanguage"];
@@ -3611,7 +3543,6 @@ export interface components {
          * @description A name and exactly one source: `text`, `file_id` or `url`.
          */
         AddDocument: {
-            /** @description a string that will be trimmed */
             name: string;
             /** @description Source 1: the document itself, inline. */
             text?: string;
@@ -3647,7 +3578,7 @@ export interface components {
              */
             format: "txt" | "md" | "html" | "pdf";
             /** @description Bytes of the source as received. */
-            size: components["schemas"]["NonNegative"];
+            size: number;
             source: components["schemas"]["KnowledgeDocumentSource"];
             /**
              * @description `processing`: queued or being read and indexed; `ready`: searchable; `error`: see `error`.
@@ -3657,7 +3588,7 @@ export interface components {
             /** @description 0 to 1: how far ingestion has come (1 when ready). */
             progress: number;
             /** @description Chunks indexed so far. */
-            chunk_count: components["schemas"]["NonNegative"];
+            chunk_count: number;
             /** @description Why ingestion failed, when `status` is `error`. */
             error: {
                 /** @description `extraction_failed` (not readable as its format), `no_text` (nothing to index), `file_gone` (the workspace file was deleted first) or `ingestion_failed` (three attempts failed). */
@@ -3681,10 +3612,9 @@ export interface components {
         };
         /** SearchKnowledge */
         SearchKnowledge: {
-            /** @description a string that will be trimmed */
             query: string;
             /** @description Most chunks to return, 1–50 (default 10). */
-            limit?: components["schemas"]["Int"];
+            limit?: number;
         };
         /** KnowledgeSearchResults */
         KnowledgeSearchResults: {
@@ -3709,7 +3639,7 @@ export interface components {
              */
             chunk_id: string;
             /** @description The chunk's place in its document, from 0. */
-            chunk_index: components["schemas"]["NonNegative"];
+            chunk_index: number;
             /** @description The headings the chunk is under, outermost first (a PDF's: `Page N`). */
             heading_path: string[];
             /** @description Relevance (ts_rank_cd), higher is better; comparable within one search. */
@@ -3726,7 +3656,7 @@ export interface components {
         /** WebhookList */
         WebhookList: {
             items: components["schemas"]["Webhook"][];
-            total: components["schemas"]["Int"];
+            total: number;
         };
         /** Webhook */
         Webhook: {
@@ -3753,7 +3683,6 @@ export interface components {
         EventType: "task.created" | "task.started" | "task.tool_call" | "task.model_call" | "task.waiting_approval" | "task.completed" | "task.error" | "task.cancelled" | "approval.requested" | "approval.decided" | "connection.needs_reauthentication" | "audit.recorded";
         /** CreateWebhook */
         CreateWebhook: {
-            /** @description a string at most 2048 character(s) long */
             url: string;
             /** @description The event types delivered; empty (the default): every type. `audit.recorded` events are whole audit records. */
             event_types?: components["schemas"]["EventType"][];
@@ -3784,7 +3713,6 @@ export interface components {
         };
         /** UpdateWebhook */
         UpdateWebhook: {
-            /** @description a string at most 2048 character(s) long */
             url?: string;
             /** @description The event types delivered; empty (the default): every type. `audit.recorded` events are whole audit records. */
             event_types?: components["schemas"]["EventType"][];
@@ -3828,7 +3756,7 @@ export interface components {
             attempt: number;
             at: components["schemas"]["Timestamp"];
             /** @description The receiver's HTTP status; null: no answer. */
-            status_code: components["schemas"]["Int"] | null;
+            status_code: number | null;
             /** @description From sending to the answer's end (or the failure). */
             latency_ms: number;
             /** @description The answer's body, its first 1024 characters. */
@@ -4018,7 +3946,7 @@ export interface components {
              * @description Identifier of an agent (UUID).
              */
             agent_id: string;
-            agent_version: components["schemas"]["Int"] | null;
+            agent_version: number | null;
             /** @enum {string} */
             source: "api" | "mcp";
             /** @description The end user the task was invoked for (`input.user.id`). */
@@ -4079,14 +4007,14 @@ export interface components {
              * @description Identifier of an agent (UUID).
              */
             agent_id: string;
-            step: components["schemas"]["Int"] | null;
+            step: number | null;
             name: string | null;
             connection_id: string | null;
             operation_id: string | null;
             /** @description ok, error, rejected (by a reviewer), or unknown (its run stopped while making it; not made again). */
             outcome: string | null;
             /** @description The upstream HTTP status, if a call was made. */
-            status: components["schemas"]["Int"] | null;
+            status: number | null;
             duration_ms: number | null;
         };
         /**
@@ -4116,12 +4044,12 @@ export interface components {
              * @description Identifier of an agent (UUID).
              */
             agent_id: string;
-            step: components["schemas"]["Int"] | null;
+            step: number | null;
             provider: string | null;
             model: string | null;
-            input_tokens: components["schemas"]["Int"] | null;
-            output_tokens: components["schemas"]["Int"] | null;
-            cached_tokens: components["schemas"]["Int"] | null;
+            input_tokens: number | null;
+            output_tokens: number | null;
+            cached_tokens: number | null;
             cost_usd: number | null;
             duration_ms: number | null;
             finish: string | null;
@@ -4207,7 +4135,8 @@ export interface components {
         };
         /** ApprovalRequestedData */
         ApprovalRequestedData: {
-            approval_id: components["schemas"]["UUID"];
+            /** Format: uuid */
+            approval_id: string;
             /** @description Null for a shell command checked outside a task. */
             task_id: string | null;
             /**
@@ -4216,7 +4145,7 @@ export interface components {
              */
             agent_id: string;
             tool: string;
-            skill_id: components["schemas"]["UUID"] | null;
+            skill_id: string | null;
             requested_at: components["schemas"]["Timestamp"];
             expires_at: components["schemas"]["Timestamp"];
         };
@@ -4234,7 +4163,8 @@ export interface components {
         };
         /** ApprovalDecidedData */
         ApprovalDecidedData: {
-            approval_id: components["schemas"]["UUID"];
+            /** Format: uuid */
+            approval_id: string;
             /** @description Null for a shell command checked outside a task. */
             task_id: string | null;
             /**
@@ -4365,7 +4295,7 @@ export interface components {
         };
         /** ThreadMessageEvent */
         ThreadMessageEvent: {
-            seq: components["schemas"]["Int"];
+            seq: number;
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -4390,7 +4320,7 @@ export interface components {
         };
         /** ThreadModelCallEvent */
         ThreadModelCallEvent: {
-            seq: components["schemas"]["Int"];
+            seq: number;
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -4425,7 +4355,7 @@ export interface components {
         };
         /** ThreadToolCallEvent */
         ThreadToolCallEvent: {
-            seq: components["schemas"]["Int"];
+            seq: number;
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -4462,7 +4392,7 @@ export interface components {
         };
         /** ThreadApprovalRequestedEvent */
         ThreadApprovalRequestedEvent: {
-            seq: components["schemas"]["Int"];
+            seq: number;
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -4490,7 +4420,7 @@ export interface components {
         };
         /** ThreadApprovalDecidedEvent */
         ThreadApprovalDecidedEvent: {
-            seq: components["schemas"]["Int"];
+            seq: number;
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -4518,7 +4448,7 @@ export interface components {
         };
         /** ThreadCommandCheckEvent */
         ThreadCommandCheckEvent: {
-            seq: components["schemas"]["Int"];
+            seq: number;
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -4552,7 +4482,7 @@ export interface components {
         };
         /** ThreadEndEvent */
         ThreadEndEvent: {
-            seq: components["schemas"]["Int"];
+            seq: number;
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -10732,8 +10662,8 @@ export interface operations {
                 user_id?: string;
                 /** @description The runs of this schedule. */
                 schedule_id?: string;
-                created_after?: components["schemas"]["Date"];
-                created_before?: components["schemas"]["Date"];
+                created_after?: string;
+                created_before?: string;
                 limit?: number;
                 cursor?: string;
             };
@@ -12963,9 +12893,9 @@ export interface operations {
                 /** @description Only events by this actor: a user id, API key id or OAuth client id (the key a request carried matches too). */
                 actor?: string;
                 /** @description From this time (inclusive), ISO 8601. */
-                from?: components["schemas"]["Date"];
+                from?: string;
                 /** @description Before this time (exclusive), ISO 8601. */
-                to?: components["schemas"]["Date"];
+                to?: string;
                 /** @description Page size, 1–500 (default 100). */
                 limit?: number;
                 /** @description The previous page's `next_cursor`. */
@@ -13138,10 +13068,9 @@ export interface operations {
             query?: {
                 /** @description Event type, e.g. CREATE_ORGANIZATION, ADD_MEMBER, UPDATE_MEMBER_ROLE, REMOVE_MEMBER, CREATE_API_KEY, REVOKE_API_KEY, … (see docs/guides/access-control.md). */
                 event_type?: string;
-                /** @description a string at most 200 character(s) long */
                 actor?: string;
-                from?: components["schemas"]["Date"];
-                to?: components["schemas"]["Date"];
+                from?: string;
+                to?: string;
                 /** @description `json`: one JSON array; `ndjson`: one JSON object a line; `csv`: RFC 4180 with a header row. */
                 format?: "csv" | "json" | "ndjson";
             };
@@ -19266,6 +19195,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Identifier of a knowledge base (UUID). */
                 knowledge_base_id: string;
             };
             cookie?: never;
@@ -19375,6 +19305,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Identifier of a knowledge base (UUID). */
                 knowledge_base_id: string;
             };
             cookie?: never;
@@ -19480,6 +19411,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Identifier of a knowledge base (UUID). */
                 knowledge_base_id: string;
             };
             cookie?: never;
@@ -19621,6 +19553,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description Identifier of a knowledge base (UUID). */
                 knowledge_base_id: string;
             };
             cookie?: never;
@@ -19744,6 +19677,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Identifier of a knowledge base (UUID). */
                 knowledge_base_id: string;
             };
             cookie?: never;
@@ -19890,7 +19824,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Identifier of a knowledge base (UUID). */
                 knowledge_base_id: string;
+                /** @description Identifier of a document of a knowledge base (UUID). */
                 document_id: string;
             };
             cookie?: never;
@@ -20009,7 +19945,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Identifier of a knowledge base (UUID). */
                 knowledge_base_id: string;
+                /** @description Identifier of a document of a knowledge base (UUID). */
                 document_id: string;
             };
             cookie?: never;
@@ -20115,6 +20053,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Identifier of a knowledge base (UUID). */
                 knowledge_base_id: string;
             };
             cookie?: never;
@@ -20356,7 +20295,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Identifier of an agent (UUID). */
                 agent_id: string;
+                /** @description Identifier of a knowledge base (UUID). */
                 knowledge_base_id: string;
             };
             cookie?: never;
@@ -20462,7 +20403,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Identifier of an agent (UUID). */
                 agent_id: string;
+                /** @description Identifier of a knowledge base (UUID). */
                 knowledge_base_id: string;
             };
             cookie?: never;
@@ -21996,14 +21939,12 @@ export interface operations {
     getUsage: {
         parameters: {
             query?: {
-                from?: components["schemas"]["Date"];
-                to?: components["schemas"]["Date"];
+                from?: string;
+                to?: string;
                 bucket?: components["schemas"]["UsageBucket"];
-                /** @description a string at most 200 character(s) long */
                 group_by?: string;
                 /** @description Identifier of an agent (UUID). */
                 agent_id?: string;
-                /** @description a string at most 255 character(s) long */
                 user_id?: string;
                 /** @description `json` (default) or `csv` (the rows only, as an attachment). */
                 format?: "json" | "csv";

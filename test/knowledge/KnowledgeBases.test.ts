@@ -77,7 +77,7 @@ describe("knowledge bases over REST", () => {
       "knowledge_base_name_taken"
     )
     expectError(await call(node, admin, "POST", "/v1/knowledge-bases", { name: "" }), 400, "validation_failed")
-    expectError(await call(node, admin, "GET", "/v1/knowledge-bases/not-a-uuid"), 404, "not_found")
+    expectError(await call(node, admin, "GET", "/v1/knowledge-bases/not-a-uuid"), 400, "validation_failed")
     expectError(await call(node, admin, "GET", "/v1/knowledge-bases?cursor=garbage"), 400, "invalid_cursor")
   })
 

@@ -82,6 +82,10 @@ describe("openapi.json for code generators", () => {
   it("names every component schema once, titles it by its name, and leaks no internal title or $id", () => {
     const schemas = document.components.schemas as Record<string, Record<string, unknown>>
     expect(Object.entries(schemas).filter(([name, s]) => s.title !== name).map(([name]) => name)).toEqual([])
+    // Effect's own refinements, under Effect's names and words, are written in place
+    expect(Object.keys(schemas).filter((name) => ["Int", "NonNegative", "Trim", "UUID", "Date"].includes(name)))
+      .toEqual([])
+    expect(JSON.stringify(document)).not.toMatch(/"description":"an? (string|number|integer|array) /)
     const leaks: Array<string> = []
     walk({ paths: document.paths, webhooks: document.webhooks, schemas }, (record) => {
       if (typeof record.$id === "string") leaks.push(`$id ${record.$id}`)
