@@ -1,4 +1,4 @@
-import { Effect, FiberRef, HashSet, Logger, LogLevel, Runtime } from "effect"
+import { Effect, FiberRef, HashSet, Logger, LogLevel, Runtime, type Tracer } from "effect"
 import { NodeMetrics } from "../observability/NodeMetrics.js"
 import { tracedNodeLogger } from "../observability/TraceLogger.js"
 
@@ -13,6 +13,9 @@ export interface AccessLine {
   readonly organization_id?: string | undefined
   /** Which stack answered (the plain-Node fast paths set it), for an operator comparing the two. */
   readonly fast_path?: true
+  /** The request's span, while traces are exported (TraceLogger.ts): the line leads to its trace. */
+  readonly trace_id?: string
+  readonly span_id?: string
 }
 
 /** The node's logger (`switchyard serve`): one JSON object per line on stderr (src/cli.ts installs it). */
@@ -44,7 +47,7 @@ const writeLine = (line: string) => {
 }
 process.once("exit", flushLines)
 
-const pathOf = (url: string) => {
+export const pathOf = (url: string) => {
   const query = url.indexOf("?")
   return query === -1 ? url : url.slice(0, query)
 }
@@ -64,8 +67,10 @@ export const makeAccessLog = Effect.gen(function*() {
       : (fields: AccessFields): void => observe(fields.method, fields.url, fields.status, fields.started)
   }
   const loggers = yield* FiberRef.get(FiberRef.currentLoggers)
+  // written outside the request's span: its ids come with the fields, as the traced logger would add them
+  const traced = HashSet.has(loggers, tracedNodeLogger)
   // the tracer's logger only adds events to a current span, and access lines are written outside any
-  const lean = (HashSet.has(loggers, nodeLogger) || HashSet.has(loggers, tracedNodeLogger)) &&
+  const lean = (HashSet.has(loggers, nodeLogger) || traced) &&
     HashSet.size(HashSet.remove(loggers, Logger.tracerLogger)) === 1
   const runSync = Runtime.runSync(yield* Effect.runtime<never>())
   return (
@@ -79,13 +84,19 @@ export const makeAccessLog = Effect.gen(function*() {
       latency_ms: Math.round((performance.now() - fields.started) * 100) / 100,
       request_id: fields.request_id,
       ...(fields.organization_id === undefined ? {} : { organization_id: fields.organization_id }),
-      ...(fields.fast_path === undefined ? {} : { fast_path: fields.fast_path })
+      ...(fields.fast_path === undefined ? {} : { fast_path: fields.fast_path }),
+      ...(traced && fields.span !== undefined ? { trace_id: fields.span.traceId, span_id: fields.span.spanId } : {})
     }
     if (lean) writeLine(accessLineJson(line, new Date()))
     else runSync(Effect.logInfo("http").pipe(Effect.annotateLogs(line as unknown as Record<string, unknown>)))
   }
 })
 
-type AccessFields = Omit<AccessLine, "path" | "latency_ms"> & { readonly url: string; readonly started: number }
+type AccessFields = Omit<AccessLine, "path" | "latency_ms" | "trace_id" | "span_id"> & {
+  readonly url: string
+  readonly started: number
+  /** The request's span (the general stack's server span, a fast path's own or its caller's), if any. */
+  readonly span?: Tracer.AnySpan | undefined
+}
 
 export type AccessLog = NonNullable<Effect.Effect.Success<typeof makeAccessLog>>

@@ -1,10 +1,10 @@
 import { Headers, HttpTraceContext } from "@effect/platform"
-import { Cause, Effect, Option, Runtime, type Tracer } from "effect"
+import { Cause, Context, Effect, Exit, Option, Runtime, type Tracer } from "effect"
 import type * as Http from "node:http"
 import type { Writable } from "node:stream"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { tracesUrl } from "../observability/Tracing.js"
-import { makeAccessLog } from "./AccessLog.js"
+import { makeAccessLog, pathOf } from "./AccessLog.js"
 import { Drain } from "./Drain.js"
 import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "./ErrorEnvelope.js"
 import { statusOfError } from "./ErrorStatus.js"
@@ -56,6 +56,8 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
       if (h.traceparent === undefined && h.b3 === undefined && h["x-b3-traceid"] === undefined) return undefined
       return Option.getOrUndefined(HttpTraceContext.fromHeaders(Headers.fromInput(h)))
     }
+    const tracer = tracing ? yield* Effect.tracer : undefined
+    const clock = yield* Effect.clock
 
     /**
      * One request a fast path took: held open against a drain until its response closes. A class, not
@@ -73,17 +75,44 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
         res.once("close", drain.enter())
       }
 
-      private caller: Tracer.ExternalSpan | undefined | null = null
+      private parent: Tracer.AnySpan | undefined | null = null
+      private own: Tracer.Span | undefined
 
-      /** The caller's span (`callerSpan`), read from the headers once per request. */
-      callerSpan(): Tracer.ExternalSpan | undefined {
-        if (this.caller === null) this.caller = callerSpan(this.req)
-        return this.caller
+      /**
+       * While spans are exported, the span the request's spans go under, read or made once per request: the
+       * caller's (`callerSpan`), else a server span of its own, as the general stack makes one, ended with the
+       * response. Without it, a request the caller sent no trace with would leave spans with no common root
+       * (each a trace of its own) and an access line naming no trace. Under a caller's span it makes none.
+       */
+      parentSpan(): Tracer.AnySpan | undefined {
+        if (this.parent === null) {
+          this.parent = callerSpan(this.req)
+          if (this.parent === undefined && tracer !== undefined) this.parent = this.own = this.serverSpan(tracer)
+        }
+        return this.parent
       }
 
-      /** `effect` under the caller's span, when it sent one and spans are exported. */
-      underCaller<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
-        const span = this.callerSpan()
+      private serverSpan(tracer: Tracer.Tracer) {
+        const startTime = clock.unsafeCurrentTimeNanos() - BigInt(Math.round((performance.now() - this.started) * 1e6))
+        const span = tracer.span(
+          `http.server ${this.req.method}`,
+          Option.none(),
+          Context.empty(),
+          [],
+          startTime,
+          "server"
+        )
+        span.attribute("http.request.method", this.req.method)
+        span.attribute("url.path", pathOf(this.req.url ?? ""))
+        const end = () => span.end(clock.unsafeCurrentTimeNanos(), Exit.void)
+        if (this.res.closed) end()
+        else this.res.once("close", end)
+        return span
+      }
+
+      /** `effect` under the request's span (`parentSpan`), while spans are exported. */
+      underSpan<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
+        const span = this.parentSpan()
         return span === undefined ? effect : Effect.withParentSpan(effect, span)
       }
 
@@ -101,6 +130,8 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
       private head(status: number, headers: OutHeaders) {
         Object.assign(headers, answerHeaders(this.requestId, drain.isDraining()))
         this.res.writeHead(status, headers)
+        const span = tracing ? this.parentSpan() : undefined
+        this.own?.attribute("http.response.status_code", status)
         if (accessLog !== undefined) {
           accessLog({
             method: this.req.method,
@@ -109,7 +140,8 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
             started: this.started,
             request_id: this.requestId,
             organization_id: this.organizationId,
-            fast_path: true
+            fast_path: true,
+            span
           })
         }
       }

@@ -62,7 +62,7 @@ export const FastInvokeLive = Layer.effectDiscard(
         if (input._tag === "Left") {
           return exchange.error(400, validationError(ParseResult.ArrayFormatter.formatErrorSync(input.left)))
         }
-        const parentSpan = exchange.callerSpan()
+        const parentSpan = exchange.parentSpan()
         const call = invoker.call(
           principal,
           target,

@@ -122,7 +122,7 @@ export const FastTasksLive = Layer.scopedDiscard(
       }
 
       run<A>(effect: Effect.Effect<A, unknown>, toReply: (a: A) => Reply) {
-        const traced = this.exchange.underCaller(effect)
+        const traced = this.exchange.underSpan(effect)
         void runExit(Effect.annotateLogs(traced, "request_id", this.exchange.requestId)).then((exit) =>
           Exit.isSuccess(exit) ? this.reply(toReply(exit.value)) : this.exchange.fail(exit.cause)
         )

@@ -7,7 +7,7 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Cause, Effect, Option } from "effect"
+import { Cause, Effect, Option, Tracer } from "effect"
 import * as Crypto from "node:crypto"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { meaningfulIssues } from "../support/Issues.js"
@@ -264,7 +264,9 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
           status: response.status,
           started,
           request_id: info.requestId,
-          organization_id: info.organizationId
+          organization_id: info.organizationId,
+          // the request's server span (HttpServerLive makes one while spans are exported)
+          span: Option.getOrUndefined(yield* Effect.serviceOption(Tracer.ParentSpan))
         })
         if (upload && response.status >= 400) dropRestOfUpload(NodeHttpServerRequest.toIncomingMessage(request))
         const headers = answerHeaders(info.requestId, drain.isDraining())

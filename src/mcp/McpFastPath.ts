@@ -49,7 +49,7 @@ export const McpFastPathLive = Layer.effectDiscard(
 
     /** Runs an Effect for this request: interrupted when the client goes away, a defect answered as the pipeline does. */
     const run = <A>(exchange: Exchange, effect: Effect.Effect<A>, onSuccess: (a: A) => void) => {
-      const traced = exchange.underCaller(effect)
+      const traced = exchange.underSpan(effect)
       const fiber = Runtime.runFork(runtime)(Effect.annotateLogs(traced, "request_id", exchange.requestId))
       const gone = () => Effect.runFork(Fiber.interrupt(fiber))
       exchange.res.once("close", gone)
@@ -79,7 +79,7 @@ export const McpFastPathLive = Layer.effectDiscard(
           text,
           headers,
           (abort) => res.once("close", abort),
-          exchange.callerSpan()
+          exchange.parentSpan()
         )
         if (answered === undefined) {
           return run(exchange, protocol.handleMessage(resource, caller, text, headers, true), (a) => write(exchange, a))
