@@ -1,7 +1,7 @@
 import { HttpClientError } from "@effect/platform"
 import { Data, Effect, Option, ParseResult, Schema } from "effect"
 import { ErrorBody } from "../../schema/Errors.js"
-import { meaningfulIssues } from "../support/Issues.js"
+import { issuesOf } from "../support/Issues.js"
 
 /** The CLI's exit codes (docs/reference/cli.md "Exit codes"). */
 export const ExitCode = {
@@ -34,12 +34,7 @@ export class CliFailure extends Data.TaggedError("CliFailure")<{
 
 /** A schema's refusal as `path: message` items, `name` (`AGENT_ID`) before each path, the meaningful ones. */
 export const problemsOf = (error: ParseResult.ParseError, name?: string) =>
-  meaningfulIssues(
-    ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
-      path: [...(name === undefined ? [] : [name]), ...issue.path.map(String)].join("."),
-      message: issue.message
-    }))
-  )
+  issuesOf(error, name === undefined ? [] : [name])
     .map((i) => i.path === "" ? i.message : `${i.path}: ${i.message}`)
     .join("; ")
 

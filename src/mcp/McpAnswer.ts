@@ -1,4 +1,5 @@
 import { type Effect, ParseResult } from "effect"
+import { issuesOf } from "../support/Issues.js"
 import type { ToolFailure } from "./McpTool.js"
 
 /**
@@ -74,10 +75,7 @@ export const bodyJson = (body: unknown): string => {
 
 /** Arguments that do not match a tool's input schema, as the tool error a model reads. */
 export const validationFailed = (error: ParseResult.ParseError): ToolCallResult => {
-  const issues = ParseResult.ArrayFormatter.formatErrorSync(error).map((i) => ({
-    path: i.path.map(String).join("."),
-    message: i.message
-  }))
+  const issues = issuesOf(error)
   return toolError({
     code: "validation_failed",
     message: issues.map((i) => `${i.path === "" ? "arguments" : `\`${i.path}\``}: ${i.message}`).join("; "),

@@ -1,3 +1,5 @@
+import { ParseResult } from "effect"
+
 /** A decode issue as the API and the CLI report it: a dotted path ("" for the whole value) and a message. */
 export interface Issue {
   readonly path: string
@@ -14,4 +16,13 @@ const within = (path: string, other: string) => path === "" || other === path ||
 export const meaningfulIssues = <I extends Issue>(issues: ReadonlyArray<I>): Array<I> =>
   issues.filter((i) =>
     !(/^Expected (undefined|null), actual/.test(i.message) && issues.some((o) => o !== i && within(i.path, o.path)))
+  )
+
+/** A schema's refusal as the issues a person needs (`meaningfulIssues`), each path under `prefix` if given. */
+export const issuesOf = (error: ParseResult.ParseError, prefix: ReadonlyArray<string> = []): Array<Issue> =>
+  meaningfulIssues(
+    ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
+      path: [...prefix, ...issue.path.map(String)].join("."),
+      message: issue.message
+    }))
   )

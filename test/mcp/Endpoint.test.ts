@@ -253,6 +253,12 @@ describe("tools", () => {
     expect(bad.structuredContent.error.code).toBe("validation_failed")
     const extra = (await (await call(session, "get_task", { task_id: crypto.randomUUID(), surprise: 1 })).json()).result
     expect(extra.isError).toBe(true)
+    // an optional argument out of range is that issue alone, not also "Expected undefined" (as on REST)
+    const range = (await (await call(session, "get_task", { task_id: crypto.randomUUID(), wait: 61 })).json()).result
+    expect(range.structuredContent.error.code).toBe("validation_failed")
+    expect(range.structuredContent.error.details.issues).toHaveLength(1)
+    expect(range.structuredContent.error.message).toMatch(/^`wait`: /)
+    expect(range.structuredContent.error.message).not.toContain("Expected undefined")
     const missing = (await (await call(session, "get_task", { task_id: crypto.randomUUID() })).json()).result
     expect(missing.structuredContent.error.code).toBe("not_found")
     const unknown = await (await call(session, "no_such_tool", {})).json()
