@@ -104,9 +104,9 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
         )
         span.attribute("http.request.method", this.req.method)
         span.attribute("url.path", pathOf(this.req.url ?? ""))
-        const end = () => span.end(clock.unsafeCurrentTimeNanos(), Exit.void)
-        if (this.res.closed) end()
-        else this.res.once("close", end)
+        // an anonymous arrow: a named one is wrapped per request where the source runs through tsx
+        if (this.res.closed) span.end(clock.unsafeCurrentTimeNanos(), Exit.void)
+        else this.res.once("close", () => span.end(clock.unsafeCurrentTimeNanos(), Exit.void))
         return span
       }
 

@@ -5,6 +5,7 @@ import { NodeMetrics } from "./NodeMetrics.js"
 import { tracesUrl } from "./Tracing.js"
 
 const OK = Exit.void
+const NO_LINKS: ReadonlyArray<Tracer.SpanLink> = []
 
 /** The caller's current span, for a call the general stack makes (OperationInvoker.invoke). */
 export const currentParentSpan = Effect.withFiberRuntime<Tracer.AnySpan | undefined>((fiber) =>
@@ -28,7 +29,7 @@ export const makeCallObserver = Effect.gen(function*() {
         `connector ${target.operation.operationId}`,
         parent === undefined ? Option.none() : Option.some(parent),
         Context.empty(),
-        [],
+        NO_LINKS,
         clock.unsafeCurrentTimeNanos(),
         "client"
       )

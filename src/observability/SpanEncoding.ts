@@ -1,5 +1,9 @@
 import { Inspectable, type Tracer } from "effect"
 import { ProtoWriter, varintSize } from "./ProtoWriter.js"
+import { ExportedSpan, isLocalSpan } from "./Spans.js"
+import type { FinishedSpan } from "./SpanTypes.js"
+
+export type { FinishedSpan, SpanEvent } from "./SpanTypes.js"
 
 /**
  * OTLP trace exports (opentelemetry.proto.trace.v1 TracesData) written straight from the ended spans, in
@@ -8,25 +12,6 @@ import { ProtoWriter, varintSize } from "./ProtoWriter.js"
  * the .proto files; attribute values are mapped as @effect/opentelemetry maps them (an integer is an int, any other
  * number a double, a bigint an int, an array an array, anything else its string form).
  */
-
-export type SpanEvent = readonly [name: string, time: bigint, attributes: Record<string, unknown> | undefined]
-
-/** What an export reads of an ended span. */
-export interface FinishedSpan {
-  readonly traceId: string
-  readonly spanId: string
-  readonly parentSpanId: string | undefined
-  readonly name: string
-  readonly kind: Tracer.SpanKind
-  readonly startTime: bigint
-  readonly endTime: bigint
-  readonly attributes: ReadonlyMap<string, unknown>
-  readonly events: ReadonlyArray<SpanEvent> | undefined
-  readonly links: ReadonlyArray<Tracer.SpanLink>
-  /** OTLP status code: 1 ok, 2 error. */
-  readonly statusCode: 1 | 2
-  readonly statusMessage: string | undefined
-}
 
 /** Who exports: the resource's attributes (service.name, …) and the instrumentation scope's name. */
 export interface ExportResource {
@@ -103,15 +88,40 @@ const keyValues = (w: ProtoWriter, field: number, entries: Iterable<readonly [st
   for (const [key, value] of entries) keyValue(w, field, key, value)
 }
 
-const span = (w: ProtoWriter, s: FinishedSpan) => {
-  w.tag(1, LEN)
-  w.hexBytes(s.traceId)
-  w.tag(2, LEN)
-  w.hexBytes(s.spanId)
-  if (s.parentSpanId !== undefined) {
-    w.tag(4, LEN)
-    w.hexBytes(s.parentSpanId)
+// a Map's forEach with the writer as `this`: no closure and no [key, value] array per attribute
+function spanAttribute(this: ProtoWriter, value: unknown, key: string) {
+  keyValue(this, 9, key, value)
+}
+
+/** trace_id, span_id and parent_span_id: from the words of this node's spans, else from their hex. */
+const ids = (w: ProtoWriter, s: FinishedSpan) => {
+  if (!(s instanceof ExportedSpan)) {
+    w.tag(1, LEN)
+    w.hexBytes(s.traceId)
+    w.tag(2, LEN)
+    w.hexBytes(s.spanId)
+    if (s.parentSpanId !== undefined) {
+      w.tag(4, LEN)
+      w.hexBytes(s.parentSpanId)
+    }
+    return
   }
+  const t = s.trace
+  w.tag(1, LEN)
+  if (t.exact) w.words(t.w0, t.w1, t.w2, t.w3)
+  else w.hexBytes(t.hex)
+  w.tag(2, LEN)
+  w.words(s.idHi, s.idLo)
+  if (s.parent._tag === "Some") {
+    const parent = s.parent.value
+    w.tag(4, LEN)
+    if (isLocalSpan(parent)) w.words(parent.idHi, parent.idLo)
+    else w.hexBytes(parent.spanId)
+  }
+}
+
+const span = (w: ProtoWriter, s: FinishedSpan) => {
+  ids(w, s)
   w.tag(5, LEN)
   w.string(s.name)
   w.tag(6, VARINT)
@@ -120,19 +130,26 @@ const span = (w: ProtoWriter, s: FinishedSpan) => {
   w.fixed64(s.startTime)
   w.tag(8, BIT64)
   w.fixed64(s.endTime)
-  // forEach, not for-of: no [key, value] array per attribute
-  s.attributes.forEach((value, key) => keyValue(w, 9, key, value))
-  for (const [name, time, attributes] of s.events ?? []) {
-    w.tag(11, LEN)
-    const at = w.begin()
-    w.tag(1, BIT64)
-    w.fixed64(time)
-    w.tag(2, LEN)
-    w.string(name)
-    if (attributes !== undefined) keyValues(w, 3, Object.entries(attributes))
-    w.end(at)
+  if (s instanceof ExportedSpan) {
+    const list = s.attributeList
+    for (let i = 0; i < list.length; i += 2) keyValue(w, 9, list[i] as string, list[i + 1])
+  } else {
+    s.attributes.forEach(spanAttribute, w)
   }
-  for (const link of s.links) {
+  if (s.events !== undefined) {
+    for (const [name, time, attributes] of s.events) {
+      w.tag(11, LEN)
+      const at = w.begin()
+      w.tag(1, BIT64)
+      w.fixed64(time)
+      w.tag(2, LEN)
+      w.string(name)
+      if (attributes !== undefined) keyValues(w, 3, Object.entries(attributes))
+      w.end(at)
+    }
+  }
+  for (let i = 0; i < s.links.length; i++) {
+    const link = s.links[i]!
     w.tag(13, LEN)
     const at = w.begin()
     w.tag(1, LEN)
@@ -153,19 +170,21 @@ const span = (w: ProtoWriter, s: FinishedSpan) => {
   w.end(status)
 }
 
-/** Appends one span to `w` as a ScopeSpans `spans` field (2): a batch is these, back to back (`tracesData`). */
+/** Appends one span to `w` as a ScopeSpans `spans` field (2): a batch is these, back to back (`batchFraming`). */
 export const writeSpan = (w: ProtoWriter, s: FinishedSpan) => {
   w.tag(2, LEN)
-  const at = w.begin()
+  // two bytes for the length: a span is nearly always 128 to 16383 bytes, so its body is never moved
+  const at = w.begin(2)
   span(w, s)
-  w.end(at)
+  w.end(at, 2)
 }
 
 /**
- * TracesData around a batch of spans written by `writeSpan`: one ResourceSpans, one ScopeSpans. The header is
- * written ahead of the spans' bytes, whose length is known by then.
+ * TracesData around batches of spans written by `writeSpan`: one ResourceSpans, one ScopeSpans. The spans are
+ * written first, after `headroom` bytes left free in their writer, and `frame` puts the header (whose lengths are
+ * known by then) in that room: the batch is sent from the writer's own buffer, never copied.
  */
-export const tracesData = (resource: ExportResource, spans: Uint8Array): Uint8Array => {
+export const batchFraming = (resource: ExportResource) => {
   const parts = new ProtoWriter(512)
   parts.tag(1, LEN)
   const res = parts.begin()
@@ -177,25 +196,35 @@ export const tracesData = (resource: ExportResource, spans: Uint8Array): Uint8Ar
   parts.tag(1, LEN)
   parts.string(resource.scopeName)
   parts.end(scope)
-  const fixed = parts.finish()
-  // ScopeSpans { scope, spans… } inside ResourceSpans { resource, scope_spans } inside TracesData
-  const scopeSpans = fixed.length - resourceLength + spans.length
-  const resourceSpans = resourceLength + 1 + varintSize(scopeSpans) + scopeSpans
-  const head = new ProtoWriter(fixed.length + 24)
-  head.tag(1, LEN)
-  head.varint(resourceSpans)
-  head.raw(fixed.subarray(0, resourceLength))
-  head.tag(2, LEN)
-  head.varint(scopeSpans)
-  head.raw(fixed.subarray(resourceLength))
-  return Buffer.concat([head.finish(), spans])
+  const fixed = parts.finish().slice()
+  // two tags and two lengths of at most 5 bytes (a batch is far below 2^35 bytes)
+  const headroom = fixed.length + 12
+  return {
+    headroom,
+    /** The TracesData of the spans written to `w` since its headroom. */
+    frame: (w: ProtoWriter): Uint8Array => {
+      const spans = w.length - headroom
+      // ScopeSpans { scope, spans… } inside ResourceSpans { resource, scope_spans } inside TracesData
+      const scopeSpans = fixed.length - resourceLength + spans
+      const resourceSpans = resourceLength + 1 + varintSize(scopeSpans) + scopeSpans
+      const head = new ProtoWriter(headroom)
+      head.tag(1, LEN)
+      head.varint(resourceSpans)
+      head.raw(fixed.subarray(0, resourceLength))
+      head.tag(2, LEN)
+      head.varint(scopeSpans)
+      head.raw(fixed.subarray(resourceLength))
+      return w.writeBefore(headroom, head.finish())
+    }
+  }
 }
 
 /** TracesData as protobuf bytes: one ResourceSpans with one ScopeSpans holding `spans`. */
 export const encodeProtobuf = (resource: ExportResource, spans: ReadonlyArray<FinishedSpan>): Uint8Array => {
-  const w = new ProtoWriter(1024 + spans.length * 512)
+  const framing = batchFraming(resource)
+  const w = new ProtoWriter(1024 + spans.length * 512, framing.headroom)
   for (const s of spans) writeSpan(w, s)
-  return tracesData(resource, w.finish())
+  return framing.frame(w)
 }
 
 const jsonValue = (v: unknown): unknown => {

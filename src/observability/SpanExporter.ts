@@ -1,8 +1,8 @@
 import { HttpBody, HttpClient, HttpClientRequest } from "@effect/platform"
 import { Effect, Option, type Scope, Tracer } from "effect"
 import { ProtoWriter } from "./ProtoWriter.js"
-import { encodeJson, type ExportResource, type FinishedSpan, tracesData, writeSpan } from "./SpanEncoding.js"
-import { ExportedSpan, randomHex, UnsampledSpan } from "./Spans.js"
+import { batchFraming, encodeJson, type ExportResource, type FinishedSpan, writeSpan } from "./SpanEncoding.js"
+import { ExportedSpan, TraceId, traceOf, UnsampledSpan } from "./Spans.js"
 
 export interface SpanExporterOptions {
   readonly url: string
@@ -16,6 +16,8 @@ export interface SpanExporterOptions {
   readonly maxQueueSize?: number
   /** Spans per export request; a queue this long is exported without waiting for the interval. */
   readonly maxBatchSize?: number
+  /** Encoded bytes per export request (protobuf), likewise: a few spans with long statements fill a batch too. */
+  readonly maxBatchBytes?: number
   readonly exportTimeoutMs?: number
   readonly shutdownTimeoutMs?: number
 }
@@ -38,15 +40,19 @@ export const makeSpanExporter = (
   options: SpanExporterOptions
 ): Effect.Effect<SpanExporter, never, HttpClient.HttpClient | Scope.Scope> =>
   Effect.gen(function*() {
-    const maxQueueSize = options.maxQueueSize ?? 8192
-    const maxBatchSize = options.maxBatchSize ?? 1024
+    // an export request costs the node a fixed share of CPU beyond its bytes (the HTTP client's Effect
+    // machinery, about half a millisecond in a node's profile): at thousands of spans a second, fewer and
+    // larger requests; the queue holds a few batches, so one in flight does not make the next drop spans
+    const maxBatchSize = options.maxBatchSize ?? 4096
+    const maxQueueSize = options.maxQueueSize ?? 4 * maxBatchSize
+    const maxBatchBytes = options.maxBatchBytes ?? 4 * 1024 * 1024
     const client = HttpClient.filterStatusOk(yield* HttpClient.HttpClient)
     const request = HttpClientRequest.post(options.url, { headers: options.headers })
     const stats = { exported: 0, dropped: 0, failed: 0, requests: 0 }
     const wake = yield* Effect.makeLatch(false)
     const pending = options.protocol === "http/json"
       ? jsonBatches(options.resource, maxQueueSize, maxBatchSize, () => wake.unsafeOpen())
-      : protobufBatches(options.resource, maxQueueSize, maxBatchSize, () => wake.unsafeOpen())
+      : protobufBatches(options.resource, maxQueueSize, maxBatchSize, maxBatchBytes, () => wake.unsafeOpen())
     const push = (span: FinishedSpan) => {
       if (!pending.push(span)) stats.dropped++
     }
@@ -60,7 +66,10 @@ export const makeSpanExporter = (
         Effect.flatMap((response) => response.arrayBuffer),
         Effect.timeout(options.exportTimeoutMs ?? 10_000),
         Effect.matchCause({
-          onSuccess: () => void (stats.exported += batch.count),
+          onSuccess: () => {
+            stats.exported += batch.count
+            batch.sent?.()
+          },
           onFailure: (cause) => {
             stats.failed += batch.count
             lastFailure = cause
@@ -114,6 +123,8 @@ export const makeSpanExporter = (
 interface Batch {
   readonly count: number
   readonly body: () => HttpBody.HttpBody
+  /** Its request was sent and answered: nothing reads the body any more. */
+  readonly sent?: () => void
 }
 interface Batches {
   /** false when the queue is full: the span is dropped. */
@@ -130,17 +141,30 @@ const protobufBatches = (
   resource: ExportResource,
   maxQueueSize: number,
   maxBatchSize: number,
+  maxBatchBytes: number,
   full: () => void
 ): Batches => {
-  const capacity = 64 * 1024
-  let open = new ProtoWriter(capacity)
+  const framing = batchFraming(resource)
+  // a writer as large as the last full batch came to be (within bounds): it need not grow, and copy, as it fills;
+  // and the writer of a batch sent is written again, so the batches' megabytes are not allocated (outside the
+  // heap) over and over, each a share of the next full garbage collection
+  let capacity = 64 * 1024
+  const spare: Array<ProtoWriter> = []
+  const writer = () => spare.pop()?.reuse(framing.headroom) ?? new ProtoWriter(capacity, framing.headroom)
+  let open = writer()
   let count = 0
   let sealed: Array<Batch> = []
   let queued = 0
-  const seal = () => {
-    const bytes = open.finish()
-    sealed.push({ count, body: () => HttpBody.uint8Array(tracesData(resource, bytes), "application/x-protobuf") })
-    open = new ProtoWriter(capacity)
+  const seal = (full: boolean) => {
+    const bytes = framing.frame(open)
+    const sent = open
+    sealed.push({
+      count,
+      body: () => HttpBody.uint8Array(bytes, "application/x-protobuf"),
+      sent: () => void (spare.length < 2 && spare.push(sent))
+    })
+    if (full) capacity = Math.min(Math.max(bytes.length + 4096, 64 * 1024), maxBatchBytes + 64 * 1024)
+    open = writer()
     count = 0
   }
   return {
@@ -154,14 +178,14 @@ const protobufBatches = (
         return false
       }
       queued++
-      if (++count >= maxBatchSize) {
-        seal()
+      if (++count >= maxBatchSize || open.length - framing.headroom >= maxBatchBytes) {
+        seal(true)
         full()
       }
       return true
     },
     take: (all) => {
-      if (all && count > 0) seal()
+      if (all && count > 0) seal(false)
       const batches = sealed
       sealed = []
       queued = count
@@ -205,16 +229,16 @@ const jsonBatches = (
  */
 export const makeExportingTracer = (
   exporter: Pick<SpanExporter, "push">,
-  sample?: (parent: Option.Option<Tracer.AnySpan>, traceId: () => string) => boolean
+  sample?: (parent: Option.Option<Tracer.AnySpan>, traceId: () => TraceId) => boolean
 ): Tracer.Tracer => {
   const push = exporter.push
   return Tracer.make({
     span(name, parent, context, links, startTime, kind) {
-      let traceId = Option.isSome(parent) ? parent.value.traceId : undefined
-      if (sample !== undefined && !sample(parent, () => traceId ??= randomHex(16))) {
-        return new UnsampledSpan(name, parent, context, links, startTime, kind, traceId ?? randomHex(16))
+      let trace: TraceId | undefined = traceOf(parent)
+      if (sample !== undefined && !sample(parent, () => trace ??= TraceId.random())) {
+        return new UnsampledSpan(name, parent, context, startTime, kind, trace ?? TraceId.random())
       }
-      return new ExportedSpan(name, parent, context, links, startTime, kind, traceId ?? randomHex(16), push)
+      return new ExportedSpan(name, parent, context, links, startTime, kind, trace ?? TraceId.random(), push)
     },
     context: (f) => f()
   })

@@ -1,11 +1,11 @@
-import { FetchHttpClient } from "@effect/platform"
+import { NodeHttpClient } from "@effect/platform-node"
 import { Effect, Layer, Logger, Option, type Tracer } from "effect"
 import * as Crypto from "node:crypto"
 import { SwitchyardConfig, type SwitchyardSettings } from "../config/SwitchyardConfig.js"
 import { nodeLogger } from "../http/AccessLog.js"
 import { VERSION } from "../support/Version.js"
 import { makeExportingTracer, makeSpanExporter } from "./SpanExporter.js"
-import { type LeanSpans, leanSpans } from "./Spans.js"
+import { type LeanSpans, leanSpans, type TraceId } from "./Spans.js"
 import { tracedNodeLogger } from "./TraceLogger.js"
 
 /**
@@ -64,8 +64,13 @@ type Sampler = SwitchyardSettings["tracing"]["sampler"]
  * span, local or remote (a `traceparent`, a cluster message), so a trace is kept or dropped whole.
  */
 export const samplerOf = (sampler: Sampler, ratio: number) => {
-  // the trace id's last 14 hex digits as a fraction of 16^14, as OpenTelemetry's TraceIdRatioBased does
-  const byRatio = (traceId: () => string) => parseInt(traceId().slice(-14), 16) / 0x100000000000000 < ratio
+  // the trace id's last 14 hex digits (its low 56 bits) as a fraction of 16^14, as OpenTelemetry's
+  // TraceIdRatioBased does: from the id's words, without its hex form
+  const byRatio = (traceId: () => TraceId) => {
+    const t = traceId()
+    const low = t.exact ? (t.w2 & 0xffffff) * 0x100000000 + t.w3 : parseInt(t.hex.slice(-14), 16)
+    return low / 0x100000000000000 < ratio
+  }
   const root = sampler.endsWith("always_on")
     ? () => true
     : sampler.endsWith("always_off")
@@ -73,9 +78,9 @@ export const samplerOf = (sampler: Sampler, ratio: number) => {
     : byRatio
   // the trace id is asked for only by a ratio: the other samplers decide without drawing one
   return sampler.startsWith("parentbased_")
-    ? (parent: Option.Option<Tracer.AnySpan>, traceId: () => string) =>
+    ? (parent: Option.Option<Tracer.AnySpan>, traceId: () => TraceId) =>
       Option.isSome(parent) ? parent.value.sampled : root(traceId)
-    : (_: Option.Option<Tracer.AnySpan>, traceId: () => string) => root(traceId)
+    : (_: Option.Option<Tracer.AnySpan>, traceId: () => TraceId) => root(traceId)
 }
 
 /**
@@ -116,7 +121,8 @@ export const TracingLive: Layer.Layer<never, never, SwitchyardConfig> = Layer.un
   return Layer.merge<never, never, never, never, never, never>(
     Layer.unwrapScoped(
       Effect.map(makeSpanExporter(options), (exporter) => Layer.setTracer(makeExportingTracer(exporter, sample)))
-    ).pipe(Layer.provide(FetchHttpClient.layer)),
+      // undici's own request, not fetch: fetch wraps each export's body in web streams and copies it
+    ).pipe(Layer.provide(NodeHttpClient.layerUndici)),
     Logger.replace(nodeLogger, tracedNodeLogger)
   )
 }))
