@@ -535,6 +535,12 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   model("model_unreachable", "The model endpoint could not be reached."),
   model("model_http_error", "The model endpoint answered with an HTTP error (a wrong key, an unknown model, a limit)."),
   model("model_bad_response", "The model endpoint's answer could not be read as its protocol's."),
+  model(
+    "model_bad_usage",
+    "The model endpoint reported token counts no call can have (not whole numbers from 0 to 2,147,483,647, or " +
+      "more cached than input), or the call's cost at the configured prices is more than a call's record holds: " +
+      "the call is not counted, and the task ends."
+  ),
   model("model_stream_error", "The model's streamed answer broke off or reported an error."),
   model("script_exhausted", "A `scripted` model was asked for more turns than its `script` holds."),
   model("max_steps", "The built-in agent's `ask` made its 10 model calls without a final answer."),

@@ -1,5 +1,5 @@
 import { Entity } from "@effect/cluster"
-import { Effect } from "effect"
+import { Effect, Schedule } from "effect"
 import { AgentEntity, BudgetExhausted } from "../../cluster/AgentEntity.js"
 import type { Budget } from "../../schema/Agents.js"
 import type { AgentId } from "../../schema/Ids.js"
@@ -56,18 +56,46 @@ export const AgentEntityLive = AgentEntity.toLayer(
       return budget
     })
 
-    /** Spend reported: kept here and added to the agent's record. */
+    /**
+     * Spend reported: kept here and added to the agent's record. A record that fails (after two more tries) is
+     * logged and dropped, not a defect: a defect restarts the entity, which is handed the same report again,
+     * and it failed the same way every 10 s while every lease request of the agent waited behind it. The
+     * spend still counts here. (The record saturates rather than overflow: AgentRepo.addSpend.)
+     */
     const record = (budget: Budget, usd: number) => {
       if (!(usd > 0)) return Effect.void
+      if (!Number.isFinite(usd)) {
+        return Effect.logError("a holder reported a spend that is no amount; it is ignored").pipe(
+          Effect.annotateLogs({ agent_id: agentId, spent_usd: String(usd) })
+        )
+      }
       spent += usd
-      return repo.addSpend(agentId, budget, usd)
+      return repo.addSpend(agentId, budget, usd).pipe(
+        Effect.sandbox,
+        Effect.retry({ times: 2, schedule: Schedule.spaced("200 millis") }),
+        Effect.catchAll((cause) =>
+          Effect.logError("the agent's spend could not be recorded: dropped from its record", cause).pipe(
+            Effect.annotateLogs({ agent_id: agentId, spent_usd: usd })
+          )
+        )
+      )
     }
 
-    const exhausted = (budget: Budget) =>
-      Effect.zipRight(
-        repo.markExhausted(agentId, budget),
-        new BudgetExhausted({ limit_usd: budget.limit_usd, spent_usd: spent, reserved_usd: held() })
-      )
+    /**
+     * A request for `min` refused. Only when what is spent leaves no room for it is the agent marked
+     * exhausted (new invocations get 402 until a PATCH or the next period): spend only grows in a period. Short
+     * only of what leases and reservations hold now, which comes back as their calls end, the request alone is
+     * refused, and its node waits and asks again (BudgetLeases).
+     */
+    const refuse = (budget: Budget, min: number) => {
+      const used = spent + lost
+      const refusal = new BudgetExhausted({
+        limit_usd: budget.limit_usd,
+        spent_usd: used,
+        reserved_usd: held() + sum(reservations.values())
+      })
+      return budget.limit_usd - used < min ? Effect.zipRight(repo.markExhausted(agentId, budget), refusal) : refusal
+    }
 
     return {
       Lease: ({ payload }) =>
@@ -99,13 +127,13 @@ export const AgentEntityLive = AgentEntity.toLayer(
             if (held() - mine.held <= 0 || Date.now() >= deadline) break
             yield* Effect.sleep("50 millis")
           }
-          return yield* exhausted(budget)
+          return yield* refuse(budget, payload.min_usd)
         }),
       Reserve: ({ payload }) =>
         Effect.gen(function*() {
           const budget = yield* budgetNow
           if (budget === undefined) return
-          if (committed() + payload.estimate_usd > budget.limit_usd) return yield* exhausted(budget)
+          if (committed() + payload.estimate_usd > budget.limit_usd) return yield* refuse(budget, payload.estimate_usd)
           reservations.set(payload.reservation, payload.estimate_usd)
         }),
       Settle: ({ payload }) =>

@@ -34,6 +34,9 @@ export const periodStart = (period: Budget["period"], at = new Date()) =>
     ? new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1))
     : new Date(0)
 
+/** The most `agent_spend.spent_usd` (numeric(14, 8)) holds. */
+export const MAX_SPENT_USD = 999_999.99999999
+
 /** Agents and their spending; a failed statement is a defect. */
 export class AgentRepo extends Effect.Service<AgentRepo>()("agents/AgentRepo", {
   effect: Effect.gen(function*() {
@@ -107,12 +110,17 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("agents/AgentRepo", {
     const clearExhausted = (id: AgentId) =>
       sql`UPDATE agent_spend SET exhausted = false WHERE agent_id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
 
+    /**
+     * Adds to the period's spend, which saturates at what the column holds (MAX_SPENT_USD) rather than failing:
+     * a spend refused, reported again, was refused again without end. That is far past any budget under
+     * $999,999, which it still shows spent; the Agent entity keeps its own count besides.
+     */
     const addSpend = (id: AgentId, budget: Budget, usd: number) =>
       sql`
-        INSERT INTO agent_spend (agent_id, period_start, spent_usd) VALUES (${id}, ${
-        periodStart(budget.period)
-      }, ${usd})
-        ON CONFLICT (agent_id, period_start) DO UPDATE SET spent_usd = agent_spend.spent_usd + excluded.spent_usd`.pipe(
+        INSERT INTO agent_spend (agent_id, period_start, spent_usd)
+        VALUES (${id}, ${periodStart(budget.period)}, ${Math.min(usd, MAX_SPENT_USD)})
+        ON CONFLICT (agent_id, period_start) DO UPDATE
+        SET spent_usd = LEAST(agent_spend.spent_usd + excluded.spent_usd, ${MAX_SPENT_USD})`.pipe(
         Effect.asVoid,
         Effect.orDie
       )

@@ -7,13 +7,48 @@ import { Egress } from "../connectors/Egress.js"
 import { observedModelCall } from "../observability/ModelCallObserver.js"
 import { ModelProviders } from "./ModelProviders.js"
 import { providerFor } from "./models/index.js"
-import { ModelError, type ModelProvider, type ModelRequest, type ProviderConnection } from "./models/ModelProvider.js"
+import {
+  ModelError,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelResponse,
+  type ProviderConnection
+} from "./models/ModelProvider.js"
 import { scripted } from "./models/Scripted.js"
+import { MAX_TOKENS } from "./models/WireJson.js"
 import { makePriceTable } from "./Prices.js"
 
 export type { ModelCallResult } from "./models/ModelProvider.js"
 
 const notConfigured = (message: string) => new ModelError({ code: "model_not_configured", message, retryable: false })
+const badUsage = (message: string) => new ModelError({ code: "model_bad_usage", message, retryable: false })
+
+/** The most a call may cost: what a usage record (`cost_usd numeric(14, 8)`) holds, rounded down. */
+const MAX_CALL_COST_USD = 999_999.99
+
+/** The model an agent is configured with, by which its calls are priced. */
+const configuredModel = (model: ModelConfig) => model.name ?? model.provider
+
+/**
+ * Tokens beyond the text a prompt can take: per message (role markers, separators; a tool call's id and name
+ * are in the text counted), and once for the system prompt a provider adds when there are tools (Anthropic's
+ * tool-use prompt is up to ~350 tokens) and the answer's opening.
+ */
+const PER_MESSAGE_TOKENS = 8
+const TOOLS_PROMPT_TOKENS = 512
+const REPLY_TOKENS = 64
+
+/**
+ * The most tokens a call's input can be for a byte-level BPE tokenizer (OpenAI's, Llama 3's, Qwen's, …;
+ * Anthropic publishes none, and is assumed alike): each token is at least one byte of UTF-8, so a text's
+ * tokens are at most its bytes. The text counted is the request as JSON (its escapes and keys only add
+ * bytes; a provider's rendering of a tool's schema is shorter than the schema as JSON), plus the framing
+ * above. Characters are no bound: a CJK character is three bytes and often more than one token.
+ */
+export const inputTokenBound = (request: ModelRequest) =>
+  Buffer.byteLength(request.instructions, "utf8") + Buffer.byteLength(JSON.stringify(request.messages), "utf8") +
+  Buffer.byteLength(JSON.stringify(request.tools), "utf8") + PER_MESSAGE_TOKENS * (request.messages.length + 1) +
+  (request.tools.length > 0 ? TOOLS_PROMPT_TOKENS : 0) + REPLY_TOKENS
 
 /**
  * Where an agent's model calls go. The endpoint and key come from the agent (`model.base_url`), the
@@ -95,7 +130,8 @@ export class ModelGateway extends Effect.Service<ModelGateway>()("agents/ModelGa
               ? e
               : new ModelError({ code: "model_bad_response", message: String(e), retryable: false })
         })
-        return { response, cost: prices.cost(response.model, response.usage), durationMs: performance.now() - started }
+        const cost = yield* costOf(model, response)
+        return { response, cost, durationMs: performance.now() - started }
       }).pipe(observe(model))
       // retried twice, 0.5 s then 1 s later; the first attempt goes without a schedule, as most calls need none
       return attempt.pipe(Effect.catchIf((e) => e.retryable, () =>
@@ -105,13 +141,44 @@ export class ModelGateway extends Effect.Service<ModelGateway>()("agents/ModelGa
         )))
     }
 
-    /** A worst-case price for a call, reserved against the agent's budget before it is made. */
+    /**
+     * A call's cost: at the configured model's price, which its reservation was made at, or the reported
+     * model's when that is known and higher (a server answering with a pricier model than asked for spent
+     * that). A model the table does not know costs the configured model's price, not nothing. Usage the
+     * records cannot hold, or a cost they cannot, fails the call (the Agent entity would be handed a spend
+     * the database refuses).
+     */
+    const costOf = (model: ModelConfig, response: ModelResponse) => {
+      const usage = response.usage
+      if (usage.input_tokens > MAX_TOKENS || usage.cached_tokens > usage.input_tokens) {
+        return Effect.fail(badUsage(
+          `the model server reported ${usage.input_tokens} input tokens, ${usage.cached_tokens} of them cached: ` +
+            `no prompt has more than ${MAX_TOKENS}, nor more cached than in all`
+        ))
+      }
+      const cost = Math.max(prices.cost(configuredModel(model), usage), prices.cost(response.model, usage))
+      return Number.isFinite(cost) && cost >= 0 && cost <= MAX_CALL_COST_USD
+        ? Effect.succeed(cost)
+        : Effect.fail(badUsage(
+          `the call's cost at the configured prices, $${cost}, is more than $${MAX_CALL_COST_USD}, the most a ` +
+            `call's record holds (${usage.input_tokens} input and ${usage.output_tokens} output tokens of ` +
+            `${response.model}): check the usage the server reports, and SWITCHYARD_MODEL_PRICES`
+        ))
+    }
+
+    /**
+     * A worst-case price for a call, reserved against the agent's budget before it is made: its input's most
+     * tokens at the configured model's price plus `max_output_tokens` (4,096 when unset) of output.
+     */
     const estimate = (model: ModelConfig, request: ModelRequest) => {
-      const chars = request.instructions.length + JSON.stringify(request.messages).length +
-        JSON.stringify(request.tools).length
-      const input = Math.ceil(chars / 3) + 64
-      const output = model.max_output_tokens ?? (model.provider === "scripted" ? Math.ceil(chars / 3) + 64 : 4096)
-      return prices.cost(model.name ?? model.provider, { input_tokens: input, output_tokens: output, cached_tokens: 0 })
+      const isScripted = model.provider === "scripted"
+      // the scripted model counts a token per 4 characters of less than this text: a third of it bounds that
+      const chars = isScripted
+        ? request.instructions.length + JSON.stringify(request.messages).length + JSON.stringify(request.tools).length
+        : 0
+      const input = isScripted ? Math.ceil(chars / 3) + 64 : inputTokenBound(request)
+      const output = model.max_output_tokens ?? (isScripted ? Math.ceil(chars / 3) + 64 : 4096)
+      return prices.cost(configuredModel(model), { input_tokens: input, output_tokens: output, cached_tokens: 0 })
     }
 
     return { call, estimate } as const

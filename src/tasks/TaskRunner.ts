@@ -110,10 +110,11 @@ class Pause {
  */
 /**
  * Why a budgeted model call was refused: the budget is spent, or (well before that) the call's worst case, which
- * it reserves, does not fit what is left; the latter says how to lower the worst case.
+ * it reserves, does not fit what the spend leaves; the latter says how to lower the worst case. (A call short only
+ * of what other calls hold for the moment waits for them instead: BudgetLeases.)
  */
 const budgetRefusal = (b: BudgetExhausted, worstCase: number) => {
-  const left = Math.max(0, b.limit_usd - b.spent_usd - b.reserved_usd)
+  const left = Math.max(0, b.limit_usd - b.spent_usd)
   return b.spent_usd >= b.limit_usd
     ? `Stopped: the agent's budget of $${b.limit_usd} is exhausted ($${b.spent_usd.toFixed(6)} spent).`
     : `Stopped: the next model call may cost up to $${worstCase.toFixed(6)} (its worst case, reserved before ` +
@@ -383,6 +384,8 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
               Effect.mapError((e) => new Stop("error", `The model call failed (${e.code}): ${e.message}`))
             )
             const worstCase = budgeted ? gateway.estimate(agent.model, request) : 0
+            // the acquire is uninterruptible, so a reservation taken is always settled; reserving waits (for the
+            // Agent entity, for budget that calls in flight hold) interruptibly: a cancel or the time limit stops it
             const result = yield* (!budgeted ? call : Effect.acquireUseRelease(
               leases.reserve(agent.id, worstCase).pipe(
                 Effect.catchTag("BudgetExhausted", (b) => Effect.fail(new Stop("error", budgetRefusal(b, worstCase))))

@@ -127,7 +127,7 @@ class MessageAssembly {
         ["output", "output_tokens"]
       ] as const
     ) {
-      if (usage?.[field] !== undefined) this.usage[key] = asCount(usage[field])
+      if (usage?.[field] !== undefined) this.usage[key] = asCount(usage[field], `usage.${field}`)
     }
   }
 

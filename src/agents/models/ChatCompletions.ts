@@ -148,9 +148,12 @@ class Completion {
       text: this.text === "" ? null : this.text,
       tool_calls: toolCalls,
       usage: {
-        input_tokens: asCount(this.usage?.["prompt_tokens"]),
-        output_tokens: asCount(this.usage?.["completion_tokens"]),
-        cached_tokens: asCount(asRecord(this.usage?.["prompt_tokens_details"])?.["cached_tokens"])
+        input_tokens: asCount(this.usage?.["prompt_tokens"], "usage.prompt_tokens"),
+        output_tokens: asCount(this.usage?.["completion_tokens"], "usage.completion_tokens"),
+        cached_tokens: asCount(
+          asRecord(this.usage?.["prompt_tokens_details"])?.["cached_tokens"],
+          "usage.prompt_tokens_details.cached_tokens"
+        )
       },
       model: this.model ?? this.requestedModel,
       // some servers (older Ollama) finish tool-calling turns with "stop"

@@ -57,6 +57,7 @@ export type ModelErrorCode =
   | "model_unreachable"
   | "model_egress_refused"
   | "model_bad_response"
+  | "model_bad_usage"
   | "model_stream_error"
   | "model_not_configured"
   | "script_exhausted"

@@ -110,9 +110,12 @@ export const parseResponse = (json: JsonRecord, requestedModel: string): ModelRe
     text,
     tool_calls: toolCalls,
     usage: {
-      input_tokens: asCount(usage?.["input_tokens"]),
-      output_tokens: asCount(usage?.["output_tokens"]),
-      cached_tokens: asCount(asRecord(usage?.["input_tokens_details"])?.["cached_tokens"])
+      input_tokens: asCount(usage?.["input_tokens"], "usage.input_tokens"),
+      output_tokens: asCount(usage?.["output_tokens"], "usage.output_tokens"),
+      cached_tokens: asCount(
+        asRecord(usage?.["input_tokens_details"])?.["cached_tokens"],
+        "usage.input_tokens_details.cached_tokens"
+      )
     },
     model: asString(json["model"]) ?? requestedModel,
     finish: toolCalls.length > 0

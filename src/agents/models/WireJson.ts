@@ -2,6 +2,7 @@
  * Reading untyped provider JSON. Providers add fields, omit "optional" ones and local servers deviate in
  * small ways, so the adapters read leniently field by field instead of validating whole documents.
  */
+import { ModelError } from "./ModelProvider.js"
 
 export type JsonRecord = { readonly [k: string]: unknown }
 
@@ -12,9 +13,25 @@ export const asArray = (value: unknown): ReadonlyArray<unknown> => Array.isArray
 
 export const asString = (value: unknown): string | undefined => typeof value === "string" ? value : undefined
 
-/** Token counts: anything that is not a finite non-negative number counts as 0 rather than failing the call. */
-export const asCount = (value: unknown): number =>
-  typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : 0
+/** The most tokens one count may say: what the usage records (`int` columns) hold, far above any context window. */
+export const MAX_TOKENS = 2 ** 31 - 1
+
+/**
+ * A token count the server reported as `field`. Left out (or null) it counts as 0, as servers that omit usage
+ * do; anything else must be a whole number from 0 to MAX_TOKENS. A count past that is no count a model can
+ * make: taken as it is, it was stored nowhere (an integer out of range) and spent the budget without end, so
+ * the call fails instead, saying what the server sent.
+ */
+export const asCount = (value: unknown, field: string): number => {
+  if (value === undefined || value === null) return 0
+  if (typeof value === "number" && Number.isInteger(value) && value >= 0 && value <= MAX_TOKENS) return value
+  throw new ModelError({
+    code: "model_bad_usage",
+    message: `the model server reported ${field} = ${JSON.stringify(value)}, which is no token count (a whole ` +
+      `number from 0 to ${MAX_TOKENS} is): the call is not counted`,
+    retryable: false
+  })
+}
 
 /**
  * Tool arguments as the model sent them. Empty means "no arguments" (models send "" for parameterless

@@ -53,6 +53,13 @@ describe.each(["openai", "openai-chat", "anthropic"] as const)("%s errors", (kin
     expect(await call()).toMatchObject({ code: "model_bad_response" })
   })
 
+  it.each([1e308, -3, 12.5, 2 ** 31])("a token count of %d is model_bad_usage, naming the field", async (count) => {
+    server.script.push({ text: "hi", usage: { input: count, output: 1 } })
+    const error = await call()
+    expect(error).toMatchObject({ code: "model_bad_usage", retryable: false })
+    expect(error.message).toContain(`_tokens = ${JSON.stringify(count)}`)
+  })
+
   it("aborting while the server hangs rejects promptly", async () => {
     server.script.push({ hang: true })
     const controller = new AbortController()
