@@ -547,10 +547,22 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   oauth(
     400,
     "invalid_request",
-    "A parameter is missing, repeated or malformed (PKCE `S256` is required); at `/oauth/authorize` it is sent back " +
-      "to the client's redirect URI."
+    "A parameter is missing, repeated or malformed (PKCE `S256` is required), or the URL or form holds the NUL " +
+      "character; at `/oauth/authorize` it is sent back to the client's redirect URI once the client and that URI " +
+      "are known, and shown otherwise."
   ),
-  oauth(400, "invalid_client", "Unknown `client_id`, or an unusable client metadata document."),
+  oauth(405, "invalid_request", "The endpoint does not take this method: the `Allow` header lists the ones it does."),
+  oauth(
+    413,
+    "invalid_request",
+    "The body is larger than `SWITCHYARD_MAX_BODY_BYTES` (`invalid_client_metadata` at `/oauth/register`)."
+  ),
+  oauth(
+    400,
+    "invalid_client",
+    "Unknown `client_id`, or a client metadata document that could not be fetched (the reason is logged, not sent) " +
+      "or is not valid; at `/oauth/authorize` shown, never sent to a redirect URI."
+  ),
   oauth(401, "invalid_client", "Client authentication failed: a wrong secret or malformed HTTP Basic credentials."),
   oauth(
     400,
@@ -579,8 +591,10 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   oauth(
     400,
     "invalid_client_metadata",
-    "Client registration: the metadata is not JSON, or has an unknown scope or a bad field."
+    "Client registration: the metadata is not JSON (or nests deeper than 64 levels, or holds NUL), or has an " +
+      "unknown scope, more than 20 `redirect_uris`, a `client_uri` that is not http(s), or another bad field."
   ),
+  oauth(415, "invalid_client_metadata", "Client registration: send the metadata as `application/json`."),
   oauth(
     400,
     "invalid_redirect_uri",
@@ -591,5 +605,12 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
     "rate_limited",
     "Too many registrations from this address, or wrong secrets for this client: retry after `Retry-After`."
   ),
-  oauth(404, "not_found", "No such OAuth resource on this server.")
+  oauth(404, "not_found", "No such OAuth resource on this server."),
+  oauth(500, "server_error", "A bug on our side; nothing internal is sent: quote the response's `x-request-id`."),
+  oauth(
+    503,
+    "temporarily_unavailable",
+    "The node is stopping, the database is unavailable, or the request was interrupted: retry (after " +
+      "`Retry-After` when given)."
+  )
 ]

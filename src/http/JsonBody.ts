@@ -34,6 +34,14 @@ export const unsupportedMediaType = (got: string | undefined): ErrorFields => ({
 
 export const invalidJson: ErrorFields = { code: "invalid_json", message: "The request body is not valid JSON." }
 
+/** A body past SWITCHYARD_MAX_BODY_BYTES: by its declared length, or (a chunked one) as it grew past it. */
+export const payloadTooLarge = (length?: number, max?: number): ErrorFields => ({
+  code: "payload_too_large",
+  message: length === undefined || max === undefined
+    ? "The request body is larger than this server accepts (SWITCHYARD_MAX_BODY_BYTES)."
+    : `The request body is ${length} bytes; this server accepts at most ${max} (SWITCHYARD_MAX_BODY_BYTES).`
+})
+
 const tooDeep: ErrorFields = {
   code: "invalid_json",
   message: `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`
@@ -88,6 +96,10 @@ export const parseJsonBody = (text: string, whenEmpty?: unknown): ParsedJson => 
 /** A percent-encoded NUL in the path or query: refused before it reaches a decoder or the database. */
 export const urlProblem = (url: string): ErrorFields | undefined =>
   url.includes("%00") ? nulCharacter("URL") : undefined
+
+/** The NUL rule for an `application/x-www-form-urlencoded` body (the OAuth endpoints'), encoded or not. */
+export const inspectFormText = (text: string): ErrorFields | undefined =>
+  text.includes("%00") || text.includes("\u0000") ? nulCharacter("request body") : undefined
 
 /**
  * The one request on /v1 whose body is not JSON: a workspace file upload (`POST /v1/files`), raw or

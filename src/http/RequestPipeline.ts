@@ -10,6 +10,7 @@ import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, Option, Tracer } from "effect"
 import * as Crypto from "node:crypto"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { oauthRefusal } from "../oauth/OAuthEndpoints.js"
 import { meaningfulIssues } from "../support/Issues.js"
 import { makeAccessLog } from "./AccessLog.js"
 import { Drain } from "./Drain.js"
@@ -19,8 +20,10 @@ import {
   declaresBody,
   dropRestOfUpload,
   inspectJsonText,
+  invalidJson,
   isFileUpload,
   isJsonMediaType,
+  payloadTooLarge,
   requestProblem
 } from "./JsonBody.js"
 import { CurrentRequest, type RequestInfo } from "./RequestContext.js"
@@ -41,6 +44,20 @@ const errorResponse = (status: number, info: RequestInfo, error: ErrorFields, he
     status,
     headers: { ...headers, ...OWN_ERROR_HEADER }
   })
+
+/** Writes a refusal the pipeline makes itself, before or around the route's handler. */
+type Refuse = (
+  status: number,
+  error: ErrorFields,
+  headers?: Record<string, string>
+) => HttpServerResponse.HttpServerResponse
+
+/**
+ * The pipeline's refusals in the body the path answers in: ours, or OAuth's on the OAuth endpoints, whose
+ * clients parse only that (the checks are the same; only how they are written differs).
+ */
+const refusalsFor = (url: string, info: RequestInfo): Refuse =>
+  oauthRefusal(url) ?? ((status, error, headers) => errorResponse(status, info, error, headers))
 
 interface DecodeIssue {
   readonly path: ReadonlyArray<PropertyKey>
@@ -115,6 +132,7 @@ const failureResponse = (
   cause: Cause.Cause<unknown>,
   request: HttpServerRequest.HttpServerRequest,
   info: RequestInfo,
+  refuse: Refuse,
   routes: RouteTable
 ) =>
   Effect.gen(function*() {
@@ -125,7 +143,7 @@ const failureResponse = (
       if (allowed.includes(request.method)) {
         // the route exists for this method: the router refused a segment it could not decode, or one longer
         // than it matches
-        return errorResponse(400, info, {
+        return refuse(400, {
           code: "validation_failed",
           message: malformedEscape(path)
             ? "The path has a malformed percent-escape: write % as %25, and escape text as UTF-8 (%C3%A9)."
@@ -133,29 +151,23 @@ const failureResponse = (
         })
       }
       return allowed.length > 0
-        ? errorResponse(405, info, {
+        ? refuse(405, {
           code: "method_not_allowed",
           message: `${request.method} is not allowed on ${path}; use ${allowed.join(" or ")}.`
         }, { allow: allowed.join(", ") })
-        : errorResponse(404, info, {
+        : refuse(404, {
           code: "route_not_found",
           message: `No route ${request.method} ${path}. See ${"/docs"} for the API.`
         })
     }
     if (failure instanceof HttpServerError.RequestError) {
       if (String((failure.cause as Error | undefined)?.message) === "maxBytes exceeded") {
-        return errorResponse(413, info, {
-          code: "payload_too_large",
-          message: "The request body is larger than this server accepts (SWITCHYARD_MAX_BODY_BYTES)."
-        })
+        return refuse(413, payloadTooLarge())
       }
-      return errorResponse(400, info, {
-        code: "invalid_json",
-        message: "The request body is not valid JSON."
-      })
+      return refuse(400, invalidJson)
     }
     const answer = yield* unexpectedFailure(cause, info.requestId)
-    return errorResponse(answer.status, info, answer.error, answer.headers)
+    return refuse(answer.status, answer.error, answer.headers)
   })
 
 /**
@@ -195,10 +207,10 @@ export const unexpectedFailure = (cause: Cause.Cause<unknown>, requestId: string
  * `application/json` as JSON and would read the consumed stream again, forever, for `application/*+json`:
  * such a request is handed on as `application/json`, which our rule makes it equivalent to.
  */
-const checkJsonBody = (request: HttpServerRequest.HttpServerRequest, info: RequestInfo) =>
+const checkJsonBody = (request: HttpServerRequest.HttpServerRequest, refuse: Refuse) =>
   Effect.map(request.text, (text) => {
     const refused = inspectJsonText(text)
-    if (refused !== undefined) return errorResponse(400, info, refused)
+    if (refused !== undefined) return refuse(400, refused)
     const headers = request.headers as Record<string, string>
     if (!headers["content-type"]!.toLowerCase().includes("application/json")) {
       headers["content-type"] = "application/json"
@@ -235,24 +247,21 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
         const upload = isFileUpload(request.method, request.url)
         // the body rule is the API's; OAuth and sign-in forms outside /v1 have types of their own
         const problem = requestProblem(request.url, request.headers, bodyMustBeJson(request.method, request.url))
+        const refuse = refusalsFor(request.url, info)
         const response = length > config.maxBodyBytes && !upload
-          ? errorResponse(413, info, {
-            code: "payload_too_large",
-            message:
-              `The request body is ${length} bytes; this server accepts at most ${config.maxBodyBytes} (SWITCHYARD_MAX_BODY_BYTES).`
-          })
+          ? refuse(413, payloadTooLarge(length, config.maxBodyBytes))
           : problem !== undefined
-          ? errorResponse(problem.status, info, problem.error)
+          ? refuse(problem.status, problem.error)
           : yield* Effect.gen(function*() {
             const refused = !upload && declaresBody(request.headers) && isJsonMediaType(request.headers["content-type"])
-              ? yield* checkJsonBody(request, info)
+              ? yield* checkJsonBody(request, refuse)
               : undefined
             return refused ?? (yield* handler)
           }).pipe(
             HttpIncomingMessage.withMaxBodySize(upload ? Option.none() : maxBody),
             Effect.locally(CurrentRequest, info),
             Effect.map((r) => normalizeErrorResponse(r, info)),
-            Effect.catchAllCause((cause) => failureResponse(cause, request, info, routes)),
+            Effect.catchAllCause((cause) => failureResponse(cause, request, info, refuse, routes)),
             // every line logged while the request runs can be found by the id its caller is given
             Effect.annotateLogs("request_id", info.requestId),
             Effect.onExit(() => Effect.sync(release))

@@ -21,10 +21,35 @@ export interface AuthorizeRequest {
   readonly state: string | undefined
 }
 
-/** Errors before the client and its redirect URI are known are shown to the person, never redirected. */
+/**
+ * Errors before the client and its redirect URI are known are shown to the person, never redirected (RFC 6749
+ * §4.1.2.1), with their OAuth `error`: `invalid_client` for a client that cannot be used, else `invalid_request`.
+ */
 export type AuthorizeFailure =
-  | { readonly _tag: "Unredirectable"; readonly message: string }
+  | { readonly _tag: "Unredirectable"; readonly error: string; readonly message: string }
   | { readonly _tag: "Redirect"; readonly location: string }
+
+/**
+ * The first parameter given more than once. RFC 6749 §3.1 and §3.2: parameters must not be repeated, and a
+ * server that took one of the values would be guessing which the client meant (and what a proxy or a
+ * client library in between took), so the request is refused whole.
+ */
+export const repeatedParameter = (params: URLSearchParams): string | undefined => {
+  const seen = new Set<string>()
+  for (const name of params.keys()) {
+    if (seen.has(name)) return name
+    seen.add(name)
+  }
+  return undefined
+}
+
+const givenTwice = (name: string) => `\`${name}\` is given more than once.`
+
+/** The token and revocation endpoints: every parameter once, checked before anything is looked up or used. */
+const singleParameters = (form: URLSearchParams) => {
+  const repeated = repeatedParameter(form)
+  return repeated === undefined ? Effect.void : Effect.fail(OAuthError.of("invalid_request", givenTwice(repeated)))
+}
 
 const withParams = (uri: string, params: Record<string, string | undefined>) => {
   const url = new URL(uri)
@@ -49,30 +74,31 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
 
     const validate = (params: URLSearchParams): Effect.Effect<AuthorizeRequest, AuthorizeFailure> =>
       Effect.gen(function*() {
-        const single = (name: string) => (params.getAll(name).length > 1 ? null : (params.get(name) ?? undefined))
-        const clientId = single("client_id")
-        if (clientId === undefined || clientId === null) {
-          return yield* Effect.fail<AuthorizeFailure>({
-            _tag: "Unredirectable",
-            message: "The request names no client (`client_id`)."
-          })
+        const unredirectable = (error: string, message: string) =>
+          Effect.fail<AuthorizeFailure>({ _tag: "Unredirectable", error, message })
+        for (const name of ["client_id", "redirect_uri"]) {
+          if (params.getAll(name).length > 1) return yield* unredirectable("invalid_request", givenTwice(name))
+        }
+        const clientId = params.get("client_id")
+        if (clientId === null) {
+          return yield* unredirectable("invalid_request", "The request names no client (`client_id`).")
         }
         const client = yield* clients.resolve(clientId).pipe(
-          Effect.mapError((e): AuthorizeFailure => ({ _tag: "Unredirectable", message: e.description }))
+          Effect.mapError((e): AuthorizeFailure => ({ _tag: "Unredirectable", error: e.error, message: e.description }))
         )
-        const asked = single("redirect_uri")
+        const asked = params.get("redirect_uri") ?? undefined
         const redirectUri = asked === undefined && client.redirect_uris.length === 1 ? client.redirect_uris[0] : asked
-        if (redirectUri === undefined || redirectUri === null || !client.redirect_uris.includes(redirectUri)) {
-          return yield* Effect.fail<AuthorizeFailure>({
-            _tag: "Unredirectable",
-            message: "The redirect address does not exactly match one the client registered."
-          })
+        if (redirectUri === undefined || !client.redirect_uris.includes(redirectUri)) {
+          return yield* unredirectable(
+            "invalid_request",
+            "The redirect address does not exactly match one the client registered."
+          )
         }
-        const state = single("state") ?? undefined
+        // a repeated `state` is not sent back: which one the client keeps is not known
+        const state = params.getAll("state").length > 1 ? undefined : params.get("state") ?? undefined
         const fail = (error: string, description: string) => redirectError(redirectUri, state, error, description)
-        for (const name of ["response_type", "code_challenge", "code_challenge_method", "scope", "resource", "state"]) {
-          if (params.getAll(name).length > 1) return yield* fail("invalid_request", `\`${name}\` is given twice.`)
-        }
+        const repeated = repeatedParameter(params)
+        if (repeated !== undefined) return yield* fail("invalid_request", givenTwice(repeated))
         if (params.get("response_type") !== "code") {
           return yield* fail("unsupported_response_type", "Only the authorization code flow (`response_type=code`).")
         }
@@ -243,6 +269,7 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
     /** `/oauth/token`: the code exchange and refresh. */
     const token = Effect.fn("AuthorizationServer.token")(
       function*(authorization: string | undefined, form: URLSearchParams) {
+        yield* singleParameters(form)
         const client = yield* clients.authenticate(authorization, form)
         switch (form.get("grant_type")) {
           case "authorization_code":
@@ -260,6 +287,7 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
     /** `/oauth/revoke` (RFC 7009): a refresh token ends its whole grant; unknown tokens are not an error. */
     const revoke = Effect.fn("AuthorizationServer.revoke")(
       function*(authorization: string | undefined, form: URLSearchParams) {
+        yield* singleParameters(form)
         const client = yield* clients.authenticate(authorization, form)
         const token = form.get("token")
         if (token === null) return yield* OAuthError.of("invalid_request", "Send `token`.")

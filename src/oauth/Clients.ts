@@ -27,11 +27,23 @@ export const isMetadataDocumentId = (id: string) =>
 
 const METADATA_MAX_BYTES = 64 * 1024
 const METADATA_FRESH_MS = 60 * 60 * 1000
+/** Redirect URIs a client may register: every authorization request is checked against each. */
+const MAX_REDIRECT_URIS = 20
 
 const decodeRegistration = Schema.decodeUnknownEither(ClientRegistrationRequest, { errors: "all" })
 const decodeDocument = Schema.decodeUnknownEither(ClientMetadataDocument, { errors: "all" })
 
+const isHttpUrl = (uri: string) => URL.canParse(uri) && ["http:", "https:"].includes(new URL(uri).protocol)
+
 const checkMetadata = (input: ClientRegistrationRequest): Effect.Effect<void, OAuthError> => {
+  if (input.redirect_uris.length > MAX_REDIRECT_URIS) {
+    return Effect.fail(
+      OAuthError.of(
+        "invalid_client_metadata",
+        `At most ${MAX_REDIRECT_URIS} \`redirect_uris\` (got ${input.redirect_uris.length}).`
+      )
+    )
+  }
   for (const uri of input.redirect_uris) {
     const problem = redirectUriProblem(uri)
     if (problem !== undefined) return Effect.fail(OAuthError.of("invalid_redirect_uri", problem))
@@ -42,8 +54,9 @@ const checkMetadata = (input: ClientRegistrationRequest): Effect.Effect<void, OA
   if (unknownScope !== undefined) {
     return Effect.fail(OAuthError.of("invalid_client_metadata", `Unknown scope '${unknownScope}'.`))
   }
-  if (input.client_uri !== undefined && !URL.canParse(input.client_uri)) {
-    return Effect.fail(OAuthError.of("invalid_client_metadata", "`client_uri` must be an absolute URL."))
+  // it names the client's home page, for a person to open: no `javascript:` or `data:` address
+  if (input.client_uri !== undefined && !isHttpUrl(input.client_uri)) {
+    return Effect.fail(OAuthError.of("invalid_client_metadata", "`client_uri` must be an absolute http(s) URL."))
   }
   return Effect.void
 }
@@ -88,7 +101,11 @@ export class Clients extends Effect.Service<Clients>()("oauth/Clients", {
       }
     })
 
-    /** Fetches a Client ID Metadata Document through the egress guard (no internal addresses, no redirects). */
+    /**
+     * Fetches a Client ID Metadata Document through the egress guard (no internal addresses, no redirects).
+     * Whoever names the URL is not signed in: why it failed (TLS errors, what an address resolves to) is
+     * logged, and the answer only says that it failed.
+     */
     const fetchDocument = (id: string) =>
       Effect.tryPromise({
         try: async (signal) => {
@@ -112,12 +129,17 @@ export class Clients extends Effect.Service<Clients>()("oauth/Clients", {
           }
           return JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown
         },
-        catch: (e) =>
-          OAuthError.of(
-            "invalid_client",
-            `The client's metadata document ${id} could not be fetched: ${egress.explain(e)}.`
+        catch: egress.explain
+      }).pipe(
+        Effect.tapError((reason) =>
+          Effect.logWarning("client metadata document not fetched").pipe(
+            Effect.annotateLogs({ client_id: id, reason })
           )
-      })
+        ),
+        Effect.mapError(() =>
+          OAuthError.of("invalid_client", `Could not fetch the client's metadata document (${id}).`)
+        )
+      )
 
     const fromDocument = Effect.fn("Clients.fromDocument")(function*(id: string) {
       const document = decodeDocument(yield* fetchDocument(id))
@@ -163,7 +185,9 @@ export class Clients extends Effect.Service<Clients>()("oauth/Clients", {
 
     /**
      * Client authentication at the token and revocation endpoints: public clients name themselves,
-     * confidential ones prove their secret (HTTP Basic or the form's `client_secret`).
+     * confidential ones prove their secret (HTTP Basic or the form's `client_secret`). The form's parameters
+     * were checked to be given once; a client named twice (Basic and the form) must be named alike, and
+     * proves its secret one way only (RFC 6749 §2.3).
      */
     const authenticate = (authorization: string | undefined, form: URLSearchParams) =>
       Effect.gen(function*() {
@@ -174,12 +198,20 @@ export class Clients extends Effect.Service<Clients>()("oauth/Clients", {
           const decoded = Buffer.from(authorization.replace(/^basic\s+/i, ""), "base64").toString("utf8")
           const colon = decoded.indexOf(":")
           if (colon < 0) return yield* OAuthError.of("invalid_client", "Malformed HTTP Basic credentials.", 401)
+          let basicId: string
           try {
-            id = decodeURIComponent(decoded.slice(0, colon))
+            basicId = decodeURIComponent(decoded.slice(0, colon))
             secret = decodeURIComponent(decoded.slice(colon + 1))
           } catch {
             return yield* OAuthError.of("invalid_client", "Malformed HTTP Basic credentials.", 401)
           }
+          if (form.has("client_secret")) {
+            return yield* OAuthError.of("invalid_request", "Send the client secret once: HTTP Basic or the form.")
+          }
+          if (id !== undefined && id !== basicId) {
+            return yield* OAuthError.of("invalid_request", "`client_id` differs from the HTTP Basic credentials'.")
+          }
+          id = basicId
           basic = true
         }
         if (id === undefined) return yield* OAuthError.of("invalid_client", "Name the client: `client_id`.", 401)

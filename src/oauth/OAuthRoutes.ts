@@ -1,33 +1,30 @@
 import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
+import { inspectFormText, isJsonMediaType, parseJsonBody, unsupportedMediaType } from "../http/JsonBody.js"
 import { RouteTable } from "../http/RouteTable.js"
 import { RateLimits } from "../security/RateLimits.js"
 import { AuthorizationServer } from "./AuthorizationServer.js"
 import { Clients } from "./Clients.js"
+import { CORS, NO_STORE, OAUTH_PATHS as PATHS, oauthErrorResponse, oauthJson as json } from "./OAuthEndpoints.js"
 import type { OAuthError } from "./OAuthError.js"
 import { OAuthLive } from "./OAuthLive.js"
 import { BUILTIN_MCP_PATH, oauthSettings, type ProtectedResource, SCOPES } from "./Resources.js"
 
-// browser-based MCP clients read metadata and call these endpoints cross-origin; none of them uses cookies
-const CORS = {
-  "access-control-allow-origin": "*",
-  "access-control-allow-methods": "GET, POST, OPTIONS",
-  "access-control-allow-headers": "authorization, content-type, mcp-protocol-version",
-  "access-control-max-age": "600"
-}
-const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" }
+const oauthError = (e: OAuthError) => Effect.succeed(oauthErrorResponse(e.status, e.error, e.description))
 
-const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
-  HttpServerResponse.unsafeJson(body, { status, headers: { ...CORS, ...headers } })
-
-const oauthError = (e: OAuthError) =>
-  Effect.succeed(json({ error: e.error, error_description: e.description }, e.status, NO_STORE))
-
+/**
+ * A form body, checked by the edge's rule for it (JsonBody), or the refusal to answer with. A body that cannot
+ * be read (too large, cut off) fails as the pipeline knows to answer, in the OAuth shape here.
+ */
 const formOf = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function*() {
     const type = (request.headers["content-type"] ?? "").toLowerCase()
-    const text = yield* request.text.pipe(Effect.orElseSucceed(() => ""))
-    if (!type.startsWith("application/x-www-form-urlencoded")) return undefined
+    const text = yield* request.text
+    if (!type.startsWith("application/x-www-form-urlencoded")) {
+      return oauthErrorResponse(400, "invalid_request", "Send the parameters as application/x-www-form-urlencoded.")
+    }
+    const refused = inspectFormText(text)
+    if (refused !== undefined) return oauthErrorResponse(400, "invalid_request", refused.message)
     return new URLSearchParams(text)
   })
 
@@ -38,15 +35,6 @@ const protectedResourceMetadata = (resource: string, r: ProtectedResource, issue
   bearer_methods_supported: ["header"],
   resource_name: r.serverName
 })
-
-const PATHS = {
-  prm: "/.well-known/oauth-protected-resource",
-  asm: "/.well-known/oauth-authorization-server",
-  register: "/oauth/register",
-  authorize: "/oauth/authorize",
-  token: "/oauth/token",
-  revoke: "/oauth/revoke"
-} as const
 
 /**
  * The authorization server's HTTP side: RFC 9728 resource metadata, RFC 8414 server metadata, RFC 7591
@@ -112,10 +100,13 @@ export const OAuthRoutes = Layer.effectDiscard(
           const retry = { ...NO_STORE, "retry-after": String(refused.retryAfter) }
           return json({ error: "rate_limited", error_description: refused.message }, 429, retry)
         }
-        const body = yield* request.json.pipe(Effect.option)
-        if (body._tag === "None") {
-          return json({ error: "invalid_client_metadata", error_description: "Send the client metadata as JSON." }, 400)
+        // RFC 7591 §3.1: the metadata is sent as JSON, by the edge's rules for JSON (JsonBody)
+        const type = request.headers["content-type"]
+        if (!isJsonMediaType(type)) {
+          return oauthErrorResponse(415, "invalid_client_metadata", unsupportedMediaType(type).message)
         }
+        const body = parseJsonBody(yield* request.text)
+        if (!body.ok) return oauthErrorResponse(400, "invalid_client_metadata", body.error.message)
         return yield* clients.register(body.value).pipe(
           Effect.map((created) => json(created, 201, NO_STORE)),
           Effect.catchTag("OAuthError", oauthError)
@@ -130,7 +121,7 @@ export const OAuthRoutes = Layer.effectDiscard(
           Effect.succeed(
             failure._tag === "Redirect"
               ? HttpServerResponse.redirect(failure.location, { status: 302 })
-              : json({ error: "invalid_request", error_description: failure.message }, 400)
+              : oauthErrorResponse(400, failure.error, failure.message)
           )
         )
       )
@@ -142,16 +133,7 @@ export const OAuthRoutes = Layer.effectDiscard(
     (request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function*() {
         const form = yield* formOf(request)
-        if (form === undefined) {
-          return json(
-            {
-              error: "invalid_request",
-              error_description: "Send the parameters as application/x-www-form-urlencoded."
-            },
-            400,
-            NO_STORE
-          )
-        }
+        if (!(form instanceof URLSearchParams)) return form
         return yield* handle(request.headers["authorization"], form).pipe(
           Effect.map((body) => json(body ?? {}, 200, NO_STORE)),
           Effect.catchTag("OAuthError", (e) =>

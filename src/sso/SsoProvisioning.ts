@@ -20,6 +20,12 @@ export interface IdpPerson {
   readonly groups: ReadonlyArray<string>
 }
 
+/**
+ * Only a provider's plain yes: `true`, or the string "true" some providers send. Anything else (absent,
+ * `false`, "FALSE", 0, "yes") does not vouch for the address, and the address is what admits a person.
+ */
+const isVerified = (claim: unknown) => claim === true || claim === "true"
+
 export class SignInDenied {
   readonly _tag = "SignInDenied"
   constructor(readonly message: string) {}
@@ -64,13 +70,14 @@ export class SsoProvisioning extends Effect.Service<SsoProvisioning>()("sso/SsoP
           "The identity provider sent no e-mail address for you."
         )
       }
-      if (person.emailVerified === false || person.emailVerified === "false") {
+      if (!isVerified(person.emailVerified)) {
         return yield* deny(
           system,
           settings,
           person,
           "email_not_verified",
-          `The identity provider says ${email} is not verified. Verify it there, then sign in again.`
+          `${email} is not verified at the identity provider (its \`email_verified\` is not true). Verify it there, ` +
+            "then sign in again."
         )
       }
       const domain = email.slice(email.lastIndexOf("@") + 1).toLowerCase()

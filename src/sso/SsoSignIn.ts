@@ -9,6 +9,8 @@ import { SsoProvisioning } from "./SsoProvisioning.js"
 import { SsoRepo } from "./SsoRepo.js"
 
 const LOGIN_TTL_MS = 10 * 60 * 1000
+/** How far ahead of our clock an ID token's `iat` may be: clocks differ, by little. */
+const CLOCK_SKEW_SECONDS = 5 * 60
 
 /** A sign-in through the identity provider that cannot go on; `message` is shown to the person. */
 export class SsoSignInRefused {
@@ -170,6 +172,15 @@ export class SsoSignIn extends Effect.Service<SsoSignIn>()("sso/SsoSignIn", {
             new SsoSignInRefused(403, `The identity provider's answer could not be verified: ${reasonOf(e)}.`)
         })
         const claims: Record<string, unknown> = { ...tokens.claims()! }
+        // openid-client refuses an `iat` long past, not one in the future: a token minted ahead of time (or by a
+        // provider whose clock is off) would otherwise be good until its `exp`
+        if (typeof claims.iat === "number" && claims.iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) {
+          return yield* refuse(
+            403,
+            "The identity provider's answer could not be verified: its ID token is issued in the future (`iat`), " +
+              `more than ${CLOCK_SKEW_SECONDS / 60} minutes ahead of this server's clock. Check the clocks.`
+          )
+        }
         if (claims[row.group_claim] === undefined && config.serverMetadata().userinfo_endpoint !== undefined) {
           // many providers put groups only in userinfo; the subject must be the ID token's
           const info = yield* Effect.tryPromise(() =>

@@ -9,7 +9,12 @@ export const CALLBACK_PATH = "/oauth_login/sso/callback"
 /** A node that may reach identity providers on 127.0.0.1 (the egress guard refuses loopback otherwise). */
 export const ssoNode = () => startTestNode({ SWITCHYARD_EGRESS_ALLOW: "127.0.0.1" })
 
-export const putSso = (node: TestNode, apiKey: string, idp: TestIdp, body: Record<string, unknown> = {}) =>
+export const putSso = (
+  node: TestNode,
+  apiKey: string,
+  idp: Pick<TestIdp, "issuer" | "clientId" | "clientSecret">,
+  body: Record<string, unknown> = {}
+) =>
   call(node, apiKey, "PUT", "/v1/sso", {
     issuer: idp.issuer,
     client_id: idp.clientId,
