@@ -89,7 +89,11 @@ describe("who may do what with knowledge bases", () => {
     expect((await call(node, admin, "DELETE", `/v1/knowledge-bases/${b.id}`)).status).toBe(204)
     expect((await call(node, admin, "GET", `/v1/agents/${agent.id}/knowledge-bases`)).body.items).toEqual([])
     expectError(await call(node, admin, "PUT", `/v1/agents/${agent.id}/knowledge-bases/${b.id}`), 404, "not_found")
-    expectError(await call(node, admin, "PUT", `/v1/agents/not-an-agent/knowledge-bases/${a.id}`), 400, "validation_failed")
+    expectError(
+      await call(node, admin, "PUT", `/v1/agents/not-an-agent/knowledge-bases/${a.id}`),
+      400,
+      "validation_failed"
+    )
 
     const actions = (await auditEvents(node, org.organization_id))
       .filter((e: any) => e.action.endsWith("_KNOWLEDGE_BASE") && e.targets[0].type === "agent")
