@@ -60,8 +60,10 @@ export const errorsPage = (): string =>
     "",
     "## OAuth endpoints",
     "",
-    "`/oauth/register`, `/oauth/authorize`, `/oauth/token` and `/oauth/revoke` answer in the shape OAuth",
-    "clients parse, `{\"error\", \"error_description\"}` (RFC 6749, RFC 7591), with these `error` values:",
+    "`/oauth/register`, `/oauth/authorize`, `/oauth/token`, `/oauth/revoke` and the two metadata documents",
+    "(`/.well-known/oauth-authorization-server`, `/.well-known/oauth-protected-resource`) answer in the shape",
+    "OAuth clients parse, `{\"error\", \"error_description\"}` (RFC 6749, RFC 7591), with these `error` values,",
+    "the edge's own refusals (a NUL, nesting, size, method) included:",
     "",
     ...withStatus(bySurface("oauth"), "`error`"),
     ""
