@@ -20,6 +20,12 @@ import { makePriceTable } from "./Prices.js"
 
 export type { ModelCallResult } from "./models/ModelProvider.js"
 
+/**
+ * The output a budgeted call is reserved for when the agent sets no `max_output_tokens`, and the limit it is
+ * then sent with, so that the reservation bounds what the call can spend.
+ */
+export const BUDGETED_OUTPUT_TOKENS = 4096
+
 const notConfigured = (message: string) => new ModelError({ code: "model_not_configured", message, retryable: false })
 const badUsage = (message: string) => new ModelError({ code: "model_bad_usage", message, retryable: false })
 
@@ -168,7 +174,7 @@ export class ModelGateway extends Effect.Service<ModelGateway>()("agents/ModelGa
 
     /**
      * A worst-case price for a call, reserved against the agent's budget before it is made: its input's most
-     * tokens at the configured model's price plus `max_output_tokens` (4,096 when unset) of output.
+     * tokens at the configured model's price plus `max_output_tokens` (BUDGETED_OUTPUT_TOKENS when unset) of output.
      */
     const estimate = (model: ModelConfig, request: ModelRequest) => {
       const isScripted = model.provider === "scripted"
@@ -177,7 +183,7 @@ export class ModelGateway extends Effect.Service<ModelGateway>()("agents/ModelGa
         ? request.instructions.length + JSON.stringify(request.messages).length + JSON.stringify(request.tools).length
         : 0
       const input = isScripted ? Math.ceil(chars / 3) + 64 : inputTokenBound(request)
-      const output = model.max_output_tokens ?? (isScripted ? Math.ceil(chars / 3) + 64 : 4096)
+      const output = model.max_output_tokens ?? (isScripted ? Math.ceil(chars / 3) + 64 : BUDGETED_OUTPUT_TOKENS)
       return prices.cost(configuredModel(model), { input_tokens: input, output_tokens: output, cached_tokens: 0 })
     }
 

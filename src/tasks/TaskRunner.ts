@@ -7,7 +7,7 @@ import type { ApiKeyId, TaskId, UserId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { BudgetLeases } from "../agents/BudgetLeases.js"
 import { BuiltinTools } from "../agents/BuiltinTools.js"
-import { ModelGateway } from "../agents/ModelGateway.js"
+import { BUDGETED_OUTPUT_TOKENS, ModelGateway } from "../agents/ModelGateway.js"
 import type { Message, ToolCall, ToolSpec } from "../agents/models/ModelProvider.js"
 import type { RunScope, ToolResult } from "../agents/ToolSet.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
@@ -369,9 +369,12 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
               instructions: agent.instructions,
               messages,
               tools: [...tools.map((t) => t.spec), ...files.specs],
-              ...(agent.model.max_output_tokens === undefined
-                ? {}
-                : { maxOutputTokens: agent.model.max_output_tokens }),
+              // a budgeted call is capped at the output its reservation counts, so the reservation bounds its cost
+              ...(agent.model.max_output_tokens !== undefined
+                ? { maxOutputTokens: agent.model.max_output_tokens }
+                : budgeted && agent.model.provider !== "scripted"
+                ? { maxOutputTokens: BUDGETED_OUTPUT_TOKENS }
+                : {}),
               ...(agent.model.temperature === undefined ? {} : { temperature: agent.model.temperature })
             }
             // the call's worst case is reserved from this node's lease of the budget, and settled once known

@@ -128,6 +128,18 @@ describe("a call's worst case", () => {
       expect(task).toMatchObject({ status: "completed", result: `answer ${i}` })
     }
   })
+
+  it("is what a budgeted call without max_output_tokens may answer: it is sent that limit", async () => {
+    const budgeted = await chatAgent("gpt-4.1-mini", { budget: { limit_usd: 1, period: "total" } })
+    const free = await chatAgent("gpt-4.1-mini")
+    for (const agent of [budgeted, free]) {
+      server.script.push({ text: "ok", usage: { input: 10, output: 2 } })
+      expect((await (await invokeAgent(node, apiKey, agent.id, "hello")).json()).status).toBe("completed")
+    }
+    const [withBudget, without] = server.requests.slice(-2).map((r) => r.body)
+    expect(withBudget.max_tokens).toBe(4096)
+    expect(without.max_tokens).toBeUndefined()
+  })
 })
 
 describe("pricing a call", () => {
