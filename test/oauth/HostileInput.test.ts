@@ -3,6 +3,8 @@ import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   authorizeUrl,
+  Browser,
+  hiddenField,
   pkce,
   REDIRECT_URI,
   registerClient,
@@ -100,6 +102,25 @@ describe("every refusal of the OAuth endpoints is in OAuth's error shape", () =>
     const get = await fetch(`${node.baseUrl}/oauth/token`)
     await expectOAuthError(get, 405, "invalid_request")
     expect(get.headers.get("allow")).toBe("POST")
+  })
+
+  it("NUL in the sign-in page's form, past its CSRF check: a page saying so, not a 500", async () => {
+    const { body: client } = await registerClient(node)
+    const browser = new Browser()
+    const authorize = await browser.get(
+      authorizeUrl(node, { client_id: client.client_id, challenge: pkce().challenge })
+    )
+    const loginUrl = authorize.headers.get("location")!
+    const html = await (await browser.get(loginUrl)).text()
+    const refused = await browser.post(new URL("/oauth_login", loginUrl).toString(), {
+      request: hiddenField(html, "request"),
+      csrf: hiddenField(html, "csrf"),
+      action: "sign_in",
+      email: "a\u0000b@example.com",
+      password: "x"
+    })
+    expect(refused.status).toBe(400)
+    expect(await refused.text()).toContain("NUL character")
   })
 })
 
