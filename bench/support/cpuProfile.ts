@@ -10,7 +10,7 @@ import * as Path from "node:path"
  *
  *   node --import tsx bench/support/cpuProfile.ts FILE.cpuprofile [--from US --to US] [--top N] [--callers NAME]
  *
- * --callers NAME: the heaviest call stacks (innermost first) of the functions called NAME, instead.
+ * --callers NAME: the heaviest call stacks (innermost first) of the functions called NAME (or at FILE:LINE), instead.
  *
  * --from/--to keep the samples in a window of the monotonic clock, in microseconds (what
  * process.hrtime.bigint() / 1000n reads in any process on the host, and what V8 stamps samples with):
@@ -142,7 +142,7 @@ if (callersOf !== undefined) {
     let hit = false
     for (let n: number | undefined = id; n !== undefined && frames.length < 14; n = parent.get(n)) {
       const f = byId.get(n)!.callFrame
-      if (!hit && f.functionName !== callersOf) continue
+      if (!hit && f.functionName !== callersOf && !where(f).endsWith(callersOf)) continue
       hit = true
       if (f.functionName === "(root)") break
       frames.push(`${f.functionName || "(anonymous)"} ${where(f)}`)

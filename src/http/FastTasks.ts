@@ -52,8 +52,6 @@ export const FastTasksLive = Layer.scopedDiscard(
     const placement = yield* TaskPlacement
     const directory = yield* ShardDirectory
     const drain = yield* Drain
-    const runtime = yield* Effect.runtime<never>()
-    const runExit = Runtime.runPromiseExit(runtime)
 
     const found = (task: TaskFields): Reply => ({ status: 200, body: taskJson(task) })
 
@@ -87,7 +85,7 @@ export const FastTasksLive = Layer.scopedDiscard(
     const receive = (wait: ReceivedWait) => {
       const { id, principal, requestId } = wait
       const read = (seconds: number, fresh: boolean) =>
-        void runExit(Effect.annotateLogs(tasks.get(principal, id, seconds, fresh), "request_id", requestId)).then(
+        void Runtime.runPromiseExit(edge.runtimeFor(requestId))(tasks.get(principal, id, seconds, fresh)).then(
           (exit) =>
             Exit.isSuccess(exit)
               ? wait.reply(taskAnswer(exit.value))
@@ -122,8 +120,7 @@ export const FastTasksLive = Layer.scopedDiscard(
       }
 
       run<A>(effect: Effect.Effect<A, unknown>, toReply: (a: A) => Reply) {
-        const traced = this.exchange.underSpan(effect)
-        void runExit(Effect.annotateLogs(traced, "request_id", this.exchange.requestId)).then((exit) =>
+        void Runtime.runPromiseExit(this.exchange.runtime())(effect).then((exit) =>
           Exit.isSuccess(exit) ? this.reply(toReply(exit.value)) : this.exchange.fail(exit.cause)
         )
       }

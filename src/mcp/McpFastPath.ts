@@ -24,7 +24,6 @@ export const McpFastPathLive = Layer.effectDiscard(
     const edge = yield* FastEdge
     const protocol = yield* McpProtocol
     const admission = yield* McpAdmission
-    const runtime = yield* Effect.runtime<never>()
 
     const write = (exchange: Exchange, answer: Answer) => {
       switch (answer._tag) {
@@ -49,8 +48,7 @@ export const McpFastPathLive = Layer.effectDiscard(
 
     /** Runs an Effect for this request: interrupted when the client goes away, a defect answered as the pipeline does. */
     const run = <A>(exchange: Exchange, effect: Effect.Effect<A>, onSuccess: (a: A) => void) => {
-      const traced = exchange.underSpan(effect)
-      const fiber = Runtime.runFork(runtime)(Effect.annotateLogs(traced, "request_id", exchange.requestId))
+      const fiber = Runtime.runFork(exchange.runtime())(effect)
       const gone = () => Effect.runFork(Fiber.interrupt(fiber))
       exchange.res.once("close", gone)
       fiber.addObserver((exit) => {

@@ -240,6 +240,13 @@ export const makeExportingTracer = (
       }
       return new ExportedSpan(name, parent, context, links, startTime, kind, trace ?? TraceId.random(), push)
     },
-    context: (f) => f()
+    context: nativeContext
   })
 }
+
+/**
+ * Effect's own tracer's `context`, the very function: the fiber run loop calls the tracer's `context` around every
+ * step, and V8 inlines that call while the site has only ever seen one function. A second one there (ours, though
+ * it does the same, after the node's first fibers ran with Effect's) leaves a real call per step.
+ */
+const nativeContext = Effect.runSync(Effect.map(Effect.tracer, (tracer) => tracer.context))
