@@ -25,11 +25,15 @@ import { measureSpanCost } from "./support/spanCost.js"
  *   - sampled: tracing with parentbased_traceidratio at 0.1;
  * for connector invokes/s (`POST /v1/tools/connectors/{id}/connections/{id}/getItem` against a local upstream)
  * and tasks/s (sync `POST /v1/agents/{id}/invoke` of a scripted agent that answers at once), each from
- * 16 closed-loop clients. The three nodes run side by side (each with its embedded PostgreSQL) and are
- * measured in turns, the order rotating per round, so machine drift hits each alike; the ratio on/off is
- * taken per round and its median reported. Target: each ratio ≥ 0.90 (cost ≤ 10%). Beside throughput, the
- * node process's own CPU time per request (/proc, without its PostgreSQL) and its ratio on/off: on a machine
- * shared with other work, CPU per request moves less than requests/s.
+ * 16 closed-loop clients. The four nodes run side by side (each with its embedded PostgreSQL). Each round
+ * starts them afresh (same data directories): two processes of the same build and settings differ here by up
+ * to ±7% in CPU per task (what V8's compiler made of each, their PostgreSQL), and a node kept through every
+ * round would carry its luck into each. In a round the nodes are measured in turns, windows of 2 s, twice
+ * each, the order reversed the second time, so machine drift hits each alike; the ratio on/off is taken per
+ * round, over both windows, and its median over the rounds reported (BENCH_RUNS rounds, 5 by default).
+ * Target: each ratio ≥ 0.90 (cost ≤ 10%). Beside throughput, the node process's own CPU time per request
+ * (/proc, without its PostgreSQL) and its ratio on/off: on a machine shared with other work, CPU per request
+ * moves less than requests/s.
  *
  * First, in this process, the tracers' CPU per span (support/spanCost.ts): @effect/opentelemetry's OtlpTracer
  * as the node ran it before against our SpanExporter, each creating, ending and encoding spans of 5 attributes.
@@ -37,7 +41,16 @@ import { measureSpanCost } from "./support/spanCost.js"
  */
 export const name = "observability"
 
-const settings = { concurrency: 16, warmupMs: 1000, durationMs: 4000, scrapeEveryMs: 1000 } as const
+const settings = {
+  concurrency: 16,
+  /** each node, after it starts, before a round measures it: each kind of request, this long */
+  nodeWarmupMs: 1000,
+  /** before each window, untimed: the clients connect and the node picks up the pace */
+  warmupMs: 300,
+  durationMs: 2000,
+  windowsPerRound: 2,
+  scrapeEveryMs: 1000
+} as const
 
 const upstreamKey = "k"
 const spec = (upstreamUrl: string) => ({
@@ -90,16 +103,17 @@ type Variant = "off" | "metrics" | "tracing" | "sampled"
 const VARIANTS: ReadonlyArray<Variant> = ["off", "metrics", "tracing", "sampled"]
 
 interface Setup {
-  readonly node: SwitchyardNode
+  node: SwitchyardNode
+  readonly start: () => Promise<SwitchyardNode>
   readonly metricsPort: number | undefined
-  readonly invoke: Target
-  readonly task: Target
+  readonly invoke: (node: SwitchyardNode) => Target
+  readonly task: (node: SwitchyardNode) => Target
 }
 
 export const run = async (): Promise<{ readonly ok: boolean }> => {
   const tmp = tempDir("switchyard-bench-observability-")
   const loadBefore = warnIfBusy()
-  const count = rounds()
+  const count = process.env["BENCH_RUNS"] === undefined ? 5 : rounds()
   let upstream: Bare | undefined
   const receiver = await startReceiver()
   const setups = new Map<Variant, Setup>()
@@ -129,14 +143,16 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
           ? { OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" }
           : {})
       }
-      const node = await startNode({
-        dataDir,
-        logLevel: "warning",
-        logFile: Path.join(tmp, `${variant}.log`),
-        expectApiKey: true,
-        env,
-        nodeArgs
-      })
+      const start = (first: boolean) =>
+        startNode({
+          dataDir,
+          logLevel: "warning",
+          logFile: Path.join(tmp, `${variant}.log`),
+          expectApiKey: first,
+          env,
+          nodeArgs
+        })
+      const node = await start(true)
       const apiKey = node.apiKey!
       const connector = await post(`${node.baseUrl}/v1/tools/connectors`, apiKey, { spec: spec(upstream.baseUrl) })
       const connection = await post(`${node.baseUrl}/v1/tools/connectors/${connector.id}/connections`, apiKey, {
@@ -151,21 +167,22 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
       const headers = { "x-api-key": apiKey, "content-type": "application/json" }
       setups.set(variant, {
         node,
+        start: () => start(false),
         metricsPort,
-        invoke: {
+        invoke: (at) => ({
           name: `${variant} connector invoke`,
-          url: `${node.baseUrl}/v1/tools/connectors/${connector.id}/connections/${connection.id}/getItem`,
+          url: `${at.baseUrl}/v1/tools/connectors/${connector.id}/connections/${connection.id}/getItem`,
           method: "POST",
           headers,
           body: JSON.stringify({ path_params: { id: "42" } })
-        },
-        task: {
+        }),
+        task: (at) => ({
           name: `${variant} sync task`,
-          url: `${node.baseUrl}/v1/agents/${agent.id}/invoke`,
+          url: `${at.baseUrl}/v1/agents/${agent.id}/invoke`,
           method: "POST",
           headers,
           body: JSON.stringify({ input: { text: "hi", user: { id: "u-1", email: "ada@example.com" } } })
-        }
+        })
       })
       console.log(`${variant}: node up in ${fmt(node.startupMs)} ms ${JSON.stringify(env)}`)
     }
@@ -183,31 +200,59 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
       tracing: { invoke: [], task: [] },
       sampled: { invoke: [], task: [] }
     }
+    // one window: requests and the node's CPU ms over it
     const measure = async (variant: Variant, kind: "invoke" | "task") => {
       const setup = setups.get(variant)!
+      const target = setup[kind](setup.node)
       const scraper = setup.metricsPort === undefined ? undefined : setInterval(() => {
         fetch(`http://127.0.0.1:${setup.metricsPort}/metrics`).then((r) => r.text(), () => undefined)
       }, settings.scrapeEveryMs)
       try {
+        await measureThroughput(target, { ...settings, durationMs: settings.warmupMs, warmupMs: 0 })
         const before = cpuTimeMs([setup.node.pid], { descendants: false })
-        const t = await measureThroughput(setup[kind], settings)
+        const t = await measureThroughput(target, { ...settings, warmupMs: 0 })
         const after = cpuTimeMs([setup.node.pid], { descendants: false })
-        // the warm-up's requests are in the CPU time too: per request over the whole window
-        const requests = t.requests * (settings.warmupMs + settings.durationMs) / settings.durationMs
-        if (before !== undefined && after !== undefined) cpu[variant][kind].push((after - before) / requests)
         errors += t.errors
         if (t.errors > 0) console.log(`!!! ${variant} ${kind}: ${t.errors} errors ${JSON.stringify(t.statuses)}`)
-        results[variant][kind].push(t.rps)
-        return t.rps
+        return { requests: t.requests, cpuMs: before === undefined || after === undefined ? undefined : after - before }
       } finally {
         if (scraper !== undefined) clearInterval(scraper)
       }
     }
     for (let round = 0; round < count; round++) {
+      if (round > 0) {
+        // fresh processes each round (see above)
+        for (const setup of setups.values()) await setup.node.stop()
+        for (const setup of setups.values()) setup.node = await setup.start()
+      }
+      for (const setup of setups.values()) {
+        for (const kind of ["invoke", "task"] as const) {
+          await measureThroughput(setup[kind](setup.node), {
+            ...settings,
+            warmupMs: 0,
+            durationMs: settings.nodeWarmupMs
+          })
+        }
+      }
       const order = VARIANTS.map((_, i) => VARIANTS[(i + round) % VARIANTS.length]!)
       for (const kind of ["invoke", "task"] as const) {
+        const sums = new Map(VARIANTS.map((v) => [v, { requests: 0, cpuMs: 0 as number | undefined }]))
+        for (let w = 0; w < settings.windowsPerRound; w++) {
+          for (const variant of w % 2 === 0 ? order : [...order].reverse()) {
+            const m = await measure(variant, kind)
+            const sum = sums.get(variant)!
+            sum.requests += m.requests
+            sum.cpuMs = sum.cpuMs === undefined || m.cpuMs === undefined ? undefined : sum.cpuMs + m.cpuMs
+          }
+        }
         const line: Array<string> = []
-        for (const variant of order) line.push(`${variant} ${fmt(await measure(variant, kind))}/s`)
+        for (const variant of order) {
+          const sum = sums.get(variant)!
+          const rps = sum.requests / (settings.windowsPerRound * settings.durationMs / 1000)
+          results[variant][kind].push(rps)
+          if (sum.cpuMs !== undefined) cpu[variant][kind].push(sum.cpuMs / sum.requests)
+          line.push(`${variant} ${fmt(rps)}/s`)
+        }
         console.log(`round ${round + 1} ${kind}: ${line.join(", ")}`)
       }
     }
@@ -270,7 +315,12 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
       }
     }
     console.log(`OTLP receiver: ${receiver.seen.requests} exports, ${fmt(receiver.seen.bytes / 1024)} KiB`)
-    appendRun(name, { ...settings, rounds: count }, { ok: errors === 0, loadBefore, errors, ...summary })
+    appendRun(name, { ...settings, rounds: count, method: "fresh nodes per round" }, {
+      ok: errors === 0,
+      loadBefore,
+      errors,
+      ...summary
+    })
     return { ok: errors === 0 }
   } finally {
     for (const setup of setups.values()) await setup.node.stop()
