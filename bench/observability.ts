@@ -7,6 +7,7 @@ import {
   type Bare,
   cpuProfiling,
   cpuTimeMs,
+  freePort,
   startNode,
   startScript,
   type SwitchyardNode,
@@ -133,7 +134,8 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
     for (const variant of VARIANTS) {
       const dataDir = Path.join(tmp, variant)
       Fs.mkdirSync(dataDir)
-      const metricsPort = variant === "metrics" ? 20_000 + Math.floor(Math.random() * 20_000) : undefined
+      // a port the system has free now (a random one can be a client connection's: EADDRINUSE)
+      const metricsPort = variant === "metrics" ? await freePort() : undefined
       const env: Record<string, string> = {
         SWITCHYARD_EGRESS_ALLOW: "127.0.0.1",
         ...(metricsPort === undefined ? {} : { SWITCHYARD_METRICS_PORT: String(metricsPort) }),
