@@ -21,9 +21,11 @@ export const Overlap = Schema.Literal("skip", "buffer_one", "allow").annotations
 })
 export type Overlap = typeof Overlap.Type
 
-export const ScheduleInput = InvokeAgent.fields.input.annotations({
+// described on the fields: a description on the struct stands in for its message ("Expected <it>, actual …")
+export const ScheduleInput = InvokeAgent.fields.input
+const describedInput = {
   description: "What each run sends the agent: `text`, and `user`, the person each run is recorded under."
-})
+}
 
 const timing = {
   cron: Schema.String.annotations({
@@ -53,7 +55,7 @@ export const CreateSchedule = Schema.Struct({
   cron: Schema.optional(timing.cron),
   every: Schema.optional(timing.every),
   timezone: Schema.optional(timing.timezone),
-  input: ScheduleInput,
+  input: Schema.propertySignature(ScheduleInput).annotations(describedInput),
   enabled: Schema.optional(Schema.Boolean).annotations({ description: "Default true." }),
   start_at: Schema.optional(timing.start_at),
   end_at: Schema.optional(timing.end_at),
@@ -70,7 +72,7 @@ export const UpdateSchedule = Schema.Struct({
   cron: Schema.optional(timing.cron),
   every: Schema.optional(timing.every),
   timezone: Schema.optional(timing.timezone),
-  input: Schema.optional(ScheduleInput),
+  input: Schema.optional(ScheduleInput).annotations(describedInput),
   enabled: Schema.optional(Schema.Boolean),
   start_at: Schema.optional(Schema.NullOr(timing.start_at)),
   end_at: Schema.optional(Schema.NullOr(timing.end_at)),
@@ -111,7 +113,7 @@ export class Schedule extends Schema.Class<Schedule>("Schedule")({
   cron: Schema.NullOr(Schema.String),
   every: Schema.NullOr(Schema.String),
   timezone: Schema.String,
-  input: ScheduleInput,
+  input: Schema.propertySignature(ScheduleInput).annotations(describedInput),
   enabled: Schema.Boolean,
   start_at: Schema.NullOr(Timestamp),
   end_at: Schema.NullOr(Timestamp),

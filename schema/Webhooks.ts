@@ -43,14 +43,15 @@ export const WebhookUrl = Schema.String.pipe(
     "(loopback, private, link-local, metadata) are refused unless the operator allows them (SWITCHYARD_EGRESS_ALLOW)."
 })
 
-export const WebhookEventTypes = Schema.Array(EventType).pipe(Schema.maxItems(50)).annotations({
+// described on the fields: a description on a limit's refinement stands in for its message ("Expected <it>")
+export const WebhookEventTypes = Schema.Array(EventType).pipe(Schema.maxItems(50))
+const eventTypes = {
   description: "The event types delivered; empty (the default): every type. `audit.recorded` events are whole " +
     "audit records."
-})
+}
 
-const description = Schema.String.pipe(Schema.maxLength(500)).annotations({
-  description: "For people: what the endpoint is for."
-})
+const description = Schema.String.pipe(Schema.maxLength(500))
+const describedAs = { description: "For people: what the endpoint is for." }
 
 export const DisabledReason = Schema.Literal("manual", "gone", "failing").annotations({
   description: "Why the endpoint is disabled: `manual` (`enabled: false`), `gone` (it answered 410), `failing` " +
@@ -62,7 +63,7 @@ export class Webhook extends Schema.Class<Webhook>("Webhook")({
   id: WebhookId,
   url: Schema.String,
   description: Schema.String,
-  event_types: WebhookEventTypes,
+  event_types: Schema.propertySignature(WebhookEventTypes).annotations(eventTypes),
   enabled: Schema.Boolean,
   disabled_reason: Schema.NullOr(DisabledReason),
   previous_secret_expires_at: Schema.NullOr(Timestamp).annotations({
@@ -82,16 +83,16 @@ export class CreatedWebhook extends Schema.Class<CreatedWebhook>("CreatedWebhook
 
 export const CreateWebhook = Schema.Struct({
   url: WebhookUrl,
-  event_types: Schema.optional(WebhookEventTypes),
-  description: Schema.optional(description),
+  event_types: Schema.optional(WebhookEventTypes).annotations(eventTypes),
+  description: Schema.optional(description).annotations(describedAs),
   enabled: Schema.optional(Schema.Boolean).annotations({ description: "Default true." })
 }).annotations({ identifier: "CreateWebhook", ...requestBody })
 export type CreateWebhook = typeof CreateWebhook.Type
 
 export const UpdateWebhook = Schema.Struct({
   url: Schema.optional(WebhookUrl),
-  event_types: Schema.optional(WebhookEventTypes),
-  description: Schema.optional(description),
+  event_types: Schema.optional(WebhookEventTypes).annotations(eventTypes),
+  description: Schema.optional(description).annotations(describedAs),
   enabled: Schema.optional(Schema.Boolean)
 }).annotations({ identifier: "UpdateWebhook", ...requestBody })
 export type UpdateWebhook = typeof UpdateWebhook.Type

@@ -227,17 +227,26 @@ export class EventRepo extends Effect.Service<EventRepo>()("events/EventRepo", {
     /** The position of "now": what is committed below it is past, whatever commits from here on is after it. */
     const now = positionNow([]).pipe(Effect.map(([row]) => BigInt(row!.position)), Effect.orDie)
 
-    const findTask = prepared<{ readonly agent_id: string; readonly status: string; readonly has_end: boolean }>(
+    const findTask = prepared<
+      {
+        readonly agent_id: string
+        readonly status: string
+        readonly has_end: boolean
+        readonly end_id: string | null
+      }
+    >(
       pool,
       "events_task",
-      `SELECT t.agent_id, t.status, EXISTS (
-        SELECT 1 FROM events e WHERE e.task_id = t.id AND e.type IN ('task.completed', 'task.error', 'task.cancelled')
-      ) AS has_end
-      FROM tasks t WHERE t.id = $1 AND t.organization_id = $2`
+      `SELECT t.agent_id, t.status, e.end_id IS NOT NULL AS has_end, e.end_id
+      FROM tasks t, LATERAL (SELECT (
+        SELECT e.id::text FROM events e
+        WHERE e.task_id = t.id AND e.type IN ('task.completed', 'task.error', 'task.cancelled') LIMIT 1
+      ) AS end_id) e
+      WHERE t.id = $1 AND t.organization_id = $2`
     )
     /**
-     * The task's agent and status, and whether its end is in the log: a task that ended before the log
-     * existed, or whose end was pruned, has none, and its stream must not wait for it.
+     * The task's agent and status, and its end's event id when its end is in the log: a task that ended before
+     * the log existed, or whose end was pruned, has none, and its stream must not wait for it.
      */
     const task = (organizationId: OrganizationId, id: TaskId) =>
       findTask([id, organizationId]).pipe(Effect.map(([row]) => row), Effect.orDie)

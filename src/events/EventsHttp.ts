@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect, Layer, type Stream } from "effect"
+import { Effect, Layer, Stream } from "effect"
 import { Api } from "../../schema/Api.js"
 import { BadRequest, type Gone, NotFound } from "../../schema/Errors.js"
 import { eventTypes, taskEndTypes } from "../../schema/Events.js"
@@ -102,6 +102,8 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
             log.read(principal.organizationId, after, { limit: 1, taskId: id }),
             (page) => notAhead(page, after)
           )
+          // resumed at or after its end (an EventSource reconnects when the stream ends): nothing more will come
+          if (task.end_id !== null && after >= BigInt(task.end_id)) return respond(Stream.empty)
           // a task that ended without its end in the log gives what is kept (taskEvents); else its tail's pushes
           return task.has_end || !taskEnded(task.status)
             ? followResponse(drain, log.subscribe(principal.organizationId, after, (e) => e.taskId === id, id), {

@@ -41,7 +41,9 @@ const contentResponse = (files: Files, row: FileRow, headers: Headers.Headers) =
       return HttpServerResponse.unsafeJson({
         error: {
           code: "range_not_satisfiable",
-          message: `The range is outside the file, which has ${size} bytes: ask for bytes 0 to ${size - 1}.`
+          message: size === 0
+            ? "The file is empty (0 bytes): no range of it can be sent; download it without a Range header."
+            : `The range is outside the file, which has ${size} bytes: ask for bytes 0 to ${size - 1}.`
         }
       }, { status: 416, headers: { ...validators, "content-range": `bytes */${size}` } })
     }

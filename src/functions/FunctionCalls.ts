@@ -7,6 +7,7 @@ import { ConnectionId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { Connections } from "../connectors/Connections.js"
 import { upstreamAnswer } from "../mcp/UpstreamAnswer.js"
+import { issuesOf } from "../support/Issues.js"
 import type { FunctionRow } from "./FunctionRepo.js"
 import type { HostFailure, SandboxOutcome } from "./sandbox/SandboxProtocol.js"
 import { SandboxPool } from "./SandboxPool.js"
@@ -25,6 +26,28 @@ export interface FunctionFiles {
     text: string
   ) => Effect.Effect<unknown, { readonly code: string; readonly message: string }>
 }
+
+/**
+ * What `ctx.files.list` and `ctx.files.read` resolve to, the same whoever calls (REST, MCP or an agent's run):
+ * a function tested over REST must find the same fields in a run.
+ */
+export const filesListed = (page: {
+  readonly items: ReadonlyArray<
+    { readonly name: string; readonly size: number; readonly content_type: string; readonly scope: string }
+  >
+  readonly next_cursor: string | null
+}) => ({
+  files: page.items.map((f) => ({ name: f.name, size: f.size, content_type: f.content_type, scope: f.scope })),
+  next_cursor: page.next_cursor
+})
+
+export const fileRead = (r: {
+  readonly file: { readonly name: string }
+  readonly text: string
+  readonly offset: number
+  readonly bytes_read: number
+  readonly truncated: boolean
+}) => ({ name: r.file.name, text: r.text, offset: r.offset, bytes_read: r.bytes_read, truncated: r.truncated })
 
 /** Who a call acts as: connector calls are made and recorded as this principal (with the task, in a run). */
 export interface CallScope {
@@ -49,7 +72,12 @@ const FilesCall = Schema.Struct({
   text: Schema.optional(Schema.String)
 })
 const decodeConnectorCall = Schema.decodeUnknownEither(ConnectorCall, { errors: "first", onExcessProperty: "error" })
-const decodeFilesCall = Schema.decodeUnknownEither(FilesCall)
+const decodeFilesCall = Schema.decodeUnknownEither(FilesCall, { errors: "first" })
+const filesSignature: Record<string, string> = {
+  "files.list": "ctx.files.list(prefix?)",
+  "files.read": "ctx.files.read(name, offset?)",
+  "files.write": "ctx.files.write(name, text)"
+}
 
 const textOf = (body: Readable) =>
   new Promise<string>((resolve, reject) => {
@@ -163,7 +191,13 @@ export class FunctionCalls extends Effect.Service<FunctionCalls>()("functions/Fu
         )
       }
       const decoded = decodeFilesCall(args)
-      if (decoded._tag === "Left") return Effect.fail(invalid(`ctx.files: ${decoded.left.message}`))
+      if (decoded._tag === "Left") {
+        // the first issue, named by its argument: the whole parse tree (every union member) reads as noise
+        const issue = issuesOf(decoded.left)[0]
+        return Effect.fail(invalid(
+          `${filesSignature[op] ?? "ctx.files"}: \`${issue?.path ?? ""}\`: ${issue?.message ?? "invalid"}`
+        ))
+      }
       const f = decoded.right
       switch (op) {
         case "files.list":

@@ -5,7 +5,7 @@ import type { Principal } from "../../schema/Security.js"
 import type { ToolSpec } from "../agents/models/ModelProvider.js"
 import { emptyToolSet, type RunScope, type ToolResult, type ToolSet } from "../agents/ToolSet.js"
 import { Workspace } from "../files/Workspace.js"
-import { type CallScope, FunctionCalls } from "./FunctionCalls.js"
+import { type CallScope, fileRead, filesListed, FunctionCalls } from "./FunctionCalls.js"
 import { FunctionRepo, type FunctionRow } from "./FunctionRepo.js"
 
 const isObjectSchema = (schema: Record<string, unknown>) => schema["type"] === "object"
@@ -47,8 +47,8 @@ export class FunctionTools extends Effect.Service<FunctionTools>()("functions/Fu
           } satisfies Principal,
           taskId: run.taskId,
           files: {
-            list: (prefix) => files.list(prefix),
-            read: (name, offset) => files.read(name, offset ?? 0),
+            list: (prefix) => Effect.map(files.list(prefix), filesListed),
+            read: (name, offset) => Effect.map(files.read(name, offset ?? 0), fileRead),
             write: (name, text) =>
               Effect.map(files.write(name, text), (f) => ({ id: f.id, name: f.name, size: f.size }))
           }

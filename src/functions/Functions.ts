@@ -18,7 +18,7 @@ import { compile } from "../connectors/openapi/InputValidator.js"
 import { Files } from "../files/Files.js"
 import { Workspace } from "../files/Workspace.js"
 import { requirePermission } from "../identity/IdentityPolicy.js"
-import { type CallScope, FunctionCalls, type FunctionFiles } from "./FunctionCalls.js"
+import { type CallScope, fileRead, filesListed, FunctionCalls, type FunctionFiles } from "./FunctionCalls.js"
 import { FunctionRepo, type FunctionRow, type VersionFields } from "./FunctionRepo.js"
 
 export const toFunction = (row: FunctionRow) =>
@@ -177,19 +177,8 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
 
     /** The caller's view of the workspace: what the files API lets this principal list, read and write. */
     const filesOf = (principal: Principal): FunctionFiles => ({
-      list: (prefix) =>
-        Effect.map(files.list(principal, { prefix, limit: 100 }), (page) => ({
-          files: page.items.map((f) => ({ name: f.name, size: f.size, content_type: f.content_type, scope: f.scope })),
-          next_cursor: page.next_cursor
-        })),
-      read: (name, offset) =>
-        Effect.map(workspace.readText(principal, { name }, offset ?? 0), (r) => ({
-          name: r.file.name,
-          text: r.text,
-          offset: r.offset,
-          bytes_read: r.bytes_read,
-          truncated: r.truncated
-        })),
+      list: (prefix) => Effect.map(files.list(principal, { prefix, limit: 100 }), filesListed),
+      read: (name, offset) => Effect.map(workspace.readText(principal, { name }, offset ?? 0), fileRead),
       write: (name, text) =>
         Effect.map(
           workspace.writeText(principal, { name, text, overwrite: true }),

@@ -120,8 +120,9 @@ describe("command policy REST API", () => {
       return r
     }
     await bad({ default_action: "maybe", rules: [] }, "default_action")
-    await bad({ default_action: "deny", rules: [{ pattern: "ls", action: "permit" }] }, "action")
-    await bad({ default_action: "deny", rules: [{ pattern: "", action: "allow" }] }, "pattern")
+    // the path as the guide writes it: `rules.3.action`
+    await bad({ default_action: "deny", rules: [{ pattern: "ls", action: "permit" }] }, "\"rules.0.action\"")
+    await bad({ default_action: "deny", rules: [{ pattern: "", action: "allow" }] }, "\"rules.0.pattern\"")
     await bad({ default_action: "deny", rules: [{ pattern: "   ", action: "allow" }] }, "pattern")
     await bad({ default_action: "deny", rules: [{ pattern: "ls\nrm", action: "allow" }] }, "pattern")
     await bad({ default_action: "deny", rules: [{ pattern: "x".repeat(501), action: "allow" }] }, "pattern")

@@ -102,6 +102,15 @@ describe("event streams", () => {
     })
     expect(await resumed.end).toBe("ended")
     expect(resumed.events.map((e) => e.id)).toEqual(own.events.slice(2).map((e) => e.id))
+
+    // resuming after its end (an EventSource reconnects when a stream ends): nothing more comes, it ends at once
+    const afterEnd = await collect(`/v1/tasks/${accepted.id}/events`, apiKey, {
+      headers: { "last-event-id": own.events.at(-1)!.id },
+      ms: 3000
+    })
+    expect(afterEnd.response.status).toBe(200)
+    expect(await afterEnd.end).toBe("ended")
+    expect(afterEnd.events).toEqual([])
   })
 
   it("another organization's stream never sees the events, and a task of another organization is not found", async () => {

@@ -74,6 +74,44 @@ describe("custom functions as agent tools", () => {
     expectError(await call(node, apiKey, "DELETE", `/v1/agents/${agent.id}/functions/${fn.id}`), 404, "not_found")
   })
 
+  it("ctx.files answers a run with the same shapes as a REST invoke", async () => {
+    const { node, apiKey } = world
+    const prefix = `shapes-${Date.now().toString(36)}/`
+    const uploaded = await node.fetch(`/v1/files?name=${prefix}note.txt`, {
+      method: "POST",
+      apiKey,
+      headers: { "content-type": "text/plain" },
+      body: "hello"
+    })
+    expect(uploaded.status).toBe(201)
+    const fn = await createFunction(
+      node,
+      apiKey,
+      `export default async (input, ctx) =>
+        ({ list: await ctx.files.list(${JSON.stringify(prefix)}), read: await ctx.files.read("${prefix}note.txt") })`
+    )
+    const rest = await call(node, apiKey, "POST", `/v1/functions/${fn.id}/invoke`, {})
+    expect(rest.status, JSON.stringify(rest.body)).toBe(200)
+    expect(rest.body.output).toEqual({
+      list: {
+        files: [{ name: `${prefix}note.txt`, size: 5, content_type: "text/plain", scope: "organization" }],
+        next_cursor: null
+      },
+      read: { name: `${prefix}note.txt`, text: "hello", offset: 0, bytes_read: 5, truncated: false }
+    })
+    const agent = await createAgent(node, apiKey, {
+      name: "Shapes",
+      model: {
+        provider: "scripted",
+        script: [{ tool_calls: [{ name: fn.name, arguments: {} }] }, { text: "{{last_tool_result}}" }]
+      }
+    })
+    await call(node, apiKey, "PUT", `/v1/agents/${agent.id}/functions/${fn.id}`)
+    const task = await (await invokeAgent(node, apiKey, agent.id, "shapes")).json()
+    expect(task.status, JSON.stringify(task)).toBe("completed")
+    expect(JSON.parse(task.result)).toEqual(rest.body.output)
+  })
+
   it("a function whose input is not an object takes it as `input`", async () => {
     const { node, apiKey } = world
     const fn = await createFunction(node, apiKey, "export default async (n) => n * 2", {

@@ -160,6 +160,29 @@ describe("custom functions REST API", () => {
     expect(r.body.output).toEqual({ got: {} })
   })
 
+  it("a bad ctx.files argument is refused with a message naming the call and the argument", async () => {
+    const r = await runCode(
+      node,
+      admin,
+      `export default async (input, ctx) => {
+        const out = []
+        for (const f of [() => ctx.files.read("a.txt", -1), () => ctx.files.read(5), () => ctx.files.list({})]) {
+          try { await f() } catch (e) { out.push({ code: e.code, message: e.message }) }
+        }
+        return out
+      }`
+    )
+    expect(r.status, JSON.stringify(r.body)).toBe(200)
+    expect(r.body.output).toEqual([
+      {
+        code: "validation_failed",
+        message: "ctx.files.read(name, offset?): `offset`: Expected a non-negative number, actual -1"
+      },
+      { code: "validation_failed", message: "ctx.files.read(name, offset?): `name`: Expected string, actual 5" },
+      { code: "validation_failed", message: "ctx.files.list(prefix?): `prefix`: Expected string, actual {}" }
+    ])
+  })
+
   it("a name is unique in the organization: 409 function_name_taken on create and rename", async () => {
     const a = await createFunction(node, admin, ECHO)
     const b = await createFunction(node, admin, ECHO)

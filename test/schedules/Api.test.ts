@@ -75,6 +75,11 @@ describe("schedules REST API", () => {
       400,
       "validation_failed"
     )
+    // an input that is not an object says what it should be, not the field's documentation
+    const notInput = await call(node, org.api_key, "POST", "/v1/schedules", { ...base, every: "1h", input: "go" })
+    expectError(notInput, 400, "validation_failed")
+    expect(notInput.body.error.message).not.toContain("What each run sends")
+    expect(notInput.body.error.message).toContain("text")
     // one rule for every duration field: no duration, or one out of range, is invalid_duration naming the field
     for (
       const [body, field] of [

@@ -162,6 +162,17 @@ describe("webhooks: who may, and what is refused", () => {
       const r = await call(node, org.api_key, "POST", "/v1/webhooks", body)
       expectError(r, 400, "validation_failed")
     }
+    // a field over its limit says the limit, not the field's documentation
+    for (
+      const [body, said] of [
+        [{ url: `${receiver.url}/x`, description: "d".repeat(501) }, "at most 500 character(s)"],
+        [{ url: `${receiver.url}/x`, event_types: Array(51).fill("task.completed") }, "at most 50 item(s)"]
+      ] as const
+    ) {
+      const r = await call(node, org.api_key, "POST", "/v1/webhooks", body)
+      expectError(r, 400, "validation_failed")
+      expect(r.body.error.message).toContain(said)
+    }
     expectError(await call(node, org.api_key, "GET", "/v1/webhooks/not-a-uuid"), 400, "validation_failed")
     const created = await call(node, org.api_key, "POST", "/v1/webhooks", { url: `${receiver.url}/x` })
     expectError(
