@@ -33,14 +33,27 @@ export const number = reader(Config.number())
 export const literal = <const Literals extends ReadonlyArray<Config.LiteralValue>>(...literals: Literals) =>
   reader(Config.literal(...literals)())
 
-/** Written like `6 seconds`, `500 millis`, `2 minutes`, as Config.duration reads it. */
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+
+/** `5s`, `100ms`, `2h` (units ms, s, m, h, d) in milliseconds; undefined when the text is not written so. */
+export const compactMillis = (text: string): number | undefined => {
+  const match = /^(\d{1,9})(ms|s|m|h|d)$/.exec(text.trim())
+  return match === null ? undefined : Number(match[1]) * UNIT_MS[match[2]!]!
+}
+
+/** Written like `6 seconds`, `500 millis`, `2 minutes` (as Config.duration reads it), or `6s`, `500ms`, `2m`. */
 export const duration = (name: string) =>
-  string(name).pipe(Config.mapOrFail((text) =>
-    Either.fromOption(
+  string(name).pipe(Config.mapOrFail((text) => {
+    const compact = compactMillis(text)
+    return compact !== undefined ? Either.right(Duration.millis(compact)) : Either.fromOption(
       Duration.decodeUnknown(text),
-      () => ConfigError.InvalidData([], `Expected a duration but received ${JSON.stringify(text)}`)
+      () =>
+        ConfigError.InvalidData(
+          [],
+          `Expected a duration such as 15s, 500ms, 2m or "15 seconds" but received ${JSON.stringify(text)}`
+        )
     )
-  ))
+  }))
 
 export const redacted = (name: string) => Config.redacted(string(name))
 

@@ -1,17 +1,15 @@
 import { Config, ConfigError, Either } from "effect"
 import * as Setting from "./Setting.js"
 
-const DELAY_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
-
 /** `5s,1m,2h`: delays in milliseconds, or undefined when the text is not such a list. */
 export const parseDelays = (text: string): ReadonlyArray<number> | undefined => {
   const parts = text.split(",").map((p) => p.trim())
   if (parts.length < 1 || parts.length > 20) return undefined
   const delays: Array<number> = []
   for (const part of parts) {
-    const match = /^(\d{1,9})(ms|s|m|h|d)$/.exec(part)
-    if (match === null) return undefined
-    delays.push(Number(match[1]) * DELAY_UNITS[match[2]!]!)
+    const ms = Setting.compactMillis(part)
+    if (ms === undefined) return undefined
+    delays.push(ms)
   }
   return delays
 }

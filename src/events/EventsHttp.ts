@@ -20,9 +20,15 @@ const known = new Set<string>(eventTypes)
 
 const taskEnded = (status: string) => status === "completed" || status === "error" || status === "cancelled"
 
+/** A `Last-Event-ID` given: empty is none, as the SSE specification reads an empty id (a reset). */
+const given = (text: string | undefined) => {
+  const trimmed = text?.trim()
+  return trimmed === "" ? undefined : trimmed
+}
+
 /** `Last-Event-ID` (the header wins over `last_event_id`): a position, or undefined without one. */
 const positionOf = (header: string | undefined, param: string | undefined) => {
-  const text = (header ?? param)?.trim()
+  const text = given(header) ?? given(param)
   if (text === undefined) return Effect.succeed(undefined)
   if (/^(0|[1-9][0-9]{0,18})$/.test(text) && BigInt(text) <= MAX_ID) return Effect.succeed(BigInt(text))
   return Effect.fail(

@@ -124,6 +124,13 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
           timeout_ms: input.timeout_ms ?? current.timeout_ms,
           memory_mb: input.memory_mb ?? current.memory_mb
         }
+        // a change that changes nothing is no new version (and nothing to audit): the function as it is
+        const same = (Object.keys(fields) as Array<keyof VersionFields>).every((k) =>
+          k === "input_schema"
+            ? JSON.stringify(fields.input_schema) === JSON.stringify(current.input_schema)
+            : fields[k] === current[k]
+        )
+        if (same) return toFunction(current)
         if (input.input_schema !== undefined) yield* checkSchema(fields.input_schema)
         if (input.code !== undefined) {
           yield* calls.load(principal.organizationId, fields.code, {

@@ -18,6 +18,10 @@ import {
 /** Without `catchup_window`: the latest missed run is made if it is at most an hour late. */
 export const DEFAULT_CATCHUP_MS = 3_600_000
 
+/** A `validation_failed` of one issue, in the shape every other one has (`details.issues`). */
+const invalid = (path: string, message: string) =>
+  BadRequest.of(path === "" ? message : `\`${path}\`: ${message}`, { issues: [{ path, message }] }, "validation_failed")
+
 /** The timing a schedule's fields describe, or the 400 that names what is wrong with them. */
 export const timingOf = (
   fields: Pick<ScheduleFields, "cron" | "every_ms" | "timezone" | "start_at" | "end_at">,
@@ -32,10 +36,10 @@ export const timingOf = (
     ))
   }
   if ((fields.cron === null) === (fields.every_ms === null)) {
-    return Either.left(BadRequest.of("Give exactly one of `cron` and `every`.", undefined, "validation_failed"))
+    return Either.left(invalid("", "Give exactly one of `cron` and `every`."))
   }
   if (fields.start_at !== null && fields.end_at !== null && fields.end_at < fields.start_at) {
-    return Either.left(BadRequest.of("`end_at` is before `start_at`.", undefined, "validation_failed"))
+    return Either.left(invalid("end_at", "is before `start_at`."))
   }
   if (fields.cron !== null) {
     const cron = parseCron(fields.cron, zone)

@@ -86,7 +86,11 @@ describe("a bad setting stops serve before anything starts", () => {
   it("settings once read by the services that use them, after PostgreSQL and the runner had started", async () => {
     const cases: ReadonlyArray<readonly [string, string, string]> = [
       ["SWITCHYARD_TRUST_PROXY", "yes please", `Expected a boolean value but received "yes please"`],
-      ["SWITCHYARD_APPROVAL_TIMEOUT", "a day", `Expected a duration but received "a day"`],
+      [
+        "SWITCHYARD_APPROVAL_TIMEOUT",
+        "a day",
+        `Expected a duration such as 15s, 500ms, 2m or "15 seconds" but received "a day"`
+      ],
       ["SWITCHYARD_MAX_DOCUMENT_BYTES", "0", "must be a positive integer"],
       ["SWITCHYARD_KNOWLEDGE_WORKERS", "many", `Expected an integer value but received "many"`],
       ["SWITCHYARD_FUNCTION_WORKERS", "-2", "must be a positive integer"]

@@ -135,10 +135,25 @@ describe("settings read with the others, checked before the node starts", () => 
     expect(settings.functionWorkers).toBe(3)
   })
 
+  it("a duration may be written short, as the webhook backoff's delays are", () => {
+    const settings = Either.getOrThrow(read(config, {
+      SWITCHYARD_APPROVAL_TIMEOUT: "90s",
+      SWITCHYARD_WEBHOOK_TIMEOUT: "3s",
+      SWITCHYARD_TASK_TIMEOUT: "2m"
+    }))
+    expect(Duration.toMillis(settings.approvalTimeout)).toBe(90_000)
+    expect(Duration.toMillis(settings.webhooks.timeout)).toBe(3_000)
+    expect(Duration.toMillis(settings.taskTimeout)).toBe(120_000)
+  })
+
   it("a bad value is named", () => {
     const cases: ReadonlyArray<readonly [string, string, string]> = [
       ["SWITCHYARD_TRUST_PROXY", "maybe", `Expected a boolean value but received "maybe"`],
-      ["SWITCHYARD_APPROVAL_TIMEOUT", "a day", `Expected a duration but received "a day"`],
+      [
+        "SWITCHYARD_APPROVAL_TIMEOUT",
+        "a day",
+        `Expected a duration such as 15s, 500ms, 2m or "15 seconds" but received "a day"`
+      ],
       ["SWITCHYARD_MAX_DOCUMENT_BYTES", "25MB", `Expected an integer value but received "25MB"`],
       ["SWITCHYARD_MAX_DOCUMENT_BYTES", "0", "must be a positive integer"],
       ["SWITCHYARD_KNOWLEDGE_WORKERS", "-1", "must be 0 (off) or a positive integer"],

@@ -207,6 +207,13 @@ describe("event streams", () => {
       expect(body.error.code).toBe("invalid_last_event_id")
       expect(body.error.request_id).toEqual(expect.any(String))
     }
+    // an empty one is none (an SSE id of "" is a reset): the stream opens, and the query's position is read
+    const empty = await collect("/v1/events", apiKey, { headers: { "last-event-id": "" }, ms: 500 })
+    expect(empty.response.status).toBe(200)
+    await empty.end
+    const queried = await node.fetch("/v1/events?last_event_id=abc", { apiKey, headers: { "last-event-id": "" } })
+    expect(queried.status).toBe(400)
+    expect((await queried.json()).error.code).toBe("invalid_last_event_id")
     // well-formed but past every event committed: following it would skip everything until the log caught up
     const ahead = "9007199254740993"
     const agent = await createAgent(node, apiKey, { name: "ahead", model: scripted })

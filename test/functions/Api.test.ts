@@ -48,6 +48,12 @@ describe("custom functions REST API", () => {
     const renamed = await call(node, admin, "PATCH", `/v1/functions/${fn.id}`, { timeout_ms: 1000 })
     expect(renamed.body).toMatchObject({ version: 3, timeout_ms: 1000, code: "export default async () => 'two'" })
     expect((await call(node, admin, "GET", `/v1/functions/${fn.id}`)).body.version).toBe(3)
+    // a change that changes nothing makes no version
+    for (const nothing of [{}, { timeout_ms: 1000 }, { code: "export default async () => 'two'" }]) {
+      const same = await call(node, admin, "PATCH", `/v1/functions/${fn.id}`, nothing)
+      expect(same.status, JSON.stringify(same.body)).toBe(200)
+      expect(same.body).toMatchObject({ version: 3, current_version: 3 })
+    }
     const old = await call(node, admin, "GET", `/v1/functions/${fn.id}?version=1`)
     expect(old.body).toMatchObject({ version: 1, current_version: 3, code: "export default async () => 'one'" })
     const versions = await call(node, admin, "GET", `/v1/functions/${fn.id}/versions`)

@@ -70,11 +70,21 @@ describe("schedules REST API", () => {
       "invalid_duration"
     )
     expectError(await call(node, org.api_key, "POST", "/v1/schedules", base), 400, "validation_failed")
-    expectError(
-      await call(node, org.api_key, "POST", "/v1/schedules", { ...base, cron: "* * * * *", every: "1m" }),
-      400,
-      "validation_failed"
-    )
+    const both = await call(node, org.api_key, "POST", "/v1/schedules", { ...base, cron: "* * * * *", every: "1m" })
+    expectError(both, 400, "validation_failed")
+    // like every validation_failed, with its issues
+    expect(both.body.error.details).toEqual({
+      issues: [{ path: "", message: "Give exactly one of `cron` and `every`." }]
+    })
+    const reversed = await call(node, org.api_key, "POST", "/v1/schedules", {
+      ...base,
+      every: "1h",
+      start_at: "2030-01-02T00:00:00Z",
+      end_at: "2030-01-01T00:00:00Z"
+    })
+    expectError(reversed, 400, "validation_failed")
+    expect(reversed.body.error.message).toBe("`end_at`: is before `start_at`.")
+    expect(reversed.body.error.details.issues).toEqual([{ path: "end_at", message: "is before `start_at`." }])
     // an input that is not an object says what it should be, not the field's documentation
     const notInput = await call(node, org.api_key, "POST", "/v1/schedules", { ...base, every: "1h", input: "go" })
     expectError(notInput, 400, "validation_failed")
