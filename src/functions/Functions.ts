@@ -17,7 +17,7 @@ import { AuditLog } from "../audit/AuditLog.js"
 import { compile } from "../connectors/openapi/InputValidator.js"
 import { Files } from "../files/Files.js"
 import { Workspace } from "../files/Workspace.js"
-import { requirePermission } from "../identity/IdentityPolicy.js"
+import { requireOrganizationKey, requirePermission } from "../identity/IdentityPolicy.js"
 import { type CallScope, fileRead, filesListed, FunctionCalls, type FunctionFiles } from "./FunctionCalls.js"
 import { FunctionRepo, type FunctionRow, type VersionFields } from "./FunctionRepo.js"
 
@@ -86,7 +86,7 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
     const authorOf = (principal: Principal) => ({ userId: principal.userId, keyId: principal.keyId })
 
     const create = Effect.fn("Functions.create")(function*(principal: Principal, input: CreateFunction) {
-      yield* requirePermission(principal, Policy.createFunctions)
+      yield* requireOrganizationKey(principal, Policy.createFunctions)
       const fields: VersionFields = {
         name: input.name,
         description: input.description ?? "",
@@ -114,7 +114,7 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
 
     const update = Effect.fn("Functions.update")(
       function*(principal: Principal, id: FunctionId, input: UpdateFunction) {
-        yield* requirePermission(principal, Policy.changeFunctions)
+        yield* requireOrganizationKey(principal, Policy.changeFunctions)
         const current = yield* find(principal, id)
         const fields: VersionFields = {
           name: input.name ?? current.name,
@@ -156,7 +156,7 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
     )
 
     const remove = Effect.fn("Functions.remove")(function*(principal: Principal, id: FunctionId) {
-      yield* requirePermission(principal, Policy.deleteFunctions)
+      yield* requireOrganizationKey(principal, Policy.deleteFunctions)
       const current = yield* find(principal, id)
       const removed = yield* repo.remove(principal.organizationId, id).pipe(
         audit.recorded(

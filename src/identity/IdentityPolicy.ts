@@ -15,3 +15,17 @@ export const requirePermission = (principal: Principal, permission: Permission) 
         }.`
       )
     )
+
+/**
+ * `requirePermission`, with a key of the whole organization: what belongs to the organization (knowledge bases,
+ * webhooks, custom functions) is not changed with a key limited to agents.
+ */
+export const requireOrganizationKey = (principal: Principal, permission: Permission) =>
+  Effect.zipRight(
+    requirePermission(principal, permission),
+    principal.agentIds === null
+      ? Effect.void
+      : Effect.fail(
+        Forbidden.of(`A key limited to agents may not ${permission.action}: use a key of the whole organization.`)
+      )
+  )

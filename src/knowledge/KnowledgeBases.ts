@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import * as Crypto from "node:crypto"
-import { BadRequest, Forbidden, NotFound } from "../../schema/Errors.js"
+import { BadRequest, NotFound } from "../../schema/Errors.js"
 import {
   type AddDocument,
   type CreateKnowledgeBase,
@@ -11,10 +11,10 @@ import {
   type SearchKnowledge,
   type UpdateKnowledgeBase
 } from "../../schema/KnowledgeBases.js"
-import { type Permission, Policy } from "../../schema/Policy.js"
+import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { AuditLog } from "../audit/AuditLog.js"
-import { requirePermission } from "../identity/IdentityPolicy.js"
+import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
 import { isUuid } from "../support/Uuid.js"
 import { DocumentSources } from "./DocumentSources.js"
@@ -66,16 +66,6 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
     const ingestion = yield* Ingestion
     let languages: ReadonlySet<string> | undefined
 
-    const mayChange = (principal: Principal, permission: Permission) =>
-      Effect.zipRight(
-        requirePermission(principal, permission),
-        principal.agentIds === null
-          ? Effect.void
-          : Effect.fail(
-            Forbidden.of(`A key limited to agents may not ${permission.action}: use a key of the whole organization.`)
-          )
-      )
-
     const checkLanguage = (language: string) =>
       Effect.gen(function*() {
         languages ??= new Set(yield* repo.languages)
@@ -105,7 +95,7 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
       })
 
     const create = Effect.fn("KnowledgeBases.create")(function*(principal: Principal, input: CreateKnowledgeBase) {
-      yield* mayChange(principal, Policy.createKnowledgeBases)
+      yield* requireOrganizationKey(principal, Policy.createKnowledgeBases)
       const language = yield* checkLanguage(input.language ?? "english")
       const row = yield* repo.insertBase({
         id: Crypto.randomUUID() as KnowledgeBaseId,
@@ -137,7 +127,7 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
 
     const update = Effect.fn("KnowledgeBases.update")(
       function*(principal: Principal, id: string, input: UpdateKnowledgeBase) {
-        yield* mayChange(principal, Policy.changeKnowledgeBases)
+        yield* requireOrganizationKey(principal, Policy.changeKnowledgeBases)
         const current = yield* find(principal, id)
         const language = input.language === undefined ? current.language : yield* checkLanguage(input.language)
         const row = yield* repo.updateBase(principal.organizationId, current.id, {
@@ -156,7 +146,7 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
     )
 
     const remove = Effect.fn("KnowledgeBases.remove")(function*(principal: Principal, id: string) {
-      yield* mayChange(principal, Policy.deleteKnowledgeBases)
+      yield* requireOrganizationKey(principal, Policy.deleteKnowledgeBases)
       const current = yield* find(principal, id)
       const removed = yield* repo.deleteBase(principal.organizationId, current.id).pipe(
         audit.recorded(principal, (row) =>
@@ -171,7 +161,7 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
 
     const addDocument = Effect.fn("KnowledgeBases.addDocument")(
       function*(principal: Principal, baseId: string, input: AddDocument) {
-        yield* mayChange(principal, Policy.addDocuments)
+        yield* requireOrganizationKey(principal, Policy.addDocuments)
         const base = yield* ref(principal, baseId)
         const source = yield* sources.of(principal, input)
         const row = yield* repo.insertDocument({
@@ -241,7 +231,7 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
 
     const removeDocument = Effect.fn("KnowledgeBases.removeDocument")(
       function*(principal: Principal, baseId: string, id: string) {
-        yield* mayChange(principal, Policy.deleteDocuments)
+        yield* requireOrganizationKey(principal, Policy.deleteDocuments)
         const { base, row } = yield* findDocument(principal, baseId, id)
         const removed = yield* repo.deleteDocument(principal.organizationId, base.id, row.id).pipe(
           audit.recorded(principal, (removed) =>

@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import * as Crypto from "node:crypto"
-import { Conflict, Forbidden, NotFound, Unprocessable } from "../../schema/Errors.js"
+import { Conflict, NotFound, Unprocessable } from "../../schema/Errors.js"
 import { type Permission, Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { formatTimestamp } from "../../schema/Timestamp.js"
@@ -18,7 +18,7 @@ import { CredentialVault } from "../connectors/CredentialVault.js"
 import { Egress } from "../connectors/Egress.js"
 import { checkUrl } from "../connectors/egress/GuardedDispatcher.js"
 import { EventLog } from "../events/EventLog.js"
-import { requirePermission } from "../identity/IdentityPolicy.js"
+import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
 import { DeliveryRepo, type DeliveryRow, newDeliveryId } from "./DeliveryRepo.js"
 import { secretContext } from "./DeliverySender.js"
@@ -69,16 +69,6 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
     const vault = yield* CredentialVault
     const dispatcher = yield* WebhookDispatcher
 
-    const allowed = (principal: Principal, permission: Permission) =>
-      Effect.zipRight(
-        requirePermission(principal, permission),
-        principal.agentIds === null
-          ? Effect.void
-          : Effect.fail(
-            Forbidden.of(`A key limited to agents may not ${permission.action}: use a key of the whole organization.`)
-          )
-      )
-
     /** Refuses a URL the egress guard would refuse (checked again at every delivery, on the address dialled). */
     const reachable = (url: string) =>
       Effect.promise(() => checkUrl(url, egress.policy).catch(() => undefined)).pipe(
@@ -98,7 +88,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
       )
 
     const create = Effect.fn("Webhooks.create")(function*(principal: Principal, input: CreateWebhook) {
-      yield* allowed(principal, Policy.createWebhooks)
+      yield* requireOrganizationKey(principal, Policy.createWebhooks)
       yield* reachable(input.url)
       const id = Crypto.randomUUID() as WebhookId
       const secret = newSecret()
@@ -127,18 +117,18 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
     })
 
     const list = Effect.fn("Webhooks.list")(function*(principal: Principal) {
-      yield* allowed(principal, Policy.readWebhooks)
+      yield* requireOrganizationKey(principal, Policy.readWebhooks)
       const items = (yield* repo.list(principal.organizationId)).map(toWebhook)
       return { items, total: items.length }
     })
 
     const get = Effect.fn("Webhooks.get")(function*(principal: Principal, id: WebhookId) {
-      yield* allowed(principal, Policy.readWebhooks)
+      yield* requireOrganizationKey(principal, Policy.readWebhooks)
       return toWebhook(yield* find(principal, id))
     })
 
     const update = Effect.fn("Webhooks.update")(function*(principal: Principal, id: WebhookId, input: UpdateWebhook) {
-      yield* allowed(principal, Policy.changeWebhooks)
+      yield* requireOrganizationKey(principal, Policy.changeWebhooks)
       const current = yield* find(principal, id)
       if (input.url !== undefined) yield* reachable(input.url)
       const row = yield* repo.update(principal.organizationId, id, {
@@ -163,7 +153,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
     })
 
     const remove = Effect.fn("Webhooks.remove")(function*(principal: Principal, id: WebhookId) {
-      yield* allowed(principal, Policy.deleteWebhooks)
+      yield* requireOrganizationKey(principal, Policy.deleteWebhooks)
       const current = yield* find(principal, id)
       const removed = yield* repo.remove(principal.organizationId, id).pipe(
         audit.recorded(
@@ -178,7 +168,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
 
     /** A new secret; the current one keeps signing (beside it) for 24 hours. */
     const rotate = Effect.fn("Webhooks.rotate")(function*(principal: Principal, id: WebhookId) {
-      yield* allowed(principal, Policy.rotateWebhookSecrets)
+      yield* requireOrganizationKey(principal, Policy.rotateWebhookSecrets)
       yield* find(principal, id)
       const secret = newSecret()
       const sealed = vault.seal(secret, secretContext(principal.organizationId, id))
@@ -197,7 +187,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
 
     const enabledOne = (principal: Principal, id: WebhookId, permission: Permission) =>
       Effect.gen(function*() {
-        yield* allowed(principal, permission)
+        yield* requireOrganizationKey(principal, permission)
         const row = yield* find(principal, id)
         if (!row.enabled) {
           return yield* Conflict.of(
@@ -249,7 +239,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
         readonly cursor?: string | undefined
       }
     ) {
-      yield* allowed(principal, Policy.readWebhookDeliveries)
+      yield* requireOrganizationKey(principal, Policy.readWebhookDeliveries)
       yield* find(principal, id)
       const after = yield* positionOf(params.cursor, Schema.is(DeliveryId))
       const limit = params.limit ?? 50

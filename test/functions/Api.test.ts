@@ -257,6 +257,31 @@ describe("custom functions REST API", () => {
     expect((await call(node, builder.key, "POST", "/v1/functions", { name: uniqueName(), code: ECHO })).status).toBe(
       201
     )
+    // a function is the organization's, as a knowledge base is: a key limited to agents reads and invokes it, and
+    // changes none
+    const agent = await call(node, admin, "POST", "/v1/agents", {
+      name: "Scoped",
+      model: { provider: "scripted", script: [{ text: "hi" }] }
+    })
+    const limited = await call(node, admin, "POST", "/v1/api-keys", {
+      name: "limited",
+      kind: "organization",
+      role: "builder",
+      agent_ids: [agent.body.id]
+    })
+    const key = limited.body.api_key
+    expect((await invokeFunction(node, key, fn.id, { x: 1 })).status).toBe(200)
+    for (
+      const [method, path, body] of [
+        ["POST", "/v1/functions", { name: uniqueName(), code: ECHO }],
+        ["PATCH", `/v1/functions/${fn.id}`, { description: "x" }],
+        ["DELETE", `/v1/functions/${fn.id}`, undefined]
+      ] as const
+    ) {
+      const refused = await call(node, key, method, path, body)
+      expectError(refused, 403, "forbidden")
+      expect(refused.body.error.message).toContain("key limited to agents")
+    }
   })
 
   it("no cross-organization access: another organization's function is a 404 for every verb", async () => {
