@@ -15,11 +15,14 @@ import {
   zoneOf
 } from "./ScheduleTiming.js"
 
+/** A time zone as the IANA database spells it (`europe/berlin` is `Europe/Berlin`); an unknown one as given. */
+export const zoneName = (name: string) => zoneOf(name)?.id ?? name
+
 /** Without `catchup_window`: the latest missed run is made if it is at most an hour late. */
 export const DEFAULT_CATCHUP_MS = 3_600_000
 
 /** A `validation_failed` of one issue, in the shape every other one has (`details.issues`). */
-const invalid = (path: string, message: string) =>
+export const invalid = (path: string, message: string) =>
   BadRequest.of(path === "" ? message : `\`${path}\`: ${message}`, { issues: [{ path, message }] }, "validation_failed")
 
 /** The timing a schedule's fields describe, or the 400 that names what is wrong with them. */

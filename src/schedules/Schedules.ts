@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import * as Crypto from "node:crypto"
-import { BadRequest, Conflict, NotFound } from "../../schema/Errors.js"
+import { Conflict, NotFound } from "../../schema/Errors.js"
 import type { AgentId, ScheduleId } from "../../schema/Ids.js"
 import { Policy } from "../../schema/Policy.js"
 import type { CreateSchedule, UpdateSchedule } from "../../schema/Schedules.js"
@@ -10,7 +10,16 @@ import { mayUse } from "../agents/Agents.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { requirePermission } from "../identity/IdentityPolicy.js"
 import { type ScheduleFields, ScheduleRepo, type ScheduleWithLast } from "./ScheduleRepo.js"
-import { DEFAULT_CATCHUP_MS, durationOf, nextFrom, overlapOf, timingOf, toSchedule } from "./ScheduleRules.js"
+import {
+  DEFAULT_CATCHUP_MS,
+  durationOf,
+  invalid,
+  nextFrom,
+  overlapOf,
+  timingOf,
+  toSchedule,
+  zoneName
+} from "./ScheduleRules.js"
 import { ScheduleRuns } from "./ScheduleRuns.js"
 
 /**
@@ -83,7 +92,7 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
         agent_id: input.agent_id,
         cron: input.cron ?? null,
         every_ms: d.every ?? null,
-        timezone: input.timezone ?? "UTC",
+        timezone: zoneName(input.timezone ?? "UTC"),
         input_text: input.input.text,
         user_id: input.input.user.id,
         user_email: input.input.user.email,
@@ -115,7 +124,7 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
         const current = yield* find(principal, id)
         if (input.agent_id !== undefined) yield* usableAgent(principal, input.agent_id)
         if (input.cron !== undefined && input.every !== undefined) {
-          return yield* BadRequest.of("Give one of `cron` and `every`, not both.", undefined, "validation_failed")
+          return yield* invalid("", "Give one of `cron` and `every`, not both.")
         }
         const d = yield* durations(input)
         const fields = yield* checked(id, {
@@ -123,7 +132,7 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
           agent_id: input.agent_id ?? current.agent_id,
           cron: input.every !== undefined ? null : input.cron ?? current.cron,
           every_ms: input.cron !== undefined ? null : d.every ?? current.every_ms,
-          timezone: input.timezone ?? current.timezone,
+          timezone: input.timezone === undefined ? current.timezone : zoneName(input.timezone),
           input_text: input.input?.text ?? current.input_text,
           user_id: input.input?.user.id ?? current.user_id,
           user_email: input.input?.user.email ?? current.user_email,

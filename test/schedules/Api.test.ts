@@ -116,6 +116,18 @@ describe("schedules REST API", () => {
       expectError(r, 400, "invalid_duration")
       expect(r.body.error.details).toEqual({ field })
     }
+    const bothChanged = await call(node, org.api_key, "PATCH", `/v1/schedules/${created.id}`, {
+      cron: "* * * * *",
+      every: "1m"
+    })
+    expectError(bothChanged, 400, "validation_failed")
+    expect(bothChanged.body.error.details.issues).toHaveLength(1)
+    // a time zone is kept as the IANA database spells it, however it was written
+    const zoned = await call(node, org.api_key, "PATCH", `/v1/schedules/${created.id}`, { timezone: "europe/berlin" })
+    expect(zoned.status, JSON.stringify(zoned.body)).toBe(200)
+    expect(zoned.body.timezone).toBe("Europe/Berlin")
+    const made = await createSchedule(node, org.api_key, { agent_id: agentId, cron: "0 * * * *", timezone: "utc" })
+    expect(made.timezone).toBe("UTC")
   })
 
   it("a cron that never matches a date is 400 invalid_cron on create, change and resume, never a 500", async () => {
