@@ -227,29 +227,24 @@ export class EventRepo extends Effect.Service<EventRepo>()("events/EventRepo", {
     /** The position of "now": what is committed below it is past, whatever commits from here on is after it. */
     const now = positionNow([]).pipe(Effect.map(([row]) => BigInt(row!.position)), Effect.orDie)
 
-    const findTask = prepared<
-      {
-        readonly agent_id: string
-        readonly status: string
-        readonly has_end: boolean
-        readonly end_id: string | null
-      }
-    >(
+    const findTask = prepared<{ readonly agent_id: string; readonly status: string; readonly end_id: string | null }>(
       pool,
       "events_task",
-      `SELECT t.agent_id, t.status, e.end_id IS NOT NULL AS has_end, e.end_id
-      FROM tasks t, LATERAL (SELECT (
+      `SELECT t.agent_id, t.status, (
         SELECT e.id::text FROM events e
         WHERE e.task_id = t.id AND e.type IN ('task.completed', 'task.error', 'task.cancelled') LIMIT 1
-      ) AS end_id) e
-      WHERE t.id = $1 AND t.organization_id = $2`
+      ) AS end_id
+      FROM tasks t WHERE t.id = $1 AND t.organization_id = $2`
     )
     /**
      * The task's agent and status, and its end's event id when its end is in the log: a task that ended before
      * the log existed, or whose end was pruned, has none, and its stream must not wait for it.
      */
     const task = (organizationId: OrganizationId, id: TaskId) =>
-      findTask([id, organizationId]).pipe(Effect.map(([row]) => row), Effect.orDie)
+      findTask([id, organizationId]).pipe(
+        Effect.map(([row]) => row === undefined ? undefined : { ...row, has_end: row.end_id !== null }),
+        Effect.orDie
+      )
 
     const upsertListeners = prepared(
       pool,

@@ -6,10 +6,10 @@ import { Connections } from "../connectors/Connections.js"
 import { ConnectorsLive } from "../connectors/ConnectorsLive.js"
 import { OperationInvoker } from "../connectors/OperationInvoker.js"
 import { ApiKeyAuthenticator } from "../identity/ApiKeyAuthenticator.js"
+import { validationError } from "../support/Issues.js"
 import { FastEdge } from "./FastEdge.js"
 import { parseJsonBody } from "./JsonBody.js"
 import { NodeRequestGate } from "./NodeRequestGate.js"
-import { validationError } from "./RequestPipeline.js"
 
 const ROUTE = /^\/v1\/tools\/connectors\/([^/?#]+)\/connections\/([0-9a-fA-F-]{36})\/([^/?#]+)$/
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/

@@ -11,7 +11,7 @@ import { Cause, Effect, Option, Tracer } from "effect"
 import * as Crypto from "node:crypto"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { oauthRefusal } from "../oauth/OAuthEndpoints.js"
-import { meaningfulIssues } from "../support/Issues.js"
+import { validationError } from "../support/Issues.js"
 import { makeAccessLog } from "./AccessLog.js"
 import { Drain } from "./Drain.js"
 import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "./ErrorEnvelope.js"
@@ -59,41 +59,7 @@ type Refuse = (
 const refusalsFor = (url: string, info: RequestInfo): Refuse =>
   oauthRefusal(url) ?? ((status, error, headers) => errorResponse(status, info, error, headers))
 
-interface DecodeIssue {
-  readonly path: ReadonlyArray<PropertyKey>
-  readonly message: string
-}
-
-const WHOLE_BODY = /^Expected [A-Z][A-Za-z]*, actual ([^]*)$/
-
-/**
- * An issue as a person reads it: the whole body refused by its schema's name ("Expected CreateAgent, actual
- * null") says what the body should be instead.
- */
-const readable = (path: string, message: string) => {
-  const actual = path === "" ? WHOLE_BODY.exec(message)?.[1] : undefined
-  if (actual === undefined) return message
-  return actual === "null"
-    ? "The request has no body (or a null one): send a JSON object."
-    : `The request body must be a JSON object, not ${actual}.`
-}
-
 /** HttpApi's own decode error becomes our `validation_failed` body, with the failing field paths. */
-export const validationError = (issues: ReadonlyArray<DecodeIssue>) => {
-  const fields = meaningfulIssues(issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message })))
-    .map((f) => ({ path: f.path, message: readable(f.path, f.message) }))
-  const first = fields[0]
-  const summary = first === undefined
-    ? "The request is not valid."
-    : first.path === ""
-    ? first.message.startsWith("The request") ? first.message : `The request: ${first.message}`
-    : `\`${first.path}\`: ${first.message}`
-  return {
-    code: "validation_failed",
-    message: fields.length > 1 ? `${summary} (and ${fields.length - 1} more)` : summary,
-    details: { issues: fields }
-  }
-}
 
 /** Our error bodies get the request id and the `x-switchyard-error` marker; decode errors our shape. */
 const normalizeErrorResponse = (response: HttpServerResponse.HttpServerResponse, info: RequestInfo) => {

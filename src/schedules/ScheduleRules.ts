@@ -2,6 +2,7 @@ import { Either } from "effect"
 import { BadRequest } from "../../schema/Errors.js"
 import type { Overlap } from "../../schema/Schedules.js"
 import { NextRun, Schedule } from "../../schema/Schedules.js"
+import { validationError } from "../support/Issues.js"
 import type { ScheduleFields, ScheduleWithLast } from "./ScheduleRepo.js"
 import {
   formatDuration,
@@ -21,9 +22,9 @@ export const zoneName = (name: string) => zoneOf(name)?.id ?? name
 /** Without `catchup_window`: the latest missed run is made if it is at most an hour late. */
 export const DEFAULT_CATCHUP_MS = 3_600_000
 
-/** A `validation_failed` of one issue, in the shape every other one has (`details.issues`). */
+/** A `validation_failed` of one issue (`path` "" for the whole request), as every other one is written. */
 export const invalid = (path: string, message: string) =>
-  BadRequest.of(path === "" ? message : `\`${path}\`: ${message}`, { issues: [{ path, message }] }, "validation_failed")
+  new BadRequest(validationError([{ path: path === "" ? [] : [path], message }]))
 
 /** The timing a schedule's fields describe, or the 400 that names what is wrong with them. */
 export const timingOf = (

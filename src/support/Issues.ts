@@ -26,3 +26,38 @@ export const issuesOf = (error: ParseResult.ParseError, prefix: ReadonlyArray<st
       message: issue.message
     }))
   )
+
+export interface DecodeIssue {
+  readonly path: ReadonlyArray<PropertyKey>
+  readonly message: string
+}
+
+const WHOLE_BODY = /^Expected [A-Z][A-Za-z]*, actual ([^]*)$/
+
+/**
+ * An issue as a person reads it: the whole body refused by its schema's name ("Expected CreateAgent, actual
+ * null") says what the body should be instead.
+ */
+const readable = (path: string, message: string) => {
+  const actual = path === "" ? WHOLE_BODY.exec(message)?.[1] : undefined
+  if (actual === undefined) return message
+  return actual === "null"
+    ? "The request has no body (or a null one): send a JSON object."
+    : `The request body must be a JSON object, not ${actual}.`
+}
+
+export const validationError = (issues: ReadonlyArray<DecodeIssue>) => {
+  const fields = meaningfulIssues(issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message })))
+    .map((f) => ({ path: f.path, message: readable(f.path, f.message) }))
+  const first = fields[0]
+  const summary = first === undefined
+    ? "The request is not valid."
+    : first.path === ""
+    ? first.message.startsWith("The request") ? first.message : `The request: ${first.message}`
+    : `\`${first.path}\`: ${first.message}`
+  return {
+    code: "validation_failed",
+    message: fields.length > 1 ? `${summary} (and ${fields.length - 1} more)` : summary,
+    details: { issues: fields }
+  }
+}
