@@ -119,6 +119,8 @@ describe("the node's span exporter (SpanExporter.ts) against a real OTLP/HTTP re
     await eventually(() => spansReceived(receiver).length === 3 || undefined)
     node.spans(1)
     await eventually(() => spansReceived(receiver).length === 4 || undefined)
+    // the receiver has the body before the exporter has its answer: counted once the 200 is read
+    await eventually(() => node.exporter.stats.exported === 4 || undefined)
     await node.close()
     expect(node.exporter.stats).toMatchObject({ exported: 4, requests: 2 })
   })
