@@ -3,7 +3,8 @@ import { Cause, Context, Effect, Exit, FiberId, FiberRef, FiberRefs, HashMap, Op
 import type * as Http from "node:http"
 import type { Writable } from "node:stream"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
-import { tracesUrl } from "../observability/Tracing.js"
+import type { LeanSpans } from "../observability/Spans.js"
+import { leanSpansWhenTracing, tracesUrl } from "../observability/Tracing.js"
 import { makeAccessLog, pathOf } from "./AccessLog.js"
 import { Drain } from "./Drain.js"
 import { errorEnvelope, type ErrorFields, OWN_ERROR_HEADER } from "./ErrorEnvelope.js"
@@ -77,7 +78,7 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
       if (h.traceparent === undefined && h.b3 === undefined && h["x-b3-traceid"] === undefined) return undefined
       return Option.getOrUndefined(HttpTraceContext.fromHeaders(Headers.fromInput(h)))
     }
-    const tracer = tracing ? yield* Effect.tracer : undefined
+    const spans = yield* leanSpansWhenTracing
     const clock = yield* Effect.clock
 
     /**
@@ -108,26 +109,19 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
       parentSpan(): Tracer.AnySpan | undefined {
         if (this.parent === null) {
           this.parent = callerSpan(this.req)
-          if (this.parent === undefined && tracer !== undefined) this.parent = this.own = this.serverSpan(tracer)
+          if (this.parent === undefined && spans !== undefined) this.parent = this.own = this.serverSpan(spans)
         }
         return this.parent
       }
 
-      private serverSpan(tracer: Tracer.Tracer) {
+      private serverSpan(spans: LeanSpans) {
         const startTime = clock.unsafeCurrentTimeNanos() - BigInt(Math.round((performance.now() - this.started) * 1e6))
-        const span = tracer.span(
-          `http.server ${this.req.method}`,
-          Option.none(),
-          Context.empty(),
-          [],
-          startTime,
-          "server"
-        )
+        const span = spans.make(`http.server ${this.req.method}`, undefined, "server", startTime)
         span.attribute("http.request.method", this.req.method)
         span.attribute("url.path", pathOf(this.req.url ?? ""))
         // an anonymous arrow: a named one is wrapped per request where the source runs through tsx
-        if (this.res.closed) span.end(clock.unsafeCurrentTimeNanos(), Exit.void)
-        else this.res.once("close", () => span.end(clock.unsafeCurrentTimeNanos(), Exit.void))
+        if (this.res.closed) spans.end(span, Exit.void)
+        else this.res.once("close", () => spans.end(span, Exit.void))
         return span
       }
 

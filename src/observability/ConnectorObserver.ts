@@ -2,10 +2,9 @@ import { Context, Effect, Exit, Option, Tracer } from "effect"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import type { CallObserver } from "../connectors/OperationCall.js"
 import { NodeMetrics } from "./NodeMetrics.js"
-import { tracesUrl } from "./Tracing.js"
+import { leanSpansWhenTracing } from "./Tracing.js"
 
 const OK = Exit.void
-const NO_LINKS: ReadonlyArray<Tracer.SpanLink> = []
 
 /** The caller's current span, for a call the general stack makes (OperationInvoker.invoke). */
 export const currentParentSpan = Effect.withFiberRuntime<Tracer.AnySpan | undefined>((fiber) =>
@@ -15,24 +14,15 @@ export const currentParentSpan = Effect.withFiberRuntime<Tracer.AnySpan | undefi
 export const makeCallObserver = Effect.gen(function*() {
   const metrics = yield* NodeMetrics
   const config = yield* SwitchyardConfig
-  const tracer = tracesUrl(config) === undefined ? undefined : yield* Effect.tracer
+  const spans = yield* leanSpansWhenTracing
   const record = metrics.connectorCall
-  if (record === undefined && tracer === undefined) return undefined
+  if (record === undefined && spans === undefined) return undefined
   const propagate = config.tracing.propagateUpstream
-  // span times are Unix epoch nanoseconds, as Effect's own spans take them (process.hrtime is since boot)
-  const clock = yield* Effect.clock
   const observer: CallObserver = {
-    traces: tracer !== undefined,
+    traces: spans !== undefined,
     begin: (target, parent) => {
-      if (tracer === undefined) return undefined
-      const span = tracer.span(
-        `connector ${target.operation.operationId}`,
-        parent === undefined ? Option.none() : Option.some(parent),
-        Context.empty(),
-        NO_LINKS,
-        clock.unsafeCurrentTimeNanos(),
-        "client"
-      )
+      if (spans === undefined) return undefined
+      const span = spans.make(`connector ${target.operation.operationId}`, parent, "client")
       span.attribute("switchyard.connector.id", target.connector.id)
       span.attribute("switchyard.connector.name", target.connector.name)
       span.attribute("switchyard.connection.id", target.connection.id)
@@ -47,7 +37,7 @@ export const makeCallObserver = Effect.gen(function*() {
       if (outcome === undefined) span.attribute("error.type", "defect")
       else if (outcome._tag === "Answered") span.attribute("http.response.status_code", outcome.status)
       else span.attribute("error.type", outcome.code)
-      span.end(clock.unsafeCurrentTimeNanos(), OK)
+      spans?.end(span, OK)
     },
     record: record === undefined ? undefined : (target, status, ms) => record(target.connector, status, ms)
   }

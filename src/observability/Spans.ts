@@ -223,6 +223,16 @@ export class UnsampledSpan extends LocalSpan implements Tracer.Span {
  * then a full equality scan of the context each time a same-sized one is set or restored.
  */
 export interface LeanSpans {
+  /**
+   * A span under `parent` (undefined: a root, a new trace), started at `startTime` (now by default): what the
+   * plain-Node paths make (a fast path's server span, a connector call's client span), and the rest build on.
+   */
+  readonly make: (
+    name: string,
+    parent: Tracer.AnySpan | undefined,
+    kind: Tracer.SpanKind,
+    startTime?: bigint
+  ) => Tracer.Span
   /** A span under the fiber's current span, started now; a leaf: nothing finds it in the context. */
   readonly start: (
     fiber: Fiber.RuntimeFiber<unknown, unknown>,
@@ -230,6 +240,7 @@ export interface LeanSpans {
     kind: Tracer.SpanKind,
     attributes: Record<string, unknown>
   ) => Tracer.Span
+  /** Ends `span` now. */
   readonly end: (span: Tracer.Span, exit: Exit.Exit<unknown, unknown>) => void
   /** `effect` in a new span that is the parent of the spans it makes (one copy of the context, the span first). */
   readonly around: (
@@ -252,14 +263,18 @@ const withParentFirst = <R>(context: Context.Context<R>, span: Tracer.Span): Con
 }
 
 export const leanSpans = (tracer: Tracer.Tracer, clock: Clock.Clock): LeanSpans => {
+  const open = (name: string, parent: Option.Option<Tracer.AnySpan>, kind: Tracer.SpanKind, startTime?: bigint) =>
+    tracer.span(name, parent, Context.empty(), NO_LINKS, startTime ?? clock.unsafeCurrentTimeNanos(), kind)
+  const make: LeanSpans["make"] = (name, parent, kind, startTime) =>
+    open(name, parent === undefined ? Option.none() : Option.some(parent), kind, startTime)
   const start: LeanSpans["start"] = (fiber, name, kind, attributes) => {
-    const parent = Context.getOption(fiber.currentContext, Tracer.ParentSpan)
-    const span = tracer.span(name, parent, Context.empty(), NO_LINKS, clock.unsafeCurrentTimeNanos(), kind)
+    const span = open(name, Context.getOption(fiber.currentContext, Tracer.ParentSpan), kind)
     for (const key in attributes) span.attribute(key, attributes[key])
     return span
   }
   const end: LeanSpans["end"] = (span, exit) => span.end(clock.unsafeCurrentTimeNanos(), exit)
   return {
+    make,
     start,
     end,
     around: (name, attributes) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
