@@ -147,7 +147,8 @@ export class Workspace extends Effect.Service<Workspace>()("files/Workspace", {
           return row
         })
       return {
-        list: (prefix: string | undefined, cursor?: string) => files.list(reader, { prefix, cursor, limit: 100 }),
+        list: (prefix: string | undefined, cursor: string | undefined) =>
+          files.list(reader, { prefix, cursor, limit: 100 }),
         read: (name: string, offset = 0) =>
           Effect.flatMap(byName(name), (row) => window(row, offset, DEFAULT_TEXT_READ)),
         write: (name: string, text: string) =>

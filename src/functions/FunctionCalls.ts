@@ -14,8 +14,10 @@ import { SandboxPool } from "./SandboxPool.js"
 
 /** The workspace a call's `ctx.files` reaches: the caller's view, or an agent run's. */
 export interface FunctionFiles {
+  /** A page of 100 names at most; `cursor` is the `next_cursor` of the page before. */
   readonly list: (
-    prefix: string | undefined
+    prefix: string | undefined,
+    cursor: string | undefined
   ) => Effect.Effect<unknown, { readonly code: string; readonly message: string }>
   readonly read: (
     name: string,
@@ -67,6 +69,7 @@ const ConnectorCall = Schema.Struct({
 })
 const FilesCall = Schema.Struct({
   prefix: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.maxLength(1024)))),
+  cursor: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.maxLength(1024)))),
   name: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(1024))),
   offset: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.nonNegative()))),
   text: Schema.optional(Schema.String)
@@ -74,7 +77,7 @@ const FilesCall = Schema.Struct({
 const decodeConnectorCall = Schema.decodeUnknownEither(ConnectorCall, { errors: "first", onExcessProperty: "error" })
 const decodeFilesCall = Schema.decodeUnknownEither(FilesCall, { errors: "first" })
 const filesSignature: Record<string, string> = {
-  "files.list": "ctx.files.list(prefix?)",
+  "files.list": "ctx.files.list(prefix?, cursor?)",
   "files.read": "ctx.files.read(name, offset?)",
   "files.write": "ctx.files.write(name, text)"
 }
@@ -201,7 +204,7 @@ export class FunctionCalls extends Effect.Service<FunctionCalls>()("functions/Fu
       const f = decoded.right
       switch (op) {
         case "files.list":
-          return json(scope.files.list(f.prefix ?? undefined))
+          return json(scope.files.list(f.prefix ?? undefined, f.cursor ?? undefined))
         case "files.read":
           return f.name === undefined
             ? Effect.fail(invalid("ctx.files.read(name, offset?): name is required"))

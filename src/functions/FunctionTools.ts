@@ -47,7 +47,7 @@ export class FunctionTools extends Effect.Service<FunctionTools>()("functions/Fu
           } satisfies Principal,
           taskId: run.taskId,
           files: {
-            list: (prefix) => Effect.map(files.list(prefix), filesListed),
+            list: (prefix, cursor) => Effect.map(files.list(prefix, cursor), filesListed),
             read: (name, offset) => Effect.map(files.read(name, offset ?? 0), fileRead),
             write: (name, text) =>
               Effect.map(files.write(name, text), (f) => ({ id: f.id, name: f.name, size: f.size }))

@@ -184,7 +184,7 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
 
     /** The caller's view of the workspace: what the files API lets this principal list, read and write. */
     const filesOf = (principal: Principal): FunctionFiles => ({
-      list: (prefix) => Effect.map(files.list(principal, { prefix, limit: 100 }), filesListed),
+      list: (prefix, cursor) => Effect.map(files.list(principal, { prefix, cursor, limit: 100 }), filesListed),
       read: (name, offset) => Effect.map(workspace.readText(principal, { name }, offset ?? 0), fileRead),
       write: (name, text) =>
         Effect.map(

@@ -185,8 +185,39 @@ describe("custom functions REST API", () => {
         message: "ctx.files.read(name, offset?): `offset`: Expected a non-negative number, actual -1"
       },
       { code: "validation_failed", message: "ctx.files.read(name, offset?): `name`: Expected string, actual 5" },
-      { code: "validation_failed", message: "ctx.files.list(prefix?): `prefix`: Expected string, actual {}" }
+      { code: "validation_failed", message: "ctx.files.list(prefix?, cursor?): `prefix`: Expected string, actual {}" }
     ])
+  })
+
+  it("ctx.files.list pages on: next_cursor passed back as cursor reaches every file, once", async () => {
+    const prefix = `${uniqueName("paged")}/`
+    const r = await runCode(
+      node,
+      admin,
+      `export default async (input, ctx) => {
+        for (let i = 0; i < 105; i++) await ctx.files.write(${
+        JSON.stringify(prefix)
+      } + String(i).padStart(3, "0") + ".txt", "x")
+        const pages = []
+        let cursor = null
+        do {
+          const page = await ctx.files.list(${JSON.stringify(prefix)}, cursor)
+          pages.push(page.files.map((f) => f.name))
+          cursor = page.next_cursor
+        } while (cursor !== null && pages.length < 5)
+        let refused
+        try { await ctx.files.list(${JSON.stringify(prefix)}, "not-a-cursor") } catch (e) { refused = e.code }
+        return { pages, refused }
+      }`
+    )
+    expect(r.status, JSON.stringify(r.body)).toBe(200)
+    const { pages, refused } = r.body.output
+    expect(pages.map((p: Array<string>) => p.length)).toEqual([100, 5])
+    const names = pages.flat()
+    expect(new Set(names).size).toBe(105)
+    expect(names[0]).toBe(`${prefix}000.txt`)
+    expect(names[104]).toBe(`${prefix}104.txt`)
+    expect(refused).toBe("invalid_cursor")
   })
 
   it("a name is unique in the organization: 409 function_name_taken on create and rename", async () => {

@@ -384,7 +384,7 @@ export const runInSandbox = (
         log: logFn,
         connectors: frozen({ invoke: capability("connectors.invoke", ["connection_id", "operation_id", "params"]) }),
         files: frozen({
-          list: capability("files.list", ["prefix"]),
+          list: capability("files.list", ["prefix", "cursor"]),
           read: capability("files.read", ["name", "offset"]),
           write: capability("files.write", ["name", "text"])
         })
