@@ -6,6 +6,20 @@ export interface Issue {
   readonly message: string
 }
 
+const ACTUAL = ", actual "
+const MAX_ACTUAL = 120
+
+/**
+ * A message with the value it refused cut to a glimpse: a 1 MB string sent where 200 characters are allowed
+ * would otherwise come back whole in the error, once in the message and once per issue.
+ */
+const glimpse = (message: string): string => {
+  const at = message.indexOf(ACTUAL)
+  if (at === -1 || message.length - at - ACTUAL.length <= MAX_ACTUAL) return message
+  const actual = message.slice(at + ACTUAL.length)
+  return `${message.slice(0, at + ACTUAL.length)}${actual.slice(0, 100)}… (${actual.length} characters)`
+}
+
 /** An issue under `path`, or at it. */
 const within = (path: string, other: string) => path === "" || other === path || other.startsWith(`${path}.`)
 
@@ -23,7 +37,7 @@ export const issuesOf = (error: ParseResult.ParseError, prefix: ReadonlyArray<st
   meaningfulIssues(
     ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
       path: [...prefix, ...issue.path.map(String)].join("."),
-      message: issue.message
+      message: glimpse(issue.message)
     }))
   )
 
@@ -47,7 +61,9 @@ const readable = (path: string, message: string) => {
 }
 
 export const validationError = (issues: ReadonlyArray<DecodeIssue>) => {
-  const fields = meaningfulIssues(issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message })))
+  const fields = meaningfulIssues(
+    issues.map((i) => ({ path: i.path.map(String).join("."), message: glimpse(i.message) }))
+  )
     .map((f) => ({ path: f.path, message: readable(f.path, f.message) }))
   const first = fields[0]
   const summary = first === undefined

@@ -283,6 +283,22 @@ describe.each(["fast", "general"])("validation messages (%s stack)", (stack) => 
     expect(delivery.body.error.message).toContain("must be the id of a delivery")
   })
 
+  it("quotes a refused value as a glimpse, not whole", async () => {
+    const big = { big: "x".repeat(100_000) }
+    for (
+      const [path, body] of [
+        [`/v1/agents/${agentId[stack]}/invoke`, { input: { text: big, user } }],
+        ["/v1/agents", { ...scriptedAgent(), name: big.big }]
+      ] as const
+    ) {
+      const answer = await send(node(), "POST", path, key(), JSON.stringify(body), "application/json")
+      expectError(answer, 400, "validation_failed")
+      expect(answer.body.error.message.length).toBeLessThan(400)
+      expect(answer.body.error.message).toMatch(/, actual .*xxx… \(\d+ characters\)$/)
+      expect(JSON.stringify(answer.body).length).toBeLessThan(2000)
+    }
+  })
+
   it("lists the real issue of an optional field, not that it could be left out", async () => {
     const answer = await send(node(), "GET", "/v1/tasks?limit=0", key())
     expectError(answer, 400, "validation_failed")
