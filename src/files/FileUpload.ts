@@ -178,6 +178,8 @@ const multipart = (request: HttpServerRequest.HttpServerRequest, params: UploadP
       if (part._tag === "File") file = part
       else if (!FIELDS.has(part.key)) {
         return yield* badMultipart(`Unknown multipart field \`${part.key}\`: the fields are \`name\` and \`agent_id\`.`)
+      } else if (fields.has(part.key)) {
+        return yield* badMultipart(`The multipart field \`${part.key}\` is sent twice: send it once.`)
       } else fields.set(part.key, part.value)
     }
     const agentField = fields.get("agent_id")

@@ -134,7 +134,7 @@ describe("uploading and downloading workspace files", () => {
     expect((await queried.json()).name).toBe("from-query.txt")
   })
 
-  it("a multipart body without exactly one file, or with fields after it, is refused and leaves nothing", async () => {
+  it("a multipart body without exactly one file, with fields after it or a field twice, is refused and leaves nothing", async () => {
     const cases = [
       multipart([{ name: "name", value: "none.txt" }]),
       multipart([
@@ -142,7 +142,13 @@ describe("uploading and downloading workspace files", () => {
         { name: "other", value: "two", filename: "b.txt" }
       ]),
       multipart([{ name: "file", value: "one", filename: "late-field.txt" }, { name: "name", value: "late" }]),
-      multipart([{ name: "colour", value: "blue" }, { name: "file", value: "one", filename: "unknown-field.txt" }])
+      multipart([{ name: "colour", value: "blue" }, { name: "file", value: "one", filename: "unknown-field.txt" }]),
+      // a field twice: which one was meant is not ours to guess
+      multipart([
+        { name: "name", value: "first.txt" },
+        { name: "name", value: "second.txt" },
+        { name: "file", value: "one", filename: "twice.txt" }
+      ])
     ]
     for (const body of cases) {
       const r = await node.fetch("/v1/files", { method: "POST", apiKey: admin, body })
