@@ -41,7 +41,8 @@ const timing = {
   start_at: DateParam.annotations({ description: "No run before this instant." }),
   end_at: DateParam.annotations({ description: "No run after this instant." }),
   jitter: DurationText.annotations({
-    description: "Each run starts up to this much later than its time (a fixed offset per run), to spread load."
+    description: "Each run starts up to this much later than its time (a fixed offset per run), to spread load. " +
+      "Shorter than the time between two runs."
   }),
   catchup_window: DurationText.annotations({
     description: "After downtime, the latest missed run is still made once if it is at most this late. " +

@@ -3294,7 +3294,7 @@ export interface components {
             start_at?: string;
             /** @description An ISO 8601 date, or date and time: `2026-11-01`, `2026-11-01T09:30:00Z`. */
             end_at?: string;
-            /** @description Each run starts up to this much later than its time (a fixed offset per run), to spread load. */
+            /** @description Each run starts up to this much later than its time (a fixed offset per run), to spread load. Shorter than the time between two runs. */
             jitter?: string;
             /**
              * @description When a run is due while the schedule's previous run is still going: `skip` it (default), `buffer_one` (keep one run waiting, started when the previous one ends; further ones are skipped), or `allow` it to run alongside.

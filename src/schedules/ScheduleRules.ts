@@ -73,6 +73,27 @@ export const timingOf = (
   })
 }
 
+/**
+ * `jitter` shorter than the time between two runs (an interval's, or a cron's shortest over its next runs):
+ * a run delayed past the next one's time would be taken as missed, and the schedule would run less often
+ * than it says.
+ */
+export const jitterFits = (timing: Timing, jitterMs: number, now: Date): Either.Either<void, BadRequest> => {
+  if (jitterMs === 0) return Either.void
+  let gap = timing.everyMs
+  if (gap === undefined) {
+    const ticks = nextTicks(timing, now, 10)
+    for (let i = 1; i < ticks.length; i++) {
+      gap = Math.min(gap ?? Infinity, ticks[i]!.getTime() - ticks[i - 1]!.getTime())
+    }
+  }
+  return gap === undefined || jitterMs < gap ? Either.void : Either.left(invalid(
+    "jitter",
+    `must be shorter than the time between two runs (${formatDuration(gap)}): a run delayed past the next ` +
+      "one's time is taken as missed."
+  ))
+}
+
 /** A duration field as ms, or the 400 that names it; `min` the least it may be. */
 export const durationOf = (field: string, text: string, min: number): Either.Either<number, BadRequest> => {
   const ms = parseDuration(text)

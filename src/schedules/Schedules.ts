@@ -14,6 +14,7 @@ import {
   DEFAULT_CATCHUP_MS,
   durationOf,
   invalid,
+  jitterFits,
   nextFrom,
   overlapOf,
   timingOf,
@@ -62,9 +63,23 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
             : Effect.succeed(row)
       )
 
-    /** The fields checked (each wrong one a 400 naming it), with the next run computed from now. */
-    const checked = (id: ScheduleId, fields: Omit<ScheduleFields, "next_tick" | "next_run_at">, anchor: Date) =>
-      Effect.map(timingOf(fields, anchor), (timing) => ({ ...fields, ...nextFrom(id, fields, timing, new Date()) }))
+    /**
+     * The fields checked (each wrong one a 400 naming it), with the next run computed from now. The jitter is
+     * checked against the timing when either is set (`timed`): a schedule saved before that check is still
+     * paused, resumed and renamed.
+     */
+    const checked = (
+      id: ScheduleId,
+      fields: Omit<ScheduleFields, "next_tick" | "next_run_at">,
+      anchor: Date,
+      timed: boolean
+    ) =>
+      Effect.gen(function*() {
+        const timing = yield* timingOf(fields, anchor)
+        const now = new Date()
+        if (timed) yield* jitterFits(timing, fields.jitter_ms, now)
+        return { ...fields, ...nextFrom(id, fields, timing, now) }
+      })
 
     const durations = (input: {
       readonly every?: string | undefined
@@ -87,22 +102,27 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
       const id = Crypto.randomUUID() as ScheduleId
       const now = new Date()
       const d = yield* durations(input)
-      const fields = yield* checked(id, {
-        name: input.name,
-        agent_id: input.agent_id,
-        cron: input.cron ?? null,
-        every_ms: d.every ?? null,
-        timezone: zoneName(input.timezone ?? "UTC"),
-        input_text: input.input.text,
-        user_id: input.input.user.id,
-        user_email: input.input.user.email,
-        enabled: input.enabled ?? true,
-        start_at: input.start_at ?? null,
-        end_at: input.end_at ?? null,
-        jitter_ms: d.jitter ?? 0,
-        overlap: overlapOf(input.overlap),
-        catchup_window_ms: d.catchup ?? DEFAULT_CATCHUP_MS
-      }, now)
+      const fields = yield* checked(
+        id,
+        {
+          name: input.name,
+          agent_id: input.agent_id,
+          cron: input.cron ?? null,
+          every_ms: d.every ?? null,
+          timezone: zoneName(input.timezone ?? "UTC"),
+          input_text: input.input.text,
+          user_id: input.input.user.id,
+          user_email: input.input.user.email,
+          enabled: input.enabled ?? true,
+          start_at: input.start_at ?? null,
+          end_at: input.end_at ?? null,
+          jitter_ms: d.jitter ?? 0,
+          overlap: overlapOf(input.overlap),
+          catchup_window_ms: d.catchup ?? DEFAULT_CATCHUP_MS
+        },
+        now,
+        true
+      )
       const row = yield* repo.insert({
         ...fields,
         id,
@@ -127,22 +147,27 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
           return yield* invalid("", "Give one of `cron` and `every`, not both.")
         }
         const d = yield* durations(input)
-        const fields = yield* checked(id, {
-          name: input.name ?? current.name,
-          agent_id: input.agent_id ?? current.agent_id,
-          cron: input.every !== undefined ? null : input.cron ?? current.cron,
-          every_ms: input.cron !== undefined ? null : d.every ?? current.every_ms,
-          timezone: input.timezone === undefined ? current.timezone : zoneName(input.timezone),
-          input_text: input.input?.text ?? current.input_text,
-          user_id: input.input?.user.id ?? current.user_id,
-          user_email: input.input?.user.email ?? current.user_email,
-          enabled: input.enabled ?? current.enabled,
-          start_at: input.start_at === undefined ? current.start_at : input.start_at,
-          end_at: input.end_at === undefined ? current.end_at : input.end_at,
-          jitter_ms: d.jitter ?? current.jitter_ms,
-          overlap: input.overlap ?? current.overlap,
-          catchup_window_ms: d.catchup ?? current.catchup_window_ms
-        }, current.created_at)
+        const fields = yield* checked(
+          id,
+          {
+            name: input.name ?? current.name,
+            agent_id: input.agent_id ?? current.agent_id,
+            cron: input.every !== undefined ? null : input.cron ?? current.cron,
+            every_ms: input.cron !== undefined ? null : d.every ?? current.every_ms,
+            timezone: input.timezone === undefined ? current.timezone : zoneName(input.timezone),
+            input_text: input.input?.text ?? current.input_text,
+            user_id: input.input?.user.id ?? current.user_id,
+            user_email: input.input?.user.email ?? current.user_email,
+            enabled: input.enabled ?? current.enabled,
+            start_at: input.start_at === undefined ? current.start_at : input.start_at,
+            end_at: input.end_at === undefined ? current.end_at : input.end_at,
+            jitter_ms: d.jitter ?? current.jitter_ms,
+            overlap: input.overlap ?? current.overlap,
+            catchup_window_ms: d.catchup ?? current.catchup_window_ms
+          },
+          current.created_at,
+          [input.cron, input.every, input.jitter, input.timezone].some((v) => v !== undefined)
+        )
         if (fields.enabled && input.agent_id === undefined) yield* agentLives(principal, current)
         const row = yield* repo.update(principal.organizationId, id, fields).pipe(
           audit.recorded(principal, (row) =>

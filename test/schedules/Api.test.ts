@@ -128,6 +128,28 @@ describe("schedules REST API", () => {
     expect(zoned.body.timezone).toBe("Europe/Berlin")
     const made = await createSchedule(node, org.api_key, { agent_id: agentId, cron: "0 * * * *", timezone: "utc" })
     expect(made.timezone).toBe("UTC")
+    // a jitter as long as the time between runs would make runs missed ones: refused, naming that time
+    for (
+      const [body, gap] of [
+        [{ every: "1m", jitter: "1m" }, "1m"],
+        [{ cron: "0 9,10 * * *", jitter: "2h" }, "1h"]
+      ] as const
+    ) {
+      const r = await call(node, org.api_key, "POST", "/v1/schedules", { ...base, ...body })
+      expectError(r, 400, "validation_failed")
+      expect(r.body.error.details.issues.map((i: any) => i.path)).toEqual(["jitter"])
+      expect(r.body.error.message).toContain(`between two runs (${gap})`)
+    }
+    const tight = await call(node, org.api_key, "PATCH", `/v1/schedules/${made.id}`, { jitter: "1h" })
+    expectError(tight, 400, "validation_failed")
+    const fits = await call(node, org.api_key, "PATCH", `/v1/schedules/${made.id}`, { jitter: "59m" })
+    expect(fits.status, JSON.stringify(fits.body)).toBe(200)
+    // a change of the timing is checked against the jitter kept
+    expectError(
+      await call(node, org.api_key, "PATCH", `/v1/schedules/${made.id}`, { every: "30m" }),
+      400,
+      "validation_failed"
+    )
   })
 
   it("a cron that never matches a date is 400 invalid_cron on create, change and resume, never a 500", async () => {
