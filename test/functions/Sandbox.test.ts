@@ -344,9 +344,24 @@ const cases: ReadonlyArray<Case> = [
     }
   },
   {
-    name: "one huge log line is cut",
-    code: body("ctx.log('z'.repeat(100000)); return 1"),
-    expect: { status: 200, check: (b) => expect(b.logs[0].length).toBeLessThan(5000) }
+    name: "one huge log line is cut to its first 4 KiB of UTF-8, not replaced",
+    code: body("ctx.log('z'.repeat(100000)); ctx.log('é'.repeat(5000)); ctx.log({ big: 'y'.repeat(10000) }); return 1"),
+    expect: {
+      status: 200,
+      check: (b) => {
+        expect(b.logs).toHaveLength(3)
+        expect(b.logs_truncated).toBe(true)
+        for (const line of b.logs) {
+          expect(Buffer.byteLength(line)).toBeLessThanOrEqual(4096)
+          expect(Buffer.byteLength(line)).toBeGreaterThan(4000)
+          expect(line.endsWith("…")).toBe(true)
+          expect(line).not.toContain("\uFFFD")
+        }
+        expect(b.logs[0].startsWith("zzzz")).toBe(true)
+        expect(b.logs[1].startsWith("éééé")).toBe(true)
+        expect(b.logs[2].startsWith(`{"big":"yyyy`)).toBe(true)
+      }
+    }
   },
   // catastrophic regular expressions
   {

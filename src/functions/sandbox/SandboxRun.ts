@@ -11,6 +11,17 @@ import {
   type SandboxOutcome
 } from "./SandboxProtocol.js"
 
+/** The longest start of `text` that is at most `bytes` in UTF-8, never half a character. */
+const utf8Head = (text: string, bytes: number): string => {
+  if (text.length * 3 <= bytes) return text
+  const encoded = Buffer.from(text, "utf8")
+  if (encoded.length <= bytes) return text
+  let end = bytes
+  // back off continuation bytes (10xxxxxx) to the start of the character cut across
+  while (end > 0 && (encoded[end]! & 0xc0) === 0x80) end--
+  return encoded.subarray(0, end).toString("utf8")
+}
+
 export type HostReply = { readonly ok: true; readonly value: string } | {
   readonly ok: false
   readonly error: HostFailure
@@ -155,6 +166,25 @@ export const runInSandbox = (
     const objectCtor = keep(context.getProp(context.global, "Object"))
     const freezeFn = keep(context.getProp(objectCtor, "freeze"))
 
+    const stringCtor = keep(context.getProp(context.global, "String"))
+    const stringProto = keep(context.getProp(stringCtor, "prototype"))
+    const sliceFn = keep(context.getProp(stringProto, "slice"))
+    const zero = keep(context.newNumber(0))
+    const lineChars = keep(context.newNumber(MAX_LOG_LINE))
+    /** The first MAX_LOG_LINE characters of a VM string, copied out without the rest of it. */
+    const lineHead = (h: QuickJSHandle): string => {
+      const r = context.callFunction(sliceFn, h, zero, lineChars)
+      if (r.error) {
+        r.error.dispose()
+        return ""
+      }
+      try {
+        return context.getString(r.value)
+      } finally {
+        r.value.dispose()
+      }
+    }
+
     const lengthOf = (h: QuickJSHandle) => {
       const length = context.getProp(h, "length")
       try {
@@ -164,15 +194,21 @@ export const runInSandbox = (
       }
     }
 
-    type Encoded = { ok: true; text: string | undefined; length: number } | { ok: false; error: QuickJSHandle }
-    /** A VM value as JSON text (undefined when it has none), or the VM's own error (a cycle, a throwing toJSON). */
-    const encode = (h: QuickJSHandle, maxLength: number): Encoded => {
+    type Encoded =
+      | { ok: true; text: string | undefined; length: number; head?: string }
+      | { ok: false; error: QuickJSHandle }
+    /**
+     * A VM value as JSON text (undefined when it has none, or it is longer than `maxLength`: then `head`, its
+     * start, if asked for), or the VM's own error (a cycle, a throwing toJSON).
+     */
+    const encode = (h: QuickJSHandle, maxLength: number, withHead = false): Encoded => {
       const r = context.callFunction(stringifyFn, context.undefined, h)
       if (r.error) return { ok: false, error: r.error }
       try {
         if (context.typeof(r.value) !== "string") return { ok: true, text: undefined, length: 0 }
         const length = lengthOf(r.value)
-        return { ok: true, text: length > maxLength ? undefined : context.getString(r.value), length }
+        if (length <= maxLength) return { ok: true, text: context.getString(r.value), length }
+        return { ok: true, text: undefined, length, ...(withHead ? { head: lineHead(r.value) } : {}) }
       } finally {
         r.value.dispose()
       }
@@ -183,27 +219,26 @@ export const runInSandbox = (
         logsTruncated = true
         return
       }
+      // a value too long for a line gives its start (copied out of the VM alone), and the line is cut
       let cut = false
       const parts = values.map((v) => {
         if (context.typeof(v) === "string") {
           if (lengthOf(v) <= MAX_LOG_LINE) return context.getString(v)
           cut = true
-          return "[too long]"
+          return lineHead(v)
         }
-        const e = encode(v, MAX_LOG_LINE)
+        const e = encode(v, MAX_LOG_LINE, true)
         if (!e.ok) {
           e.error.dispose()
           return "[unprintable]"
         }
-        if (e.text === undefined && e.length > 0) cut = true
-        return e.text ?? (e.length > 0 ? "[too long]" : `[${context.typeof(v)}]`)
+        if (e.head !== undefined) cut = true
+        return e.text ?? e.head ?? `[${context.typeof(v)}]`
       })
-      let line = parts.join(" ")
-      if (cut || line.length > MAX_LOG_LINE) {
-        line = `${line.slice(0, MAX_LOG_LINE)}…`
-        logsTruncated = true
-      }
-      logBytes += line.length
+      const joined = parts.join(" ")
+      const line = cut || Buffer.byteLength(joined) > MAX_LOG_LINE ? `${utf8Head(joined, MAX_LOG_LINE - 3)}…` : joined
+      if (line !== joined) logsTruncated = true
+      logBytes += Buffer.byteLength(line)
       logs.push(line)
     }))
 
