@@ -16,7 +16,11 @@ export class ConnectionUnusable extends Schema.TaggedError<ConnectionUnusable>()
     "connection_not_found",
     "connection_pending_authorization",
     "connection_needs_reauthentication",
-    "connection_credentials_unreadable"
+    "connection_credentials_unreadable",
+    // the OAuth2 token endpoint, now: the invoke's own codes for a target that failed
+    "egress_refused",
+    "upstream_unreachable",
+    "upstream_timeout"
   ),
   message: Schema.String
 }) {}

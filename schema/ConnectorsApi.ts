@@ -101,7 +101,8 @@ export class ToolsApi extends HttpApiGroup.make("tools")
       .addSuccess(Connector)
       .annotate(
         OpenApi.Description,
-        "Archive the connector: it leaves the catalog and can no longer be invoked."
+        "Archive the connector: it leaves the catalog and can no longer be invoked. Its connections are " +
+          "deleted, their stored credentials erased."
       )
   )
   .add(

@@ -344,7 +344,8 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   rest(
     403,
     "egress_refused",
-    "Connector invoke: the target resolves to an internal address; allow it in `SWITCHYARD_EGRESS_ALLOW`."
+    "Connector invoke: the target (or its OAuth2 token endpoint) resolves to an internal address; allow it in " +
+      "`SWITCHYARD_EGRESS_ALLOW`."
   ),
   rest(
     403,
@@ -392,7 +393,8 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   rest(
     409,
     "connection_needs_reauthentication",
-    "The provider refused a token refresh: `POST /v1/tools/connections/{id}/authorize` and sign in again."
+    "The provider refused a token refresh: `POST /v1/tools/connections/{id}/authorize` and sign in again (a " +
+      "client-credentials connection: `PATCH` its `credentials`)."
   ),
   rest(409, "connection_not_found", "The connection or its connector was removed while the call was being prepared."),
   rest(409, "conflict", "The request conflicts with the current state; the default of the 409 error."),
@@ -499,7 +501,8 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   rest(
     502,
     "upstream_unreachable",
-    "Connector invoke: the target could not be reached (a `POST` or `PATCH` is never resent)."
+    "Connector invoke: the target (or its OAuth2 token endpoint) could not be reached or gave no token (a `POST` or " +
+      "`PATCH` is never resent)."
   ),
   rest(
     503,

@@ -238,7 +238,7 @@ export interface paths {
         post?: never;
         /**
          * Archive a connector
-         * @description Archive the connector: it leaves the catalog and can no longer be invoked.
+         * @description Archive the connector: it leaves the catalog and can no longer be invoked. Its connections are deleted, their stored credentials erased.
          *
          *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
          */

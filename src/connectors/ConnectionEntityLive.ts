@@ -4,7 +4,7 @@ import { AppliedCredentials, ConnectionEntity, ConnectionUnusable } from "../../
 import type { ConnectionId } from "../../schema/Ids.js"
 import { type ConnectionRow, ConnectorRepo } from "./ConnectorRepo.js"
 import { CredentialVault } from "./CredentialVault.js"
-import { OAuthClient, type TokenSet } from "./OAuthClient.js"
+import { OAuthClient, type TokenEndpointError, type TokenSet } from "./OAuthClient.js"
 import { applySecret, oauthFlow, type StoredSecret } from "./SecuritySchemes.js"
 
 /** Refresh this long before a token expires, so calls in flight never carry an expired one. */
@@ -42,14 +42,19 @@ export const ConnectionEntityLive = ConnectionEntity.toLayer(
           "Finish connecting first: open the connection's connector_page_url and sign in."
         )
       }
+      const connector = yield* repo.findConnectorById(row.connector_id)
+      if (connector === undefined) return yield* unusable("connection_not_found", "The connector was removed.")
+      const flow = oauthFlow(connector.imported, row.security_scheme)
+      // a client-credentials connection has no sign-in to redo: its client id or secret is what was refused
+      const remedy = flow?.kind === "clientCredentials"
+        ? "update its client credentials (PATCH the connection's `credentials`)"
+        : "authorize it again (POST …/authorize)"
       if (row.status === "needs_reauthentication") {
         return yield* unusable(
           "connection_needs_reauthentication",
-          "The connection's sign-in expired and could not be refreshed; authorize it again (POST …/authorize)."
+          `The connection's token could not be refreshed; ${remedy}.`
         )
       }
-      const connector = yield* repo.findConnectorById(row.connector_id)
-      if (connector === undefined) return yield* unusable("connection_not_found", "The connector was removed.")
       let secret: StoredSecret = row.credentials === null
         ? { type: "none" }
         : yield* Effect.try({
@@ -59,32 +64,30 @@ export const ConnectionEntityLive = ConnectionEntity.toLayer(
         })
       let expiresAt: number | null = Date.now() + STATIC_TTL_MS
       if (secret.type === "oauth2") {
-        const flow = oauthFlow(connector.imported, row.security_scheme)
         const fresh = secret.access_token !== undefined && !staleToken &&
           (secret.expires_at === undefined || secret.expires_at - Date.now() > REFRESH_MARGIN_MS)
         if (!fresh && flow !== undefined) {
           const client = { client_id: secret.client_id, client_secret: secret.client_secret }
-          const obtain: Effect.Effect<TokenSet, unknown> = flow.kind === "clientCredentials"
-            ? oauth.clientCredentials(flow.tokenUrl, client, secret.scopes ?? [])
-            : secret.refresh_token !== undefined
-            ? oauth.refresh(flow.refreshUrl ?? flow.tokenUrl, client, secret.refresh_token)
-            : Effect.fail({ invalidGrant: true, message: "no refresh token was issued" })
+          const obtain: Effect.Effect<TokenSet, Pick<TokenEndpointError, "invalidGrant" | "code" | "message">> =
+            flow.kind === "clientCredentials"
+              ? oauth.clientCredentials(flow.tokenUrl, client, secret.scopes ?? [])
+              : secret.refresh_token !== undefined
+              ? oauth.refresh(flow.refreshUrl ?? flow.tokenUrl, client, secret.refresh_token)
+              : Effect.fail({
+                invalidGrant: true,
+                code: "upstream_unreachable",
+                message: "no refresh token was issued"
+              })
           const tokens = yield* obtain.pipe(
-            Effect.tapError((e: any) =>
-              e?.invalidGrant === true
-                ? persist(row, secret, "needs_reauthentication")
-                : Effect.void
-            ),
-            Effect.mapError((e: any) =>
-              e?.invalidGrant === true
+            Effect.tapError((e) => e.invalidGrant ? persist(row, secret, "needs_reauthentication") : Effect.void),
+            // only a refused grant needs a person; an endpoint down or slow is the target failing, and passes
+            Effect.mapError((e) =>
+              e.invalidGrant
                 ? unusable(
                   "connection_needs_reauthentication",
-                  `Refreshing the connection's token failed (${e.message}); authorize it again (POST …/authorize).`
+                  `Getting the connection's token failed (${e.message}); ${remedy}.`
                 )
-                : unusable(
-                  "connection_needs_reauthentication",
-                  `Refreshing the connection's token failed: ${e.message}`
-                )
+                : unusable(e.code, `Getting the connection's OAuth2 token failed: ${e.message}.`)
             )
           )
           const refreshToken = tokens.refresh_token ?? secret.refresh_token

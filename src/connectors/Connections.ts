@@ -20,7 +20,7 @@ import { SWITCHYARD_CONNECTOR_ID } from "./BuiltinConnectors.js"
 import { ConnectionCredentials } from "./ConnectionCredentials.js"
 import { sealingContext } from "./ConnectionEntityLive.js"
 import { ConnectorCatalog, findOperation, toConnection } from "./ConnectorCatalog.js"
-import { type ConnectionRow, ConnectorRepo } from "./ConnectorRepo.js"
+import { type ConnectionRow, ConnectorRepo, type ConnectorRow } from "./ConnectorRepo.js"
 import { CredentialVault } from "./CredentialVault.js"
 import { OAuthAuthorizations } from "./OAuthAuthorizations.js"
 import { type InvokeContext, OperationInvoker } from "./OperationInvoker.js"
@@ -55,6 +55,17 @@ const checkOwnApiConnection = (
       "validation_failed"
     ))
     : Effect.void
+
+/**
+ * A new API key without `scheme` replaces the old one where the old one went: rotating a key must not move it
+ * to another of the connector's schemes (from a query parameter to a header, say).
+ */
+const keepingScheme = (connector: ConnectorRow, connection: ConnectionRow, credentials: Credentials): Credentials =>
+  credentials.type === "api_key" && credentials.scheme === undefined && connection.auth_type === "api_key" &&
+    connection.security_scheme !== null &&
+    connector.imported.securitySchemes[connection.security_scheme]?.type === "apiKey"
+    ? { ...credentials, scheme: connection.security_scheme }
+    : credentials
 
 /** Organizational connections are managed by Admins; a personal one by its owner. */
 const mayManage = (principal: Principal, row: Pick<ConnectionRow, "access_scope" | "owner_user_id">) =>
@@ -191,7 +202,7 @@ export class Connections extends Effect.Service<Connections>()("connectors/Conne
           ...(input.server_url === undefined ? {} : { server_url: input.server_url })
         }
         if (input.credentials !== undefined) {
-          const choice = chooseScheme(connector.imported, input.credentials)
+          const choice = chooseScheme(connector.imported, keepingScheme(connector, connection, input.credentials))
           if (!choice.ok) return yield* BadRequest.of(choice.message, undefined, "credentials_not_accepted")
           const flow = oauthFlow(connector.imported, choice.scheme)
           const sealed = seal(connection, input.credentials)

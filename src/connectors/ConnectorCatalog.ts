@@ -259,7 +259,11 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
         audit.recorded(principal, (row) =>
           row === undefined
             ? undefined
-            : { action: "ARCHIVE_CONNECTOR", targets: [{ type: "connector", id, name: row.name }] })
+            : {
+              action: "ARCHIVE_CONNECTOR",
+              targets: [{ type: "connector", id, name: row.name }],
+              details: { deleted_connections: row.deleted_connections.length }
+            })
       )
       if (row === undefined) return yield* NotFound.of("Connector", id)
       connectors.delete(id)

@@ -98,11 +98,26 @@ export class ConnectorRepo extends Effect.Service<ConnectorRepo>()("connectors/C
         WHERE id = ${id} AND organization_id = ${organizationId} AND archived_at IS NULL
         RETURNING *`.pipe(Effect.map(([row]) => row), Effect.orDie)
 
+    /**
+     * Archiving deletes the connector's connections too (as `deleteConnection` does: their credentials wiped),
+     * in the same statement: nothing can reach them any more, and no secret should outlive its use.
+     */
     const archiveConnector = (organizationId: OrganizationId, id: ConnectorId) =>
-      sql<ConnectorRow>`
-        UPDATE connectors SET archived_at = now(), updated_at = now()
-        WHERE id = ${id} AND organization_id = ${organizationId} AND archived_at IS NULL
-        RETURNING *`.pipe(Effect.map(([row]) => row), Effect.orDie)
+      sql<ConnectorRow & { readonly deleted_connections: ReadonlyArray<ConnectionId> }>`
+        WITH archived AS (
+          UPDATE connectors SET archived_at = now(), updated_at = now()
+          WHERE id = ${id} AND organization_id = ${organizationId} AND archived_at IS NULL
+          RETURNING *
+        ), deleted AS (
+          UPDATE connections SET deleted_at = now(), credentials = NULL, key_version = NULL, updated_at = now()
+          WHERE organization_id = ${organizationId} AND connector_id IN (SELECT id FROM archived)
+            AND deleted_at IS NULL
+          RETURNING id
+        )
+        SELECT archived.*, ARRAY(SELECT id FROM deleted) AS deleted_connections FROM archived`.pipe(
+        Effect.map(([row]) => row),
+        Effect.orDie
+      )
 
     /** A connector the organization can use: its own or a built-in one, not archived. */
     const findConnector = (organizationId: OrganizationId, id: ConnectorId) =>

@@ -1,5 +1,6 @@
-import { Data, Effect } from "effect"
+import { Data, Duration, Effect } from "effect"
 import { request } from "undici"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Egress } from "./Egress.js"
 
 export interface TokenSet {
@@ -13,7 +14,15 @@ export class TokenEndpointError extends Data.TaggedError("TokenEndpointError")<{
   readonly message: string
   /** The server said the grant is no longer valid (RFC 6749 `invalid_grant`): sign in again. */
   readonly invalidGrant: boolean
+  /**
+   * Why a call that needs the token cannot be made now, in the invoke's own codes: the endpoint refused or
+   * answered no token (`upstream_unreachable`), did not answer in time, or is an internal address.
+   */
+  readonly code: "egress_refused" | "upstream_unreachable" | "upstream_timeout"
 }> {}
+
+/** Longest wait for a token endpoint; never longer than a connector call may take. */
+const TOKEN_TIMEOUT_MS = 30_000
 
 export interface ClientCredentials {
   readonly client_id: string
@@ -24,14 +33,20 @@ export interface ClientCredentials {
 export class OAuthClient extends Effect.Service<OAuthClient>()("connectors/OAuthClient", {
   effect: Effect.gen(function*() {
     const egress = yield* Egress
+    const timeoutMs = Math.min(
+      TOKEN_TIMEOUT_MS,
+      Math.max(1, Duration.toMillis((yield* SwitchyardConfig).connectorTimeout))
+    )
 
+    // the deadline is Effect's: interrupting aborts `signal`. (AbortSignal.any over AbortSignal.timeout is not
+    // kept alive by Node 20: once collected, the timeout never fires and a silent endpoint holds the call.)
     const token = (tokenUrl: string, client: ClientCredentials, form: Record<string, string>) =>
       Effect.tryPromise({
         try: async (signal) => {
           const response = await request(tokenUrl, {
             method: "POST",
             dispatcher: egress.dispatcher,
-            signal: AbortSignal.any([signal, AbortSignal.timeout(30_000)]),
+            signal,
             headers: {
               "content-type": "application/x-www-form-urlencoded",
               accept: "application/json",
@@ -50,12 +65,15 @@ export class OAuthClient extends Effect.Service<OAuthClient>()("connectors/OAuth
             body = Object.fromEntries(new URLSearchParams(text))
           }
           if (response.statusCode >= 400 || typeof body.access_token !== "string") {
-            const error = typeof body.error === "string" ? body.error : `HTTP ${response.statusCode}`
+            const error = typeof body.error === "string" ? body.error : undefined
             throw new TokenEndpointError({
-              message: `the token endpoint refused: ${error}${
-                body.error_description ? ` (${body.error_description})` : ""
-              }`,
-              invalidGrant: error === "invalid_grant" || error === "invalid_client" || error === "unauthorized_client"
+              message: error !== undefined || response.statusCode >= 400
+                ? `the token endpoint refused: ${error ?? `HTTP ${response.statusCode}`}${
+                  body.error_description ? ` (${body.error_description})` : ""
+                }`
+                : `the token endpoint answered HTTP ${response.statusCode} without an access_token`,
+              invalidGrant: error === "invalid_grant" || error === "invalid_client" || error === "unauthorized_client",
+              code: "upstream_unreachable"
             })
           }
           const lifetime = Number(body.expires_in)
@@ -70,9 +88,18 @@ export class OAuthClient extends Effect.Service<OAuthClient>()("connectors/OAuth
             ? e
             : new TokenEndpointError({
               message: `the token endpoint is unreachable: ${egress.explain(e)}`,
-              invalidGrant: false
+              invalidGrant: false,
+              code: egress.refusal(e) === undefined ? "upstream_unreachable" : "egress_refused"
             })
-      })
+      }).pipe(Effect.timeoutFail({
+        duration: timeoutMs,
+        onTimeout: () =>
+          new TokenEndpointError({
+            message: `the token endpoint did not answer within ${timeoutMs / 1000} s`,
+            invalidGrant: false,
+            code: "upstream_timeout"
+          })
+      }))
 
     return {
       exchangeCode: (

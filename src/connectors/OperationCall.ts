@@ -119,12 +119,21 @@ const notPrepared = (p: NotPrepared): CallOutcome => ({
   ...(p.details === undefined ? {} : { details: p.details })
 })
 
-/** A connection that cannot be used now is the caller's to fix (409), unless its secret is unreadable: ours. */
+/** Statuses of the token endpoint's failures: those of a target's (Upstream.classifyFailure). */
+const TOKEN_FAILURE_STATUS = { egress_refused: 403, upstream_unreachable: 502, upstream_timeout: 504 } as const
+
+/**
+ * A connection that cannot be used now is the caller's to fix (409), unless its secret is unreadable (ours) or
+ * its OAuth2 token endpoint failed (the target's side: 403, 502, 504 as for the target itself).
+ */
 const unusable = (e: ConnectionUnusable): CallOutcome => {
   if (e.code === "connection_credentials_unreadable") {
     throw new Error(`connection credentials unreadable: ${e.message}`)
   }
-  return { _tag: "Refused", status: 409, code: e.code, message: e.message }
+  const status = e.code in TOKEN_FAILURE_STATUS
+    ? TOKEN_FAILURE_STATUS[e.code as keyof typeof TOKEN_FAILURE_STATUS]
+    : 409
+  return { _tag: "Refused", status, code: e.code, message: e.message }
 }
 
 /** Not on the wire (the caller is gone); recorded, so the invocations say what became of the call. */

@@ -68,6 +68,19 @@ const isDotSegment = (value: string) => {
   return decoded === "." || decoded === ".."
 }
 
+/**
+ * A path parameter in OpenAPI's `simple` style: an array's items (an object's keys and values, or `key=value`
+ * pairs when exploded) joined by commas, each percent-encoded; `text` is the same unencoded, for the checks.
+ */
+const simpleStyle = (value: unknown, explode: boolean): { readonly text: string; readonly encoded: string } => {
+  const parts: Array<string> = Array.isArray(value)
+    ? value.map(scalar)
+    : typeof value === "object" && value !== null
+    ? Object.entries(value).flatMap(([k, v]) => explode ? [`${k}=${scalar(v)}`] : [k, scalar(v)])
+    : [scalar(value)]
+  return { text: parts.join(","), encoded: parts.map(encodeURIComponent).join(",") }
+}
+
 const isEmptyObject = (value: unknown) =>
   typeof value === "object" && value !== null && !Array.isArray(value) && Object.keys(value).length === 0
 
@@ -77,7 +90,13 @@ const basePathOf = (url: URL) => url.pathname.replace(/\/+$/, "")
 const appendQuery = (params: URLSearchParams, name: string, value: unknown, style: string, explode: boolean) => {
   if (value === undefined || value === null) return
   if (Array.isArray(value)) {
-    const sep = style === "spaceDelimited" ? " " : style === "pipeDelimited" ? "|" : ","
+    const sep = style === "spaceDelimited"
+      ? " "
+      : style === "pipeDelimited"
+      ? "|"
+      : style === "tabDelimited"
+      ? "\t"
+      : ","
     if (explode && style === "form") value.forEach((v) => params.append(name, scalar(v)))
     else params.append(name, value.map(scalar).join(sep))
   } else if (typeof value === "object" && style === "deepObject") {
@@ -121,8 +140,17 @@ export const buildRequest = (args: {
     }
   }
   const pathParams = input.path_params ?? {}
-  const dotted = Object.entries(pathParams).filter(([, value]) =>
-    value !== undefined && value !== null && isDotSegment(scalar(value))
+  const segments = new Map(
+    Object.entries(pathParams).map(([name, value]) => [
+      name,
+      simpleStyle(
+        value,
+        operation.parameters.find((p) => p.in === "path" && p.name === name)?.explode ?? false
+      )
+    ])
+  )
+  const dotted = [...segments].filter(([name, segment]) =>
+    pathParams[name] !== undefined && pathParams[name] !== null && isDotSegment(segment.text)
   )
   if (dotted.length > 0) {
     const issues = dotted.map(([name]) => ({
@@ -138,7 +166,10 @@ export const buildRequest = (args: {
       details: { issues }
     }
   }
-  const path = operation.path.replace(/\{([^}]+)\}/g, (_, name: string) => encodeURIComponent(scalar(pathParams[name])))
+  const path = operation.path.replace(
+    /\{([^}]+)\}/g,
+    (_, name: string) => (segments.get(name) ?? simpleStyle(undefined, false)).encoded
+  )
   const url = new URL(args.baseUrl.replace(/\/+$/, "") + path)
   // the last word: whatever the document's path template holds, a call stays under the server URL's path
   const base = basePathOf(new URL(args.baseUrl))

@@ -38,7 +38,10 @@ export type SchemeChoice =
   | { readonly ok: true; readonly authType: AuthType; readonly scheme: string | null }
   | { readonly ok: false; readonly message: string }
 
-/** The security scheme a set of credentials fits: by name when given, else the first that fits. */
+/**
+ * The security scheme a set of credentials fits: by name when given, else the first that fits, those of the
+ * document's `security` before the others.
+ */
 export const chooseScheme = (connector: ImportedConnector, credentials: Credentials): SchemeChoice => {
   const accepted = acceptedAuthTypes(connector)
   if (!accepted.includes(credentials.type)) {
@@ -49,7 +52,12 @@ export const chooseScheme = (connector: ImportedConnector, credentials: Credenti
     }
   }
   if (credentials.type === "none") return { ok: true, authType: "none", scheme: null }
-  const entries = Object.entries(connector.securitySchemes)
+  // the schemes the document requires first, in its order (the stored object's key order is PostgreSQL's)
+  const names = new Set([...connector.security.flatMap(Object.keys), ...Object.keys(connector.securitySchemes)])
+  const entries = [...names].flatMap((name) => {
+    const scheme = connector.securitySchemes[name]
+    return scheme === undefined ? [] : [[name, scheme] as const]
+  })
   if (credentials.type === "api_key" && credentials.scheme !== undefined) {
     const named = connector.securitySchemes[credentials.scheme]
     return named?.type === "apiKey"

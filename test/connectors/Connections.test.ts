@@ -64,6 +64,25 @@ describe("credentials per security scheme", () => {
     check(lastRequest())
   })
 
+  it("puts an API key where the document's security asks for it, whatever the schemes are called", async () => {
+    const apiKey = (await node.bootstrap()).api_key
+    const spec = {
+      ...petstore(target.url, {
+        q: { type: "apiKey", in: "query", name: "token" },
+        headerKey: { type: "apiKey", in: "header", name: "X-Api-Key" }
+      }),
+      security: [{ headerKey: [] }]
+    }
+    const connector = await createConnector(node, apiKey, spec)
+    const connection = await createConnection(node, apiKey, connector.id, {
+      name: "c",
+      credentials: { type: "api_key", value: "where-it-belongs" }
+    })
+    expect((await invoke(node, apiKey, connector.id, connection.id, "listPets")).status).toBe(200)
+    expect(lastRequest().headers["x-api-key"]).toBe("where-it-belongs")
+    expect(lastRequest().query.get("token")).toBeNull()
+  })
+
   it("refuses credentials the connector does not accept, listing what it does", async () => {
     const apiKey = (await node.bootstrap()).api_key
     const connector = await createConnector(node, apiKey, petstore(target.url))
@@ -210,6 +229,66 @@ describe("connection scope and isolation", () => {
     expect((await node.fetch(base, { method: "DELETE", apiKey })).status).toBe(204)
     expect((await invoke(node, apiKey, connector.id, conn.id, "listPets")).status).toBe(404)
     expect((await node.fetch(base, { apiKey })).status).toBe(404)
+  })
+
+  it("re-keys an API key connection where its key went, unless a scheme is named", async () => {
+    const { api_key: apiKey } = await node.bootstrap()
+    const connector = await createConnector(
+      node,
+      apiKey,
+      petstore(target.url, {
+        h: { type: "apiKey", in: "header", name: "X-Api-Key" },
+        query: { type: "apiKey", in: "query", name: "api_key" }
+      })
+    )
+    const conn = await createConnection(node, apiKey, connector.id, {
+      name: "q",
+      credentials: { type: "api_key", value: "old-key", scheme: "query" }
+    })
+    const patch = (credentials: Record<string, unknown>) =>
+      node.fetch(`/v1/tools/connectors/${connector.id}/connections/${conn.id}`, {
+        ...json({ credentials }),
+        method: "PATCH",
+        apiKey
+      })
+    expect((await patch({ type: "api_key", value: "new-key" })).status).toBe(200)
+    expect((await invoke(node, apiKey, connector.id, conn.id, "listPets")).status).toBe(200)
+    expect(lastRequest().query.get("api_key")).toBe("new-key")
+    expect(lastRequest().headers["x-api-key"]).toBeUndefined()
+    expect((await patch({ type: "api_key", value: "hdr-key", scheme: "h" })).status).toBe(200)
+    expect((await invoke(node, apiKey, connector.id, conn.id, "listPets")).status).toBe(200)
+    expect(lastRequest().headers["x-api-key"]).toBe("hdr-key")
+    expect(lastRequest().query.get("api_key")).toBeNull()
+  })
+
+  it("deletes a connector's connections, credentials and all, when it is archived", async () => {
+    const { api_key: apiKey } = await node.bootstrap()
+    const connector = await createConnector(node, apiKey, petstore(target.url))
+    const kept = await createConnector(node, apiKey, petstore(target.url), { name: "Kept" })
+    const conn = await createConnection(node, apiKey, connector.id, {
+      name: "a",
+      credentials: { type: "api_key", value: "archived-secret" }
+    })
+    const other = await createConnection(node, apiKey, kept.id, {
+      name: "b",
+      credentials: { type: "api_key", value: "kept-secret" }
+    })
+    expect((await node.fetch(`/v1/tools/connectors/${connector.id}`, { method: "DELETE", apiKey })).status).toBe(200)
+    expect((await invoke(node, apiKey, "_", conn.id, "listPets")).status).toBe(404)
+    const db = new pg.Client({ connectionString: node.databaseUrl })
+    await db.connect()
+    try {
+      const { rows } = await db.query(
+        "SELECT id, deleted_at IS NOT NULL AS deleted, credentials IS NULL AS wiped FROM connections WHERE id = ANY($1)",
+        [[conn.id, other.id]]
+      )
+      const byId = Object.fromEntries(rows.map((r) => [r.id, { deleted: r.deleted, wiped: r.wiped }]))
+      expect(byId[conn.id]).toEqual({ deleted: true, wiped: true })
+      expect(byId[other.id]).toEqual({ deleted: false, wiped: false })
+    } finally {
+      await db.end()
+    }
+    expect((await invoke(node, apiKey, kept.id, other.id, "listPets")).status).toBe(200)
   })
 
   it("serves the operation input schema with both id forms", async () => {

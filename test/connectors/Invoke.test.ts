@@ -63,6 +63,91 @@ describe.each([["fast path", "true"], ["general stack", "false"]])("invoke throu
       expect(target.requests[before]!.query.get("limit")).toBe("5")
     })
 
+    it("sends every parameter style it imports without a warning in that style", async () => {
+      const styled = await createConnector(node, apiKey, {
+        swagger: "2.0",
+        info: { title: "Styles", version: "1" },
+        host: new URL(target.url).host,
+        schemes: ["http"],
+        paths: {
+          "/boards/{ids}/{pair}": {
+            get: {
+              operationId: "styles",
+              parameters: [
+                { name: "ids", in: "path", required: true, type: "array", items: { type: "string" } },
+                { name: "pair", in: "path", required: true, type: "string" },
+                { name: "cols", in: "query", type: "array", items: { type: "string" }, collectionFormat: "tsv" },
+                { name: "tags", in: "query", type: "array", items: { type: "integer" }, collectionFormat: "pipes" }
+              ]
+            }
+          }
+        }
+      })
+      expect(styled.import_report.warnings).toEqual([])
+      const conn = await createConnection(node, apiKey, styled.id, { name: "s" })
+      const before = target.requests.length
+      const response = await invoke(node, apiKey, styled.id, conn.id, "styles", {
+        path_params: { ids: ["a b", "c/d"], pair: "x" },
+        query_params: { cols: ["p", "q"], tags: [1, 2] }
+      })
+      expect(response.status).toBe(200)
+      const seen = target.requests[before]!
+      // simple style: the items, each encoded, joined by commas
+      expect(seen.path).toBe("/boards/a%20b,c%2Fd/x")
+      expect(seen.query.get("cols")).toBe("p\tq")
+      expect(seen.query.get("tags")).toBe("1|2")
+      // an array cannot smuggle a dot segment in
+      const dotted = await invoke(node, apiKey, styled.id, conn.id, "styles", {
+        path_params: { ids: [".."], pair: "x" }
+      })
+      expect(dotted.status).toBe(400)
+      expect((await dotted.json()).error.details.issues[0].path).toBe("path_params.ids")
+    })
+
+    it("matches header names case-insensitively and takes a typed header's text", async () => {
+      const headed = await createConnector(node, apiKey, {
+        openapi: "3.1.0",
+        info: { title: "Headers", version: "1" },
+        servers: [{ url: target.url }],
+        paths: {
+          "/h": {
+            get: {
+              operationId: "headed",
+              parameters: [
+                { name: "X-Tenant", in: "header", required: true, schema: { type: "string" } },
+                { name: "X-Page-Size", in: "header", required: true, schema: { type: "integer", maximum: 50 } },
+                { name: "X-Dry-Run", in: "header", schema: { type: "boolean" } }
+              ]
+            }
+          }
+        }
+      })
+      const conn = await createConnection(node, apiKey, headed.id, { name: "h" })
+      const before = target.requests.length
+      const response = await invoke(node, apiKey, headed.id, conn.id, "headed", {
+        headers: { "x-tenant": "acme", "x-page-size": "20", "X-DRY-RUN": "true" }
+      })
+      expect(response.status).toBe(200)
+      const seen = target.requests[before]!
+      expect(seen.headers["x-tenant"]).toBe("acme")
+      expect(seen.headers["x-page-size"]).toBe("20")
+      expect(seen.headers["x-dry-run"]).toBe("true")
+      const wrong = await invoke(node, apiKey, headed.id, conn.id, "headed", {
+        headers: { "x-tenant": "acme", "X-Page-Size": "many", "x-dry-run": "maybe" }
+      })
+      expect(wrong.status).toBe(400)
+      expect((await wrong.json()).error.details.issues).toEqual([
+        { path: "headers.X-Dry-Run", message: "must be boolean" },
+        { path: "headers.X-Page-Size", message: "must be integer" }
+      ])
+      const tooBig = await invoke(node, apiKey, headed.id, conn.id, "headed", {
+        headers: { "X-Tenant": "acme", "X-Page-Size": "51" }
+      })
+      expect((await tooBig.json()).error.details.issues).toEqual([
+        { path: "headers.X-Page-Size", message: "must be <= 50" }
+      ])
+    })
+
     it("uses GET for a GET operation even though invoke is a POST, and encodes path parameters", async () => {
       const before = target.requests.length
       const response = await invoke(node, apiKey, connector.id, connection.id, "getPet", {

@@ -25,6 +25,17 @@ const parseText = (text: string): unknown => {
 
 /** The document as an object: a string is parsed as JSON, else as YAML. */
 export const readDocument = (input: unknown): JsonObject => {
+  if (typeof input === "string" && input.trim() === "") {
+    throw new OpenApiImportError("The document is empty: send the OpenAPI document itself", "")
+  }
+  // as other gateways take a document's address; this one is sent the document
+  if (typeof input === "string" && /^https?:\/\/\S+$/i.test(input.trim())) {
+    throw new OpenApiImportError(
+      "The document is a URL, which is not fetched: send the OpenAPI document itself " +
+        "(e.g. `\"spec\": $(curl -s URL)`, or `switchyard connectors add FILE`)",
+      ""
+    )
+  }
   const value = typeof input === "string" ? parseText(input) : input
   if (!isObject(value)) {
     throw new OpenApiImportError(`An OpenAPI document must be an object, got ${describe(value)}`, "")

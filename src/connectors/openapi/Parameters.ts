@@ -46,8 +46,16 @@ const keyOf = (location: string, name: string) => `${location}:${location === "h
 
 const defaultStyle = (location: Location) => location === "path" || location === "header" ? "simple" : "form"
 
+/** The styles requests are built in (RequestBuilder); tabDelimited is Swagger 2.0's `tsv`. */
+const SUPPORTED_STYLES: Readonly<Record<string, ReadonlyArray<string>>> = {
+  path: ["simple"],
+  header: ["simple"],
+  query: ["form", "spaceDelimited", "pipeDelimited", "deepObject", "tabDelimited"],
+  cookie: ["form"]
+}
+
 const warnStyle = (ctx: ImportContext, at: string, style: string, location: string, name: string) => {
-  if (style !== "simple" && style !== "form") {
+  if (!SUPPORTED_STYLES[location]?.includes(style)) {
     const fallback = location === "path" || location === "header" ? "simple" : "form"
     ctx.warn(at, `unsupported parameter style ${style} for ${location} parameter "${name}"; sent as ${fallback}`)
   }

@@ -19,8 +19,14 @@ describe("documents that cannot be imported", () => {
     ["an array", [], "An OpenAPI document must be an object, got an array"],
     ["null", null, "An OpenAPI document must be an object, got null"],
     ["a number", 42, "An OpenAPI document must be an object, got number"],
-    ["empty text", "", "An OpenAPI document must be an object, got null"],
-    ["plain text", "hello", "An OpenAPI document must be an object, got string"]
+    ["empty text", " \n", "The document is empty: send the OpenAPI document itself"],
+    ["plain text", "hello", "An OpenAPI document must be an object, got string"],
+    [
+      "a URL",
+      "https://api.example.com/openapi.json",
+      "The document is a URL, which is not fetched: send the OpenAPI document itself " +
+      "(e.g. `\"spec\": $(curl -s URL)`, or `switchyard connectors add FILE`)"
+    ]
   ])("rejects %s", (_, document, message) => {
     const error = failure(document)
     expect(error.message).toBe(message)

@@ -1,0 +1,131 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { echo, startTargetServer, type TargetServer } from "../support/TargetServer.js"
+import { startTestNode, type TestNode } from "../support/TestNode.js"
+import { createConnection, createConnector, invoke, json } from "./support.js"
+
+/** How the token endpoint answers a client-credentials grant. */
+type TokenMode = "token" | "silent" | "html" | "invalid_client"
+
+let node: TestNode
+let server: TargetServer
+let mode: TokenMode = "token"
+
+beforeAll(async () => {
+  // a short call deadline: a silent token endpoint must not hold a call longer than it
+  node = await startTestNode({ SWITCHYARD_EGRESS_ALLOW: "127.0.0.1", SWITCHYARD_CONNECTOR_TIMEOUT: "2 seconds" })
+  server = await startTargetServer((request, response) => {
+    if (request.path !== "/token") return echo(request, response)
+    switch (mode) {
+      case "token":
+        response.writeHead(200, { "content-type": "application/json" })
+        return void response.end(JSON.stringify({ access_token: "tok", token_type: "Bearer", expires_in: 3600 }))
+      case "silent":
+        return // never answers
+      case "html":
+        response.writeHead(200, { "content-type": "text/html" })
+        return void response.end("<html>maintenance</html>")
+      case "invalid_client":
+        response.writeHead(401, { "content-type": "application/json" })
+        return void response.end(JSON.stringify({ error: "invalid_client", error_description: "bad secret" }))
+    }
+  })
+})
+afterAll(async () => {
+  await node?.stop()
+  await server?.close()
+})
+
+const clientCredentialsSpec = () => ({
+  openapi: "3.0.3",
+  info: { title: "Machine API", version: "1" },
+  servers: [{ url: `${server.url}/api` }],
+  security: [{ oauth: [] }],
+  components: {
+    securitySchemes: {
+      oauth: { type: "oauth2", flows: { clientCredentials: { tokenUrl: `${server.url}/token`, scopes: {} } } }
+    }
+  },
+  paths: { "/me": { get: { operationId: "me", responses: { "200": { description: "ok" } } } } }
+})
+
+const connect = async () => {
+  const { api_key: apiKey } = await node.bootstrap()
+  const connector = await createConnector(node, apiKey, clientCredentialsSpec())
+  const connection = await createConnection(node, apiKey, connector.id, {
+    name: "machine",
+    credentials: { type: "oauth2", client_id: "id", client_secret: "secret" }
+  })
+  const status = async () =>
+    (await (await node.fetch(`/v1/tools/connectors/${connector.id}/connections/${connection.id}`, { apiKey })).json())
+      .status
+  return { apiKey, connector, connection, status }
+}
+
+describe("an OAuth2 client-credentials token endpoint that fails", () => {
+  it("that never answers fails the call within the connector timeout, and the connection stays active", async () => {
+    mode = "silent"
+    try {
+      const { apiKey, connection, connector, status } = await connect()
+      const started = Date.now()
+      const response = await invoke(node, apiKey, connector.id, connection.id, "me")
+      expect(Date.now() - started).toBeLessThan(10_000)
+      expect(response.status).toBe(504)
+      const body = await response.json()
+      expect(body.error.code).toBe("upstream_timeout")
+      expect(body.error.message).toContain("token endpoint did not answer within 2 s")
+      expect(await status()).toBe("active")
+      mode = "token"
+      expect((await invoke(node, apiKey, connector.id, connection.id, "me")).status).toBe(200)
+    } finally {
+      mode = "token"
+    }
+  }, 30_000)
+
+  it("that answers without a token is a bad gateway, not a sign-in to redo", async () => {
+    mode = "html"
+    try {
+      const { apiKey, connection, connector, status } = await connect()
+      const response = await invoke(node, apiKey, connector.id, connection.id, "me")
+      expect(response.status).toBe(502)
+      const body = await response.json()
+      expect(body.error.code).toBe("upstream_unreachable")
+      expect(body.error.message).toContain("answered HTTP 200 without an access_token")
+      expect(await status()).toBe("active")
+    } finally {
+      mode = "token"
+    }
+  })
+
+  it("that refuses the client asks for new credentials, which a PATCH gives", async () => {
+    mode = "invalid_client"
+    try {
+      const { apiKey, connection, connector, status } = await connect()
+      const response = await invoke(node, apiKey, connector.id, connection.id, "me")
+      expect(response.status).toBe(409)
+      const body = await response.json()
+      expect(body.error.code).toBe("connection_needs_reauthentication")
+      expect(body.error.message).toContain("invalid_client (bad secret)")
+      expect(body.error.message).toContain("PATCH")
+      expect(body.error.message).not.toContain("authorize")
+      expect(await status()).toBe("needs_reauthentication")
+      const again = await invoke(node, apiKey, connector.id, connection.id, "me")
+      expect((await again.json()).error.message).toContain("PATCH")
+      // there is no sign-in to redo
+      const authorize = await node.fetch(`/v1/tools/connections/${connection.id}/authorize`, { method: "POST", apiKey })
+      expect(authorize.status).toBe(400)
+      mode = "token"
+      const patched = await node.fetch(`/v1/tools/connectors/${connector.id}/connections/${connection.id}`, {
+        ...json({ credentials: { type: "oauth2", client_id: "id", client_secret: "rotated" } }),
+        method: "PATCH",
+        apiKey
+      })
+      expect(patched.status).toBe(200)
+      expect(await status()).toBe("active")
+      const ok = await invoke(node, apiKey, connector.id, connection.id, "me")
+      expect(ok.status).toBe(200)
+      expect((await ok.json()).headers.authorization).toBe("Bearer tok")
+    } finally {
+      mode = "token"
+    }
+  })
+})
