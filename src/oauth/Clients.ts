@@ -25,6 +25,7 @@ export const isLoopbackRedirect = (uri: string) => URL.canParse(uri) && LOOPBACK
 export const isMetadataDocumentId = (id: string) =>
   URL.canParse(id) && new URL(id).protocol === "https:" && new URL(id).pathname !== "/"
 
+const METADATA_TIMEOUT_MS = 5_000
 const METADATA_MAX_BYTES = 64 * 1024
 const METADATA_FRESH_MS = 60 * 60 * 1000
 /** Redirect URIs a client may register: every authorization request is checked against each. */
@@ -112,7 +113,7 @@ export class Clients extends Effect.Service<Clients>()("oauth/Clients", {
           const response = await request(id, {
             method: "GET",
             dispatcher: egress.dispatcher,
-            signal: AbortSignal.any([signal, AbortSignal.timeout(5_000)]),
+            signal,
             headers: { accept: "application/json" },
             maxRedirections: 0
           } as never)
@@ -131,6 +132,9 @@ export class Clients extends Effect.Service<Clients>()("oauth/Clients", {
         },
         catch: egress.explain
       }).pipe(
+        // Effect's deadline, which aborts `signal`: an AbortSignal.timeout inside AbortSignal.any is not kept
+        // alive by Node 20, and once collected a silent host would hold the registration for ever
+        Effect.timeoutFail({ duration: METADATA_TIMEOUT_MS, onTimeout: () => "no answer within 5 s" }),
         Effect.tapError((reason) =>
           Effect.logWarning("client metadata document not fetched").pipe(
             Effect.annotateLogs({ client_id: id, reason })

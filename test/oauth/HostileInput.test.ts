@@ -1,4 +1,5 @@
 import * as Http from "node:http"
+import * as Net from "node:net"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
@@ -290,5 +291,25 @@ describe("a metadata document that cannot be fetched", () => {
     expect(refused.error_description).toBe(shown.error_description)
     const logged = logs.find((l) => l.annotations["client_id"] === clientId)
     expect(String(logged?.annotations["reason"])).toMatch(/SSL|TLS|EPROTO/)
+  })
+
+  it("from a host that never answers, gives up after 5 s", async () => {
+    // takes the connection and says nothing: the TLS handshake waits for ever
+    const held: Array<Net.Socket> = []
+    const silent = Net.createServer((socket) => void held.push(socket))
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve))
+    try {
+      const clientId = `https://127.0.0.1:${(silent.address() as AddressInfo).port}/client.json`
+      const authorize = await fetch(authorizeUrl(node, { client_id: clientId, challenge: pkce().challenge }), {
+        redirect: "manual",
+        signal: AbortSignal.timeout(15_000)
+      })
+      await expectOAuthError(authorize, 400, "invalid_client")
+      const logged = logs.find((l) => l.annotations["client_id"] === clientId)
+      expect(String(logged?.annotations["reason"])).toBe("no answer within 5 s")
+    } finally {
+      for (const socket of held) socket.destroy()
+      await new Promise<void>((resolve) => silent.close(() => resolve()))
+    }
   })
 })
