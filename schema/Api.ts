@@ -118,6 +118,11 @@ export class IdentityApi extends HttpApiGroup.make("identity")
       .addError(ConflictWire)
       .annotate(
         OpenApi.Description,
+        "Remove a person from the organization: their personal API keys here are revoked, their personal " +
+          "connections deleted (credentials erased), and they leave its groups."
+      )
+      .annotate(
+        OpenApi.Description,
         "Remove a member from the organization: their personal keys are revoked, their groups left."
       )
   )

@@ -253,6 +253,14 @@ export class ConnectorRepo extends Effect.Service<ConnectorRepo>()("connectors/C
         Effect.orDie
       )
 
+    /** A member's personal connections in one organization, deleted as `deleteConnection` does; their ids. */
+    const deletePersonalConnections = (organizationId: OrganizationId, userId: UserId) =>
+      sql<{ id: ConnectionId }>`
+        UPDATE connections SET deleted_at = now(), credentials = NULL, key_version = NULL, updated_at = now()
+        WHERE organization_id = ${organizationId} AND owner_user_id = ${userId} AND access_scope = 'personal'
+          AND deleted_at IS NULL
+        RETURNING id`.pipe(Effect.map((rows) => rows.map((r) => r.id)), Effect.orDie)
+
     const insertAuthorization = (a: {
       stateHash: Uint8Array
       connectionId: ConnectionId
@@ -300,7 +308,8 @@ export class ConnectorRepo extends Effect.Service<ConnectorRepo>()("connectors/C
       findConnectionIdByName,
       findConnectionById,
       updateConnection,
-      deleteConnection
+      deleteConnection,
+      deletePersonalConnections
     } as const
   })
 }) {}

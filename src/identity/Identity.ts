@@ -18,6 +18,7 @@ import type { Principal } from "../../schema/Security.js"
 import { OrganizationAgents } from "../access/OrganizationAgents.js"
 import { checkRoleChange } from "../access/RolePolicy.js"
 import { AuditLog } from "../audit/AuditLog.js"
+import { ConnectorRepo } from "../connectors/ConnectorRepo.js"
 import { transactionIn } from "../db/Transaction.js"
 import { generateApiKey } from "./ApiKeySecret.js"
 import { consoleKeyId } from "./ConsoleKeyId.js"
@@ -33,6 +34,7 @@ export interface Bootstrapped {
 export class Identity extends Effect.Service<Identity>()("identity/Identity", {
   effect: Effect.gen(function*() {
     const repo = yield* IdentityRepo
+    const connectorRepo = yield* ConnectorRepo
     const agents = yield* OrganizationAgents
     const transaction = transactionIn(yield* SqlClient.SqlClient)
     const audit = yield* AuditLog
@@ -186,7 +188,10 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       transaction
     )
 
-    /** Out of the organization and its groups; their personal keys here are revoked. */
+    /**
+     * Out of the organization and its groups; their personal keys here are revoked, and their personal
+     * connections deleted (the credentials erased): only they could use them, and no secret outlives its use.
+     */
     const removeMember = Effect.fn("Identity.removeMember")(function*(principal: Principal, userId: UserId) {
       yield* requirePermission(principal, Policy.removeMembers)
       yield* repo.lockOrganization(principal.organizationId)
@@ -195,11 +200,12 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       yield* checkRoleChange(principal, member.role, undefined)
       yield* keepsSuperAdmin(principal, member.role, undefined)
       const revoked = yield* repo.revokePersonalKeys(principal.organizationId, userId)
+      const connections = yield* connectorRepo.deletePersonalConnections(principal.organizationId, userId)
       yield* repo.deleteMembership(principal.organizationId, userId)
       yield* audit.record(principal, {
         action: "REMOVE_MEMBER",
         targets: [{ type: "member", id: userId, name: member.user.email }],
-        details: { role: member.role, revoked_api_keys: revoked }
+        details: { role: member.role, revoked_api_keys: revoked, deleted_connections: connections }
       })
       return revoked
     }, transaction)
@@ -293,5 +299,5 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       revokeApiKey
     } as const
   }),
-  dependencies: [IdentityRepo.Default, OrganizationAgents.Default, AuditLog.Default]
+  dependencies: [IdentityRepo.Default, ConnectorRepo.Default, OrganizationAgents.Default, AuditLog.Default]
 }) {}

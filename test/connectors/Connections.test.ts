@@ -174,6 +174,48 @@ describe("connection scope and isolation", () => {
     expect(orgConn.status).toBe(403)
   })
 
+  it("deletes a member's personal connections, credentials erased, when they are removed; others stay", async () => {
+    const org = await node.bootstrap()
+    const connector = await createConnector(node, org.api_key, petstore(target.url))
+    const member = await (await node.fetch("/v1/members", {
+      ...json({ email: `leaver-${Date.now()}@example.com` }),
+      apiKey: org.api_key
+    })).json()
+    const memberKey = (await (await node.fetch("/v1/api-keys", {
+      ...json({ name: "m", user_id: member.user.id }),
+      apiKey: org.api_key
+    })).json()).api_key
+    const personal = await createConnection(node, memberKey, connector.id, {
+      name: "mine",
+      access_scope: "personal",
+      credentials: { type: "api_key", value: "member-secret" }
+    })
+    const shared = await createConnection(node, org.api_key, connector.id, {
+      name: "shared",
+      credentials: { type: "api_key", value: "org-secret" }
+    })
+    const removed = await node.fetch(`/v1/members/${member.user.id}`, { method: "DELETE", apiKey: org.api_key })
+    expect(removed.status).toBe(204)
+    const db = new pg.Client({ connectionString: node.databaseUrl })
+    await db.connect()
+    try {
+      const rows = (await db.query(
+        "SELECT id, deleted_at IS NOT NULL AS deleted, credentials IS NULL AS erased FROM connections WHERE id = ANY($1)",
+        [[personal.id, shared.id]]
+      )).rows
+      expect(rows.find((r) => r.id === personal.id)).toMatchObject({ deleted: true, erased: true })
+      expect(rows.find((r) => r.id === shared.id)).toMatchObject({ deleted: false, erased: false })
+      const audit = (await db.query(
+        "SELECT details FROM audit_events WHERE organization_id = $1 AND action = 'REMOVE_MEMBER'",
+        [org.organization_id]
+      )).rows
+      expect(audit.at(-1)?.details.deleted_connections).toEqual([personal.id])
+    } finally {
+      await db.end()
+    }
+    expect((await invoke(node, org.api_key, connector.id, shared.id, "listPets")).status).toBe(200)
+  })
+
   it("never lets another organization read, use, change or delete a connection", async () => {
     const a = await node.bootstrap()
     const b = await node.bootstrap()
