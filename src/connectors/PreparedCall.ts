@@ -36,44 +36,92 @@ const wantsUserToken = (target: InvokeTarget) =>
 const reveal = (record: Record<string, Redacted.Redacted<string>>) =>
   Object.fromEntries(Object.entries(record).map(([k, v]) => [k, Redacted.value(v)]))
 
-const headerParameters = new WeakMap<ImportedOperation, ReadonlyMap<string, ImportedParameter>>()
-/** The operation's header parameters by lower-case name. */
-const declaredHeaders = (operation: ImportedOperation) => {
-  let found = headerParameters.get(operation)
+interface DeclaredParameters {
+  /** Header parameters by lower-case name. */
+  readonly headers: ReadonlyMap<string, ImportedParameter>
+  /** Query and path parameters whose schema is not a string (a number, a boolean), by `in:name`. */
+  readonly typed: ReadonlyMap<string, ImportedParameter>
+}
+const declaredParameters = new WeakMap<ImportedOperation, DeclaredParameters>()
+const declaredOf = (operation: ImportedOperation): DeclaredParameters => {
+  let found = declaredParameters.get(operation)
   if (found === undefined) {
-    found = new Map(operation.parameters.filter((p) => p.in === "header").map((p) => [p.name.toLowerCase(), p]))
-    headerParameters.set(operation, found)
+    const ps = operation.parameters
+    const typed = ps.filter((p) => (p.in === "query" || p.in === "path") && !typesOf(p.schema).includes("string"))
+    found = {
+      headers: new Map(ps.filter((p) => p.in === "header").map((p) => [p.name.toLowerCase(), p])),
+      typed: new Map(typed.map((p) => [`${p.in}:${p.name}`, p]))
+    }
+    declaredParameters.set(operation, found)
   }
   return found
 }
 
+const typesOf = (schema: JsonSchema): ReadonlyArray<unknown> => Array.isArray(schema.type) ? schema.type : [schema.type]
+
 const NUMBER = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/
 
-/** A header's text as the value its schema describes (`"5"` for an integer is 5), for validation only. */
-const typedHeader = (schema: JsonSchema, text: string): unknown => {
-  const types = Array.isArray(schema.type) ? schema.type : [schema.type]
+/** A parameter's text as the value its schema describes (`"5"` for an integer is 5), for validation only. */
+const textAsDeclared = (schema: JsonSchema, text: string): unknown => {
+  const types = typesOf(schema)
   if (types.includes("string")) return text
   if ((types.includes("integer") || types.includes("number")) && NUMBER.test(text)) return Number(text)
   if (types.includes("boolean") && (text === "true" || text === "false")) return text === "true"
   return text
 }
 
-/**
- * Header names are case-insensitive and header values text: a caller's `x-tenant` is the declared `X-Tenant`,
- * and `"5"` fits a header declared as an integer. `wire` is what is sent, `typed` what is validated.
- */
-const withDeclaredHeaders = (operation: ImportedOperation, input: InvokeOperation) => {
-  const declared = input.headers === undefined ? undefined : declaredHeaders(operation)
-  if (declared === undefined || declared.size === 0) return { wire: input, typed: input }
-  const wire: Record<string, string> = {}
-  const typed: Record<string, unknown> = {}
-  for (const [name, value] of Object.entries(input.headers!)) {
-    const parameter = declared.get(name.toLowerCase())
-    const key = parameter?.name ?? name
-    wire[key] = value
-    typed[key] = parameter === undefined ? value : typedHeader(parameter.schema, value)
+/** `values` (query or path parameters) with the text of those declared as numbers or booleans as such. */
+const typedGroup = (
+  declared: DeclaredParameters,
+  location: "query" | "path",
+  values: Readonly<Record<string, unknown>> | undefined
+) => {
+  if (values === undefined || declared.typed.size === 0) return values
+  let typed: Record<string, unknown> | undefined
+  for (const name in values) {
+    const value = values[name]
+    if (typeof value !== "string") continue
+    const parameter = declared.typed.get(`${location}:${name}`)
+    if (parameter === undefined) continue
+    const asDeclared = textAsDeclared(parameter.schema, value)
+    if (asDeclared !== value) (typed ??= { ...values })[name] = asDeclared
   }
-  return { wire: { ...input, headers: wire }, typed: { ...input, headers: typed } }
+  return typed ?? values
+}
+
+/**
+ * Parameters travel as text, and callers (a model's tool call above all) send them as text: `"5"` fits a query,
+ * path or header parameter declared as an integer, and a caller's `x-tenant` is the declared `X-Tenant`.
+ * `wire` is what is sent (the text as given), `typed` what is validated.
+ */
+const withDeclaredParameters = (
+  operation: ImportedOperation,
+  input: InvokeOperation
+): { readonly wire: InvokeOperation; readonly typed: object } => {
+  if (input.headers === undefined && input.query_params === undefined && input.path_params === undefined) {
+    return { wire: input, typed: input }
+  }
+  const declared = declaredOf(operation)
+  const query = typedGroup(declared, "query", input.query_params)
+  const path = typedGroup(declared, "path", input.path_params)
+  let wire = input
+  // what is validated only: header values may be numbers and booleans there
+  let typed: object = query === input.query_params && path === input.path_params
+    ? input
+    : { ...input, query_params: query, path_params: path }
+  if (input.headers !== undefined && declared.headers.size > 0) {
+    const wireHeaders: Record<string, string> = {}
+    const typedHeaders: Record<string, unknown> = {}
+    for (const [name, value] of Object.entries(input.headers)) {
+      const parameter = declared.headers.get(name.toLowerCase())
+      const key = parameter?.name ?? name
+      wireHeaders[key] = value
+      typedHeaders[key] = parameter === undefined ? value : textAsDeclared(parameter.schema, value)
+    }
+    wire = { ...input, headers: wireHeaders }
+    typed = { ...typed, headers: typedHeaders }
+  }
+  return { wire, typed }
 }
 
 /**
@@ -88,7 +136,7 @@ export const prepareCall = (
   baseUrl?: string
 ): Prepared => {
   const { connection, connector, operation } = target
-  const { typed, wire } = withDeclaredHeaders(operation, input)
+  const { typed, wire } = withDeclaredParameters(operation, input)
   const checked = validatorFor(operation)(typed)
   if (!checked.ok) {
     const first = checked.issues[0]!

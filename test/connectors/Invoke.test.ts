@@ -148,6 +148,48 @@ describe.each([["fast path", "true"], ["general stack", "false"]])("invoke throu
       ])
     })
 
+    it("takes the text of a query or path parameter declared as a number or boolean (as a model sends it)", async () => {
+      const typed = await createConnector(node, apiKey, {
+        openapi: "3.1.0",
+        info: { title: "Typed", version: "1" },
+        servers: [{ url: target.url }],
+        paths: {
+          "/pages/{page}": {
+            get: {
+              operationId: "paged",
+              parameters: [
+                { name: "page", in: "path", required: true, schema: { type: "integer", minimum: 1 } },
+                { name: "limit", in: "query", schema: { type: "integer", maximum: 100 } },
+                { name: "draft", in: "query", schema: { type: "boolean" } },
+                { name: "q", in: "query", schema: { type: "string" } }
+              ]
+            }
+          }
+        }
+      })
+      const conn = await createConnection(node, apiKey, typed.id, { name: "t" })
+      const before = target.requests.length
+      const response = await invoke(node, apiKey, typed.id, conn.id, "paged", {
+        path_params: { page: "3" },
+        query_params: { limit: "2", draft: "false", q: "7" }
+      })
+      expect(response.status, await response.clone().text()).toBe(200)
+      const seen = target.requests[before]!
+      expect(seen.path).toBe("/pages/3")
+      expect(Object.fromEntries(seen.query)).toEqual({ limit: "2", draft: "false", q: "7" })
+      // the text is checked as its type: not a number, or out of range, is still refused
+      const wrong = await invoke(node, apiKey, typed.id, conn.id, "paged", {
+        path_params: { page: "0" },
+        query_params: { limit: "two", draft: "no" }
+      })
+      expect(wrong.status).toBe(400)
+      expect((await wrong.json()).error.details.issues.map((i: any) => i.path).sort()).toEqual([
+        "path_params.page",
+        "query_params.draft",
+        "query_params.limit"
+      ])
+    })
+
     it("uses GET for a GET operation even though invoke is a POST, and encodes path parameters", async () => {
       const before = target.requests.length
       const response = await invoke(node, apiKey, connector.id, connection.id, "getPet", {
