@@ -34,7 +34,7 @@ export const errorsPage = (): string =>
     "Every REST error, from every endpoint, has one shape:",
     "",
     "```json",
-    "{ \"error\": { \"code\": \"validation_failed\", \"message\": \"`kind`: Expected \\\"organization\\\", actual \\\"wizard\\\"\",",
+    "{ \"error\": { \"code\": \"validation_failed\", \"message\": \"`kind`: Expected \\\"organization\\\" | \\\"personal\\\", actual \\\"wizard\\\"\",",
     "             \"request_id\": \"5d0c…\", \"details\": { \"issues\": [ { \"path\": \"kind\", \"message\": \"…\" } ] } } }",
     "```",
     "",

@@ -48,7 +48,7 @@ const switchyard = groupCommand(
   "Switchyard: a self-hostable platform for AI agents. `switchyard COMMAND --help` shows a command's options " +
     "and the environment variables it reads; `switchyard --version` the version. Exit codes: 0 done, 1 the API " +
     "refused (its message and code are printed), 2 wrong use, 3 the node cannot be reached, 4 the agent's task " +
-    "failed.",
+    "failed, 5 it waits for a person's approval.",
   commands
 )
 
@@ -107,6 +107,8 @@ const reportStartupFailure = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     Effect.catchIf(
       (e: any) =>
         e?._tag === "EmbeddedPostgresError" || ConfigError.isConfigError(e) || e?._tag === "ServeError" ||
+        // the cluster runner's listener (SWITCHYARD_RUNNER_PORT), which fails as a socket server, not an HTTP one
+        (e?._tag === "SocketServerError" && e.reason === "Open") ||
         (e?._tag === "SqlError" && /connect/i.test(e.message)),
       (e: any) =>
         Effect.sync(() => {
@@ -114,7 +116,7 @@ const reportStartupFailure = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
             ? `invalid configuration: ${String(e)}`
             : e?._tag === "SqlError"
             ? `cannot reach the database (DATABASE_URL): ${String(e.cause?.message ?? e.message)}`
-            : e?._tag === "ServeError"
+            : e?._tag === "ServeError" || e?._tag === "SocketServerError"
             ? `cannot listen: ${String(e.cause?.message ?? e)} (check SWITCHYARD_HTTP_PORT / SWITCHYARD_RUNNER_PORT)`
             : e.message
           process.stderr.write(`switchyard: ${message}\n`)

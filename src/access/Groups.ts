@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import type { AddGroupMember, CreateGroup, GroupId, UpdateGroup } from "../../schema/Access.js"
-import { BadRequest, Conflict, NotFound } from "../../schema/Errors.js"
+import { Conflict, NotFound } from "../../schema/Errors.js"
 import { Member, type Role, roleDisplayName, User } from "../../schema/Identity.js"
 import type { UserId } from "../../schema/Ids.js"
 import { Policy } from "../../schema/Policy.js"
@@ -12,6 +12,7 @@ import { transactionIn } from "../db/Transaction.js"
 import { requirePermission } from "../identity/IdentityPolicy.js"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
+import { invalidField } from "../support/Issues.js"
 import { type GroupFields, groupNameTaken, GroupRepo, toGroup } from "./GroupRepo.js"
 import { OrganizationAgents } from "./OrganizationAgents.js"
 import { checkRoleChange, raisedRole } from "./RolePolicy.js"
@@ -144,11 +145,7 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
       function*(principal: Principal, id: GroupId, input: AddGroupMember) {
         yield* requirePermission(principal, Policy.manageGroups)
         if ((input.user_id === undefined) === (input.email === undefined)) {
-          return yield* BadRequest.of(
-            "Give either `user_id` (a member) or `email` (a person).",
-            undefined,
-            "validation_failed"
-          )
+          return yield* invalidField("", "Give either `user_id` (a member) or `email` (a person).")
         }
         yield* identity.lockOrganization(principal.organizationId)
         const group = yield* find(principal, id)

@@ -10,6 +10,7 @@ import { Connections } from "../connectors/Connections.js"
 import { requirePermission } from "../identity/IdentityPolicy.js"
 import { AGENT_DELETED, ScheduleRepo } from "../schedules/ScheduleRepo.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
+import { invalidField } from "../support/Issues.js"
 import { type AgentFields, AgentRepo, type AgentRow } from "./AgentRepo.js"
 import { BudgetLeases } from "./BudgetLeases.js"
 
@@ -54,31 +55,19 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
 
     const checkModel = (model: ModelConfig) => {
       if (model.provider === "scripted" && (model.script === undefined || model.script.length === 0)) {
-        return Effect.fail(
-          BadRequest.of("A `scripted` model needs a `script`: a list of turns to play.", undefined, "validation_failed")
-        )
+        return Effect.fail(invalidField("model.script", "is required for a `scripted` model: a list of turns to play."))
       }
       if (model.provider !== "scripted" && model.script !== undefined) {
-        return Effect.fail(
-          BadRequest.of("`script` is for the `scripted` provider only.", undefined, "validation_failed")
-        )
+        return Effect.fail(invalidField("model.script", "is for the `scripted` provider only."))
       }
       if (model.name === undefined && defaultModelName[model.provider] === undefined) {
-        return Effect.fail(
-          BadRequest.of(
-            "`model.name` is required for `openai-chat` (the model your server serves).",
-            undefined,
-            "validation_failed"
-          )
-        )
+        return Effect.fail(invalidField("model.name", "is required for `openai-chat` (the model your server serves)."))
       }
       if (
         model.base_url !== undefined &&
         !isHttpUrl(model.base_url)
       ) {
-        return Effect.fail(
-          BadRequest.of("`model.base_url` must be an absolute http(s) URL.", undefined, "validation_failed")
-        )
+        return Effect.fail(invalidField("model.base_url", "must be an absolute http(s) URL."))
       }
       return Effect.succeed({ ...model, name: model.name ?? defaultModelName[model.provider]! })
     }

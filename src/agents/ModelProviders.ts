@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { ModelProviderSettings } from "../../schema/Agents.js"
-import { BadRequest, NotFound } from "../../schema/Errors.js"
+import { NotFound } from "../../schema/Errors.js"
 import type { OrganizationId } from "../../schema/Ids.js"
 import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
@@ -10,6 +10,7 @@ import { CredentialVault } from "../connectors/CredentialVault.js"
 import { transactionIn } from "../db/Transaction.js"
 import { requirePermission } from "../identity/IdentityPolicy.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
+import { invalidField } from "../support/Issues.js"
 import { type HttpProvider, ModelProviderRepo, type ModelProviderRow } from "./ModelProviderRepo.js"
 
 export type { HttpProvider } from "./ModelProviderRepo.js"
@@ -40,7 +41,7 @@ export class ModelProviders extends Effect.Service<ModelProviders>()("agents/Mod
         input.base_url !== undefined &&
         !isHttpUrl(input.base_url)
       ) {
-        return yield* BadRequest.of("`base_url` must be an absolute http(s) URL.", undefined, "validation_failed")
+        return yield* invalidField("base_url", "must be an absolute http(s) URL.")
       }
       const sealed = input.api_key === undefined
         ? null

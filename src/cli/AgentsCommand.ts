@@ -143,17 +143,30 @@ const endUser = (target: ApiTarget, email: Option.Option<string>, id: Option.Opt
       )
   })
 
-const failedTask = (status: string, result: string | null) =>
-  new CliFailure({
-    message: `the task ended in ${status}${result === null ? "" : `: ${result}`}`,
-    exitCode: ExitCode.taskFailed
-  })
+/**
+ * A task without an answer: one that failed (exit 4), or one that has not ended (exit 5), such as the task of a
+ * synchronous invoke that waits for a person to approve a tool call: what to do next, not that it "ended".
+ */
+const noAnswer = (task: Pick<Task, "id" | "status" | "result">) =>
+  task.status === "error" || task.status === "cancelled"
+    ? new CliFailure({
+      message: `the task ended in ${task.status}${task.result === null ? "" : `: ${task.result}`}`,
+      exitCode: ExitCode.taskFailed
+    })
+    : new CliFailure({
+      message: (task.status === "waiting_approval"
+        ? `task ${task.id} waits for a person to approve a tool call (GET /v1/approvals?task_id=${task.id}); ` +
+          "once it is decided"
+        : `task ${task.id} is still ${task.status}; when it ends`) +
+        `, \`switchyard tasks get ${task.id} --wait 60\` prints its answer`,
+      exitCode: ExitCode.taskUnfinished
+    })
 
-/** The answer of a finished task for a person; a task that failed is the command's failure (exit 4). */
+/** The answer of a finished task for a person; a task without one is the command's failure (exit 4 or 5). */
 const answer = (task: Task) =>
   Effect.gen(function*() {
     const t = yield* Terminal
-    if (task.status !== "completed") return yield* failedTask(task.status, task.result)
+    if (task.status !== "completed") return yield* noAnswer(task)
     t.out(sanitize(task.result ?? "") + "\n")
     t.err(dim(t.colourErr, `task ${task.id} completed\n`))
   })
@@ -178,7 +191,9 @@ const streamed = (target: ApiTarget, agentId: AgentId, body: typeof InvokeAgent.
       )
       return yield* end.streamedText && task.status === "completed" ? Effect.void : answer(task)
     }
-    if (end.status !== "completed") return yield* failedTask(end.status, end.result)
+    if (end.status !== "completed") {
+      return yield* noAnswer({ id: end.taskId as TaskId, status: end.status, result: end.result })
+    }
     if (!end.streamedText) t.out(sanitize(end.result ?? "") + "\n")
     t.err(dim(t.colourErr, `task ${end.taskId} completed\n`))
   })
@@ -235,7 +250,7 @@ const invoke = Command.make(
           client.agents.invokeAgent({ path: { agent_id }, urlParams: {}, payload, headers }))
         if (options.json) {
           yield* printJson(Task, task)
-          return yield* task.status === "completed" ? Effect.void : failedTask(task.status, task.result)
+          return yield* task.status === "completed" ? Effect.void : noAnswer(task)
         }
         return yield* answer(task)
       }
@@ -245,7 +260,8 @@ const invoke = Command.make(
   Command.withDescription(
     "Invoke an agent and print its answer. On a terminal or not, the text is streamed as the model writes it " +
       "(Accept: text/event-stream); --no-stream waits for the whole answer, --json prints the finished task, " +
-      "--async prints the new task's id at once. Exit code 4 when the task ends in error or cancelled."
+      "--async prints the new task's id at once. Exit code 4 when the task ends in error or cancelled, 5 when " +
+      "it waits for a person to approve a tool call."
   )
 )
 

@@ -13,7 +13,9 @@ export const ExitCode = {
   /** The node could not be reached, or what answered is not a Switchyard API this CLI understands. */
   unreachable: 3,
   /** The agent's task ended in `error` or `cancelled`. */
-  taskFailed: 4
+  taskFailed: 4,
+  /** The agent's task has not ended: it waits for a person to approve a tool call (or still runs). */
+  taskUnfinished: 5
 } as const
 
 /** A failed command: what to tell the person (and, with `--json`, the envelope), and how to exit. */

@@ -8,10 +8,13 @@ import { OUTPUT_DELTA } from "../../schema/InvokeStream.js"
 import { type ApiTarget, keyedHttpClient } from "./ApiTarget.js"
 import { CliFailure, fromClientError, notUnderstood } from "./CliFailure.js"
 
-/** How a streamed invoke ended: the task's end event (docs/guides/events.md, "Streamed invoke"). */
+/**
+ * How a streamed invoke ended: the task's end event (docs/guides/events.md, "Streamed invoke"), or its pause for a
+ * person's approval, which a synchronous invoke answers with too (the stream would stay open until the decision).
+ */
 export interface StreamedEnd {
   readonly taskId: string | undefined
-  readonly status: "completed" | "error" | "cancelled" | undefined
+  readonly status: "completed" | "error" | "cancelled" | "waiting_approval" | undefined
   readonly result: string | null
   readonly resultTruncated: boolean
   /** Some text came as `task.output.delta` (and was handed to `onText`). */
@@ -76,7 +79,7 @@ export const streamInvoke = (
         onText(data.data.text)
       } else if (event.event === "task.created") {
         end = { ...end, taskId: data?.data?.task_id }
-      } else if (taskEndTypes.has(event.event)) {
+      } else if (taskEndTypes.has(event.event) || event.event === "task.waiting_approval") {
         end = {
           ...end,
           taskId: data?.data?.task_id ?? end.taskId,
@@ -88,10 +91,12 @@ export const streamInvoke = (
     }
     yield* response.stream.pipe(
       Stream.decodeText(),
-      Stream.runForEach((chunk) =>
+      // read until the task ends or waits for approval (its event sets `status`)
+      Stream.runForEachWhile((chunk) =>
         Effect.sync(() => {
           parser.feed(chunk)
-          for (const event of events.splice(0)) handle(event)
+          for (const event of events.splice(0)) if (end.status === undefined) handle(event)
+          return end.status === undefined
         })
       )
     )

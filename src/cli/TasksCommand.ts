@@ -51,6 +51,12 @@ const get = Command.make(
 
 const str = (v: unknown) => (v === undefined || v === null ? "" : String(v))
 
+/** Who decided: the audit log's actor (`{type, id, key_id}`) as its kind and id, e.g. `user 9bec…`. */
+const actor = (v: any) =>
+  typeof v === "object" && v !== null
+    ? [v.type === "api_key" ? "API key" : str(v.type), str(v.id)].filter((s) => s !== "").join(" ")
+    : str(v)
+
 /** One line per event of the thread: what happened at each step. */
 const summary = (event: ThreadEvent): string => {
   const d: any = event.data ?? {}
@@ -72,7 +78,11 @@ const summary = (event: ThreadEvent): string => {
     case "approval_requested":
       return `${str(d.name)} waits for approval ${str(d.approval_id)}`
     case "approval_decided":
-      return `${str(d.status)} by ${str(d.by)}${d.reason ? `: ${str(d.reason)}` : ""}`
+      return `${str(d.status)}${d.by ? ` by ${actor(d.by)}` : ""}${d.reason ? `: ${str(d.reason)}` : ""}`
+    case "command_check":
+      return `${str(d.decision)} ${str(d.command)}${d.rule ? ` (rule ${str(d.rule)})` : ""}${
+        d.reason ? `: ${str(d.reason)}` : ""
+      }`
     default:
       return str(d.message)
   }
@@ -86,7 +96,7 @@ const thread = Command.make("thread", { ...apiOptions, id: taskId }, (options) =
     yield* print(options.json, Thread, thread, (thread, colour) =>
       thread.events.map((e) =>
         `${dim(colour, `#${e.seq} ${e.at.toISOString().slice(11, 23)}`)} ${bold(colour, e.type.padEnd(18))} ` +
-        sanitize(summary(e)).replace(/\n/g, "\n    ")
+        sanitize(summary(e)).trimEnd().replace(/\n/g, "\n    ")
       ).join("\n") + "\n")
   }).pipe(reportFailure(options.json))).pipe(
     Command.withDescription(

@@ -15,6 +15,7 @@ import { AuditLog } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { requirePermission } from "../identity/IdentityPolicy.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
+import { invalidField } from "../support/Issues.js"
 import { TtlCache } from "../support/TtlCache.js"
 import { SWITCHYARD_CONNECTOR_ID } from "./BuiltinConnectors.js"
 import { ConnectionCredentials } from "./ConnectionCredentials.js"
@@ -29,7 +30,7 @@ import { chooseScheme, oauthFlow } from "./SecuritySchemes.js"
 const checkServerUrl = (url: string | null | undefined) =>
   url === undefined || url === null || isHttpUrl(url)
     ? Effect.void
-    : Effect.fail(BadRequest.of("`server_url` must be an absolute http(s) URL.", undefined, "validation_failed"))
+    : Effect.fail(invalidField("server_url", "must be an absolute http(s) URL."))
 
 /**
  * A connection to the built-in Switchyard connector holds neither credentials nor a URL: every call through
@@ -49,11 +50,9 @@ const checkOwnApiConnection = (
       "credentials_not_accepted"
     ))
     : input.server_url !== undefined && input.server_url !== null
-    ? Effect.fail(BadRequest.of(
-      "The built-in Switchyard connector always calls this Switchyard: `server_url` cannot be set.",
-      undefined,
-      "validation_failed"
-    ))
+    ? Effect.fail(
+      invalidField("server_url", "cannot be set: the built-in Switchyard connector always calls this Switchyard.")
+    )
     : Effect.void
 
 /**

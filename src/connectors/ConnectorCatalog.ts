@@ -16,6 +16,7 @@ import { AuditLog } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { requirePermission } from "../identity/IdentityPolicy.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
+import { invalidField } from "../support/Issues.js"
 import { TtlCache } from "../support/TtlCache.js"
 import { isUuid } from "../support/Uuid.js"
 import { type ConnectionRow, ConnectorRepo, type ConnectorRow } from "./ConnectorRepo.js"
@@ -122,7 +123,7 @@ const parseDocument = (spec: CreateConnector["spec"]) =>
 const checkServerUrl = (url: string | undefined) =>
   url === undefined || isHttpUrl(url)
     ? Effect.void
-    : Effect.fail(BadRequest.of("`server_url` must be an absolute http(s) URL.", undefined, "validation_failed"))
+    : Effect.fail(invalidField("server_url", "must be an absolute http(s) URL."))
 
 /** The tool catalog (spec 4.1): the organization's connectors and the built-in ones. */
 export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connectors/ConnectorCatalog", {

@@ -2,7 +2,7 @@ import { Either } from "effect"
 import { BadRequest } from "../../schema/Errors.js"
 import type { Overlap } from "../../schema/Schedules.js"
 import { NextRun, Schedule } from "../../schema/Schedules.js"
-import { validationError } from "../support/Issues.js"
+import { invalidField } from "../support/Issues.js"
 import type { ScheduleFields, ScheduleWithLast } from "./ScheduleRepo.js"
 import {
   formatDuration,
@@ -22,10 +22,6 @@ export const zoneName = (name: string) => zoneOf(name)?.id ?? name
 /** Without `catchup_window`: the latest missed run is made if it is at most an hour late. */
 export const DEFAULT_CATCHUP_MS = 3_600_000
 
-/** A `validation_failed` of one issue (`path` "" for the whole request), as every other one is written. */
-export const invalid = (path: string, message: string) =>
-  new BadRequest(validationError([{ path: path === "" ? [] : [path], message }]))
-
 /** The timing a schedule's fields describe, or the 400 that names what is wrong with them. */
 export const timingOf = (
   fields: Pick<ScheduleFields, "cron" | "every_ms" | "timezone" | "start_at" | "end_at">,
@@ -40,10 +36,10 @@ export const timingOf = (
     ))
   }
   if ((fields.cron === null) === (fields.every_ms === null)) {
-    return Either.left(invalid("", "Give exactly one of `cron` and `every`."))
+    return Either.left(invalidField("", "Give exactly one of `cron` and `every`."))
   }
   if (fields.start_at !== null && fields.end_at !== null && fields.end_at < fields.start_at) {
-    return Either.left(invalid("end_at", "is before `start_at`."))
+    return Either.left(invalidField("end_at", "is before `start_at`."))
   }
   if (fields.cron !== null) {
     const cron = parseCron(fields.cron, zone)
@@ -87,7 +83,7 @@ export const jitterFits = (timing: Timing, jitterMs: number, now: Date): Either.
       gap = Math.min(gap ?? Infinity, ticks[i]!.getTime() - ticks[i - 1]!.getTime())
     }
   }
-  return gap === undefined || jitterMs < gap ? Either.void : Either.left(invalid(
+  return gap === undefined || jitterMs < gap ? Either.void : Either.left(invalidField(
     "jitter",
     `must be shorter than the time between two runs (${formatDuration(gap)}): a run delayed past the next ` +
       "one's time is taken as missed."

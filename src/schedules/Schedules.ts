@@ -9,11 +9,11 @@ import { AgentRepo } from "../agents/AgentRepo.js"
 import { mayUse } from "../agents/Agents.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { requirePermission } from "../identity/IdentityPolicy.js"
+import { invalidField } from "../support/Issues.js"
 import { type ScheduleFields, ScheduleRepo, type ScheduleWithLast } from "./ScheduleRepo.js"
 import {
   DEFAULT_CATCHUP_MS,
   durationOf,
-  invalid,
   jitterFits,
   nextFrom,
   overlapOf,
@@ -144,7 +144,7 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
         const current = yield* find(principal, id)
         if (input.agent_id !== undefined) yield* usableAgent(principal, input.agent_id)
         if (input.cron !== undefined && input.every !== undefined) {
-          return yield* invalid("", "Give one of `cron` and `every`, not both.")
+          return yield* invalidField("", "Give one of `cron` and `every`, not both.")
         }
         const d = yield* durations(input)
         const fields = yield* checked(

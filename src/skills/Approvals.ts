@@ -101,7 +101,14 @@ export class Approvals extends Effect.Service<Approvals>()("skills/Approvals", {
         yield* requirePermission(principal, status === "approved" ? Policy.approveToolCalls : Policy.rejectToolCalls)
         const current = yield* find(principal, id)
         if (current.status !== "pending") {
-          return yield* Conflict.of(`This request was ${current.status} already.`, "approval_decided")
+          return yield* Conflict.of(
+            current.status === "expired"
+              // expired by time, or withdrawn when its task was cancelled (the reason says which)
+              ? `This request expired${current.reason === null ? "" : ` (${current.reason.replace(/\.$/, "")})`}: ` +
+                "it can no longer be decided."
+              : `This request was ${current.status} already.`,
+            "approval_decided"
+          )
         }
         const by = actorOf(principal)
         const decided = yield* transaction(Effect.gen(function*() {

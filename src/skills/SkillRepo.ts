@@ -170,10 +170,16 @@ export class SkillRepo extends Effect.Service<SkillRepo>()("skills/SkillRepo", {
         Effect.orDie
       )
 
+    /** Adds the skill to the agent (if not there yet); when it was added, as the agent's skills list it. */
     const attach = (agentId: AgentId, skillId: SkillId, by: UserId | null) =>
-      sql`
+      // the no-op update returns the row there is, also one another request committed while this one waited
+      sql<{ attached_at: Date }>`
         INSERT INTO agent_skills (agent_id, skill_id, attached_by) VALUES (${agentId}, ${skillId}, ${by})
-        ON CONFLICT DO NOTHING`.pipe(Effect.asVoid, Effect.orDie)
+        ON CONFLICT (agent_id, skill_id) DO UPDATE SET attached_at = agent_skills.attached_at
+        RETURNING attached_at`.pipe(
+        Effect.map((rows) => rows[0]!.attached_at),
+        Effect.orDie
+      )
 
     const detach = (agentId: AgentId, skillId: SkillId) =>
       sql<{ skill_id: string }>`

@@ -26,6 +26,7 @@ import { transactionIn } from "../db/Transaction.js"
 import { FunctionRepo } from "../functions/FunctionRepo.js"
 import { requirePermission } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
+import { invalidField } from "../support/Issues.js"
 import { isUuid } from "../support/Uuid.js"
 import { skillNameTaken, SkillRepo, type SkillRow } from "./SkillRepo.js"
 
@@ -236,11 +237,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
       const row = yield* find(principal, id)
       yield* mayChange(principal, row, "change who may use it")
       if (input.visibility !== "restricted" && input.allowlist.length > 0) {
-        return yield* BadRequest.of(
-          "`allowlist` applies to `restricted` skills only.",
-          undefined,
-          "validation_failed"
-        )
+        return yield* invalidField("allowlist", "applies to `restricted` skills only.")
       }
       yield* checkAllowlist(principal, input.allowlist)
       const updated = yield* transaction(Effect.gen(function*() {
@@ -324,8 +321,8 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
           "skill_not_allowed"
         )
       }
-      yield* transaction(Effect.gen(function*() {
-        yield* repo.attach(agent.id, skill.id, principal.userId)
+      const attachedAt = yield* transaction(Effect.gen(function*() {
+        const attachedAt = yield* repo.attach(agent.id, skill.id, principal.userId)
         if (!allowed && mode === "report") {
           yield* repo.recordViolation({
             organizationId: principal.organizationId,
@@ -347,8 +344,9 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
           }],
           details: { allowed, mode }
         })
+        return attachedAt
       }))
-      return new AttachedSkill({ skill: toSkill(skill), attached_at: new Date(), allowed })
+      return new AttachedSkill({ skill: toSkill(skill), attached_at: attachedAt, allowed })
     })
 
     const detach = Effect.fn("Skills.detach")(function*(principal: Principal, agentId: string, skillId: string) {

@@ -1,4 +1,5 @@
 import { ParseResult } from "effect"
+import { BadRequest } from "../../schema/Errors.js"
 
 /** A decode issue as the API and the CLI report it: a dotted path ("" for the whole value) and a message. */
 export interface Issue {
@@ -23,13 +24,38 @@ const glimpse = (message: string): string => {
 /** An issue under `path`, or at it. */
 const within = (path: string, other: string) => path === "" || other === path || other.startsWith(`${path}.`)
 
+const EXPECTED = /^Expected ([^]*?), actual ([^]*)$/
+
+/**
+ * A union's refusal comes as one issue per member (`Expected "day", actual "week"`, then `"month"`, `"total"`):
+ * one issue naming every accepted value (`Expected "day" | "month" | "total", actual "week"`) says what to send.
+ */
+const alternativesTogether = <I extends Issue>(issues: ReadonlyArray<I>): Array<I> => {
+  const merged: Array<I> = []
+  for (const issue of issues) {
+    const [, expected, actual] = EXPECTED.exec(issue.message) ?? []
+    const at = actual === undefined
+      ? -1
+      : merged.findIndex((o) => o.path === issue.path && EXPECTED.exec(o.message)?.[2] === actual)
+    if (at === -1) {
+      merged.push(issue)
+    } else {
+      const [, before] = EXPECTED.exec(merged[at]!.message)!
+      merged[at] = { ...merged[at]!, message: `Expected ${before} | ${expected}, actual ${actual}` }
+    }
+  }
+  return merged
+}
+
 /**
  * The issues a person needs: an optional (or nullable) field's "Expected undefined" (or null) beside the real
- * issue at or under it is dropped, as it only says the field could also be left out.
+ * issue at or under it is dropped, as it only says the field could also be left out; a union's members are one.
  */
 export const meaningfulIssues = <I extends Issue>(issues: ReadonlyArray<I>): Array<I> =>
-  issues.filter((i) =>
-    !(/^Expected (undefined|null), actual/.test(i.message) && issues.some((o) => o !== i && within(i.path, o.path)))
+  alternativesTogether(
+    issues.filter((i) =>
+      !(/^Expected (undefined|null), actual/.test(i.message) && issues.some((o) => o !== i && within(i.path, o.path)))
+    )
   )
 
 /** A schema's refusal as the issues a person needs (`meaningfulIssues`), each path under `prefix` if given. */
@@ -77,3 +103,10 @@ export const validationError = (issues: ReadonlyArray<DecodeIssue>) => {
     details: { issues: fields }
   }
 }
+
+/**
+ * A `validation_failed` of one issue (`path` "" for the whole request) found by a check of our own, written as
+ * the schemas' refusals are: the message names the field, and `details.issues` carries it for programs.
+ */
+export const invalidField = (path: string, message: string) =>
+  new BadRequest(validationError([{ path: path === "" ? [] : [path], message }]))

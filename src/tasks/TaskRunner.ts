@@ -521,7 +521,12 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             messages.push({ role: "tool", tool_call_id: call.id, name: call.name, content: done.content })
           }
         }
-        return new Stop("error", `Stopped after ${agent.max_steps} model calls (max_steps) without a final answer.`)
+        return new Stop(
+          "error",
+          `Stopped after ${agent.max_steps} model call${
+            agent.max_steps === 1 ? "" : "s"
+          } (max_steps) without a final answer.`
+        )
       })
 
     /**

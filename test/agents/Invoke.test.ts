@@ -194,7 +194,15 @@ describe("invoking an agent", () => {
     })
     const task = await (await invokeAgent(node, apiKey, agent.id, "?")).json()
     expect(task.status).toBe("error")
-    expect(task.result).toContain("max_steps")
+    expect(task.result).toBe("Stopped after 2 model calls (max_steps) without a final answer.")
+    const once = await createAgent(node, apiKey, {
+      name: "loops once",
+      max_steps: 1,
+      model: { provider: "scripted", script: [loopTurn, loopTurn] },
+      skills: [{ connection_id: connection.id, operation_ids: ["getPet"] }]
+    })
+    const stopped = await (await invokeAgent(node, apiKey, once.id, "?")).json()
+    expect(stopped.result).toBe("Stopped after 1 model call (max_steps) without a final answer.")
   })
 
   it("returns the same task for the same Idempotency-Key and body, 409 for another body", async () => {
@@ -244,6 +252,31 @@ describe("agents", () => {
     })
     expect(bad.status).toBe(400)
     expect((await bad.json()).error.code).toBe("invalid_skill")
+  })
+
+  it("names the failing model field in details.issues, as every validation_failed does", async () => {
+    const cases: Array<[unknown, string, string]> = [
+      [{ provider: "openai-chat" }, "model.name", "is required for `openai-chat` (the model your server serves)."],
+      [{ provider: "scripted" }, "model.script", "is required for a `scripted` model: a list of turns to play."],
+      [{ provider: "openai", script: [{ text: "hi" }] }, "model.script", "is for the `scripted` provider only."],
+      [{ provider: "openai", base_url: "ftp://models" }, "model.base_url", "must be an absolute http(s) URL."]
+    ]
+    for (const [model, path, message] of cases) {
+      const refused = await node.fetch("/v1/agents", { ...json({ name: "x", model }), apiKey })
+      expect(refused.status).toBe(400)
+      const { error } = await refused.json()
+      expect(error).toMatchObject({ code: "validation_failed", message: `\`${path}\`: ${message}` })
+      expect(error.details).toEqual({ issues: [{ path, message }] })
+    }
+    const provider = await node.fetch("/v1/model-providers/openai-chat", {
+      ...json({ base_url: "not a url" }),
+      method: "PUT",
+      apiKey
+    })
+    expect(provider.status).toBe(400)
+    expect((await provider.json()).error.details).toEqual({
+      issues: [{ path: "base_url", message: "must be an absolute http(s) URL." }]
+    })
   })
 
   it("lists, reads, updates and deletes agents; other organizations see none of it", async () => {

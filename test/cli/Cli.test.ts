@@ -225,6 +225,71 @@ describe("switchyard agents and tasks", () => {
     expect(missing.code).toBe(1)
     expect(missing.stderr).toMatch(/^error: .*not found.* \(not_found\)\n$/)
   })
+
+  it(
+    "a task that waits for approval ends agents invoke with exit 5, streamed or not; tasks thread names the decision",
+    async () => {
+      const call = (method: string, path: string, body?: unknown) =>
+        node.fetch(path, {
+          method,
+          apiKey: admin,
+          ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+        }).then(async (response) => ({ status: response.status, body: await response.json().catch(() => null) }))
+      const skill = (await call("POST", "/v1/skills", {
+        name: "Gated pet lookup",
+        visibility: "organization",
+        actions: [{ connection_id: connectionId, operation_id: "getPet", requires_approval: true }]
+      })).body
+      expect((await call("POST", `/v1/skills/${skill.id}/publish`)).status).toBe(200)
+      const gated =
+        (await call("POST", "/v1/agents", { name: "Gated", model: { provider: "openai", name: "gpt-test" } }))
+          .body
+      expect((await call("PUT", `/v1/agents/${gated.id}/skills/${skill.id}`)).status).toBe(200)
+      const getPet = { tool_calls: [{ name: "getPet", arguments: { path_params: { petId: "7" } } }] }
+
+      // streamed: the stream stays open until the decision, so the command stops at the pause as the sync invoke does
+      model.script.push(getPet)
+      const streamed = await cli(["agents", "invoke", gated.id, "Which pet is 7?", "--user", "ada@example.com"], {
+        env
+      })
+      expect(streamed.code).toBe(5)
+      expect(streamed.stdout).toBe("")
+      const taskId = /^error: task (\S+) waits for a person to approve a tool call /.exec(streamed.stderr)![1]!
+      expect(streamed.stderr).toContain(`GET /v1/approvals?task_id=${taskId}`)
+      expect(streamed.stderr).toContain(`\`switchyard tasks get ${taskId} --wait 60\` prints its answer`)
+      expect(streamed.stderr).not.toContain("ended")
+
+      const pending = (await call("GET", `/v1/approvals?status=pending&task_id=${taskId}`)).body.items
+      expect(pending).toHaveLength(1)
+      model.script.push({ text: "Rex." })
+      expect((await call("POST", `/v1/approvals/${pending[0].id}/approve`, { reason: "fine" })).status).toBe(200)
+      const done = await cli(["tasks", "get", taskId, "--wait", "30"], { env })
+      expect(done.stdout).toMatch(/\nRex\.\n$/)
+      const thread = await cli(["tasks", "thread", taskId], { env })
+      expect(thread.stdout).toMatch(/ approval_requested +getPet waits for approval \S+$/m)
+      expect(thread.stdout).toMatch(/ approval_decided +approved by user [0-9a-f-]{36}: fine$/m)
+      expect(thread.stdout).not.toContain("[object Object]")
+
+      // not streamed: the synchronous invoke answers with the waiting task, which has not "ended in" anything
+      model.script.push(getPet)
+      const whole = await cli([
+        "agents",
+        "invoke",
+        gated.id,
+        "Which pet is 7?",
+        "--user",
+        "ada@example.com",
+        "--no-stream"
+      ], {
+        env
+      })
+      expect(whole.code).toBe(5)
+      expect(whole.stderr).toMatch(/^error: task \S+ waits for a person to approve a tool call /)
+      const waiting = /^error: task (\S+) /.exec(whole.stderr)![1]!
+      expect((await call("POST", `/v1/tasks/${waiting}/cancel`)).body.status).toBe("cancelled")
+    },
+    120_000
+  )
 })
 
 describe("help and output", () => {

@@ -109,7 +109,7 @@ describe("refusals and answers", () => {
     expectOneErrorLine(
       await cli(args, { env }),
       1,
-      "`model.base_url` must be an absolute http(s) URL. (validation_failed)"
+      "`model.base_url`: must be an absolute http(s) URL. (validation_failed)"
     )
     const json = await cli([...args, "--json"], { env })
     expect(json.code).toBe(1)

@@ -4,6 +4,7 @@
  * no embedded PostgreSQL was created). The CLI as a child process, as in test/cli.
  */
 import * as Fs from "node:fs"
+import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, describe, expect, it, vi } from "vitest"
@@ -126,5 +127,23 @@ describe("a bad setting stops serve before anything starts", () => {
     )
     expect(run.code).toBe(1)
     expect(run.started).toEqual([])
+  })
+})
+
+describe("a port that is taken stops serve with one line", () => {
+  it("SWITCHYARD_RUNNER_PORT: the cluster runner's listener, said as the HTTP port's is", async () => {
+    const holder = Net.createServer()
+    await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve))
+    const port = (holder.address() as Net.AddressInfo).port
+    try {
+      const run = await serve({ SWITCHYARD_RUNNER_PORT: String(port), SWITCHYARD_RUNNER_HOST: "127.0.0.1" })
+      expect(run.stderr).toBe(
+        `switchyard: cannot listen: listen EADDRINUSE: address already in use 127.0.0.1:${port} ` +
+          "(check SWITCHYARD_HTTP_PORT / SWITCHYARD_RUNNER_PORT)\n"
+      )
+      expect(run.code).toBe(1)
+    } finally {
+      await new Promise((resolve) => holder.close(resolve))
+    }
   })
 })

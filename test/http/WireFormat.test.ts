@@ -59,6 +59,10 @@ describe("wire format", () => {
     )
     const paths = error.details.issues.map((i: any) => i.path)
     expect(paths).toEqual(expect.arrayContaining(["kind", "name"]))
+    // a union's members are one issue that names every accepted value, not one issue each
+    expect(error.details.issues.filter((i: any) => i.path === "kind")).toEqual([
+      { path: "kind", message: "Expected \"organization\" | \"personal\", actual \"wizard\"" }
+    ])
     const email = await expectError(
       await post("/v1/members", JSON.stringify({ email: "not-an-email" })),
       400,

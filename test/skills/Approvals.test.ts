@@ -134,6 +134,12 @@ describe("approvals", () => {
     expect(cancelled.body.status).toBe("cancelled")
     const [request] = (await call(w.node, w.admin, "GET", `/v1/approvals?task_id=${accepted.id}`)).body.items
     expect(request.status).toBe("expired")
+    // deciding it now says why it cannot be, in words that read
+    const late = await call(w.node, w.admin, "POST", `/v1/approvals/${request.id}/approve`, {})
+    expectError(late, 409, "approval_decided")
+    expect(late.body.error.message).toBe(
+      "This request expired (The task was cancelled): it can no longer be decided."
+    )
   })
 })
 

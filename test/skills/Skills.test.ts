@@ -97,6 +97,21 @@ describe("skills: lifecycle and who may do what", () => {
     expect(seen).not.toContain(hidden.id)
     expectError(await call(w.node, w.other.key, "GET", `/v1/skills/${hidden.id}`), 404, "not_found")
   })
+
+  it("adding a skill answers when it was added, as the agent's list says, also when it was there already", async () => {
+    const agent = await toolAgent(w, w.other.key, "getPet", {}, "twice")
+    const skill = await publishedSkill(w, w.owner.key, { name: "Added twice", visibility: "organization" })
+    const path = `/v1/agents/${agent.id}/skills/${skill.id}`
+    const first = await call(w.node, w.other.key, "PUT", path)
+    expect(first.status).toBe(200)
+    const listed = () => call(w.node, w.other.key, "GET", `/v1/agents/${agent.id}/skills`).then((r) => r.body)
+    expect((await listed()).map((a: any) => a.attached_at)).toEqual([first.body.attached_at])
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    const again = await call(w.node, w.other.key, "PUT", path)
+    expect(again.status).toBe(200)
+    expect(again.body.attached_at).toBe(first.body.attached_at)
+    expect((await listed()).map((a: any) => a.attached_at)).toEqual([first.body.attached_at])
+  })
 })
 
 /** The mode matrix: off / report / enforce × attach, list, run. */
