@@ -195,9 +195,21 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             )
           )
         })
+        // an own skill reaching what an attached skill gates behind an approval gives way to it: listing the
+        // operation among the agent's own skills must not route around the approval
+        const gated = tools.filter((t) => t.source.requiresApproval)
+        const kept = gated.length === 0
+          ? tools
+          : tools.filter((t) => t.source.requiresApproval || !gated.some((g) => sameTarget(g, t)))
         // one tool per name: the agent's own skills come first, then attached skills in the order added
-        return [...new Map(tools.reverse().map((t) => [t.spec.name, t])).values()].reverse()
+        return [...new Map(kept.reverse().map((t) => [t.spec.name, t])).values()].reverse()
       })
+
+    /** Whether two tools make the same call: one connection's operation, or one function. */
+    const sameTarget = (a: Tool, b: Tool) =>
+      a.fn !== undefined || b.fn !== undefined
+        ? a.fn?.id === b.fn?.id
+        : a.connectionId === b.connectionId && a.operationId === b.operationId
 
     const runScopeOf = (task: TaskRow): RunScope => ({
       organizationId: task.organization_id,

@@ -77,6 +77,21 @@ describe("approvals", () => {
     expectError(await call(w.node, w.admin, "POST", `/v1/approvals/${approvalId}/reject`, {}), 409, "approval_decided")
   })
 
+  it("an agent's own skill reaching the same operation does not route around the attached skill's approval", async () => {
+    const agent = await guardedAgent(w, 60)
+    // the agent's builder also lists the operation among its own skills
+    const own = await call(w.node, w.admin, "PATCH", `/v1/agents/${agent.id}`, {
+      skills: [{ connection_id: w.connectionId, operation_ids: ["listPets"] }]
+    })
+    expect(own.status, JSON.stringify(own.body)).toBe(200)
+    const accepted = await invokeAsync(w, agent.id)
+    const waiting = await waitStatus(w, accepted.id, ["waiting_approval", "completed", "error"])
+    expect(waiting.status).toBe("waiting_approval")
+    expect(listCalls(w, 60)).toBe(0)
+    const cancelled = await call(w.node, w.admin, "POST", `/v1/tasks/${accepted.id}/cancel`)
+    expect(cancelled.status).toBe(200)
+  })
+
   it("a key limited to other agents does not find the approval; one limited to its agent does", async () => {
     const agent = await guardedAgent(w, 55)
     const accepted = await invokeAsync(w, agent.id)
