@@ -102,6 +102,11 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       .annotateContext(operation({ summary: "Delete an agent", permission: Policy.deleteAgents, errors: [] }))
       .setPath(AgentPath)
       .addSuccess(HttpApiSchema.NoContent)
+      .annotate(
+        OpenApi.Description,
+        "Delete the agent: its schedules are paused, and its tasks not ended yet (pending, executing, waiting " +
+          "for approval) are cancelled, their approval requests withdrawn."
+      )
   )
   .add(
     HttpApiEndpoint.post("invokeAgent", "/agents/:agent_id/invoke")

@@ -25,12 +25,18 @@ export const AgentsHttpLive = HttpApiBuilder.group(Api, "agents", (handlers) =>
       .handle("createAgent", ({ payload }) => as((p) => agents.create(p, payload)))
       .handle("getAgent", ({ path }) => as((p) => agents.describe(p, path.agent_id)))
       .handle("updateAgent", ({ path, payload }) => as((p) => agents.update(p, path.agent_id, payload)))
-      .handle("deleteAgent", ({ path }) => as((p) => agents.remove(p, path.agent_id)))
+      // what the agent left running or waiting for approval stops with it
+      .handle("deleteAgent", ({ path }) =>
+        as((p) =>
+          Effect.zipRight(agents.remove(p, path.agent_id), tasks.cancelOfAgent(p.organizationId, path.agent_id))
+        ))
       .handle("invokeAgent", ({ headers, path, payload, urlParams }) =>
         // `Accept: text/event-stream`: the task's events and the model's text as they come (issue 22)
         Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
           urlParams.asynchronous !== "true" && acceptsEventStream(request.headers["accept"])
-            ? as((p) => invokeStream.invoke(p, path.agent_id, payload, headers["idempotency-key"]))
+            ? as((p) =>
+              invokeStream.invoke(p, path.agent_id, payload, headers["idempotency-key"])
+            )
             : as((p) =>
               tasks.invoke(p, path.agent_id, payload, {
                 asynchronous: urlParams.asynchronous === "true",
@@ -50,7 +56,9 @@ export const AgentsHttpLive = HttpApiBuilder.group(Api, "agents", (handlers) =>
               )
             )))
       .handle("listTasks", ({ urlParams }) =>
-        as((p) => tasks.list(p, urlParams)))
+        as((p) =>
+          tasks.list(p, urlParams)
+        ))
       .handle("getTask", ({ path, urlParams }) => as((p) => tasks.get(p, path.task_id, urlParams.wait ?? 0)))
       .handle("cancelTask", ({ path }) => as((p) => tasks.cancel(p, path.task_id)))
       .handle("getThread", ({ path }) => as((p) => tasks.thread(p, path.task_id)))

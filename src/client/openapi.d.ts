@@ -438,7 +438,9 @@ export interface paths {
         post?: never;
         /**
          * Delete an agent
-         * @description **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         * @description Delete the agent: its schedules are paused, and its tasks not ended yet (pending, executing, waiting for approval) are cancelled, their approval requests withdrawn.
+         *
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
          */
         delete: operations["deleteAgent"];
         options?: never;

@@ -384,6 +384,14 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
             OR EXISTS (SELECT 1 FROM oauth_grants g WHERE g.id = t.api_key_id AND g.user_id = ${userId}::uuid))
         ) AS own`.pipe(Effect.map(([row]) => row?.own === true))
 
+    /** The agent's tasks not ended yet (pending, executing, waiting for approval). */
+    const unfinishedOfAgent = (organizationId: OrganizationId, agentId: AgentId) =>
+      sql<{ id: TaskId }>`
+        SELECT id FROM tasks WHERE organization_id = ${organizationId} AND agent_id = ${agentId}
+          AND finished_at IS NULL AND status IN ('pending', 'executing', 'waiting_approval')`.pipe(
+        Effect.map((rows) => rows.map((r) => r.id))
+      )
+
     const cancel = (organizationId: OrganizationId, id: TaskId, result: string) =>
       sql<TaskSummary & Waiters>`
         WITH ended AS (
@@ -688,6 +696,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       start: dies(start),
       finishWith,
       cancel: dies(cancel),
+      unfinishedOfAgent: dies(unfinishedOfAgent),
       list: dies(list),
       appendEvent: dies(appendEvent),
       appendStep: dies(appendStep),

@@ -342,19 +342,37 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
           "A Member may cancel only the tasks they invoked; ask a Builder or an Admin to cancel this one."
         )
       }
-      // uninterruptible, as TaskRunner's finish: a caller gone (a closed connection) between the commit and
-      // the rest would leave the end unannounced and the run going
-      const cancelled = yield* Effect.uninterruptible(Effect.gen(function*() {
-        const cancelled = yield* repo.cancel(principal.organizationId, id, "Cancelled on request.")
-        if (cancelled === undefined) return undefined
-        completions.ended(id, outcomeOf(cancelled), cancelled.waiters)
-        const interrupted = yield* client(id).Cancel().pipe(Effect.catchAllCause(() => Effect.succeed(false)))
-        if (!interrupted) yield* repo.appendEvent(id, "cancelled", "cancelled", { message: "Cancelled on request." })
-        return cancelled
-      }))
+      const cancelled = yield* stop(principal.organizationId, id, "Cancelled on request.")
       if (cancelled === undefined) return toTask(row)
       return toTask((yield* repo.findById(id))!)
     })
+
+    /**
+     * Ends a task not ended yet as cancelled, with `message`: its waiters told, its run stopped wherever it
+     * runs, its approval requests withdrawn; undefined when it had ended. Uninterruptible, as TaskRunner's
+     * finish: a caller gone (a closed connection) between the commit and the rest would leave the end
+     * unannounced and the run going.
+     */
+    const stop = (organizationId: OrganizationId, id: TaskId, message: string) =>
+      Effect.uninterruptible(Effect.gen(function*() {
+        const cancelled = yield* repo.cancel(organizationId, id, message)
+        if (cancelled === undefined) return undefined
+        completions.ended(id, outcomeOf(cancelled), cancelled.waiters)
+        const interrupted = yield* client(id).Cancel().pipe(Effect.catchAllCause(() => Effect.succeed(false)))
+        if (!interrupted) yield* repo.appendEvent(id, "cancelled", "cancelled", { message })
+        return cancelled
+      }))
+
+    /** Cancels what a deleted agent left running or waiting (by whoever deleted it, a Builder at least). */
+    const cancelOfAgent = (organizationId: OrganizationId, agentId: AgentId) =>
+      Effect.flatMap(
+        repo.unfinishedOfAgent(organizationId, agentId),
+        (ids) =>
+          Effect.forEach(ids, (id) => stop(organizationId, id, "Cancelled: its agent was deleted."), {
+            concurrency: 8,
+            discard: true
+          })
+      )
 
     /**
      * The thread: the user's message, what the run recorded (model and tool calls, approvals, a cancel), and
@@ -418,6 +436,6 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       }
     })
 
-    return { invoke, get, watchKnown, list, cancel, thread, usage } as const
+    return { invoke, get, watchKnown, list, cancel, cancelOfAgent, thread, usage } as const
   })
 }) {}

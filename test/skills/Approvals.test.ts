@@ -92,6 +92,18 @@ describe("approvals", () => {
     expect(cancelled.status).toBe(200)
   })
 
+  it("deleting the agent cancels its task waiting for approval and withdraws the request", async () => {
+    const agent = await guardedAgent(w, 70)
+    const accepted = await invokeAsync(w, agent.id)
+    expect((await waitStatus(w, accepted.id, ["waiting_approval"])).status).toBe("waiting_approval")
+    const approvalId = (await call(w.node, w.admin, "GET", `/v1/approvals?task_id=${accepted.id}`)).body.items[0].id
+    expect((await call(w.node, w.admin, "DELETE", `/v1/agents/${agent.id}`)).status).toBe(204)
+    const task = (await call(w.node, w.admin, "GET", `/v1/tasks/${accepted.id}`)).body
+    expect(task).toMatchObject({ status: "cancelled", result: "Cancelled: its agent was deleted." })
+    expectError(await call(w.node, w.admin, "POST", `/v1/approvals/${approvalId}/approve`, {}), 409, "approval_decided")
+    expect(listCalls(w, 70)).toBe(0)
+  })
+
   it("a key limited to other agents does not find the approval; one limited to its agent does", async () => {
     const agent = await guardedAgent(w, 55)
     const accepted = await invokeAsync(w, agent.id)
