@@ -37,7 +37,8 @@ export interface ApiTarget {
   readonly key: string
 }
 
-const normalize = (url: string) => url.trim().replace(/\/+$/, "")
+// the node's banner prints the API's URL (…/v1): taken as the node's, the commands add /v1 themselves
+const normalize = (url: string) => url.trim().replace(/\/+$/, "").replace(/\/v1$/, "")
 const env = (name: string) => Config.string(name).pipe(Config.option, Config.map(Option.filter((s) => s.trim() !== "")))
 
 /** The URL a command talks to: the flag, SWITCHYARD_URL, the login file, the default. */

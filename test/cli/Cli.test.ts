@@ -55,7 +55,8 @@ describe("switchyard login", () => {
     expect(Fs.existsSync(loginFile())).toBe(false)
 
     // the key from standard input, as a script pipes it in
-    const ok = await cli(["login", "--url", node.baseUrl + "/"], { env, stdin: admin + "\n" })
+    // the URL as the node's banner prints its API (…/v1/): the node's
+    const ok = await cli(["login", "--url", node.baseUrl + "/v1/"], { env, stdin: admin + "\n" })
     expect(ok.stderr).toBe("")
     expect(ok.code).toBe(0)
     expect(ok.stdout).toContain(`Logged in to ${node.baseUrl} as admin-`)
