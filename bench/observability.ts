@@ -39,6 +39,8 @@ import { measureSpanCost } from "./support/spanCost.js"
  * First, in this process, the tracers' CPU per span (support/spanCost.ts): @effect/opentelemetry's OtlpTracer
  * as the node ran it before against our SpanExporter, each creating, ending and encoding spans of 5 attributes.
  * BENCH_CPU_PROF=<dir> writes a .cpuprofile per node (read with support/cpuProfile.ts).
+ * BENCH_OBSERVABILITY_CONTROL=1 runs the `metrics` node exactly as `off` (no port, no scrape): its ratio is
+ * then what two identical nodes differ by in this bench, the noise floor the other ratios stand on.
  */
 export const name = "observability"
 
@@ -115,6 +117,8 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
   const tmp = tempDir("switchyard-bench-observability-")
   const loadBefore = warnIfBusy()
   const count = process.env["BENCH_RUNS"] === undefined ? 5 : rounds()
+  const control = process.env["BENCH_OBSERVABILITY_CONTROL"] === "1"
+  if (control) console.log("control run: the metrics node runs as off (BENCH_OBSERVABILITY_CONTROL=1)\n")
   let upstream: Bare | undefined
   const receiver = await startReceiver()
   const setups = new Map<Variant, Setup>()
@@ -135,7 +139,7 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
       const dataDir = Path.join(tmp, variant)
       Fs.mkdirSync(dataDir)
       // a port the system has free now (a random one can be a client connection's: EADDRINUSE)
-      const metricsPort = variant === "metrics" ? await freePort() : undefined
+      const metricsPort = variant === "metrics" && !control ? await freePort() : undefined
       const env: Record<string, string> = {
         SWITCHYARD_EGRESS_ALLOW: "127.0.0.1",
         ...(metricsPort === undefined ? {} : { SWITCHYARD_METRICS_PORT: String(metricsPort) }),
@@ -317,7 +321,7 @@ export const run = async (): Promise<{ readonly ok: boolean }> => {
       }
     }
     console.log(`OTLP receiver: ${receiver.seen.requests} exports, ${fmt(receiver.seen.bytes / 1024)} KiB`)
-    appendRun(name, { ...settings, rounds: count, method: "fresh nodes per round" }, {
+    appendRun(name, { ...settings, rounds: count, method: "fresh nodes per round", control }, {
       ok: errors === 0,
       loadBefore,
       errors,
