@@ -73,6 +73,11 @@ const isDotSegment = (value: string) => {
  * pairs when exploded) joined by commas, each percent-encoded; `text` is the same unencoded, for the checks.
  */
 const simpleStyle = (value: unknown, explode: boolean): { readonly text: string; readonly encoded: string } => {
+  // most are one value: no list to build
+  if (typeof value !== "object" || value === null) {
+    const text = scalar(value)
+    return { text, encoded: encodeURIComponent(text) }
+  }
   const parts: Array<string> = Array.isArray(value)
     ? value.map(scalar)
     : typeof value === "object" && value !== null
@@ -140,20 +145,19 @@ export const buildRequest = (args: {
     }
   }
   const pathParams = input.path_params ?? {}
-  const segments = new Map(
-    Object.entries(pathParams).map(([name, value]) => [
-      name,
-      simpleStyle(
-        value,
-        operation.parameters.find((p) => p.in === "path" && p.name === name)?.explode ?? false
-      )
-    ])
-  )
-  const dotted = [...segments].filter(([name, segment]) =>
-    pathParams[name] !== undefined && pathParams[name] !== null && isDotSegment(segment.text)
-  )
+  const segments = new Map<string, ReturnType<typeof simpleStyle>>()
+  const dotted: Array<string> = []
+  for (const name in pathParams) {
+    const value = pathParams[name]
+    // `explode` only changes how an object is written
+    const explode = typeof value === "object" && value !== null && !Array.isArray(value) &&
+      (operation.parameters.find((p) => p.in === "path" && p.name === name)?.explode ?? false)
+    const segment = simpleStyle(value, explode)
+    segments.set(name, segment)
+    if (value !== undefined && value !== null && isDotSegment(segment.text)) dotted.push(name)
+  }
   if (dotted.length > 0) {
-    const issues = dotted.map(([name]) => ({
+    const issues = dotted.map((name) => ({
       path: `path_params.${name}`,
       message: "must not be a dot segment (`.` or `..`, encoded or not)"
     }))
