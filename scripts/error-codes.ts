@@ -52,7 +52,7 @@ export const errorsPage = (): string =>
     "## Model call failures",
     "",
     "A model call that fails answers no request of its own: it ends the task in `error`, whose `result` reads",
-    "`The model call failed (<code>): …`, or, for the built-in agent, it is the `ask` tool's error.",
+    "`The model call failed (<code>[, HTTP <status>]): …`, or, for the built-in agent, it is the `ask` tool's error.",
     "",
     "| Code | Meaning |",
     "| --- | --- |",

@@ -396,7 +396,12 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
               request,
               output.sink(task.id, step, stepEvents)
             ).pipe(
-              Effect.mapError((e) => new Stop("error", `The model call failed (${e.code}): ${e.message}`))
+              Effect.mapError((e) =>
+                new Stop(
+                  "error",
+                  `The model call failed (${e.code}${e.status === undefined ? "" : `, HTTP ${e.status}`}): ${e.message}`
+                )
+              )
             )
             const worstCase = budgeted ? gateway.estimate(agent.model, request) : 0
             // the acquire is uninterruptible, so a reservation taken is always settled; reserving waits (for the

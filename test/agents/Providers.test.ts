@@ -76,7 +76,7 @@ describe.each(kinds)("an agent on the %s protocol", (kind) => {
     if (kind !== "openai-chat") expect(usage.totals.cost_usd).toBeGreaterThan(0)
   })
 
-  it("ends the task in error with the provider's message when the model fails", async () => {
+  it("ends the task in error with the provider's message and status when the model fails", async () => {
     const server = servers[kind]!
     server.script.push({ status: 401, error: "invalid api key for test" })
     const agent = await createAgent(node, apiKey, {
@@ -86,6 +86,8 @@ describe.each(kinds)("an agent on the %s protocol", (kind) => {
     const task = await (await invokeAgent(node, apiKey, agent.id, "hi")).json()
     expect(task.status).toBe("error")
     expect(task.result).toContain("invalid api key for test")
+    // the provider's status too: "boom" alone does not say whether to fix a key or wait
+    expect(task.result).toContain("(model_http_error, HTTP 401)")
   })
 })
 
