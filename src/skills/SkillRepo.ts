@@ -171,13 +171,15 @@ export class SkillRepo extends Effect.Service<SkillRepo>()("skills/SkillRepo", {
       )
 
     /** Adds the skill to the agent (if not there yet); when it was added, as the agent's skills list it. */
+    /** Adds the skill to the agent if it is not there yet: when it was added, and whether by this call. */
     const attach = (agentId: AgentId, skillId: SkillId, by: UserId | null) =>
-      // the no-op update returns the row there is, also one another request committed while this one waited
-      sql<{ attached_at: Date }>`
+      // the no-op update returns the row there is, also one another request committed while this one waited;
+      // xmax is 0 only in a row this statement inserted
+      sql<{ attached_at: Date; inserted: boolean }>`
         INSERT INTO agent_skills (agent_id, skill_id, attached_by) VALUES (${agentId}, ${skillId}, ${by})
         ON CONFLICT (agent_id, skill_id) DO UPDATE SET attached_at = agent_skills.attached_at
-        RETURNING attached_at`.pipe(
-        Effect.map((rows) => rows[0]!.attached_at),
+        RETURNING attached_at, (xmax = 0) AS inserted`.pipe(
+        Effect.map((rows) => rows[0]!),
         Effect.orDie
       )
 

@@ -322,7 +322,9 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
         )
       }
       const attachedAt = yield* transaction(Effect.gen(function*() {
-        const attachedAt = yield* repo.attach(agent.id, skill.id, principal.userId)
+        const { attached_at: attachedAt, inserted } = yield* repo.attach(agent.id, skill.id, principal.userId)
+        // attached already: a PUT again changes nothing, and records nothing again
+        if (!inserted) return attachedAt
         if (!allowed && mode === "report") {
           yield* repo.recordViolation({
             organizationId: principal.organizationId,

@@ -98,7 +98,7 @@ describe("skills: lifecycle and who may do what", () => {
     expectError(await call(w.node, w.other.key, "GET", `/v1/skills/${hidden.id}`), 404, "not_found")
   })
 
-  it("adding a skill answers when it was added, as the agent's list says, also when it was there already", async () => {
+  it("adding a skill answers when it was added, as the agent's list says, also when it was there already (recorded once)", async () => {
     const agent = await toolAgent(w, w.other.key, "getPet", {}, "twice")
     const skill = await publishedSkill(w, w.owner.key, { name: "Added twice", visibility: "organization" })
     const path = `/v1/agents/${agent.id}/skills/${skill.id}`
@@ -111,6 +111,11 @@ describe("skills: lifecycle and who may do what", () => {
     expect(again.status).toBe(200)
     expect(again.body.attached_at).toBe(first.body.attached_at)
     expect((await listed()).map((a: any) => a.attached_at)).toEqual([first.body.attached_at])
+    // the second PUT changed nothing, and is not recorded as an attach
+    const attaches = (await auditEvents(w.node, w.organizationId)).filter((e: any) =>
+      e.action === "ATTACH_SKILL" && e.targets.some((t: any) => t.id === agent.id)
+    )
+    expect(attaches).toHaveLength(1)
   })
 })
 
