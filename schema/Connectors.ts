@@ -15,7 +15,7 @@ export type AuthType = typeof AuthType.Type
 export const ConnectionStatus = Schema.Literal("active", "pending_authorization", "needs_reauthentication").annotations(
   {
     description: "`pending_authorization`: finish the OAuth sign-in at `connector_page_url`. " +
-      "`needs_reauthentication`: a token refresh failed; create the authorization again."
+      "`needs_reauthentication`: a token refresh failed; authorize again (client credentials: PATCH `credentials`)."
   }
 )
 

@@ -159,7 +159,8 @@ export const ApprovalDecidedEvent = event(
 export const ConnectionNeedsReauthenticationEvent = event(
   "connection.needs_reauthentication",
   ConnectionNeedsReauthenticationData,
-  "A connection's sign-in expired and could not be refreshed: authorize it again."
+  "A connection's OAuth2 token could not be renewed: authorize it again (a client-credentials connection: " +
+    "PATCH its `credentials`)."
 )
 export const AuditRecordedEvent = event(
   "audit.recorded",

@@ -2425,7 +2425,7 @@ export interface components {
             /** @enum {string} */
             auth_type: "none" | "api_key" | "bearer" | "basic" | "oauth2";
             /**
-             * @description `pending_authorization`: finish the OAuth sign-in at `connector_page_url`. `needs_reauthentication`: a token refresh failed; create the authorization again.
+             * @description `pending_authorization`: finish the OAuth sign-in at `connector_page_url`. `needs_reauthentication`: a token refresh failed; authorize again (client credentials: PATCH `credentials`).
              * @enum {string}
              */
             status: "active" | "pending_authorization" | "needs_reauthentication";
@@ -2561,7 +2561,7 @@ export interface components {
             /** @enum {string} */
             auth_type: "none" | "api_key" | "bearer" | "basic" | "oauth2";
             /**
-             * @description `pending_authorization`: finish the OAuth sign-in at `connector_page_url`. `needs_reauthentication`: a token refresh failed; create the authorization again.
+             * @description `pending_authorization`: finish the OAuth sign-in at `connector_page_url`. `needs_reauthentication`: a token refresh failed; authorize again (client credentials: PATCH `credentials`).
              * @enum {string}
              */
             status: "active" | "pending_authorization" | "needs_reauthentication";
@@ -4182,7 +4182,7 @@ export interface components {
         };
         /**
          * Event_connection_needs_reauthentication
-         * @description A connection's sign-in expired and could not be refreshed: authorize it again.
+         * @description A connection's OAuth2 token could not be renewed: authorize it again (a client-credentials connection: PATCH its `credentials`).
          */
         Event_connection_needs_reauthentication: {
             id: components["schemas"]["EventId"];
