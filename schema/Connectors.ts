@@ -80,8 +80,9 @@ export const CreateConnector = Schema.Struct({
     description: "Default: the document's `info.title`."
   }),
   description: Schema.optional(Schema.String.pipe(Schema.maxLength(4000))),
-  server_url: Schema.optional(Schema.String).annotations({
-    description: "Base URL overriding the document's servers (e.g. an on-prem install)."
+  server_url: Schema.optional(Schema.NullOr(Schema.String)).annotations({
+    description: "Base URL overriding the document's servers (e.g. an on-prem install). On `PUT`, left out keeps " +
+      "the current one; `null` removes it (the document's servers apply)."
   })
 }).annotations({ identifier: "CreateConnector", ...requestBody })
 export type CreateConnector = typeof CreateConnector.Type

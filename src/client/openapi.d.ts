@@ -2443,8 +2443,8 @@ export interface components {
             /** @description Default: the document's `info.title`. */
             name?: string;
             description?: string;
-            /** @description Base URL overriding the document's servers (e.g. an on-prem install). */
-            server_url?: string;
+            /** @description Base URL overriding the document's servers (e.g. an on-prem install). On `PUT`, left out keeps the current one; `null` removes it (the document's servers apply). */
+            server_url?: string | null;
         };
         /** ConnectorImported */
         ConnectorImported: {

@@ -120,8 +120,8 @@ const parseDocument = (spec: CreateConnector["spec"]) =>
         : BadRequest.of(`The OpenAPI document cannot be imported: ${String(e)}`, undefined, "invalid_openapi")
   })
 
-const checkServerUrl = (url: string | undefined) =>
-  url === undefined || isHttpUrl(url)
+const checkServerUrl = (url: string | null | undefined) =>
+  url === undefined || url === null || isHttpUrl(url)
     ? Effect.void
     : Effect.fail(invalidField("server_url", "must be an absolute http(s) URL."))
 
@@ -238,7 +238,7 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
           description: input.description ?? (imported.description || current.description),
           document,
           imported,
-          serverUrl: input.server_url ?? current.server_url
+          serverUrl: input.server_url === undefined ? current.server_url : input.server_url
         }).pipe(audit.recorded(principal, (row) =>
           row === undefined
             ? undefined

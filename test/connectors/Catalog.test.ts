@@ -134,6 +134,20 @@ describe("custom connectors", () => {
     expect(list.items.map((c: any) => c.id)).not.toContain(created.id)
   })
 
+  it("PUT keeps the server_url override when left out and removes it with null", async () => {
+    const created = await (await node.fetch("/v1/tools/connectors", {
+      ...json({ spec: petstore("http://127.0.0.1:9"), server_url: "http://127.0.0.1:7" }),
+      apiKey
+    })).json()
+    expect(created.server_url).toBe("http://127.0.0.1:7")
+    const put = (body: unknown) =>
+      node.fetch(`/v1/tools/connectors/${created.id}`, { ...json(body), method: "PUT", apiKey }).then((r) => r.json())
+    expect((await put({ spec: petstore("http://127.0.0.1:9") })).server_url).toBe("http://127.0.0.1:7")
+    expect((await put({ spec: petstore("http://127.0.0.1:9"), server_url: null })).server_url).toBe(
+      "http://127.0.0.1:9"
+    )
+  })
+
   it("lets only Admins and above add connectors", async () => {
     const member = await node.fetch("/v1/members", { ...json({ email: `m-${Date.now()}@example.com` }), apiKey })
     const { user } = await member.json()
