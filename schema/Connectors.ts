@@ -28,6 +28,10 @@ export class Connection extends Schema.Class<Connection>("Connection")({
   auth_type: AuthType,
   status: ConnectionStatus,
   owner_user_id: Schema.NullOr(UserId),
+  security_scheme: Schema.NullOr(Schema.String).annotations({
+    description: "The connector's security scheme the credentials are applied by (its name in the document's " +
+      "`securitySchemes`); null without credentials."
+  }),
   server_url: Schema.NullOr(Schema.String),
   created_at: Timestamp,
   updated_at: Timestamp

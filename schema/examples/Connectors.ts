@@ -42,6 +42,7 @@ const connection = {
   auth_type: "bearer",
   status: "active",
   owner_user_id: null,
+  security_scheme: "bearer",
   server_url: null,
   created_at: at(12, "08:45:00"),
   updated_at: at(12, "08:45:00")
@@ -83,6 +84,7 @@ const helpdeskConnection = {
   auth_type: "oauth2",
   status: "needs_reauthentication",
   owner_user_id: adaId,
+  security_scheme: "oauth",
   server_url: null,
   created_at: at(13, "11:00:00"),
   updated_at: at(15, "06:12:00")

@@ -2430,6 +2430,8 @@ export interface components {
              */
             status: "active" | "pending_authorization" | "needs_reauthentication";
             owner_user_id: string | null;
+            /** @description The connector's security scheme the credentials are applied by (its name in the document's `securitySchemes`); null without credentials. */
+            security_scheme: string | null;
             server_url: string | null;
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
@@ -2566,6 +2568,8 @@ export interface components {
              */
             status: "active" | "pending_authorization" | "needs_reauthentication";
             owner_user_id: string | null;
+            /** @description The connector's security scheme the credentials are applied by (its name in the document's `securitySchemes`); null without credentials. */
+            security_scheme: string | null;
             server_url: string | null;
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
@@ -7877,6 +7881,7 @@ export interface operations {
                      *               "auth_type": "bearer",
                      *               "status": "active",
                      *               "owner_user_id": null,
+                     *               "security_scheme": "bearer",
                      *               "server_url": null,
                      *               "created_at": "2026-01-12T08:45:00.000000Z",
                      *               "updated_at": "2026-01-12T08:45:00.000000Z"
@@ -8215,6 +8220,7 @@ export interface operations {
                      *           "auth_type": "bearer",
                      *           "status": "active",
                      *           "owner_user_id": null,
+                     *           "security_scheme": "bearer",
                      *           "server_url": null,
                      *           "created_at": "2026-01-12T08:45:00.000000Z",
                      *           "updated_at": "2026-01-12T08:45:00.000000Z"
@@ -8437,6 +8443,7 @@ export interface operations {
                      *           "auth_type": "bearer",
                      *           "status": "active",
                      *           "owner_user_id": null,
+                     *           "security_scheme": "bearer",
                      *           "server_url": null,
                      *           "created_at": "2026-01-12T08:45:00.000000Z",
                      *           "updated_at": "2026-01-12T08:45:00.000000Z"
@@ -8820,6 +8827,7 @@ export interface operations {
                      *         "auth_type": "bearer",
                      *         "status": "active",
                      *         "owner_user_id": null,
+                     *         "security_scheme": "bearer",
                      *         "server_url": null,
                      *         "created_at": "2026-01-12T08:45:00.000000Z",
                      *         "updated_at": "2026-01-12T08:45:00.000000Z"
@@ -8948,6 +8956,7 @@ export interface operations {
                      *       "auth_type": "bearer",
                      *       "status": "active",
                      *       "owner_user_id": null,
+                     *       "security_scheme": "bearer",
                      *       "server_url": null,
                      *       "created_at": "2026-01-12T08:45:00.000000Z",
                      *       "updated_at": "2026-01-12T08:45:00.000000Z"
@@ -9072,6 +9081,7 @@ export interface operations {
                      *       "auth_type": "bearer",
                      *       "status": "active",
                      *       "owner_user_id": null,
+                     *       "security_scheme": "bearer",
                      *       "server_url": null,
                      *       "created_at": "2026-01-12T08:45:00.000000Z",
                      *       "updated_at": "2026-01-12T08:45:00.000000Z"
@@ -9307,6 +9317,7 @@ export interface operations {
                      *       "auth_type": "bearer",
                      *       "status": "active",
                      *       "owner_user_id": null,
+                     *       "security_scheme": "bearer",
                      *       "server_url": null,
                      *       "created_at": "2026-01-12T08:45:00.000000Z",
                      *       "updated_at": "2026-01-15T08:10:00.000000Z"
@@ -9429,6 +9440,7 @@ export interface operations {
                      *       "auth_type": "oauth2",
                      *       "status": "needs_reauthentication",
                      *       "owner_user_id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
+                     *       "security_scheme": "oauth",
                      *       "server_url": null,
                      *       "created_at": "2026-01-13T11:00:00.000000Z",
                      *       "updated_at": "2026-01-15T06:12:00.000000Z",

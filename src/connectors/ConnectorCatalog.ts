@@ -38,6 +38,7 @@ export const toConnection = (row: ConnectionRow) =>
     auth_type: row.auth_type,
     status: row.status,
     owner_user_id: row.owner_user_id,
+    security_scheme: row.security_scheme,
     server_url: row.server_url,
     created_at: row.created_at,
     updated_at: row.updated_at

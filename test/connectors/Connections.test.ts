@@ -293,7 +293,11 @@ describe("connection scope and isolation", () => {
         method: "PATCH",
         apiKey
       })
-    expect((await patch({ type: "api_key", value: "new-key" })).status).toBe(200)
+    // the connection says which scheme its key goes by
+    expect(conn.security_scheme).toBe("query")
+    const rotated = await patch({ type: "api_key", value: "new-key" })
+    expect(rotated.status).toBe(200)
+    expect((await rotated.json()).security_scheme).toBe("query")
     expect((await invoke(node, apiKey, connector.id, conn.id, "listPets")).status).toBe(200)
     expect(lastRequest().query.get("api_key")).toBe("new-key")
     expect(lastRequest().headers["x-api-key"]).toBeUndefined()
