@@ -139,24 +139,29 @@ describe("credentials per security scheme", () => {
   })
 })
 
+/** A new Member of the admin's organization, their personal key, and a personal connection of theirs. */
+const personalConnection = async (adminKey: string, connectorId: string, who: string) => {
+  const member = await (await node.fetch("/v1/members", {
+    ...json({ email: `${who}-${Date.now()}@example.com` }),
+    apiKey: adminKey
+  })).json()
+  const memberKey = (await (await node.fetch("/v1/api-keys", {
+    ...json({ name: "m", user_id: member.user.id }),
+    apiKey: adminKey
+  })).json()).api_key
+  const personal = await createConnection(node, memberKey, connectorId, {
+    name: "mine",
+    access_scope: "personal",
+    credentials: { type: "api_key", value: "member-key" }
+  })
+  return { member, memberKey, personal }
+}
+
 describe("connection scope and isolation", () => {
   it("keeps a personal connection private to its owner", async () => {
     const org = await node.bootstrap()
     const connector = await createConnector(node, org.api_key, petstore(target.url))
-    const memberRes = await node.fetch("/v1/members", {
-      ...json({ email: `p-${Date.now()}@example.com` }),
-      apiKey: org.api_key
-    })
-    const member = await memberRes.json()
-    const memberKey = (await (await node.fetch("/v1/api-keys", {
-      ...json({ name: "m", user_id: member.user.id }),
-      apiKey: org.api_key
-    })).json()).api_key
-    const personal = await createConnection(node, memberKey, connector.id, {
-      name: "mine",
-      access_scope: "personal",
-      credentials: { type: "api_key", value: "member-key" }
-    })
+    const { member, memberKey, personal } = await personalConnection(org.api_key, connector.id, "p")
     expect(personal).toMatchObject({ access_scope: "personal", owner_user_id: member.user.id })
     // the owner sees and uses it; the admin does not even see it
     expect((await invoke(node, memberKey, connector.id, personal.id, "listPets")).status).toBe(200)
@@ -177,19 +182,7 @@ describe("connection scope and isolation", () => {
   it("deletes a member's personal connections, credentials erased, when they are removed; others stay", async () => {
     const org = await node.bootstrap()
     const connector = await createConnector(node, org.api_key, petstore(target.url))
-    const member = await (await node.fetch("/v1/members", {
-      ...json({ email: `leaver-${Date.now()}@example.com` }),
-      apiKey: org.api_key
-    })).json()
-    const memberKey = (await (await node.fetch("/v1/api-keys", {
-      ...json({ name: "m", user_id: member.user.id }),
-      apiKey: org.api_key
-    })).json()).api_key
-    const personal = await createConnection(node, memberKey, connector.id, {
-      name: "mine",
-      access_scope: "personal",
-      credentials: { type: "api_key", value: "member-secret" }
-    })
+    const { member, personal } = await personalConnection(org.api_key, connector.id, "leaver")
     const shared = await createConnection(node, org.api_key, connector.id, {
       name: "shared",
       credentials: { type: "api_key", value: "org-secret" }
