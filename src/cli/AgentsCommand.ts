@@ -202,7 +202,7 @@ const invoke = Command.make(
   "invoke",
   {
     ...apiOptions,
-    agent: Args.text({ name: "AGENT_ID" }),
+    agent: Args.text({ name: "AGENT_ID" }).pipe(Args.withDescription("The agent (see agents list).")),
     text: Args.text({ name: "TEXT" }).pipe(
       Args.withDescription("The prompt (`-` or none: standard input)."),
       Args.optional

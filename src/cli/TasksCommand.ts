@@ -11,7 +11,9 @@ import { bold, dim, sanitize } from "./Terminal.js"
 
 const when = (date: Date | null) => date === null ? null : date.toISOString().replace("T", " ").replace("Z", "")
 
-const taskId = Args.text({ name: "TASK_ID" })
+const taskId = Args.text({ name: "TASK_ID" }).pipe(
+  Args.withDescription("The task (its id, as invoke and tasks list print it).")
+)
 
 const waitRange = paramRange(AgentsApi.endpoints.getTask, "wait")
 
