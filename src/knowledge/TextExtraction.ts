@@ -94,7 +94,9 @@ export const extractBlocks = async (
     try {
       blocks = await pdfBlocks(bytes, (page, pages) => onProgress(page / pages))
     } catch (e) {
-      return new ExtractionFailed("extraction_failed", `The PDF cannot be read: ${(e as Error)?.message ?? e}.`)
+      // pdf.js's messages end with a period of their own ("Invalid PDF structure.")
+      const why = String((e as Error)?.message ?? e).replace(/\.+$/, "")
+      return new ExtractionFailed("extraction_failed", `The PDF cannot be read: ${why}.`)
     }
   } else {
     const text = decodeText(bytes)

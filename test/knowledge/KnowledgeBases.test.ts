@@ -213,6 +213,18 @@ describe("knowledge bases over REST", () => {
     )
     expect(failed.status).toBe("error")
     expect(["extraction_failed", "no_text"]).toContain(failed.error.reason)
+    const notPdf = await uploaded(node, admin, "not.pdf", "not a pdf at all")
+    const unreadable = await settled(
+      node,
+      admin,
+      base.id,
+      (await addDocument(node, admin, base.id, { name: "not", file_id: notPdf.id, format: "pdf" })).id
+    )
+    // one period at the end, not pdf.js's and ours
+    expect(unreadable.error).toEqual({
+      reason: "extraction_failed",
+      message: "The PDF cannot be read: Invalid PDF structure."
+    })
     const blank = await settled(
       node,
       admin,

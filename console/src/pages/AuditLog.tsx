@@ -7,6 +7,15 @@ import { Empty, ErrorNote, Field, Json, Loading, MoreButton, PageTitle, Status, 
 const EVENT_TYPE = /^[A-Z][A-Z0-9_]{0,63}$/
 type Keys = "event_type" | "from" | "to"
 
+/**
+ * The API's `to` is exclusive; the form's "To" date is the last day shown, so the API gets the day after. Anything
+ * else (an address edited by hand) goes as it is, for the API to answer.
+ */
+const dayAfter = (date: string) => {
+  const start = /^\d{4}-\d{2}-\d{2}$/.test(date) ? Date.parse(`${date}T00:00:00Z`) : NaN
+  return Number.isNaN(start) ? date : new Date(start + 86_400_000).toISOString().slice(0, 10)
+}
+
 /** The organization's audit log: filter by type, actor and dates; export what matches as CSV or JSON. */
 export default function AuditLog() {
   const { query } = useLocation()
@@ -18,7 +27,8 @@ export default function AuditLog() {
   }
   const [draft, setDraft] = useState(filters)
   const [errors, setErrors] = useState<Partial<Record<Keys, string>>>({})
-  const params = Object.fromEntries(Object.entries(filters).filter(([, v]) => v !== "")) as Partial<typeof filters>
+  const chosen = Object.fromEntries(Object.entries(filters).filter(([, v]) => v !== "")) as Partial<typeof filters>
+  const params = chosen.to === undefined ? chosen : { ...chosen, to: dayAfter(chosen.to) }
   const events = usePaged(["audit", filters], (cursor) =>
     ok(api.GET("/v1/audit-logs", {
       params: { query: { ...params, limit: 50, ...(cursor !== undefined ? { cursor } : {}) } }
@@ -82,7 +92,7 @@ export default function AuditLog() {
         <Field label="Actor" hint="A user or key id">
           {(p) => <input {...p} value={draft.actor} onChange={(e) => setDraft({ ...draft, actor: e.target.value })} />}
         </Field>
-        <Field label="From" error={errors.from}>
+        <Field label="From" hint="UTC dates; both days included" error={errors.from}>
           {(p) => (
             <input
               {...p}

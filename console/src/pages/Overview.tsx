@@ -10,9 +10,10 @@ export default function Overview() {
   const from = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10)
   const usage = useQuery({
     queryKey: ["usage", from],
-    // JSON unless format=csv is asked for
+    // by day: the API rounds `from` down to its bucket's start, and a month bucket would reach back to the 1st
+    // of last month. JSON unless format=csv is asked for.
     queryFn: async () =>
-      (await ok(api.GET("/v1/usage", { params: { query: { from, bucket: "month" } } }))) as Schemas["UsageReport"]
+      (await ok(api.GET("/v1/usage", { params: { query: { from, bucket: "day" } } }))) as Schemas["UsageReport"]
   })
   const tasks = useQuery({
     queryKey: ["tasks", "recent"],
