@@ -35,7 +35,11 @@ export class AuditApi extends HttpApiGroup.make("audit")
   .add(
     HttpApiEndpoint.get("listAuditEvents", "/audit-logs")
       .annotateContext(
-        operation({ summary: "List audit events", permission: Policy.readAuditLog, errors: ["invalid_cursor"] })
+        operation({
+          summary: "List audit events",
+          permission: Policy.readAuditLog,
+          errors: ["invalid_cursor", "invalid_time_range"]
+        })
       )
       .setUrlParams(AuditListParams)
       .addSuccess(AuditPage)
@@ -43,7 +47,13 @@ export class AuditApi extends HttpApiGroup.make("audit")
   )
   .add(
     HttpApiEndpoint.get("exportAuditEvents", "/audit-logs/export")
-      .annotateContext(operation({ summary: "Export audit events", permission: Policy.exportAuditLog, errors: [] }))
+      .annotateContext(
+        operation({
+          summary: "Export audit events",
+          permission: Policy.exportAuditLog,
+          errors: ["invalid_time_range"]
+        })
+      )
       .setUrlParams(AuditExportParams)
       .addSuccess(Schema.Array(AuditEvent))
       .annotate(

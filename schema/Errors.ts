@@ -223,8 +223,8 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   rest(
     400,
     "invalid_time_range",
-    "`GET /v1/usage`: `from` is not before `to`, or the range is longer than its bucket allows (93 days of hours, " +
-      "1830 of days)."
+    "`GET /v1/usage`, the audit log and its export: `from` is not before `to`; usage: or the range is longer than " +
+      "its bucket allows (93 days of hours, 1830 of days)."
   ),
   rest(
     400,

@@ -51,9 +51,16 @@ export class AuditReader extends Effect.Service<AuditReader>()("audit/AuditReade
   effect: Effect.gen(function*() {
     const repo = yield* AuditRepo
 
+    /** A range that ends before it starts is a mistake to say, not an empty answer (as usage says it). */
+    const checkRange = (query: AuditQuery) =>
+      query.from !== undefined && query.to !== undefined && query.from.getTime() >= query.to.getTime()
+        ? Effect.fail(BadRequest.of("`from` must be before `to`.", undefined, "invalid_time_range"))
+        : Effect.void
+
     const list = Effect.fn("AuditReader.list")(
       function*(principal: Principal, query: AuditQuery & { readonly limit?: number; readonly cursor?: string }) {
         yield* requirePermission(principal, Policy.readAuditLog)
+        yield* checkRange(query)
         const before = query.cursor === undefined ? undefined : decodeCursor(query.cursor)
         if (query.cursor !== undefined && before === undefined) {
           return yield* BadRequest.of(
@@ -76,6 +83,7 @@ export class AuditReader extends Effect.Service<AuditReader>()("audit/AuditReade
     const exportRange = Effect.fn("AuditReader.exportRange")(
       function*(principal: Principal, query: AuditQuery, format: ExportFormat) {
         yield* requirePermission(principal, Policy.exportAuditLog)
+        yield* checkRange(query)
         // one page of rows becomes one chunk of text
         const pages = Stream.paginateEffect(
           0,

@@ -125,6 +125,11 @@ describe("audit log export", () => {
     expectError(await call(node, org.api_key, "GET", "/v1/audit-logs?cursor=nope"), 400, "invalid_cursor")
     expectError(await call(node, org.api_key, "GET", "/v1/audit-logs?event_type=lower"), 400, "validation_failed")
     expectError(await call(node, org.api_key, "GET", "/v1/audit-logs/export?format=xml"), 400, "validation_failed")
+    // a range that ends before it starts is said to be one, as usage says it
+    const backwards = "from=2026-03-02T00:00:00Z&to=2026-03-01T00:00:00Z"
+    for (const path of ["/v1/audit-logs", "/v1/audit-logs/export"]) {
+      expectError(await call(node, org.api_key, "GET", `${path}?${backwards}`), 400, "invalid_time_range")
+    }
   })
 
   it("documents each export format as the body it is sent as", async () => {
