@@ -4,6 +4,7 @@ import type { AddDocument, DocumentFormat } from "../../schema/KnowledgeBases.js
 import type { Principal } from "../../schema/Security.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Files } from "../files/Files.js"
+import { invalidField } from "../support/Issues.js"
 import { formatOf } from "./TextExtraction.js"
 import { UrlSource } from "./UrlSource.js"
 
@@ -39,10 +40,9 @@ export class DocumentSources extends Effect.Service<DocumentSources>()("knowledg
       Effect.gen(function*() {
         const given = (["text", "file_id", "url"] as const).filter((k) => input[k] !== undefined)
         if (given.length !== 1) {
-          return yield* validation(
-            given.length === 0 ? "text" : given[1]!,
-            "give exactly one source: `text`, `file_id` or `url`"
-          )
+          return yield* given.length === 0
+            ? invalidField("", "The request has no source: give one of `text`, `file_id` or `url`.")
+            : invalidField(given[1]!, "is a second source: give exactly one of `text`, `file_id` or `url`.")
         }
         if (input.text !== undefined) {
           const bytes = Buffer.from(input.text, "utf8")

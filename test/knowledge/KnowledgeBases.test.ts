@@ -187,8 +187,14 @@ describe("knowledge bases over REST", () => {
   it("answers bad documents with one error each: sources, size, type, unknown file; unreadable ones fail with a reason", async () => {
     const base = await createBase(node, admin, { name: "Bad input" })
     const post = (body: unknown) => call(node, admin, "POST", `/v1/knowledge-bases/${base.id}/documents`, body)
-    expectError(await post({ name: "a" }), 400, "validation_failed")
-    expectError(await post({ name: "a", text: "x", url: "https://example.com/" }), 400, "validation_failed")
+    const none = await post({ name: "a" })
+    expectError(none, 400, "validation_failed")
+    expect(none.body.error.message).toBe("The request has no source: give one of `text`, `file_id` or `url`.")
+    const two = await post({ name: "a", text: "x", url: "https://example.com/" })
+    expectError(two, 400, "validation_failed")
+    expect(two.body.error.details.issues).toEqual([
+      { path: "url", message: "is a second source: give exactly one of `text`, `file_id` or `url`." }
+    ])
     expectError(await post({ text: "x" }), 400, "validation_failed")
     expectError(await post({ name: "big.txt", text: "x".repeat(200_001) }), 413, "document_too_large")
     expectError(await post({ name: "a.pdf", text: "not really", format: "pdf" }), 415, "unsupported_document_type")
