@@ -1,6 +1,7 @@
 import { Effect, Layer, Option } from "effect"
 import { ClusterRunnerLive } from "./cluster/ClusterRunner.js"
 import { SecretKey } from "./config/SecretKey.js"
+import { SecretKeyCheckLive } from "./config/SecretKeyCheck.js"
 import { SwitchyardConfig } from "./config/SwitchyardConfig.js"
 import { DatabaseLive } from "./db/Database.js"
 import { MigrationsLive } from "./db/Migrations.js"
@@ -44,14 +45,15 @@ const FirstStartLive = Layer.effectDiscard(
 ).pipe(Layer.provide(Identity.Default))
 
 /**
- * One Switchyard node. Build order (and so the reverse shutdown order): config, database, migrations,
- * cluster runner, HTTP, first-start banner. Shutdown drains HTTP, hands shards back, then stops the
- * embedded database.
+ * One Switchyard node. Build order (and so the reverse shutdown order): config, database, migrations, the
+ * secret key's check against the database, cluster runner, HTTP, first-start banner. Shutdown drains HTTP,
+ * hands shards back, then stops the embedded database.
  */
 export const NodeLive = FirstStartLive.pipe(
   Layer.provide(HttpServerLive),
   Layer.provide(MetricsEndpointLive),
   Layer.provideMerge(ClusterRunnerLive),
+  Layer.provide(SecretKeyCheckLive),
   Layer.provide(MigrationsLive),
   Layer.provide(SecretKey.layer),
   Layer.provideMerge(DatabaseLive),

@@ -107,7 +107,8 @@ const reportStartupFailure = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     Effect.catchIf(
       (e: any) =>
         e?._tag === "EmbeddedPostgresError" || ConfigError.isConfigError(e) || e?._tag === "ServeError" ||
-        // the cluster runner's listener (SWITCHYARD_RUNNER_PORT), which fails as a socket server, not an HTTP one
+        // the cluster runner's listener (SWITCHYARD_RUNNER_PORT), which fails as a socket server, not an HTTP one;
+        // the metrics listener (SWITCHYARD_METRICS_PORT) fails as a ServeError, like the API's
         (e?._tag === "SocketServerError" && e.reason === "Open") ||
         (e?._tag === "SqlError" && /connect/i.test(e.message)),
       (e: any) =>
@@ -117,7 +118,9 @@ const reportStartupFailure = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
             : e?._tag === "SqlError"
             ? `cannot reach the database (DATABASE_URL): ${String(e.cause?.message ?? e.message)}`
             : e?._tag === "ServeError" || e?._tag === "SocketServerError"
-            ? `cannot listen: ${String(e.cause?.message ?? e)} (check SWITCHYARD_HTTP_PORT / SWITCHYARD_RUNNER_PORT)`
+            ? `cannot listen: ${
+              String(e.cause?.message ?? e)
+            } (check SWITCHYARD_HTTP_PORT / SWITCHYARD_RUNNER_PORT / SWITCHYARD_METRICS_PORT)`
             : e.message
           process.stderr.write(`switchyard: ${message}\n`)
           process.exitCode = 1

@@ -1,6 +1,7 @@
 import * as ShardId from "@effect/cluster/ShardId"
 import * as Sharding from "@effect/cluster/Sharding"
 import * as ShardingConfig from "@effect/cluster/ShardingConfig"
+import { ServeError } from "@effect/platform/HttpServerError"
 import { Effect, Layer, Option } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -89,8 +90,9 @@ export const MetricsEndpointLive = Layer.scopedDiscard(Effect.gen(function*() {
   })
   const host = Option.getOrElse(config.metrics.host, () => config.host)
   yield* Effect.acquireRelease(
-    Effect.async<void, Error>((resume) => {
-      server.once("error", (e) => resume(Effect.fail(e)))
+    // a port that is taken is a start-up failure told in one line (src/cli.ts), as the API's own port is
+    Effect.async<void, ServeError>((resume) => {
+      server.once("error", (cause) => resume(Effect.fail(new ServeError({ cause }))))
       server.listen(port, host, () => resume(Effect.void))
     }),
     () =>
@@ -98,6 +100,6 @@ export const MetricsEndpointLive = Layer.scopedDiscard(Effect.gen(function*() {
         server.close(() => resume(Effect.void))
         server.closeAllConnections()
       })
-  ).pipe(Effect.orDie)
+  )
   yield* Effect.logInfo(`metrics on http://${host}:${(server.address() as AddressInfo).port}/metrics`)
 }))

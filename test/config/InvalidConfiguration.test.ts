@@ -131,19 +131,25 @@ describe("a bad setting stops serve before anything starts", () => {
 })
 
 describe("a port that is taken stops serve with one line", () => {
-  it("SWITCHYARD_RUNNER_PORT: the cluster runner's listener, said as the HTTP port's is", async () => {
+  const taken = async (env: (port: number) => Record<string, string>) => {
     const holder = Net.createServer()
     await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve))
     const port = (holder.address() as Net.AddressInfo).port
     try {
-      const run = await serve({ SWITCHYARD_RUNNER_PORT: String(port), SWITCHYARD_RUNNER_HOST: "127.0.0.1" })
+      const run = await serve(env(port))
       expect(run.stderr).toBe(
         `switchyard: cannot listen: listen EADDRINUSE: address already in use 127.0.0.1:${port} ` +
-          "(check SWITCHYARD_HTTP_PORT / SWITCHYARD_RUNNER_PORT)\n"
+          "(check SWITCHYARD_HTTP_PORT / SWITCHYARD_RUNNER_PORT / SWITCHYARD_METRICS_PORT)\n"
       )
       expect(run.code).toBe(1)
     } finally {
       await new Promise((resolve) => holder.close(resolve))
     }
-  })
+  }
+
+  it("SWITCHYARD_RUNNER_PORT: the cluster runner's listener, said as the HTTP port's is", () =>
+    taken((port) => ({ SWITCHYARD_RUNNER_PORT: String(port), SWITCHYARD_RUNNER_HOST: "127.0.0.1" })))
+
+  it("SWITCHYARD_METRICS_PORT: the metrics listener, said as the HTTP port's is", () =>
+    taken((port) => ({ SWITCHYARD_METRICS_PORT: String(port), SWITCHYARD_METRICS_HOST: "127.0.0.1" })))
 })

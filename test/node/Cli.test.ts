@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { API_KEY, runCli, spawnNode } from "../support/NodeProcess.js"
+import { freePort } from "../support/ports.js"
 import { testEnvironment } from "../support/TestNode.js"
 
 describe("switchyard CLI", () => {
@@ -44,6 +45,36 @@ describe("switchyard CLI", () => {
     const short = await runCli(["serve"], { ...env, SWITCHYARD_SECRET_KEY: "c2hvcnQ=" })
     expect(short.code).not.toBe(0)
     expect(short.stderr).toContain("SWITCHYARD_SECRET_KEY")
+  })
+
+  it("refuses a SWITCHYARD_SECRET_KEY other than the one the database's secrets are sealed with", async () => {
+    const env = await testEnvironment()
+    const first = spawnNode(env)
+    try {
+      await first.waitReady()
+      // a second node on the same database with another key: it would seal credentials no other node opens
+      const other = await runCli(["serve"], {
+        ...env,
+        SWITCHYARD_HTTP_PORT: String(await freePort()),
+        SWITCHYARD_RUNNER_PORT: String(await freePort()),
+        SWITCHYARD_SECRET_KEY: Buffer.alloc(32, 8).toString("base64")
+      })
+      expect(other.code).toBe(1)
+      expect(other.stderr).toContain(
+        `switchyard: invalid configuration: (Invalid data at SWITCHYARD_SECRET_KEY: "is not the key this ` +
+          `database's secrets are encrypted with: every node sharing the database must use the same key")\n`
+      )
+      expect(other.stderr).not.toMatch(/at .*\.ts:\d+/)
+    } finally {
+      expect(await first.stop()).toBe(0)
+    }
+    // the database's own key still starts a node
+    const again = spawnNode(env)
+    try {
+      await again.waitReady()
+    } finally {
+      expect(await again.stop()).toBe(0)
+    }
   })
 
   it("prints usage for an unknown command", async () => {
