@@ -210,22 +210,20 @@ describe("knowledge bases over REST", () => {
       "not_found"
     )
 
-    const broken = await uploaded(node, admin, "broken.pdf", "%PDF-1.4 this is not a pdf at all")
-    const failed = await settled(
-      node,
-      admin,
-      base.id,
-      (await addDocument(node, admin, base.id, { name: "broken", file_id: broken.id, format: "pdf" })).id
-    )
+    // a workspace file added as a PDF, once its ingestion ended
+    const pdfSettled = async (name: string, content: string) => {
+      const file = await uploaded(node, admin, `${name}.pdf`, content)
+      return settled(
+        node,
+        admin,
+        base.id,
+        (await addDocument(node, admin, base.id, { name, file_id: file.id, format: "pdf" })).id
+      )
+    }
+    const failed = await pdfSettled("broken", "%PDF-1.4 this is not a pdf at all")
     expect(failed.status).toBe("error")
     expect(["extraction_failed", "no_text"]).toContain(failed.error.reason)
-    const notPdf = await uploaded(node, admin, "not.pdf", "not a pdf at all")
-    const unreadable = await settled(
-      node,
-      admin,
-      base.id,
-      (await addDocument(node, admin, base.id, { name: "not", file_id: notPdf.id, format: "pdf" })).id
-    )
+    const unreadable = await pdfSettled("not", "not a pdf at all")
     // one period at the end, not pdf.js's and ours
     expect(unreadable.error).toEqual({
       reason: "extraction_failed",
