@@ -108,6 +108,9 @@ const appendQuery = (params: URLSearchParams, name: string, value: unknown, styl
     for (const [k, v] of Object.entries(value)) params.append(`${name}[${k}]`, scalar(v))
   } else if (typeof value === "object" && explode && style === "form") {
     for (const [k, v] of Object.entries(value)) params.append(k, scalar(v))
+  } else if (typeof value === "object" && style === "form") {
+    // not exploded: `name=k1,v1,k2,v2`, as OpenAPI's form style writes an object
+    params.append(name, Object.entries(value).flatMap(([k, v]) => [k, scalar(v)]).join(","))
   } else {
     params.append(name, scalar(value))
   }

@@ -148,6 +148,32 @@ describe.each([["fast path", "true"], ["general stack", "false"]])("invoke throu
       ])
     })
 
+    it("writes an object query parameter in form style: exploded as its own pairs, else as k,v,k,v", async () => {
+      const objects = await createConnector(node, apiKey, {
+        openapi: "3.1.0",
+        info: { title: "Objects", version: "1" },
+        servers: [{ url: target.url }],
+        paths: {
+          "/people": {
+            get: {
+              operationId: "people",
+              parameters: [
+                { name: "filter", in: "query", style: "form", explode: false, schema: { type: "object" } },
+                { name: "page", in: "query", style: "form", explode: true, schema: { type: "object" } }
+              ]
+            }
+          }
+        }
+      })
+      const conn = await createConnection(node, apiKey, objects.id, { name: "o" })
+      const before = target.requests.length
+      const response = await invoke(node, apiKey, objects.id, conn.id, "people", {
+        query_params: { filter: { role: "admin", age: 3 }, page: { size: 10 } }
+      })
+      expect(response.status).toBe(200)
+      expect(Object.fromEntries(target.requests[before]!.query)).toEqual({ filter: "role,admin,age,3", size: "10" })
+    })
+
     it("takes the text of a query or path parameter declared as a number or boolean (as a model sends it)", async () => {
       const typed = await createConnector(node, apiKey, {
         openapi: "3.1.0",
