@@ -1,7 +1,7 @@
 import { Effect, Layer, Option } from "effect"
 import { ClusterRunnerLive } from "./cluster/ClusterRunner.js"
 import { SecretKey } from "./config/SecretKey.js"
-import { SharedSettingsCheckLive } from "./config/SharedSettingsCheck.js"
+import { SecretKeyCheckLive } from "./config/SecretKeyCheck.js"
 import { SwitchyardConfig } from "./config/SwitchyardConfig.js"
 import { DatabaseLive } from "./db/Database.js"
 import { MigrationsLive } from "./db/Migrations.js"
@@ -46,14 +46,14 @@ const FirstStartLive = Layer.effectDiscard(
 
 /**
  * One Switchyard node. Build order (and so the reverse shutdown order): config, database, migrations, the
- * check of the settings every node shares (secret key, shard count) against the database, cluster runner,
- * HTTP, first-start banner. Shutdown drains HTTP, hands shards back, then stops the embedded database.
+ * secret key's check against the database, cluster runner, HTTP, first-start banner. Shutdown drains HTTP,
+ * hands shards back, then stops the embedded database.
  */
 export const NodeLive = FirstStartLive.pipe(
   Layer.provide(HttpServerLive),
   Layer.provide(MetricsEndpointLive),
   Layer.provideMerge(ClusterRunnerLive),
-  Layer.provide(SharedSettingsCheckLive),
+  Layer.provide(SecretKeyCheckLive),
   Layer.provide(MigrationsLive),
   Layer.provide(SecretKey.layer),
   Layer.provideMerge(DatabaseLive),

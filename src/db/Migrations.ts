@@ -35,7 +35,6 @@ import shardDirectory from "./migrations/0028_shard_directory.js"
 import eventJson from "./migrations/0029_event_json.js"
 import runFence from "./migrations/0030_run_fence.js"
 import secretKeyCheck from "./migrations/0031_secret_key_check.js"
-import clusterSettings from "./migrations/0032_cluster_settings.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -67,8 +66,7 @@ export const migrations = {
   "0028_shard_directory": shardDirectory,
   "0029_event_json": eventJson,
   "0030_run_fence": runFence,
-  "0031_secret_key_check": secretKeyCheck,
-  "0032_cluster_settings": clusterSettings
+  "0031_secret_key_check": secretKeyCheck
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

@@ -3,7 +3,7 @@ import { Effect } from "effect"
 
 /**
  * A fingerprint of the SWITCHYARD_SECRET_KEY the database's secrets are sealed with, recorded by the first
- * node that starts on it: a node given another key refuses to start (src/config/SharedSettingsCheck.ts). One row.
+ * node that starts on it: a node given another key refuses to start (src/config/SecretKeyCheck.ts). One row.
  */
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
