@@ -70,7 +70,8 @@ const isDotSegment = (value: string) => {
 
 /**
  * A path parameter in OpenAPI's `simple` style: an array's items (an object's keys and values, or `key=value`
- * pairs when exploded) joined by commas, each percent-encoded; `text` is the same unencoded, for the checks.
+ * pairs when exploded) joined by commas, each percent-encoded; `text` is the same unencoded, for the checks
+ * (and the query value of an object in `form` style, not exploded, which joins it the same way).
  */
 const simpleStyle = (value: unknown, explode: boolean): { readonly text: string; readonly encoded: string } => {
   // most are one value: no list to build
@@ -80,9 +81,7 @@ const simpleStyle = (value: unknown, explode: boolean): { readonly text: string;
   }
   const parts: Array<string> = Array.isArray(value)
     ? value.map(scalar)
-    : typeof value === "object" && value !== null
-    ? Object.entries(value).flatMap(([k, v]) => explode ? [`${k}=${scalar(v)}`] : [k, scalar(v)])
-    : [scalar(value)]
+    : Object.entries(value).flatMap(([k, v]) => explode ? [`${k}=${scalar(v)}`] : [k, scalar(v)])
   return { text: parts.join(","), encoded: parts.map(encodeURIComponent).join(",") }
 }
 
@@ -110,7 +109,7 @@ const appendQuery = (params: URLSearchParams, name: string, value: unknown, styl
     for (const [k, v] of Object.entries(value)) params.append(k, scalar(v))
   } else if (typeof value === "object" && style === "form") {
     // not exploded: `name=k1,v1,k2,v2`, as OpenAPI's form style writes an object
-    params.append(name, Object.entries(value).flatMap(([k, v]) => [k, scalar(v)]).join(","))
+    params.append(name, simpleStyle(value, false).text)
   } else {
     params.append(name, scalar(value))
   }
