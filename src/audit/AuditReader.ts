@@ -5,6 +5,7 @@ import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { formatTimestamp } from "../../schema/Timestamp.js"
 import { requirePermission } from "../identity/IdentityPolicy.js"
+import { rangeForwards } from "../support/TimeRange.js"
 import { type AuditQuery, AuditRepo, type AuditRow, toAuditEvent } from "./AuditRepo.js"
 
 export type ExportFormat = "csv" | "json" | "ndjson"
@@ -51,16 +52,10 @@ export class AuditReader extends Effect.Service<AuditReader>()("audit/AuditReade
   effect: Effect.gen(function*() {
     const repo = yield* AuditRepo
 
-    /** A range that ends before it starts is a mistake to say, not an empty answer (as usage says it). */
-    const checkRange = (query: AuditQuery) =>
-      query.from !== undefined && query.to !== undefined && query.from.getTime() >= query.to.getTime()
-        ? Effect.fail(BadRequest.of("`from` must be before `to`.", undefined, "invalid_time_range"))
-        : Effect.void
-
     const list = Effect.fn("AuditReader.list")(
       function*(principal: Principal, query: AuditQuery & { readonly limit?: number; readonly cursor?: string }) {
         yield* requirePermission(principal, Policy.readAuditLog)
-        yield* checkRange(query)
+        yield* rangeForwards(query.from, query.to)
         const before = query.cursor === undefined ? undefined : decodeCursor(query.cursor)
         if (query.cursor !== undefined && before === undefined) {
           return yield* BadRequest.of(
@@ -83,7 +78,7 @@ export class AuditReader extends Effect.Service<AuditReader>()("audit/AuditReade
     const exportRange = Effect.fn("AuditReader.exportRange")(
       function*(principal: Principal, query: AuditQuery, format: ExportFormat) {
         yield* requirePermission(principal, Policy.exportAuditLog)
-        yield* checkRange(query)
+        yield* rangeForwards(query.from, query.to)
         // one page of rows becomes one chunk of text
         const pages = Stream.paginateEffect(
           0,

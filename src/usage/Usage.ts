@@ -13,6 +13,7 @@ import {
 } from "../../schema/Usage.js"
 import { AgentRepo, periodStart } from "../agents/AgentRepo.js"
 import { mayUse } from "../agents/Agents.js"
+import { rangeForwards } from "../support/TimeRange.js"
 import { addInto, BUCKETS, quantile } from "./DurationHistogram.js"
 import { type FactRow, keyOf, type UsageQuery, UsageRepo } from "./UsageRepo.js"
 
@@ -162,9 +163,7 @@ export class Usage extends Effect.Service<Usage>()("usage/Usage", {
       const groupBy = yield* parseGroupBy(filters.group_by)
       const to = filters.to ?? new Date()
       const from = filters.from ?? new Date(to.getTime() - DEFAULT_RANGE_MS)
-      if (from.getTime() >= to.getTime()) {
-        return yield* BadRequest.of("`from` must be before `to`.", undefined, "invalid_time_range")
-      }
+      yield* rangeForwards(from, to)
       if (to.getTime() - from.getTime() > MAX_RANGE_DAYS[bucket] * DAY_MS) {
         return yield* BadRequest.of(
           `A range of ${bucket} buckets spans at most ${MAX_RANGE_DAYS[bucket]} days; narrow it or use a wider bucket.`,
