@@ -4,7 +4,7 @@ import * as Path from "node:path"
 import pg from "pg"
 import { FOLD_LOCK } from "../src/usage/UsageRepo.js"
 import { measureThroughput, percentile, type Target } from "./support/load.js"
-import { cpuTimeMs, startNode, stopAll, tempDir } from "./support/processes.js"
+import { cpuTimeMs, postgresOf, startNode, stopAll, tempDir } from "./support/processes.js"
 import { fmt, ratio, warnIfBusy } from "./support/report.js"
 import { appendToList } from "./support/runs.js"
 
@@ -44,15 +44,6 @@ const TRIGGERS: ReadonlyArray<readonly [string, string]> = [
 ]
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-const postgresOf = (dataDir: string) => {
-  const lines = Fs.readFileSync(Path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")
-  return {
-    port: Number(lines[3]),
-    host: lines[4]?.trim() || "127.0.0.1",
-    password: Fs.readFileSync(Path.join(dataDir, "pg-password"), "utf8").trim()
-  }
-}
 
 /** Follows `GET /v1/events`, calling `onEvent` with each event's data as it arrives. */
 const follow = async (

@@ -5,7 +5,7 @@ import * as Path from "node:path"
 import { Readable, Writable } from "node:stream"
 import { pipeline } from "node:stream/promises"
 import pg from "pg"
-import { startNode, stopAll, tempDir } from "./support/processes.js"
+import { postgresOf, startNode, stopAll, tempDir } from "./support/processes.js"
 import { fmt, ratio, warnIfBusy } from "./support/report.js"
 import { appendToList } from "./support/runs.js"
 
@@ -25,15 +25,6 @@ const settings = { fileBytes: 100 * MiB, chunkBytes: MiB, rounds: 3, rssSampleMs
 
 /** Informational targets, printed as PASS/MISS. */
 const targets = { uploadRatio: 0.5, downloadRatio: 0.5, peakRssDeltaMiB: 64 } as const
-
-const postgresOf = (dataDir: string) => {
-  const lines = Fs.readFileSync(Path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")
-  return {
-    port: Number(lines[3]),
-    host: lines[4]?.trim() || "127.0.0.1",
-    password: Fs.readFileSync(Path.join(dataDir, "pg-password"), "utf8").trim()
-  }
-}
 
 /** The file: `fileBytes` of pseudo-random bytes, made 1 MiB at a time as it is read (never whole in memory). */
 const source = () => {

@@ -1,7 +1,7 @@
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import pg from "pg"
-import { startNode, stopAll, tempDir } from "./support/processes.js"
+import { postgresOf, startNode, stopAll, tempDir } from "./support/processes.js"
 import { fmt, ratio, warnIfBusy } from "./support/report.js"
 import { appendToList } from "./support/runs.js"
 
@@ -28,15 +28,6 @@ const settings = {
   searches: 300,
   limit: 10
 } as const
-
-const postgresOf = (dataDir: string) => {
-  const lines = Fs.readFileSync(Path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")
-  return {
-    port: Number(lines[3]),
-    host: lines[4]?.trim() || "127.0.0.1",
-    password: Fs.readFileSync(Path.join(dataDir, "pg-password"), "utf8").trim()
-  }
-}
 
 // a deterministic vocabulary of English-like words, drawn Zipf-like (word i with weight 1/(i+1))
 let seed = 42

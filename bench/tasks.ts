@@ -5,7 +5,15 @@ import pg from "pg"
 import { commitBaseline } from "./support/commitBaseline.js"
 import { Connection, type Outcome, requestBytes, responseBody } from "./support/connection.js"
 import { type Latency, latencyOf, measureLatency, measureThroughput, percentile, type Target } from "./support/load.js"
-import { cpuProfiling, cpuTimeMs, startNode, stopAll, type SwitchyardNode, tempDir } from "./support/processes.js"
+import {
+  cpuProfiling,
+  cpuTimeMs,
+  postgresOf,
+  startNode,
+  stopAll,
+  type SwitchyardNode,
+  tempDir
+} from "./support/processes.js"
 import { fmt, ratio, warnIfBusy, writeResults as write } from "./support/report.js"
 
 /**
@@ -79,21 +87,6 @@ const window = async <A>(label: string, f: () => Promise<A>): Promise<A> => {
 }
 
 // --- the node's embedded PostgreSQL ---
-
-/**
- * The node's embedded PostgreSQL: pid (line 1), port (line 4) and Unix socket directory (line 5) from
- * postmaster.pid, password from pg-password. The baseline connects over the socket, as the node itself
- * does (src/db/EmbeddedPostgres.ts); over TCP it was about 4% slower.
- */
-const postgresOf = (dataDir: string) => {
-  const lines = Fs.readFileSync(Path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")
-  return {
-    pid: Number(lines[0]),
-    port: Number(lines[3]),
-    host: lines[4]?.trim() || "127.0.0.1",
-    password: Fs.readFileSync(Path.join(dataDir, "pg-password"), "utf8").trim()
-  }
-}
 
 /**
  * Cumulative counters of the database (pg_stat_database, pg_stat_wal), to say how many commits and how

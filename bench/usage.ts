@@ -3,7 +3,7 @@ import * as Path from "node:path"
 import pg from "pg"
 import { FOLD_MARK, FOLDED_THROUGH } from "../src/usage/UsageRepo.js"
 import { measureThroughput, percentile, type Target } from "./support/load.js"
-import { startNode, stopAll, tempDir } from "./support/processes.js"
+import { postgresOf, startNode, stopAll, tempDir } from "./support/processes.js"
 import { fmt, ratio, warnIfBusy } from "./support/report.js"
 import { appendToList } from "./support/runs.js"
 
@@ -42,15 +42,6 @@ const targets = { readP99Ms: 100, tasksWithRollupsVsWithout: 0.95 } as const
 
 /** The fold's advisory lock (src/usage/UsageRepo.ts): held by the bench, the node's folder is off. */
 const FOLD_LOCK = 0x5717c4_20
-
-const postgresOf = (dataDir: string) => {
-  const lines = Fs.readFileSync(Path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")
-  return {
-    port: Number(lines[3]),
-    host: lines[4]?.trim() || "127.0.0.1",
-    password: Fs.readFileSync(Path.join(dataDir, "pg-password"), "utf8").trim()
-  }
-}
 
 /** The folder on (the lock released) or off (held by the bench's own connection). */
 const folderSwitch = async (pool: pg.Pool) => {

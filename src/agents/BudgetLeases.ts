@@ -1,7 +1,8 @@
-import { Deferred, Effect, Fiber, FiberId, Schedule } from "effect"
+import { Deferred, Effect, Fiber, FiberId } from "effect"
 import * as Crypto from "node:crypto"
 import { AgentEntity, type BudgetExhausted } from "../../cluster/AgentEntity.js"
 import type { AgentId } from "../../schema/Ids.js"
+import { periodicWhileBusy } from "../support/Periodic.js"
 
 /** Spend is reported, and leases unused for IDLE_MS handed back, this often. */
 const FLUSH = "200 millis"
@@ -97,6 +98,7 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetL
           perCallUntil: 0
         }
         leases.set(agentId, lease)
+        flushes.wake()
       }
       return lease
     }
@@ -301,7 +303,8 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetL
       }
       return Effect.all(reports, { concurrency: "unbounded", discard: true })
     })
-    yield* flush.pipe(Effect.repeat(Schedule.spaced(FLUSH)), Effect.forkScoped)
+    const flushes = yield* periodicWhileBusy(FLUSH, () => leases.size > 0, flush)
+    yield* Effect.forkScoped(flushes.loop)
 
     return {
       reserve: (agentId: AgentId, estimate: number) => reserve(agentId, estimate),

@@ -164,7 +164,7 @@ export const config = Config.all({
   // schedules (issue 24): every node claims due schedules each poll; see docs/guides/schedules.md
   scheduler: Config.all({
     enabled: flag(env("SCHEDULER"), true),
-    pollInterval: duration("SCHEDULE_POLL_INTERVAL", "200 millis"),
+    pollInterval: duration("SCHEDULE_POLL_INTERVAL", "1 second"),
     claimBatch: positive("SCHEDULE_CLAIM_BATCH", 500),
     staleAfter: duration("SCHEDULE_STALE_TICK", "10 seconds")
   }),

@@ -119,25 +119,30 @@ export class Ingestion extends Effect.Service<Ingestion>()("knowledge/Ingestion"
         }
       }).pipe(Effect.scoped)
 
-    const worker = Effect.gen(function*() {
-      const jobs = yield* queue.claim(CLAIM_BATCH, LEASE_SECONDS)
-      if (jobs.length > 0) return yield* work(jobs)
-      yield* Effect.race(Queue.take(signals), Effect.sleep(IDLE_POLL))
-    }).pipe(
-      Effect.catchAllCause((cause) =>
-        Cause.isInterruptedOnly(cause)
-          ? Effect.failCause(cause)
-          : Effect.logWarning("knowledge ingestion: claim failed; trying again", cause).pipe(
-            Effect.zipRight(Effect.sleep(IDLE_POLL))
-          )
-      ),
-      Effect.forever
-    )
-    for (let i = 0; i < workers; i++) yield* Effect.forkScoped(worker)
+    const wakeAll = Queue.offerAll(signals, Array.from({ length: Math.max(1, workers) }, () => undefined))
+    // idle, one worker polls (documents queued on a node without workers, retries, a dead node's leases) and
+    // the rest wait for a document queued here, or for the poller to find more than it takes
+    const worker = (polls: boolean) =>
+      Effect.gen(function*() {
+        const jobs = yield* queue.claim(CLAIM_BATCH, LEASE_SECONDS)
+        if (polls && jobs.length === CLAIM_BATCH) yield* wakeAll
+        if (jobs.length > 0) return yield* work(jobs)
+        yield* polls ? Effect.race(Queue.take(signals), Effect.sleep(IDLE_POLL)) : Queue.take(signals)
+      }).pipe(
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? Effect.failCause(cause)
+            : Effect.logWarning("knowledge ingestion: claim failed; trying again", cause).pipe(
+              Effect.zipRight(Effect.sleep(IDLE_POLL))
+            )
+        ),
+        Effect.forever
+      )
+    for (let i = 0; i < workers; i++) yield* Effect.forkScoped(worker(i === 0))
 
     return {
-      /** A document was queued here: an idle worker takes it now rather than at its next poll. */
-      wake: Queue.offerAll(signals, Array.from({ length: Math.max(1, workers) }, () => undefined)).pipe(Effect.asVoid)
+      /** A document was queued here: the idle workers take it now rather than at the next poll. */
+      wake: Effect.asVoid(wakeAll)
     } as const
   }),
   dependencies: [IngestQueue.Default, Files.Default, FileRepo.Default]

@@ -119,6 +119,8 @@ export const tickKey = (scheduleId: ScheduleId, scheduledFor: Date) =>
 export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/ScheduleRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* PgClient.PgClient
+    // set when a schedule is made or changed on this node: the scheduler's sleep ends then (it may be due sooner)
+    const written = yield* Effect.makeLatch(false)
 
     const insert = (row: Omit<ScheduleRow, "updated_at">) =>
       sql<ScheduleRow>`
@@ -436,6 +438,12 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
         Effect.orDie(claim(limit, plan)),
       stale: (staleMs: number, limit: number) => Effect.orDie(stale(staleMs, limit)),
       nextDueIn: Effect.orDie(nextDueIn),
+      /** A schedule was made or changed on this node, committed: the scheduler looks at what is due now. */
+      wake: written.open,
+      /** Before the scheduler reads what is due: a `wake` after it ends the sleep that follows. */
+      armWake: written.close,
+      /** `ms` at most; less when woken since `armWake`. */
+      sleepUnlessWoken: (ms: number) => Effect.asVoid(Effect.timeoutOption(written.await, ms)),
       insertManual: (id: ScheduleId) => Effect.orDie(insertManual(id)),
       settle: (outcomes: Parameters<typeof settle>[0]) => Effect.orDie(settle(outcomes)),
       taskByKey: (organizationId: OrganizationId, key: string) => Effect.orDie(taskByKey(organizationId, key))

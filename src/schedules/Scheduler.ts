@@ -138,9 +138,10 @@ export const SchedulerLive = Layer.scopedDiscard(
     // one cheap read a poll while nothing is due (an idle node made a claim transaction per claimer each
     // poll: ~40 statements a second); when something is, the claimers take it together and look again at once.
     // Asleep until the next schedule is due (a burst is claimed from its first millisecond), at most a poll
-    // interval (schedules made meanwhile); rows due but held by another node's claim are that claim's, so
-    // they wait a poll interval too
+    // interval (schedules made on other nodes meanwhile; one made or changed on this node wakes it at once);
+    // rows due but held by another node's claim are that claim's, so they wait a poll interval too
     const claimLoop = Effect.gen(function*() {
+      yield* repo.armWake
       const dueIn = yield* repo.nextDueIn
       if (dueIn !== null && dueIn <= 0) {
         const claimed = yield* Effect.all(Array.from({ length: CLAIMERS }, () => burst), { concurrency: CLAIMERS })
@@ -148,7 +149,7 @@ export const SchedulerLive = Layer.scopedDiscard(
       }
       // nothing left due that this node could take: the burst's runs start
       yield* handOff([], true)
-      yield* Effect.sleep(dueIn !== null && dueIn > 0 ? Math.min(dueIn + 1, pollMs) : pollMs)
+      yield* repo.sleepUnlessWoken(dueIn !== null && dueIn > 0 ? Math.min(dueIn + 1, pollMs) : pollMs)
     }).pipe(
       Effect.catchAllCause((cause) =>
         Effect.zipRight(Effect.logWarning("schedule claim failed; trying again", cause), Effect.sleep(pollMs))

@@ -135,6 +135,7 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
         targets: [{ type: "schedule", id: row.id, name: row.name }],
         details: { agent_id: row.agent_id, cron: row.cron, every_ms: row.every_ms, timezone: row.timezone }
       })))
+      yield* repo.wake
       return toSchedule(row, new Date())
     })
 
@@ -178,6 +179,7 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
             })
         )
         if (row === undefined) return yield* NotFound.of("Schedule", id)
+        yield* repo.wake
         return toSchedule(row, new Date())
       })
 

@@ -1,9 +1,10 @@
 import * as EntityId from "@effect/cluster/EntityId"
 import * as Sharding from "@effect/cluster/Sharding"
-import { Cause, Duration, Effect, Exit, Fiber, Schedule } from "effect"
+import { Cause, Duration, Effect, Exit, Fiber } from "effect"
 import type { TaskOutcome } from "../../cluster/TaskEntity.js"
 import type { TaskId } from "../../schema/Ids.js"
 import { Drain } from "../http/Drain.js"
+import { periodicWhileBusy } from "../support/Periodic.js"
 import { type RunControl, TaskRunner } from "./TaskRunner.js"
 
 type Outcome = typeof TaskOutcome.Type
@@ -101,6 +102,7 @@ export class TaskRuns extends Effect.Service<TaskRuns>()("tasks/TaskRuns", {
         // a stopping node starts nothing: the run is over before it begins, and the task waits for the next owner
         if (stopping) return Effect.map(Effect.forkDaemon(Effect.interrupt), (fiber) => Object.assign(run, { fiber }))
         runs.set(taskId, run)
+        checks.wake()
         return Effect.map(Effect.forkDaemon(runOnce(taskId, run)), (fiber) => Object.assign(run, { fiber }))
       })
     /** For a shard move or a shutdown: a run making a tool call is asked to leave once it is recorded (true). */
@@ -165,7 +167,8 @@ export class TaskRuns extends Effect.Service<TaskRuns>()("tasks/TaskRuns", {
       }
       return Effect.all(stops, { discard: true })
     })
-    yield* check.pipe(Effect.repeat(Schedule.spaced(CHECK)), Effect.forkScoped)
+    const checks = yield* periodicWhileBusy(CHECK, () => runs.size > 0, check)
+    yield* Effect.forkScoped(checks.loop)
 
     /** Whether the task's run is in progress here. */
     const isRunning = (taskId: string) => runs.has(taskId)

@@ -466,3 +466,35 @@ describe("overlap, with runs that take longer than the period", () => {
     expect(overlapping(tasks)).toBe(true)
   })
 })
+
+describe("a schedule made or resumed on a node asleep for its poll interval", () => {
+  let slow: TestNode
+  beforeAll(async () => {
+    // nothing is due on this node: without a wake-up, its scheduler would look again only after a minute
+    slow = await startTestNode({ SWITCHYARD_SCHEDULE_POLL_INTERVAL: "60 seconds" })
+  })
+  afterAll(() => slow?.stop())
+
+  it("runs at its first tick, and again right after a resume", async () => {
+    const org = await slow.bootstrap()
+    const agentId = await createScriptedAgent(slow, org.api_key)
+    const created = await createSchedule(slow, org.api_key, { agent_id: agentId, cron: "* * * * * *" })
+    await until(
+      "a first run",
+      async () => (await runsOf(slow, org.api_key, created.id)).length > 0 || undefined,
+      15_000
+    )
+    const paused = await call(slow, org.api_key, "POST", `/v1/schedules/${created.id}/pause`)
+    expect(paused.status).toBe(200)
+    // the scheduler finds nothing due now, and sleeps its whole interval
+    await new Promise((r) => setTimeout(r, 1500))
+    const before = (await runsOf(slow, org.api_key, created.id)).length
+    const resumed = await call(slow, org.api_key, "POST", `/v1/schedules/${created.id}/resume`)
+    expect(resumed.status).toBe(200)
+    await until(
+      "a run after the resume",
+      async () => (await runsOf(slow, org.api_key, created.id)).length > before || undefined,
+      15_000
+    )
+  })
+})
