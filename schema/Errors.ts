@@ -18,7 +18,9 @@ export type ErrorBody = typeof ErrorBody.Type
 const fields = {
   code: Schema.String,
   message: Schema.String,
-  details: Schema.optional(Schema.Unknown)
+  details: Schema.optional(Schema.Unknown),
+  // what a client decodes from the envelope, to quote; the server writes each request's own (ErrorEnvelope.ts)
+  request_id: Schema.optional(Schema.String)
 }
 
 interface ErrorFields {
@@ -36,7 +38,13 @@ const onTheWire = <A extends ErrorFields, I extends ErrorFields>(
 ) => {
   return Schema.transform(ErrorBody, self, {
     strict: false,
-    decode: (body) => ({ _tag: tag, code: body.error.code, message: body.error.message, details: body.error.details }),
+    decode: (body) => ({
+      _tag: tag,
+      code: body.error.code,
+      message: body.error.message,
+      details: body.error.details,
+      ...(body.error.request_id === undefined ? {} : { request_id: body.error.request_id })
+    }),
     encode: (e: I) => ({
       error: { code: e.code, message: e.message, ...(e.details === undefined ? {} : { details: e.details }) }
     })

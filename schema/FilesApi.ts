@@ -52,6 +52,9 @@ export class FilesApi extends HttpApiGroup.make("files")
         })
       )
       .setUrlParams(UploadParams)
+      // what the Effect client sends (bytes as application/octet-stream, a string as text/plain); the server
+      // reads the body as a stream itself (`handleRaw`), whatever its Content-Type
+      .setPayload(Schema.Union(HttpApiSchema.Uint8Array(), HttpApiSchema.Text()))
       .addSuccess(WorkspaceFile, { status: 201 })
       .addError(PayloadTooLargeWire)
       .annotate(

@@ -3,6 +3,14 @@ import { Effect } from "effect"
 import { Api } from "../../schema/Api.js"
 
 export * from "../../schema/Ids.js"
+// every id a path takes, so a caller brands it as the contract does (`FileId.make(id)`)
+export { GroupId } from "../../schema/Access.js"
+export { FileId } from "../../schema/Files.js"
+export { FunctionId } from "../../schema/Functions.js"
+export { DocumentId, KnowledgeBaseId } from "../../schema/KnowledgeBases.js"
+export { OAuthGrantId } from "../../schema/OAuth.js"
+export { ApprovalId, SkillId } from "../../schema/Skills.js"
+export { DeliveryId, WebhookId } from "../../schema/Webhooks.js"
 export { createFetchClient } from "./fetch.js"
 export type { ClientOptions } from "./fetch.js"
 

@@ -5910,7 +5910,7 @@ export interface components {
              * Format: binary
              * @description The file: one part with a filename, last.
              */
-            file: string;
+            file: string | Blob | Uint8Array;
         };
         /**
          * UploadFileError
@@ -17237,7 +17237,7 @@ export interface operations {
         /** @description The file itself as the raw body, any Content-Type (stored as the file's type; `?name=` names it), or multipart/form-data with one file part. */
         requestBody: {
             content: {
-                "application/octet-stream": string;
+                "application/octet-stream": string | Blob | Uint8Array;
                 "multipart/form-data": components["schemas"]["UploadFileForm"];
             };
         };
@@ -17593,7 +17593,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/octet-stream": string;
+                    "application/octet-stream": string | Blob | Uint8Array;
                 };
             };
             /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_range`. */

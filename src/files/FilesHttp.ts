@@ -68,7 +68,7 @@ export const FilesHttpLive = HttpApiBuilder.group(Api, "files", (handlers) =>
   Effect.gen(function*() {
     const files = yield* Files
     return handlers
-      .handle("uploadFile", ({ request, urlParams }) =>
+      .handleRaw("uploadFile", ({ request, urlParams }) =>
         as((p) =>
           Effect.scoped(
             Effect.flatMap(uploadOf(request, urlParams), ({ body, input }) => files.upload(p, input, body))

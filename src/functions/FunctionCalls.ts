@@ -1,4 +1,4 @@
-import { Effect, Runtime, Schema } from "effect"
+import { Effect, type ParseResult, Runtime, Schema } from "effect"
 import type { Readable } from "node:stream"
 import { InvokeOperation } from "../../schema/Connectors.js"
 import { BadRequest, GatewayTimeout, ServiceUnavailable, Unprocessable } from "../../schema/Errors.js"
@@ -110,6 +110,15 @@ const failureOf = (e: { readonly code?: string; readonly message: string; readon
 
 const invalid = (message: string): HostFailure => ({ code: "validation_failed", message, status: 400 })
 
+/**
+ * A `ctx` call's refused arguments: the first issue, named by its argument (the whole parse tree, every union
+ * member drawn as a tree, reads as noise in one line).
+ */
+const argumentIssue = (signature: string, error: ParseResult.ParseError): HostFailure => {
+  const issue = issuesOf(error)[0]
+  return invalid(`${signature}: \`${issue?.path ?? ""}\`: ${issue?.message ?? "invalid"}`)
+}
+
 const sandboxBusy = () =>
   new ServiceUnavailable({
     code: "functions_busy",
@@ -175,9 +184,9 @@ export class FunctionCalls extends Effect.Service<FunctionCalls>()("functions/Fu
       if (op === "connectors.invoke") {
         const decoded = decodeConnectorCall(args)
         if (decoded._tag === "Left") {
-          return Effect.fail(invalid(
-            "ctx.connectors.invoke(connection_id, operation_id, {body_params, query_params, path_params}): " +
-              decoded.left.message.split("\n").slice(-1)[0]
+          return Effect.fail(argumentIssue(
+            "ctx.connectors.invoke(connection_id, operation_id, {body_params, query_params, path_params})",
+            decoded.left
           ))
         }
         const { connection_id, operation_id, params } = decoded.right
@@ -195,11 +204,7 @@ export class FunctionCalls extends Effect.Service<FunctionCalls>()("functions/Fu
       }
       const decoded = decodeFilesCall(args)
       if (decoded._tag === "Left") {
-        // the first issue, named by its argument: the whole parse tree (every union member) reads as noise
-        const issue = issuesOf(decoded.left)[0]
-        return Effect.fail(invalid(
-          `${filesSignature[op] ?? "ctx.files"}: \`${issue?.path ?? ""}\`: ${issue?.message ?? "invalid"}`
-        ))
+        return Effect.fail(argumentIssue(filesSignature[op] ?? "ctx.files", decoded.left))
       }
       const f = decoded.right
       switch (op) {

@@ -74,6 +74,11 @@ describe("TypeScript clients", () => {
     expect(out.texts).toEqual(["Say goodbye", "Goodbye, Ada."])
     expect(out.missing).toEqual({ status: 404, code: "not_found" })
     expect(model.requests).toHaveLength(2)
+    // raw bodies go out unchanged (openapi-fetch alone sends a string as JSON text, quotes and all)
+    expect(out.files.text).toEqual({ status: 201, contentType: "text/csv", body: "a,b\n1,2\n" })
+    expect(out.files.bytes).toEqual({ status: 201, contentType: "application/octet-stream", body: [0, 1, 255] })
+    expect(out.listed).toEqual([`client-${world.agentId}.bin`, `client-${world.agentId}.csv`])
+    expect(out.pagingError).toEqual({ status: 400, code: "invalid_cursor" })
   })
 
   it("the Effect client invokes a connector, an agent (sync and async) and reads a thread", async () => {
@@ -90,5 +95,10 @@ describe("TypeScript clients", () => {
     expect(out.thread.events.map((e) => e.type)).toEqual(["user_message", "model_call", "agent_message"])
     expect(out.missing._tag).toBe("NotFound")
     expect(out.missing).toMatchObject({ code: "not_found" })
+    // the request's id, to quote when asking about it (as the REST envelope has it)
+    expect(out.missing._tag === "NotFound" && out.missing.request_id).toMatch(/^[0-9a-f-]{36}$/)
+    // uploads carry their content (the client once sent none: an empty file)
+    expect(out.files.text).toEqual({ contentType: "text/plain", size: 17, body: "hello from Effect" })
+    expect(out.files.bytes).toEqual({ contentType: "application/octet-stream", size: 3 })
   })
 })

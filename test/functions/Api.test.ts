@@ -189,6 +189,30 @@ describe("custom functions REST API", () => {
     ])
   })
 
+  it("a bad ctx.connectors.invoke argument is refused in one line naming the argument, as ctx.files' are", async () => {
+    const r = await runCode(
+      node,
+      admin,
+      `export default async (input, ctx) => {
+        const out = []
+        for (const f of [() => ctx.connectors.invoke("nope", "getPet"), () => ctx.connectors.invoke()]) {
+          try { await f() } catch (e) { out.push({ code: e.code, status: e.status, message: e.message }) }
+        }
+        return out
+      }`
+    )
+    expect(r.status, JSON.stringify(r.body)).toBe(200)
+    const signature = "ctx.connectors.invoke(connection_id, operation_id, {body_params, query_params, path_params})"
+    expect(r.body.output).toEqual([
+      {
+        code: "validation_failed",
+        status: 400,
+        message: `${signature}: \`connection_id\`: must be the id of a connection (a UUID), not "nope"`
+      },
+      { code: "validation_failed", status: 400, message: `${signature}: \`connection_id\`: is missing` }
+    ])
+  })
+
   it("ctx.files.list pages on: next_cursor passed back as cursor reaches every file, once", async () => {
     const prefix = `${uniqueName("paged")}/`
     const r = await runCode(

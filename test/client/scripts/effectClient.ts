@@ -3,7 +3,7 @@
  * test/client/Clients.test.ts typechecks this file and runs it against a live node.
  */
 import { Effect } from "effect"
-import { AgentId, ConnectionId, ConnectorId, makeFetchBackedClient } from "switchyard/client"
+import { AgentId, ConnectionId, ConnectorId, FileId, makeFetchBackedClient } from "switchyard/client"
 
 export interface World {
   readonly baseUrl: string
@@ -52,5 +52,19 @@ export const runEffectClient = (world: World) =>
     }).pipe(
       Effect.flip
     )
-    return { pet, sync, accepted, task, thread, missing }
+    // a workspace file: bytes go as application/octet-stream, a string as text/plain; read back as bytes
+    const uploaded = yield* client.files.uploadFile({
+      urlParams: { name: `effect-${world.agentId}.txt` },
+      payload: "hello from Effect"
+    })
+    const content = yield* client.files.getFileContent({ path: { file_id: FileId.make(uploaded.id) } })
+    const uploadedBytes = yield* client.files.uploadFile({
+      urlParams: { name: `effect-${world.agentId}.bin` },
+      payload: new Uint8Array([0, 1, 255])
+    })
+    const files = {
+      text: { contentType: uploaded.content_type, size: uploaded.size, body: new TextDecoder().decode(content) },
+      bytes: { contentType: uploadedBytes.content_type, size: uploadedBytes.size }
+    }
+    return { pet, sync, accepted, task, thread, missing, files }
   })

@@ -2,7 +2,7 @@
  * What a user of the plain-fetch client writes (`switchyard/client/fetch`): test/client/Clients.test.ts
  * typechecks this file and runs it against a live node.
  */
-import { createFetchClient } from "switchyard/client/fetch"
+import { allItems, createFetchClient, SwitchyardError } from "switchyard/client/fetch"
 import type { components } from "switchyard/client/fetch"
 
 export interface World {
@@ -60,7 +60,53 @@ export const runFetchClient = async (world: World) => {
   })
   const code: "not_found" | "validation_failed" | string | undefined = missing.error?.error.code
 
+  // a workspace file: a string body goes out as it is, with its content-type; bytes as they are
+  const text = await client.POST("/v1/files", {
+    params: { query: { name: `client-${world.agentId}.csv` } },
+    body: "a,b\n1,2\n",
+    headers: { "content-type": "text/csv" }
+  })
+  const bytes = await client.POST("/v1/files", {
+    params: { query: { name: `client-${world.agentId}.bin` } },
+    body: new Uint8Array([0, 1, 255]),
+    headers: { "content-type": "application/octet-stream" }
+  })
+  const downloaded = await client.GET("/v1/files/{file_id}/content", {
+    params: { path: { file_id: text.data?.id ?? "" } },
+    parseAs: "text"
+  })
+  const downloadedBytes = await client.GET("/v1/files/{file_id}/content", {
+    params: { path: { file_id: bytes.data?.id ?? "" } },
+    parseAs: "arrayBuffer"
+  })
+
+  // every page of a list, one file a page
+  const listed: Array<string> = []
+  for await (
+    const file of allItems((after) =>
+      client.GET("/v1/files", { params: { query: { prefix: `client-${world.agentId}`, limit: 1, ...after } } })
+    )
+  ) listed.push(file.name)
+  // an error answer while paging throws, with the envelope's code
+  const pagingError = await (async () => {
+    for await (
+      const _ of allItems((after) =>
+        client.GET("/v1/files", { params: { query: { cursor: after.cursor ?? "bogus" } } })
+      )
+    ) break
+  })().then(() => undefined, (e: unknown) => e instanceof SwitchyardError ? { status: e.status, code: e.code } : e)
+
   return {
+    listed,
+    pagingError,
+    files: {
+      text: { status: text.response.status, contentType: text.data?.content_type, body: downloaded.data },
+      bytes: {
+        status: bytes.response.status,
+        contentType: bytes.data?.content_type,
+        body: downloadedBytes.data === undefined ? [] : [...new Uint8Array(downloadedBytes.data)]
+      }
+    },
     pet: {
       status: pet.response.status,
       body: pet.data as { path: string; query: Record<string, string> },

@@ -3,8 +3,9 @@
  * checks them as written. Not run: they are the same calls fetchClient.ts and effectClient.ts run.
  */
 import { Effect } from "effect"
+import { readFile } from "node:fs/promises"
 import { AgentId, makeFetchBackedClient } from "switchyard/client"
-import { createFetchClient } from "switchyard/client/fetch"
+import { allItems, createFetchClient } from "switchyard/client/fetch"
 
 export const fetchExample = async (agentId: string, apiKey: string) => {
   const client = createFetchClient({ baseUrl: "http://localhost:8080", apiKey })
@@ -44,4 +45,27 @@ export const effectReadmeExample = (agentId: string, apiKey: string) => {
       })
   )
   return Effect.runPromise(invoke).then((task) => console.log(task.result))
+}
+
+/** The clients guide's upload and download with the plain-fetch client, as written there. */
+export const filesExample = async (apiKey: string) => {
+  const client = createFetchClient({ baseUrl: "http://localhost:8080", apiKey })
+  const { data: file } = await client.POST("/v1/files", {
+    params: { query: { name: "reports/q1.csv" } },
+    body: await readFile("q1.csv"),
+    headers: { "content-type": "text/csv" }
+  })
+  const { data: csv } = await client.GET("/v1/files/{file_id}/content", {
+    params: { path: { file_id: file!.id } },
+    parseAs: "text"
+  })
+  return csv
+}
+
+/** The clients guide's paging example, as written there. */
+export const pagingExample = async (apiKey: string) => {
+  const client = createFetchClient({ baseUrl: "http://localhost:8080", apiKey })
+  for await (
+    const file of allItems((after) => client.GET("/v1/files", { params: { query: { prefix: "reports/", ...after } } }))
+  ) console.log(file.name)
 }
