@@ -2,10 +2,10 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/p
 import { Schema } from "effect"
 import { Task } from "./Agents.js"
 import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire, PaymentRequiredWire } from "./Errors.js"
-import { AgentId, ScheduleId } from "./Ids.js"
+import { ScheduleId } from "./Ids.js"
 import { operation } from "./OperationDoc.js"
 import { Policy } from "./Policy.js"
-import { CreateSchedule, Schedule, SchedulePage, UpdateSchedule } from "./Schedules.js"
+import { CreateSchedule, Schedule, ScheduleListParams, SchedulePage, UpdateSchedule } from "./Schedules.js"
 import { Authentication } from "./Security.js"
 
 const SchedulePath = Schema.Struct({ schedule_id: ScheduleId })
@@ -17,11 +17,11 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
         operation({
           summary: "List schedules",
           permission: Policy.anyMember,
-          errors: ["not_found"],
+          errors: ["not_found", "invalid_cursor"],
           access: "The schedules of the agents the key may use."
         })
       )
-      .setUrlParams(Schema.Struct({ agent_id: Schema.optional(AgentId) }))
+      .setUrlParams(ScheduleListParams)
       .addSuccess(SchedulePage)
       .annotate(OpenApi.Description, "Schedules of the agents you may use.")
   )
@@ -56,7 +56,14 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
         operation({
           summary: "Change a schedule",
           permission: Policy.changeSchedules,
-          errors: ["invalid_cron", "invalid_timezone", "invalid_duration", "not_found", "schedule_agent_deleted"]
+          errors: [
+            "invalid_cron",
+            "invalid_timezone",
+            "invalid_duration",
+            "not_found",
+            "schedule_agent_deleted",
+            "conflict"
+          ]
         })
       )
       .setPath(SchedulePath)
@@ -90,7 +97,7 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
         operation({
           summary: "Resume a schedule",
           permission: Policy.resumeSchedules,
-          errors: ["invalid_cron", "invalid_timezone", "schedule_agent_deleted"]
+          errors: ["invalid_cron", "invalid_timezone", "schedule_agent_deleted", "conflict"]
         })
       )
       .setPath(SchedulePath)

@@ -114,7 +114,7 @@ export const scheduleAndWebhookExamples: Record<string, OperationExample> = {
     },
     response: created(schedule(nextRuns(15, 16, 19, 20, 21), null))
   },
-  listSchedules: { response: ok(list(digestSchedule)) },
+  listSchedules: { response: ok({ ...list(digestSchedule), next_cursor: null }) },
   getSchedule: { response: ok(digestSchedule) },
   updateSchedule: { request: { jitter: "5m", overlap: "buffer_one" }, response: ok(spreadSchedule) },
   triggerSchedule: {

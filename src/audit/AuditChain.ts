@@ -60,6 +60,3 @@ export const storable = <A>(value: A): A => {
   if (value === undefined || value === null) return null as A
   return JSON.parse(JSON.stringify(value, (_, v) => typeof v === "string" ? v.replaceAll("\u0000", "") : v))
 }
-
-export const storableText = (value: string | null | undefined, max: number): string | null =>
-  value === undefined || value === null ? null : value.replaceAll("\u0000", "").slice(0, max)

@@ -9,7 +9,8 @@ import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { transactionIn } from "../db/Transaction.js"
 import { conflictOnUnique } from "../db/UniqueViolation.js"
 import { CurrentRequest } from "../http/RequestContext.js"
-import { GENESIS_HASH, hashRecord, storable, storableText } from "./AuditChain.js"
+import { storableText } from "../support/StorableText.js"
+import { GENESIS_HASH, hashRecord, storable } from "./AuditChain.js"
 
 /** One change (or refusal) to record. */
 export interface AuditEntry {

@@ -3204,7 +3204,10 @@ export interface components {
         /** SchedulePage */
         SchedulePage: {
             items: components["schemas"]["Schedule"][];
+            /** @description How many schedules the list has, on all its pages. */
             total: number;
+            /** @description Pass as `cursor` for the next page; null on the last page and without `limit`. */
+            next_cursor: string | null;
         };
         /** Schedule */
         Schedule: {
@@ -5763,7 +5766,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5817,7 +5820,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_duration" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "schedule_agent_deleted" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_duration" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "schedule_agent_deleted" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5871,7 +5874,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "schedule_agent_deleted" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "schedule_agent_deleted" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -15869,6 +15872,10 @@ export interface operations {
             query?: {
                 /** @description Identifier of an agent (UUID). */
                 agent_id?: string;
+                /** @description Schedules per page, 1–200, oldest first; without it (and `cursor`), every schedule at once. With `cursor` alone, 50. */
+                limit?: number;
+                /** @description `next_cursor` of the previous page. */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -15938,13 +15945,14 @@ export interface operations {
                      *           "updated_at": "2026-01-14T16:00:00.000000Z"
                      *         }
                      *       ],
-                     *       "total": 1
+                     *       "total": 1,
+                     *       "next_cursor": null
                      *     }
                      */
                     "application/json": components["schemas"]["SchedulePage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16574,7 +16582,7 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateScheduleError"];
                 };
             };
-            /** @description Conflict: `schedule_agent_deleted`. */
+            /** @description Conflict: `schedule_agent_deleted`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16886,7 +16894,7 @@ export interface operations {
                     "application/json": components["schemas"]["ResumeScheduleError"];
                 };
             };
-            /** @description Conflict: `schedule_agent_deleted`. */
+            /** @description Conflict: `schedule_agent_deleted`, `conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -2,6 +2,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import type { AgentId, OrganizationId, ScheduleId, TaskId, UserId } from "../../schema/Ids.js"
 import type { Overlap } from "../../schema/Schedules.js"
+import type { Position } from "../support/Cursor.js"
 
 export interface ScheduleFields {
   readonly name: string
@@ -53,11 +54,13 @@ export type ClaimedSchedule = ScheduleRow & {
 
 /**
  * What the claim's statement also reads of a claimed schedule, for the bulk path: its creator's role now
- * (null: no longer a member), and whether its agent exists without a budget (its tasks need no spending check).
+ * (null: no longer a member), whether the organization key that made it (no person did) was revoked, and whether
+ * its agent exists without a budget (its tasks need no spending check).
  */
 export type ClaimedForBulk = ClaimedSchedule & {
   readonly last_task_id: TaskId | null
   readonly creator_role: string | null
+  readonly creator_key_revoked: boolean
   readonly plain_agent: boolean
 }
 
@@ -136,10 +139,8 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
         Effect.map(([r]) => r === undefined ? undefined : withLast(r))
       )
 
-    const list = (organizationId: OrganizationId, agentIds: ReadonlyArray<string> | null, agentId?: AgentId) =>
-      sql<ScheduleRow & { last: any }>`
-        SELECT ${sql.literal(COLUMNS)}, ${sql.literal(LAST)} FROM schedules s
-        WHERE s.organization_id = ${organizationId}
+    const listed = (organizationId: OrganizationId, agentIds: ReadonlyArray<string> | null, agentId?: AgentId) =>
+      sql`s.organization_id = ${organizationId}
         ${
         agentIds === null
           ? sql``
@@ -147,8 +148,32 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
           ? sql`AND false`
           : sql`AND s.agent_id::text IN ${sql.in(agentIds)}`
       }
-        ${agentId === undefined ? sql`` : sql`AND s.agent_id = ${agentId}`}
-        ORDER BY s.created_at, s.id`.pipe(Effect.map((rows) => rows.map(withLast)))
+        ${agentId === undefined ? sql`` : sql`AND s.agent_id = ${agentId}`}`
+
+    /**
+     * Oldest first; with `page`, `limit` of them after the keyset position. Ordered by the creation time in
+     * milliseconds, as the cursor holds it (a row written with microseconds is neither repeated nor skipped).
+     */
+    const list = (
+      organizationId: OrganizationId,
+      agentIds: ReadonlyArray<string> | null,
+      agentId?: AgentId,
+      page?: { readonly after: Position | undefined; readonly limit: number }
+    ) =>
+      sql<ScheduleRow & { last: any }>`
+        SELECT ${sql.literal(COLUMNS)}, ${sql.literal(LAST)} FROM schedules s
+        WHERE ${listed(organizationId, agentIds, agentId)}
+        ${
+        page?.after === undefined
+          ? sql``
+          : sql`AND (date_trunc('milliseconds', s.created_at), s.id) > (${page.after.at}, ${page.after.id}::uuid)`
+      }
+        ORDER BY date_trunc('milliseconds', s.created_at), s.id
+        ${page === undefined ? sql`` : sql`LIMIT ${page.limit + 1}`}`.pipe(Effect.map((rows) => rows.map(withLast)))
+
+    const count = (organizationId: OrganizationId, agentIds: ReadonlyArray<string> | null, agentId?: AgentId) =>
+      sql<{ n: number }>`SELECT count(*)::int AS n FROM schedules s WHERE ${listed(organizationId, agentIds, agentId)}`
+        .pipe(Effect.map(([r]) => r?.n ?? 0))
 
     /** Changes the schedule; the row is locked meanwhile, so no node claims it half-changed. */
     const update = (organizationId: OrganizationId, id: ScheduleId, fields: ScheduleFields) =>
@@ -188,6 +213,8 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
               AS buffered_for,
             (SELECT m.role FROM memberships m WHERE m.organization_id = s.organization_id AND m.user_id = s.created_by)
               AS creator_role,
+            s.created_by IS NULL AND EXISTS (SELECT 1 FROM api_keys k WHERE k.id = s.created_by_key
+              AND k.organization_id = s.organization_id AND k.revoked_at IS NOT NULL) AS creator_key_revoked,
             EXISTS (SELECT 1 FROM agents a WHERE a.id = s.agent_id AND a.organization_id = s.organization_id
               AND a.deleted_at IS NULL AND a.budget IS NULL) AS plain_agent
           FROM due s`
@@ -429,8 +456,14 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
         Effect.orDie(pauseOfAgent(organizationId, agentId)),
       insert: (row: Omit<ScheduleRow, "updated_at">) => Effect.orDie(insert(row)),
       find: (organizationId: OrganizationId, id: ScheduleId) => Effect.orDie(find(organizationId, id)),
-      list: (organizationId: OrganizationId, agentIds: ReadonlyArray<string> | null, agentId?: AgentId) =>
-        Effect.orDie(list(organizationId, agentIds, agentId)),
+      list: (
+        organizationId: OrganizationId,
+        agentIds: ReadonlyArray<string> | null,
+        agentId?: AgentId,
+        page?: { readonly after: Position | undefined; readonly limit: number }
+      ) => Effect.orDie(list(organizationId, agentIds, agentId, page)),
+      count: (organizationId: OrganizationId, agentIds: ReadonlyArray<string> | null, agentId?: AgentId) =>
+        Effect.orDie(count(organizationId, agentIds, agentId)),
       update: (organizationId: OrganizationId, id: ScheduleId, fields: ScheduleFields) =>
         Effect.orDie(update(organizationId, id, fields)),
       remove: (organizationId: OrganizationId, id: ScheduleId) => Effect.orDie(remove(organizationId, id)),

@@ -61,11 +61,13 @@ const requestHashOf = (schedule: ScheduleRow) =>
 
 /**
  * Whether the claim may make the schedule's tick into its task in bulk: its agent has no budget (the invoke
- * path checks spending first) and its creator is still a Builder (else the invoke path pauses it, saying why).
+ * path checks spending first) and its creator is still a Builder, or its key not revoked (else the invoke path
+ * pauses it, saying why).
  */
 const bulkable = (schedule: ClaimedForBulk) =>
   schedule.plain_agent &&
-  (schedule.created_by === null ||
+  (schedule.created_by === null ?
+    !schedule.creator_key_revoked :
     (schedule.creator_role !== null &&
       holds(schedule.creator_role as Role, Policy.createSchedules)))
 
@@ -86,12 +88,15 @@ export class ScheduleRuns extends Effect.Service<ScheduleRuns>()("schedules/Sche
 
     /**
      * Why the schedule may not run any more, if so: its creator left the organization or is no longer a
-     * Builder (runs are invoked as them, so they stop with their rights, and the schedule is paused); or its
-     * agent is gone (`agentGone`).
+     * Builder, or the organization key that made it was revoked (runs are invoked as them, so they stop with
+     * their rights, and the schedule is paused); or its agent is gone (`agentGone`).
      */
     const creatorGone = (schedule: ScheduleRow) =>
       schedule.created_by === null
-        ? Effect.succeed(undefined)
+        ? Effect.map(identity.findApiKey(schedule.organization_id, schedule.created_by_key as ApiKeyId), (key) =>
+          key === undefined || key.revoked_at === null
+            ? undefined
+            : "The organization key that created the schedule was revoked; a Builder can recreate it.")
         : Effect.map(identity.findMember(schedule.organization_id, schedule.created_by), (member) =>
           member === undefined
             ? "The schedule's creator is no longer a member of the organization; a Builder can recreate it."
@@ -110,7 +115,7 @@ export class ScheduleRuns extends Effect.Service<ScheduleRuns>()("schedules/Sche
       Effect.flatMap(gone(tick.schedule), (reason): Effect.Effect<RunOutcome> =>
         reason === undefined
           ? invokeOne(tick)
-          // paused: it would only fail again; a Builder who resumes it gets the same answer
+          // paused: it would only fail again (resuming it is refused with the same answer)
           : Effect.as(
             repo.disable(tick.schedule.id),
             { tick, status: "failed", task: undefined, taskId: null, reason } satisfies RunOutcome
@@ -168,7 +173,10 @@ export class ScheduleRuns extends Effect.Service<ScheduleRuns>()("schedules/Sche
             (reason) =>
               reason !== undefined
                 ? Effect.succeed(reason)
-                : once(`creator:${schedule.organization_id}:${schedule.created_by}`, creatorGone(schedule))
+                : once(
+                  `creator:${schedule.organization_id}:${schedule.created_by ?? schedule.created_by_key}`,
+                  creatorGone(schedule)
+                )
           )
         const outcomes = yield* Effect.forEach(
           ticks,
@@ -236,6 +244,6 @@ export class ScheduleRuns extends Effect.Service<ScheduleRuns>()("schedules/Sche
           ? Effect.asVoid(taskRuns.start(id))
           : startRun(client, id, DELIVERY_TIMEOUT), { discard: true, concurrency: 16 })
 
-    return { run, tickTasks, start } as const
+    return { run, tickTasks, start, creatorGone } as const
   })
 }) {}

@@ -57,6 +57,10 @@ const matchesSomeDate = (text: string) =>
     onRight: (cron) => cronNext(cron, new Date(0)) !== undefined
   })
 
+/** Quartz's `L`, `W`, `?` and `#` (names such as JUL or WED aside), which Effect's `Cron` does not read. */
+const quartzOnly = (text: string) => text.split(/\s+/).some((field) => /[LW?#]/i.test(field.replace(/[a-z]{3}/gi, "")))
+const QUARTZ_HINT = " (`L`, `W`, `?` and `#` are not supported: use numbers, names, ranges, lists and steps)"
+
 /**
  * The cron expression read in the zone, or what is wrong with it, to follow the quoted expression in a message:
  * every expression accepted has a next date, so stepping one never fails (the rule for every caller).
@@ -70,7 +74,11 @@ export const parseCron = (expression: string, zone: DateTime.TimeZone): Either.E
     )
   }
   const cron = Cron.parse(text, zone)
-  if (Either.isLeft(cron)) return Either.left(`is not a valid cron expression: ${cron.left.message}`)
+  if (Either.isLeft(cron)) {
+    return Either.left(
+      `is not a valid cron expression: ${cron.left.message}${quartzOnly(text) ? QUARTZ_HINT : ""}`
+    )
+  }
   return matchesSomeDate(text)
     ? Either.right(cron.right)
     : Either.left("never matches a date: the days of the month it names are in none of its months (e.g. 31 February)")

@@ -9,6 +9,7 @@ import { AgentRepo } from "../agents/AgentRepo.js"
 import { mayUse } from "../agents/Agents.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { requirePermission } from "../identity/IdentityPolicy.js"
+import { pageOf, positionOf } from "../support/Cursor.js"
 import { invalidField } from "../support/Issues.js"
 import { type ScheduleFields, ScheduleRepo, type ScheduleWithLast } from "./ScheduleRepo.js"
 import {
@@ -53,6 +54,13 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
             "schedule_agent_deleted"
           ))
           : Effect.void)
+
+    /** Runs are invoked as the creator: turned on after they left or stopped being a Builder, it would only fail. */
+    const creatorMayRun = (schedule: ScheduleWithLast) =>
+      Effect.flatMap(
+        runs.creatorGone(schedule),
+        (reason) => reason === undefined ? Effect.void : Effect.fail(Conflict.of(`The schedule cannot run: ${reason}`))
+      )
 
     const find = (principal: Principal, id: ScheduleId) =>
       Effect.flatMap(
@@ -170,6 +178,7 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
           [input.cron, input.every, input.jitter, input.timezone].some((v) => v !== undefined)
         )
         if (fields.enabled && input.agent_id === undefined) yield* agentLives(principal, current)
+        if (fields.enabled && !current.enabled) yield* creatorMayRun(current)
         const row = yield* repo.update(principal.organizationId, id, fields).pipe(
           audit.recorded(principal, (row) =>
             row === undefined ? undefined : {
@@ -212,11 +221,28 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
       )
     })
 
-    const list = Effect.fn("Schedules.list")(function*(principal: Principal, agentId?: AgentId) {
-      const rows = yield* repo.list(principal.organizationId, principal.agentIds, agentId)
+    /** Every schedule the principal may see, or with `limit` a page of them (`total` counts them all). */
+    const list = Effect.fn("Schedules.list")(function*(
+      principal: Principal,
+      params: {
+        readonly agent_id?: AgentId | undefined
+        readonly limit?: number | undefined
+        readonly cursor?: string | undefined
+      }
+    ) {
       const now = new Date()
-      const items = rows.map((row) => toSchedule(row, now))
-      return { items, total: items.length }
+      const { agentIds, organizationId } = principal
+      if (params.limit === undefined && params.cursor === undefined) {
+        const items = (yield* repo.list(organizationId, agentIds, params.agent_id)).map((row) => toSchedule(row, now))
+        return { items, total: items.length, next_cursor: null }
+      }
+      const after = yield* positionOf(params.cursor)
+      const limit = params.limit ?? 50
+      const [rows, total] = yield* Effect.all([
+        repo.list(organizationId, agentIds, params.agent_id, { after, limit }),
+        repo.count(organizationId, agentIds, params.agent_id)
+      ], { concurrency: 2 })
+      return { ...pageOf(rows, limit, (r) => r.created_at, (row) => toSchedule(row, now)), total }
     })
 
     const get = (principal: Principal, id: ScheduleId) =>

@@ -13,7 +13,7 @@ export const SchedulesHttpLive = HttpApiBuilder.group(Api, "schedules", (handler
     const schedules = yield* Schedules
     const as = <A, E, R>(f: (p: Principal) => Effect.Effect<A, E, R>) => Effect.flatMap(Principal, f)
     return handlers
-      .handle("listSchedules", ({ urlParams }) => as((p) => schedules.list(p, urlParams.agent_id)))
+      .handle("listSchedules", ({ urlParams }) => as((p) => schedules.list(p, urlParams)))
       .handle("createSchedule", ({ payload }) => as((p) => schedules.create(p, payload)))
       .handle("getSchedule", ({ path }) => as((p) => schedules.get(p, path.schedule_id)))
       .handle("updateSchedule", ({ path, payload }) => as((p) => schedules.update(p, path.schedule_id, payload)))

@@ -32,6 +32,7 @@ export interface Follower {
   readonly organization_id: OrganizationId
   readonly event_types: ReadonlyArray<string>
   readonly position: string
+  readonly url: string
 }
 
 /** The result of an attempt, to record. */
@@ -107,9 +108,9 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("webhooks/Deliv
     const followersStatement = prepared<Follower>(
       pool,
       "webhooks_followers",
-      "SELECT id, organization_id, event_types, position::text AS position FROM webhooks WHERE enabled"
+      "SELECT id, organization_id, event_types, position::text AS position, url FROM webhooks WHERE enabled"
     )
-    /** Every enabled endpoint and its position. */
+    /** Every enabled endpoint, its position and URL. */
     const followers = followersStatement([]).pipe(Effect.orDie)
 
     const positionStatement = prepared<{ position: string; enabled: boolean }>(

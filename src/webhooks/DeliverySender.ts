@@ -22,13 +22,14 @@ export const secretContext = (organizationId: string, webhookId: string) => ["we
 
 interface Queued extends HeldDelivery {
   readonly webhookId: WebhookId
-  readonly url: string
   readonly keys: ReadonlyArray<Buffer>
 }
 
 interface Queue {
   readonly items: Array<Queued>
   inFlight: number
+  /** Where they go: the endpoint's URL as last read (a change reaches what waits already). */
+  url: string
 }
 
 /**
@@ -106,6 +107,18 @@ export class DeliverySender extends Effect.Service<DeliverySender>()("webhooks/D
       }
     }
 
+    /**
+     * The enabled endpoints and their URLs, as just read: what waits here for one disabled or deleted (on any node)
+     * is not sent, and what waits for one whose URL changed goes to the new URL.
+     */
+    const follow = (enabled: ReadonlyMap<WebhookId, string>) => {
+      for (const [webhookId, queue] of queues) {
+        const url = enabled.get(webhookId)
+        if (url === undefined) forget(webhookId)
+        else queue.url = url
+      }
+    }
+
     /** Group commit of the attempts that ended: one statement for every result since the last one. */
     const flush = (): void => {
       if (flushing || results.length === 0) return
@@ -140,7 +153,7 @@ export class DeliverySender extends Effect.Service<DeliverySender>()("webhooks/D
       while (queue.inFlight < concurrency && queue.items.length > 0) {
         const item = queue.items.shift()!
         queue.inFlight++
-        void send(egress.dispatcher, item, timeoutMs, egress.explain).then((answer) => {
+        void send(egress.dispatcher, { ...item, url: queue.url }, timeoutMs, egress.explain).then((answer) => {
           queue.inFlight--
           results.push(resultOf(item, answer))
           flush()
@@ -158,13 +171,14 @@ export class DeliverySender extends Effect.Service<DeliverySender>()("webhooks/D
       const keys = keysOf(endpoint)
       let queue = queues.get(endpoint.webhook_id)
       if (queue === undefined) {
-        queue = { items: [], inFlight: 0 }
+        queue = { items: [], inFlight: 0, url: endpoint.url }
         queues.set(endpoint.webhook_id, queue)
       }
+      queue.url = endpoint.url
       for (const d of deliveries) {
         if (held.has(d.id)) continue
         held.add(d.id)
-        queue.items.push({ ...d, webhookId: endpoint.webhook_id, url: endpoint.url, keys })
+        queue.items.push({ ...d, webhookId: endpoint.webhook_id, keys })
       }
       drain(endpoint.webhook_id, queue)
     }
@@ -214,7 +228,7 @@ export class DeliverySender extends Effect.Service<DeliverySender>()("webhooks/D
     /** The lease to take on new deliveries: this node's, or none when it holds enough (any node claims them). */
     const lease = () => held.size < HELD_MAX ? { owner, leaseSeconds } : undefined
 
-    return { owner, leaseSeconds, lease, enqueue, forget, attempted } as const
+    return { owner, leaseSeconds, lease, enqueue, forget, follow, attempted } as const
   }),
   dependencies: [DeliveryRepo.Default, CredentialVault.Default, Egress.Default, WebhookDisabler.Default]
 }) {}

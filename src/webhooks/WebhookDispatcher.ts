@@ -149,6 +149,7 @@ export class WebhookDispatcher extends Effect.Service<WebhookDispatcher>()("webh
       }
       followers.clear()
       for (const [k, v] of next) followers.set(k, v)
+      sender.follow(new Map(rows.map((row) => [row.id, row.url])))
       for (const k of pumps.keys()) {
         if (!followers.has(k)) {
           clearTimeout(pumps.get(k)!.timer)

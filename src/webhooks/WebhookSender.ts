@@ -1,4 +1,5 @@
 import { type Dispatcher, request } from "undici"
+import { storableText } from "../support/StorableText.js"
 import { signatureHeader } from "./WebhookSignature.js"
 
 /** Characters of the receiver's answer kept with the attempt. */
@@ -42,7 +43,8 @@ export const send = async (
     const response = await request(message.url, {
       method: "POST",
       dispatcher,
-      // undici's own timers (no AbortSignal timer per request): the answer's head, then each gap in its body
+      // undici's own timers (no AbortSignal timer per request): the answer's head, then each gap in its body (the
+      // whole body is held to the timeout below)
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
       headers: {
@@ -56,19 +58,30 @@ export const send = async (
     })
     const chunks: Array<Buffer> = []
     let size = 0
-    for await (const chunk of response.body) {
-      chunks.push(chunk as Buffer)
-      size += (chunk as Buffer).length
-      if (size >= READ_LIMIT) {
-        response.body.destroy()
-        break
+    // undici's body timeout is per gap: a receiver trickling its answer would hold the attempt (and its lease)
+    // far past the timeout, so the whole answer gets what is left of it
+    const deadline = setTimeout(
+      () => response.body.destroy(Object.assign(new Error("answer too slow"), { code: "WEBHOOK_TIMEOUT" })),
+      Math.max(0, timeoutMs - (performance.now() - started))
+    )
+    try {
+      for await (const chunk of response.body) {
+        chunks.push(chunk as Buffer)
+        size += (chunk as Buffer).length
+        if (size >= READ_LIMIT) {
+          response.body.destroy()
+          break
+        }
       }
+    } finally {
+      clearTimeout(deadline)
     }
     const text = Buffer.concat(chunks).toString("utf8")
     return {
       status: response.statusCode,
       latencyMs: performance.now() - started,
-      excerpt: text === "" ? null : text.slice(0, EXCERPT_CHARS),
+      // any bytes a receiver sends (NUL, an emoji cut at the limit) must not keep the attempt from being recorded
+      excerpt: text === "" ? null : storableText(text, EXCERPT_CHARS),
       error: null
     }
   } catch (error) {
@@ -77,7 +90,7 @@ export const send = async (
       status: null,
       latencyMs: performance.now() - started,
       excerpt: null,
-      error: timedOut ? `no answer within ${timeoutMs} ms` : explain(error)
+      error: timedOut ? `no answer within ${timeoutMs} ms` : storableText(explain(error), EXCERPT_CHARS)
     }
   }
 }

@@ -45,6 +45,44 @@ describe("schedules REST API", () => {
     expect(listed.body.items.map((s: any) => s.id)).toEqual([created.id])
   })
 
+  it("lists every schedule at once, or pages them with limit and cursor, oldest first", async () => {
+    const org = await node.bootstrap()
+    const agentId = await createScriptedAgent(node, org.api_key)
+    const ids: Array<string> = []
+    for (let i = 0; i < 5; i++) {
+      ids.push((await createSchedule(node, org.api_key, { agent_id: agentId, every: "1h" })).id)
+    }
+    // one written with microseconds (as by SQL), last on a page, is neither repeated nor skipped
+    await withDatabase(
+      node,
+      (db) =>
+        db.query("UPDATE schedules SET created_at = created_at + interval '123 microseconds' WHERE id = $1", [ids[1]])
+    )
+    const all = await call(node, org.api_key, "GET", "/v1/schedules")
+    expect(all.body).toMatchObject({ total: 5, next_cursor: null })
+    const order = all.body.items.map((s: any) => s.id)
+    expect([...order].sort()).toEqual([...ids].sort())
+    const seen: Array<string> = []
+    let cursor: string | null = null
+    do {
+      const page: any = await call(
+        node,
+        org.api_key,
+        "GET",
+        `/v1/schedules?agent_id=${agentId}&limit=2${cursor === null ? "" : `&cursor=${cursor}`}`
+      )
+      expect(page.status, JSON.stringify(page.body)).toBe(200)
+      expect(page.body.total).toBe(5)
+      expect(page.body.items.length).toBeLessThanOrEqual(2)
+      seen.push(...page.body.items.map((s: any) => s.id))
+      cursor = page.body.next_cursor
+    } while (cursor !== null)
+    expect(seen).toEqual(order)
+    expectError(await call(node, org.api_key, "GET", "/v1/schedules?limit=0"), 400, "validation_failed")
+    expectError(await call(node, org.api_key, "GET", "/v1/schedules?limit=abc"), 400, "validation_failed")
+    expectError(await call(node, org.api_key, "GET", "/v1/schedules?cursor=zz"), 400, "invalid_cursor")
+  })
+
   it("an invalid cron expression, time zone or duration is a 400 that names it", async () => {
     const org = await node.bootstrap()
     const agentId = await createScriptedAgent(node, org.api_key)
@@ -52,6 +90,16 @@ describe("schedules REST API", () => {
     const badCron = await call(node, org.api_key, "POST", "/v1/schedules", { ...base, cron: "61 * * * *" })
     expectError(badCron, 400, "invalid_cron")
     expect(badCron.body.error.message).toContain("61 * * * *")
+    expect(badCron.body.error.message).not.toContain("not supported")
+    // Quartz's extensions are named as such (the parser says only "Expected a positive integer")
+    for (const cron of ["0 3 L * *", "0 0 1W * *", "0 0 ? * MON", "0 0 * * 5#2"]) {
+      const quartz = await call(node, org.api_key, "POST", "/v1/schedules", { ...base, cron })
+      expectError(quartz, 400, "invalid_cron")
+      expect(quartz.body.error.message).toContain("`L`, `W`, `?` and `#` are not supported")
+    }
+    // names with those letters are read
+    const named = await call(node, org.api_key, "POST", "/v1/schedules", { ...base, cron: "0 0 * JUL WED" })
+    expect(named.status, JSON.stringify(named.body)).toBe(201)
     const badZone = await call(node, org.api_key, "POST", "/v1/schedules", {
       ...base,
       cron: "0 * * * *",
@@ -323,6 +371,44 @@ describe("runs as its creator", () => {
     const triggered = await call(node, org.api_key, "POST", `/v1/schedules/${created.id}/trigger`)
     expect(triggered.status, JSON.stringify(triggered.body)).toBe(409)
     expect(triggered.body.error.message).toContain("no longer a Builder")
+    // nor is resuming it, which would only fail again at its next run
+    const resumed = await call(node, org.api_key, "POST", `/v1/schedules/${created.id}/resume`)
+    expectError(resumed, 409, "conflict")
+    expect(resumed.body.error.message).toContain("no longer a Builder")
+    expectError(
+      await call(node, org.api_key, "PATCH", `/v1/schedules/${created.id}`, { enabled: true }),
+      409,
+      "conflict"
+    )
+    expect((await call(node, org.api_key, "GET", `/v1/schedules/${created.id}`)).body.enabled).toBe(false)
+    // a change that leaves it paused is still allowed
+    const renamed = await call(node, org.api_key, "PATCH", `/v1/schedules/${created.id}`, { name: "renamed" })
+    expect(renamed.body).toMatchObject({ name: "renamed", enabled: false })
+  })
+})
+
+describe("made with an organization key", () => {
+  it("stops once that key is revoked: the run is recorded failed with why, and resuming it is refused", async () => {
+    const org = await node.bootstrap()
+    const agentId = await createScriptedAgent(node, org.api_key)
+    const pipeline = await orgKey(node, org.api_key, "admin")
+    const created = await createSchedule(node, pipeline.key, {
+      agent_id: agentId,
+      cron: "* * * * * *",
+      overlap: "allow"
+    })
+    await until("a run", async () => ((await runsOf(node, org.api_key, created.id)).length > 0 ? true : undefined))
+    expect((await call(node, org.api_key, "DELETE", `/v1/api-keys/${pipeline.keyId}`)).status).toBe(200)
+    const refused = await until("a refused run", async () => {
+      const ticks = await ticksOf(node, created.id)
+      return ticks.find((t) => t.status === "failed")
+    })
+    expect(refused.reason).toContain("key that created the schedule was revoked")
+    const after = await call(node, org.api_key, "GET", `/v1/schedules/${created.id}`)
+    expect(after.body).toMatchObject({ enabled: false, next_runs: [], last_run: { status: "failed" } })
+    const resumed = await call(node, org.api_key, "POST", `/v1/schedules/${created.id}/resume`)
+    expectError(resumed, 409, "conflict")
+    expect(resumed.body.error.message).toContain("revoked")
   })
 })
 

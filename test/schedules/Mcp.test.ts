@@ -73,7 +73,8 @@ describe("schedule MCP tools, through the SDK client", () => {
     const client = await connect(member.email)
     expect((await client.callTool({ name: "list_schedules", arguments: {} })).structuredContent).toEqual({
       items: [],
-      total: 0
+      total: 0,
+      next_cursor: null
     })
     const refused = await client.callTool({
       name: "create_schedule",

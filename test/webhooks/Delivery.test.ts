@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import type { ServerResponse } from "node:http"
 import pg from "pg"
 import { Webhook as Verifier } from "standardwebhooks"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -14,11 +15,15 @@ let db: pg.Pool
 /** How the receiver answers each path; 200 otherwise. */
 const answers = new Map<string, (n: number) => number>()
 const seen = new Map<string, number>()
+/** Paths answered otherwise than with a status and a short text. */
+const replies = new Map<string, (response: ServerResponse) => void | Promise<void>>()
 
 beforeAll(async () => {
   receiver = await startTargetServer((request, response) => {
     const n = (seen.get(request.path) ?? 0) + 1
     seen.set(request.path, n)
+    const reply = replies.get(request.path)
+    if (reply !== undefined) return reply(response)
     const status = answers.get(request.path)?.(n) ?? 200
     response.writeHead(status, { "content-type": "text/plain" })
     response.end(`answer ${n} to ${request.path}`)
@@ -207,6 +212,75 @@ describe("webhook deliveries", () => {
     expect(retried.body.attempts.map((a: any) => a.status_code)).toEqual([500, 500, 500, 200])
     const ids = new Set(at("/down").map((r) => r.headers["webhook-id"]))
     expect([...ids]).toEqual([delivery.id])
+  })
+
+  it("records whatever the receiver answers: NUL bytes, a character cut at the excerpt's limit", async () => {
+    const org = await node.bootstrap()
+    replies.set("/nul", (response) => {
+      response.writeHead(500, { "content-type": "application/octet-stream" })
+      response.end(Buffer.from([0x62, 0x61, 0x64, 0x00, 0x21]))
+    })
+    replies.set("/emoji", (response) => {
+      response.writeHead(200, { "content-type": "text/plain" })
+      response.end(`${"x".repeat(1023)}\u{1F600} and more`)
+    })
+    const nul = await createWebhook(org.api_key, "/nul")
+    const failed = await call(node, org.api_key, "POST", `/v1/webhooks/${nul.id}/ping`)
+    expect(failed.body).toMatchObject({ status: "pending" })
+    expect(failed.body.attempts).toEqual([expect.objectContaining({ status_code: 500, response_excerpt: "bad!" })])
+    // an excerpt that would end in half a character ends before it
+    const emoji = await createWebhook(org.api_key, "/emoji")
+    const ok = await call(node, org.api_key, "POST", `/v1/webhooks/${emoji.id}/ping`)
+    expect(ok.body).toMatchObject({ status: "succeeded" })
+    expect(ok.body.attempts[0].response_excerpt).toBe("x".repeat(1023))
+    // and the failed one goes on with its schedule
+    const retried = await eventually(async () => {
+      const list = await call(node, org.api_key, "GET", `/v1/webhooks/${nul.id}/deliveries`)
+      return list.body.items[0].attempts.length >= 2 ? list.body.items[0] : undefined
+    })
+    expect(retried.attempts[1]).toMatchObject({ attempt: 2, status_code: 500, response_excerpt: "bad!" })
+  })
+
+  it("an answer trickled out past the timeout fails the attempt", async () => {
+    const org = await node.bootstrap()
+    replies.set("/trickle", async (response) => {
+      response.writeHead(200, { "content-type": "text/plain" })
+      // a byte every 300 ms, each gap well within the 2 s timeout, for 6 s in all
+      for (let i = 0; i < 20 && !response.destroyed; i++) {
+        response.write(".")
+        await new Promise((r) => setTimeout(r, 300))
+      }
+      response.end()
+    })
+    const hook = await createWebhook(org.api_key, "/trickle")
+    const ping = await call(node, org.api_key, "POST", `/v1/webhooks/${hook.id}/ping`)
+    expect(ping.body).toMatchObject({ status: "pending", delivered_at: null })
+    expect(ping.body.attempts).toEqual([
+      expect.objectContaining({ attempt: 1, status_code: null, error: "no answer within 2000 ms" })
+    ])
+  })
+
+  it("a URL changed while deliveries wait: what waits goes to the new URL, none is lost", async () => {
+    const org = await node.bootstrap()
+    // the old URL answers slowly: 8 at a time in flight, the rest wait on the node
+    replies.set("/moving-old", async (response) => {
+      await new Promise((r) => setTimeout(r, 300))
+      response.writeHead(200)
+      response.end()
+    })
+    const hook = await createWebhook(org.api_key, "/moving-old")
+    await appendEvents(db, org.organization_id, 40)
+    await eventually(() => at("/moving-old").length > 0 ? true : undefined)
+    const moved = await call(node, org.api_key, "PATCH", `/v1/webhooks/${hook.id}`, {
+      url: `${receiver.url}/moving-new`
+    })
+    expect(moved.status).toBe(200)
+    const sentBefore = at("/moving-old").length
+    const ids = (path: string) => at(path).map((r) => String(r.headers["webhook-id"]))
+    await eventually(() => new Set([...ids("/moving-old"), ...ids("/moving-new")]).size === 40 ? true : undefined)
+    // at most those already in flight (8) reach the old URL after the change
+    expect(at("/moving-old").length).toBeLessThanOrEqual(sentBefore + 8)
+    expect(at("/moving-new").length).toBeGreaterThan(0)
   })
 
   it("pings: a webhook.ping delivery, answered with its attempt", async () => {

@@ -7,7 +7,13 @@ import { defineTool } from "../McpTool.js"
 export default defineTool({
   name: "list_schedules",
   description: "Schedules of the agents you may use, each with its next 5 runs and its last run (GET /v1/schedules).",
-  input: Schema.Struct({ agent_id: Schema.optional(AgentId) }),
+  input: Schema.Struct({
+    agent_id: Schema.optional(AgentId),
+    limit: Schema.optional(Schema.Int.pipe(Schema.between(1, 200))).annotations({
+      description: "Schedules per page, oldest first; without it (and `cursor`), every schedule at once."
+    }),
+    cursor: Schema.optional(Schema.String).annotations({ description: "`next_cursor` of the previous page." })
+  }),
   output: SchedulePage,
   annotations: {
     title: "List schedules",
@@ -16,6 +22,5 @@ export default defineTool({
     idempotentHint: true,
     openWorldHint: false
   },
-  run: ({ agent_id }, { caller }) =>
-    Effect.flatMap(Schedules, (schedules) => schedules.list(caller.principal, agent_id))
+  run: (params, { caller }) => Effect.flatMap(Schedules, (schedules) => schedules.list(caller.principal, params))
 })
