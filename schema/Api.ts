@@ -118,12 +118,8 @@ export class IdentityApi extends HttpApiGroup.make("identity")
       .addError(ConflictWire)
       .annotate(
         OpenApi.Description,
-        "Remove a person from the organization: their personal API keys here are revoked, their personal " +
-          "connections deleted (credentials erased), and they leave its groups."
-      )
-      .annotate(
-        OpenApi.Description,
-        "Remove a member from the organization: their personal keys are revoked, their groups left."
+        "Remove a person from the organization: their personal API keys and MCP authorizations here are revoked, " +
+          "their personal connections deleted (credentials erased), and they leave its groups."
       )
   )
   .add(
@@ -150,7 +146,8 @@ export class IdentityApi extends HttpApiGroup.make("identity")
           permission: Policy.anyMember,
           errors: ["bad_request", "forbidden", "unknown_agent", "not_found"],
           access:
-            "Organization keys, and personal keys for other members, need Admin or above; a key's role is never above the caller's."
+            "Organization keys, and personal keys for other members, need Admin or above; a key's role is never above the caller's. " +
+            "A key limited to agents creates only keys limited to agents among its own, and no personal keys for others."
         })
       )
       .setPayload(CreateApiKey)
@@ -163,8 +160,9 @@ export class IdentityApi extends HttpApiGroup.make("identity")
         operation({
           summary: "Revoke an API key",
           permission: Policy.anyMember,
-          errors: [],
-          access: "Admins and above revoke any key; others their own personal keys (another's key is a 404)."
+          errors: ["forbidden"],
+          access:
+            "Admins and above revoke any key whose role is not above theirs; others their own personal keys (another's key is a 404)."
         })
       )
       .setPath(Schema.Struct({ key_id: ApiKeyId }))

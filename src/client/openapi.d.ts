@@ -106,7 +106,7 @@ export interface paths {
         post?: never;
         /**
          * Remove a member
-         * @description Remove a member from the organization: their personal keys are revoked, their groups left.
+         * @description Remove a person from the organization: their personal API keys and MCP authorizations here are revoked, their personal connections deleted (credentials erased), and they leave its groups.
          *
          *     **Role:** Admin and above (`admin`, `super_admin`). Nobody removes someone whose role is above their own.
          */
@@ -141,7 +141,7 @@ export interface paths {
          * Create an API key
          * @description Create an API key. The secret is returned once, in `api_key`.
          *
-         *     **Role:** any member's key (Member and above). Organization keys, and personal keys for other members, need Admin or above; a key's role is never above the caller's.
+         *     **Role:** any member's key (Member and above). Organization keys, and personal keys for other members, need Admin or above; a key's role is never above the caller's. A key limited to agents creates only keys limited to agents among its own, and no personal keys for others.
          */
         post: operations["createApiKey"];
         delete?: never;
@@ -164,7 +164,7 @@ export interface paths {
          * Revoke an API key
          * @description Revoke an API key. Requests with it fail with 401 from then on.
          *
-         *     **Role:** any member's key (Member and above). Admins and above revoke any key; others their own personal keys (another's key is a 404).
+         *     **Role:** any member's key (Member and above). Admins and above revoke any key whose role is not above theirs; others their own personal keys (another's key is a 404).
          */
         delete: operations["revokeApiKey"];
         options?: never;
@@ -4686,7 +4686,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -7768,6 +7768,15 @@ export interface operations {
             };
             /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevokeApiKeyError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -35,6 +35,7 @@ import shardDirectory from "./migrations/0028_shard_directory.js"
 import eventJson from "./migrations/0029_event_json.js"
 import runFence from "./migrations/0030_run_fence.js"
 import secretKeyCheck from "./migrations/0031_secret_key_check.js"
+import taskInvoker from "./migrations/0032_task_invoker.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -66,7 +67,8 @@ export const migrations = {
   "0028_shard_directory": shardDirectory,
   "0029_event_json": eventJson,
   "0030_run_fence": runFence,
-  "0031_secret_key_check": secretKeyCheck
+  "0031_secret_key_check": secretKeyCheck,
+  "0032_task_invoker": taskInvoker
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

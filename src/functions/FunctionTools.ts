@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import type { FunctionId } from "../../schema/Functions.js"
-import type { ApiKeyId, UserId } from "../../schema/Ids.js"
+import type { ApiKeyId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import type { ToolSpec } from "../agents/models/ModelProvider.js"
 import { emptyToolSet, type RunScope, type ToolResult, type ToolSet } from "../agents/ToolSet.js"
@@ -25,7 +25,7 @@ export interface FunctionTool {
 /**
  * An agent's custom functions as tools (issue 25): each function attached to the agent, or given by a skill
  * it holds, is a tool named after it, its `input_schema` the parameters. A call runs the function's current
- * version in the sandbox as the run calls connectors (the agent's creator, with the task), its files in the
+ * version in the sandbox as the run calls connectors (as the task's invoker, with the task), its files in the
  * agent's workspace.
  */
 export class FunctionTools extends Effect.Service<FunctionTools>()("functions/FunctionTools", {
@@ -40,7 +40,7 @@ export class FunctionTools extends Effect.Service<FunctionTools>()("functions/Fu
         return {
           principal: {
             organizationId: run.organizationId,
-            userId: (identity?.created_by ?? null) as UserId | null,
+            userId: identity?.invoker_user_id ?? null,
             keyId: (identity?.api_key_id ?? "task") as ApiKeyId,
             role: "member",
             agentIds: null

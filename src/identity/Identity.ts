@@ -20,6 +20,7 @@ import { checkRoleChange } from "../access/RolePolicy.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { ConnectorRepo } from "../connectors/ConnectorRepo.js"
 import { transactionIn } from "../db/Transaction.js"
+import { OAuthRepo } from "../oauth/OAuthRepo.js"
 import { generateApiKey } from "./ApiKeySecret.js"
 import { consoleKeyId } from "./ConsoleKeyId.js"
 import { requirePermission } from "./IdentityPolicy.js"
@@ -35,6 +36,7 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
   effect: Effect.gen(function*() {
     const repo = yield* IdentityRepo
     const connectorRepo = yield* ConnectorRepo
+    const oauthRepo = yield* OAuthRepo
     const agents = yield* OrganizationAgents
     const transaction = transactionIn(yield* SqlClient.SqlClient)
     const audit = yield* AuditLog
@@ -189,8 +191,9 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
     )
 
     /**
-     * Out of the organization and its groups; their personal keys here are revoked, and their personal
-     * connections deleted (the credentials erased): only they could use them, and no secret outlives its use.
+     * Out of the organization and its groups; their personal keys and MCP authorizations here are revoked
+     * (so that adding them back later revives neither), and their personal connections deleted (the
+     * credentials erased): only they could use them, and no secret outlives its use.
      */
     const removeMember = Effect.fn("Identity.removeMember")(function*(principal: Principal, userId: UserId) {
       yield* requirePermission(principal, Policy.removeMembers)
@@ -200,14 +203,20 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       yield* checkRoleChange(principal, member.role, undefined)
       yield* keepsSuperAdmin(principal, member.role, undefined)
       const revoked = yield* repo.revokePersonalKeys(principal.organizationId, userId)
+      const grants = yield* oauthRepo.revokeGrantsOf(principal.organizationId, userId)
       const connections = yield* connectorRepo.deletePersonalConnections(principal.organizationId, userId)
       yield* repo.deleteMembership(principal.organizationId, userId)
       yield* audit.record(principal, {
         action: "REMOVE_MEMBER",
         targets: [{ type: "member", id: userId, name: member.user.email }],
-        details: { role: member.role, revoked_api_keys: revoked, deleted_connections: connections }
+        details: {
+          role: member.role,
+          revoked_api_keys: revoked,
+          revoked_authorizations: grants,
+          deleted_connections: connections
+        }
       })
-      return revoked
+      return { keys: revoked, grants }
     }, transaction)
 
     /** Ids of a member's personal keys, for forgetting cached principals after a role change. */
@@ -227,6 +236,15 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       details: { kind: key.kind, role: key.role, user_id: key.user_id, agent_ids: key.agent_ids }
     })
 
+    /**
+     * The person behind a new key: the caller, or for an organization key the member who created it, so that
+     * lowering that member's role lowers the keys made with their keys too.
+     */
+    const creatorOf = (principal: Principal) =>
+      principal.userId !== null
+        ? Effect.succeed(principal.userId)
+        : Effect.map(repo.findApiKey(principal.organizationId, principal.keyId), (key) => key?.created_by ?? null)
+
     const createApiKey = Effect.fn("Identity.createApiKey")(function*(principal: Principal, input: CreateApiKey) {
       if (input.kind === "organization") {
         yield* requirePermission(principal, Policy.createOrganizationKeys)
@@ -236,10 +254,20 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
         if (input.role !== undefined && !roleAtLeast(principal.role, input.role)) {
           return yield* Forbidden.of(`You cannot create a key with the role '${input.role}', which is above your own.`)
         }
+        // a key limited to agents mints no key reaching further than it does
+        const scope = principal.agentIds
+        if (scope !== null && (input.agent_ids === undefined || input.agent_ids.some((id) => !scope.includes(id)))) {
+          return yield* Forbidden.of(
+            `Your key is limited to agents (${
+              scope.join(", ") || "none"
+            }), so a key it creates must be too: pass \`agent_ids\` among them.`
+          )
+        }
         const agentIds = input.agent_ids === undefined
           ? undefined
           : yield* agents.check(principal.organizationId, input.agent_ids)
-        return yield* createKey(principal.organizationId, { ...input, agent_ids: agentIds }, null, principal.userId)
+        const creator = yield* creatorOf(principal)
+        return yield* createKey(principal.organizationId, { ...input, agent_ids: agentIds }, null, creator)
           .pipe(audit.recorded(principal, keyCreated))
       }
       if (input.agent_ids !== undefined || input.role !== undefined) {
@@ -253,7 +281,15 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
           "This is an organization key, which has no user: pass `user_id` to issue a personal key for a member."
         )
       }
-      if (userId !== principal.userId) yield* requirePermission(principal, Policy.issueKeysForOthers)
+      if (userId !== principal.userId) {
+        yield* requirePermission(principal, Policy.issueKeysForOthers)
+        // a member's key reaches every agent the member may use, beyond a key limited to agents
+        if (principal.agentIds !== null) {
+          return yield* Forbidden.of(
+            "Your key is limited to agents and a member's key is not: issue keys for members with a key that is not."
+          )
+        }
+      }
       const member = yield* repo.findMember(principal.organizationId, userId)
       if (member === undefined) return yield* NotFound.of("Member", userId)
       // a key acts as its member: issuing one for someone above you would be taking their role
@@ -274,6 +310,18 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
         (holds(principal.role, Policy.manageEveryKey) || (key.user_id !== null && key.user_id === principal.userId))
       if (!manageable) return yield* NotFound.of("API key", id)
       if (key.revoked_at !== null) return toApiKey(key)
+      // revoking a Super admin's keys would lock them out: as with their role, only their peers may
+      if (key.user_id !== principal.userId) {
+        const holder = key.user_id === null ? undefined : yield* repo.findMember(principal.organizationId, key.user_id)
+        const role = holder?.role ?? key.role
+        if (!roleAtLeast(principal.role, role)) {
+          return yield* Forbidden.of(
+            `You cannot revoke ${key.user_id === null ? "an organization key with the role" : "a key of a"} ${
+              roleDisplayName[role]
+            }, which is above your own role.`
+          )
+        }
+      }
       const revoked = yield* repo.revokeApiKey(principal.organizationId, id).pipe(
         audit.recorded(principal, (row) =>
           row === undefined ? undefined : {
@@ -299,5 +347,11 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       revokeApiKey
     } as const
   }),
-  dependencies: [IdentityRepo.Default, ConnectorRepo.Default, OrganizationAgents.Default, AuditLog.Default]
+  dependencies: [
+    IdentityRepo.Default,
+    ConnectorRepo.Default,
+    OAuthRepo.Default,
+    OrganizationAgents.Default,
+    AuditLog.Default
+  ]
 }) {}

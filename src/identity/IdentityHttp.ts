@@ -3,6 +3,9 @@ import { Effect, Layer } from "effect"
 import { Api } from "../../schema/Api.js"
 import type { UserId } from "../../schema/Ids.js"
 import { Principal } from "../../schema/Security.js"
+import { OAuthLive } from "../oauth/OAuthLive.js"
+import { OAuthRepo } from "../oauth/OAuthRepo.js"
+import { TokenVerifier } from "../oauth/TokenVerifier.js"
 import { ApiKeyAuthenticator } from "./ApiKeyAuthenticator.js"
 import { Identity } from "./Identity.js"
 
@@ -10,8 +13,17 @@ export const IdentityHttpLive = HttpApiBuilder.group(Api, "identity", (handlers)
   Effect.gen(function*() {
     const identity = yield* Identity
     const authenticator = yield* ApiKeyAuthenticator
+    const verifier = yield* TokenVerifier
+    const oauth = yield* OAuthRepo
+    // their keys and their MCP clients' tokens: both are cached with the member's role
     const forgetKeysOf = (p: Principal, userId: UserId) =>
-      Effect.flatMap(identity.personalKeyIds(p, userId), (ids) => Effect.forEach(ids, authenticator.forget))
+      Effect.zipRight(
+        Effect.flatMap(identity.personalKeyIds(p, userId), (ids) => Effect.forEach(ids, authenticator.forget)),
+        Effect.flatMap(
+          oauth.listGrants(p.organizationId, userId),
+          (grants) => Effect.forEach(grants, (g) => verifier.forgetGrant(g.id))
+        )
+      )
     return handlers
       .handle("me", () => Effect.flatMap(Principal, identity.me))
       .handle("listMembers", () => Effect.flatMap(Principal, identity.listMembers))
@@ -31,7 +43,12 @@ export const IdentityHttpLive = HttpApiBuilder.group(Api, "identity", (handlers)
       .handle("removeMember", ({ path }) =>
         Effect.flatMap(Principal, (p) =>
           identity.removeMember(p, path.user_id).pipe(
-            Effect.tap((revoked) => Effect.forEach(revoked, authenticator.forget)),
+            Effect.tap(({ grants, keys }) =>
+              Effect.zipRight(
+                Effect.forEach(keys, authenticator.forget),
+                Effect.forEach(grants, verifier.forgetGrant)
+              )
+            ),
             Effect.asVoid
           )))
       .handle("listApiKeys", () => Effect.flatMap(Principal, identity.listApiKeys))
@@ -41,4 +58,4 @@ export const IdentityHttpLive = HttpApiBuilder.group(Api, "identity", (handlers)
           identity.revokeApiKey(p, path.key_id)).pipe(Effect.tap(() =>
             authenticator.forget(path.key_id)
           )))
-  })).pipe(Layer.provide([Identity.Default, ApiKeyAuthenticator.Default]))
+  })).pipe(Layer.provide([Identity.Default, ApiKeyAuthenticator.Default, OAuthLive]))

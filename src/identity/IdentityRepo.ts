@@ -25,6 +25,8 @@ interface ApiKeyRow {
   readonly created_at: Date
   readonly last_used_at: Date | null
   readonly revoked_at: Date | null
+  /** The member who created it; for a key an organization key created, that key's own creator. */
+  readonly created_by: UserId | null
 }
 
 export type StoredApiKey = ApiKeyRow

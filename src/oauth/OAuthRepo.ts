@@ -167,6 +167,15 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
         Effect.orDie
       )
 
+    /** A member's live grants in one organization, revoked when they leave it; their ids. */
+    const revokeGrantsOf = (organizationId: OrganizationId, userId: UserId) =>
+      sql<{ id: string }>`
+        UPDATE oauth_grants SET revoked_at = now()
+        WHERE organization_id = ${organizationId} AND user_id = ${userId} AND revoked_at IS NULL RETURNING id`.pipe(
+        Effect.map((rows) => rows.map((r) => r.id)),
+        Effect.orDie
+      )
+
     const insertToken = (hash: Uint8Array, kind: "access" | "refresh", grantId: string, expires: Date) =>
       sql`
         INSERT INTO oauth_tokens (token_hash, kind, grant_id, expires_at)
@@ -242,6 +251,7 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
       findGrant,
       listGrants,
       revokeGrant,
+      revokeGrantsOf,
       insertToken,
       findRefreshToken,
       consumeRefreshToken,

@@ -243,7 +243,9 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
             input: schedule.input_text,
             user_id: schedule.user_id,
             user_email: schedule.user_email,
-            api_key_id: schedule.created_by_key
+            api_key_id: schedule.created_by_key,
+            // runs act as the schedule's creator, as the invoke path's do (null: an organization key made it)
+            invoker_user_id: schedule.created_by
           }
         })
         const opened = yield* sql<
@@ -278,12 +280,13 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
           -- pending: its run starts after the commit, or, should this node die first, by its shard's sweep
           inserted AS (
             INSERT INTO tasks (id, organization_id, agent_id, status, source, schedule_id, user_id, user_email,
-              input, agent_version, api_key_id, idempotency_key, request_hash, shard, created_at)
+              input, agent_version, api_key_id, invoker_user_id, idempotency_key, request_hash, shard, created_at)
             SELECT r.id, r.organization_id, r.agent_id, 'pending', 'schedule', r.schedule_id, r.user_id,
-              r.user_email, r.input, a.version, r.api_key_id, r.key, r.request_hash, r.shard, clock_timestamp()
+              r.user_email, r.input, a.version, r.api_key_id, r.invoker_user_id, r.key, r.request_hash, r.shard,
+              clock_timestamp()
             FROM json_to_recordset(${JSON.stringify(tasks)}::json) AS r(id uuid, shard smallint, request_hash text,
               key text, schedule_id uuid, organization_id uuid, agent_id uuid, input text, user_id text,
-              user_email text, api_key_id text)
+              user_email text, api_key_id text, invoker_user_id uuid)
             JOIN agents a ON a.id = r.agent_id AND a.organization_id = r.organization_id AND a.deleted_at IS NULL
             WHERE r.id = ANY(ARRAY(SELECT task_id FROM opened WHERE task_id IS NOT NULL))
             ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING

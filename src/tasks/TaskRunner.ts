@@ -3,7 +3,7 @@ import type { Readable } from "node:stream"
 import type { BudgetExhausted } from "../../cluster/AgentEntity.js"
 import { outcomeOf, type TaskOutcome } from "../../cluster/TaskEntity.js"
 import type { InvokeOperation } from "../../schema/Connectors.js"
-import type { ApiKeyId, TaskId, UserId } from "../../schema/Ids.js"
+import type { ApiKeyId, TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { BudgetLeases } from "../agents/BudgetLeases.js"
 import { BuiltinTools } from "../agents/BuiltinTools.js"
@@ -321,9 +321,11 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     const loop = (task: TaskRow, attached: Attachments | undefined, claim: Claim, control: RunControl) =>
       Effect.gen(function*() {
         const agent = task.agent_snapshot
+        // as the person who invoked it, never as the agent's creator: a personal connection in the agent's skills
+        // is for its owner's own runs only (the creator's credentials are not lent to whoever invokes the agent)
         const principal: Principal = {
           organizationId: task.organization_id,
-          userId: agent.created_by as UserId | null,
+          userId: task.invoker_user_id,
           keyId: (task.api_key_id ?? "task") as ApiKeyId,
           role: "member",
           agentIds: null

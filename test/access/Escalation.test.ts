@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
-import { addMember, auditEvents, call, expectError, makeWorld, orgKey } from "./support.js"
+import { addMember, auditEvents, call, expectError, makeWorld, orgKey, scriptedAgent } from "./support.js"
 
 let node: TestNode
 beforeAll(async () => {
@@ -39,6 +39,75 @@ describe("keys never carry more than their issuer holds", () => {
     )
     const [record] = (await auditEvents(node, org.organization_id)).filter((e) => e.action === "UPDATE_MEMBER_ROLE")
     expect(record.details).toEqual({ from: "admin", to: "builder", lowered_api_keys: [adminOrgKey.keyId] })
+  })
+})
+
+describe("revoking keys", () => {
+  it("an Admin may not revoke a Super admin's keys (that would lock them out), only keys at or below their role", async () => {
+    const org = await node.bootstrap()
+    const admin = await addMember(node, org.api_key, "admin")
+    const superKey = await orgKey(node, org.api_key, "super_admin")
+    const bootstrapKeyId = (await call(node, org.api_key, "GET", "/v1/me")).body.key.id
+    const personal = await call(node, admin.key, "DELETE", `/v1/api-keys/${bootstrapKeyId}`)
+    expectError(personal, 403, "forbidden")
+    expect(personal.body.error.message).toContain("a key of a Super admin")
+    expectError(await call(node, admin.key, "DELETE", `/v1/api-keys/${superKey.keyId}`), 403, "forbidden")
+    expect((await call(node, org.api_key, "GET", "/v1/me")).status).toBe(200)
+    // a peer's, a lower key, and their own
+    const peer = await addMember(node, org.api_key, "admin")
+    const member = await addMember(node, org.api_key, "member")
+    for (const id of [peer.keyId, member.keyId, admin.keyId]) {
+      expect((await call(node, admin.key, "DELETE", `/v1/api-keys/${id}`)).status, id).toBe(200)
+    }
+    // a Super admin revokes another Super admin's key
+    expect((await call(node, org.api_key, "DELETE", `/v1/api-keys/${superKey.keyId}`)).status).toBe(200)
+  })
+})
+
+describe("a key limited to agents mints nothing wider", () => {
+  it("creates organization keys only within its agents, and no personal keys for others", async () => {
+    const { admin, agent, person } = await makeWorld(node)
+    const other = (await call(node, admin, "POST", "/v1/agents", scriptedAgent("Other"))).body
+    const limited = await call(node, admin, "POST", "/v1/api-keys", {
+      name: "limited",
+      kind: "organization",
+      role: "admin",
+      agent_ids: [agent.id]
+    })
+    const key = limited.body.api_key
+    for (
+      const body of [
+        { name: "wide", kind: "organization", role: "admin" },
+        { name: "other", kind: "organization", agent_ids: [other.id] },
+        { name: "both", kind: "organization", agent_ids: [agent.id, other.id] }
+      ]
+    ) {
+      const r = await call(node, key, "POST", "/v1/api-keys", body)
+      expectError(r, 403, "forbidden")
+      expect(r.body.error.message).toContain(agent.id)
+    }
+    const forMember = await call(node, key, "POST", "/v1/api-keys", { name: "m", user_id: person.userId })
+    expectError(forMember, 403, "forbidden")
+    const within = await call(node, key, "POST", "/v1/api-keys", {
+      name: "within",
+      kind: "organization",
+      agent_ids: [agent.id]
+    })
+    expect(within.status).toBe(201)
+    expect(within.body.agent_ids).toEqual([agent.id])
+    expectError(await call(node, within.body.api_key, "GET", `/v1/agents/${other.id}`), 404, "not_found")
+  })
+
+  it("a key made with an organization key is lowered with the member who made that key", async () => {
+    const org = await node.bootstrap()
+    const admin = await addMember(node, org.api_key, "admin")
+    const first = await orgKey(node, admin.key, "admin")
+    const second = await orgKey(node, first.key, "admin")
+    const demoted = await call(node, org.api_key, "PATCH", `/v1/members/${admin.userId}`, { role: "member" })
+    expect(demoted.status).toBe(200)
+    expect((await call(node, second.key, "GET", "/v1/me")).body.role).toBe("member")
+    const [record] = (await auditEvents(node, org.organization_id)).filter((e) => e.action === "UPDATE_MEMBER_ROLE")
+    expect(record.details.lowered_api_keys.sort()).toEqual([first.keyId, second.keyId].sort())
   })
 })
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { call, uniqueEmail } from "../access/support.js"
+import { auditEvents, call, uniqueEmail } from "../access/support.js"
+import { initialize, mcpPost, obtainTokens, openSession, PASSWORD, setPassword, token } from "../mcp/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 
 let node: TestNode
@@ -20,5 +21,52 @@ describe("members", () => {
       const ids = new Set(answers.filter((a) => a.status === 201).map((a) => a.body.user.id))
       expect(ids.size).toBe(1)
     }
+  })
+
+  it("removing a member revokes their MCP authorizations at once; adding them back revives none", async () => {
+    const { api_key: adminKey, organization_id } = await node.bootstrap()
+    const email = uniqueEmail("mcp")
+    const added = await call(node, adminKey, "POST", "/v1/members", { email, role: "member" })
+    await setPassword(node, email, PASSWORD)
+    const { client, tokens } = await obtainTokens(node, email)
+    const mcp = () => mcpPost(node.baseUrl, initialize, { authorization: `Bearer ${tokens.access_token}` })
+    // the token works, and is in this node's cache from here on
+    expect((await mcp()).status).toBe(200)
+
+    expect((await call(node, adminKey, "DELETE", `/v1/members/${added.body.user.id}`)).status).toBe(204)
+    expect((await mcp()).status).toBe(401)
+    const [removal] = (await auditEvents(node, organization_id)).filter((e) => e.action === "REMOVE_MEMBER")
+    expect(removal.details.revoked_authorizations).toHaveLength(1)
+
+    expect((await call(node, adminKey, "POST", "/v1/members", { email, role: "member" })).status).toBe(201)
+    expect((await mcp()).status).toBe(401)
+    const refreshed = await token(node, {
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token,
+      client_id: client.client_id
+    })
+    expect(refreshed.body.error).toBe("invalid_grant")
+  })
+
+  it("a demotion applies to the member's MCP tokens at once on the node that made it, as to their keys", async () => {
+    const { api_key: adminKey } = await node.bootstrap()
+    const email = uniqueEmail("demoted")
+    const added = await call(node, adminKey, "POST", "/v1/members", { email, role: "admin" })
+    await setPassword(node, email, PASSWORD)
+    const access = (await obtainTokens(node, email)).tokens.access_token
+    const session = await openSession(node.baseUrl, access)
+    const listApprovals = async () =>
+      (await (await mcpPost(
+        node.baseUrl,
+        { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "list_approvals", arguments: {} } },
+        { authorization: `Bearer ${access}`, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25" }
+      )).json()).result
+    // an Admin's call: the token is cached with that role from here on
+    expect((await listApprovals()).isError).not.toBe(true)
+    expect((await call(node, adminKey, "PATCH", `/v1/members/${added.body.user.id}`, { role: "member" })).status)
+      .toBe(200)
+    const refused = await listApprovals()
+    expect(refused.isError).toBe(true)
+    expect(JSON.stringify(refused.structuredContent ?? refused.content)).toContain("forbidden")
   })
 })
