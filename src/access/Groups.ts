@@ -9,7 +9,7 @@ import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { transactionIn } from "../db/Transaction.js"
-import { requirePermission } from "../identity/IdentityPolicy.js"
+import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
 import { invalidField } from "../support/Issues.js"
@@ -44,7 +44,7 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
         principal: Principal,
         page: { readonly limit?: number | undefined; readonly cursor?: string | undefined }
       ) {
-        yield* requirePermission(principal, Policy.manageGroups)
+        yield* requireOrganizationKey(principal, Policy.manageGroups)
         const after = yield* positionOf(page.cursor)
         const limit = page.limit ?? 50
         const rows = yield* repo.list(principal.organizationId, after, limit + 1)
@@ -53,12 +53,12 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
     )
 
     const get = Effect.fn("Groups.get")(function*(principal: Principal, id: GroupId) {
-      yield* requirePermission(principal, Policy.manageGroups)
+      yield* requireOrganizationKey(principal, Policy.manageGroups)
       return toGroup(yield* find(principal, id))
     })
 
     const create = Effect.fn("Groups.create")(function*(principal: Principal, input: CreateGroup) {
-      yield* requirePermission(principal, Policy.manageGroups)
+      yield* requireOrganizationKey(principal, Policy.manageGroups)
       const fields = yield* checkFields(principal, {
         name: input.name,
         description: input.description ?? "",
@@ -79,7 +79,7 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
     })
 
     const update = Effect.fn("Groups.update")(function*(principal: Principal, id: GroupId, input: UpdateGroup) {
-      yield* requirePermission(principal, Policy.manageGroups)
+      yield* requireOrganizationKey(principal, Policy.manageGroups)
       const current = yield* find(principal, id)
       const fields = yield* checkFields(principal, {
         name: input.name ?? current.name,
@@ -102,7 +102,7 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
     })
 
     const remove = Effect.fn("Groups.remove")(function*(principal: Principal, id: GroupId) {
-      yield* requirePermission(principal, Policy.manageGroups)
+      yield* requireOrganizationKey(principal, Policy.manageGroups)
       const current = yield* find(principal, id)
       const removed = yield* repo.remove(principal.organizationId, id).pipe(
         audit.recorded(principal, (removed) =>
@@ -122,7 +122,7 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
       id: GroupId,
       page: { readonly limit?: number | undefined; readonly cursor?: string | undefined }
     ) {
-      yield* requirePermission(principal, Policy.manageGroups)
+      yield* requireOrganizationKey(principal, Policy.manageGroups)
       yield* find(principal, id)
       const after = yield* positionOf(page.cursor)
       const limit = page.limit ?? 50
@@ -143,7 +143,7 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
      */
     const addMember = Effect.fn("Groups.addMember")(
       function*(principal: Principal, id: GroupId, input: AddGroupMember) {
-        yield* requirePermission(principal, Policy.manageGroups)
+        yield* requireOrganizationKey(principal, Policy.manageGroups)
         if ((input.user_id === undefined) === (input.email === undefined)) {
           return yield* invalidField("", "Give either `user_id` (a member) or `email` (a person).")
         }
@@ -197,7 +197,7 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
     )
 
     const removeMember = Effect.fn("Groups.removeMember")(function*(principal: Principal, id: GroupId, userId: UserId) {
-      yield* requirePermission(principal, Policy.manageGroups)
+      yield* requireOrganizationKey(principal, Policy.manageGroups)
       const group = yield* find(principal, id)
       const removed = yield* repo.removeMember(principal.organizationId, id, userId).pipe(
         audit.recorded(principal, (removed) =>

@@ -7,7 +7,7 @@ import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { Connections } from "../connectors/Connections.js"
-import { requirePermission } from "../identity/IdentityPolicy.js"
+import { requireOrganizationKey, requirePermission } from "../identity/IdentityPolicy.js"
 import { AGENT_DELETED, ScheduleRepo } from "../schedules/ScheduleRepo.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
 import { invalidField } from "../support/Issues.js"
@@ -108,7 +108,7 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
       )
 
     const create = Effect.fn("Agents.create")(function*(principal: Principal, input: CreateAgent) {
-      yield* requirePermission(principal, Policy.createAgents)
+      yield* requireOrganizationKey(principal, Policy.createAgents)
       const fields: AgentFields = {
         name: input.name,
         instructions: input.instructions ?? "",

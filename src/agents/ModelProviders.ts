@@ -8,7 +8,7 @@ import type { Principal } from "../../schema/Security.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { transactionIn } from "../db/Transaction.js"
-import { requirePermission } from "../identity/IdentityPolicy.js"
+import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
 import { invalidField } from "../support/Issues.js"
 import { type HttpProvider, ModelProviderRepo, type ModelProviderRow } from "./ModelProviderRepo.js"
@@ -36,7 +36,7 @@ export class ModelProviders extends Effect.Service<ModelProviders>()("agents/Mod
       provider: HttpProvider,
       input: { readonly api_key?: string | undefined; readonly base_url?: string | undefined }
     ) {
-      yield* requirePermission(principal, Policy.configureModelProviders)
+      yield* requireOrganizationKey(principal, Policy.configureModelProviders)
       if (
         input.base_url !== undefined &&
         !isHttpUrl(input.base_url)
@@ -71,7 +71,7 @@ export class ModelProviders extends Effect.Service<ModelProviders>()("agents/Mod
     })
 
     const remove = Effect.fn("ModelProviders.remove")(function*(principal: Principal, provider: HttpProvider) {
-      yield* requirePermission(principal, Policy.configureModelProviders)
+      yield* requireOrganizationKey(principal, Policy.configureModelProviders)
       const removed = yield* transaction(Effect.gen(function*() {
         const removed = yield* repo.remove(principal.organizationId, provider)
         if (removed) {

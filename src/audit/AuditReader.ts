@@ -4,7 +4,7 @@ import { BadRequest } from "../../schema/Errors.js"
 import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { formatTimestamp } from "../../schema/Timestamp.js"
-import { requirePermission } from "../identity/IdentityPolicy.js"
+import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { rangeForwards } from "../support/TimeRange.js"
 import { type AuditQuery, AuditRepo, type AuditRow, toAuditEvent } from "./AuditRepo.js"
 
@@ -54,7 +54,7 @@ export class AuditReader extends Effect.Service<AuditReader>()("audit/AuditReade
 
     const list = Effect.fn("AuditReader.list")(
       function*(principal: Principal, query: AuditQuery & { readonly limit?: number; readonly cursor?: string }) {
-        yield* requirePermission(principal, Policy.readAuditLog)
+        yield* requireOrganizationKey(principal, Policy.readAuditLog)
         yield* rangeForwards(query.from, query.to)
         const before = query.cursor === undefined ? undefined : decodeCursor(query.cursor)
         if (query.cursor !== undefined && before === undefined) {
@@ -77,7 +77,7 @@ export class AuditReader extends Effect.Service<AuditReader>()("audit/AuditReade
     /** Streams the range a page at a time, so an export of any size holds one page in memory. */
     const exportRange = Effect.fn("AuditReader.exportRange")(
       function*(principal: Principal, query: AuditQuery, format: ExportFormat) {
-        yield* requirePermission(principal, Policy.exportAuditLog)
+        yield* requireOrganizationKey(principal, Policy.exportAuditLog)
         yield* rangeForwards(query.from, query.to)
         // one page of rows becomes one chunk of text
         const pages = Stream.paginateEffect(

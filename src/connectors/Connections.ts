@@ -13,7 +13,7 @@ import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
-import { requirePermission } from "../identity/IdentityPolicy.js"
+import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
 import { invalidField } from "../support/Issues.js"
 import { TtlCache } from "../support/TtlCache.js"
@@ -72,7 +72,7 @@ const mayManage = (principal: Principal, row: Pick<ConnectionRow, "access_scope"
     ? row.owner_user_id === principal.userId
       ? Effect.void
       : Effect.fail(NotFound.of("Connection"))
-    : requirePermission(principal, Policy.manageOrganizationalConnections)
+    : requireOrganizationKey(principal, Policy.manageOrganizationalConnections)
 
 /** Connections (spec 4.2): an organization's authenticated access to a connector. */
 export class Connections extends Effect.Service<Connections>()("connectors/Connections", {
@@ -133,7 +133,7 @@ export class Connections extends Effect.Service<Connections>()("connectors/Conne
           )
         }
         if (input.access_scope === "organizational") {
-          yield* requirePermission(principal, Policy.createOrganizationalConnections)
+          yield* requireOrganizationKey(principal, Policy.createOrganizationalConnections)
         }
         yield* checkServerUrl(input.server_url)
         yield* checkOwnApiConnection(connectorId, input)

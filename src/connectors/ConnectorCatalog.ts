@@ -14,7 +14,7 @@ import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
-import { requirePermission } from "../identity/IdentityPolicy.js"
+import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
 import { invalidField } from "../support/Issues.js"
 import { TtlCache } from "../support/TtlCache.js"
@@ -205,7 +205,7 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
     })
 
     const create = Effect.fn("ConnectorCatalog.create")(function*(principal: Principal, input: CreateConnector) {
-      yield* requirePermission(principal, Policy.addConnectors)
+      yield* requireOrganizationKey(principal, Policy.addConnectors)
       yield* checkServerUrl(input.server_url)
       const { document, imported } = yield* parseDocument(input.spec)
       const row = yield* repo.insertConnector({
@@ -227,7 +227,7 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
     /** Replaces the document; connections stay. */
     const replace = Effect.fn("ConnectorCatalog.replace")(
       function*(principal: Principal, id: ConnectorId, input: CreateConnector) {
-        yield* requirePermission(principal, Policy.changeConnectors)
+        yield* requireOrganizationKey(principal, Policy.changeConnectors)
         yield* checkServerUrl(input.server_url)
         const current = yield* get(principal, id)
         if (current.built_in) {
@@ -252,7 +252,7 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
     )
 
     const archive = Effect.fn("ConnectorCatalog.archive")(function*(principal: Principal, id: ConnectorId) {
-      yield* requirePermission(principal, Policy.removeConnectors)
+      yield* requireOrganizationKey(principal, Policy.removeConnectors)
       const current = yield* get(principal, id)
       if (current.built_in) {
         return yield* BadRequest.of("Built-in connectors cannot be removed.", undefined, "built_in_connector")

@@ -23,7 +23,7 @@ import { transactionIn } from "../db/Transaction.js"
 import { OAuthRepo } from "../oauth/OAuthRepo.js"
 import { generateApiKey } from "./ApiKeySecret.js"
 import { consoleKeyId } from "./ConsoleKeyId.js"
-import { requirePermission } from "./IdentityPolicy.js"
+import { requireOrganizationKey, requirePermission } from "./IdentityPolicy.js"
 import { IdentityRepo, toApiKey } from "./IdentityRepo.js"
 
 export interface Bootstrapped {
@@ -136,13 +136,13 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
     })
 
     const listMembers = Effect.fn("Identity.listMembers")(function*(principal: Principal) {
-      yield* requirePermission(principal, Policy.listMembers)
+      yield* requireOrganizationKey(principal, Policy.listMembers)
       const items = yield* repo.listMembers(principal.organizationId)
       return { items, total: items.length }
     })
 
     const createMember = Effect.fn("Identity.createMember")(function*(principal: Principal, input: CreateMember) {
-      yield* requirePermission(principal, Policy.addMembers)
+      yield* requireOrganizationKey(principal, Policy.addMembers)
       yield* checkRoleChange(principal, undefined, input.role)
       const user = yield* repo.upsertUser(Crypto.randomUUID() as UserId, input.email, input.name ?? null)
       const added = yield* repo.insertMembership(principal.organizationId, user.id, input.role)
@@ -171,7 +171,7 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
 
     const updateMember = Effect.fn("Identity.updateMember")(
       function*(principal: Principal, userId: UserId, input: UpdateMember) {
-        yield* requirePermission(principal, Policy.changeMemberRoles)
+        yield* requireOrganizationKey(principal, Policy.changeMemberRoles)
         yield* repo.lockOrganization(principal.organizationId)
         const member = yield* repo.findMember(principal.organizationId, userId)
         if (member === undefined) return yield* NotFound.of("Member", userId)
@@ -196,7 +196,7 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
      * credentials erased): only they could use them, and no secret outlives its use.
      */
     const removeMember = Effect.fn("Identity.removeMember")(function*(principal: Principal, userId: UserId) {
-      yield* requirePermission(principal, Policy.removeMembers)
+      yield* requireOrganizationKey(principal, Policy.removeMembers)
       yield* repo.lockOrganization(principal.organizationId)
       const member = yield* repo.findMember(principal.organizationId, userId)
       if (member === undefined) return yield* NotFound.of("Member", userId)

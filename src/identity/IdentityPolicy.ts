@@ -17,8 +17,10 @@ export const requirePermission = (principal: Principal, permission: Permission) 
     )
 
 /**
- * `requirePermission`, with a key of the whole organization: what belongs to the organization (knowledge bases,
- * webhooks, custom functions) is not changed with a key limited to agents.
+ * `requirePermission`, with a key of the whole organization: what belongs to the organization (its members,
+ * groups, single sign-on and model providers, connectors and organizational connections, skills, the audit log,
+ * knowledge bases, webhooks, custom functions, new agents) is not read or changed with a key limited to agents,
+ * whose reach is those agents (as its event stream already was).
  */
 export const requireOrganizationKey = (principal: Principal, permission: Permission) =>
   Effect.zipRight(

@@ -15,7 +15,7 @@ import {
 import { ConnectorCatalog } from "../connectors/ConnectorCatalog.js"
 import { ConnectorRepo } from "../connectors/ConnectorRepo.js"
 import { FunctionRepo } from "../functions/FunctionRepo.js"
-import { requirePermission } from "../identity/IdentityPolicy.js"
+import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { isUuid } from "../support/Uuid.js"
 import { Skills } from "./Skills.js"
 
@@ -138,7 +138,7 @@ export class SkillManifests extends Effect.Service<SkillManifests>()("skills/Ski
 
     const publish = Effect.fn("SkillManifests.publish")(
       function*(principal: Principal, upload: typeof ManifestUpload.Type) {
-        yield* requirePermission(principal, Policy.publishManifests)
+        yield* requireOrganizationKey(principal, Policy.publishManifests)
         const parsed = parseManifest(upload.manifest)
         if (Either.isLeft(parsed)) return yield* invalid(parsed.left)
         const { counter, doc, manifest } = parsed.right

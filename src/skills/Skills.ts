@@ -24,7 +24,7 @@ import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Connections } from "../connectors/Connections.js"
 import { transactionIn } from "../db/Transaction.js"
 import { FunctionRepo } from "../functions/FunctionRepo.js"
-import { requirePermission } from "../identity/IdentityPolicy.js"
+import { requireOrganizationKey, requirePermission } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
 import { invalidField } from "../support/Issues.js"
 import { isUuid } from "../support/Uuid.js"
@@ -150,7 +150,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
       })
 
     const create = Effect.fn("Skills.create")(function*(principal: Principal, input: CreateSkill) {
-      yield* requirePermission(principal, Policy.createSkills)
+      yield* requireOrganizationKey(principal, Policy.createSkills)
       yield* checkActions(principal, input.actions)
       yield* checkAllowlist(principal, input.allowlist)
       const existing = yield* repo.findByName(principal.organizationId, input.name)
@@ -258,7 +258,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
     const setStatus = (principal: Principal, id: string, status: "published" | "archived") =>
       Effect.gen(function*() {
         const row = yield* find(principal, id)
-        if (status === "published") yield* requirePermission(principal, Policy.publishSkills)
+        if (status === "published") yield* requireOrganizationKey(principal, Policy.publishSkills)
         else yield* mayChange(principal, row, "archive it")
         if (row.status === status) return toSkill(row)
         if (row.status === "archived") {
@@ -420,7 +420,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
       }
     ) =>
       Effect.gen(function*() {
-        yield* requirePermission(principal, Policy.readSkillViolations)
+        yield* requireOrganizationKey(principal, Policy.readSkillViolations)
         const limit = f.limit ?? 50
         if ((f.skill_id !== undefined && !isUuid(f.skill_id)) || (f.agent_id !== undefined && !isUuid(f.agent_id))) {
           return { items: [], next_cursor: null }

@@ -5,7 +5,7 @@ import type { Principal } from "../../schema/Security.js"
 import { type PutSsoSettings, SsoSettings } from "../../schema/Sso.js"
 import { checkRoleChange } from "../access/RolePolicy.js"
 import { AuditLog } from "../audit/AuditLog.js"
-import { requirePermission } from "../identity/IdentityPolicy.js"
+import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { IdentityProviders } from "./IdentityProviders.js"
 import { ssoRedirectUri } from "./SsoPaths.js"
 import { SsoRepo, type SsoRow } from "./SsoRepo.js"
@@ -35,7 +35,7 @@ export class SingleSignOn extends Effect.Service<SingleSignOn>()("sso/SingleSign
       })
 
     const get = Effect.fn("SingleSignOn.get")(function*(principal: Principal) {
-      yield* requirePermission(principal, Policy.manageSingleSignOn)
+      yield* requireOrganizationKey(principal, Policy.manageSingleSignOn)
       const row = yield* repo.find(principal.organizationId)
       if (row === undefined) return yield* notConfigured
       return toSettings(row)
@@ -61,7 +61,7 @@ export class SingleSignOn extends Effect.Service<SingleSignOn>()("sso/SingleSign
       })
 
     const put = Effect.fn("SingleSignOn.put")(function*(principal: Principal, input: PutSsoSettings) {
-      yield* requirePermission(principal, Policy.manageSingleSignOn)
+      yield* requireOrganizationKey(principal, Policy.manageSingleSignOn)
       const current = yield* repo.find(principal.organizationId)
       if (input.client_secret === undefined && current === undefined) {
         return yield* BadRequest.of(
@@ -119,7 +119,7 @@ export class SingleSignOn extends Effect.Service<SingleSignOn>()("sso/SingleSign
     })
 
     const remove = Effect.fn("SingleSignOn.remove")(function*(principal: Principal) {
-      yield* requirePermission(principal, Policy.manageSingleSignOn)
+      yield* requireOrganizationKey(principal, Policy.manageSingleSignOn)
       const removed = yield* repo.remove(principal.organizationId).pipe(
         audit.recorded(principal, (removed) =>
           removed

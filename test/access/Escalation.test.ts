@@ -98,6 +98,37 @@ describe("a key limited to agents mints nothing wider", () => {
     expectError(await call(node, within.body.api_key, "GET", `/v1/agents/${other.id}`), 404, "not_found")
   })
 
+  it("reaches its agents only: what belongs to the whole organization is refused to it, whatever its role", async () => {
+    const { admin, agent } = await makeWorld(node)
+    const limited = await call(node, admin, "POST", "/v1/api-keys", {
+      name: "limited admin",
+      kind: "organization",
+      role: "admin",
+      agent_ids: [agent.id]
+    })
+    const key = limited.body.api_key
+    const refused: Array<[string, string, unknown?]> = [
+      ["GET", "/v1/members"],
+      ["POST", "/v1/members", { email: "x@example.com", name: "X" }],
+      ["GET", "/v1/groups"],
+      ["GET", "/v1/audit-logs"],
+      ["PUT", "/v1/model-providers/openai", { api_key: "sk-test" }],
+      ["POST", "/v1/agents", scriptedAgent("Unseen")],
+      ["POST", "/v1/tools/connectors", { spec: { openapi: "3.0.3", info: { title: "T", version: "1" }, paths: {} } }]
+    ]
+    for (const [method, path, body] of refused) {
+      const r = await call(node, key, method, path, body)
+      expectError(r, 403, "forbidden")
+      expect(r.body.error.message, `${method} ${path}`).toContain("A key limited to agents may not")
+    }
+    // its own agent it reads and invokes as before
+    expect((await call(node, key, "GET", `/v1/agents/${agent.id}`)).status).toBe(200)
+    const task = await call(node, key, "POST", `/v1/agents/${agent.id}/invoke`, {
+      input: { text: "hi", user: { id: "u", email: "u@example.com" } }
+    })
+    expect(task.body.status).toBe("completed")
+  })
+
   it("a key made with an organization key is lowered with the member who made that key", async () => {
     const org = await node.bootstrap()
     const admin = await addMember(node, org.api_key, "admin")
