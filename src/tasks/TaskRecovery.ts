@@ -30,6 +30,8 @@ export const TaskRecoveryLive = Layer.scopedDiscard(
 
     let full = true
     const sweep = Effect.gen(function*() {
+      // a stopping node starts nothing: the tasks it stopped are the next owner's (it said "resumed" of them)
+      if (runs.isStopping()) return
       let after = "00000000-0000-0000-0000-000000000000"
       let revived = 0
       const owned = placement.ownedShards()

@@ -173,6 +173,9 @@ export class TaskRuns extends Effect.Service<TaskRuns>()("tasks/TaskRuns", {
     /** Whether the task's run is in progress here. */
     const isRunning = (taskId: string) => runs.has(taskId)
 
-    return { shardIsHere, isRunning, start, run, cancel } as const
+    /** Whether the node is stopping: it starts no run, and its sweep looks for none. */
+    const isStopping = () => stopping
+
+    return { shardIsHere, isRunning, isStopping, start, run, cancel } as const
   })
 }) {}
