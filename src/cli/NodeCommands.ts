@@ -40,7 +40,20 @@ export const serveCommand = Command.make("serve", {}, () =>
     const ready = Layer.effectDiscard(
       Effect.suspend(() => announce(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`))
     )
-    yield* Layer.launch(Layer.provide(ready, NodeLive))
+    // the last line of a stop, once everything is closed (shards handed back, PostgreSQL stopped): a log reader
+    // tells a clean stop from a killed node by it
+    let signalled = 0
+    const onSignal = () => void (signalled ||= Date.now())
+    process.once("SIGTERM", onSignal).once("SIGINT", onSignal)
+    yield* Layer.launch(Layer.provide(ready, NodeLive)).pipe(
+      Effect.onInterrupt(() =>
+        Effect.suspend(() =>
+          announce(
+            `stopped${signalled === 0 ? "" : ` (shutdown took ${((Date.now() - signalled) / 1000).toFixed(1)} s)`}`
+          )
+        )
+      )
+    )
   })).pipe(
     Command.withDescription(
       "Run a node: REST API, MCP, cluster runner (and the embedded PostgreSQL unless DATABASE_URL is set). " +

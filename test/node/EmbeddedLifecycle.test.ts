@@ -92,10 +92,13 @@ describe.sequential("embedded PostgreSQL node", () => {
   })
 
   it("on SIGTERM: drains, exits 0 and stops its PostgreSQL", async () => {
-    const node = spawnNode(await embeddedEnv())
+    const node = spawnNode({ ...(await embeddedEnv()), SWITCHYARD_LOG_LEVEL: "info" })
     await node.waitReady()
     const pg = postgresPid()
     expect(await node.stop("SIGTERM")).toBe(0)
     expect(alive(pg)).toBe(false)
+    // its last line says it stopped, after everything closed (a log reader tells it from a killed node)
+    const lines = node.output().trim().split("\n")
+    expect(lines[lines.length - 1]).toMatch(/stopped \(shutdown took \d+\.\d s\)/)
   })
 })
