@@ -28,6 +28,7 @@ import {
 } from "./JsonBody.js"
 import { CurrentRequest, type RequestInfo } from "./RequestContext.js"
 import { MAX_PATH_SEGMENT, RouteTable } from "./RouteTable.js"
+import { makeStaticCompression } from "./StaticCompression.js"
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -196,6 +197,7 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
     const maxBody = Option.some(config.maxBodyBytes)
     // undefined when it would not be written
     const accessLog = yield* makeAccessLog
+    const compressStatic = makeStaticCompression()
     return (
       handler: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
     ): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpServerRequest.HttpServerRequest> =>
@@ -245,7 +247,10 @@ export const RequestPipelineLive = HttpLayerRouter.middleware(
         })
         if (upload && response.status >= 400) dropRestOfUpload(NodeHttpServerRequest.toIncomingMessage(request))
         const headers = answerHeaders(info.requestId, drain.isDraining())
-        return HttpServerResponse.setHeaders(response, Headers.fromInput(headers))
+        return HttpServerResponse.setHeaders(
+          compressStatic(request.method, request.url, request.headers["accept-encoding"], response),
+          Headers.fromInput(headers)
+        )
       })
   }),
   { global: true }

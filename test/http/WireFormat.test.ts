@@ -1,4 +1,5 @@
 import * as Http from "node:http"
+import * as Zlib from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 
@@ -125,6 +126,35 @@ describe("wire format", () => {
     expect(docs.status).toBe(200)
     expect(docs.headers.get("content-type")).toContain("text/html")
     await docs.arrayBuffer()
+  })
+
+  it("sends /docs and /openapi.json gzipped to a client that accepts it, and as they are to one that does not", async () => {
+    // raw bytes (fetch would undo the encoding): what goes on the wire
+    const raw = (path: string, acceptEncoding?: string) =>
+      new Promise<{ headers: Http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+        const request = Http.get(
+          `${node.baseUrl}${path}`,
+          { headers: acceptEncoding === undefined ? {} : { "accept-encoding": acceptEncoding } },
+          (response) => {
+            const chunks: Array<Buffer> = []
+            response.on("data", (c: Buffer) => chunks.push(c))
+            response.on("end", () => resolve({ headers: response.headers, body: Buffer.concat(chunks) }))
+          }
+        )
+        request.on("error", reject)
+      })
+    for (const path of ["/docs", "/openapi.json"]) {
+      const plain = await raw(path)
+      expect(plain.headers["content-encoding"], path).toBeUndefined()
+      expect(plain.headers.vary, path).toContain("accept-encoding")
+      for (let i = 0; i < 2; i++) {
+        const gzipped = await raw(path, "br, gzip, deflate")
+        expect(gzipped.headers["content-encoding"], path).toBe("gzip")
+        expect(Number(gzipped.headers["content-length"]), path).toBe(gzipped.body.length)
+        expect(gzipped.body.length, path).toBeLessThan(plain.body.length / 3)
+        expect(Zlib.gunzipSync(gzipped.body).equals(plain.body), path).toBe(true)
+      }
+    }
   })
 
   it("reports liveness and readiness", async () => {
