@@ -7,7 +7,7 @@ import { Member, type Role, roleDisplayName, User } from "../../schema/Identity.
 import type { UserId } from "../../schema/Ids.js"
 import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
-import { AuditLog } from "../audit/AuditLog.js"
+import { AuditLog, changedFields } from "../audit/AuditLog.js"
 import { transactionIn } from "../db/Transaction.js"
 import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
@@ -89,11 +89,11 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
       })
       const row = yield* repo.update(principal.organizationId, id, fields).pipe(
         audit.recorded(principal, (row) =>
-          row === undefined ? undefined : {
+          row === undefined || changedFields(input).length === 0 ? undefined : {
             action: "UPDATE_GROUP",
             targets: [{ type: "group", id, name: fields.name }],
             details: {
-              changed: Object.keys(input).filter((k) => (input as Record<string, unknown>)[k] !== undefined).sort()
+              changed: changedFields(input)
             }
           })
       )

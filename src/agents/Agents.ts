@@ -5,7 +5,7 @@ import { BadRequest, NotFound } from "../../schema/Errors.js"
 import type { AgentId } from "../../schema/Ids.js"
 import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
-import { AuditLog } from "../audit/AuditLog.js"
+import { AuditLog, changedFields } from "../audit/AuditLog.js"
 import { Connections } from "../connectors/Connections.js"
 import { requireOrganizationKey, requirePermission } from "../identity/IdentityPolicy.js"
 import { AGENT_DELETED, ScheduleRepo } from "../schedules/ScheduleRepo.js"
@@ -146,10 +146,10 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
       }
       const row = yield* repo.update(principal.organizationId, id, fields).pipe(
         audit.recorded(principal, (row) =>
-          row === undefined ? undefined : {
+          row === undefined || changedFields(input).length === 0 ? undefined : {
             action: "UPDATE_AGENT",
             targets: [{ type: "agent", id, name: row.name }],
-            details: { changed: Object.keys(input).filter((k) => (input as any)[k] !== undefined).sort() }
+            details: { changed: changedFields(input) }
           })
       )
       if (row === undefined) return yield* NotFound.of("Agent", id)

@@ -34,6 +34,13 @@ export interface RequestMeta {
   readonly requestId: string | null
 }
 
+/**
+ * The fields a PATCH gave (those not undefined), sorted: an update's `details.changed`. None: the update changed
+ * nothing, and records nothing.
+ */
+export const changedFields = (input: object): ReadonlyArray<string> =>
+  Object.keys(input).filter((k) => (input as Record<string, unknown>)[k] !== undefined).sort()
+
 /** A personal key acts for its user; an organization key for itself. */
 export const actorOf = (principal: Principal): AuditActor =>
   principal.userId === null

@@ -11,7 +11,7 @@ import { BadRequest, NotFound } from "../../schema/Errors.js"
 import type { ConnectionId, ConnectorId } from "../../schema/Ids.js"
 import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
-import { AuditLog } from "../audit/AuditLog.js"
+import { AuditLog, changedFields } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
@@ -215,10 +215,10 @@ export class Connections extends Effect.Service<Connections>()("connectors/Conne
         }
         const row = yield* repo.updateConnection(principal.organizationId, id, patch).pipe(
           audit.recorded(principal, (row) =>
-            row === undefined ? undefined : {
+            row === undefined || changedFields(input).length === 0 ? undefined : {
               action: "UPDATE_CONNECTION",
               targets: [connectionTarget(row)],
-              details: { changed: Object.keys(input).filter((k) => (input as any)[k] !== undefined).sort() }
+              details: { changed: changedFields(input) }
             })
         )
         if (row === undefined) return yield* NotFound.of("Connection", id)

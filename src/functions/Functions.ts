@@ -13,7 +13,7 @@ import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { AgentRepo } from "../agents/AgentRepo.js"
 import { mayUse } from "../agents/Agents.js"
-import { AuditLog } from "../audit/AuditLog.js"
+import { AuditLog, changedFields } from "../audit/AuditLog.js"
 import { compile } from "../connectors/openapi/InputValidator.js"
 import { Files } from "../files/Files.js"
 import { Workspace } from "../files/Workspace.js"
@@ -141,12 +141,12 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
         const row = yield* repo.update(principal.organizationId, id, fields, authorOf(principal)).pipe(
           Effect.catchAll(() => Effect.fail(nameTaken(fields.name))),
           audit.recorded(principal, (row) =>
-            row === undefined ? undefined : {
+            row === undefined || changedFields(input).length === 0 ? undefined : {
               action: "UPDATE_FUNCTION",
               targets: [{ type: "function", id, name: row.name }],
               details: {
                 version: row.version,
-                changed: Object.keys(input).filter((k) => (input as any)[k] !== undefined).sort()
+                changed: changedFields(input)
               }
             })
         )

@@ -13,7 +13,7 @@ import {
 } from "../../schema/KnowledgeBases.js"
 import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
-import { AuditLog } from "../audit/AuditLog.js"
+import { AuditLog, changedFields } from "../audit/AuditLog.js"
 import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
 import { isUuid } from "../support/Uuid.js"
@@ -134,12 +134,14 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
           name: input.name ?? current.name,
           description: input.description ?? current.description,
           language
-        }).pipe(audit.recorded(principal, (row) =>
-          row === undefined ? undefined : {
-            action: "UPDATE_KNOWLEDGE_BASE",
-            targets: [{ type: "knowledge_base", id: row.id, name: row.name }],
-            details: { changed: Object.keys(input).filter((k) => (input as any)[k] !== undefined).sort() }
-          }))
+        }).pipe(
+          audit.recorded(principal, (row) =>
+            row === undefined || changedFields(input).length === 0 ? undefined : {
+              action: "UPDATE_KNOWLEDGE_BASE",
+              targets: [{ type: "knowledge_base", id: row.id, name: row.name }],
+              details: { changed: changedFields(input) }
+            })
+        )
         if (row === undefined) return yield* NotFound.of("Knowledge base", id)
         return toBase(row)
       }

@@ -7,7 +7,7 @@ import type { CreateSchedule, UpdateSchedule } from "../../schema/Schedules.js"
 import type { Principal } from "../../schema/Security.js"
 import { AgentRepo } from "../agents/AgentRepo.js"
 import { mayUse } from "../agents/Agents.js"
-import { AuditLog } from "../audit/AuditLog.js"
+import { AuditLog, changedFields } from "../audit/AuditLog.js"
 import { requirePermission } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
 import { invalidField } from "../support/Issues.js"
@@ -181,10 +181,10 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
         if (fields.enabled && !current.enabled) yield* creatorMayRun(current)
         const row = yield* repo.update(principal.organizationId, id, fields).pipe(
           audit.recorded(principal, (row) =>
-            row === undefined ? undefined : {
+            row === undefined || changedFields(input).length === 0 ? undefined : {
               action,
               targets: [{ type: "schedule", id, name: row.name }],
-              details: { changed: Object.keys(input).filter((k) => (input as any)[k] !== undefined).sort() }
+              details: { changed: changedFields(input) }
             })
         )
         if (row === undefined) return yield* NotFound.of("Schedule", id)

@@ -13,7 +13,7 @@ import {
   type WebhookDelivery,
   type WebhookId
 } from "../../schema/Webhooks.js"
-import { AuditLog } from "../audit/AuditLog.js"
+import { AuditLog, changedFields } from "../audit/AuditLog.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { Egress } from "../connectors/Egress.js"
 import { checkUrl } from "../connectors/egress/GuardedDispatcher.js"
@@ -137,11 +137,11 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
         event_types: input.event_types === undefined ? current.event_types : [...new Set(input.event_types)],
         enabled: input.enabled ?? current.enabled
       }).pipe(audit.recorded(principal, (row) =>
-        row === undefined ? undefined : {
+        row === undefined || changedFields(input).length === 0 ? undefined : {
           action: "UPDATE_WEBHOOK",
           targets: [{ type: "webhook", id, name: row.url }],
           details: {
-            changed: Object.keys(input).filter((k) => (input as any)[k] !== undefined).sort(),
+            changed: changedFields(input),
             url: row.url,
             event_types: row.event_types,
             enabled: row.enabled

@@ -142,6 +142,14 @@ describe("audit completeness", () => {
     expect(raised[0].details).toMatchObject({ from: "member", to: "builder" })
   })
 
+  it("an update that gives no field changes nothing and records nothing", async () => {
+    const { admin, agent, group, org } = await makeWorld(node)
+    for (const path of [`/v1/agents/${agent.id}`, `/v1/groups/${group.id}`]) {
+      const records = await recordsOf(org.organization_id, () => ok({ api_key: admin }, "PATCH", path, {}))
+      expect(records, path).toEqual([])
+    }
+  })
+
   it("a refused or failed change leaves no change and no record", async () => {
     const world = await makeWorld(node)
     const orgId = world.org.organization_id
