@@ -4,8 +4,9 @@ import { Chunk, Deferred, Effect, Option, Stream } from "effect"
 import { BadRequest, PayloadTooLarge } from "../../schema/Errors.js"
 import { fileNameProblem, type UploadParams } from "../../schema/Files.js"
 import type { AgentId } from "../../schema/Ids.js"
+import { invalidField } from "../support/Issues.js"
 import { isUuid } from "../support/Uuid.js"
-import { type FileInput, validation } from "./Files.js"
+import { type FileInput } from "./Files.js"
 
 /** What an upload request holds: the file's metadata and its content, still unread. */
 export interface Upload {
@@ -103,10 +104,10 @@ const queryName = (request: HttpServerRequest.HttpServerRequest, params: UploadP
       try {
         name = decodeURIComponent(pair.slice(eq + 1).replace(/\+/g, " "))
       } catch {
-        return yield* validation("name", "must be percent-encoded UTF-8")
+        return yield* invalidField("name", "must be percent-encoded UTF-8")
       }
       const problem = fileNameProblem(name)
-      if (problem !== undefined) return yield* validation("name", problem)
+      if (problem !== undefined) return yield* invalidField("name", problem)
     }
   })
 
@@ -184,7 +185,7 @@ const multipart = (request: HttpServerRequest.HttpServerRequest, params: UploadP
     }
     const agentField = fields.get("agent_id")
     if (params.agent_id === undefined && agentField !== undefined && !isUuid(agentField)) {
-      return yield* validation("agent_id", "must be a UUID")
+      return yield* invalidField("agent_id", "must be a UUID")
     }
     const fileDone = yield* Deferred.make<void>()
     // watched while the file streams: a body ending inside the file part fails the parts stream (multipasta's

@@ -11,6 +11,7 @@ import { type AuditBy, AuditLog } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { transactionIn } from "../db/Transaction.js"
 import { requirePermission } from "../identity/IdentityPolicy.js"
+import { invalidField } from "../support/Issues.js"
 import { isUuid } from "../support/Uuid.js"
 import { fileExists, FileRepo, type FileRow } from "./FileRepo.js"
 import { FileStore } from "./FileStore.js"
@@ -48,9 +49,6 @@ export interface FileInput {
 
 /** `type/subtype`, with parameters. */
 const MEDIA_TYPE = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+(\s*;[\x20-\x7e]*)?$/i
-
-export const validation = (path: string, message: string) =>
-  BadRequest.of(`\`${path}\` ${message}.`, { issues: [{ path, message }] }, "validation_failed")
 
 /**
  * Workspace files: an organization's, and each agent's. Content streams through to the FileStore, never
@@ -131,9 +129,9 @@ export class Files extends Effect.Service<Files>()("files/Files", {
     ) =>
       Effect.gen(function*() {
         const problem = fileNameProblem(input.name)
-        if (problem !== undefined) return yield* validation("name", problem)
+        if (problem !== undefined) return yield* invalidField("name", problem)
         if (!MEDIA_TYPE.test(input.contentType) || input.contentType.length > 255) {
-          return yield* validation("content_type", "must be a media type such as text/csv (at most 255 characters)")
+          return yield* invalidField("content_type", "must be a media type such as text/csv (at most 255 characters)")
         }
         if (input.declaredBytes !== undefined && input.declaredBytes > maxBytes) return yield* tooLarge
         if (!input.overwrite && (yield* repo.findByName(writer.organizationId, writer.agentId, input.name))) {
@@ -176,7 +174,7 @@ export class Files extends Effect.Service<Files>()("files/Files", {
       Effect.gen(function*() {
         const writer = yield* writerFor(principal, input.agentId, Policy.uploadFiles)
         if (input.name === undefined) {
-          return yield* validation(
+          return yield* invalidField(
             "name",
             "is required: send `?name=reports/q1.csv` (a multipart upload may use a `name` field or the file's filename)"
           )

@@ -8,9 +8,6 @@ import { invalidField } from "../support/Issues.js"
 import { formatOf } from "./TextExtraction.js"
 import { UrlSource } from "./UrlSource.js"
 
-const validation = (path: string, message: string) =>
-  BadRequest.of(`\`${path}\` ${message}.`, { issues: [{ path, message }] }, "validation_failed")
-
 /**
  * Where a new document comes from, checked before it is queued: exactly one of inline text, a workspace file
  * the caller may read (400 `unknown_file`), or a URL fetched now through the egress guard (UrlSource); at most
@@ -72,7 +69,9 @@ export class DocumentSources extends Effect.Service<DocumentSources>()("knowledg
           return { type: "file" as const, bytes: undefined, format, size: Number(row.size), fileId: row.id, url: null }
         }
         const url = input.url!
-        if (!/^https?:\/\//i.test(url) || !URL.canParse(url)) return yield* validation("url", "must be an http(s) URL")
+        if (!/^https?:\/\//i.test(url) || !URL.canParse(url)) {
+          return yield* invalidField("url", "must be an http(s) URL")
+        }
         const fetched = yield* urls.fetch(url, maxBytes)
         const format: DocumentFormat | undefined = input.format ??
           formatOf(fetched.contentType, new URL(fetched.url).pathname)

@@ -414,6 +414,11 @@ describe("bad input gets a clear 4xx in the error envelope", () => {
       "two words é.txt"
     )
     expectError(await asJson(await uploadRaw(node, admin, "?name=x.txt&agent_id=nope", "x")), 400, "validation_failed")
+    // the one shape of every validation_failed: the field, then what is wrong with it
+    expect((await asJson(await uploadRaw(node, admin, "?name=ok%FF.txt", "x"))).body.error).toMatchObject({
+      message: "`name`: must be percent-encoded UTF-8",
+      details: { issues: [{ path: "name", message: "must be percent-encoded UTF-8" }] }
+    })
     expectError(
       await asJson(await uploadRaw(node, admin, "?name=x.txt&agent_id=00000000-0000-4000-8000-000000000000", "x")),
       400,
