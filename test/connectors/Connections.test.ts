@@ -1,5 +1,8 @@
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Redacted } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import eraseArchivedCredentials from "../../src/db/migrations/0033_erase_archived_credentials.js"
 import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 import { createConnection, createConnector, invoke, json, petstore } from "./support.js"
@@ -177,6 +180,42 @@ describe("connection scope and isolation", () => {
       apiKey: memberKey
     })
     expect(orgConn.status).toBe(403)
+  })
+
+  it("migration 0033 erases what archives and deletes made before they erased credentials; nothing else", async () => {
+    const org = await node.bootstrap()
+    const archived = await createConnector(node, org.api_key, petstore(target.url))
+    const kept = await createConnector(node, org.api_key, petstore(target.url))
+    const connection = (connectorId: string, name: string) =>
+      createConnection(node, org.api_key, connectorId, { name, credentials: { type: "api_key", value: "s" } })
+    const [ofArchived, deletedEarlier, live] = [
+      await connection(archived.id, "of an archived connector"),
+      await connection(kept.id, "deleted, its credentials kept"),
+      await connection(kept.id, "live")
+    ]
+    const db = new pg.Client({ connectionString: node.databaseUrl })
+    await db.connect()
+    try {
+      // as an archive and a delete left them before they erased credentials
+      await db.query("UPDATE connectors SET archived_at = now() WHERE id = $1", [archived.id])
+      await db.query("UPDATE connections SET deleted_at = now() WHERE id = $1", [deletedEarlier.id])
+      await Effect.runPromise(
+        eraseArchivedCredentials.pipe(
+          Effect.provide(PgClient.layer({ url: Redacted.make(node.databaseUrl) })),
+          Effect.scoped
+        )
+      )
+      const rows = (await db.query(
+        "SELECT id, deleted_at IS NOT NULL AS deleted, credentials IS NULL AS erased FROM connections WHERE id = ANY($1)",
+        [[ofArchived.id, deletedEarlier.id, live.id]]
+      )).rows
+      expect(rows.find((r) => r.id === ofArchived.id)).toMatchObject({ deleted: true, erased: true })
+      expect(rows.find((r) => r.id === deletedEarlier.id)).toMatchObject({ deleted: true, erased: true })
+      expect(rows.find((r) => r.id === live.id)).toMatchObject({ deleted: false, erased: false })
+    } finally {
+      await db.end()
+    }
+    expect((await invoke(node, org.api_key, live.connector_id, live.id, "listPets")).status).toBe(200)
   })
 
   it("deletes a member's personal connections, credentials erased, when they are removed; others stay", async () => {
