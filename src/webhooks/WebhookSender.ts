@@ -39,12 +39,16 @@ export const send = async (
 ): Promise<Answer> => {
   const timestamp = Math.floor(Date.now() / 1000)
   const started = performance.now()
+  // one deadline for the whole attempt: undici's own timers restart on each informational (1xx) answer and
+  // on each gap in the body, so a receiver sending 102s, or its answer a byte at a time, would hold the
+  // attempt (and its lease) for good; and connecting has a timeout of its own (10 s)
+  const abort = new AbortController()
+  const deadline = setTimeout(() => abort.abort(), timeoutMs)
   try {
     const response = await request(message.url, {
       method: "POST",
       dispatcher,
-      // undici's own timers (no AbortSignal timer per request): the answer's head, then each gap in its body (the
-      // whole body is held to the timeout below)
+      signal: abort.signal,
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
       headers: {
@@ -58,23 +62,13 @@ export const send = async (
     })
     const chunks: Array<Buffer> = []
     let size = 0
-    // undici's body timeout is per gap: a receiver trickling its answer would hold the attempt (and its lease)
-    // far past the timeout, so the whole answer gets what is left of it
-    const deadline = setTimeout(
-      () => response.body.destroy(Object.assign(new Error("answer too slow"), { code: "WEBHOOK_TIMEOUT" })),
-      Math.max(0, timeoutMs - (performance.now() - started))
-    )
-    try {
-      for await (const chunk of response.body) {
-        chunks.push(chunk as Buffer)
-        size += (chunk as Buffer).length
-        if (size >= READ_LIMIT) {
-          response.body.destroy()
-          break
-        }
+    for await (const chunk of response.body) {
+      chunks.push(chunk as Buffer)
+      size += (chunk as Buffer).length
+      if (size >= READ_LIMIT) {
+        response.body.destroy()
+        break
       }
-    } finally {
-      clearTimeout(deadline)
     }
     const text = Buffer.concat(chunks).toString("utf8")
     return {
@@ -85,12 +79,14 @@ export const send = async (
       error: null
     }
   } catch (error) {
-    const timedOut = (error as { code?: string }).code?.includes("TIMEOUT") === true
+    const timedOut = abort.signal.aborted || (error as { code?: string }).code?.includes("TIMEOUT") === true
     return {
       status: null,
       latencyMs: performance.now() - started,
       excerpt: null,
       error: timedOut ? `no answer within ${timeoutMs} ms` : storableText(explain(error), EXCERPT_CHARS)
     }
+  } finally {
+    clearTimeout(deadline)
   }
 }

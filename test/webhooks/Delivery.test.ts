@@ -260,6 +260,23 @@ describe("webhook deliveries", () => {
     ])
   })
 
+  it("a receiver holding the attempt with informational answers (102 Processing) fails it at the timeout", async () => {
+    const org = await node.bootstrap()
+    replies.set("/processing", async (response) => {
+      // each 1xx restarts undici's own wait for the head; for 6 s in all, then an answer too late to count
+      for (let i = 0; i < 20 && !response.destroyed; i++) {
+        response.writeProcessing()
+        await new Promise((r) => setTimeout(r, 300))
+      }
+      if (!response.destroyed) response.writeHead(200).end()
+    })
+    const hook = await createWebhook(org.api_key, "/processing")
+    const ping = await call(node, org.api_key, "POST", `/v1/webhooks/${hook.id}/ping`)
+    expect(ping.body.attempts).toEqual([
+      expect.objectContaining({ attempt: 1, status_code: null, error: "no answer within 2000 ms" })
+    ])
+  })
+
   it("a URL changed while deliveries wait: what waits goes to the new URL, none is lost", async () => {
     const org = await node.bootstrap()
     // the old URL answers slowly: 8 at a time in flight, the rest wait on the node
