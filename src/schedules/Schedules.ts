@@ -104,11 +104,18 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
           : durationOf("catchup_window", input.catchup_window, 0)
       })
 
+    /** An `end_at` given now must be ahead: one already past makes a schedule that never runs, silently. */
+    const endAhead = (endAt: Date | null | undefined, now: Date) =>
+      endAt !== undefined && endAt !== null && endAt.getTime() <= now.getTime()
+        ? invalidField("end_at", `is in the past (${endAt.toISOString()}): the schedule would never run.`)
+        : Effect.void
+
     const create = Effect.fn("Schedules.create")(function*(principal: Principal, input: CreateSchedule) {
       yield* requirePermission(principal, Policy.createSchedules)
       yield* usableAgent(principal, input.agent_id)
       const id = Crypto.randomUUID() as ScheduleId
       const now = new Date()
+      yield* endAhead(input.end_at, now)
       const d = yield* durations(input)
       const fields = yield* checked(
         id,
@@ -155,6 +162,7 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
         if (input.cron !== undefined && input.every !== undefined) {
           return yield* invalidField("", "Give one of `cron` and `every`, not both.")
         }
+        yield* endAhead(input.end_at, new Date())
         const d = yield* durations(input)
         const fields = yield* checked(
           id,

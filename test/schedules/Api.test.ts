@@ -341,6 +341,29 @@ describe("schedules REST API", () => {
   })
 })
 
+describe("an end already past", () => {
+  it("is refused when given, on create and on change: the schedule would never run", async () => {
+    const org = await node.bootstrap()
+    const agentId = await createScriptedAgent(node, org.api_key)
+    const past = "2020-01-01T00:00:00Z"
+    const refused = await call(node, org.api_key, "POST", "/v1/schedules", {
+      name: "over",
+      agent_id: agentId,
+      cron: "0 * * * *",
+      end_at: past,
+      input: { text: "go", user }
+    })
+    expectError(refused, 400, "validation_failed")
+    expect(refused.body.error.message).toContain("`end_at`: is in the past")
+    const created = await createSchedule(node, org.api_key, { agent_id: agentId, cron: "0 * * * *" })
+    expectError(
+      await call(node, org.api_key, "PATCH", `/v1/schedules/${created.id}`, { end_at: past }),
+      400,
+      "validation_failed"
+    )
+  })
+})
+
 describe("runs as its creator", () => {
   it("stops once its creator is no longer a Builder: the run is recorded failed with why, and the schedule paused", async () => {
     const org = await node.bootstrap()
