@@ -2,6 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { BadRequestWire, ForbiddenWire, NotFoundWire } from "./Errors.js"
 import { ListOf } from "./Identity.js"
+import { UserId } from "./Ids.js"
 import { operation } from "./OperationDoc.js"
 import { Policy } from "./Policy.js"
 import { Authentication } from "./Security.js"
@@ -36,6 +37,7 @@ export const ClientMetadataDocument = Schema.Struct({
 
 export class OAuthAuthorization extends Schema.Class<OAuthAuthorization>("OAuthAuthorization")({
   id: OAuthGrantId,
+  user_id: UserId.annotations({ description: "The member who authorized the client." }),
   client_id: Schema.String.annotations({ description: "The client's id (a URL for metadata-document clients)." }),
   client_name: Schema.NullOr(Schema.String),
   resource: Schema.String.annotations({ description: "The MCP endpoint its tokens are valid for." }),
@@ -50,16 +52,23 @@ export class OAuthApi extends HttpApiGroup.make("oauth")
     HttpApiEndpoint.get("listAuthorizations", "/oauth/authorizations")
       .annotateContext(
         operation({
-          summary: "List your MCP authorizations",
+          summary: "List MCP authorizations",
           permission: Policy.anyMember,
-          errors: ["personal_key_required"],
-          access: "Personal API keys only: authorizations belong to a person."
+          errors: ["personal_key_required", "forbidden"],
+          access: "Yours, with a personal key; another member's (`user_id`) for Admins and above, with any key " +
+            "of the whole organization."
         })
       )
+      .setUrlParams(Schema.Struct({
+        user_id: Schema.optional(UserId).annotations({
+          description: "Another member's authorizations (Admin+); without it, your own."
+        })
+      }))
       .addSuccess(ListOf(OAuthAuthorization, "OAuthAuthorizationList"))
       .annotate(
         OpenApi.Description,
-        "MCP clients you authorized in this organization (personal keys), newest first, revoked ones included."
+        "MCP clients a member authorized in this organization, newest first, revoked ones included: yours, or " +
+          "with `user_id` another member's (Admin+, as every member's API keys are theirs to see)."
       )
   )
   .add(
@@ -68,8 +77,9 @@ export class OAuthApi extends HttpApiGroup.make("oauth")
         operation({
           summary: "Revoke an MCP authorization",
           permission: Policy.anyMember,
-          errors: ["personal_key_required"],
-          access: "Personal API keys only: authorizations belong to a person."
+          errors: ["personal_key_required", "forbidden"],
+          access: "Your own; another member's for Admins and above (not of a member above their role), with any " +
+            "key of the whole organization."
         })
       )
       .setPath(Schema.Struct({ authorization_id: OAuthGrantId }))

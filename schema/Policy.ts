@@ -29,6 +29,7 @@ export const Policy = {
   createOrganizationKeys: at("admin", "create organization keys"),
   issueKeysForOthers: at("admin", "issue keys for other members"),
   manageEveryKey: at("admin", "see and revoke every member's keys"),
+  manageEveryAuthorization: at("admin", "see and revoke other members' MCP authorizations"),
   manageGroups: at("admin", "manage groups"),
   manageSingleSignOn: at("admin", "manage single sign-on"),
 

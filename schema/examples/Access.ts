@@ -1,5 +1,5 @@
 import { grace, member } from "./Identity.js"
-import { agentId, at, baseUrl, created, list, ok, type OperationExample, page } from "./Story.js"
+import { adaId, agentId, at, baseUrl, created, list, ok, type OperationExample, page } from "./Story.js"
 
 const groupId = "7e1d4c2b-9a8f-4b6e-8d3c-5f0a1b2c3d4e"
 const alan = { id: "4b7c9e2a-1d3f-4a5b-8c6d-7e8f9a0b1c2d", email: "alan@example.com", name: "Alan Turing" }
@@ -35,6 +35,7 @@ const sso = {
 /** An MCP client Ada signed in with: a client registered at /oauth/register. */
 const authorization = (revoked_at: string | null) => ({
   id: "m4q8s2w6y1b5",
+  user_id: adaId,
   client_id: "sy_client_Xq7Lm2Rb9Tn4Vw6Kc1Hd8Jf3Pz5Gs2",
   client_name: "Acme support console",
   resource: `${baseUrl}/mcp/`,

@@ -634,10 +634,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List your MCP authorizations
-         * @description MCP clients you authorized in this organization (personal keys), newest first, revoked ones included.
+         * List MCP authorizations
+         * @description MCP clients a member authorized in this organization, newest first, revoked ones included: yours, or with `user_id` another member's (Admin+, as every member's API keys are theirs to see).
          *
-         *     **Role:** any member's key (Member and above). Personal API keys only: authorizations belong to a person.
+         *     **Role:** any member's key (Member and above). Yours, with a personal key; another member's (`user_id`) for Admins and above, with any key of the whole organization.
          */
         get: operations["listAuthorizations"];
         put?: never;
@@ -662,7 +662,7 @@ export interface paths {
          * Revoke an MCP authorization
          * @description Revoke an authorization: its access and refresh tokens stop working (at once on this node, within SWITCHYARD_API_KEY_CACHE_TTL on the others).
          *
-         *     **Role:** any member's key (Member and above). Personal API keys only: authorizations belong to a person.
+         *     **Role:** any member's key (Member and above). Your own; another member's for Admins and above (not of a member above their role), with any key of the whole organization.
          */
         delete: operations["revokeAuthorization"];
         options?: never;
@@ -2856,6 +2856,11 @@ export interface components {
         OAuthAuthorization: {
             /** @description Identifier of an authorization you gave a client (a consent). */
             id: string;
+            /**
+             * Format: uuid
+             * @description The member who authorized the client.
+             */
+            user_id: string;
             /** @description The client's id (a URL for metadata-document clients). */
             client_id: string;
             client_name: string | null;
@@ -5208,7 +5213,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5226,7 +5231,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -11684,7 +11689,10 @@ export interface operations {
     };
     listAuthorizations: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Another member's authorizations (Admin+); without it, your own. */
+                user_id?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -11702,6 +11710,7 @@ export interface operations {
                      *       "items": [
                      *         {
                      *           "id": "m4q8s2w6y1b5",
+                     *           "user_id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
                      *           "client_id": "sy_client_Xq7Lm2Rb9Tn4Vw6Kc1Hd8Jf3Pz5Gs2",
                      *           "client_name": "Acme support console",
                      *           "resource": "https://switchyard.example.com/mcp/",
@@ -11720,7 +11729,7 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthAuthorizationList"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `personal_key_required`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `personal_key_required`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11731,6 +11740,15 @@ export interface operations {
             };
             /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAuthorizationsError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11810,6 +11828,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "id": "m4q8s2w6y1b5",
+                     *       "user_id": "302b67a2-a19b-4c7f-80d9-4cb343c0a4e0",
                      *       "client_id": "sy_client_Xq7Lm2Rb9Tn4Vw6Kc1Hd8Jf3Pz5Gs2",
                      *       "client_name": "Acme support console",
                      *       "resource": "https://switchyard.example.com/mcp/",
@@ -11836,6 +11855,15 @@ export interface operations {
             };
             /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevokeAuthorizationError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,9 +1,14 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { Api } from "../../schema/Api.js"
-import { BadRequest, NotFound } from "../../schema/Errors.js"
+import { BadRequest, Forbidden, NotFound } from "../../schema/Errors.js"
+import { roleAtLeast, roleDisplayName } from "../../schema/Identity.js"
+import type { UserId } from "../../schema/Ids.js"
 import { OAuthAuthorization, type OAuthGrantId } from "../../schema/OAuth.js"
+import { holds, Policy } from "../../schema/Policy.js"
 import { Principal } from "../../schema/Security.js"
+import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
+import { IdentityRepo } from "../identity/IdentityRepo.js"
 import { AuthorizationServer } from "./AuthorizationServer.js"
 import { OAuthLive } from "./OAuthLive.js"
 import { type GrantRow, OAuthRepo } from "./OAuthRepo.js"
@@ -11,6 +16,7 @@ import { type GrantRow, OAuthRepo } from "./OAuthRepo.js"
 const toAuthorization = (row: GrantRow) =>
   new OAuthAuthorization({
     id: row.id as OAuthGrantId,
+    user_id: row.user_id,
     client_id: row.client_id,
     client_name: row.client_name,
     resource: row.resource,
@@ -20,34 +26,62 @@ const toAuthorization = (row: GrantRow) =>
     revoked_at: row.revoked_at
   })
 
-/** A person's MCP authorizations: the clients they approved, in the key's organization. */
+/**
+ * MCP authorizations: the clients a person approved, in the key's organization. Their own, with a personal key;
+ * another member's for Admins and above, as every member's API keys are (never of a member above their role, with
+ * a key of the whole organization).
+ */
 export const OAuthHttpLive = HttpApiBuilder.group(Api, "oauth", (handlers) =>
   Effect.gen(function*() {
     const repo = yield* OAuthRepo
+    const identity = yield* IdentityRepo
     const server = yield* AuthorizationServer
-    const userOf = Effect.flatMap(Principal, (p) =>
-      p.userId === null
-        ? Effect.fail(BadRequest.of(
-          "Authorizations belong to a person: use a personal API key.",
-          undefined,
-          "personal_key_required"
-        ))
-        : Effect.succeed({ organizationId: p.organizationId, userId: p.userId }))
+    /** Whose authorizations a request is about: `userId` when given (Admin+), else the caller's own. */
+    const whose = (p: Principal, userId: UserId | undefined) =>
+      Effect.gen(function*() {
+        if (userId === undefined || userId === p.userId) {
+          if (p.userId === null) {
+            return yield* BadRequest.of(
+              "Authorizations belong to a person: use a personal API key, or give `user_id` (Admin+).",
+              undefined,
+              "personal_key_required"
+            )
+          }
+          return p.userId
+        }
+        yield* requireOrganizationKey(p, Policy.manageEveryAuthorization)
+        const member = yield* identity.findMember(p.organizationId, userId)
+        if (member === undefined) return yield* NotFound.of("Member", userId)
+        if (!roleAtLeast(p.role, member.role)) {
+          return yield* Forbidden.of(
+            `You cannot manage the authorizations of a ${roleDisplayName[member.role]}, which is above your own role.`
+          )
+        }
+        return userId
+      })
     return handlers
-      .handle("listAuthorizations", () =>
+      .handle("listAuthorizations", ({ urlParams }) =>
         Effect.gen(function*() {
-          const { organizationId, userId } = yield* userOf
-          const items = (yield* repo.listGrants(organizationId, userId)).map(toAuthorization)
+          const p = yield* Principal
+          const userId = yield* whose(p, urlParams.user_id)
+          const items = (yield* repo.listGrants(p.organizationId, userId)).map(toAuthorization)
           return { items, total: items.length }
         }))
       .handle("revokeAuthorization", ({ path }) =>
         Effect.gen(function*() {
-          const { organizationId, userId } = yield* userOf
+          const p = yield* Principal
           const grant = yield* repo.findGrant(path.authorization_id)
-          if (grant === undefined || grant.organization_id !== organizationId || grant.user_id !== userId) {
+          if (grant === undefined || grant.organization_id !== p.organizationId) {
             return yield* NotFound.of("Authorization", path.authorization_id)
+          }
+          // someone else's: as listing theirs (an authorization a Member cannot see is not found for them)
+          if (grant.user_id !== p.userId) {
+            if (!holds(p.role, Policy.manageEveryAuthorization)) {
+              return yield* NotFound.of("Authorization", path.authorization_id)
+            }
+            yield* whose(p, grant.user_id)
           }
           yield* server.revokeFamily(grant.id)
           return toAuthorization((yield* repo.findGrant(grant.id))!)
         }))
-  })).pipe(Layer.provide(OAuthLive))
+  })).pipe(Layer.provide([OAuthLive, IdentityRepo.Default]))

@@ -23,6 +23,37 @@ describe("members", () => {
     }
   })
 
+  it("an Admin sees and revokes a member's MCP authorizations; a Member sees only their own", async () => {
+    const { api_key: adminKey, user_id: ownerId } = await node.bootstrap()
+    const member = async (role: string) => {
+      const email = uniqueEmail(role)
+      const added = await call(node, adminKey, "POST", "/v1/members", { email, role })
+      await setPassword(node, email, PASSWORD)
+      const key = await call(node, adminKey, "POST", "/v1/api-keys", { name: role, user_id: added.body.user.id })
+      return { id: added.body.user.id as string, email, key: key.body.api_key as string }
+    }
+    const [alice, bob, admin] = [await member("member"), await member("member"), await member("admin")]
+    const { tokens } = await obtainTokens(node, alice.email)
+    const mcp = () => mcpPost(node.baseUrl, initialize, { authorization: `Bearer ${tokens.access_token}` })
+    expect((await mcp()).status).toBe(200)
+
+    const listed = await call(node, admin.key, "GET", `/v1/oauth/authorizations?user_id=${alice.id}`)
+    expect(listed.status, JSON.stringify(listed.body)).toBe(200)
+    expect(listed.body.items).toEqual([expect.objectContaining({ user_id: alice.id, revoked_at: null })])
+    const grantId = listed.body.items[0].id
+    // another Member neither lists nor revokes it (not found for them), and an Admin does not manage a Super admin's
+    expect((await call(node, bob.key, "GET", `/v1/oauth/authorizations?user_id=${alice.id}`)).status).toBe(403)
+    expect((await call(node, bob.key, "DELETE", `/v1/oauth/authorizations/${grantId}`)).status).toBe(404)
+    expect((await call(node, admin.key, "GET", `/v1/oauth/authorizations?user_id=${ownerId}`)).status).toBe(403)
+
+    const revoked = await call(node, admin.key, "DELETE", `/v1/oauth/authorizations/${grantId}`)
+    expect(revoked.status).toBe(200)
+    expect(revoked.body.revoked_at).not.toBeNull()
+    expect((await mcp()).status).toBe(401)
+    // Alice's own list shows it revoked
+    expect((await call(node, alice.key, "GET", "/v1/oauth/authorizations")).body.items[0].revoked_at).not.toBeNull()
+  })
+
   it("removing a member revokes their MCP authorizations at once; adding them back revives none", async () => {
     const { api_key: adminKey, organization_id } = await node.bootstrap()
     const email = uniqueEmail("mcp")
