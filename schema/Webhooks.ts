@@ -29,7 +29,10 @@ export const WebhookUrl = Schema.String.pipe(
   Schema.minLength(1),
   Schema.maxLength(2048),
   Schema.filter((s) => {
+    if (s.trim() !== s) return "must not begin or end with spaces"
     if (!URL.canParse(s)) return "must be an absolute http(s) URL"
+    // `http:///x` parses (as http://x/): a host must follow the scheme as written, so that what is stored is what is sent to
+    if (!/^https?:\/\/[^/?#\\]/i.test(s)) return "must be an absolute http(s) URL with a host (https://host/path)"
     const url = new URL(s)
     if (url.protocol !== "https:" && url.protocol !== "http:") return "must be an http(s) URL"
     if (url.username !== "" || url.password !== "") return "must not carry a user name or password"

@@ -153,6 +153,9 @@ describe("webhooks: who may, and what is refused", () => {
       { url: "not a url" },
       { url: "ftp://example.com/x" },
       { url: "https://user:pw@example.com/x" },
+      // stored as typed, these would not be where deliveries go: refused rather than kept
+      { url: ` ${receiver.url}/x ` },
+      { url: "http:///example.com/x" },
       { url: `${receiver.url}/x`, event_types: ["task.nope"] },
       { url: `${receiver.url}/x`, enabled: "yes" },
       { url: `${receiver.url}/x`, description: "d".repeat(501) },
