@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { AgentId, ConnectionId, ScheduleId, TaskId } from "./Ids.js"
+import { optionalPage, PagedList } from "./QueryParams.js"
 import { requestBody } from "./RequestBody.js"
 import { formatTimestamp, Timestamp } from "./Timestamp.js"
 
@@ -115,6 +116,10 @@ export class Agent extends Schema.Class<Agent>("Agent")({
   created_at: Timestamp,
   updated_at: Timestamp
 }) {}
+
+export const AgentList = PagedList(Agent, "AgentList", "agents")
+
+export const AgentListParams = Schema.Struct(optionalPage("Agents", "every agent"))
 
 export const TaskStatus = Schema.Literal(
   "pending",

@@ -2,6 +2,8 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/p
 import { Schema } from "effect"
 import {
   Agent,
+  AgentList,
+  AgentListParams,
   CreateAgent,
   InvokeAgent,
   LlmUsage,
@@ -21,7 +23,6 @@ import {
   PaymentRequiredWire,
   ServiceUnavailableWire
 } from "./Errors.js"
-import { ListOf } from "./Identity.js"
 import { AgentId, ScheduleId, TaskId } from "./Ids.js"
 import { operation } from "./OperationDoc.js"
 import { Policy } from "./Policy.js"
@@ -66,11 +67,12 @@ export class AgentsApi extends HttpApiGroup.make("agents")
         operation({
           summary: "List agents",
           permission: Policy.anyMember,
-          errors: [],
+          errors: ["invalid_cursor"],
           access: "The agents the key may use: an organization key limited to agents sees those."
         })
       )
-      .addSuccess(ListOf(Agent, "AgentList"))
+      .setUrlParams(AgentListParams)
+      .addSuccess(AgentList)
       .annotate(OpenApi.Description, "List agents.")
   )
   .add(

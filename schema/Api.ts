@@ -9,7 +9,19 @@ import { BadRequestWire, ConflictWire, ForbiddenWire, NotFoundWire, ServiceUnava
 import { EventsApi } from "./EventsApi.js"
 import { FilesApi } from "./FilesApi.js"
 import { FunctionsApi } from "./FunctionsApi.js"
-import { ApiKey, CreateApiKey, CreatedApiKey, CreateMember, ListOf, Me, Member, UpdateMember } from "./Identity.js"
+import {
+  ApiKey,
+  ApiKeyList,
+  ApiKeyListParams,
+  CreateApiKey,
+  CreatedApiKey,
+  CreateMember,
+  Me,
+  Member,
+  MemberList,
+  MemberListParams,
+  UpdateMember
+} from "./Identity.js"
 import { ApiKeyId, UserId } from "./Ids.js"
 import { KnowledgeBasesApi } from "./KnowledgeBasesApi.js"
 import { OAuthApi } from "./OAuth.js"
@@ -63,8 +75,11 @@ export class IdentityApi extends HttpApiGroup.make("identity")
   )
   .add(
     HttpApiEndpoint.get("listMembers", "/members")
-      .annotateContext(operation({ summary: "List members", permission: Policy.listMembers, errors: [] }))
-      .addSuccess(ListOf(Member, "MemberList"))
+      .annotateContext(
+        operation({ summary: "List members", permission: Policy.listMembers, errors: ["invalid_cursor"] })
+      )
+      .setUrlParams(MemberListParams)
+      .addSuccess(MemberList)
       .annotate(OpenApi.Description, "Members of the caller's organization.")
   )
   .add(
@@ -128,11 +143,12 @@ export class IdentityApi extends HttpApiGroup.make("identity")
         operation({
           summary: "List API keys",
           permission: Policy.anyMember,
-          errors: [],
+          errors: ["invalid_cursor"],
           access: "Admins and above see organization keys and every personal key; others their own personal keys."
         })
       )
-      .addSuccess(ListOf(ApiKey, "ApiKeyList"))
+      .setUrlParams(ApiKeyListParams)
+      .addSuccess(ApiKeyList)
       .annotate(
         OpenApi.Description,
         "API keys of the organization."

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { AgentId, uuidId } from "./Ids.js"
+import { optionalPage, PagedList } from "./QueryParams.js"
 import { requestBody } from "./RequestBody.js"
 import { Timestamp } from "./Timestamp.js"
 
@@ -118,10 +119,14 @@ export const FunctionVersionPage = Schema.Struct({
   items: Schema.Array(FunctionVersion).annotations({ description: "Newest first." })
 }).annotations({ identifier: "FunctionVersionPage" })
 
-export const FunctionPage = Schema.Struct({
-  items: Schema.Array(CustomFunction),
-  total: Schema.Int
-}).annotations({ identifier: "FunctionPage" })
+export const FunctionPage = PagedList(
+  CustomFunction,
+  "FunctionPage",
+  "functions",
+  "By name without `limit` and `cursor`; a page of them oldest first with either."
+)
+
+export const FunctionListParams = Schema.Struct(optionalPage("Functions", "every function"))
 
 export const InvokeFunction = Schema.Struct({
   input: Schema.optional(Schema.Unknown).annotations({

@@ -15,6 +15,7 @@ import {
   CreateFunction,
   CustomFunction,
   FunctionId,
+  FunctionListParams,
   FunctionPage,
   FunctionResult,
   FunctionVersionPage,
@@ -38,7 +39,10 @@ const VersionParam = Schema.Struct({
 export class FunctionsApi extends HttpApiGroup.make("functions")
   .add(
     HttpApiEndpoint.get("listFunctions", "/functions")
-      .annotateContext(operation({ summary: "List custom functions", permission: Policy.anyMember, errors: [] }))
+      .annotateContext(
+        operation({ summary: "List custom functions", permission: Policy.anyMember, errors: ["invalid_cursor"] })
+      )
+      .setUrlParams(FunctionListParams)
       .addSuccess(FunctionPage)
       .annotate(OpenApi.Description, "The organization's custom functions, current versions.")
   )

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { AgentId, ApiKeyId, OrganizationId, UserId } from "./Ids.js"
+import { optionalPage, PagedList } from "./QueryParams.js"
 import { requestBody } from "./RequestBody.js"
 import { Timestamp } from "./Timestamp.js"
 
@@ -112,3 +113,14 @@ export const ListOf = <S extends Schema.Schema.Any>(item: S, identifier?: string
   // named, a list is one schema of the document that generators can name too
   return identifier === undefined ? list : list.annotations({ identifier })
 }
+
+export const MemberList = PagedList(Member, "MemberList", "members")
+export const MemberListParams = Schema.Struct(optionalPage("Members", "every member"))
+
+export const ApiKeyList = PagedList(
+  ApiKey,
+  "ApiKeyList",
+  "keys",
+  "Newest first without `limit` and `cursor`; a page of them oldest first with either."
+)
+export const ApiKeyListParams = Schema.Struct(optionalPage("Keys", "every key"))

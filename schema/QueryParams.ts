@@ -26,3 +26,45 @@ export const FlagParam = Schema.String.annotations({ jsonSchema: { type: "boolea
 
 /** A flag that admits only `true` and `false`. */
 export const StrictFlagParam = Schema.Literal("true", "false").annotations({ jsonSchema: { type: "boolean" } })
+
+const limitDescription = (plural: string, every: string) =>
+  `${plural} per page, 1–200, oldest first; without it (and \`cursor\`), ${every} at once. With \`cursor\` alone, 50.`
+const cursorParam = Schema.optional(Schema.String).annotations({ description: "`next_cursor` of the previous page." })
+
+/**
+ * `limit` and `cursor` of a list that answers every item when given neither (as it did before it paged), e.g.
+ * `optionalPage("Agents", "every agent")`.
+ */
+export const optionalPage = (plural: string, every: string) => ({
+  limit: Schema.optional(IntegerParam(1, 200)).annotations({ description: limitDescription(plural, every) }),
+  cursor: cursorParam
+})
+
+/** The same for an MCP tool, whose arguments are JSON. */
+export const optionalPageInput = (plural: string, every: string) => ({
+  limit: Schema.optional(Schema.Int.pipe(Schema.between(1, 200))).annotations({
+    description: limitDescription(plural, every)
+  }),
+  cursor: cursorParam
+})
+
+/** `next_cursor` of a list that `optionalPage` pages. */
+export const nextCursor = Schema.NullOr(Schema.String).annotations({
+  description: "Pass as `cursor` for the next page; null on the last page and without `limit`."
+})
+
+/**
+ * The answer of a list that `optionalPage` pages: its items, `total` counting every page, and `next_cursor`
+ * (`things` names the items in the description of `total`).
+ */
+export const PagedList = <S extends Schema.Schema.Any>(
+  item: S,
+  identifier: string,
+  things: string,
+  order?: string
+) =>
+  Schema.Struct({
+    items: order === undefined ? Schema.Array(item) : Schema.Array(item).annotations({ description: order }),
+    total: Schema.Int.annotations({ description: `How many ${things} the list has, on all its pages.` }),
+    next_cursor: nextCursor
+  }).annotations({ identifier })

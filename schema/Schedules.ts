@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { InvokeAgent } from "./Agents.js"
 import { AgentId, ScheduleId, TaskId } from "./Ids.js"
-import { IntegerParam } from "./QueryParams.js"
+import { optionalPage, PagedList } from "./QueryParams.js"
 import { requestBody } from "./RequestBody.js"
 import { DateParam, Timestamp } from "./Timestamp.js"
 
@@ -130,19 +130,9 @@ export class Schedule extends Schema.Class<Schedule>("Schedule")({
   updated_at: Timestamp
 }) {}
 
-export const SchedulePage = Schema.Struct({
-  items: Schema.Array(Schedule),
-  total: Schema.Int.annotations({ description: "How many schedules the list has, on all its pages." }),
-  next_cursor: Schema.NullOr(Schema.String).annotations({
-    description: "Pass as `cursor` for the next page; null on the last page and without `limit`."
-  })
-}).annotations({ identifier: "SchedulePage" })
+export const SchedulePage = PagedList(Schedule, "SchedulePage", "schedules")
 
 export const ScheduleListParams = Schema.Struct({
   agent_id: Schema.optional(AgentId),
-  limit: Schema.optional(IntegerParam(1, 200)).annotations({
-    description: "Schedules per page, 1–200, oldest first; without it (and `cursor`), every schedule at once. " +
-      "With `cursor` alone, 50."
-  }),
-  cursor: Schema.optional(Schema.String).annotations({ description: "`next_cursor` of the previous page." })
+  ...optionalPage("Schedules", "every schedule")
 })

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { EventId, EventType } from "./Events.js"
 import { idMessage, OrganizationId, uuidId } from "./Ids.js"
-import { IntegerParam } from "./QueryParams.js"
+import { IntegerParam, optionalPage, PagedList } from "./QueryParams.js"
 import { requestBody } from "./RequestBody.js"
 import { Timestamp } from "./Timestamp.js"
 
@@ -100,10 +100,9 @@ export const UpdateWebhook = Schema.Struct({
 }).annotations({ identifier: "UpdateWebhook", ...requestBody })
 export type UpdateWebhook = typeof UpdateWebhook.Type
 
-export const WebhookList = Schema.Struct({
-  items: Schema.Array(Webhook),
-  total: Schema.Int
-}).annotations({ identifier: "WebhookList" })
+export const WebhookList = PagedList(Webhook, "WebhookList", "endpoints")
+
+export const WebhookListParams = Schema.Struct(optionalPage("Endpoints", "every endpoint"))
 
 export const DeliveryAttempt = Schema.Struct({
   attempt: Schema.Int.annotations({ description: "1 for the first attempt." }),

@@ -17,6 +17,7 @@ import {
   WebhookEnvelope,
   WebhookId,
   WebhookList,
+  WebhookListParams,
   WebhookPingEvent
 } from "./Webhooks.js"
 
@@ -25,7 +26,10 @@ const WebhookPath = Schema.Struct({ webhook_id: WebhookId })
 export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .add(
     HttpApiEndpoint.get("listWebhooks", "/webhooks")
-      .annotateContext(operation({ summary: "List webhook endpoints", permission: Policy.readWebhooks, errors: [] }))
+      .annotateContext(
+        operation({ summary: "List webhook endpoints", permission: Policy.readWebhooks, errors: ["invalid_cursor"] })
+      )
+      .setUrlParams(WebhookListParams)
       .addSuccess(WebhookList)
       .annotate(OpenApi.Description, "The organization's webhook endpoints.")
   )

@@ -1,10 +1,10 @@
 import {
   agentId,
+  allOf,
   at,
   connectionId,
   created,
   digestTaskId,
-  list,
   now,
   ok,
   type OperationExample,
@@ -78,7 +78,7 @@ export const agentAndTaskExamples: Record<string, OperationExample> = {
     },
     response: created(agent)
   },
-  listAgents: { response: ok(list(updatedAgent)) },
+  listAgents: { response: ok(allOf(updatedAgent)) },
   getAgent: { response: ok(updatedAgent) },
   updateAgent: { request: { max_steps: 15 }, response: ok(updatedAgent) },
   invokeAgent: {

@@ -1,4 +1,4 @@
-import { adaId, at, created, list, now, ok, type OperationExample, organizationId, personalKeyId } from "./Story.js"
+import { adaId, allOf, at, created, now, ok, type OperationExample, organizationId, personalKeyId } from "./Story.js"
 
 const graceId = "c32d9726-1652-42a7-8fca-6552cd9b212c"
 const ciKeyId = "k3x9m2p7q4wz"
@@ -55,7 +55,7 @@ export const identityExamples: Record<string, OperationExample> = {
       role_display: "Admin"
     })
   },
-  listMembers: { response: ok(list(member(ada, "admin", "Admin", 10), member(grace, "builder", "Builder", 13))) },
+  listMembers: { response: ok(allOf(member(ada, "admin", "Admin", 10), member(grace, "builder", "Builder", 13))) },
   createMember: {
     request: { email: grace.email, name: grace.name, role: "builder" },
     response: created(member(grace, "builder", "Builder", 13))
@@ -68,7 +68,7 @@ export const identityExamples: Record<string, OperationExample> = {
       api_key: "sy_k3x9m2p7q4wz_bA-cNtTtSBlgj2Hn_TCJoiqj4QJ1EON8cL9WqS2TqLc"
     })
   },
-  listApiKeys: { response: ok(list(personalKey, ciKey)) },
+  listApiKeys: { response: ok(allOf(personalKey, ciKey)) },
   updateMember: { request: { role: "admin" }, response: ok(member(grace, "admin", "Admin", 13)) },
   revokeApiKey: { response: ok({ ...ciKey, revoked_at: at(15, "10:10:00") }) }
 }

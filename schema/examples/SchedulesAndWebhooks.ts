@@ -1,10 +1,10 @@
 import {
   accepted,
   agentId,
+  allOf,
   at,
   created,
   digestTaskId,
-  list,
   ok,
   type OperationExample,
   page,
@@ -114,7 +114,7 @@ export const scheduleAndWebhookExamples: Record<string, OperationExample> = {
     },
     response: created(schedule(nextRuns(15, 16, 19, 20, 21), null))
   },
-  listSchedules: { response: ok({ ...list(digestSchedule), next_cursor: null }) },
+  listSchedules: { response: ok(allOf(digestSchedule)) },
   getSchedule: { response: ok(digestSchedule) },
   updateSchedule: { request: { jitter: "5m", overlap: "buffer_one" }, response: ok(spreadSchedule) },
   triggerSchedule: {
@@ -153,7 +153,7 @@ export const scheduleAndWebhookExamples: Record<string, OperationExample> = {
     request: { url: webhook.url, event_types: webhook.event_types },
     response: created({ ...webhook, secret: "whsec_MjSEPLEHMfV3MbIWm0R/n3pFS3eJkT7iYIk3C9Xy8GQ=" })
   },
-  listWebhooks: { response: ok(list(webhook)) },
+  listWebhooks: { response: ok(allOf(webhook)) },
   getWebhook: { response: ok(webhook) },
   updateWebhook: {
     request: { event_types: onCall.event_types, description: onCall.description },

@@ -15,6 +15,8 @@ export const accepted = (value: unknown) => ({ status: 202, value })
 /** A cursor-paged list on its last page, and a counted list. */
 export const page = (...items: ReadonlyArray<unknown>) => ({ items, next_cursor: null })
 export const list = (...items: ReadonlyArray<unknown>) => ({ items, total: items.length })
+/** A list that pages when asked, answered whole (no `limit`). */
+export const allOf = (...items: ReadonlyArray<unknown>) => ({ ...list(...items), next_cursor: null })
 
 /** A Timestamp in the contract's form (UTC, microseconds), on a day of January 2026. */
 export const at = (day: number, time: string) => `2026-01-${String(day).padStart(2, "0")}T${time}.000000Z`

@@ -1,4 +1,4 @@
-import { adaId, agentId, at, connectionId, created, list, ok, type OperationExample, page } from "./Story.js"
+import { adaId, agentId, allOf, at, connectionId, created, ok, type OperationExample, page } from "./Story.js"
 
 export const fileId = "bbddcef2-3bd8-456b-84e0-207b9da07c5f"
 const reportFileId = "02a92f30-a311-4882-a3de-ac7dc5fbd914"
@@ -93,7 +93,7 @@ export const workspaceExamples: Record<string, OperationExample> = {
     request: orderStatusFunction,
     response: created(orderStatus)
   },
-  listFunctions: { response: ok(list(orderStatusV2)) },
+  listFunctions: { response: ok(allOf(orderStatusV2)) },
   getFunction: { response: ok(orderStatusV2) },
   updateFunction: { request: { timeout_ms: 8000 }, response: ok(orderStatusV2) },
   listFunctionVersions: {

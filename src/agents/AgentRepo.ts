@@ -2,6 +2,8 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import type { AgentSkill, Budget, ModelConfig } from "../../schema/Agents.js"
 import type { AgentId, OrganizationId, UserId } from "../../schema/Ids.js"
+import { keyset } from "../db/Keyset.js"
+import type { PageRequest } from "../support/Cursor.js"
 
 export interface AgentRow {
   readonly id: AgentId
@@ -77,11 +79,21 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("agents/AgentRepo", {
         Effect.orDie
       )
 
-    const list = (organizationId: OrganizationId, only: ReadonlyArray<AgentId> | null) =>
-      sql<AgentRow>`
-        SELECT * FROM agents WHERE organization_id = ${organizationId} AND deleted_at IS NULL
-        ${only === null ? sql`` : only.length === 0 ? sql`AND false` : sql`AND id::text IN ${sql.in(only)}`}
-        ORDER BY created_at, id`.pipe(Effect.orDie)
+    const listed = (organizationId: OrganizationId, only: ReadonlyArray<AgentId> | null) =>
+      sql`a.organization_id = ${organizationId} AND a.deleted_at IS NULL
+        ${only === null ? sql`` : only.length === 0 ? sql`AND false` : sql`AND a.id::text IN ${sql.in(only)}`}`
+
+    /** Oldest first; with `page`, a page of them (see `keyset`). */
+    const list = (organizationId: OrganizationId, only: ReadonlyArray<AgentId> | null, page?: PageRequest) => {
+      const k = keyset(sql, "a", page)
+      return sql<AgentRow>`
+        SELECT a.* FROM agents a WHERE ${listed(organizationId, only)} ${k.after} ${k.order} ${k.limit}`
+        .pipe(Effect.orDie)
+    }
+
+    const count = (organizationId: OrganizationId, only: ReadonlyArray<AgentId> | null) =>
+      sql<{ n: number }>`SELECT count(*)::int AS n FROM agents a WHERE ${listed(organizationId, only)}`
+        .pipe(Effect.map(([r]) => r?.n ?? 0), Effect.orDie)
 
     const remove = (organizationId: OrganizationId, id: AgentId) =>
       sql`UPDATE agents SET deleted_at = now() WHERE id = ${id} AND organization_id = ${organizationId} AND deleted_at IS NULL
@@ -131,6 +143,7 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("agents/AgentRepo", {
       find,
       findById,
       list,
+      count,
       remove,
       spending,
       spent,

@@ -9,6 +9,7 @@ import { AuditLog, changedFields } from "../audit/AuditLog.js"
 import { Connections } from "../connectors/Connections.js"
 import { requireOrganizationKey, requirePermission } from "../identity/IdentityPolicy.js"
 import { AGENT_DELETED, ScheduleRepo } from "../schedules/ScheduleRepo.js"
+import { listOrPage, type PageParams } from "../support/Cursor.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
 import { invalidField } from "../support/Issues.js"
 import { type AgentFields, AgentRepo, type AgentRow } from "./AgentRepo.js"
@@ -158,10 +159,19 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
       return yield* present(row)
     })
 
-    const list = Effect.fn("Agents.list")(function*(principal: Principal) {
-      const rows = yield* repo.list(principal.organizationId, principal.agentIds)
+    /** Every agent the principal may use, or with `limit`/`cursor` a page of them (`total` counts them all). */
+    const list = Effect.fn("Agents.list")(function*(
+      principal: Principal,
+      params: PageParams = {}
+    ) {
+      const { agentIds, organizationId } = principal
+      const { next_cursor, rows, total } = yield* listOrPage(
+        params,
+        (page) => repo.list(organizationId, agentIds, page),
+        repo.count(organizationId, agentIds)
+      )
       const items = yield* Effect.forEach(rows, present, { concurrency: 4 })
-      return { items, total: items.length }
+      return { items, total, next_cursor }
     })
 
     const describe = (principal: Principal, id: AgentId) => Effect.flatMap(get(principal, id), present)

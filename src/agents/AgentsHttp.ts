@@ -21,7 +21,7 @@ export const AgentsHttpLive = HttpApiBuilder.group(Api, "agents", (handlers) =>
     const invokeStream = yield* InvokeStream
     const as = <A, E, R>(f: (p: Principal) => Effect.Effect<A, E, R>) => Effect.flatMap(Principal, f)
     return handlers
-      .handle("listAgents", () => as(agents.list))
+      .handle("listAgents", ({ urlParams }) => as((p) => agents.list(p, urlParams)))
       .handle("createAgent", ({ payload }) => as((p) => agents.create(p, payload)))
       .handle("getAgent", ({ path }) => as((p) => agents.describe(p, path.agent_id)))
       .handle("updateAgent", ({ path, payload }) => as((p) => agents.update(p, path.agent_id, payload)))

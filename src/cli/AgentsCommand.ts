@@ -1,8 +1,7 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option, Schema } from "effect"
 import * as Fs from "node:fs"
-import { Agent, CreateAgent, InvokeAgent, Task } from "../../schema/Agents.js"
-import { ListOf } from "../../schema/Identity.js"
+import { Agent, AgentList, CreateAgent, InvokeAgent, Task } from "../../schema/Agents.js"
 import { AgentId, type TaskId } from "../../schema/Ids.js"
 import { apiOptions, type ApiTarget, resolveTarget, withClient } from "./ApiTarget.js"
 import { CliFailure, ExitCode } from "./CliFailure.js"
@@ -113,8 +112,8 @@ const create = Command.make(
 const list = Command.make("list", apiOptions, (options) =>
   Effect.gen(function*() {
     const target = yield* resolveTarget(options)
-    const agents = yield* withClient(target, (client) => client.agents.listAgents())
-    yield* print(options.json, ListOf(Agent), agents, (agents, colour) =>
+    const agents = yield* withClient(target, (client) => client.agents.listAgents({ urlParams: {} }))
+    yield* print(options.json, AgentList, agents, (agents, colour) =>
       table(
         colour,
         ["ID", "NAME", "MODEL", "SKILLS", "SPENT", "VERSION"],

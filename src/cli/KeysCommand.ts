@@ -1,6 +1,6 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option } from "effect"
-import { ApiKey, CreateApiKey, CreatedApiKey, ListOf } from "../../schema/Identity.js"
+import { ApiKey, ApiKeyList, CreateApiKey, CreatedApiKey } from "../../schema/Identity.js"
 import { ApiKeyId } from "../../schema/Ids.js"
 import { apiOptions, resolveTarget, withClient } from "./ApiTarget.js"
 import { groupCommand } from "./Help.js"
@@ -65,8 +65,8 @@ const create = Command.make(
 const list = Command.make("list", apiOptions, (options) =>
   Effect.gen(function*() {
     const target = yield* resolveTarget(options)
-    const keys = yield* withClient(target, (client) => client.identity.listApiKeys())
-    yield* print(options.json, ListOf(ApiKey), keys, (keys, colour) =>
+    const keys = yield* withClient(target, (client) => client.identity.listApiKeys({ urlParams: {} }))
+    yield* print(options.json, ApiKeyList, keys, (keys, colour) =>
       table(
         colour,
         ["ID", "NAME", "KIND", "ROLE", "PREFIX", "CREATED", "LAST USED", "REVOKED"],

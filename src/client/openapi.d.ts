@@ -2309,7 +2309,10 @@ export interface components {
         /** MemberList */
         MemberList: {
             items: components["schemas"]["Member"][];
+            /** @description How many members the list has, on all its pages. */
             total: number;
+            /** @description Pass as `cursor` for the next page; null on the last page and without `limit`. */
+            next_cursor: string | null;
         };
         /** Member */
         Member: {
@@ -2330,8 +2333,12 @@ export interface components {
         };
         /** ApiKeyList */
         ApiKeyList: {
+            /** @description Newest first without `limit` and `cursor`; a page of them oldest first with either. */
             items: components["schemas"]["ApiKey"][];
+            /** @description How many keys the list has, on all its pages. */
             total: number;
+            /** @description Pass as `cursor` for the next page; null on the last page and without `limit`. */
+            next_cursor: string | null;
         };
         /** CreateApiKey */
         CreateApiKey: {
@@ -2607,7 +2614,10 @@ export interface components {
         /** AgentList */
         AgentList: {
             items: components["schemas"]["Agent"][];
+            /** @description How many agents the list has, on all its pages. */
             total: number;
+            /** @description Pass as `cursor` for the next page; null on the last page and without `limit`. */
+            next_cursor: string | null;
         };
         /** Agent */
         Agent: {
@@ -3397,8 +3407,12 @@ export interface components {
         };
         /** FunctionPage */
         FunctionPage: {
+            /** @description By name without `limit` and `cursor`; a page of them oldest first with either. */
             items: components["schemas"]["CustomFunction"][];
+            /** @description How many functions the list has, on all its pages. */
             total: number;
+            /** @description Pass as `cursor` for the next page; null on the last page and without `limit`. */
+            next_cursor: string | null;
         };
         /** CustomFunction */
         CustomFunction: {
@@ -3670,7 +3684,10 @@ export interface components {
         /** WebhookList */
         WebhookList: {
             items: components["schemas"]["Webhook"][];
+            /** @description How many endpoints the list has, on all its pages. */
             total: number;
+            /** @description Pass as `cursor` for the next page; null on the last page and without `limit`. */
+            next_cursor: string | null;
         };
         /** Webhook */
         Webhook: {
@@ -4583,7 +4600,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4655,7 +4672,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4961,7 +4978,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6020,7 +6037,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6470,7 +6487,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6976,7 +6993,12 @@ export interface operations {
     };
     listMembers: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Members per page, 1–200, oldest first; without it (and `cursor`), every member at once. With `cursor` alone, 50. */
+                limit?: number;
+                /** @description `next_cursor` of the previous page. */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -7013,13 +7035,14 @@ export interface operations {
                      *           "created_at": "2026-01-13T08:00:00.000000Z"
                      *         }
                      *       ],
-                     *       "total": 2
+                     *       "total": 2,
+                     *       "next_cursor": null
                      *     }
                      */
                     "application/json": components["schemas"]["MemberList"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7480,7 +7503,12 @@ export interface operations {
     };
     listApiKeys: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Keys per page, 1–200, oldest first; without it (and `cursor`), every key at once. With `cursor` alone, 50. */
+                limit?: number;
+                /** @description `next_cursor` of the previous page. */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -7521,13 +7549,14 @@ export interface operations {
                      *           "revoked_at": null
                      *         }
                      *       ],
-                     *       "total": 2
+                     *       "total": 2,
+                     *       "next_cursor": null
                      *     }
                      */
                     "application/json": components["schemas"]["ApiKeyList"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9865,7 +9894,12 @@ export interface operations {
     };
     listAgents: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Agents per page, 1–200, oldest first; without it (and `cursor`), every agent at once. With `cursor` alone, 50. */
+                limit?: number;
+                /** @description `next_cursor` of the previous page. */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -9910,13 +9944,14 @@ export interface operations {
                      *           "updated_at": "2026-01-15T09:45:00.000000Z"
                      *         }
                      *       ],
-                     *       "total": 1
+                     *       "total": 1,
+                     *       "next_cursor": null
                      *     }
                      */
                     "application/json": components["schemas"]["AgentList"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17730,7 +17765,12 @@ export interface operations {
     };
     listFunctions: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Functions per page, 1–200, oldest first; without it (and `cursor`), every function at once. With `cursor` alone, 50. */
+                limit?: number;
+                /** @description `next_cursor` of the previous page. */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -17775,13 +17815,14 @@ export interface operations {
                      *           "updated_at": "2026-01-15T11:20:00.000000Z"
                      *         }
                      *       ],
-                     *       "total": 1
+                     *       "total": 1,
+                     *       "next_cursor": null
                      *     }
                      */
                     "application/json": components["schemas"]["FunctionPage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -20796,7 +20837,12 @@ export interface operations {
     };
     listWebhooks: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Endpoints per page, 1–200, oldest first; without it (and `cursor`), every endpoint at once. With `cursor` alone, 50. */
+                limit?: number;
+                /** @description `next_cursor` of the previous page. */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -20827,13 +20873,14 @@ export interface operations {
                      *           "updated_at": "2026-01-14T11:00:00.000000Z"
                      *         }
                      *       ],
-                     *       "total": 1
+                     *       "total": 1,
+                     *       "next_cursor": null
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookList"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cursor`. */
             400: {
                 headers: {
                     [name: string]: unknown;

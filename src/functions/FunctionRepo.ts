@@ -2,7 +2,9 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import type { FunctionId } from "../../schema/Functions.js"
 import type { AgentId, OrganizationId, UserId } from "../../schema/Ids.js"
+import { keyset } from "../db/Keyset.js"
 import { conflictOnUnique } from "../db/UniqueViolation.js"
+import type { PageRequest } from "../support/Cursor.js"
 
 /** What a version holds: everything a call needs. */
 export interface VersionFields {
@@ -93,11 +95,19 @@ export class FunctionRepo extends Effect.Service<FunctionRepo>()("functions/Func
         Effect.orDie
       )
 
-    const list = (organizationId: OrganizationId) =>
-      sql<FunctionRow>`
+    /** By name; with `page`, a page of them oldest first instead (see `keyset`). */
+    const list = (organizationId: OrganizationId, page?: PageRequest) => {
+      const k = keyset(sql, "f", page)
+      return sql<FunctionRow>`
         SELECT ${sql.literal(COLUMNS)} FROM functions f
         JOIN function_versions v ON v.function_id = f.id AND v.version = f.current_version
-        WHERE f.organization_id = ${organizationId} ORDER BY f.name`.pipe(Effect.orDie)
+        WHERE f.organization_id = ${organizationId} ${k.after}
+        ${page === undefined ? sql`ORDER BY f.name` : k.order} ${k.limit}`.pipe(Effect.orDie)
+    }
+
+    const count = (organizationId: OrganizationId) =>
+      sql<{ n: number }>`SELECT count(*)::int AS n FROM functions WHERE organization_id = ${organizationId}`
+        .pipe(Effect.map(([r]) => r?.n ?? 0), Effect.orDie)
 
     const versions = (id: FunctionId) =>
       sql<
@@ -142,6 +152,7 @@ export class FunctionRepo extends Effect.Service<FunctionRepo>()("functions/Func
       update,
       remove,
       list,
+      count,
       versions,
       attach,
       detach,

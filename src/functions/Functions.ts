@@ -18,6 +18,7 @@ import { compile } from "../connectors/openapi/InputValidator.js"
 import { Files } from "../files/Files.js"
 import { Workspace } from "../files/Workspace.js"
 import { requireOrganizationKey, requirePermission } from "../identity/IdentityPolicy.js"
+import { listOrPage, type PageParams } from "../support/Cursor.js"
 import { type CallScope, fileRead, filesListed, FunctionCalls, type FunctionFiles } from "./FunctionCalls.js"
 import { FunctionRepo, type FunctionRow, type VersionFields } from "./FunctionRepo.js"
 
@@ -168,9 +169,18 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
       if (!removed) return yield* NotFound.of("Function", id)
     })
 
-    const list = Effect.fn("Functions.list")(function*(principal: Principal) {
-      const rows = yield* repo.list(principal.organizationId)
-      return { items: rows.map(toFunction), total: rows.length }
+    /** Every function by name, or with `limit`/`cursor` a page of them oldest first (`total` counts them all). */
+    const list = Effect.fn("Functions.list")(function*(
+      principal: Principal,
+      params: PageParams = {}
+    ) {
+      const { organizationId } = principal
+      const { next_cursor, rows, total } = yield* listOrPage(
+        params,
+        (page) => repo.list(organizationId, page),
+        repo.count(organizationId)
+      )
+      return { items: rows.map(toFunction), total, next_cursor }
     })
 
     const get = (principal: Principal, id: FunctionId, version?: number) =>

@@ -10,7 +10,7 @@ export const FunctionsHttpLive = HttpApiBuilder.group(Api, "functions", (handler
     const functions = yield* Functions
     const as = <A, E, R>(f: (p: Principal) => Effect.Effect<A, E, R>) => Effect.flatMap(Principal, f)
     return handlers
-      .handle("listFunctions", () => as((p) => functions.list(p)))
+      .handle("listFunctions", ({ urlParams }) => as((p) => functions.list(p, urlParams)))
       .handle("createFunction", ({ payload }) => as((p) => functions.create(p, payload)))
       .handle("getFunction", ({ path, urlParams }) => as((p) => functions.get(p, path.function_id, urlParams.version)))
       .handle("listFunctionVersions", ({ path }) => as((p) => functions.versions(p, path.function_id)))

@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import { Effect, Option, Schema } from "effect"
 import * as Crypto from "node:crypto"
 import { BadRequest, Conflict, Forbidden, NotFound } from "../../schema/Errors.js"
 import {
@@ -12,7 +12,7 @@ import {
   roleDisplayName,
   type UpdateMember
 } from "../../schema/Identity.js"
-import type { ApiKeyId, OrganizationId, UserId } from "../../schema/Ids.js"
+import { ApiKeyId, type OrganizationId, type UserId } from "../../schema/Ids.js"
 import { holds, Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { OrganizationAgents } from "../access/OrganizationAgents.js"
@@ -21,10 +21,11 @@ import { AuditLog } from "../audit/AuditLog.js"
 import { ConnectorRepo } from "../connectors/ConnectorRepo.js"
 import { transactionIn } from "../db/Transaction.js"
 import { OAuthRepo } from "../oauth/OAuthRepo.js"
+import { listOrPage, type PageParams } from "../support/Cursor.js"
 import { generateApiKey } from "./ApiKeySecret.js"
 import { consoleKeyId } from "./ConsoleKeyId.js"
 import { requireOrganizationKey, requirePermission } from "./IdentityPolicy.js"
-import { IdentityRepo, toApiKey } from "./IdentityRepo.js"
+import { IdentityRepo, toApiKey, toMember } from "./IdentityRepo.js"
 
 export interface Bootstrapped {
   readonly organization_id: OrganizationId
@@ -135,10 +136,16 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       return new Me({ ...caller, role: principal.role, role_display: roleDisplayName[principal.role] })
     })
 
-    const listMembers = Effect.fn("Identity.listMembers")(function*(principal: Principal) {
+    /** Every member, or with `limit`/`cursor` a page of them (`total` counts them all). */
+    const listMembers = Effect.fn("Identity.listMembers")(function*(principal: Principal, params: PageParams = {}) {
       yield* requireOrganizationKey(principal, Policy.listMembers)
-      const items = yield* repo.listMembers(principal.organizationId)
-      return { items, total: items.length }
+      const { organizationId } = principal
+      const { next_cursor, rows, total } = yield* listOrPage(
+        params,
+        (page) => repo.listMembers(organizationId, page),
+        repo.countMembers(organizationId)
+      )
+      return { items: rows.map(toMember), total, next_cursor }
     })
 
     const createMember = Effect.fn("Identity.createMember")(function*(principal: Principal, input: CreateMember) {
@@ -223,11 +230,20 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
     const personalKeyIds = (principal: Principal, userId: UserId) =>
       Effect.map(repo.listApiKeys(principal.organizationId, userId), (rows) => rows.map((r) => r.id))
 
-    const listApiKeys = Effect.fn("Identity.listApiKeys")(function*(principal: Principal) {
+    /** The keys the principal may see, or with `limit`/`cursor` a page of them (`total` counts them all). */
+    const listApiKeys = Effect.fn("Identity.listApiKeys")(function*(principal: Principal, params: PageParams = {}) {
       const everyone = holds(principal.role, Policy.manageEveryKey)
-      if (!everyone && principal.userId === null) return { items: [], total: 0 }
-      const rows = yield* repo.listApiKeys(principal.organizationId, everyone ? null : principal.userId)
-      return { items: rows.map(toApiKey), total: rows.length }
+      const { organizationId, userId } = principal
+      // a key below Admin with no person behind it sees none
+      const none = !everyone && userId === null
+      const onlyUser = everyone ? null : userId
+      const { next_cursor, rows, total } = yield* listOrPage(
+        params,
+        (page) => none ? Effect.succeed([]) : repo.listApiKeys(organizationId, onlyUser, page),
+        none ? Effect.succeed(0) : repo.countApiKeys(organizationId, onlyUser),
+        Schema.is(ApiKeyId)
+      )
+      return { items: rows.map(toApiKey), total, next_cursor }
     })
 
     const keyCreated = (key: CreatedApiKey) => ({

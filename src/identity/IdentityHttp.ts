@@ -26,7 +26,7 @@ export const IdentityHttpLive = HttpApiBuilder.group(Api, "identity", (handlers)
       )
     return handlers
       .handle("me", () => Effect.flatMap(Principal, identity.me))
-      .handle("listMembers", () => Effect.flatMap(Principal, identity.listMembers))
+      .handle("listMembers", ({ urlParams }) => Effect.flatMap(Principal, (p) => identity.listMembers(p, urlParams)))
       .handle("createMember", ({ payload }) => Effect.flatMap(Principal, (p) => identity.createMember(p, payload)))
       .handle("updateMember", ({ path, payload }) =>
         Effect.flatMap(Principal, (p) =>
@@ -51,7 +51,7 @@ export const IdentityHttpLive = HttpApiBuilder.group(Api, "identity", (handlers)
             ),
             Effect.asVoid
           )))
-      .handle("listApiKeys", () => Effect.flatMap(Principal, identity.listApiKeys))
+      .handle("listApiKeys", ({ urlParams }) => Effect.flatMap(Principal, (p) => identity.listApiKeys(p, urlParams)))
       .handle("createApiKey", ({ payload }) => Effect.flatMap(Principal, (p) => identity.createApiKey(p, payload)))
       .handle("revokeApiKey", ({ path }) =>
         Effect.flatMap(Principal, (p) =>

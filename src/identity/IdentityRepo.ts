@@ -12,6 +12,8 @@ import {
 } from "../../schema/Identity.js"
 import type { AgentId, ApiKeyId, OrganizationId, UserId } from "../../schema/Ids.js"
 import { groupAgentsOf } from "../access/GroupAgents.js"
+import { keyset } from "../db/Keyset.js"
+import type { PageRequest } from "../support/Cursor.js"
 
 interface ApiKeyRow {
   readonly id: ApiKeyId
@@ -53,7 +55,7 @@ interface MemberRow {
   readonly created_at: Date
 }
 
-const toMember = (row: MemberRow) =>
+export const toMember = (row: MemberRow) =>
   new Member({
     user: new User({ id: row.id, email: row.email, name: row.name }),
     role: row.role,
@@ -109,13 +111,18 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
         Effect.orDie
       )
 
-    const listMembers = (organizationId: OrganizationId) =>
-      sql<MemberRow>`
+    /** By joining, then e-mail; with `page`, a page of them oldest first by `(created_at, user id)` instead. */
+    const listMembers = (organizationId: OrganizationId, page?: PageRequest) => {
+      const k = keyset(sql, "m", page, { id: "user_id" })
+      return sql<MemberRow>`
         SELECT u.id, u.email, u.name, m.role, m.created_at FROM memberships m JOIN users u ON u.id = m.user_id
-        WHERE m.organization_id = ${organizationId} ORDER BY m.created_at, u.email`.pipe(
-        Effect.map((rows) => rows.map(toMember)),
-        Effect.orDie
-      )
+        WHERE m.organization_id = ${organizationId} ${k.after}
+        ${page === undefined ? sql`ORDER BY m.created_at, u.email` : k.order} ${k.limit}`.pipe(Effect.orDie)
+    }
+
+    const countMembers = (organizationId: OrganizationId) =>
+      sql<{ n: number }>`SELECT count(*)::int AS n FROM memberships WHERE organization_id = ${organizationId}`
+        .pipe(Effect.map(([r]) => r?.n ?? 0), Effect.orDie)
 
     const insertApiKey = (key: {
       readonly id: ApiKeyId
@@ -148,11 +155,20 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
         Effect.orDie
       )
 
-    const listApiKeys = (organizationId: OrganizationId, onlyUser: UserId | null) =>
-      sql<ApiKeyRow>`
-        SELECT * FROM api_keys WHERE organization_id = ${organizationId}
-        ${onlyUser === null ? sql`` : sql`AND user_id = ${onlyUser}`}
-        ORDER BY created_at DESC, id`.pipe(Effect.orDie)
+    const keysListed = (organizationId: OrganizationId, onlyUser: UserId | null) =>
+      sql`k.organization_id = ${organizationId} ${onlyUser === null ? sql`` : sql`AND k.user_id = ${onlyUser}`}`
+
+    /** Newest first; with `page`, a page of them oldest first instead (see `keyset`). */
+    const listApiKeys = (organizationId: OrganizationId, onlyUser: UserId | null, page?: PageRequest) => {
+      const k = keyset(sql, "k", page, { textId: true })
+      return sql<ApiKeyRow>`
+        SELECT k.* FROM api_keys k WHERE ${keysListed(organizationId, onlyUser)} ${k.after}
+        ${page === undefined ? sql`ORDER BY k.created_at DESC, k.id` : k.order} ${k.limit}`.pipe(Effect.orDie)
+    }
+
+    const countApiKeys = (organizationId: OrganizationId, onlyUser: UserId | null) =>
+      sql<{ n: number }>`SELECT count(*)::int AS n FROM api_keys k WHERE ${keysListed(organizationId, onlyUser)}`
+        .pipe(Effect.map(([r]) => r?.n ?? 0), Effect.orDie)
 
     const revokeApiKey = (organizationId: OrganizationId, id: ApiKeyId) =>
       sql<ApiKeyRow>`
@@ -253,10 +269,12 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
       insertMembership,
       findMember,
       listMembers,
+      countMembers,
       insertApiKey,
       findApiKeyForAuth,
       findApiKey,
       listApiKeys,
+      countApiKeys,
       revokeApiKey,
       touchApiKey,
       findCaller,

@@ -2,7 +2,8 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import type { AgentId, OrganizationId, ScheduleId, TaskId, UserId } from "../../schema/Ids.js"
 import type { Overlap } from "../../schema/Schedules.js"
-import type { Position } from "../support/Cursor.js"
+import { keyset } from "../db/Keyset.js"
+import type { PageRequest } from "../support/Cursor.js"
 
 export interface ScheduleFields {
   readonly name: string
@@ -150,26 +151,19 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
       }
         ${agentId === undefined ? sql`` : sql`AND s.agent_id = ${agentId}`}`
 
-    /**
-     * Oldest first; with `page`, `limit` of them after the keyset position. Ordered by the creation time in
-     * milliseconds, as the cursor holds it (a row written with microseconds is neither repeated nor skipped).
-     */
+    /** Oldest first; with `page`, a page of them (see `keyset`). */
     const list = (
       organizationId: OrganizationId,
       agentIds: ReadonlyArray<string> | null,
       agentId?: AgentId,
-      page?: { readonly after: Position | undefined; readonly limit: number }
-    ) =>
-      sql<ScheduleRow & { last: any }>`
+      page?: PageRequest
+    ) => {
+      const k = keyset(sql, "s", page)
+      return sql<ScheduleRow & { last: any }>`
         SELECT ${sql.literal(COLUMNS)}, ${sql.literal(LAST)} FROM schedules s
-        WHERE ${listed(organizationId, agentIds, agentId)}
-        ${
-        page?.after === undefined
-          ? sql``
-          : sql`AND (date_trunc('milliseconds', s.created_at), s.id) > (${page.after.at}, ${page.after.id}::uuid)`
-      }
-        ORDER BY date_trunc('milliseconds', s.created_at), s.id
-        ${page === undefined ? sql`` : sql`LIMIT ${page.limit + 1}`}`.pipe(Effect.map((rows) => rows.map(withLast)))
+        WHERE ${listed(organizationId, agentIds, agentId)} ${k.after} ${k.order} ${k.limit}`
+        .pipe(Effect.map((rows) => rows.map(withLast)))
+    }
 
     const count = (organizationId: OrganizationId, agentIds: ReadonlyArray<string> | null, agentId?: AgentId) =>
       sql<{ n: number }>`SELECT count(*)::int AS n FROM schedules s WHERE ${listed(organizationId, agentIds, agentId)}`
@@ -463,7 +457,7 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
         organizationId: OrganizationId,
         agentIds: ReadonlyArray<string> | null,
         agentId?: AgentId,
-        page?: { readonly after: Position | undefined; readonly limit: number }
+        page?: PageRequest
       ) => Effect.orDie(list(organizationId, agentIds, agentId, page)),
       count: (organizationId: OrganizationId, agentIds: ReadonlyArray<string> | null, agentId?: AgentId) =>
         Effect.orDie(count(organizationId, agentIds, agentId)),

@@ -9,7 +9,7 @@ import { AgentRepo } from "../agents/AgentRepo.js"
 import { mayUse } from "../agents/Agents.js"
 import { AuditLog, changedFields } from "../audit/AuditLog.js"
 import { requirePermission } from "../identity/IdentityPolicy.js"
-import { pageOf, positionOf } from "../support/Cursor.js"
+import { listOrPage } from "../support/Cursor.js"
 import { invalidField } from "../support/Issues.js"
 import { type ScheduleFields, ScheduleRepo, type ScheduleWithLast } from "./ScheduleRepo.js"
 import {
@@ -240,17 +240,12 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
     ) {
       const now = new Date()
       const { agentIds, organizationId } = principal
-      if (params.limit === undefined && params.cursor === undefined) {
-        const items = (yield* repo.list(organizationId, agentIds, params.agent_id)).map((row) => toSchedule(row, now))
-        return { items, total: items.length, next_cursor: null }
-      }
-      const after = yield* positionOf(params.cursor)
-      const limit = params.limit ?? 50
-      const [rows, total] = yield* Effect.all([
-        repo.list(organizationId, agentIds, params.agent_id, { after, limit }),
+      const { next_cursor, rows, total } = yield* listOrPage(
+        params,
+        (page) => repo.list(organizationId, agentIds, params.agent_id, page),
         repo.count(organizationId, agentIds, params.agent_id)
-      ], { concurrency: 2 })
-      return { ...pageOf(rows, limit, (r) => r.created_at, (row) => toSchedule(row, now)), total }
+      )
+      return { items: rows.map((row) => toSchedule(row, now)), total, next_cursor }
     })
 
     const get = (principal: Principal, id: ScheduleId) =>

@@ -60,3 +60,36 @@ export const pageOf = <R extends { readonly id: string }, A>(
     next_cursor: rows.length > limit && last !== undefined ? cursorOf({ at: at(last), id: last.id }) : null
   }
 }
+
+/** A page to read: `limit` rows after the position (from the start without one). */
+export interface PageRequest {
+  readonly after: Position | undefined
+  readonly limit: number
+}
+
+/** The optional `limit` and `cursor` of a list that pages only when asked. */
+export interface PageParams {
+  readonly limit?: number | undefined
+  readonly cursor?: string | undefined
+}
+
+/**
+ * A list that pages only when asked: with neither `limit` nor `cursor`, every row (`read(undefined)`) and no
+ * cursor, as such lists answered before they paged; else a page after the cursor (`limit`, 50 by default),
+ * oldest first by `(created_at, id)`. `total` counts the rows on all pages.
+ */
+export const listOrPage = <R extends { readonly id: string; readonly created_at: Date }, E, Q>(
+  params: PageParams,
+  read: (page: PageRequest | undefined) => Effect.Effect<ReadonlyArray<R>, E, Q>,
+  count: Effect.Effect<number, E, Q>,
+  isId: (id: string) => boolean = isUuid
+) =>
+  params.limit === undefined && params.cursor === undefined
+    ? Effect.map(read(undefined), (rows) => ({ rows, total: rows.length, next_cursor: null as string | null }))
+    : Effect.gen(function*() {
+      const after = yield* positionOf(params.cursor, isId)
+      const limit = params.limit ?? 50
+      const [rows, total] = yield* Effect.all([read({ after, limit }), count], { concurrency: 2 })
+      const page = pageOf(rows, limit, (r) => r.created_at, (r) => r)
+      return { rows: page.items, total, next_cursor: page.next_cursor }
+    })

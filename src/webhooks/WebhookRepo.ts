@@ -2,6 +2,8 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import type { OrganizationId, UserId } from "../../schema/Ids.js"
 import type { WebhookId } from "../../schema/Webhooks.js"
+import { keyset } from "../db/Keyset.js"
+import type { PageRequest } from "../support/Cursor.js"
 
 export interface WebhookRow {
   readonly id: WebhookId
@@ -56,10 +58,17 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("webhooks/Webhook
         SELECT ${sql.literal(WEBHOOK_COLUMNS)} FROM webhooks WHERE id = ${id} AND organization_id = ${organizationId}`
         .pipe(Effect.map(([r]) => r), Effect.orDie)
 
-    const list = (organizationId: OrganizationId) =>
-      sql<WebhookRow>`
+    /** Oldest first; with `page`, a page of them (see `keyset`). */
+    const list = (organizationId: OrganizationId, page?: PageRequest) => {
+      const k = keyset(sql, "webhooks", page)
+      return sql<WebhookRow>`
         SELECT ${sql.literal(WEBHOOK_COLUMNS)} FROM webhooks WHERE organization_id = ${organizationId}
-        ORDER BY created_at, id`.pipe(Effect.orDie)
+        ${k.after} ${k.order} ${k.limit}`.pipe(Effect.orDie)
+    }
+
+    const count = (organizationId: OrganizationId) =>
+      sql<{ n: number }>`SELECT count(*)::int AS n FROM webhooks WHERE organization_id = ${organizationId}`
+        .pipe(Effect.map(([r]) => r?.n ?? 0), Effect.orDie)
 
     /**
      * Changes the endpoint. Enabling a disabled one clears its reason and keeps its position: deliveries go on
@@ -111,6 +120,6 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("webhooks/Webhook
         UPDATE webhooks SET enabled = false, disabled_reason = ${reason}, updated_at = now()
         WHERE id = ${id} AND enabled RETURNING organization_id, url`.pipe(Effect.map(([r]) => r), Effect.orDie)
 
-    return { insert, find, list, update, remove, rotate, disable } as const
+    return { insert, find, list, count, update, remove, rotate, disable } as const
   })
 }) {}

@@ -19,7 +19,7 @@ import { Egress } from "../connectors/Egress.js"
 import { checkUrl } from "../connectors/egress/GuardedDispatcher.js"
 import { EventLog } from "../events/EventLog.js"
 import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
-import { pageOf, positionOf } from "../support/Cursor.js"
+import { listOrPage, pageOf, type PageParams, positionOf } from "../support/Cursor.js"
 import { DeliveryRepo, type DeliveryRow, newDeliveryId } from "./DeliveryRepo.js"
 import { secretContext } from "./DeliverySender.js"
 import { WebhookDispatcher } from "./WebhookDispatcher.js"
@@ -116,10 +116,19 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
       return new CreatedWebhook({ ...toWebhook(row), secret })
     })
 
-    const list = Effect.fn("Webhooks.list")(function*(principal: Principal) {
+    /** Every endpoint, or with `limit`/`cursor` a page of them (`total` counts them all). */
+    const list = Effect.fn("Webhooks.list")(function*(
+      principal: Principal,
+      params: PageParams = {}
+    ) {
       yield* requireOrganizationKey(principal, Policy.readWebhooks)
-      const items = (yield* repo.list(principal.organizationId)).map(toWebhook)
-      return { items, total: items.length }
+      const { organizationId } = principal
+      const { next_cursor, rows, total } = yield* listOrPage(
+        params,
+        (page) => repo.list(organizationId, page),
+        repo.count(organizationId)
+      )
+      return { items: rows.map(toWebhook), total, next_cursor }
     })
 
     const get = Effect.fn("Webhooks.get")(function*(principal: Principal, id: WebhookId) {

@@ -10,7 +10,7 @@ export const WebhooksHttpLive = HttpApiBuilder.group(Api, "webhooks", (handlers)
     const webhooks = yield* Webhooks
     const as = <A, E, R>(f: (p: Principal) => Effect.Effect<A, E, R>) => Effect.flatMap(Principal, f)
     return handlers
-      .handle("listWebhooks", () => as((p) => webhooks.list(p)))
+      .handle("listWebhooks", ({ urlParams }) => as((p) => webhooks.list(p, urlParams)))
       .handle("createWebhook", ({ payload }) => as((p) => webhooks.create(p, payload)))
       .handle("getWebhook", ({ path }) => as((p) => webhooks.get(p, path.webhook_id)))
       .handle("updateWebhook", ({ path, payload }) => as((p) => webhooks.update(p, path.webhook_id, payload)))

@@ -179,7 +179,12 @@ describe("a cursor this API did not return", () => {
       "/v1/approvals",
       "/v1/knowledge-bases",
       "/v1/groups",
-      `/v1/groups/${group.id}/members`
+      `/v1/groups/${group.id}/members`,
+      "/v1/schedules",
+      "/v1/agents",
+      "/v1/functions",
+      "/v1/webhooks",
+      "/v1/members"
     ]
     const uuid = "0199a0b0-0000-7000-8000-000000000000"
     const bad = [

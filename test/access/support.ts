@@ -34,6 +34,32 @@ export const expectError = (
   expect(r.headers.get("x-switchyard-error")).toBe("true")
 }
 
+/**
+ * A keyset list read page by page with `limit`, following `next_cursor` to the end: the ids (`idOf`) in the
+ * order served, and each page's `total` (every page must answer 200, with at most `limit` items).
+ */
+export const pageThrough = async (
+  node: TestNode,
+  apiKey: string,
+  path: string,
+  limit: number,
+  idOf: (item: any) => string = (item) => item.id
+) => {
+  const ids: Array<string> = []
+  const totals: Array<number> = []
+  let cursor: string | null = null
+  do {
+    const query = `${path.includes("?") ? "&" : "?"}limit=${limit}${cursor === null ? "" : `&cursor=${cursor}`}`
+    const page: Awaited<ReturnType<typeof call>> = await call(node, apiKey, "GET", `${path}${query}`)
+    expect(page.status, JSON.stringify(page.body)).toBe(200)
+    expect(page.body.items.length).toBeLessThanOrEqual(limit)
+    ids.push(...page.body.items.map(idOf))
+    totals.push(page.body.total)
+    cursor = page.body.next_cursor
+  } while (cursor !== null)
+  return { ids, totals }
+}
+
 /** A new member with this role and their personal key. */
 export const addMember = async (node: TestNode, adminKey: string, role: string) => {
   const email = uniqueEmail(role)

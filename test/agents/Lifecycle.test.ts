@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { auditEvents, call, expectError } from "../access/support.js"
+import { auditEvents, call, expectError, pageThrough, scriptedAgent, withDatabase } from "../access/support.js"
 import { json } from "../connectors/support.js"
 import { createSchedule, createScriptedAgent, ticksOf } from "../schedules/support.js"
 import type { TargetServer } from "../support/TargetServer.js"
@@ -242,6 +242,47 @@ describe("listing tasks", () => {
     expect(later.items).toEqual([])
     expect((await node.fetch("/v1/tasks?status=nonsense", { apiKey })).status).toBe(400)
     expect((await node.fetch("/v1/tasks?cursor=garbage", { apiKey })).status).toBe(400)
+  })
+})
+
+describe("listing agents", () => {
+  it("answers every agent at once, or pages them oldest first with limit and cursor, as the key may see", async () => {
+    const org = await node.bootstrap()
+    const ids: Array<string> = []
+    for (let i = 0; i < 6; i++) {
+      ids.push((await call(node, org.api_key, "POST", "/v1/agents", scriptedAgent(`a${i}`))).body.id)
+    }
+    expect((await call(node, org.api_key, "DELETE", `/v1/agents/${ids.pop()}`)).status).toBe(204)
+    // one written with microseconds (as by SQL), last on a page, is neither repeated nor skipped
+    await withDatabase(
+      node,
+      (db) =>
+        db.query("UPDATE agents SET created_at = created_at + interval '123 microseconds' WHERE id = $1", [ids[1]])
+    )
+    const all = await call(node, org.api_key, "GET", "/v1/agents")
+    expect(Object.keys(all.body).sort()).toEqual(["items", "next_cursor", "total"])
+    expect(all.body).toMatchObject({ total: 5, next_cursor: null })
+    const order = all.body.items.map((a: any) => a.id)
+    expect([...order].sort()).toEqual([...ids].sort())
+    const paged = await pageThrough(node, org.api_key, "/v1/agents", 2)
+    expect(paged.ids).toEqual(order)
+    expect(paged.totals).toEqual([5, 5, 5])
+    // `cursor` alone: 50 a page
+    const first = await call(node, org.api_key, "GET", `/v1/agents?limit=1`)
+    const rest = await call(node, org.api_key, "GET", `/v1/agents?cursor=${first.body.next_cursor}`)
+    expect(rest.body).toMatchObject({ total: 5, next_cursor: null })
+    expect(rest.body.items.map((a: any) => a.id)).toEqual(order.slice(1))
+    // a key limited to agents pages those only
+    const limited = await call(node, org.api_key, "POST", "/v1/api-keys", {
+      name: "limited",
+      kind: "organization",
+      agent_ids: [order[0], order[2], order[3]]
+    })
+    const mine = await pageThrough(node, limited.body.api_key, "/v1/agents", 2)
+    expect(mine).toEqual({ ids: [order[0], order[2], order[3]], totals: [3, 3] })
+    expectError(await call(node, org.api_key, "GET", "/v1/agents?limit=0"), 400, "validation_failed")
+    expectError(await call(node, org.api_key, "GET", "/v1/agents?limit=201"), 400, "validation_failed")
+    expectError(await call(node, org.api_key, "GET", "/v1/agents?cursor=zz"), 400, "invalid_cursor")
   })
 })
 

@@ -161,6 +161,12 @@ describe("custom function MCP tools, through the SDK client", () => {
     })
     expect(boom.isError).toBe(true)
     expect(boom.structuredContent).toMatchObject({ error: { code: "function_error" } })
+    // paged as REST pages: two functions, one a page
+    const page = (await client.callTool({ name: "list_functions", arguments: { limit: 1 } })).structuredContent as any
+    expect(page).toMatchObject({ total: 2, items: [{ id: fn.id }] })
+    const rest = (await client.callTool({ name: "list_functions", arguments: { cursor: page.next_cursor } }))
+      .structuredContent as any
+    expect(rest).toMatchObject({ total: 2, next_cursor: null, items: [{ name: "mcp_throw" }] })
     await client.close()
   })
 })

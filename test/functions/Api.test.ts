@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { addMember, auditEvents, call, expectError, orgKey } from "../access/support.js"
+import { addMember, auditEvents, call, expectError, orgKey, pageThrough, withDatabase } from "../access/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 import { createFunction, invokeFunction, runCode, uniqueName } from "./support.js"
 
@@ -242,6 +242,38 @@ describe("custom functions REST API", () => {
     expect(names[0]).toBe(`${prefix}000.txt`)
     expect(names[104]).toBe(`${prefix}104.txt`)
     expect(refused).toBe("invalid_cursor")
+  })
+
+  it("lists every function by name at once, or pages them oldest first with limit and cursor", async () => {
+    const org = await node.bootstrap()
+    const ids: Array<string> = []
+    for (const prefix of ["e", "d", "c", "b", "a"]) {
+      ids.push((await createFunction(node, org.api_key, ECHO, { name: uniqueName(prefix) })).id)
+    }
+    // one written with microseconds (as by SQL), last on a page, is neither repeated nor skipped
+    await withDatabase(
+      node,
+      (db) =>
+        db.query("UPDATE functions SET created_at = created_at + interval '123 microseconds' WHERE id = $1", [ids[1]])
+    )
+    const all = await call(node, org.api_key, "GET", "/v1/functions")
+    expect(Object.keys(all.body).sort()).toEqual(["items", "next_cursor", "total"])
+    expect(all.body).toMatchObject({ total: 5, next_cursor: null })
+    // without paging, by name as before
+    expect(all.body.items.map((f: any) => f.id)).toEqual([...ids].reverse())
+    const byAge = (await withDatabase(node, (db) =>
+      db.query(
+        "SELECT id FROM functions WHERE organization_id = $1 ORDER BY date_trunc('milliseconds', created_at), id",
+        [org.organization_id]
+      ))).rows.map((r) => r.id)
+    const paged = await pageThrough(node, org.api_key, "/v1/functions", 2)
+    expect(paged).toEqual({ ids: byAge, totals: [5, 5, 5] })
+    const first = await call(node, org.api_key, "GET", "/v1/functions?limit=1")
+    expect(first.body.items[0]).toMatchObject({ id: byAge[0], code: ECHO })
+    const member = await addMember(node, org.api_key, "member")
+    expect((await pageThrough(node, member.key, "/v1/functions", 4)).ids).toEqual(byAge)
+    expectError(await call(node, org.api_key, "GET", "/v1/functions?limit=0"), 400, "validation_failed")
+    expectError(await call(node, org.api_key, "GET", "/v1/functions?cursor=zz"), 400, "invalid_cursor")
   })
 
   it("a name is unique in the organization: 409 function_name_taken on create and rename", async () => {

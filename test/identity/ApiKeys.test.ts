@@ -1,6 +1,7 @@
 import { Effect, Exit } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { AgentId } from "../../schema/Ids.js"
+import { addMember, call, expectError, orgKey, pageThrough, withDatabase } from "../access/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 
 let node: TestNode
@@ -149,7 +150,7 @@ describe("API keys", () => {
       (c) => c.identity.createApiKey({ payload: { name: "mine", kind: "personal" } })
     )
     expect(Exit.isSuccess(own)).toBe(true)
-    const listed = await node.api(memberKey, (c) => c.identity.listApiKeys())
+    const listed = await node.api(memberKey, (c) => c.identity.listApiKeys({ urlParams: {} }))
     if (!Exit.isSuccess(listed)) throw new Error(String(listed))
     expect(listed.value.items.every((k) => k.user_id === memberBody.user.id)).toBe(true)
     // the admin's key is invisible to the member, so revoking it is a 404
@@ -159,6 +160,34 @@ describe("API keys", () => {
     const members = await node.fetch("/v1/members", { apiKey: memberKey })
     expect(members.status).toBe(403)
     expect((await errorOf(members)).code).toBe("forbidden")
+  })
+
+  it("lists every key newest first at once, or pages them oldest first with limit and cursor, as the key may see", async () => {
+    const org = await node.bootstrap()
+    const member = await addMember(node, org.api_key, "member")
+    const own = await call(node, member.key, "POST", "/v1/api-keys", { name: "second", kind: "personal" })
+    expect(own.status).toBe(201)
+    const pipeline = await orgKey(node, org.api_key, "member")
+    for (let i = 0; i < 2; i++) await orgKey(node, org.api_key, "builder")
+    const all = await call(node, org.api_key, "GET", "/v1/api-keys")
+    expect(Object.keys(all.body).sort()).toEqual(["items", "next_cursor", "total"])
+    expect(all.body).toMatchObject({ total: 6, next_cursor: null })
+    const byAge = (await withDatabase(node, (db) =>
+      db.query(
+        "SELECT id FROM api_keys WHERE organization_id = $1 ORDER BY date_trunc('milliseconds', created_at), id",
+        [org.organization_id]
+      ))).rows.map((r) => r.id)
+    // without paging, newest first as before
+    expect(all.body.items.map((k: any) => k.id)).toEqual([...byAge].reverse())
+    expect(await pageThrough(node, org.api_key, "/v1/api-keys", 4)).toEqual({ ids: byAge, totals: [6, 6] })
+    // a member pages their own keys; a key with no person behind it and below Admin sees none
+    const mine = await pageThrough(node, member.key, "/v1/api-keys", 1)
+    expect(mine).toEqual({ ids: byAge.filter((id) => [member.keyId, own.body.id].includes(id)), totals: [2, 2] })
+    const none = await call(node, pipeline.key, "GET", "/v1/api-keys?limit=1")
+    expect(none.body).toEqual({ items: [], total: 0, next_cursor: null })
+    expectError(await call(node, org.api_key, "GET", "/v1/api-keys?limit=0"), 400, "validation_failed")
+    expectError(await call(node, org.api_key, "GET", "/v1/api-keys?cursor=zz"), 400, "invalid_cursor")
+    expectError(await call(node, pipeline.key, "GET", "/v1/api-keys?cursor=zz"), 400, "invalid_cursor")
   })
 
   it("refuses to grant a role above the caller's", async () => {

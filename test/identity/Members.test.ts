@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { auditEvents, call, uniqueEmail } from "../access/support.js"
+import { addMember, auditEvents, call, expectError, pageThrough, uniqueEmail, withDatabase } from "../access/support.js"
 import { initialize, mcpPost, obtainTokens, openSession, PASSWORD, setPassword, token } from "../mcp/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 
@@ -52,6 +52,32 @@ describe("members", () => {
     expect((await mcp()).status).toBe(401)
     // Alice's own list shows it revoked
     expect((await call(node, alice.key, "GET", "/v1/oauth/authorizations")).body.items[0].revoked_at).not.toBeNull()
+  })
+
+  it("lists every member at once, or pages them oldest first with limit and cursor", async () => {
+    const org = await node.bootstrap()
+    const added: Array<string> = []
+    for (let i = 0; i < 4; i++) added.push((await addMember(node, org.api_key, "member")).userId)
+    // one written with microseconds (as by SQL), last on a page, is neither repeated nor skipped
+    await withDatabase(node, (db) =>
+      db.query(
+        "UPDATE memberships SET created_at = created_at + interval '123 microseconds' WHERE user_id = $1",
+        [added[1]]
+      ))
+    const all = await call(node, org.api_key, "GET", "/v1/members")
+    expect(Object.keys(all.body).sort()).toEqual(["items", "next_cursor", "total"])
+    expect(all.body).toMatchObject({ total: 5, next_cursor: null })
+    const byAge = (await withDatabase(node, (db) =>
+      db.query(
+        "SELECT user_id FROM memberships WHERE organization_id = $1 " +
+          "ORDER BY date_trunc('milliseconds', created_at), user_id",
+        [org.organization_id]
+      ))).rows.map((r) => r.user_id)
+    expect([...all.body.items.map((m: any) => m.user.id)].sort()).toEqual([...byAge].sort())
+    const paged = await pageThrough(node, org.api_key, "/v1/members", 2, (m) => m.user.id)
+    expect(paged).toEqual({ ids: byAge, totals: [5, 5, 5] })
+    expectError(await call(node, org.api_key, "GET", "/v1/members?limit=0"), 400, "validation_failed")
+    expectError(await call(node, org.api_key, "GET", "/v1/members?cursor=zz"), 400, "invalid_cursor")
   })
 
   it("removing a member revokes their MCP authorizations at once; adding them back revives none", async () => {

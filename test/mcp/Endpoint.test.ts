@@ -246,6 +246,29 @@ describe("tools", () => {
     expect(target.requests.at(-1)!.headers["x-api-key"]).toBe("k-mcp")
   })
 
+  it("list_agents pages with limit and cursor as GET /v1/agents does", async () => {
+    const session = await openSession(node.baseUrl, accessToken)
+    for (const name of ["Paged 1", "Paged 2"]) {
+      await createAgent(node, admin.api_key, { name, model: { provider: "scripted", script: [{ text: "done" }] } })
+    }
+    const rest = await (await node.fetch("/v1/agents", { apiKey: admin.api_key })).json()
+    const all = (await (await call(session, "list_agents", {})).json()).result.structuredContent
+    expect(all).toEqual(JSON.parse(JSON.stringify(rest)))
+    const ids: Array<string> = []
+    let cursor: string | null = null
+    do {
+      const args: Record<string, unknown> = cursor === null ? { limit: 1 } : { limit: 1, cursor }
+      const page: any = (await (await call(session, "list_agents", args)).json()).result.structuredContent
+      expect(page.total).toBe(rest.total)
+      ids.push(...page.items.map((a: { id: string }) => a.id))
+      cursor = page.next_cursor
+    } while (cursor !== null)
+    expect(ids).toEqual(rest.items.map((a: { id: string }) => a.id))
+    const bad = (await (await call(session, "list_agents", { cursor: "zz" })).json()).result
+    expect(bad.isError).toBe(true)
+    expect(bad.structuredContent.error.code).toBe("invalid_cursor")
+  })
+
   it("report bad arguments and refusals as tool errors with the REST error codes", async () => {
     const session = await openSession(node.baseUrl, accessToken)
     const bad = (await (await call(session, "get_task", { task_id: "not-a-uuid" })).json()).result

@@ -1,6 +1,6 @@
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { addMember, call, expectError, orgKey } from "../access/support.js"
+import { addMember, call, expectError, orgKey, pageThrough } from "../access/support.js"
 import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 import { appendEvents, eventually, verified } from "./support.js"
@@ -208,6 +208,26 @@ describe("webhooks: who may, and what is refused", () => {
       404,
       "not_found"
     )
+  })
+
+  it("lists every endpoint at once, or pages them oldest first with limit and cursor", async () => {
+    const org = await node.bootstrap()
+    const ids: Array<string> = []
+    for (let i = 0; i < 5; i++) {
+      ids.push((await call(node, org.api_key, "POST", "/v1/webhooks", { url: `${receiver.url}/page${i}` })).body.id)
+    }
+    // one written with microseconds (as by SQL), last on a page, is neither repeated nor skipped
+    await db.query("UPDATE webhooks SET created_at = created_at + interval '123 microseconds' WHERE id = $1", [ids[1]])
+    const all = await call(node, org.api_key, "GET", "/v1/webhooks")
+    expect(Object.keys(all.body).sort()).toEqual(["items", "next_cursor", "total"])
+    expect(all.body).toMatchObject({ total: 5, next_cursor: null })
+    const order = all.body.items.map((w: any) => w.id)
+    expect([...order].sort()).toEqual([...ids].sort())
+    expect(await pageThrough(node, org.api_key, "/v1/webhooks", 2)).toEqual({ ids: order, totals: [5, 5, 5] })
+    const member = await addMember(node, org.api_key, "member")
+    expectError(await call(node, member.key, "GET", "/v1/webhooks?limit=2"), 403, "forbidden")
+    expectError(await call(node, org.api_key, "GET", "/v1/webhooks?limit=0"), 400, "validation_failed")
+    expectError(await call(node, org.api_key, "GET", "/v1/webhooks?cursor=zz"), 400, "invalid_cursor")
   })
 
   it("pages deliveries newest first with next_cursor", async () => {

@@ -1,14 +1,14 @@
 import { Effect, Schema } from "effect"
-import { Agent } from "../../../schema/Agents.js"
-import { ListOf } from "../../../schema/Identity.js"
+import { AgentList } from "../../../schema/Agents.js"
+import { optionalPageInput } from "../../../schema/QueryParams.js"
 import { Agents } from "../../agents/Agents.js"
 import { defineTool } from "../McpTool.js"
 
 export default defineTool({
   name: "list_agents",
   description: "List the agents of your organization (GET /v1/agents).",
-  input: Schema.Struct({}),
-  output: ListOf(Agent),
+  input: Schema.Struct(optionalPageInput("Agents", "every agent")),
+  output: AgentList,
   annotations: {
     title: "List agents",
     readOnlyHint: true,
@@ -16,5 +16,5 @@ export default defineTool({
     idempotentHint: true,
     openWorldHint: false
   },
-  run: (_, { caller }) => Effect.flatMap(Agents, (agents) => agents.list(caller.principal))
+  run: (params, { caller }) => Effect.flatMap(Agents, (agents) => agents.list(caller.principal, params))
 })

@@ -1,5 +1,6 @@
 import { Effect, Schema } from "effect"
 import { AgentId } from "../../../schema/Ids.js"
+import { optionalPageInput } from "../../../schema/QueryParams.js"
 import { SchedulePage } from "../../../schema/Schedules.js"
 import { Schedules } from "../../schedules/Schedules.js"
 import { defineTool } from "../McpTool.js"
@@ -9,10 +10,7 @@ export default defineTool({
   description: "Schedules of the agents you may use, each with its next 5 runs and its last run (GET /v1/schedules).",
   input: Schema.Struct({
     agent_id: Schema.optional(AgentId),
-    limit: Schema.optional(Schema.Int.pipe(Schema.between(1, 200))).annotations({
-      description: "Schedules per page, oldest first; without it (and `cursor`), every schedule at once."
-    }),
-    cursor: Schema.optional(Schema.String).annotations({ description: "`next_cursor` of the previous page." })
+    ...optionalPageInput("Schedules", "every schedule")
   }),
   output: SchedulePage,
   annotations: {
