@@ -163,8 +163,12 @@ const HeaderValue = Schema.String.pipe(
 /** Spec 4.5: the only accepted top-level fields. */
 export const InvokeOperation = Schema.Struct({
   body_params: Schema.optional(Schema.Unknown).annotations({ description: "JSON body sent to the target API." }),
-  query_params: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
-  path_params: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  query_params: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })).annotations({
+    description: "Query parameters of the operation, by name."
+  }),
+  path_params: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })).annotations({
+    description: "Path parameters of the operation, by name (e.g. `{\"petId\": \"7\"}` for `/pets/{petId}`)."
+  }),
   headers: Schema.optional(Schema.Record({ key: HeaderName, value: HeaderValue })).annotations({
     description: "Extra headers for the target API (the connection's auth headers cannot be overridden)."
   })

@@ -53,8 +53,9 @@ export class EventsApi extends HttpApiGroup.make("events")
         operation({
           summary: "Stream the organization's events",
           permission: Policy.anyMember,
-          errors: ["invalid_last_event_id", "events_expired", "not_found"],
-          access: "Events are filtered by what the key may see: audit events for Admins and above."
+          errors: ["invalid_last_event_id", "events_expired", "not_found", "forbidden"],
+          access: "Events are filtered by what the key may see: audit events for Admins and above. `types` naming " +
+            "a type the key is never shown (audit records for a Member) is 403."
         })
       )
       .setUrlParams(StreamEventsParams)

@@ -1,7 +1,8 @@
 import { type ParseResult, Schema } from "effect"
 
 const shown = (actual: unknown) => {
-  const text = typeof actual === "string" ? JSON.stringify(actual) : String(actual)
+  // JSON for all but undefined: String([]) is "" and String({}) "[object Object]"
+  const text = JSON.stringify(actual) ?? String(actual)
   return text.length > 60 ? `${text.slice(0, 57)}…` : text
 }
 

@@ -75,10 +75,18 @@ export const UpdateSchedule = Schema.Struct({
   every: Schema.optional(timing.every),
   timezone: Schema.optional(timing.timezone),
   input: Schema.optional(ScheduleInput).annotations(describedInput),
-  enabled: Schema.optional(Schema.Boolean),
-  start_at: Schema.optional(Schema.NullOr(timing.start_at)),
-  end_at: Schema.optional(Schema.NullOr(timing.end_at)),
-  jitter: Schema.optional(Schema.NullOr(timing.jitter)),
+  enabled: Schema.optional(Schema.Boolean).annotations({
+    description: "`false` pauses the schedule, `true` resumes it."
+  }),
+  start_at: Schema.optional(Schema.NullOr(timing.start_at)).annotations({
+    description: "No run before this instant; `null` clears it."
+  }),
+  end_at: Schema.optional(Schema.NullOr(timing.end_at)).annotations({
+    description: "No run after this instant; `null` clears it."
+  }),
+  jitter: Schema.optional(Schema.NullOr(timing.jitter)).annotations({
+    description: "Each run starts up to this much later than its time, to spread load; `null` clears it."
+  }),
   overlap: Schema.optional(Overlap),
   catchup_window: Schema.optional(timing.catchup_window)
 }).annotations({ identifier: "UpdateSchedule", ...requestBody })

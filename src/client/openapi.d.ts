@@ -1713,7 +1713,7 @@ export interface paths {
          * Stream the organization's events
          * @description The organization's events as they are committed, in order, as server-sent events. A reader that resumes with `Last-Event-ID` gets every event after it, none twice. Role-filtered: task and approval events of the agents the key may use; connection events of organizational connections and the caller's own; audit events for Admins and above.
          *
-         *     **Role:** any member's key (Member and above). Events are filtered by what the key may see: audit events for Admins and above.
+         *     **Role:** any member's key (Member and above). Events are filtered by what the key may see: audit events for Admins and above. `types` naming a type the key is never shown (audit records for a Member) is 403.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -2600,9 +2600,11 @@ export interface components {
         InvokeOperation: {
             /** @description JSON body sent to the target API. */
             body_params?: unknown;
+            /** @description Query parameters of the operation, by name. */
             query_params?: {
                 [key: string]: unknown;
             };
+            /** @description Path parameters of the operation, by name (e.g. `{"petId": "7"}` for `/pets/{petId}`). */
             path_params?: {
                 [key: string]: unknown;
             };
@@ -3351,9 +3353,13 @@ export interface components {
                     email: string;
                 };
             };
+            /** @description `false` pauses the schedule, `true` resumes it. */
             enabled?: boolean;
+            /** @description No run before this instant; `null` clears it. */
             start_at?: string | null;
+            /** @description No run after this instant; `null` clears it. */
             end_at?: string | null;
+            /** @description Each run starts up to this much later than its time, to spread load; `null` clears it. */
             jitter?: string | null;
             /**
              * @description When a run is due while the schedule's previous run is still going: `skip` it (default), `buffer_one` (keep one run waiting, started when the previous one ends; further ones are skipped), or `allow` it to run alongside.
@@ -6451,7 +6457,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "events_expired" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_last_event_id" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "events_expired" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_last_event_id" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -20645,6 +20651,15 @@ export interface operations {
             };
             /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamEventsError"];
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -17,3 +17,15 @@ export const visibleTo = (principal: Principal) => (e: EventRecord): boolean => 
   if (e.type.startsWith("connection.")) return e.ownerUserId === null || e.ownerUserId === principal.userId
   return false
 }
+
+/**
+ * Why the caller will never be shown any event of this type (the rules of `visibleTo`), or undefined when
+ * some may reach them: a stream asking only for what it cannot see would wait forever in silence.
+ */
+export const unseenType = (principal: Principal, type: string): string | undefined => {
+  if (!type.startsWith("audit.") && !type.startsWith("connection.")) return undefined
+  if (principal.agentIds !== null) return "a key limited to agents sees only their task and approval events"
+  return type === "audit.recorded" && !holds(principal.role, Policy.readAuditLog)
+    ? "audit records are for Admins and above, as GET /v1/audit-logs"
+    : undefined
+}

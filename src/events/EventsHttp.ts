@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer, Stream } from "effect"
 import { Api } from "../../schema/Api.js"
-import { BadRequest, type Gone, NotFound } from "../../schema/Errors.js"
+import { BadRequest, Forbidden, type Gone, NotFound } from "../../schema/Errors.js"
 import { eventTypes, taskEndTypes } from "../../schema/Events.js"
 import type { AgentId, TaskId } from "../../schema/Ids.js"
 import { Principal } from "../../schema/Security.js"
@@ -12,7 +12,7 @@ import { EventLog } from "./EventLog.js"
 import type { EventPage, EventRecord } from "./EventRepo.js"
 import { EventRepo } from "./EventRepo.js"
 import { eventStreamResponse, followResponse, framed, taskEvents } from "./EventStreamResponse.js"
-import { visibleTo } from "./EventVisibility.js"
+import { unseenType, visibleTo } from "./EventVisibility.js"
 
 const MAX_ID = 2n ** 63n - 1n
 
@@ -83,6 +83,13 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
           const principal = yield* Principal
           const after = yield* positionOf(headers["last-event-id"], urlParams.last_event_id)
           const types = yield* typesOf(urlParams.types)
+          const unseen = [...types ?? []].flatMap((t) => {
+            const why = unseenType(principal, t)
+            return why === undefined ? [] : [`${t}: ${why}`]
+          })
+          if (unseen.length > 0) {
+            return yield* Forbidden.of(`\`types\` names events this key is never shown (${unseen.join("; ")}).`)
+          }
           const agentId = urlParams.agent_id
           const visible = visibleTo(principal)
           const accept = (e: EventRecord) =>

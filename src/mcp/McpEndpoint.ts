@@ -1,5 +1,5 @@
 import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Layer, Mailbox, Stream } from "effect"
+import { Effect, Fiber, Layer, Mailbox, Stream } from "effect"
 import { AgentsLive } from "../agents/AgentsLive.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { CommandPolicies } from "../commands/CommandPolicies.js"
@@ -37,11 +37,13 @@ const toResponse = (answer: Answer) =>
         return HttpServerResponse.empty({ status: answer.status })
       case "Events": {
         const mailbox = yield* Mailbox.make<string>()
-        yield* answer.run((event) => mailbox.offer(event).pipe(Effect.asVoid)).pipe(
+        const fiber = yield* answer.run((event) => mailbox.offer(event).pipe(Effect.asVoid)).pipe(
           Effect.ensuring(mailbox.end),
           Effect.forkDaemon
         )
-        return HttpServerResponse.stream(Stream.encodeText(Mailbox.toStream(mailbox)), {
+        // a client that goes away stops the call, as on the fast path (not a cancellation: a task runs on)
+        const events = Mailbox.toStream(mailbox).pipe(Stream.ensuring(Fiber.interrupt(fiber)))
+        return HttpServerResponse.stream(Stream.encodeText(events), {
           contentType: "text/event-stream",
           headers: { "cache-control": "no-cache" }
         })

@@ -1,4 +1,4 @@
-import { Cause, Effect, Exit, Runtime, type Tracer } from "effect"
+import { Cause, Deferred, Effect, Exit, Option, Runtime, type Tracer } from "effect"
 import { AuditLog } from "../audit/AuditLog.js"
 import { makeAskTool } from "../builtin/BuiltinAgent.js"
 import { BUILTIN_MCP_PATH, type ProtectedResource } from "../oauth/Resources.js"
@@ -51,6 +51,37 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
         targets: [{ type: "mcp_tool", id: tool }],
         details: { reason, grant_id: caller.grantId }
       }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("could not record a refusal", cause)))
+    // the calls in flight on this node, by session and request id, that `notifications/cancelled` may name
+    const inFlight = new Map<string, Deferred.Deferred<void>>()
+    const callKey = (headers: Headers, id: unknown) => `${headers["mcp-session-id"] ?? ""}\n${typeof id}:${String(id)}`
+
+    /**
+     * Runs a call that a `notifications/cancelled` of its session may interrupt (MCP: the receiver stops
+     * processing and sends no response): None when it was cancelled. `f` is told whether it was, for work
+     * that outlives the call.
+     */
+    const cancellable = <A>(
+      headers: Headers,
+      id: JsonRpcId,
+      f: (cancelled: Effect.Effect<boolean>) => Effect.Effect<A>
+    ) =>
+      Effect.gen(function*() {
+        const key = callKey(headers, id)
+        const signal = yield* Deferred.make<void>()
+        inFlight.set(key, signal)
+        // the loser is interrupted and awaited: a tool's own clean-up (invoke_agent's task) is done when this ends
+        return yield* Effect.raceFirst(
+          Effect.asSome(f(Deferred.isDone(signal))),
+          Effect.as(Deferred.await(signal), Option.none<A>())
+        ).pipe(Effect.ensuring(Effect.sync(() => inFlight.get(key) === signal && inFlight.delete(key))))
+      })
+
+    /** A `notifications/cancelled` (of a session checked already): the call it names stops, if it runs here. */
+    const cancel = (headers: Headers, params: Record<string, unknown> | undefined) => {
+      const signal = inFlight.get(callKey(headers, params?.["requestId"]))
+      return signal === undefined ? Effect.void : Deferred.succeed(signal, undefined)
+    }
+
     const mayCall = (caller: McpCaller, loaded: LoadedTool) =>
       loaded.tool.annotations.readOnlyHint
         ? caller.scopes.includes("mcp:read") || caller.scopes.includes("mcp:write")
@@ -112,7 +143,12 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
           return Effect.succeed({ isError: true, text: `error: your token does not allow ${name}` })
         }
         return Effect.map(
-          runTool(loaded, args, { caller: context.caller, wantsProgress: false, progress: () => Effect.void }),
+          runTool(loaded, args, {
+            caller: context.caller,
+            wantsProgress: false,
+            progress: () => Effect.void,
+            cancelled: Effect.succeed(false)
+          }),
           (value: any) => ({ isError: "isError" in value, text: value.content[0]!.text })
         )
       }
@@ -123,9 +159,18 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
     /** The tool a `tools/call` names and its arguments, or the JSON-RPC / scope error that answers it instead. */
     const toolFor = (resource: ProtectedResource, caller: McpCaller, message: Request) => {
       const params = message.params ?? {}
-      const loaded = typeof params["name"] === "string" ? registryFor(resource).byName.get(params["name"]) : undefined
+      const name = params["name"]
+      if (typeof name !== "string") {
+        const text = name === undefined
+          ? "`params.name` is missing: name the tool to call (tools/list lists them)."
+          : `\`params.name\` must be a tool's name (a string), not ${kindOf(name)}.`
+        return rpcResponse(failure(message.id, ErrorCodes.invalidParams, text))
+      }
+      const loaded = registryFor(resource).byName.get(name)
       if (loaded === undefined) {
-        return rpcResponse(failure(message.id, ErrorCodes.invalidParams, `Unknown tool: ${String(params["name"])}`))
+        return rpcResponse(
+          failure(message.id, ErrorCodes.invalidParams, `Unknown tool: ${name}; tools/list lists them.`)
+        )
       }
       // MCP's `arguments` is an object, or absent (the tool runs without any). Anything else is a malformed
       // request, not a call with odd arguments: `Schema.Struct({})` would take `[1,2]` or `"str"` as no arguments.
@@ -169,8 +214,17 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
         const { args, loaded } = call
         const token = progressTokenOf(message, headers)
         if (token === undefined) {
-          const value = yield* runTool(loaded, args, { caller, wantsProgress: false, progress: () => Effect.void })
-          return rpcResponse(result(message.id, value))
+          const value = yield* cancellable(
+            headers,
+            message.id,
+            (cancelled) =>
+              runTool(loaded, args, { caller, wantsProgress: false, progress: () => Effect.void, cancelled })
+          )
+          // a cancelled call is not answered; the POST still needs a status
+          return Option.match(value, {
+            onNone: (): Answer => ({ _tag: "Empty", status: 202 }),
+            onSome: (value) => rpcResponse(result(message.id, value))
+          })
         }
         // an SSE answer: progress notifications while the tool runs, then its result
         return {
@@ -182,8 +236,16 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
                 method: "notifications/progress",
                 params: { progressToken: token, progress: n, ...(text === undefined ? {} : { message: text }) }
               }))
-            return runTool(loaded, args, { caller, wantsProgress: true, progress }).pipe(
-              Effect.flatMap((value) => send(sse(result(message.id, value))))
+            // a cancelled call's stream ends without its result
+            return cancellable(
+              headers,
+              message.id,
+              (cancelled) => runTool(loaded, args, { caller, wantsProgress: true, progress, cancelled })
+            ).pipe(
+              Effect.flatMap(Option.match({
+                onNone: () => Effect.void,
+                onSome: (value) => send(sse(result(message.id, value)))
+              }))
             )
           }
         } satisfies Answer
@@ -237,6 +299,9 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
           return yield* initialize(resource, caller, classified.message)
         }
         if (!sessionChecked) yield* admission.session(caller, headers)
+        if (classified._tag === "Notification" && classified.message.method === "notifications/cancelled") {
+          yield* cancel(headers, classified.message.params)
+        }
         if (classified._tag !== "Request") return { _tag: "Empty", status: 202 } satisfies Answer
         const message = classified.message
         switch (message.method) {

@@ -46,6 +46,12 @@ export interface ToolContext {
   readonly wantsProgress: boolean
   /** Sends `notifications/progress` when the client asked for it (a `progressToken`); otherwise nothing. */
   readonly progress: (progress: number, message?: string) => Effect.Effect<void>
+  /**
+   * Whether the client cancelled this call (`notifications/cancelled`). The call is then interrupted: a tool
+   * whose work outlives the call (invoke_agent's task) checks this in `Effect.onInterrupt` to stop that work
+   * too, and not when the interruption is a node stopping.
+   */
+  readonly cancelled: Effect.Effect<boolean>
 }
 
 /** What a tool's `fast` variant is given: the caller, the services, and a way to hear that the client left. */

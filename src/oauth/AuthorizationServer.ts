@@ -196,7 +196,11 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
           // a code seen twice was stolen or replayed: whatever was issued from it stops working (the code was
           // marked used in its own statement, so a failed exchange burns it too, and this revocation commits)
           if (row.grant_id !== null) yield* revokeFamily(row.grant_id)
-          return yield* OAuthError.of("invalid_grant", "This authorization code was already used.")
+          return yield* OAuthError.of(
+            "invalid_grant",
+            "This authorization code was already presented: a code works once, a refused exchange (e.g. a wrong " +
+              "`code_verifier`) included. Start the authorization again."
+          )
         }
         if (row.client_id !== client.id) {
           return yield* OAuthError.of("invalid_grant", "The code was issued to another client.")

@@ -9,8 +9,14 @@ import { hashOf, randomSecret, sameSecret } from "./Secrets.js"
 
 const LOOPBACK = new Set(["127.0.0.1", "[::1]", "localhost"])
 
+/** Long enough for any real callback; each is stored, shown on the consent page and checked on every request. */
+const MAX_REDIRECT_URI_LENGTH = 2_000
+
 /** Redirect URIs are https, or http on loopback (native apps, RFC 8252); no fragments. */
 export const redirectUriProblem = (uri: string): string | undefined => {
+  if (uri.length > MAX_REDIRECT_URI_LENGTH) {
+    return `A redirect URI is at most ${MAX_REDIRECT_URI_LENGTH} characters; one has ${uri.length}.`
+  }
   if (!URL.canParse(uri)) return `'${uri}' is not an absolute URL`
   const url = new URL(uri)
   if (url.hash !== "" || uri.includes("#")) return `'${uri}' has a fragment`

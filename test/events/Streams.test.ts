@@ -173,6 +173,43 @@ describe("event streams", () => {
     expect(asAdmin.events.map((e) => e.data.data.action)).toContain("CREATE_AGENT")
   })
 
+  it("types a key is never shown are refused with 403, not followed in silence", async () => {
+    const { apiKey, node } = world
+    const member = await addMember(node, apiKey, "member")
+    const agent = await createAgent(node, apiKey, {
+      name: "typed",
+      model: { provider: "scripted", script: [{ text: "a" }] }
+    })
+    const limited = await (await node.fetch("/v1/api-keys", {
+      ...json({ name: "limited-types", kind: "organization", role: "admin", agent_ids: [agent.id] }),
+      apiKey
+    })).json()
+    const refused = [
+      [member.key, "audit.recorded", "audit records are for Admins and above"],
+      [member.key, "task.completed,audit.recorded", "audit records are for Admins and above"],
+      [limited.api_key, "audit.recorded", "a key limited to agents sees only their task and approval events"],
+      [limited.api_key, "connection.needs_reauthentication", "a key limited to agents"]
+    ] as const
+    for (const [key, types, why] of refused) {
+      const response = await node.fetch(`/v1/events?types=${types}`, { apiKey: key })
+      expect(response.status).toBe(403)
+      const { error } = await response.json()
+      expect(error.code).toBe("forbidden")
+      expect(error.message).toContain(why)
+    }
+    // what they may see opens as before
+    for (
+      const [key, types] of [[member.key, "task.completed,connection.needs_reauthentication"], [
+        apiKey,
+        "audit.recorded"
+      ], [limited.api_key, "task.completed"]] as const
+    ) {
+      const opened = await collect(`/v1/events?types=${types}`, key, { ms: 300 })
+      expect(opened.response.status).toBe(200)
+      await opened.end
+    }
+  })
+
   it("a Last-Event-ID older than retention kept is refused with 410 events_expired, never a silent gap", async () => {
     const { apiKey, node, organizationId } = world
     const [row] = (await db.query<{ id: string }>(

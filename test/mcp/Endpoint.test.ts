@@ -274,6 +274,11 @@ describe("tools", () => {
     const bad = (await (await call(session, "get_task", { task_id: "not-a-uuid" })).json()).result
     expect(bad.isError).toBe(true)
     expect(bad.structuredContent.error.code).toBe("validation_failed")
+    // an id of another JSON type is named as sent, not as String() shows it ("" for [], "[object Object]")
+    for (const [sent, shown] of [[[], "[]"], [{ a: 1 }, "{\"a\":1}"], [7, "7"], [null, "null"]] as const) {
+      const typed = (await (await call(session, "get_task", { task_id: sent })).json()).result
+      expect(typed.structuredContent.error.message).toBe(`\`task_id\`: must be the id of a task (a UUID), not ${shown}`)
+    }
     const extra = (await (await call(session, "get_task", { task_id: crypto.randomUUID(), surprise: 1 })).json()).result
     expect(extra.isError).toBe(true)
     // an optional argument out of range is that issue alone, not also "Expected undefined" (as on REST)
@@ -286,6 +291,19 @@ describe("tools", () => {
     expect(missing.structuredContent.error.code).toBe("not_found")
     const unknown = await (await call(session, "no_such_tool", {})).json()
     expect(unknown.error.code).toBe(-32602)
+    expect(unknown.error.message).toBe("Unknown tool: no_such_tool; tools/list lists them.")
+    for (
+      const [params, message] of [
+        [{}, "`params.name` is missing: name the tool to call (tools/list lists them)."],
+        [{ name: 5 }, "`params.name` must be a tool's name (a string), not a number."]
+      ] as const
+    ) {
+      const unnamed = await (await mcpPost(node.baseUrl, { jsonrpc: "2.0", id: 9, method: "tools/call", params }, {
+        authorization: `Bearer ${accessToken}`,
+        "mcp-session-id": session
+      })).json()
+      expect(unnamed.error).toEqual({ code: -32602, message })
+    }
   })
 
   it("need the write scope to change anything: 403 insufficient_scope", async () => {

@@ -9,9 +9,10 @@ import type { Progress } from "@modelcontextprotocol/sdk/types.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createAgent } from "../agents/support.js"
 import { createConnection, createConnector, petstore } from "../connectors/support.js"
+import { eventually } from "../support/Poll.js"
 import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
-import { obtainTokens, signedUpAdmin } from "./support.js"
+import { mcpPost, obtainTokens, openSession, signedUpAdmin } from "./support.js"
 
 let node: TestNode
 let target: TargetServer
@@ -112,5 +113,88 @@ describe("MCP progress of invoke_agent", () => {
     expect(progress.at(-1)!.message).toBe("Task error.")
     expect(progress.map((p) => p.progress)).toEqual(progress.map((_, i) => i + 1))
     await client.close()
+  })
+
+  it("a call the client cancels (notifications/cancelled) stops: no result, its task cancelled", async () => {
+    const admin = await signedUpAdmin(node)
+    const agent = await createAgent(node, admin.api_key, {
+      name: "slow",
+      model: { provider: "scripted", script: [{ text: "Too late.", delay_ms: 120_000 }] }
+    })
+    const token = (await obtainTokens(node, admin.email)).tokens.access_token
+    const client = new Client({ name: "cancel-test", version: "1.0.0" })
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${node.baseUrl}/mcp/`), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } }
+      })
+    )
+    const progress: Array<Progress> = []
+    const aborted = new AbortController()
+    const call = client.callTool(
+      { name: "invoke_agent", arguments: { agent_id: agent.id, text: "take your time" } },
+      undefined,
+      { signal: aborted.signal, onprogress: (p) => void progress.push(p) }
+    )
+    // the SDK sends notifications/cancelled when the caller aborts
+    const started = await eventually(() => progress.find((p) => p.message === "Task started.") ? progress : undefined)
+    const taskId = /^Task (\S+) created\.$/.exec(started[0]!.message!)![1]!
+    aborted.abort("changed my mind")
+    await expect(call).rejects.toThrow(/changed my mind/)
+    const task = await eventually(async () => {
+      const read = await (await node.fetch(`/v1/tasks/${taskId}`, { apiKey: admin.api_key })).json()
+      return read.status === "executing" ? undefined : read
+    })
+    expect(task.status).toBe("cancelled")
+    // the session goes on
+    expect((await client.callTool({ name: "get_task", arguments: { task_id: taskId } })).structuredContent)
+      .toMatchObject({ id: taskId, status: "cancelled" })
+    await client.close()
+  })
+
+  it("a cancelled call without a progressToken is answered 202 with no JSON-RPC response", async () => {
+    const admin = await signedUpAdmin(node)
+    const agent = await createAgent(node, admin.api_key, {
+      name: "slow",
+      model: { provider: "scripted", script: [{ text: "Too late.", delay_ms: 120_000 }] }
+    })
+    const token = (await obtainTokens(node, admin.email)).tokens.access_token
+    const session = await openSession(node.baseUrl, token)
+    const headers = { authorization: `Bearer ${token}`, "mcp-session-id": session }
+    const call = mcpPost(node.baseUrl, {
+      jsonrpc: "2.0",
+      id: "call-1",
+      method: "tools/call",
+      params: { name: "invoke_agent", arguments: { agent_id: agent.id, text: "take your time" } }
+    }, headers)
+    const running = await eventually(async () => {
+      const tasks = await (await node.fetch("/v1/tasks", { apiKey: admin.api_key })).json()
+      return tasks.items.find((t: { status: string }) => t.status === "executing")
+    })
+    // another session's cancellation, or one naming another id, does not reach it
+    const other = await openSession(node.baseUrl, token)
+    for (const [sessionId, requestId] of [[other, "call-1"], [session, 1]] as const) {
+      const notified = await mcpPost(node.baseUrl, {
+        jsonrpc: "2.0",
+        method: "notifications/cancelled",
+        params: { requestId }
+      }, { ...headers, "mcp-session-id": sessionId })
+      expect(notified.status).toBe(202)
+    }
+    expect((await (await node.fetch(`/v1/tasks/${running.id}`, { apiKey: admin.api_key })).json()).status)
+      .toBe("executing")
+    const cancelled = await mcpPost(node.baseUrl, {
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId: "call-1", reason: "no longer needed" }
+    }, headers)
+    expect(cancelled.status).toBe(202)
+    const answer = await call
+    expect(answer.status).toBe(202)
+    expect(await answer.text()).toBe("")
+    const task = await eventually(async () => {
+      const read = await (await node.fetch(`/v1/tasks/${running.id}`, { apiKey: admin.api_key })).json()
+      return read.status === "executing" ? undefined : read
+    })
+    expect(task.status).toBe("cancelled")
   })
 })

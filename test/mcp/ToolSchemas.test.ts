@@ -83,3 +83,15 @@ describe("tool schemas", () => {
     })).toBe(true)
   })
 })
+
+describe("tool descriptions", () => {
+  it("tell a model what every tool and every argument is for", async () => {
+    const undescribed = (await listTools("/mcp/")).flatMap((tool) => [
+      ...(typeof tool.description === "string" && tool.description.length >= 40 ? [] : [tool.name]),
+      ...Object.entries(tool.inputSchema.properties ?? {})
+        .filter(([, schema]) => typeof (schema as { description?: unknown }).description !== "string")
+        .map(([name]) => `${tool.name}.${name}`)
+    ])
+    expect(undescribed).toEqual([])
+  })
+})

@@ -266,6 +266,19 @@ describe("token endpoint", () => {
     })
     expect(wrong).toMatchObject({ status: 400, body: { error: "invalid_grant" } })
     expect(wrong.headers.get("cache-control")).toBe("no-store")
+    // the refused exchange used the code up, and the retry is told so, not that the code was "used"
+    const retried = await token(node, {
+      grant_type: "authorization_code",
+      code,
+      code_verifier: pkce().verifier,
+      client_id: client.client_id,
+      redirect_uri: REDIRECT_URI
+    })
+    expect(retried.body).toEqual({
+      error: "invalid_grant",
+      error_description: "This authorization code was already presented: a code works once, a refused exchange " +
+        "(e.g. a wrong `code_verifier`) included. Start the authorization again."
+    })
   })
 
   it("denies a replayed code and revokes what was issued from it", async () => {

@@ -262,6 +262,16 @@ describe("registration takes JSON, http(s) addresses and a bounded list of redir
     const many = await post("/oauth/register", registration({ redirect_uris: uris(1000) }), "application/json")
     await expectOAuthError(many, 400, "invalid_client_metadata")
   })
+
+  it("takes redirect URIs of at most 2,000 characters, and does not echo a longer one", async () => {
+    const uri = (length: number) => `https://app.example/cb?${"a".repeat(length - 23)}`
+    expect((await registerClient(node, { redirect_uris: [uri(2000)] })).status).toBe(201)
+    const refused = await post("/oauth/register", registration({ redirect_uris: [uri(50_000)] }), "application/json")
+    expect(await expectOAuthError(refused, 400, "invalid_redirect_uri")).toEqual({
+      error: "invalid_redirect_uri",
+      error_description: "A redirect URI is at most 2000 characters; one has 50000."
+    })
+  })
 })
 
 describe("a metadata document that cannot be fetched", () => {

@@ -9,8 +9,13 @@ export default defineTool({
     "/v1/approvals/{approval_id}/approve|reject; Admin+). A rejection and its reason are told to the model.",
   input: Schema.Struct({
     approval_id: ApprovalId,
-    decision: Schema.Literal("approve", "reject"),
-    reason: Schema.optional(Schema.String.pipe(Schema.maxLength(2000)))
+    // described as a property: a description on the type would stand in for its message
+    decision: Schema.propertySignature(Schema.Literal("approve", "reject")).annotations({
+      description: "Let the tool call run, or not."
+    }),
+    reason: Schema.optional(Schema.String.pipe(Schema.maxLength(2000))).annotations({
+      description: "Why; a rejection's reason is told to the model."
+    })
   }),
   output: Approval,
   annotations: {

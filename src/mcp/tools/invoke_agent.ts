@@ -3,8 +3,9 @@ import { InvokeAgent, Task } from "../../../schema/Agents.js"
 import { AgentId } from "../../../schema/Ids.js"
 import type { EventRecord } from "../../events/EventRepo.js"
 import { InvokeStream } from "../../events/InvokeStream.js"
+import type { McpCaller } from "../../oauth/TokenVerifier.js"
 import { Tasks } from "../../tasks/Tasks.js"
-import { defineTool, ToolText } from "../McpTool.js"
+import { defineTool, type ToolContext, ToolText } from "../McpTool.js"
 
 const TERMINAL = new Set(["completed", "error", "cancelled"])
 // how long one call waits for the answer: a client that sends a progressToken hears from us meanwhile
@@ -50,7 +51,8 @@ export default defineTool({
   name: "invoke_agent",
   description: "Run an agent with a prompt, as you (POST /v1/agents/{agent_id}/invoke). The run is a task like " +
     "any other, readable with get_task; the result holds the agent's answer and the task id. Long runs send " +
-    "progress notifications when the request carries a progressToken; `asynchronous: true` returns at once.",
+    "progress notifications when the request carries a progressToken; cancelling the call cancels the task; " +
+    "`asynchronous: true` returns at once.",
   input: Schema.Struct({
     agent_id: AgentId,
     text: InvokeAgent.fields.input.fields.text,
@@ -66,7 +68,7 @@ export default defineTool({
     idempotentHint: false,
     openWorldHint: true
   },
-  run: ({ agent_id, asynchronous, text }, { caller, progress, wantsProgress }) =>
+  run: ({ agent_id, asynchronous, text }, { caller, cancelled, progress, wantsProgress }) =>
     Effect.gen(function*() {
       const tasks = yield* Tasks
       const { task } = yield* tasks.invoke(
@@ -76,35 +78,47 @@ export default defineTool({
         { asynchronous: true, idempotencyKey: undefined, source: "mcp" }
       )
       if (asynchronous === true) return task
-      const deadline = Date.now() + (wantsProgress ? WAIT_WITH_PROGRESS_S : WAIT_WITHOUT_PROGRESS_S) * 1000
-      // one count for all notifications of the call: progress only ever increases
-      let n = 0
-      if (wantsProgress) {
-        // a notification per event of the task as it is committed (the log: EventLog), then the result
-        const streams = yield* InvokeStream
-        const ticks = Stream.fromSchedule(Schedule.spaced(TICK)).pipe(Stream.as(Option.none<EventRecord>()))
-        yield* Stream.merge(
-          streams.events(caller.principal.organizationId, task.id).pipe(Stream.map(Option.some)),
-          ticks,
-          { haltStrategy: "left" }
-        ).pipe(
-          Stream.runForEach((e) => {
-            const text = Option.match(e, { onNone: () => `Task ${task.id} is running.`, onSome: progressMessage })
-            return text === undefined ? Effect.void : progress(++n, text)
-          }),
-          Effect.timeout(Duration.millis(Math.max(0, deadline - Date.now()))),
-          // the log cannot say (pruned under the stream, or too long): the task is read as it is now
-          Effect.ignore
+      return yield* waitFor(task, caller, wantsProgress, progress).pipe(
+        // the client cancelled the call, which is the run: the task stops too (not when this node stops)
+        Effect.onInterrupt(() =>
+          Effect.flatMap(cancelled, (yes) => yes ? Effect.ignore(tasks.cancel(caller.principal, task.id)) : Effect.void)
         )
-      }
-      let current = wantsProgress ? yield* tasks.get(caller.principal, task.id, 0) : task
-      while (!TERMINAL.has(current.status) && Date.now() < deadline) {
-        current = yield* tasks.get(caller.principal, task.id, Math.min(POLL_S, (deadline - Date.now()) / 1000))
-        if (!TERMINAL.has(current.status)) yield* progress(++n, `Task ${task.id} is ${current.status}.`)
-      }
-      const answer = TERMINAL.has(current.status)
-        ? current.result ?? ""
-        : `The task is still ${current.status}; read it later with get_task.`
-      return new ToolText(`${answer}\n\ntask_id: ${current.id} (status: ${current.status})`, current)
+      )
     })
 })
+
+/** Waits for the task's end (with a progress notification per event when asked), up to its deadline. */
+const waitFor = (task: Task, caller: McpCaller, wantsProgress: boolean, progress: ToolContext["progress"]) =>
+  Effect.gen(function*() {
+    const tasks = yield* Tasks
+    const deadline = Date.now() + (wantsProgress ? WAIT_WITH_PROGRESS_S : WAIT_WITHOUT_PROGRESS_S) * 1000
+    // one count for all notifications of the call: progress only ever increases
+    let n = 0
+    if (wantsProgress) {
+      // a notification per event of the task as it is committed (the log: EventLog), then the result
+      const streams = yield* InvokeStream
+      const ticks = Stream.fromSchedule(Schedule.spaced(TICK)).pipe(Stream.as(Option.none<EventRecord>()))
+      yield* Stream.merge(
+        streams.events(caller.principal.organizationId, task.id).pipe(Stream.map(Option.some)),
+        ticks,
+        { haltStrategy: "left" }
+      ).pipe(
+        Stream.runForEach((e) => {
+          const text = Option.match(e, { onNone: () => `Task ${task.id} is running.`, onSome: progressMessage })
+          return text === undefined ? Effect.void : progress(++n, text)
+        }),
+        Effect.timeout(Duration.millis(Math.max(0, deadline - Date.now()))),
+        // the log cannot say (pruned under the stream, or too long): the task is read as it is now
+        Effect.ignore
+      )
+    }
+    let current = wantsProgress ? yield* tasks.get(caller.principal, task.id, 0) : task
+    while (!TERMINAL.has(current.status) && Date.now() < deadline) {
+      current = yield* tasks.get(caller.principal, task.id, Math.min(POLL_S, (deadline - Date.now()) / 1000))
+      if (!TERMINAL.has(current.status)) yield* progress(++n, `Task ${task.id} is ${current.status}.`)
+    }
+    const answer = TERMINAL.has(current.status)
+      ? current.result ?? ""
+      : `The task is still ${current.status}; read it later with get_task.`
+    return new ToolText(`${answer}\n\ntask_id: ${current.id} (status: ${current.status})`, current)
+  })

@@ -8,10 +8,10 @@ export default defineTool({
   name: "list_approvals",
   description: "Requests for approval of tool calls, newest first, e.g. the pending ones (GET /v1/approvals; Admin+).",
   input: Schema.Struct({
-    status: Schema.optional(ApprovalStatus),
+    status: Schema.optional(ApprovalStatus).annotations({ description: "Only approvals in this state." }),
     task_id: Schema.optional(TaskId),
     limit: Schema.optional(Schema.Int.pipe(Schema.between(1, 200))),
-    cursor: Schema.optional(Schema.String)
+    cursor: Schema.optional(Schema.String).annotations({ description: "`next_cursor` of the previous page." })
   }),
   output: ApprovalPage,
   annotations: {

@@ -10,7 +10,7 @@ export default defineTool({
   input: Schema.Struct({
     status: Schema.optional(SkillStatus),
     limit: Schema.optional(Schema.Int.pipe(Schema.between(1, 200))),
-    cursor: Schema.optional(Schema.String)
+    cursor: Schema.optional(Schema.String).annotations({ description: "`next_cursor` of the previous page." })
   }),
   output: SkillPage,
   annotations: {

@@ -11,7 +11,10 @@ export default defineTool({
   input: Schema.Struct({
     agent_id: Schema.optional(AgentId),
     status: Schema.optional(TaskStatus),
-    user_id: Schema.optional(Schema.String),
+    user_id: Schema.optional(Schema.String).annotations({
+      description:
+        "Only the tasks whose `user.id` is this: the invoke's `input.user.id` (for MCP calls, the caller's id)."
+    }),
     schedule_id: Schema.optional(ScheduleId).annotations({ description: "The runs of this schedule." }),
     created_after: Schema.optional(DateParam),
     created_before: Schema.optional(DateParam),

@@ -9,7 +9,10 @@ export default defineTool({
   description: "Write a text file to the workspace (POST /v1/files; Builder and above): the organization's, or " +
     "an agent's with `agent_id`. A name in use is refused (`file_exists`) unless `overwrite` is true.",
   input: Schema.Struct({
-    name: FileName,
+    // described here: the JSON Schema of the refinement FileName drops its description
+    name: Schema.propertySignature(FileName).annotations({
+      description: "The file's name: a relative path such as `reports/2026/q1.csv`."
+    }),
     text: Schema.String.annotations({ description: "The file's content, stored as UTF-8." }),
     agent_id: Schema.optional(AgentId).annotations({ description: "Write in this agent's workspace." }),
     overwrite: Schema.optional(Schema.Boolean).annotations({
