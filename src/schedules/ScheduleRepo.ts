@@ -277,7 +277,7 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
               input, agent_version, api_key_id, invoker_user_id, idempotency_key, request_hash, shard, created_at)
             SELECT r.id, r.organization_id, r.agent_id, 'pending', 'schedule', r.schedule_id, r.user_id,
               r.user_email, r.input, a.version, r.api_key_id, r.invoker_user_id, r.key, r.request_hash, r.shard,
-              clock_timestamp()
+              date_trunc('milliseconds', clock_timestamp())
             FROM json_to_recordset(${JSON.stringify(tasks)}::json) AS r(id uuid, shard smallint, request_hash text,
               key text, schedule_id uuid, organization_id uuid, agent_id uuid, input text, user_id text,
               user_email text, api_key_id text, invoker_user_id uuid)
