@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { call, expectError, withDatabase } from "../access/support.js"
+import { call, expectError, pageThrough, withDatabase } from "../access/support.js"
 import { parseCsv } from "../support/Csv.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 
@@ -103,19 +103,7 @@ describe("audit log export", () => {
     const none = await call(node, org.api_key, "GET", `/v1/audit-logs?to=2000-01-01T00:00:00Z`)
     expect(none.body.items).toEqual([])
 
-    const seen: Array<number> = []
-    let cursor: string | null = null
-    do {
-      const page: any = await call(
-        node,
-        org.api_key,
-        "GET",
-        `/v1/audit-logs?limit=2${cursor === null ? "" : `&cursor=${cursor}`}`
-      )
-      seen.push(...page.body.items.map((e: any) => e.seq))
-      cursor = page.body.next_cursor
-    } while (cursor !== null)
-    expect(seen).toEqual([6, 5, 4, 3, 2, 1])
+    expect((await pageThrough(node, org.api_key, "/v1/audit-logs", 2, (e) => e.seq)).ids).toEqual([6, 5, 4, 3, 2, 1])
   })
 
   it("answers bad parameters with 400", async () => {

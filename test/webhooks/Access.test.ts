@@ -238,19 +238,9 @@ describe("webhooks: who may, and what is refused", () => {
     })
     await appendEvents(db, org.organization_id, 7)
     await eventually(() => at("/pages").length >= 7 ? true : undefined)
-    const seen: Array<string> = []
-    let cursor: string | null = null
-    do {
-      const page: any = await call(
-        node,
-        org.api_key,
-        "GET",
-        `/v1/webhooks/${created.body.id}/deliveries?limit=3${cursor === null ? "" : `&cursor=${cursor}`}`
-      )
-      expect(page.status).toBe(200)
-      seen.push(...page.body.items.map((d: any) => d.event_id))
-      cursor = page.body.next_cursor
-    } while (cursor !== null)
+    const seen =
+      (await pageThrough(node, org.api_key, `/v1/webhooks/${created.body.id}/deliveries`, 3, (d) => d.event_id))
+        .ids
     expect(seen).toHaveLength(7)
     expect(new Set(seen).size).toBe(7)
     expect([...seen].sort((x, y) => (BigInt(x) < BigInt(y) ? 1 : -1))).toEqual(seen)
