@@ -2,6 +2,7 @@ import { HttpServerResponse } from "@effect/platform"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Zlib from "node:zlib"
+import { acceptsGzip } from "../http/StaticCompression.js"
 
 /** Where `npm run build:console` (run by `prepare`) writes the console. */
 export const CONSOLE_DIST = Path.resolve(import.meta.dirname, "../../console/dist")
@@ -65,7 +66,7 @@ export const loadConsoleAssets = (dir = CONSOLE_DIST): ReadonlyMap<string, Asset
 }
 
 export const assetResponse = (asset: Asset, acceptEncoding: string | undefined) => {
-  const gzip = asset.gzip !== undefined && /\bgzip\b/.test(acceptEncoding ?? "")
+  const gzip = asset.gzip !== undefined && acceptsGzip(acceptEncoding)
   return HttpServerResponse.uint8Array(gzip ? asset.gzip! : asset.body, {
     contentType: asset.type,
     headers: {
