@@ -38,6 +38,7 @@ import secretKeyCheck from "./migrations/0031_secret_key_check.js"
 import taskInvoker from "./migrations/0032_task_invoker.js"
 import eraseArchivedCredentials from "./migrations/0033_erase_archived_credentials.js"
 import keysetMilliseconds from "./migrations/0034_keyset_milliseconds.js"
+import taskInvokerScope from "./migrations/0035_task_invoker_scope.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -72,7 +73,8 @@ export const migrations = {
   "0031_secret_key_check": secretKeyCheck,
   "0032_task_invoker": taskInvoker,
   "0033_erase_archived_credentials": eraseArchivedCredentials,
-  "0034_keyset_milliseconds": keysetMilliseconds
+  "0034_keyset_milliseconds": keysetMilliseconds,
+  "0035_task_invoker_scope": taskInvokerScope
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

@@ -136,10 +136,16 @@ export class FunctionRepo extends Effect.Service<FunctionRepo>()("functions/Func
         JOIN function_versions v ON v.function_id = f.id AND v.version = f.current_version
         WHERE a.agent_id = ${agentId} AND a.organization_id = ${organizationId} ORDER BY f.name`.pipe(Effect.orDie)
 
-    /** Who an agent's run acts as when it calls connectors: the task's invoker, with the task's key. */
+    /** Who an agent's run acts as when it calls connectors (`runPrincipal`): the task's invoker, with the task's key. */
     const runIdentity = (organizationId: OrganizationId, agentId: AgentId, taskId: string) =>
-      sql<{ invoker_user_id: UserId | null; api_key_id: string | null }>`
-        SELECT t.invoker_user_id, t.api_key_id FROM agents a LEFT JOIN tasks t ON t.id = ${taskId}
+      sql<{
+        task_id: string | null
+        invoker_user_id: UserId | null
+        api_key_id: string | null
+        invoker_agent_ids: Array<AgentId> | null
+      }>`
+        SELECT t.id AS task_id, t.invoker_user_id, t.api_key_id, t.invoker_agent_ids
+        FROM agents a LEFT JOIN tasks t ON t.id = ${taskId}
         WHERE a.id = ${agentId} AND a.organization_id = ${organizationId}`.pipe(
         Effect.map(([row]) => row),
         Effect.orDie

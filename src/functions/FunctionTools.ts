@@ -1,10 +1,9 @@
 import { Effect } from "effect"
 import type { FunctionId } from "../../schema/Functions.js"
-import type { ApiKeyId } from "../../schema/Ids.js"
-import type { Principal } from "../../schema/Security.js"
 import type { ToolSpec } from "../agents/models/ModelProvider.js"
 import { emptyToolSet, type RunScope, type ToolResult, type ToolSet } from "../agents/ToolSet.js"
 import { Workspace } from "../files/Workspace.js"
+import { runPrincipal } from "../identity/RunPrincipal.js"
 import { type CallScope, fileRead, filesListed, FunctionCalls } from "./FunctionCalls.js"
 import { FunctionRepo, type FunctionRow } from "./FunctionRepo.js"
 
@@ -38,13 +37,17 @@ export class FunctionTools extends Effect.Service<FunctionTools>()("functions/Fu
       Effect.map(repo.runIdentity(run.organizationId, run.agentId, run.taskId), (identity): CallScope => {
         const files = workspace.forAgent(run)
         return {
-          principal: {
-            organizationId: run.organizationId,
-            userId: identity?.invoker_user_id ?? null,
-            keyId: (identity?.api_key_id ?? "task") as ApiKeyId,
-            role: "member",
-            agentIds: null
-          } satisfies Principal,
+          principal: runPrincipal(
+            identity?.task_id == null
+              // no task found: no invoker, and the run's own agent only
+              ? {
+                organization_id: run.organizationId,
+                invoker_user_id: null,
+                api_key_id: null,
+                invoker_agent_ids: [run.agentId]
+              }
+              : { ...identity, organization_id: run.organizationId }
+          ),
           taskId: run.taskId,
           files: {
             list: (prefix, cursor) => Effect.map(files.list(prefix, cursor), filesListed),

@@ -274,9 +274,12 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
           -- pending: its run starts after the commit, or, should this node die first, by its shard's sweep
           inserted AS (
             INSERT INTO tasks (id, organization_id, agent_id, status, source, schedule_id, user_id, user_email,
-              input, agent_version, api_key_id, invoker_user_id, idempotency_key, request_hash, shard, created_at)
+              input, agent_version, api_key_id, invoker_user_id, invoker_agent_ids, idempotency_key, request_hash,
+              shard, created_at)
+            -- scoped to the schedule's agent, as ScheduleRuns' principal is
             SELECT r.id, r.organization_id, r.agent_id, 'pending', 'schedule', r.schedule_id, r.user_id,
-              r.user_email, r.input, a.version, r.api_key_id, r.invoker_user_id, r.key, r.request_hash, r.shard,
+              r.user_email, r.input, a.version, r.api_key_id, r.invoker_user_id, jsonb_build_array(r.agent_id), r.key,
+              r.request_hash, r.shard,
               date_trunc('milliseconds', clock_timestamp())
             FROM json_to_recordset(${JSON.stringify(tasks)}::json) AS r(id uuid, shard smallint, request_hash text,
               key text, schedule_id uuid, organization_id uuid, agent_id uuid, input text, user_id text,

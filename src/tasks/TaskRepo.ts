@@ -28,6 +28,8 @@ export interface TaskRow {
   readonly api_key_id: string | null
   /** Who invoked it (null for an organization key): the run acts as them, with their personal connections. */
   readonly invoker_user_id: UserId | null
+  /** The agents the invoker could reach (null: every agent): the run's reach on their behalf. */
+  readonly invoker_agent_ids: ReadonlyArray<AgentId> | null
   readonly oidc_token: Uint8Array | null
   readonly idempotency_key: string | null
   readonly request_hash: string | null
@@ -97,7 +99,7 @@ const SUMMARY =
 const ROW = `t.id, t.organization_id, t.agent_id, t.agent_version, t.status, t.result, t.source, t.user_id,
   t.user_email, t.input, coalesce(t.agent_snapshot, v.snapshot) AS agent_snapshot, t.api_key_id, t.oidc_token,
   t.idempotency_key, t.request_hash, t.created_at, t.started_at, t.finished_at, t.schedule_id, t.run_epoch,
-  t.invoker_user_id`
+  t.invoker_user_id, t.invoker_agent_ids`
 const VERSION_JOIN = "LEFT JOIN agent_versions v ON v.agent_id = t.agent_id AND v.version = t.agent_version"
 
 /** A model call: its thread event (under its step key) and its usage record. */
@@ -136,6 +138,7 @@ interface InsertItem {
   readonly input: string
   readonly api_key_id: string | null
   readonly invoker_user_id: string | null
+  readonly invoker_agent_ids: ReadonlyArray<string> | null
   /** Sealed, base64. */
   readonly oidc_token: string | null
   readonly idempotency_key: string | null
@@ -213,7 +216,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       `WITH req AS (
         ${
         batchItems(`id uuid, organization_id uuid, agent_id uuid, source text, user_id text, user_email text,
-          input text, api_key_id text, invoker_user_id uuid, oidc_token text, idempotency_key text,
+          input text, api_key_id text, invoker_user_id uuid, invoker_agent_ids jsonb, oidc_token text, idempotency_key text,
           request_hash text, budget_checked boolean, start boolean, known_version int, shard smallint, schedule_id uuid`)
       }
       ),
@@ -225,11 +228,11 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       ),
       inserted AS (
         INSERT INTO tasks (id, organization_id, agent_id, status, source, schedule_id, user_id, user_email, input,
-          agent_version, api_key_id, invoker_user_id, oidc_token, idempotency_key, request_hash, started_at, shard,
-          run_epoch)
+          agent_version, api_key_id, invoker_user_id, invoker_agent_ids, oidc_token, idempotency_key, request_hash,
+          started_at, shard, run_epoch)
         SELECT req.id, req.organization_id, req.agent_id,
           CASE WHEN req.start THEN 'executing' ELSE 'pending' END, req.source, req.schedule_id, req.user_id,
-          req.user_email, req.input, agent.version, req.api_key_id, req.invoker_user_id,
+          req.user_email, req.input, agent.version, req.api_key_id, req.invoker_user_id, req.invoker_agent_ids,
           decode(req.oidc_token, 'base64'), req.idempotency_key, req.request_hash,
           CASE WHEN req.start THEN now() END, req.shard, CASE WHEN req.start THEN 1 ELSE 0 END
         FROM req JOIN agent ON agent.i = req.i WHERE agent.may_insert

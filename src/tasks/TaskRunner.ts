@@ -3,7 +3,7 @@ import type { Readable } from "node:stream"
 import type { BudgetExhausted } from "../../cluster/AgentEntity.js"
 import { outcomeOf, type TaskOutcome } from "../../cluster/TaskEntity.js"
 import type { InvokeOperation } from "../../schema/Connectors.js"
-import type { ApiKeyId, TaskId } from "../../schema/Ids.js"
+import type { TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
 import { BudgetLeases } from "../agents/BudgetLeases.js"
 import { BuiltinTools } from "../agents/BuiltinTools.js"
@@ -14,6 +14,7 @@ import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Connections } from "../connectors/Connections.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { TaskOutput } from "../events/TaskOutput.js"
+import { runPrincipal } from "../identity/RunPrincipal.js"
 import { NodeMetrics } from "../observability/NodeMetrics.js"
 import { leanSpansWhenTracing } from "../observability/Tracing.js"
 import { Approvals, conditionHolds } from "../skills/Approvals.js"
@@ -321,15 +322,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     const loop = (task: TaskRow, attached: Attachments | undefined, claim: Claim, control: RunControl) =>
       Effect.gen(function*() {
         const agent = task.agent_snapshot
-        // as the person who invoked it, never as the agent's creator: a personal connection in the agent's skills
-        // is for its owner's own runs only (the creator's credentials are not lent to whoever invokes the agent)
-        const principal: Principal = {
-          organizationId: task.organization_id,
-          userId: task.invoker_user_id,
-          keyId: (task.api_key_id ?? "task") as ApiKeyId,
-          role: "member",
-          agentIds: null
-        }
+        const principal = runPrincipal(task)
         // a resumed run replays what its thread recorded, and knows which calls were made; a first run has
         // nothing to read (read after the claim: what earlier runs wrote before it is all there)
         const fresh = claim.epoch === 1

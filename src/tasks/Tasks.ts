@@ -140,6 +140,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
         input: body.input.text,
         api_key_id: principal.keyId,
         invoker_user_id: principal.userId,
+        invoker_agent_ids: principal.agentIds,
         // the user's token lives sealed only while the task runs: ending the task erases it
         oidc_token: body.user_oidc_token === undefined
           ? null

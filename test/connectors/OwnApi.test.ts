@@ -107,6 +107,40 @@ describe("the built-in Switchyard connector", () => {
     expect({ user: me.user.id, key: me.key.id }).toEqual({ user: member.userId, key: member.keyId })
   })
 
+  it("keeps an agent's run within the agents its invoker's key may reach", async () => {
+    const other = (await call(node, admin.key, "POST", "/v1/agents", {
+      name: "Other",
+      model: { provider: "scripted", script: [{ text: "other" }] }
+    })).body
+    // the agent reads another agent through the Switchyard connector, as its invoker
+    const reader = (await call(node, admin.key, "POST", "/v1/agents", {
+      name: "Reader",
+      model: {
+        provider: "scripted",
+        script: [
+          { tool_calls: [{ name: "getAgent", arguments: { path_params: { agent_id: other.id } } }] },
+          { text: "saw: {{last_tool_result}}" }
+        ]
+      },
+      skills: [{ connection_id: connection.id, operation_ids: ["getAgent"] }]
+    })).body
+    const limited = (await call(node, admin.key, "POST", "/v1/api-keys", {
+      name: "reader only",
+      kind: "organization",
+      role: "builder",
+      agent_ids: [reader.id]
+    })).body.api_key
+    const input = { input: { text: "look", user: { id: "u", email: "u@example.com" } } }
+    const scoped = await call(node, limited, "POST", `/v1/agents/${reader.id}/invoke`, input)
+    expect(scoped.body.status).toBe("completed")
+    expect(scoped.body.result).toContain("not_found")
+    expect(scoped.body.result).not.toContain("other")
+    // the same agent invoked by a key that reaches every agent does read it
+    const wide = await call(node, admin.key, "POST", `/v1/agents/${reader.id}/invoke`, input)
+    expect(wide.body.status).toBe("completed")
+    expect(wide.body.result).toContain(other.id)
+  })
+
   it("refuses stored credentials and a server URL on its connections", async () => {
     const withKey = await call(node, admin.key, "POST", `/v1/tools/connectors/${SWITCHYARD}/connections`, {
       name: "with my key",
