@@ -4,6 +4,13 @@ import { type Role, roleAtLeast, roleDisplayName } from "../../schema/Identity.j
 import type { Principal } from "../../schema/Security.js"
 
 /**
+ * Nobody acts on a person, a key or a grant above their own role: fails with `refused` (which names what was
+ * refused) unless the caller's role is at least `role`.
+ */
+export const requireRoleAtLeast = (principal: Principal, role: Role, refused: string) =>
+  roleAtLeast(principal.role, role) ? Effect.void : Effect.fail(Forbidden.of(refused))
+
+/**
  * May the caller move someone from `current` (`undefined`: not yet a member) to `next` (`undefined`: out of
  * the organization)? Nobody grants above their own role or changes someone above it, and only a Super admin
  * grants or removes Super admin. The caller is already known to be an Admin or above.
@@ -12,15 +19,16 @@ export const checkRoleChange = (principal: Principal, current: Role | undefined,
   if ((next === "super_admin" || current === "super_admin") && principal.role !== "super_admin") {
     return Effect.fail(Forbidden.of("Only a Super admin may grant or remove the Super admin role."))
   }
-  if (next !== undefined && !roleAtLeast(principal.role, next)) {
-    return Effect.fail(Forbidden.of(`You cannot grant the role '${next}', which is above your own.`))
-  }
-  if (current !== undefined && !roleAtLeast(principal.role, current)) {
-    return Effect.fail(
-      Forbidden.of(`You cannot change a ${roleDisplayName[current]}, whose role is above your own.`)
+  return Effect.zipRight(
+    next === undefined
+      ? Effect.void
+      : requireRoleAtLeast(principal, next, `You cannot grant the role '${next}', which is above your own.`),
+    current === undefined ? Effect.void : requireRoleAtLeast(
+      principal,
+      current,
+      `You cannot change a ${roleDisplayName[current]}, whose role is above your own.`
     )
-  }
-  return Effect.void
+  )
 }
 
 /** A group's default role raises a member's role, never lowers it. */

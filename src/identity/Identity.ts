@@ -8,7 +8,6 @@ import {
   CreatedApiKey,
   type CreateMember,
   Me,
-  roleAtLeast,
   roleDisplayName,
   type UpdateMember
 } from "../../schema/Identity.js"
@@ -16,7 +15,7 @@ import { ApiKeyId, type OrganizationId, type UserId } from "../../schema/Ids.js"
 import { holds, Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { OrganizationAgents } from "../access/OrganizationAgents.js"
-import { checkRoleChange } from "../access/RolePolicy.js"
+import { checkRoleChange, requireRoleAtLeast } from "../access/RolePolicy.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { ConnectorRepo } from "../connectors/ConnectorRepo.js"
 import { transactionIn } from "../db/Transaction.js"
@@ -267,8 +266,12 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
         if (input.user_id !== undefined) {
           return yield* BadRequest.of("An organization key has no user: leave out `user_id`, or use kind `personal`.")
         }
-        if (input.role !== undefined && !roleAtLeast(principal.role, input.role)) {
-          return yield* Forbidden.of(`You cannot create a key with the role '${input.role}', which is above your own.`)
+        if (input.role !== undefined) {
+          yield* requireRoleAtLeast(
+            principal,
+            input.role,
+            `You cannot create a key with the role '${input.role}', which is above your own.`
+          )
         }
         // a key limited to agents mints no key reaching further than it does
         const scope = principal.agentIds
@@ -309,11 +312,11 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       const member = yield* repo.findMember(principal.organizationId, userId)
       if (member === undefined) return yield* NotFound.of("Member", userId)
       // a key acts as its member: issuing one for someone above you would be taking their role
-      if (!roleAtLeast(principal.role, member.role)) {
-        return yield* Forbidden.of(
-          `You cannot issue a key for a ${roleDisplayName[member.role]}, whose role is above your own.`
-        )
-      }
+      yield* requireRoleAtLeast(
+        principal,
+        member.role,
+        `You cannot issue a key for a ${roleDisplayName[member.role]}, whose role is above your own.`
+      )
       return yield* createKey(principal.organizationId, { ...input, role: member.role }, userId, principal.userId).pipe(
         audit.recorded(principal, keyCreated)
       )
@@ -330,13 +333,13 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       if (key.user_id !== principal.userId) {
         const holder = key.user_id === null ? undefined : yield* repo.findMember(principal.organizationId, key.user_id)
         const role = holder?.role ?? key.role
-        if (!roleAtLeast(principal.role, role)) {
-          return yield* Forbidden.of(
-            `You cannot revoke ${key.user_id === null ? "an organization key with the role" : "a key of a"} ${
-              roleDisplayName[role]
-            }, which is above your own role.`
-          )
-        }
+        yield* requireRoleAtLeast(
+          principal,
+          role,
+          `You cannot revoke ${key.user_id === null ? "an organization key with the role" : "a key of a"} ${
+            roleDisplayName[role]
+          }, which is above your own role.`
+        )
       }
       const revoked = yield* repo.revokeApiKey(principal.organizationId, id).pipe(
         audit.recorded(principal, (row) =>

@@ -1,12 +1,13 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { Api } from "../../schema/Api.js"
-import { BadRequest, Forbidden, NotFound } from "../../schema/Errors.js"
-import { roleAtLeast, roleDisplayName } from "../../schema/Identity.js"
+import { BadRequest, NotFound } from "../../schema/Errors.js"
+import { roleDisplayName } from "../../schema/Identity.js"
 import type { UserId } from "../../schema/Ids.js"
 import { OAuthAuthorization, type OAuthGrantId } from "../../schema/OAuth.js"
 import { holds, Policy } from "../../schema/Policy.js"
 import { Principal } from "../../schema/Security.js"
+import { requireRoleAtLeast } from "../access/RolePolicy.js"
 import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
 import { AuthorizationServer } from "./AuthorizationServer.js"
@@ -52,11 +53,11 @@ export const OAuthHttpLive = HttpApiBuilder.group(Api, "oauth", (handlers) =>
         yield* requireOrganizationKey(p, Policy.manageEveryAuthorization)
         const member = yield* identity.findMember(p.organizationId, userId)
         if (member === undefined) return yield* NotFound.of("Member", userId)
-        if (!roleAtLeast(p.role, member.role)) {
-          return yield* Forbidden.of(
-            `You cannot manage the authorizations of a ${roleDisplayName[member.role]}, which is above your own role.`
-          )
-        }
+        yield* requireRoleAtLeast(
+          p,
+          member.role,
+          `You cannot manage the authorizations of a ${roleDisplayName[member.role]}, which is above your own role.`
+        )
         return userId
       })
     return handlers
