@@ -126,6 +126,9 @@ const sandboxBusy = () =>
   })
 
 /** A call whose timeout passed while it waited for a worker: the timeout a running call gets, saying why. */
+/** The least time a create or update's load check gives code (`load`), whatever its timeout_ms. */
+const LOAD_TIMEOUT_FLOOR_MS = 5000
+
 const waitedOut = (timeoutMs: number) =>
   errorOf({
     ok: false,
@@ -264,7 +267,10 @@ export class FunctionCalls extends Effect.Service<FunctionCalls>()("functions/Fu
     /**
      * Whether `code` loads as a function: compiled, its module evaluated and its default export a function, in
      * the sandbox as a call would, with nothing called (a create or update refuses code that would fail every
-     * call). Its top-level code gets the function's own limits and no `ctx`.
+     * call). Its top-level code gets the function's memory limit, no `ctx`, and its timeout but at least
+     * LOAD_TIMEOUT_FLOOR_MS: on a busy node, loading alone (a worker to start, the module to compile) can take
+     * longer than a short timeout_ms, and that says nothing about the code; code that never finishes loading
+     * is still refused.
      */
     const load = (
       organizationId: string,
@@ -272,9 +278,10 @@ export class FunctionCalls extends Effect.Service<FunctionCalls>()("functions/Fu
       limits: { readonly timeoutMs: number; readonly memoryMb: number }
     ) =>
       Effect.gen(function*() {
+        const timeoutMs = Math.max(limits.timeoutMs, LOAD_TIMEOUT_FLOOR_MS)
         const outcome = yield* pool.run(
           organizationId,
-          { code, input: "null", schema: "{}", ...limits, maxOutputBytes: 16, loadOnly: true },
+          { code, input: "null", schema: "{}", ...limits, timeoutMs, maxOutputBytes: 16, loadOnly: true },
           () => Promise.resolve({ ok: false, error: invalid("no capability is served while code loads") })
         )
         if (outcome === "busy") {
@@ -284,7 +291,7 @@ export class FunctionCalls extends Effect.Service<FunctionCalls>()("functions/Fu
           // the code was never loaded: nothing is wrong with it
           return yield* new ServiceUnavailable({
             code: "functions_busy",
-            message: `No sandbox was free to load the code within its timeout_ms (${limits.timeoutMs} ms): ` +
+            message: `No sandbox was free to load the code within ${timeoutMs} ms: ` +
               "try again shortly."
           })
         }
