@@ -38,7 +38,7 @@ export const classify = (message: unknown): Classified => {
   if (Array.isArray(message)) {
     return {
       _tag: "Invalid",
-      reason: "A message is one JSON-RPC object (batches are not part of MCP since 2025-06-18).",
+      reason: "A message is one JSON-RPC object, not an array.",
       id: null
     }
   }

@@ -5,8 +5,13 @@ import { type McpCaller, TokenVerifier } from "../oauth/TokenVerifier.js"
 import { httpError } from "./McpAnswer.js"
 import { McpSessions } from "./McpSessions.js"
 
-/** Newest first: what `initialize` answers a client asking for a version we do not speak. */
-export const PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18"] as const
+/**
+ * Newest first: what `initialize` answers a client asking for a version we do not speak. 2025-03-26, the first
+ * with Streamable HTTP, for clients built on SDKs of its time; its sessions also take JSON-RPC batches.
+ */
+export const PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26"] as const
+/** The version whose sessions take JSON-RPC batches (dropped from MCP in 2025-06-18). */
+export const BATCH_VERSION = "2025-03-26"
 const BEARER = /^Bearer\s+([A-Za-z0-9._~+/=-]+)\s*$/i
 
 export type Headers = Readonly<Record<string, string | undefined>>
@@ -83,7 +88,7 @@ export class McpAdmission extends Effect.Service<McpAdmission>()("mcp/McpAdmissi
         return caller
       })
 
-    /** The caller's session named by `Mcp-Session-Id`. */
+    /** The caller's session named by `Mcp-Session-Id`: its id and negotiated protocol version. */
     const session = (caller: McpCaller, headers: Headers) =>
       Effect.gen(function*() {
         const id = headers["mcp-session-id"]
@@ -96,7 +101,7 @@ export class McpAdmission extends Effect.Service<McpAdmission>()("mcp/McpAdmissi
         if (found === undefined) {
           return yield* Effect.fail(httpError(404, "session_not_found", "No such session: initialize a new one."))
         }
-        return id
+        return { id, protocolVersion: found.protocol_version }
       })
 
     const endSession = (id: string) => sessions.end(id)

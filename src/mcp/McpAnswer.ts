@@ -29,6 +29,17 @@ export const rpcResponse = (body: unknown, status = 200, headers: Record<string,
 
 export const sse = (message: unknown) => `event: message\ndata: ${bodyJson(message)}\n\n`
 
+/**
+ * A batch's answer (MCP 2025-03-26), from its messages' JSON answers: their responses as one array, or 202 when
+ * it held no request; a refusal at the HTTP level (which McpProtocol checks before running any) refuses it.
+ */
+export const batchAnswer = (answers: ReadonlyArray<Answer>): Answer => {
+  const refused = answers.find((a) => a._tag === "Json" && a.status >= 400)
+  if (refused !== undefined) return refused
+  const responses = answers.flatMap((a) => a._tag === "Json" ? [a.body] : [])
+  return responses.length === 0 ? { _tag: "Empty", status: 202 } : rpcResponse(responses)
+}
+
 /** A `tools/call` result: a tool's output or its error, as JSON. */
 export type ToolCallResult = unknown
 

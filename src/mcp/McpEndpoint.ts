@@ -3,7 +3,7 @@ import { Effect, Fiber, Layer, Mailbox, Stream } from "effect"
 import { AgentsLive } from "../agents/AgentsLive.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { CommandPolicies } from "../commands/CommandPolicies.js"
-import { eventStreamResponse } from "../events/EventStreamResponse.js"
+import { acceptsEventStream, eventStreamResponse } from "../events/EventStreamResponse.js"
 import { InvokeStream } from "../events/InvokeStream.js"
 import { Files } from "../files/Files.js"
 import { Workspace } from "../files/Workspace.js"
@@ -63,6 +63,7 @@ const McpRouteTable = Layer.effectDiscard(
     const protocol = yield* McpProtocol
     const admission = yield* McpAdmission
     const drain = yield* Drain
+    const sessions = yield* McpSessions
     const asCalled = (called: ProtectedResource, url: string) => admission.resourceAt(url) ?? called
 
     const post = (called: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
@@ -81,25 +82,26 @@ const McpRouteTable = Layer.effectDiscard(
     const get = (called: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function*() {
         const caller = yield* admission.admit(asCalled(called, request.url), request.headers)
-        yield* admission.session(caller, request.headers)
-        if (!(request.headers["accept"] ?? "").includes("text/event-stream")) {
+        const { id } = yield* admission.session(caller, request.headers)
+        if (!acceptsEventStream(request.headers["accept"])) {
           return yield* toResponse(
             httpError(406, "not_acceptable", "GET opens an event stream: send Accept: text/event-stream.")
           )
         }
         // heartbeats from the node's one timer for all streams (a tick a second per stream was a fiber woken
         // every second for every idle client); ends at a drain too, so a stopping node is not held open by
-        // idle streams (clients reconnect), and after GET_STREAM_MAX_MS
+        // idle streams (clients reconnect), after GET_STREAM_MAX_MS, and with its session (a DELETE)
         return eventStreamResponse(
           drain,
-          Stream.concat(Stream.make(": stream open\n\n"), Stream.never).pipe(Stream.interruptAfter(GET_STREAM_MAX_MS))
+          Stream.concat(Stream.make(": stream open\n\n"), Stream.drain(Stream.fromEffect(sessions.ended(caller, id))))
+            .pipe(Stream.interruptAfter(GET_STREAM_MAX_MS))
         )
       }).pipe(Effect.catchAll(toResponse))
 
     const del = (called: ProtectedResource) => (request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function*() {
         const caller = yield* admission.admit(asCalled(called, request.url), request.headers)
-        const id = yield* admission.session(caller, request.headers)
+        const { id } = yield* admission.session(caller, request.headers)
         yield* admission.endSession(id)
         return { _tag: "Empty", status: 204 } satisfies Answer
       }).pipe(Effect.merge, Effect.flatMap(toResponse))

@@ -1,13 +1,23 @@
 import { Cause, Deferred, Effect, Exit, Option, Runtime, type Tracer } from "effect"
 import { AuditLog } from "../audit/AuditLog.js"
 import { makeAskTool } from "../builtin/BuiltinAgent.js"
+import { acceptsEventStream } from "../events/EventStreamResponse.js"
 import { BUILTIN_MCP_PATH, type ProtectedResource } from "../oauth/Resources.js"
 import type { McpCaller } from "../oauth/TokenVerifier.js"
 import { VERSION } from "../support/Version.js"
-import { classify, ErrorCodes, failure, type JsonRpcId, type JsonRpcRequest, result } from "./JsonRpc.js"
-import { type Headers, McpAdmission, PROTOCOL_VERSIONS } from "./McpAdmission.js"
+import {
+  type Classified,
+  classify,
+  ErrorCodes,
+  failure,
+  type JsonRpcId,
+  type JsonRpcRequest,
+  result
+} from "./JsonRpc.js"
+import { BATCH_VERSION, type Headers, McpAdmission, PROTOCOL_VERSIONS } from "./McpAdmission.js"
 import {
   type Answer,
+  batchAnswer,
   httpError,
   rpcResponse,
   sse,
@@ -24,6 +34,9 @@ import { ToolJson } from "./ToolJson.js"
 import { type LoadedTool, loadTools, registryOf } from "./ToolRegistry.js"
 
 type Request = JsonRpcRequest & { readonly id: JsonRpcId }
+
+/** The most messages a batch may hold: each may be a tool call, run one after another. */
+const BATCH_MAX = 100
 
 const kindOf = (value: unknown) => value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`
 
@@ -196,13 +209,19 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
     const progressTokenOf = (message: JsonRpcRequest, headers: Headers) => {
       const meta = message.params?.["_meta"] as Record<string, unknown> | undefined
       const token = meta?.["progressToken"]
-      return (typeof token === "string" || typeof token === "number") &&
-          (headers["accept"] ?? "").includes("text/event-stream")
+      return (typeof token === "string" || typeof token === "number") && acceptsEventStream(headers["accept"])
         ? token
         : undefined
     }
 
-    const toolsCall = (resource: ProtectedResource, caller: McpCaller, message: Request, headers: Headers) =>
+    /** `streams`: whether the call may be answered as an event stream (not within a batch). */
+    const toolsCall = (
+      resource: ProtectedResource,
+      caller: McpCaller,
+      message: Request,
+      headers: Headers,
+      streams: boolean
+    ) =>
       Effect.gen(function*() {
         const call = toolFor(resource, caller, message)
         if ("_tag" in call) {
@@ -212,7 +231,7 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
           return call
         }
         const { args, loaded } = call
-        const token = progressTokenOf(message, headers)
+        const token = streams ? progressTokenOf(message, headers) : undefined
         if (token === undefined) {
           const value = yield* cancellable(
             headers,
@@ -255,6 +274,12 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
       Effect.gen(function*() {
         const params = message.params ?? {}
         const asked = params["protocolVersion"]
+        if (typeof asked !== "string") {
+          const text = asked === undefined
+            ? "`params.protocolVersion` is missing: name the MCP version the client speaks, e.g. \"2025-11-25\"."
+            : `\`params.protocolVersion\` must be a string, not ${kindOf(asked)}.`
+          return rpcResponse(failure(message.id, ErrorCodes.invalidParams, text))
+        }
         const version = PROTOCOL_VERSIONS.find((v) => v === asked) ?? PROTOCOL_VERSIONS[0]
         const id = yield* sessions.open(caller, version, params["clientInfo"])
         return rpcResponse(
@@ -271,6 +296,74 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
           200,
           { "mcp-session-id": id }
         )
+      })
+
+    /** A message of a session, not `initialize`; `streams`: whether it may be answered as an event stream. */
+    const dispatch = (
+      resource: ProtectedResource,
+      caller: McpCaller,
+      classified: Exclude<Classified, { _tag: "Invalid" }>,
+      headers: Headers,
+      streams: boolean
+    ) =>
+      Effect.gen(function*() {
+        if (classified._tag === "Notification" && classified.message.method === "notifications/cancelled") {
+          yield* cancel(headers, classified.message.params)
+        }
+        if (classified._tag !== "Request") return { _tag: "Empty", status: 202 } satisfies Answer
+        const message = classified.message
+        switch (message.method) {
+          case "ping":
+            return rpcResponse(result(message.id, {}))
+          case "tools/list":
+            // one page, never a `nextCursor`: a cursor cannot be one of ours (MCP: an invalid cursor is -32602)
+            if (message.params?.["cursor"] !== undefined) {
+              const text = "Unknown cursor: tools/list answers every tool at once (no nextCursor); call it without one."
+              return rpcResponse(failure(message.id, ErrorCodes.invalidParams, text))
+            }
+            return rpcResponse(result(message.id, { tools: registryFor(resource).list }))
+          case "tools/call":
+            return yield* toolsCall(resource, caller, message, headers, streams)
+          default:
+            return rpcResponse(failure(message.id, ErrorCodes.methodNotFound, `Method not found: ${message.method}`))
+        }
+      })
+
+    /**
+     * A JSON-RPC batch, which only a 2025-03-26 session takes: its messages in turn, answered together as JSON. A
+     * tool beyond the token's scope refuses the batch (403) before any of it runs.
+     */
+    const batch = (resource: ProtectedResource, caller: McpCaller, messages: Array<unknown>, headers: Headers) =>
+      Effect.gen(function*() {
+        const { protocolVersion } = yield* admission.session(caller, headers)
+        if (protocolVersion !== BATCH_VERSION || messages.length === 0 || messages.length > BATCH_MAX) {
+          const reason = messages.length === 0
+            ? "An empty batch: send at least one message."
+            : messages.length > BATCH_MAX
+            ? `A batch holds at most ${BATCH_MAX} messages, not ${messages.length}: send them in several.`
+            : `A message is one JSON-RPC object: batches are part of MCP ${BATCH_VERSION} only, and this session ` +
+              `speaks ${protocolVersion}.`
+          return rpcResponse(failure(null, ErrorCodes.invalidRequest, reason), 400)
+        }
+        const all = messages.map(classify)
+        for (const classified of all) {
+          if (classified._tag !== "Request" || classified.message.method !== "tools/call") continue
+          const call = toolFor(resource, caller, classified.message)
+          if ("_tag" in call && call._tag === "Json" && call.status === 403) {
+            yield* denied(caller, String(classified.message.params?.["name"]), "insufficient_scope")
+            return call
+          }
+        }
+        const answers: Array<Answer> = []
+        for (const classified of all) {
+          if (classified._tag === "Invalid") {
+            answers.push(rpcResponse(failure(classified.id, ErrorCodes.invalidRequest, classified.reason)))
+          } else if (classified._tag === "Request" && classified.message.method === "initialize") {
+            const reason = "initialize cannot be part of a batch: send it alone."
+            answers.push(rpcResponse(failure(classified.message.id, ErrorCodes.invalidRequest, reason)))
+          } else answers.push(yield* dispatch(resource, caller, classified, headers, false))
+        }
+        return batchAnswer(answers)
       })
 
     /**
@@ -291,6 +384,7 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
         } catch {
           return rpcResponse(failure(null, ErrorCodes.parseError, "The body is not valid JSON."), 400)
         }
+        if (Array.isArray(body)) return yield* batch(resource, caller, body, headers)
         const classified = classify(body)
         if (classified._tag === "Invalid") {
           return rpcResponse(failure(classified.id, ErrorCodes.invalidRequest, classified.reason), 400)
@@ -299,21 +393,7 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
           return yield* initialize(resource, caller, classified.message)
         }
         if (!sessionChecked) yield* admission.session(caller, headers)
-        if (classified._tag === "Notification" && classified.message.method === "notifications/cancelled") {
-          yield* cancel(headers, classified.message.params)
-        }
-        if (classified._tag !== "Request") return { _tag: "Empty", status: 202 } satisfies Answer
-        const message = classified.message
-        switch (message.method) {
-          case "ping":
-            return rpcResponse(result(message.id, {}))
-          case "tools/list":
-            return rpcResponse(result(message.id, { tools: registryFor(resource).list }))
-          case "tools/call":
-            return yield* toolsCall(resource, caller, message, headers)
-          default:
-            return rpcResponse(failure(message.id, ErrorCodes.methodNotFound, `Method not found: ${message.method}`))
-        }
+        return yield* dispatch(resource, caller, classified, headers, true)
       }).pipe(Effect.merge)
 
     /**

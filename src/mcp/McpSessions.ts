@@ -22,6 +22,8 @@ export class McpSessions extends Effect.Service<McpSessions>()("mcp/McpSessions"
     const repo = yield* OAuthRepo
     const cache = new TtlCache<string, SessionRow>(Duration.toMillis((yield* SwitchyardConfig).apiKeyCacheTtl))
     const touched = new Map<string, number>()
+    // what ends each session's GET streams open on this node: a DELETE here ends them at once
+    const enders = new Map<string, Set<() => void>>()
 
     const open = (caller: McpCaller, protocolVersion: string, clientInfo: unknown) =>
       Effect.gen(function*() {
@@ -74,11 +76,36 @@ export class McpSessions extends Effect.Service<McpSessions>()("mcp/McpSessions"
     const end = (id: string) =>
       Effect.gen(function*() {
         const hash = hashOf(id)
-        cache.delete(hash.toString("base64"))
+        const key = hash.toString("base64")
+        cache.delete(key)
         yield* repo.endSession(hash)
+        for (const f of enders.get(key) ?? []) f()
+        enders.delete(key)
       })
 
-    return { open, find, peek, end } as const
+    /**
+     * Completes when the caller's session ends: at once when it ends on this node, else when a check every
+     * TOUCH_EVERY_MS no longer finds it (ended on another node), so an open GET stream ends with it.
+     */
+    const ended = (caller: McpCaller, id: string) => {
+      const key = hashOf(id).toString("base64")
+      const here = Effect.async<void>((resume) => {
+        const f = () => resume(Effect.void)
+        const set = enders.get(key) ?? new Set()
+        enders.set(key, set.add(f))
+        return Effect.sync(() => {
+          set.delete(f)
+          if (set.size === 0 && enders.get(key) === set) enders.delete(key)
+        })
+      })
+      const elsewhere = find(caller, id).pipe(
+        Effect.delay(TOUCH_EVERY_MS),
+        Effect.repeat({ until: (row) => row === undefined })
+      )
+      return Effect.asVoid(Effect.race(here, elsewhere))
+    }
+
+    return { open, find, peek, end, ended } as const
   }),
   dependencies: [OAuthRepo.Default]
 }) {}

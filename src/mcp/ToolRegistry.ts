@@ -3,7 +3,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
 import type { McpTool } from "./McpTool.js"
-import { toolInputSchema } from "./ToolSchema.js"
+import { toolInputSchema, toolOutputSchema } from "./ToolSchema.js"
 
 const TOOLS_DIR = Path.join(import.meta.dirname, "tools")
 
@@ -13,6 +13,7 @@ export const describe = (tool: McpTool) => ({
   title: tool.annotations.title,
   description: tool.description,
   inputSchema: toolInputSchema(tool.input),
+  outputSchema: toolOutputSchema(tool.output),
   annotations: tool.annotations
 })
 

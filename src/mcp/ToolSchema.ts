@@ -1,4 +1,5 @@
 import { JSONSchema, type Schema } from "effect"
+import { ErrorBody } from "../../schema/Errors.js"
 
 type Json = Record<string, unknown>
 
@@ -47,4 +48,19 @@ export const toolInputSchema = (schema: Schema.Schema<any, any, never>): Json =>
   // a Set's iteration also visits the names that cleaning a definition adds
   for (const name of kept) stillReferenced[name] = clean(defs[name], [name])
   return { type: "object", ...body, ...(kept.size === 0 ? {} : { $defs: stillReferenced }) }
+}
+
+const errorSchema = toolInputSchema(ErrorBody)
+
+/**
+ * A tool's `outputSchema` (MCP 2025-06-18), what its `structuredContent` is: its output (an array wrapped as
+ * `{"items": […]}`, McpAnswer.ts `asStructured`), or a tool error's `{"error": {code, message, details}}`,
+ * which clients validate too.
+ */
+export const toolOutputSchema = (schema: Schema.Schema<any, any, never>): Json => {
+  const { $defs, type, ...output } = toolInputSchema(schema)
+  const structured = type === "array"
+    ? { type: "object", required: ["items"], properties: { items: { type, ...output } }, additionalProperties: false }
+    : { type, ...output }
+  return { type: "object", anyOf: [structured, errorSchema], ...($defs === undefined ? {} : { $defs }) }
 }

@@ -148,6 +148,31 @@ describe("sessions", () => {
     const body = await response.json()
     expect(body.result).toMatchObject({ protocolVersion: "2025-06-18", serverInfo: { name: "Switchyard MCP" } })
     expect(response.headers.get("mcp-session-id")).toMatch(/^mcp_[A-Za-z0-9_-]{43}$/)
+    // a version we do not speak gets our newest, for the client to accept or leave
+    for (const asked of ["2024-11-05", "2099-01-01"]) {
+      const other = await mcpPost(node.baseUrl, {
+        ...initialize,
+        params: { ...initialize.params, protocolVersion: asked }
+      }, bearer)
+      expect((await other.json()).result.protocolVersion).toBe("2025-11-25")
+    }
+    for (
+      const [protocolVersion, message] of [
+        [
+          undefined,
+          "`params.protocolVersion` is missing: name the MCP version the client speaks, e.g. \"2025-11-25\"."
+        ],
+        [5, "`params.protocolVersion` must be a string, not a number."]
+      ] as const
+    ) {
+      const refused = await mcpPost(node.baseUrl, {
+        ...initialize,
+        params: { ...initialize.params, protocolVersion }
+      }, bearer)
+      expect(refused.status).toBe(200)
+      expect(refused.headers.get("mcp-session-id")).toBeNull()
+      expect((await refused.json()).error).toEqual({ code: -32602, message })
+    }
   })
 
   it("are bound to the user: another user's session id is not found", async () => {
@@ -187,6 +212,95 @@ describe("sessions", () => {
     while (!text.includes(": stream open\n\n")) text += new TextDecoder().decode((await reader.read()).value)
     expect(text).toMatch(/^retry: \d+\n\n: stream open\n\n/)
     controller.abort()
+    // Accept read as everywhere else: an event stream refused with q=0 is not accepted
+    for (const accept of ["application/json", "text/event-stream;q=0"]) {
+      const refused = await fetch(`${node.baseUrl}/mcp/`, { headers: { ...bearer, "mcp-session-id": session, accept } })
+      expect(refused.status).toBe(406)
+      expect((await refused.json()).error.code).toBe("not_acceptable")
+    }
+  })
+
+  it("of 2025-03-26 take JSON-RPC batches, answered in one array; later versions refuse them", async () => {
+    const opened = await mcpPost(node.baseUrl, {
+      ...initialize,
+      params: { ...initialize.params, protocolVersion: "2025-03-26" }
+    }, bearer)
+    expect((await opened.json()).result.protocolVersion).toBe("2025-03-26")
+    // a client of 2025-03-26 may not send MCP-Protocol-Version; one that does is served
+    const headers = {
+      ...bearer,
+      "mcp-session-id": opened.headers.get("mcp-session-id")!,
+      "mcp-protocol-version": "2025-03-26"
+    }
+    const answered = await mcpPost(node.baseUrl, [
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+      { jsonrpc: "2.0", id: 1, method: "ping" },
+      { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "get_task", arguments: { task_id: "x" } } },
+      { jsonrpc: "2.0", id: 3, method: "nope" },
+      { jsonrpc: "2.0", id: 4, method: "initialize", params: initialize.params },
+      { jsonrpc: "1.0", id: 5, method: "ping" }
+    ], headers)
+    expect(answered.status).toBe(200)
+    const responses = await answered.json()
+    expect(responses.map((r: { id: unknown }) => r.id)).toEqual([1, 2, 3, 4, 5])
+    expect(responses[0].result).toEqual({})
+    expect(responses[1].result.structuredContent.error.code).toBe("validation_failed")
+    expect(responses.slice(2).map((r: any) => r.error.code)).toEqual([-32601, -32600, -32600])
+    const notes = await mcpPost(node.baseUrl, [{ jsonrpc: "2.0", method: "notifications/initialized" }], headers)
+    expect(notes.status).toBe(202)
+    const empty = await mcpPost(node.baseUrl, [], headers)
+    expect(empty.status).toBe(400)
+    expect((await empty.json()).error).toEqual({ code: -32600, message: "An empty batch: send at least one message." })
+    const pings = Array.from({ length: 101 }, (_, i) => ({ jsonrpc: "2.0", id: i, method: "ping" }))
+    const many = await mcpPost(node.baseUrl, pings, headers)
+    expect(many.status).toBe(400)
+    expect((await many.json()).error.message).toBe("A batch holds at most 100 messages, not 101: send them in several.")
+    // a tool beyond the token's scope refuses the whole batch, as it refuses a single call
+    const readOnly = (await obtainTokens(node, admin.email, { scope: "mcp:read" })).tokens.access_token
+    const reader = { authorization: `Bearer ${readOnly}` }
+    const readSession = await mcpPost(node.baseUrl, {
+      ...initialize,
+      params: { ...initialize.params, protocolVersion: "2025-03-26" }
+    }, reader)
+    const scoped = await mcpPost(node.baseUrl, [
+      { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "list_agents", arguments: {} } },
+      { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "cancel_task", arguments: { task_id: "x" } } }
+    ], { ...reader, "mcp-session-id": readSession.headers.get("mcp-session-id")! })
+    expect(scoped.status).toBe(403)
+    expect((await scoped.json()).error.code).toBe("insufficient_scope")
+
+    const session = await openSession(node.baseUrl, accessToken)
+    const refused = await mcpPost(node.baseUrl, [{ jsonrpc: "2.0", id: 1, method: "ping" }], {
+      ...bearer,
+      "mcp-session-id": session
+    })
+    expect(refused.status).toBe(400)
+    expect(await refused.json()).toEqual({
+      jsonrpc: "2.0",
+      id: null,
+      error: {
+        code: -32600,
+        message: "A message is one JSON-RPC object: batches are part of MCP 2025-03-26 only, and this session " +
+          "speaks 2025-11-25."
+      }
+    })
+  })
+
+  it("end their open GET streams with DELETE", async () => {
+    const session = await openSession(node.baseUrl, accessToken)
+    const headers = { ...bearer, "mcp-session-id": session }
+    const streams = await Promise.all(
+      [1, 2].map(() => fetch(`${node.baseUrl}/mcp/`, { headers: { ...headers, accept: "text/event-stream" } }))
+    )
+    const readers = streams.map((response) => response.body!.getReader())
+    for (const reader of readers) await reader.read()
+    const ended = await fetch(`${node.baseUrl}/mcp/`, { method: "DELETE", headers })
+    expect(ended.status).toBe(204)
+    // each stream ends (a heartbeat may come first); were it left open, this would wait for GET_STREAM_MAX_MS
+    for (const reader of readers) while (!(await reader.read()).done);
+    const opened = await fetch(`${node.baseUrl}/mcp/`, { headers: { ...headers, accept: "text/event-stream" } })
+    expect(opened.status).toBe(404)
+    expect((await opened.json()).error.code).toBe("session_not_found")
   })
 
   it("answers notifications with 202 and unknown methods with a JSON-RPC error", async () => {
@@ -196,6 +310,23 @@ describe("sessions", () => {
     expect(note.status).toBe(202)
     const unknown = await (await mcpPost(node.baseUrl, { jsonrpc: "2.0", id: 3, method: "nope" }, headers)).json()
     expect(unknown.error.code).toBe(-32601)
+    const ping = await (await mcpPost(node.baseUrl, { jsonrpc: "2.0", id: "p", method: "ping" }, headers)).json()
+    expect(ping).toEqual({ jsonrpc: "2.0", id: "p", result: {} })
+    // tools/list is one page: it gives no nextCursor, so a cursor sent is not one of ours
+    const listed =
+      (await (await mcpPost(node.baseUrl, { jsonrpc: "2.0", id: 4, method: "tools/list" }, headers)).json())
+        .result
+    expect(listed.nextCursor).toBeUndefined()
+    const paged = await mcpPost(node.baseUrl, {
+      jsonrpc: "2.0",
+      id: 5,
+      method: "tools/list",
+      params: { cursor: "abc" }
+    }, headers)
+    expect((await paged.json()).error).toEqual({
+      code: -32602,
+      message: "Unknown cursor: tools/list answers every tool at once (no nextCursor); call it without one."
+    })
     const junk = await fetch(`${node.baseUrl}/mcp/`, {
       method: "POST",
       headers: { ...headers, "content-type": "application/json" },

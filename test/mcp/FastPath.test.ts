@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createConnection, createConnector, petstore } from "../connectors/support.js"
 import { echo, startTargetServer, type TargetServer } from "../support/TargetServer.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
-import { obtainTokens, openSession, signedUpAdmin } from "./support.js"
+import { initialize, mcpPost, obtainTokens, openSession, signedUpAdmin } from "./support.js"
 
 /**
  * Every case runs against both ways a node answers `POST /mcp/`: the plain-Node fast path (once the token
@@ -376,6 +376,28 @@ describe.each([["fast path", "true"], ["general route", "false"]])("POST /mcp/ t
     const batch = await send("batch", [{ jsonrpc: "2.0", id: 1, method: "ping" }])
     expect(batch.status).toBe(400)
     expect(batch.json).toMatchObject({ id: null, error: { code: -32600, message: expect.stringContaining("batches") } })
+    const cursor = await send("tools-list-cursor", {
+      jsonrpc: "2.0",
+      id: 2,
+      method: "tools/list",
+      params: { cursor: "x" }
+    })
+    expect(cursor.json.error.code).toBe(-32602)
+    // a 2025-03-26 session takes batches: its first request takes the general route, the next may go fast
+    const opened = await mcpPost(node.baseUrl, {
+      ...initialize,
+      params: { ...initialize.params, protocolVersion: "2025-03-26" }
+    }, { authorization: `Bearer ${token}` })
+    const old26 = { "mcp-session-id": opened.headers.get("mcp-session-id")!, "mcp-protocol-version": "2025-03-26" }
+    for (const name of ["batch-2025-03-26", "batch-2025-03-26-again"]) {
+      const answer = await send(name, [
+        { jsonrpc: "2.0", id: 1, method: "ping" },
+        { jsonrpc: "2.0", method: "notifications/initialized" },
+        { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "invoke_operation", arguments: {} } }
+      ], old26)
+      expect(answer.json.map((r: { id: number }) => r.id)).toEqual([1, 2])
+      expect(answer.json[1].result.structuredContent.error.code).toBe("validation_failed")
+    }
     // not an object at all: told what the body must be, not about batches
     for (const [name, body] of [["string-body", `"hello"`], ["null-body", "null"], ["number-body", "5"]]) {
       const answer = await send(name!, body!)

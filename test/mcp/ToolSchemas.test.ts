@@ -1,6 +1,8 @@
 import addFormats from "ajv-formats"
 import { Ajv2020 } from "ajv/dist/2020.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createAgent } from "../agents/support.js"
+import { createConnection, createConnector, petstore } from "../connectors/support.js"
 import { freePort } from "../support/ports.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 import { mcpPost, obtainTokens, openSession, signedUpAdmin } from "./support.js"
@@ -81,6 +83,67 @@ describe("tool schemas", () => {
       body_params: { name: "Rex" },
       query_params: { limit: 2 }
     })).toBe(true)
+  })
+})
+
+describe("output schemas", () => {
+  it("describe every result's structuredContent: outputs, arrays wrapped as items, and tool errors", async () => {
+    const { access_token } = (await obtainTokens(node, admin.email)).tokens
+    const session = await openSession(node.baseUrl, access_token)
+    const tools = new Map((await listTools("/mcp/")).map((t) => [t.name, t.outputSchema]))
+    const agent = await createAgent(node, admin.api_key, {
+      name: "Shapes",
+      model: { provider: "scripted", script: [{ text: "done" }] }
+    })
+    let id = 10
+    const call = async (name: string, args: Record<string, unknown>) => {
+      const response = await mcpPost(node.baseUrl, {
+        jsonrpc: "2.0",
+        id: id++,
+        method: "tools/call",
+        params: { name, arguments: args }
+      }, { authorization: `Bearer ${access_token}`, "mcp-session-id": session })
+      const { result } = await response.json()
+      const valid = strictAjv().compile(tools.get(name))
+      expect({ name, valid: valid(result.structuredContent), errors: valid.errors ?? null })
+        .toEqual({ name, valid: true, errors: null })
+      return result
+    }
+    const connector = await createConnector(node, admin.api_key, petstore("http://127.0.0.1:9"))
+    const connection = await createConnection(node, admin.api_key, connector.id, {
+      name: "pets",
+      credentials: { type: "api_key", value: "k" }
+    })
+    const operation = { connector_id: connector.id, connection_id: connection.id }
+    const task = (await call("invoke_agent", { agent_id: agent.id, text: "go" })).structuredContent
+    expect(task).toMatchObject({ status: "completed", result: "done" })
+    for (
+      const [name, args] of [
+        ["list_agents", {}],
+        ["get_agent", { agent_id: agent.id }],
+        ["list_tasks", {}],
+        ["get_task", { task_id: task.id }],
+        ["get_task_thread", { task_id: task.id }],
+        ["get_task_usage", { task_id: task.id }],
+        ["cancel_task", { task_id: task.id }],
+        ["search_connectors", { query: "pet" }],
+        ["list_operations", operation],
+        ["get_operation_schema", { ...operation, operation_id: "createPet" }],
+        ["list_skills", {}],
+        ["list_files", {}],
+        ["list_schedules", {}],
+        ["list_functions", {}],
+        ["list_knowledge_bases", {}],
+        ["list_approvals", {}],
+        ["get_usage", {}],
+        ["get_command_policy", { agent_id: agent.id }]
+      ] as const
+    ) await call(name, args)
+    const missing = await call("get_task", { task_id: crypto.randomUUID() })
+    expect(missing.structuredContent.error.code).toBe("not_found")
+    // an array output is wrapped as items, which its schema says
+    expect(tools.get("list_operations").anyOf[0]).toMatchObject({ required: ["items"] })
+    expect((await call("list_operations", operation)).structuredContent.items.length).toBeGreaterThan(0)
   })
 })
 
