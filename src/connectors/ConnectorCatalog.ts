@@ -19,7 +19,7 @@ import { isHttpUrl } from "../support/HttpUrl.js"
 import { invalidField } from "../support/Issues.js"
 import { TtlCache } from "../support/TtlCache.js"
 import { isUuid } from "../support/Uuid.js"
-import { type ConnectionRow, ConnectorRepo, type ConnectorRow } from "./ConnectorRepo.js"
+import { type ConnectionRow, ConnectorRepo, type ConnectorRow, type ConnectorSummaryRow } from "./ConnectorRepo.js"
 import { withEveryGroup } from "./openapi/InputSchema.js"
 import {
   type ImportedConnector,
@@ -27,6 +27,7 @@ import {
   importOpenApi,
   OpenApiImportError
 } from "./openapi/OpenApiImport.js"
+import { defaultServer } from "./openapi/Servers.js"
 import { acceptedAuthTypes } from "./SecuritySchemes.js"
 
 export const toConnection = (row: ConnectionRow) =>
@@ -44,7 +45,9 @@ export const toConnection = (row: ConnectionRow) =>
     updated_at: row.updated_at
   })
 
-export const toConnector = (row: ConnectorRow, connections: ReadonlyArray<ConnectionRow>) => {
+const absolute = (url: string | undefined) => url !== undefined && /^https?:\/\//i.test(url) ? url : undefined
+
+export const toConnector = (row: ConnectorRow | ConnectorSummaryRow, connections: ReadonlyArray<ConnectionRow>) => {
   const authTypes = acceptedAuthTypes(row.imported)
   return new Connector({
     kind: "connector",
@@ -52,11 +55,11 @@ export const toConnector = (row: ConnectorRow, connections: ReadonlyArray<Connec
     name: row.name,
     description: row.description,
     status: "ready",
-    total_operations: row.imported.operations.length,
+    total_operations: "total_operations" in row ? row.total_operations : row.imported.operations.length,
     using_built_in_auth: authTypes.length === 1 && authTypes[0] === "none",
     built_in: row.built_in,
     auth_types: authTypes,
-    server_url: row.server_url ?? row.imported.servers.find((s) => /^https?:\/\//.test(s)) ?? null,
+    server_url: row.server_url ?? absolute(defaultServer(row.imported.servers)) ?? null,
     connections: connections.map(toConnection),
     created_at: row.created_at,
     updated_at: row.updated_at
@@ -97,7 +100,7 @@ const withEveryInputGroup = (imported: ImportedConnector): ImportedConnector => 
   return operations.every((op, i) => op === imported.operations[i]) ? imported : { ...imported, operations }
 }
 
-const encodeCursor = (row: ConnectorRow) =>
+const encodeCursor = (row: Pick<ConnectorRow, "name" | "id">) =>
   Buffer.from(JSON.stringify([row.name.toLowerCase(), row.id])).toString("base64url")
 const decodeCursor = (cursor: string) => {
   try {
@@ -144,7 +147,7 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
       return imported === row.imported ? row : { ...row, imported }
     }
 
-    const withConnections = (principal: Principal, rows: ReadonlyArray<ConnectorRow>) =>
+    const withConnections = (principal: Principal, rows: ReadonlyArray<ConnectorRow | ConnectorSummaryRow>) =>
       Effect.map(
         repo.connectionsOf(principal.organizationId, rows.map((r) => r.id), principal.userId),
         (connections) => rows.map((row) => toConnector(row, connections.filter((c) => c.connector_id === row.id)))

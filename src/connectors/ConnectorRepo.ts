@@ -17,6 +17,15 @@ export interface ConnectorRow {
   readonly archived_at: Date | null
 }
 
+/**
+ * A connector as the catalog lists it: what its document says about servers and security, and how many
+ * operations it has, without the operations themselves (each carries its input schema: megabytes in all).
+ */
+export interface ConnectorSummaryRow extends Omit<ConnectorRow, "imported"> {
+  readonly imported: Pick<ImportedConnector, "securitySchemes" | "security" | "servers">
+  readonly total_operations: number
+}
+
 export interface ConnectionRow {
   readonly id: ConnectionId
   readonly organization_id: OrganizationId
@@ -160,8 +169,12 @@ export class ConnectorRepo extends Effect.Service<ConnectorRepo>()("connectors/C
         ? sql``
         : sql`AND (lower(name), id) > (${options.after.name}, ${options.after.id}::uuid)`
       return Effect.all([
-        sql<ConnectorRow>`
-          SELECT * FROM connectors
+        sql<ConnectorSummaryRow>`
+          SELECT id, organization_id, name, description, server_url, built_in, created_at, updated_at, archived_at,
+            jsonb_build_object('securitySchemes', imported->'securitySchemes', 'security', imported->'security',
+              'servers', imported->'servers') AS imported,
+            jsonb_array_length(imported->'operations') AS total_operations
+          FROM connectors
           WHERE (organization_id = ${organizationId} OR organization_id IS NULL) AND archived_at IS NULL
           ${nameFilter} ${page}
           ORDER BY lower(name), id LIMIT ${options.limit}`,

@@ -5,6 +5,7 @@ import type { ConnectionRow, ConnectorRow } from "./ConnectorRepo.js"
 import type { ImportedParameter, JsonSchema } from "./openapi/ImportedConnector.js"
 import { validatorFor } from "./openapi/InputValidator.js"
 import type { ImportedOperation } from "./openapi/OpenApiImport.js"
+import { defaultServer } from "./openapi/Servers.js"
 import { buildRequest, type OutgoingRequest } from "./RequestBuilder.js"
 
 export interface InvokeTarget {
@@ -57,7 +58,24 @@ const declaredOf = (operation: ImportedOperation): DeclaredParameters => {
   return found
 }
 
-const typesOf = (schema: JsonSchema): ReadonlyArray<unknown> => Array.isArray(schema.type) ? schema.type : [schema.type]
+/**
+ * The types a parameter's schema allows, through what imports leave around them: a `$ref` into its `$defs` (a
+ * large or recursive component) and `allOf`/`anyOf`/`oneOf` (ASP.NET's `allOf: [{$ref: SortOrder}]`).
+ */
+const typesOf = (schema: JsonSchema, root: JsonSchema = schema, depth = 0): ReadonlyArray<unknown> => {
+  const own = Array.isArray(schema.type) ? schema.type : schema.type === undefined ? [] : [schema.type]
+  if (depth > 8) return own
+  const ref = typeof schema.$ref === "string" && schema.$ref.startsWith("#/$defs/")
+    ? (root.$defs as Record<string, JsonSchema> | undefined)?.[schema.$ref.slice("#/$defs/".length)]
+    : undefined
+  const members = [ref, ...["allOf", "anyOf", "oneOf"].flatMap((k) => Array.isArray(schema[k]) ? schema[k] : [])]
+  return [
+    ...own,
+    ...members.flatMap((member) =>
+      typeof member === "object" && member !== null ? typesOf(member as JsonSchema, root, depth + 1) : []
+    )
+  ]
+}
 
 const NUMBER = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/
 
@@ -126,7 +144,8 @@ const withDeclaredParameters = (
 
 /**
  * Validates the input against the operation's schema and builds the outgoing request, against `baseUrl`
- * when given (Switchyard's own API), else the connection's or connector's server URL.
+ * when given (Switchyard's own API), else the connection's or connector's server URL, else the operation's own
+ * server, else the document's.
  */
 export const prepareCall = (
   target: InvokeTarget,
@@ -152,7 +171,8 @@ export const prepareCall = (
   const headers = reveal(credentials.headers)
   if (userToken !== undefined && wantsUserToken(target)) headers["authorization"] = `Bearer ${userToken}`
   const built = buildRequest({
-    baseUrl: baseUrl ?? connection.server_url ?? connector.server_url ?? connector.imported.servers[0],
+    baseUrl: baseUrl ?? connection.server_url ?? connector.server_url ?? defaultServer(operation.servers) ??
+      defaultServer(connector.imported.servers),
     operation,
     input: wire,
     credentials: { headers, query: reveal(credentials.query), cookies: reveal(credentials.cookies) }

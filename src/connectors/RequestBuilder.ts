@@ -1,4 +1,4 @@
-import { FormData } from "undici"
+import { randomBytes } from "node:crypto"
 import type { InvokeOperation } from "../../schema/Connectors.js"
 import { VERSION } from "../support/Version.js"
 import type { ImportedOperation } from "./openapi/OpenApiImport.js"
@@ -8,7 +8,7 @@ export interface OutgoingRequest {
   readonly method: string
   readonly url: string
   readonly headers: Record<string, string>
-  readonly body: string | FormData | undefined
+  readonly body: string | undefined
 }
 
 export type BuildResult =
@@ -91,9 +91,21 @@ const isEmptyObject = (value: unknown) =>
 /** The base path of a server URL without its trailing slash: "" for the root. */
 const basePathOf = (url: URL) => url.pathname.replace(/\/+$/, "")
 
+/** deepObject, to any depth: `name[key]=v`, `name[key][0]=v` (the bracket form qs, Rails and Stripe read). */
+const appendDeep = (params: URLSearchParams, name: string, value: unknown) => {
+  if (value === undefined || value === null) return
+  if (Array.isArray(value)) value.forEach((item, index) => appendDeep(params, `${name}[${index}]`, item))
+  else if (typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) appendDeep(params, `${name}[${k}]`, v)
+  } else params.append(name, scalar(value))
+}
+
+/** A query parameter, or a field of a urlencoded body, in its OpenAPI style. */
 const appendQuery = (params: URLSearchParams, name: string, value: unknown, style: string, explode: boolean) => {
   if (value === undefined || value === null) return
-  if (Array.isArray(value)) {
+  if (style === "deepObject" && typeof value === "object") {
+    appendDeep(params, name, value)
+  } else if (Array.isArray(value)) {
     const sep = style === "spaceDelimited"
       ? " "
       : style === "pipeDelimited"
@@ -103,8 +115,6 @@ const appendQuery = (params: URLSearchParams, name: string, value: unknown, styl
       : ","
     if (explode && style === "form") value.forEach((v) => params.append(name, scalar(v)))
     else params.append(name, value.map(scalar).join(sep))
-  } else if (typeof value === "object" && style === "deepObject") {
-    for (const [k, v] of Object.entries(value)) params.append(`${name}[${k}]`, scalar(v))
   } else if (typeof value === "object" && explode && style === "form") {
     for (const [k, v] of Object.entries(value)) params.append(k, scalar(v))
   } else if (typeof value === "object" && style === "form") {
@@ -115,16 +125,93 @@ const appendQuery = (params: URLSearchParams, name: string, value: unknown, styl
   }
 }
 
-const encodeBody = (contentType: string, value: unknown): string | FormData =>
-  /multipart\/form-data/.test(contentType) && typeof value === "object" && value !== null
-    ? Object.entries(value).reduce((form, [k, v]) => (form.append(k, scalar(v)), form), new FormData())
-    : /json/.test(contentType)
-    ? JSON.stringify(value)
-    : /x-www-form-urlencoded/.test(contentType) && typeof value === "object" && value !== null
-    ? new URLSearchParams(Object.entries(value).map(([k, v]) => [k, scalar(v)])).toString()
-    : typeof value === "string"
-    ? value
-    : JSON.stringify(value)
+type Body = NonNullable<ImportedOperation["body"]>
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** A urlencoded body: each field as a query parameter of its `encoding` (default: form, exploded). */
+const formBody = (body: Body, value: Record<string, unknown>) => {
+  const params = new URLSearchParams()
+  for (const [name, field] of Object.entries(value)) {
+    const encoding = body.encoding?.[name]
+    appendQuery(params, name, field, encoding?.style ?? "form", encoding?.explode ?? true)
+  }
+  return params.toString()
+}
+
+/** The schema a body's `$ref` at its root stands for (a large or recursive one is kept in `$defs`). */
+const rootOf = (schema: Record<string, unknown>): Record<string, unknown> => {
+  const ref = schema.$ref
+  const defs = schema.$defs
+  if (typeof ref !== "string" || !ref.startsWith("#/$defs/") || !isRecord(defs)) return schema
+  const target = defs[ref.slice("#/$defs/".length)]
+  return isRecord(target) ? target : schema
+}
+
+/** A field whose schema is bytes (`format: binary`, Swagger's `file`, 3.1 `contentMediaType`), or a list of them. */
+const isFile = (schema: unknown): boolean =>
+  isRecord(schema) &&
+  (schema.format === "binary" ||
+    (typeof schema.contentMediaType === "string" && schema.contentEncoding === undefined) ||
+    (schema.type === "array" && isFile(schema.items)))
+
+// RFC 7578 4.2 by way of the HTML form encoder: quotes and line breaks in a name are percent-encoded
+const quoted = (text: string) => `"${text.replace(/"/g, "%22").replace(/\r/g, "%0D").replace(/\n/g, "%0A")}"`
+
+/**
+ * A multipart body, written out (one string: its size is known, and a retry can send it again). An array is
+ * one part per item (or one text part, joined, when its `encoding` is not exploded), an object a JSON part,
+ * and a field whose schema is bytes a file part named after the field; `null` is left out.
+ */
+const multipartBody = (body: Body, value: Record<string, unknown>) => {
+  const boundary = `----switchyard-${randomBytes(12).toString("hex")}`
+  const properties = rootOf(body.schema).properties
+  const parts: Array<string> = []
+  const part = (name: string, item: unknown, file: boolean, declared: string | undefined) => {
+    if (item === undefined || item === null) return
+    const json = typeof item === "object"
+    const type = declared?.replace(/[\r\n]/g, "") ??
+      (json ? "application/json" : file ? "application/octet-stream" : undefined)
+    parts.push(
+      `--${boundary}\r\nContent-Disposition: form-data; name=${quoted(name)}` +
+        (file ? `; filename=${quoted(name)}` : "") + "\r\n" +
+        (type === undefined ? "" : `Content-Type: ${type}\r\n`) +
+        `\r\n${json ? JSON.stringify(item) : scalar(item)}\r\n`
+    )
+  }
+  for (const [name, field] of Object.entries(value)) {
+    const encoding = body.encoding?.[name]
+    const file = isFile(isRecord(properties) ? properties[name] : undefined)
+    const declared = encoding?.contentType
+    if (!Array.isArray(field) || (declared !== undefined && /json/i.test(declared))) part(name, field, file, declared)
+    else if (encoding !== undefined && !encoding.explode) part(name, field.map(scalar).join(","), file, declared)
+    else for (const item of field) part(name, item, file, declared)
+  }
+  return {
+    text: parts.join("") + `--${boundary}--\r\n`,
+    contentType: `multipart/form-data; boundary=${boundary}`,
+    boundary: true
+  }
+}
+
+const baseType = (contentType: string) => contentType.split(";")[0]!.trim().toLowerCase()
+
+interface EncodedBody {
+  readonly text: string
+  readonly contentType: string
+  readonly boundary?: boolean
+}
+
+const encodeBody = (body: Body, value: unknown): EncodedBody => {
+  const type = baseType(body.contentType)
+  if (type === "multipart/form-data" && isRecord(value)) return multipartBody(body, value)
+  if (type === "application/x-www-form-urlencoded" && isRecord(value)) {
+    return { text: formBody(body, value), contentType: body.contentType }
+  }
+  const text = typeof value === "string" && !/json/.test(type) ? value : JSON.stringify(value)
+  return { text, contentType: body.contentType }
+}
 
 /** The outgoing HTTP request for an operation: the spec's method, its path filled in, credentials applied. */
 export const buildRequest = (args: {
@@ -143,7 +230,13 @@ export const buildRequest = (args: {
       ok: false,
       kind: "connector",
       code: "connector_has_no_server_url",
-      message: "This connector has no absolute server URL: set `server_url` on the connector or the connection."
+      message: args.baseUrl === undefined || args.baseUrl === "" || /^[a-z][a-z0-9+.-]*:/i.test(args.baseUrl)
+        ? "This connector has no absolute server URL: set `server_url` on the connector or the connection."
+        // a relative server (Swagger's Petstore: `/api/v3`) is not appended to a server_url: say what is needed
+        : `This connector's server URL \`${args.baseUrl}\` is relative: set \`server_url\` on the connector or ` +
+          `the connection to the whole base URL, e.g. \`https://api.example.com${
+            args.baseUrl.startsWith("/") ? "" : "/"
+          }${args.baseUrl}\`.`
     }
   }
   const pathParams = input.path_params ?? {}
@@ -205,28 +298,38 @@ export const buildRequest = (args: {
   const headers: Record<string, string> = { "user-agent": `Switchyard/${VERSION}` }
   for (const [rawName, value] of Object.entries(input.headers ?? {})) {
     const name = rawName.toLowerCase()
-    if (
-      RESERVED.has(name) || name in credentials.headers ||
-      (name === "cookie" && Object.keys(credentials.cookies).length > 0)
-    ) {
+    if (RESERVED.has(name) || name in credentials.headers) {
       return {
         ok: false,
         kind: "caller",
         code: "header_not_allowed",
         message: `The header \`${rawName}\` cannot be set: ${
-          name in credentials.headers || name === "cookie"
-            ? "the connection's credentials set it"
-            : "it belongs to the connection"
+          name in credentials.headers ? "the connection's credentials set it" : "it belongs to the connection"
         }.`
       }
     }
     headers[name] = value
   }
   Object.assign(headers, credentials.headers)
+  // the caller's cookies (the operation's cookie parameters) go along with the credentials' own, never over them
   const cookies = Object.entries(credentials.cookies).map(([k, v]) => `${k}=${encodeURIComponent(v)}`)
-  if (cookies.length > 0) headers["cookie"] = cookies.join("; ")
+  if (cookies.length > 0) {
+    const given = headers["cookie"]
+    const taken = given?.split(";").map((pair) => pair.split("=")[0]!.trim()).find((k) =>
+      Object.hasOwn(credentials.cookies, k)
+    )
+    if (taken !== undefined) {
+      return {
+        ok: false,
+        kind: "caller",
+        code: "header_not_allowed",
+        message: `The cookie \`${taken}\` cannot be set: the connection's credentials set it.`
+      }
+    }
+    headers["cookie"] = [...(given === undefined || given.trim() === "" ? [] : [given]), ...cookies].join("; ")
+  }
 
-  let body: string | FormData | undefined
+  let body: string | undefined
   // spec 2.5: an empty group is always accepted, also where the operation takes no body
   const emptyBody = operation.body === null && isEmptyObject(input.body_params)
   if (input.body_params !== undefined && !emptyBody) {
@@ -238,9 +341,11 @@ export const buildRequest = (args: {
         message: `${operation.operationId} takes no \`body_params\`.`
       }
     }
-    body = encodeBody(operation.body.contentType, input.body_params)
-    // FormData sets its own multipart boundary
-    if (typeof body === "string") headers["content-type"] ??= operation.body.contentType
+    const encoded = encodeBody(operation.body, input.body_params)
+    body = encoded.text
+    // a multipart boundary is ours to name
+    if (encoded.boundary) headers["content-type"] = encoded.contentType
+    else headers["content-type"] ??= encoded.contentType
   }
   return { ok: true, method: operation.method, url: url.toString(), headers, body }
 }

@@ -24,7 +24,9 @@ const authTypesOf = (scheme: SecurityScheme): ReadonlyArray<AuthType> => {
 }
 
 /** Credential types a connection to this connector may use; `none` when its API needs no auth. */
-export const acceptedAuthTypes = (connector: ImportedConnector): ReadonlyArray<AuthType> => {
+export const acceptedAuthTypes = (
+  connector: Pick<ImportedConnector, "securitySchemes" | "security">
+): ReadonlyArray<AuthType> => {
   const schemes = Object.values(connector.securitySchemes)
   const optional = connector.security.length === 0 || connector.security.some((r) => Object.keys(r).length === 0)
   const types = new Set<AuthType>(schemes.flatMap(authTypesOf))

@@ -84,6 +84,11 @@ describe("custom connectors", () => {
     const filtered = await (await node.fetch(`/v1/tools/connectors/${created.id}/operations?query=pet`, { apiKey }))
       .json()
     expect(filtered.length).toBeLessThan(6)
+    // the catalog lists it as GET /v1/tools/connectors/{id} describes it, without reading its operations
+    const described = await (await node.fetch(`/v1/tools/connectors/${created.id}`, { apiKey })).json()
+    const listed = (await (await tools("?type=connector&query=pet%20store")).json()).items
+    expect(listed.find((c: any) => c.id === created.id)).toEqual(described)
+    expect(described).toMatchObject({ total_operations: 6, auth_types: ["api_key"], server_url: "http://127.0.0.1:9" })
   })
 
   it("imports YAML text too", async () => {

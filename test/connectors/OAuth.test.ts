@@ -134,6 +134,45 @@ describe("OAuth2 connections", () => {
     expect((await invoke(node, apiKey, connector.id, created.id, "me")).status).toBe(200)
   })
 
+  it("gets a new token once when the target answers 401 (a revoked token), and passes a second 401 through", async () => {
+    const { api_key: apiKey } = await node.bootstrap()
+    const connector = await createConnector(
+      node,
+      apiKey,
+      oauthSpec({ clientCredentials: { tokenUrl: provider.tokenUrl, scopes: {} } })
+    )
+    const created = await createConnection(node, apiKey, connector.id, {
+      name: "revoked",
+      credentials: { type: "oauth2", client_id: client.id, client_secret: client.secret }
+    })
+    const grants = () => provider.tokenRequests.filter((r) => r.grant_type === "client_credentials").length
+    const first = await invoke(node, apiKey, connector.id, created.id, "me")
+    expect(first.status).toBe(200)
+    const firstToken = (await first.json()).token
+    // the provider revokes it before it expires
+    provider.validTokens.delete(firstToken)
+    const before = grants()
+    const retried = await invoke(node, apiKey, connector.id, created.id, "me")
+    expect(retried.status).toBe(200)
+    expect((await retried.json()).token).not.toBe(firstToken)
+    expect(grants() - before).toBe(1)
+    // a target that refuses the new token too: its 401 is the answer, after one more token and no loop
+    provider.accessTokenLifetime = -1
+    try {
+      provider.validTokens.clear()
+      const refused = await invoke(node, apiKey, connector.id, created.id, "me")
+      expect(refused.status).toBe(401)
+      expect(refused.headers.get("x-switchyard-error")).toBeNull()
+      expect(await refused.json()).toEqual({ error: "invalid_token" })
+      expect(grants() - before).toBe(2)
+      const connection =
+        await (await node.fetch(`/v1/tools/connectors/${connector.id}/connections/${created.id}`, { apiKey })).json()
+      expect(connection.status).toBe("active")
+    } finally {
+      provider.accessTokenLifetime = 3600
+    }
+  })
+
   it("refuses a forged or unknown state on the callback", async () => {
     const response = await fetch(`${node.baseUrl}/oauth/connections/callback?code=x&state=forged`)
     expect(response.status).toBe(400)

@@ -170,6 +170,17 @@ describe("the built-in Switchyard connector", () => {
     expect(described.body.auth_types).toEqual(["none"])
   })
 
+  it("uploads a workspace file through its multipart operation, the file as a file part", async () => {
+    const response = await invoke(node, admin.key, SWITCHYARD, connection.id, "uploadFile", {
+      body_params: { name: "notes/hello.md", file: "# Hello\n" }
+    })
+    expect(response.status).toBe(201)
+    const file = await response.json()
+    expect({ name: file.name, size: file.size }).toEqual({ name: "notes/hello.md", size: 8 })
+    const content = await node.fetch(`/v1/files/${file.id}/content`, { apiKey: admin.key })
+    expect(await content.text()).toBe("# Hello\n")
+  })
+
   it("does not let the caller put a key of their own on the call", async () => {
     const response = await invoke(node, member.key, SWITCHYARD, connection.id, "me", {
       headers: { "x-api-key": admin.key }

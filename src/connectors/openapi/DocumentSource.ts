@@ -8,7 +8,8 @@ const parseText = (text: string): unknown => {
   } catch {
     // not JSON: YAML (which also reads most almost-JSON)
   }
-  const document = Yaml.parseDocument(text, { prettyErrors: true })
+  // merge keys (`<<: *base`) are YAML 1.1, and hand-written documents share schemas with them
+  const document = Yaml.parseDocument(text, { prettyErrors: true, merge: true })
   const error = document.errors[0]
   if (error !== undefined) {
     const position = error.linePos?.[0]

@@ -18,6 +18,13 @@ export interface ImportedParameter {
   readonly description?: string
 }
 
+/** One field of a form or multipart body: its style (as a query parameter's) and, in multipart, its part's type. */
+export interface BodyEncoding {
+  readonly style: string
+  readonly explode: boolean
+  readonly contentType?: string
+}
+
 export interface ImportedOperation {
   /** Stable, URL-safe, unique within the connector: `${method}_${slug(path)}`. */
   readonly id: string
@@ -31,9 +38,17 @@ export interface ImportedOperation {
   readonly tags: ReadonlyArray<string>
   /** Path-level and operation-level parameters merged (the operation's win by name and location). */
   readonly parameters: ReadonlyArray<ImportedParameter>
-  readonly body: { readonly contentType: string; readonly required: boolean; readonly schema: JsonSchema } | null
+  readonly body: {
+    readonly contentType: string
+    readonly required: boolean
+    readonly schema: JsonSchema
+    /** How the fields of a form or multipart body are written, by field name (OAS 3 `encoding`); absent: defaults. */
+    readonly encoding?: Readonly<Record<string, BodyEncoding>>
+  } | null
   /** The operation's own requirement; null = inherit the document's. */
   readonly security: ReadonlyArray<Readonly<Record<string, ReadonlyArray<string>>>> | null
+  /** The operation's own servers (OAS 3 operation- or path-level), used before the document's; absent: none. */
+  readonly servers?: ReadonlyArray<string>
   /** What the invoke call accepts: path_params, query_params, body_params, headers (spec 2.5). */
   readonly input: JsonSchema
 }

@@ -32,7 +32,7 @@ export const generatedOperationId = (method: string, path: string): string => {
 export const humanize = (name: string): string => capitalize(words(name).map((word) => word.toLowerCase()).join(" "))
 
 /** The first of `base`, `base_2`, `base_3`, … not in `taken`. */
-export const uniqueName = (base: string, taken: ReadonlySet<string>): string => {
+export const uniqueName = (base: string, taken: { has(name: string): boolean }): string => {
   if (!taken.has(base)) return base
   let n = 2
   while (taken.has(`${base}_${n}`)) n++

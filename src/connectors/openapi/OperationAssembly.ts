@@ -28,9 +28,11 @@ export const assembleOperation = (
     body: draft.body === null || body === null ? null : {
       contentType: draft.body.contentType,
       required: body.required,
-      schema: standalone(converter, body.schema, draft.at)
+      schema: standalone(converter, body.schema, draft.at),
+      ...(draft.body.encoding === undefined ? {} : { encoding: draft.body.encoding })
     },
     security: draft.security,
+    ...(draft.servers.length > 0 ? { servers: draft.servers } : {}),
     input: inputSchema(converter, parameters, body, draft.at)
   }
 }

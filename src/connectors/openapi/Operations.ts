@@ -1,10 +1,11 @@
 import { type ImportContext, isObject, type JsonObject, pointer, type Schema } from "./ImportContext.js"
 import type { HttpMethod, SecurityScheme } from "./ImportedConnector.js"
-import { operationSlug } from "./Naming.js"
+import { operationSlug, uniqueName } from "./Naming.js"
 import { type DeclaredParameter, declaredParameters, type DraftParameter, mergeParameters } from "./Parameters.js"
 import { type DeclaredBody, openApiBody, swaggerBody } from "./RequestBody.js"
 import type { SchemaConverter } from "./SchemaConverter.js"
 import { type SecurityRequirement, securityRequirementsOf } from "./Security.js"
+import { openApiServers } from "./Servers.js"
 
 export const HTTP_METHODS: ReadonlyArray<HttpMethod> = [
   "get",
@@ -31,6 +32,8 @@ export interface OperationDraft {
   readonly parameters: ReadonlyArray<{ readonly parameter: DraftParameter; readonly core: Schema }>
   readonly body: DeclaredBody | null
   readonly security: ReadonlyArray<SecurityRequirement> | null
+  /** The operation's or its path item's own servers; empty: the document's. */
+  readonly servers: ReadonlyArray<string>
 }
 
 /** A path item with its `$ref` (if any) followed; `at` says where each field was written. */
@@ -58,6 +61,15 @@ const pathItemOf = (ctx: ImportContext, raw: unknown, path: string, at: string):
   }
 }
 
+/** The apiKey security scheme that sends `parameter` (same place and name), if any. */
+const apiKeyScheme = (schemes: Readonly<Record<string, SecurityScheme>>, parameter: DraftParameter) =>
+  Object.entries(schemes).find(([, scheme]) =>
+    scheme.type === "apiKey" && scheme.in === parameter.in &&
+    (parameter.in === "header"
+      ? scheme.name.toLowerCase() === parameter.name.toLowerCase()
+      : scheme.name === parameter.name)
+  )?.[0]
+
 const optionalText = (value: unknown) => typeof value === "string" && value.trim() !== "" ? value : undefined
 
 const quoteList = (names: ReadonlyArray<string>) => names.map((name) => `"${name}"`).join(", ")
@@ -75,9 +87,7 @@ export const operationDrafts = (
     if (path.startsWith("x-")) continue
     const item = pathItemOf(ctx, raw, path, pointer("/paths", path))
     if (item === undefined) continue
-    if (item.fields.servers !== undefined) {
-      ctx.warn(item.at("servers"), "path-level servers are ignored; the connector uses the document's servers")
-    }
+    const pathServers = openApiServers(ctx, item.fields.servers, item.at("servers"))
     const shared = declaredParameters(ctx, converter, item.fields.parameters, item.at("parameters"))
     for (const [key, operation] of Object.entries(item.fields)) {
       const method = key.toLowerCase() as HttpMethod
@@ -90,14 +100,24 @@ export const operationDrafts = (
         ctx.skip(method, path, at, "operation is not an object")
         continue
       }
-      const id = operationSlug(method, path)
-      const owner = idOwners.get(id)
-      if (owner !== undefined) {
-        ctx.skip(method, path, at, `operation id "${id}" is already used by ${owner}`)
-        continue
-      }
-      const draft = operationDraft(ctx, converter, { id, method, path, at, source, operation, shared, schemes })
+      // paths that differ only in punctuation (`/a.b`, `/a_b`, `/a/b/`) share a slug: the later ones get a suffix
+      const slug = operationSlug(method, path)
+      const id = uniqueName(slug, idOwners)
+      const draft = operationDraft(ctx, converter, {
+        id,
+        method,
+        path,
+        at,
+        source,
+        operation,
+        shared,
+        schemes,
+        pathServers
+      })
       if (draft === undefined) continue
+      if (id !== slug) {
+        ctx.warn(at, `operation id "${slug}" is already used by ${idOwners.get(slug)}; this one is "${id}"`)
+      }
       idOwners.set(id, `${method.toUpperCase()} ${path}`)
       drafts.push(draft)
     }
@@ -114,10 +134,11 @@ interface DraftInput {
   readonly operation: JsonObject
   readonly shared: ReadonlyArray<DeclaredParameter>
   readonly schemes: Readonly<Record<string, SecurityScheme>>
+  readonly pathServers: ReadonlyArray<string>
 }
 
 const operationDraft = (ctx: ImportContext, converter: SchemaConverter, input: DraftInput) => {
-  const { at, id, method, operation, path, schemes, shared, source } = input
+  const { at, id, method, operation, path, pathServers, schemes, shared, source } = input
   const declared = mergeParameters(
     shared,
     declaredParameters(ctx, converter, operation.parameters, pointer(source, "parameters"))
@@ -132,6 +153,16 @@ const operationDraft = (ctx: ImportContext, converter: SchemaConverter, input: D
     return undefined
   }
   const kept = parameters.filter(({ parameter }) => {
+    const key = apiKeyScheme(schemes, parameter)
+    if (key !== undefined) {
+      // in the input it could never be sent: the caller may not set what the credentials set
+      ctx.warn(
+        pointer(source, "parameters"),
+        `${parameter.in} parameter "${parameter.name}" is the API key of security scheme "${key}"; ` +
+          "the connection's credentials send it, so it is not part of the input"
+      )
+      return false
+    }
     if (parameter.in === "path" && !template.includes(parameter.name)) {
       ctx.warn(pointer(source, "parameters"), `path parameter "${parameter.name}" is not in the path template; ignored`)
       return false
@@ -144,12 +175,9 @@ const operationDraft = (ctx: ImportContext, converter: SchemaConverter, input: D
     }
     return true
   })
-  if (operation.servers !== undefined) {
-    ctx.warn(
-      pointer(source, "servers"),
-      "operation-level servers are ignored; the connector uses the document's servers"
-    )
-  }
+  // an operation's own servers win over its path item's (GitHub's release uploads go to another host)
+  const ownServers = openApiServers(ctx, operation.servers, pointer(source, "servers"))
+  const servers = ownServers.length > 0 ? ownServers : pathServers
   const body: DeclaredBody | null = ctx.version === "2.0"
     ? swaggerBody(ctx, declared, operation, source)
     : openApiBody(ctx, converter, operation.requestBody, pointer(source, "requestBody"))
@@ -164,7 +192,8 @@ const operationDraft = (ctx: ImportContext, converter: SchemaConverter, input: D
     tags: Array.isArray(operation.tags) ? operation.tags.filter((tag): tag is string => typeof tag === "string") : [],
     parameters: kept.map(({ core, parameter }) => ({ parameter, core })),
     body,
-    security: securityRequirementsOf(ctx, operation.security, pointer(source, "security"), schemes) ?? null
+    security: securityRequirementsOf(ctx, operation.security, pointer(source, "security"), schemes) ?? null,
+    servers
   }
   return draft
 }

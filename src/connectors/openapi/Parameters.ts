@@ -16,6 +16,8 @@ export type DeclaredParameter =
     readonly schema: Schema
     readonly description: string | undefined
     readonly file: boolean
+    /** A formData array's collectionFormat, as a form field's style. */
+    readonly encoding?: { readonly style: string; readonly explode: boolean }
   }
 
 const LOCATIONS = ["path", "query", "header", "cookie"] as const
@@ -51,13 +53,16 @@ const SUPPORTED_STYLES: Readonly<Record<string, ReadonlyArray<string>>> = {
   path: ["simple"],
   header: ["simple"],
   query: ["form", "spaceDelimited", "pipeDelimited", "deepObject", "tabDelimited"],
-  cookie: ["form"]
+  cookie: ["form"],
+  // a field of a form or multipart body
+  body: ["form", "spaceDelimited", "pipeDelimited", "deepObject", "tabDelimited"]
 }
 
-const warnStyle = (ctx: ImportContext, at: string, style: string, location: string, name: string) => {
+export const warnStyle = (ctx: ImportContext, at: string, style: string, location: string, name: string) => {
   if (!SUPPORTED_STYLES[location]?.includes(style)) {
     const fallback = location === "path" || location === "header" ? "simple" : "form"
-    ctx.warn(at, `unsupported parameter style ${style} for ${location} parameter "${name}"; sent as ${fallback}`)
+    const what = location === "body" ? `body field "${name}"` : `${location} parameter "${name}"`
+    ctx.warn(at, `unsupported parameter style ${style} for ${what}; sent as ${fallback}`)
   }
 }
 
@@ -192,7 +197,18 @@ const swaggerParameter = (
   if (location === "formData") {
     const file = raw.type === "file"
     const required = raw.required === true
-    return { kind: "formData", key: keyOf("formData", name), name, required, schema: core, description, file }
+    const encoding = raw.type === "array" ? collectionStyle(raw, "query") : undefined
+    if (encoding !== undefined) warnStyle(ctx, pointer(at, "collectionFormat"), encoding.style, "body", name)
+    return {
+      kind: "formData",
+      key: keyOf("formData", name),
+      name,
+      required,
+      schema: core,
+      description,
+      file,
+      ...(encoding === undefined ? {} : { encoding })
+    }
   }
   if (location !== "path" && location !== "query" && location !== "header") {
     ctx.warn(pointer(at, "in"), `parameter "${name}" has unsupported location ${JSON.stringify(location)}; ignored`)

@@ -1,5 +1,6 @@
 import { type ImportContext, isObject, type JsonObject, pointer, type Schema } from "./ImportContext.js"
-import type { DeclaredParameter } from "./Parameters.js"
+import type { BodyEncoding } from "./ImportedConnector.js"
+import { type DeclaredParameter, warnStyle } from "./Parameters.js"
 import type { SchemaConverter } from "./SchemaConverter.js"
 
 /** A request body as found, with its schema still in core form (recursive refs point at shared `$defs`). */
@@ -7,6 +8,7 @@ export interface DeclaredBody {
   readonly contentType: string
   readonly required: boolean
   readonly core: Schema
+  readonly encoding?: Readonly<Record<string, BodyEncoding>>
 }
 
 const FORM = "application/x-www-form-urlencoded"
@@ -29,6 +31,29 @@ export const preferredMediaType = (mediaTypes: ReadonlyArray<string>): string | 
     (best, candidate) => best === undefined || rank(candidate) < rank(best) ? candidate : best,
     undefined
   )
+
+/**
+ * The `encoding` of a form or multipart body (OAS 3): each field's style (default `form`, exploded) and its
+ * part's content type; only the fields that say something.
+ */
+const encodingOf = (ctx: ImportContext, media: JsonObject, at: string): Record<string, BodyEncoding> => {
+  const encoding: Record<string, BodyEncoding> = {}
+  if (!isObject(media.encoding)) return encoding
+  for (const [name, raw] of Object.entries(media.encoding)) {
+    if (!isObject(raw)) continue
+    const style = typeof raw.style === "string" ? raw.style : "form"
+    warnStyle(ctx, pointer(at, "encoding", name, "style"), style, "body", name)
+    const contentType = typeof raw.contentType === "string" ? raw.contentType.split(",")[0]!.trim() : ""
+    encoding[name] = {
+      style,
+      explode: typeof raw.explode === "boolean" ? raw.explode : style === "form",
+      ...(contentType === "" ? {} : { contentType })
+    }
+  }
+  return encoding
+}
+
+const withEncoding = (encoding: Record<string, BodyEncoding>) => Object.keys(encoding).length === 0 ? {} : { encoding }
 
 const described = (schema: Schema, description: unknown): Schema =>
   typeof description === "string" && isObject(schema) && schema.description === undefined
@@ -61,7 +86,13 @@ export const openApiBody = (
   const core = isObject(media) && media.schema !== undefined
     ? converter.convert(media.schema, pointer(resolved.pointer, "content", mediaType, "schema"))
     : {}
-  return { contentType: mediaType, required: body.required === true, core: described(core, body.description) }
+  const form = [FORM, MULTIPART].includes(baseType(mediaType)) && isObject(media)
+  return {
+    contentType: mediaType,
+    required: body.required === true,
+    core: described(core, body.description),
+    ...(form ? withEncoding(encodingOf(ctx, media, pointer(resolved.pointer, "content", mediaType))) : {})
+  }
 }
 
 const stringList = (value: unknown): Array<string> =>
@@ -87,14 +118,17 @@ export const swaggerBody = (
     (consumes.some((type) => baseType(type) === MULTIPART) && !consumes.some((type) => baseType(type) === FORM))
   const properties: JsonObject = {}
   const required: Array<string> = []
+  const encoding: Record<string, BodyEncoding> = {}
   for (const field of fields) {
-    if (field.kind === "parameter") continue
+    if (field.kind !== "formData") continue
     properties[field.name] = described(field.schema, field.description)
     if (field.required) required.push(field.name)
+    if (field.encoding !== undefined) encoding[field.name] = field.encoding
   }
   return {
     contentType: multipart ? MULTIPART : FORM,
     required: required.length > 0,
-    core: { type: "object", properties, ...(required.length > 0 ? { required } : {}) }
+    core: { type: "object", properties, ...(required.length > 0 ? { required } : {}) },
+    ...withEncoding(encoding)
   }
 }

@@ -168,6 +168,14 @@ export const securityRequirementsOf = (
       const list = Array.isArray(scopes) ? scopes.filter((scope): scope is string => typeof scope === "string") : []
       return [name, list] as const
     })
+    // e.g. an API key and an application key, both on every call: a connection holds one scheme's credentials
+    if (entries.length > 1) {
+      ctx.warn(
+        pointer(at, index),
+        `security requirement needs ${entries.map(([name]) => `"${name}"`).join(" and ")} together; ` +
+          "a connection supplies one of them, so calls carry only that scheme's credentials"
+      )
+    }
     requirements.push(Object.fromEntries(entries))
   })
   return requirements

@@ -13,22 +13,24 @@ const substitute = (ctx: ImportContext, url: string, variables: unknown, at: str
     return whole
   })
 
-/** OAS 3 `servers`: variables take their defaults; relative URLs stay relative (the caller may override). */
-const openApiServers = (ctx: ImportContext): Array<string> => {
-  const servers = ctx.document.servers
+/**
+ * OAS 3 `servers` (of the document, a path item or an operation, at `at`): variables take their defaults;
+ * relative URLs stay relative (the caller may override).
+ */
+export const openApiServers = (ctx: ImportContext, servers: unknown, at: string): Array<string> => {
   if (servers === undefined) return []
   if (!Array.isArray(servers)) {
-    ctx.warn("/servers", `servers must be an array, got ${describe(servers)}; ignored`)
+    ctx.warn(at, `servers must be an array, got ${describe(servers)}; ignored`)
     return []
   }
   const urls: Array<string> = []
   servers.forEach((server, index) => {
-    const at = pointer("/servers", index)
+    const where = pointer(at, index)
     if (!isObject(server) || typeof server.url !== "string") {
-      ctx.warn(at, "server has no url; ignored")
+      ctx.warn(where, "server has no url; ignored")
       return
     }
-    const url = trimTrailingSlash(substitute(ctx, server.url, server.variables, at))
+    const url = trimTrailingSlash(substitute(ctx, server.url, server.variables, where))
     if (!urls.includes(url)) urls.push(url)
   })
   return urls
@@ -47,9 +49,13 @@ const swaggerServers = (ctx: ImportContext): Array<string> => {
 }
 
 export const serversOf = (ctx: ImportContext): Array<string> => {
-  const servers = ctx.version === "2.0" ? swaggerServers(ctx) : openApiServers(ctx)
+  const servers = ctx.version === "2.0" ? swaggerServers(ctx) : openApiServers(ctx, ctx.document.servers, "/servers")
   if (servers.length === 0) {
     ctx.warn(ctx.version === "2.0" ? "/host" : "/servers", "no server declared; a base URL must be supplied")
   }
   return servers
 }
+
+/** The server calls go to by default: the first absolute one (a relative one needs a `server_url`). */
+export const defaultServer = (servers: ReadonlyArray<string> | undefined): string | undefined =>
+  servers?.find((server) => /^https?:\/\//i.test(server)) ?? servers?.[0]

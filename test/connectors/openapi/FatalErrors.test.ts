@@ -104,6 +104,30 @@ describe("documents that import with warnings", () => {
     expect(importOpenApi("swagger: 2.0\ninfo: {title: T, version: '1'}\npaths: {}\n").specVersion).toBe("2.0")
   })
 
+  it("reads YAML anchors and merge keys", () => {
+    const merged = importOpenApi([
+      "openapi: 3.0.3",
+      "info: {title: T, version: '1'}",
+      "components:",
+      "  schemas:",
+      "    Base: &base {type: object, properties: {id: {type: string}}}",
+      "    Named:",
+      "      <<: *base",
+      "      required: [id]",
+      "paths:",
+      "  /x:",
+      "    post:",
+      "      operationId: x",
+      "      requestBody: {content: {application/json: {schema: {$ref: '#/components/schemas/Named'}}}}",
+      "      responses: {'200': {description: ok}}"
+    ].join("\n"))
+    expect(merged.operations[0]!.body!.schema).toEqual({
+      type: "object",
+      properties: { id: { type: "string" } },
+      required: ["id"]
+    })
+  })
+
   it("reads OpenAPI 3.2 as 3.1", () => {
     const next = importOpenApi({ openapi: "3.2.0", info, paths: {} })
     expect(next.specVersion).toBe("3.1")

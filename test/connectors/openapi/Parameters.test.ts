@@ -114,14 +114,12 @@ describe("parameters", () => {
       .toEqual(["body_params.priority: must be <= 5"])
   })
 
-  it("ignores path- and operation-level servers and parameters described by content, with warnings", () => {
+  it("keeps path- and operation-level servers on their operations, and warns about parameters described by content", () => {
     expect(search.servers).toEqual(["https://search.example.org"])
-    expect(warningsAt(search, "/paths/~1archive/servers")).toEqual([
-      "path-level servers are ignored; the connector uses the document's servers"
-    ])
-    expect(warningsAt(search, "/paths/~1colors~1{color}/get/servers")).toEqual([
-      "operation-level servers are ignored; the connector uses the document's servers"
-    ])
+    expect(operation(search, "get_archive").servers).toEqual(["https://archive.example.org"])
+    expect(operation(search, "get_colors_color").servers).toEqual(["https://colors.example.org"])
+    expect(operation(search, "get_projects_projectId_items").servers).toBeUndefined()
+    expect(warningsAt(search, "/paths/~1archive/servers")).toEqual([])
     expect(operation(search, "get_archive").parameters[0]?.schema).toEqual({
       type: "object",
       properties: { text: { type: "string" } }

@@ -63,6 +63,11 @@ describe("security schemes and requirements", () => {
       { OAuth: ["docs:read", "docs:write"] },
       { Bearer: [], ApiKeyHeader: [] }
     ])
+    // a connection holds one scheme's credentials: the import says the pair cannot both be sent
+    expect(warningsAt(workspace, "/paths/~1documents/post/security/1")).toEqual([
+      "security requirement needs \"Bearer\" and \"ApiKeyHeader\" together; a connection supplies one of them, " +
+      "so calls carry only that scheme's credentials"
+    ])
     expect(operation(workspace, "get_documents_id").security).toBeNull()
     expect(operation(workspace, "get_status").security).toEqual([])
   })
