@@ -55,6 +55,10 @@ export const Budget = Schema.Struct({
 }).annotations({ identifier: "Budget", description: "A spend cap in USD per UTC day, calendar month, or in total." })
 export type Budget = typeof Budget.Type
 
+/** A budget in words: "$5 per day", "$20 in total". */
+export const budgetText = (budget: Budget) =>
+  `$${budget.limit_usd} ${budget.period === "total" ? "in total" : `per ${budget.period}`}`
+
 const MaxSteps = Schema.Int.pipe(Schema.between(1, 100))
 const MaxTokens = Schema.Int.pipe(Schema.positive())
 const TimeoutSeconds = Schema.Int.pipe(Schema.between(1, 86_400))

@@ -145,7 +145,11 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   )
   .add(
     HttpApiEndpoint.get("listTasks", "/tasks")
-      .annotateContext(operation({ summary: "List tasks", permission: Policy.anyMember, errors: ["invalid_cursor"] }))
+      .annotateContext(operation({
+        summary: "List tasks",
+        permission: Policy.anyMember,
+        errors: ["invalid_cursor", "invalid_time_range"]
+      }))
       .setUrlParams(Schema.Struct({
         agent_id: Schema.optional(AgentId),
         status: Schema.optional(TaskStatus),
@@ -177,13 +181,17 @@ export class AgentsApi extends HttpApiGroup.make("agents")
         operation({
           summary: "Cancel a task",
           permission: Policy.anyMember,
-          errors: ["forbidden"],
+          errors: ["forbidden", "task_ended"],
           access: "A Member cancels only the tasks they invoked; Builders and above any task."
         })
       )
       .setPath(TaskPath)
       .addSuccess(Task)
-      .annotate(OpenApi.Description, "Cancel a pending or running task: its model call and tool calls are interrupted.")
+      .annotate(
+        OpenApi.Description,
+        "Cancel a pending, running or waiting task: its model call and tool calls are interrupted, its approval " +
+          "requests withdrawn. 409 `task_ended` once it has ended."
+      )
   )
   .add(
     HttpApiEndpoint.get("getThread", "/tasks/:task_id/thread")

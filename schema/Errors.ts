@@ -232,7 +232,8 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
     400,
     "invalid_time_range",
     "`GET /v1/usage`, the audit log and its export: `from` is not before `to`; usage: or the range is longer than " +
-      "its bucket allows (93 days of hours, 1830 of days)."
+      "its bucket allows (93 days of hours, 1830 of days). `GET /v1/tasks`: `created_after` is not before " +
+      "`created_before`."
   ),
   rest(
     400,
@@ -387,6 +388,11 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   rest(409, "function_name_taken", "A custom function of that name exists in this organization."),
   rest(409, "file_exists", "A workspace file of that name is in the scope already: upload with `overwrite=true`."),
   rest(409, "approval_decided", "The request for approval was decided (or expired) already."),
+  rest(
+    409,
+    "task_ended",
+    "`POST /v1/tasks/{task_id}/cancel` of a task that ended already (completed, error, cancelled)."
+  ),
   rest(
     409,
     "webhook_disabled",

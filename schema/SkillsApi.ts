@@ -238,7 +238,8 @@ export class ApprovalsApi extends HttpApiGroup.make("approvals")
           summary: "Get an approval request",
           permission: Policy.anyMember,
           errors: [],
-          access: "Admins and above, or the creator of the asking task's agent."
+          access: "Any member of the organization (a runtime's Member key waits on its command's request); a key " +
+            "limited to agents: their requests only."
         })
       )
       .setPath(ApprovalPath)

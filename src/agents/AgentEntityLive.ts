@@ -113,7 +113,13 @@ export const AgentEntityLive = AgentEntity.toLayer(
           }
           const mine = { held: Math.max(0, payload.held_usd), at: now }
           holders.set(payload.holder, mine)
-          if (!(payload.want_usd > 0)) return { granted_usd: 0 }
+          if (!(payload.want_usd > 0)) {
+            // a budget lowered below what is spent and held: a report is told to hand back (a negative grant) as
+            // much of the excess as it holds, so that leases granted under the old cap are not spent past the new
+            // one. It gives back what its calls have not reserved, and says what it holds with its next report.
+            const over = committed() - budget.limit_usd
+            return { granted_usd: over > 0 ? -Math.min(over, mine.held) : 0 }
+          }
           const deadline = now + WAIT_MS
           while (true) {
             const free = budget.limit_usd - committed()

@@ -156,6 +156,8 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
       if (row === undefined) return yield* NotFound.of("Agent", id)
       // a changed budget or model (a call's worst case) gets a fresh look: calls are tried again
       if (input.budget !== undefined || input.model !== undefined) yield* repo.clearExhausted(id)
+      // a budget lowered: this node's lease of the old one goes back at once (others' at their next report)
+      if (input.budget !== undefined) yield* Effect.ignore(Effect.timeout(leases.recheck(id), "1 second"))
       return yield* present(row)
     })
 

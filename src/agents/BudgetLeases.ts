@@ -42,6 +42,8 @@ interface Lease {
   unreported: number
   lastUse: number
   lastReport: number
+  /** Handed back at the entity's word: what is held now is to be said with the next flush, even if nothing. */
+  handedBack: boolean
   /** Calls reserved here since `countedSince`, and the calls a second that made before (a lease's size). */
   calls: number
   countedSince: number
@@ -87,6 +89,7 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetL
           unreported: 0,
           lastUse: 0,
           lastReport: 0,
+          handedBack: false,
           calls: 0,
           countedSince: Date.now(),
           perSecond: 0,
@@ -115,6 +118,7 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetL
       const reported = lease.unreported
       lease.available -= returned
       lease.lastReport = Date.now()
+      lease.handedBack = false
       return agents(agentId).Lease({
         holder,
         held_usd: lease.available + lease.inflight,
@@ -125,8 +129,11 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetL
         Effect.tap(({ granted_usd }) =>
           Effect.sync(() => {
             lease.unreported -= reported
-            lease.available += granted_usd
+            // negative: the budget was lowered, hand back what no call here reserved (AgentEntityLive)
+            lease.available = Math.max(0, lease.available + granted_usd)
             if (granted_usd > 0) lease.refused = undefined
+            // what is held now, said soon: the entity counts what it asked back as held until then
+            if (granted_usd < 0) lease.handedBack = true
           })
         ),
         // the cluster failing to deliver is a defect, as for any call between nodes
@@ -281,6 +288,18 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetL
         return Effect.catchAllCause(askDetached(agentId, lease, 0, 0, 0), () => Effect.void)
       })
 
+    /**
+     * Reports to the agent's entity now, whatever there is to report, when this node holds a lease of its budget:
+     * after a change of the budget, so that a budget lowered below what is held takes its excess back at once.
+     */
+    const recheck = (agentId: AgentId): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const lease = leases.get(agentId)
+        if (lease === undefined) return Effect.void
+        if (lease.asking !== undefined) return Effect.zipRight(Deferred.await(lease.asking), recheck(agentId))
+        return Effect.catchAllCause(askDetached(agentId, lease, 0, 0, 0), () => Effect.void)
+      })
+
     /** Reports spend, hands back what is unused, says what is held; forgets agents with nothing here. */
     const flush = Effect.suspend(() => {
       const now = Date.now()
@@ -294,7 +313,10 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetL
         if (lease.asking !== undefined) continue
         const idle = now - lease.lastUse > IDLE_MS
         const holds = lease.available + lease.inflight > 0
-        if (lease.unreported > 0 || (idle && lease.available > 0) || (holds && now - lease.lastReport > HEARTBEAT_MS)) {
+        if (
+          lease.unreported > 0 || lease.handedBack || (idle && lease.available > 0) ||
+          (holds && now - lease.lastReport > HEARTBEAT_MS)
+        ) {
           // a report not delivered is sent again with the next (a defect too: the loop must go on)
           reports.push(Effect.catchAllCause(ask(agentId, lease, 0, 0, idle ? lease.available : 0), () => Effect.void))
         } else if (!holds && idle) {
@@ -310,7 +332,8 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetL
       reserve: (agentId: AgentId, estimate: number) => reserve(agentId, estimate),
       settle,
       hasRoom,
-      report
+      report,
+      recheck
     } as const
   })
 }) {}

@@ -1,7 +1,7 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option, Schema } from "effect"
 import * as Fs from "node:fs"
-import { Agent, AgentList, CreateAgent, InvokeAgent, Task } from "../../schema/Agents.js"
+import { Agent, AgentList, budgetText, CreateAgent, InvokeAgent, Task } from "../../schema/Agents.js"
 import { AgentId, type TaskId } from "../../schema/Ids.js"
 import { apiOptions, type ApiTarget, resolveTarget, withClient } from "./ApiTarget.js"
 import { CliFailure, ExitCode } from "./CliFailure.js"
@@ -36,7 +36,7 @@ export const agentFields = (agent: Agent) =>
     ["name", agent.name],
     ["model", [agent.model.provider, agent.model.name].filter(Boolean).join(" ")],
     ["skills", agent.skills.map((s) => `${s.connection_id}:${s.operation_ids.join(",")}`).join(" ")],
-    ["budget", agent.budget === null ? null : `$${agent.budget.limit_usd} per ${agent.budget.period}`],
+    ["budget", agent.budget === null ? null : budgetText(agent.budget)],
     ["spent", `$${agent.spent_usd.toFixed(4)}`],
     ["version", agent.version]
   ] as const

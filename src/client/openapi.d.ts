@@ -529,7 +529,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a task
-         * @description Cancel a pending or running task: its model call and tool calls are interrupted.
+         * @description Cancel a pending, running or waiting task: its model call and tool calls are interrupted, its approval requests withdrawn. 409 `task_ended` once it has ended.
          *
          *     **Role:** any member's key (Member and above). A Member cancels only the tasks they invoked; Builders and above any task.
          */
@@ -1065,7 +1065,7 @@ export interface paths {
         };
         /**
          * Get an approval request
-         * @description **Role:** any member's key (Member and above). Admins and above, or the creator of the asking task's agent.
+         * @description **Role:** any member's key (Member and above). Any member of the organization (a runtime's Member key waits on its command's request); a key limited to agents: their requests only.
          */
         get: operations["getApproval"];
         put?: never;
@@ -5092,7 +5092,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "invalid_time_range" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5128,7 +5128,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "task_ended" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -10804,7 +10804,7 @@ export interface operations {
                     "application/json": components["schemas"]["TaskPage"];
                 };
             };
-            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cursor`. */
+            /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_cursor`, `invalid_time_range`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11057,6 +11057,15 @@ export interface operations {
             };
             /** @description Not found: `not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CancelTaskError"];
+                };
+            };
+            /** @description Conflict: `task_ended`. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -129,6 +129,8 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("skills/Approva
 
     /** Newest first. */
     const list = (organizationId: OrganizationId, f: {
+      /** A key limited to agents: theirs only (`null`: every agent). */
+      readonly agentIds: ReadonlyArray<string> | null
       readonly status?: string | undefined
       readonly taskId?: string | undefined
       readonly after?: Position | undefined
@@ -136,6 +138,13 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("skills/Approva
     }) =>
       sql<ApprovalRow>`
         SELECT * FROM approvals WHERE organization_id = ${organizationId}
+        ${
+        f.agentIds === null
+          ? sql``
+          : f.agentIds.length === 0
+          ? sql`AND false`
+          : sql`AND agent_id::text IN ${sql.in(f.agentIds)}`
+      }
         ${f.status === undefined ? sql`` : sql`AND status = ${f.status}`}
         ${f.taskId === undefined ? sql`` : sql`AND task_id = ${f.taskId}::uuid`}
         ${f.after === undefined ? sql`` : sql`AND (requested_at, id) < (${f.after.at}, ${f.after.id}::uuid)`}

@@ -96,20 +96,22 @@ export class Approvals extends Effect.Service<Approvals>()("skills/Approvals", {
             : Effect.succeed(row)
       )
 
+    /** The 409 for a request no longer pending, saying what became of it. */
+    const settled = (row: ApprovalRow) =>
+      Conflict.of(
+        row.status === "expired"
+          // expired by time, or withdrawn when its task was cancelled (the reason says which)
+          ? `This request expired${row.reason === null ? "" : ` (${row.reason.replace(/\.$/, "")})`}: ` +
+            "it can no longer be decided."
+          : `This request was ${row.status} already.`,
+        "approval_decided"
+      )
+
     const decide = (principal: Principal, id: string, status: "approved" | "rejected", reason: string | undefined) =>
       Effect.gen(function*() {
         yield* requirePermission(principal, status === "approved" ? Policy.approveToolCalls : Policy.rejectToolCalls)
         const current = yield* find(principal, id)
-        if (current.status !== "pending") {
-          return yield* Conflict.of(
-            current.status === "expired"
-              // expired by time, or withdrawn when its task was cancelled (the reason says which)
-              ? `This request expired${current.reason === null ? "" : ` (${current.reason.replace(/\.$/, "")})`}: ` +
-                "it can no longer be decided."
-              : `This request was ${current.status} already.`,
-            "approval_decided"
-          )
-        }
+        if (current.status !== "pending") return yield* settled(current)
         const by = actorOf(principal)
         const decided = yield* transaction(Effect.gen(function*() {
           const row = yield* repo.decide(current.id, status, by, reason ?? null)
@@ -124,7 +126,8 @@ export class Approvals extends Effect.Service<Approvals>()("skills/Approvals", {
           })
           return row
         }))
-        if (decided === undefined) return yield* Conflict.of("This request was decided already.", "approval_decided")
+        // settled since it was read (decided by another, expired, its task cancelled): say how
+        if (decided === undefined) return yield* Effect.flatMap(find(principal, id), settled)
         // a command's runtime learns the decision by reading the approval; no run is paused on it
         if (decided.kind === "tool_call" && decided.task_id !== null) yield* resume(decided.task_id)
         return toApproval(decided)
@@ -141,6 +144,8 @@ export class Approvals extends Effect.Service<Approvals>()("skills/Approvals", {
       if (f.task_id !== undefined && !isUuid(f.task_id)) return { items: [], next_cursor: null }
       const limit = f.limit ?? 50
       const rows = yield* repo.list(principal.organizationId, {
+        // a key limited to some agents lists only their requests, as `find` reads only theirs
+        agentIds: principal.agentIds,
         status: f.status,
         taskId: f.task_id,
         after,

@@ -400,7 +400,18 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         Effect.map((rows) => rows.map((r) => r.id))
       )
 
+    /**
+     * Ends the task as cancelled and withdraws its pending approval requests. Their rows are locked first, as a
+     * decision (ApprovalRepo.decide) and the expiry sweep lock an approval before its task: a cancel that locked
+     * the task first deadlocked with a decision made at the same moment (one of them a 500).
+     */
     const cancel = (organizationId: OrganizationId, id: TaskId, result: string) =>
+      sql.withTransaction(Effect.zipRight(
+        sql`SELECT id FROM approvals WHERE task_id = ${id} AND status = 'pending' ORDER BY id FOR UPDATE`,
+        cancelLocked(organizationId, id, result)
+      ))
+
+    const cancelLocked = (organizationId: OrganizationId, id: TaskId, result: string) =>
       sql<TaskSummary & Waiters>`
         WITH ended AS (
           UPDATE tasks SET status = 'cancelled', result = ${result}, finished_at = now(), oidc_token = NULL

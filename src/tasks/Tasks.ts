@@ -2,7 +2,7 @@ import { Duration, Effect } from "effect"
 import { constVoid } from "effect/Function"
 import * as Crypto from "node:crypto"
 import { outcomeOf, startRun, TaskEntity } from "../../cluster/TaskEntity.js"
-import { type InvokeAgent, Task, type TaskFields, ThreadEvent } from "../../schema/Agents.js"
+import { budgetText, type InvokeAgent, Task, type TaskFields, ThreadEvent } from "../../schema/Agents.js"
 import { BadRequest, Conflict, Forbidden, NotFound, PaymentRequired } from "../../schema/Errors.js"
 import type { AgentId, OrganizationId, ScheduleId, TaskId } from "../../schema/Ids.js"
 import { holds, Policy } from "../../schema/Policy.js"
@@ -13,6 +13,8 @@ import { BudgetLeases } from "../agents/BudgetLeases.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
+import { rangeForwards } from "../support/TimeRange.js"
+import { roundUsd } from "../support/Usd.js"
 import { LocalTasks } from "./LocalTasks.js"
 import { RECHECK_MS, TaskCompletions } from "./TaskCompletions.js"
 import { TaskPlacement } from "./TaskPlacement.js"
@@ -80,15 +82,16 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
         const { exhausted, spent } = yield* agentRepo.spending(agent.id, agent.budget)
         if (exhausted || spent >= agent.budget.limit_usd) {
           const { limit_usd, period } = agent.budget
+          // a budget in total has no next period to wait for
+          const orWait = period === "total" ? "" : ` or wait for the next ${period}`
           return yield* PaymentRequired.of(
             spent >= limit_usd
-              ? `The agent's budget of $${limit_usd} per ${period} is exhausted ($${spent.toFixed(6)} spent). ` +
-                "Raise it with PATCH /v1/agents/{agent_id} or wait for the next period."
+              ? `The agent's budget of ${budgetText(agent.budget)} is exhausted ($${spent.toFixed(6)} spent). ` +
+                `Raise it with PATCH /v1/agents/{agent_id}${orWait}.`
               // refused earlier for a call whose worst case did not fit what was left
-              : `The agent's budget of $${limit_usd} per ${period} has no room left for a model call's worst case ` +
+              : `The agent's budget of ${budgetText(agent.budget)} has no room left for a model call's worst case ` +
                 `($${spent.toFixed(6)} spent; each call reserves its worst case first). Raise the budget, or lower ` +
-                "the worst case with the model's max_output_tokens (PATCH /v1/agents/{agent_id}), or wait for the " +
-                "next period.",
+                `the worst case with the model's max_output_tokens (PATCH /v1/agents/{agent_id})${orWait}.`,
             { limit_usd, spent_usd: spent, period }
           )
         }
@@ -318,6 +321,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
       readonly cursor?: string | undefined
     }) {
       const after = yield* positionOf(f.cursor)
+      yield* rangeForwards(f.created_after, f.created_before, ["created_after", "created_before"])
       const limit = f.limit ?? 50
       const rows = yield* repo.list(principal.organizationId, {
         agentIds: principal.agentIds,
@@ -334,7 +338,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
     })
 
     const cancel = Effect.fn("Tasks.cancel")(function*(principal: Principal, id: TaskId) {
-      const row = yield* find(principal, id)
+      yield* find(principal, id)
       // a Member stops their own runs only; stopping someone else's is a Builder's call
       if (
         !holds(principal.role, Policy.cancelOthersTasks) &&
@@ -345,8 +349,15 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
         )
       }
       const cancelled = yield* stop(principal.organizationId, id, "Cancelled on request.")
-      if (cancelled === undefined) return toTask(row)
-      return toTask((yield* repo.findById(id))!)
+      const now = (yield* repo.findById(id))!
+      if (cancelled === undefined) {
+        // a 200 would read as "cancelled" to a client that checks the status code only
+        return yield* Conflict.of(
+          `This task ended already (${now.status}): there is nothing to cancel.`,
+          "task_ended"
+        )
+      }
+      return toTask(now)
     })
 
     /**
@@ -433,7 +444,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
           input_tokens: sum("input_tokens"),
           output_tokens: sum("output_tokens"),
           cached_tokens: sum("cached_tokens"),
-          cost_usd: sum("cost_usd")
+          cost_usd: roundUsd(sum("cost_usd"))
         }
       }
     })

@@ -14,6 +14,7 @@ import {
 import { AgentRepo, periodStart } from "../agents/AgentRepo.js"
 import { mayUse } from "../agents/Agents.js"
 import { rangeForwards } from "../support/TimeRange.js"
+import { roundUsd } from "../support/Usd.js"
 import { addInto, BUCKETS, quantile } from "./DurationHistogram.js"
 import { type FactRow, keyOf, type UsageQuery, UsageRepo } from "./UsageRepo.js"
 
@@ -116,7 +117,7 @@ export const mergeRows = (groupBy: ReadonlyArray<UsageDimension>, facts: Readonl
   const out = [...rows.values()].map(({ histogram, row }) =>
     ({
       ...row,
-      cost_usd: Math.round(row.cost_usd * 1e8) / 1e8,
+      cost_usd: roundUsd(row.cost_usd),
       task_duration_p50_ms: quantile(histogram, 0.5),
       task_duration_p95_ms: quantile(histogram, 0.95)
     }) as UsageRow
@@ -152,7 +153,7 @@ export class Usage extends Effect.Service<Usage>()("usage/Usage", {
             period: budget.period,
             period_start: periodStart(budget.period),
             limit_usd: budget.limit_usd,
-            spent_usd: Math.round(s.spent * 1e8) / 1e8,
+            spent_usd: roundUsd(s.spent),
             exhausted: s.exhausted
           }))
         }, { concurrency: 4 })

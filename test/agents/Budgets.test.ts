@@ -161,6 +161,20 @@ describe("pricing a call", () => {
     // reporting a pricier model: what it spent
     expect(await priced("gpt-4.1-nano", "claude-opus-4-1")).toBeCloseTo((1_000 * 15 + 1_000 * 75) / 1e6, 10)
   })
+
+  it("adds a task's calls to the total the agent's spend records, with no float noise", async () => {
+    // $0.10 and $0.20 at $1.60 a million output tokens: added as floats, 0.30000000000000004
+    const agent = await chatAgent("burst-model")
+    server.script.push(
+      { tool_calls: [{ name: "no_such_tool", arguments: {} }], usage: { input: 0, output: 62_500 } },
+      { text: "ok", usage: { input: 0, output: 125_000 } }
+    )
+    const task = await (await invokeAgent(node, apiKey, agent.id, "hi")).json()
+    expect(task.status).toBe("completed")
+    const usage = await usageOf(task.id)
+    expect(usage.calls.map((c: any) => c.cost_usd)).toEqual([0.1, 0.2])
+    expect(usage.totals.cost_usd).toBe(0.3)
+  })
 })
 
 describe("a burst of calls", () => {

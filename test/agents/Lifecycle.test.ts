@@ -81,14 +81,31 @@ describe("cancellation", () => {
     }
   })
 
-  it("cancelling an ended task changes nothing", async () => {
+  it("cancelling an ended task is a 409 that says how it ended, and changes nothing", async () => {
     const agent = await createAgent(node, apiKey, {
       name: "quick",
       model: { provider: "scripted", script: [{ text: "done" }] }
     })
     const task = await (await invokeAgent(node, apiKey, agent.id, "?")).json()
-    const after = await (await cancel(task.id)).json()
-    expect(after).toMatchObject({ status: "completed", result: "done" })
+    const late = await cancel(task.id)
+    expect(late.status).toBe(409)
+    expect((await late.json()).error).toMatchObject({
+      code: "task_ended",
+      message: "This task ended already (completed): there is nothing to cancel."
+    })
+    const read = await (await node.fetch(`/v1/tasks/${task.id}`, { apiKey })).json()
+    expect(read).toMatchObject({ status: "completed", result: "done", finished_at: task.finished_at })
+    // cancelled once, a second cancel says so
+    const slow = await createAgent(node, apiKey, {
+      name: "slow to cancel",
+      model: { provider: "scripted", script: [{ text: "late", delay_ms: 20_000 }] }
+    })
+    const running = await (await invokeAgent(node, apiKey, slow.id, "?", { async: true })).json()
+    const first = await cancel(running.id)
+    expect({ status: first.status, task: (await first.json()).status }).toEqual({ status: 200, task: "cancelled" })
+    const second = await cancel(running.id)
+    expect(second.status).toBe(409)
+    expect((await second.json()).error.message).toBe("This task ended already (cancelled): there is nothing to cancel.")
   })
 })
 
@@ -144,6 +161,9 @@ describe("limits", () => {
     expect(second.status).toBe(402)
     const body = await second.json()
     expect(body.error.code).toBe("budget_exhausted")
+    // a budget in total: no "per total", and no next period to wait for
+    expect(body.error.message).toContain("The agent's budget of $0.05 in total ")
+    expect(body.error.message).not.toContain("period")
     const raised = await node.fetch(`/v1/agents/${agent.id}`, {
       ...json({ budget: { limit_usd: 100 } }),
       method: "PATCH",
@@ -151,6 +171,41 @@ describe("limits", () => {
     })
     expect(raised.status).toBe(200)
     expect((await invokeAgent(node, apiKey, agent.id, "spend")).status).toBe(200)
+  })
+})
+
+describe("a budget lowered while a task runs", () => {
+  it("stops its spending at once: no call begins past the new cap, and new invocations get 402", async () => {
+    // six model calls of ~$0.05, each taking a while; $10 leaves this node a lease of many calls' worst case
+    const steps = Array.from({ length: 6 }, (_, i) => ({
+      tool_calls: [{ name: "getPet", arguments: { path_params: { petId: String(i) } } }],
+      delay_ms: 300
+    }))
+    const agent = await createAgent(node, apiKey, {
+      name: "lowered",
+      budget: { limit_usd: 10, period: "total" },
+      model: { provider: "scripted", max_output_tokens: 50, script: [...steps, { text: "all done" }] },
+      skills: [{ connection_id: connection.id, operation_ids: ["getPet"] }]
+    })
+    const accepted = await (await invokeAgent(node, apiKey, agent.id, "go", { async: true })).json()
+    const modelCalls = async () => (await thread(accepted.id)).filter((e: any) => e.type === "model_call").length
+    let before = 0
+    while (before === 0) before = await modelCalls()
+    // below what was spent already: the call in flight ends, and no other begins
+    const lowered = await node.fetch(`/v1/agents/${agent.id}`, {
+      ...json({ budget: { limit_usd: 0.01, period: "total" } }),
+      method: "PATCH",
+      apiKey
+    })
+    expect(lowered.status).toBe(200)
+    const refused = await invokeAgent(node, apiKey, agent.id, "more", { async: true })
+    expect(refused.status).toBe(402)
+    expect((await refused.json()).error.code).toBe("budget_exhausted")
+    const ended = await waitForTask(node, apiKey, accepted.id)
+    expect(ended.status).toBe("error")
+    expect(ended.result).toContain("budget")
+    // at most the call in flight when it was read and one begun before the PATCH answered; not the six
+    expect(await modelCalls()).toBeLessThanOrEqual(before + 2)
   })
 })
 
@@ -241,6 +296,15 @@ describe("listing tasks", () => {
     const later = await (await node.fetch(`/v1/tasks?agent_id=${agent.id}&created_after=${future}`, { apiKey })).json()
     expect(later.items).toEqual([])
     expect((await node.fetch("/v1/tasks?status=nonsense", { apiKey })).status).toBe(400)
+    // a range that ends before it starts is a mistake, not an empty page
+    const backwards = await call(
+      node,
+      apiKey,
+      "GET",
+      `/v1/tasks?created_after=${future}&created_before=2020-01-01T00:00:00Z`
+    )
+    expectError(backwards, 400, "invalid_time_range")
+    expect(backwards.body.error.message).toBe("`created_after` must be before `created_before`.")
     expect((await node.fetch("/v1/tasks?cursor=garbage", { apiKey })).status).toBe(400)
   })
 })

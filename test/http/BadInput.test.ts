@@ -113,7 +113,9 @@ describe.each(["fast", "general"])("JSON content types (%s stack)", (stack) => {
     )
     expect(accepted.status).toBe(202)
     const cancelled = await send(node(), "POST", `/v1/tasks/${accepted.body.id}/cancel`, key())
-    expect(cancelled.status).toBe(200)
+    // the quick task may have ended already (409 task_ended): either way the empty POST was taken
+    expect(cancelled.status === 200 ? cancelled.body.status : cancelled.body.error.code)
+      .toBe(cancelled.status === 200 ? "cancelled" : "task_ended")
   })
 })
 

@@ -120,6 +120,20 @@ describe("approvals", () => {
     const own = await call(w.node, await limitedTo(agent.id), "GET", `/v1/approvals/${pending.id}`)
     expect(own.status).toBe(200)
     expect(own.body.id).toBe(pending.id)
+    // an Admin's organization key limited to agents lists their requests only, over REST and MCP alike
+    const adminKeyFor = async (agentId: string) =>
+      (await call(w.node, w.admin, "POST", "/v1/api-keys", {
+        name: `approvals of ${agentId}`,
+        kind: "organization",
+        role: "admin",
+        agent_ids: [agentId]
+      })).body.api_key as string
+    const elsewhere = await adminKeyFor(other.id)
+    expect((await call(w.node, elsewhere, "GET", "/v1/approvals")).body).toEqual({ items: [], next_cursor: null })
+    expect((await call(w.node, elsewhere, "GET", `/v1/approvals?task_id=${accepted.id}`)).body.items).toEqual([])
+    const listed = (await call(w.node, await adminKeyFor(agent.id), "GET", "/v1/approvals?status=pending")).body
+    expect(listed.items.map((a: any) => a.agent_id)).toEqual(listed.items.map(() => agent.id))
+    expect(listed.items.map((a: any) => a.id)).toContain(pending.id)
     // the body, a reason, may be left out
     const rejected = await call(w.node, w.admin, "POST", `/v1/approvals/${pending.id}/reject`)
     expect(rejected.body).toMatchObject({ status: "rejected", reason: null })
@@ -151,6 +165,32 @@ describe("approvals", () => {
     expect(done.status).toBe("completed")
     expect(done.result).toContain("rejected by a reviewer: too many")
     expect(listCalls(w, 60)).toBe(0)
+  })
+
+  it("a decision racing a cancel either wins, or is told the task was cancelled", async () => {
+    const agent = await guardedAgent(w, 71)
+    // each way round: they once deadlocked (the cancel locked the task, then the request; the decision the other way)
+    for (let i = 0; i < 10; i++) {
+      const accepted = await invokeAsync(w, agent.id)
+      await waitStatus(w, accepted.id, ["waiting_approval"])
+      const [request] = (await call(w.node, w.admin, "GET", `/v1/approvals?task_id=${accepted.id}`)).body.items
+      const [decided, cancelled] = await Promise.all([
+        call(w.node, w.admin, "POST", `/v1/approvals/${request.id}/approve`, {}),
+        call(w.node, w.admin, "POST", `/v1/tasks/${accepted.id}/cancel`)
+      ])
+      if (decided.status === 200) {
+        expect(decided.body.status).toBe("approved")
+        // the approved run may even have ended before the cancel came
+        expect(cancelled.status === 200 ? cancelled.body.status : cancelled.body.error.code)
+          .toBe(cancelled.status === 200 ? "cancelled" : "task_ended")
+      } else {
+        expect(cancelled.body.status).toBe("cancelled")
+        expectError(decided, 409, "approval_decided")
+        expect(decided.body.error.message).toBe(
+          "This request expired (The task was cancelled): it can no longer be decided."
+        )
+      }
+    }
   })
 
   it("cancelling a waiting task withdraws its request", async () => {

@@ -36,7 +36,8 @@ export default function TaskPage({ id }: { readonly id: string }) {
   })
   const cancel = useMutation({
     mutationFn: () => ok(api.POST("/v1/tasks/{task_id}/cancel", { params: { path } })),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ["tasks", id] })
+    // a task that ended meanwhile is a 409: show it as it ended
+    onSettled: () => queryClient.invalidateQueries({ queryKey: ["tasks", id] })
   })
   if (task.isPending) return <Loading />
   if (task.data === undefined) {

@@ -6,8 +6,8 @@ import { defineTool } from "../McpTool.js"
 
 export default defineTool({
   name: "cancel_task",
-  description: "Cancel a pending or running task; its model or tool call in flight is interrupted " +
-    "(POST /v1/tasks/{task_id}/cancel).",
+  description: "Cancel a pending, running or waiting task; its model or tool call in flight is interrupted " +
+    "(POST /v1/tasks/{task_id}/cancel). An ended task is an error (task_ended).",
   input: Schema.Struct({ task_id: TaskId }),
   output: Task,
   annotations: {
