@@ -13,7 +13,11 @@ const data = <F extends Schema.Struct.Fields>(identifier: string, description: s
 const nullable = <S extends Schema.Schema.Any>(s: S) => Schema.optional(Schema.NullOr(s))
 
 export const ThreadMessageData = data("ThreadMessageData", "user_message, agent_message: the text.", {
-  text: Schema.String
+  text: Schema.String,
+  truncated: Schema.optional(Schema.Boolean).annotations({
+    description: "agent_message: `true` when the model's output limit cut the answer off (its model_call's " +
+      "`finish` is `length`); raise the agent's `model.max_output_tokens` for the rest."
+  })
 })
 export const ThreadModelCallData = data("ThreadModelCallData", "model_call: one call of the model and its answer.", {
   step: nullable(Schema.Number),
@@ -25,6 +29,10 @@ export const ThreadModelCallData = data("ThreadModelCallData", "model_call: one 
   cost_usd: nullable(Schema.Number),
   duration_ms: nullable(Schema.Number),
   finish: nullable(Schema.String),
+  usage_estimated: Schema.optional(Schema.Boolean).annotations({
+    description: "`true` when the server reported no usage: the tokens (and cost) are estimated at 4 characters " +
+      "a token."
+  }),
   text: nullable(Schema.String),
   tool_calls: Schema.optional(Schema.Array(Schema.Unknown))
 })

@@ -1,4 +1,4 @@
-import { Effect, Option, Redacted, Schedule } from "effect"
+import { Effect, Option, Redacted } from "effect"
 import { Agent } from "undici"
 import type { ModelConfig } from "../../schema/Agents.js"
 import type { OrganizationId } from "../../schema/Ids.js"
@@ -12,7 +12,8 @@ import {
   type ModelProvider,
   type ModelRequest,
   type ModelResponse,
-  type ProviderConnection
+  type ProviderConnection,
+  type Usage
 } from "./models/ModelProvider.js"
 import { scripted } from "./models/Scripted.js"
 import { MAX_TOKENS } from "./models/WireJson.js"
@@ -25,6 +26,10 @@ export type { ModelCallResult } from "./models/ModelProvider.js"
  * then sent with, so that the reservation bounds what the call can spend.
  */
 export const BUDGETED_OUTPUT_TOKENS = 4096
+
+/** The waits before a retryable call's second and third attempts, and the longest Retry-After waited for. */
+const RETRY_DELAYS_MS = [500, 1000] as const
+const MAX_RETRY_AFTER_MS = 60_000
 
 const notConfigured = (message: string) => new ModelError({ code: "model_not_configured", message, retryable: false })
 const badUsage = (message: string) => new ModelError({ code: "model_bad_usage", message, retryable: false })
@@ -55,6 +60,25 @@ export const inputTokenBound = (request: ModelRequest) =>
   Buffer.byteLength(request.instructions, "utf8") + Buffer.byteLength(JSON.stringify(request.messages), "utf8") +
   Buffer.byteLength(JSON.stringify(request.tools), "utf8") + PER_MESSAGE_TOKENS * (request.messages.length + 1) +
   (request.tools.length > 0 ? TOOLS_PROMPT_TOKENS : 0) + REPLY_TOKENS
+
+/** Tokens of a text by the usual rule of thumb for English (OpenAI's): 4 characters a token. */
+const roughTokens = (text: string) => Math.ceil(text.length / 4)
+
+/**
+ * A call's usage when the server reported none (some OpenAI-compatible servers leave it out, streamed or not):
+ * counted as 0 it cost nothing, and a budget never ran out. Estimated from the request and the answer instead,
+ * and marked so.
+ */
+const estimatedUsage = (request: ModelRequest, response: ModelResponse): Usage => ({
+  input_tokens: roughTokens(request.instructions + JSON.stringify(request.messages) + JSON.stringify(request.tools)),
+  // at most the output limit sent, which the call's reservation counted (the server kept to it)
+  output_tokens: Math.min(
+    roughTokens((response.text ?? "") + response.tool_calls.map((c) => c.name + JSON.stringify(c.arguments)).join("")),
+    request.maxOutputTokens ?? Infinity
+  ),
+  cached_tokens: 0,
+  estimated: true
+})
 
 /**
  * Where an agent's model calls go. The endpoint and key come from the agent (`model.base_url`), the
@@ -125,26 +149,48 @@ export class ModelGateway extends Effect.Service<ModelGateway>()("agents/ModelGa
       request: ModelRequest,
       onTextDelta?: (delta: string) => void
     ) => {
+      // once a listener heard part of an answer, another attempt would add a second answer after it
+      let streamed = false
+      const listener = onTextDelta === undefined ? undefined : (delta: string) => {
+        streamed = true
+        onTextDelta(delta)
+      }
       const attempt = Effect.gen(function*() {
         const { connection, provider } = yield* resolve(organizationId, model)
         const started = performance.now()
         const response = yield* Effect.tryPromise({
           try: (signal) =>
-            provider.call(connection, request, onTextDelta === undefined ? { signal } : { signal, onTextDelta }),
+            provider.call(connection, request, listener === undefined ? { signal } : { signal, onTextDelta: listener }),
           catch: (e) =>
             e instanceof ModelError
               ? e
               : new ModelError({ code: "model_bad_response", message: String(e), retryable: false })
         })
-        const cost = yield* costOf(model, response)
-        return { response, cost, durationMs: performance.now() - started }
+        const reported = response.usage.reported === false
+          ? { ...response, usage: estimatedUsage(request, response) }
+          : response
+        const cost = yield* costOf(model, reported)
+        return { response: reported, cost, durationMs: performance.now() - started }
       }).pipe(observe(model))
-      // retried twice, 0.5 s then 1 s later; the first attempt goes without a schedule, as most calls need none
-      return attempt.pipe(Effect.catchIf((e) => e.retryable, () =>
-        attempt.pipe(
-          Effect.retry({ times: 1, while: (e) => e.retryable, schedule: Schedule.exponential("1 second") }),
-          Effect.delay("500 millis")
-        )))
+      // retried twice, 0.5 s then 1 s later, or as much later as the server's Retry-After asks (up to a minute:
+      // a longer wait fails the call at once, saying how long, rather than hold the task); the time limit bounds it
+      const retried = (n: number): typeof attempt =>
+        attempt.pipe(Effect.catchIf(
+          (e) => e.retryable && n < RETRY_DELAYS_MS.length && (e.retryAfterMs ?? 0) <= MAX_RETRY_AFTER_MS,
+          (e) =>
+            streamed
+              ? Effect.fail(
+                new ModelError({
+                  code: e.code,
+                  message: `${e.message} (not tried again: part of its text had been streamed)`,
+                  retryable: false,
+                  status: e.status,
+                  cause: e
+                })
+              )
+              : Effect.delay(retried(n + 1), Math.max(RETRY_DELAYS_MS[n]!, e.retryAfterMs ?? 0))
+        ))
+      return retried(0)
     }
 
     /**

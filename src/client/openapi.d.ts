@@ -4352,6 +4352,8 @@ export interface components {
          */
         ThreadMessageData: {
             text: string;
+            /** @description agent_message: `true` when the model's output limit cut the answer off (its model_call's `finish` is `length`); raise the agent's `model.max_output_tokens` for the rest. */
+            truncated?: boolean;
         } & {
             [key: string]: unknown;
         };
@@ -4385,6 +4387,8 @@ export interface components {
             cost_usd?: number | null;
             duration_ms?: number | null;
             finish?: string | null;
+            /** @description `true` when the server reported no usage: the tokens (and cost) are estimated at 4 characters a token. */
+            usage_estimated?: boolean;
             text?: string | null;
             tool_calls?: unknown[];
         } & {

@@ -1,5 +1,6 @@
 import { Duration, Effect } from "effect"
 import type { Readable } from "node:stream"
+import { StringDecoder } from "node:string_decoder"
 import type { BudgetExhausted } from "../../cluster/AgentEntity.js"
 import { outcomeOf, type TaskOutcome } from "../../cluster/TaskEntity.js"
 import type { InvokeOperation } from "../../schema/Connectors.js"
@@ -62,12 +63,47 @@ const readBody = (body: Readable) =>
       if (size >= TOOL_RESULT_LIMIT) {
         truncated = true
         body.destroy()
-        resume(Effect.succeed(Buffer.concat(chunks).subarray(0, TOOL_RESULT_LIMIT).toString("utf8") + "…[truncated]"))
+        // a StringDecoder leaves out a character the limit cut in two (toString made it U+FFFD)
+        const kept = new StringDecoder("utf8").write(Buffer.concat(chunks).subarray(0, TOOL_RESULT_LIMIT))
+        resume(Effect.succeed(kept + "…[truncated]"))
       }
     })
     body.on("end", () => !truncated && resume(Effect.succeed(Buffer.concat(chunks).toString("utf8"))))
     body.on("error", (e) => !truncated && resume(Effect.succeed(`[the response broke off: ${e.message}]`)))
   })
+
+/**
+ * Why a tool call's arguments cannot be used, if they cannot: every tool takes one JSON object, and a provider
+ * hands over the model's raw text when it was not JSON (WireJson.parseArguments). The model is told, to try again.
+ */
+const argumentsProblem = (call: ToolCall): string | undefined => {
+  const args = call.arguments
+  if (typeof args === "object" && args !== null && !Array.isArray(args)) return undefined
+  let why = `they are ${Array.isArray(args) ? "an array" : args === null ? "null" : `a ${typeof args}`}`
+  if (typeof args === "string") {
+    try {
+      JSON.parse(args)
+    } catch (e) {
+      why = `they are not valid JSON (${(e as Error).message}; the answer may have been cut off at its output limit)`
+    }
+  }
+  const shown = typeof args === "string" ? args : JSON.stringify(args)
+  return `error: the call to ${call.name} was not made: its arguments must be one JSON object, and ${why}: ` +
+    `${shown.length > 200 ? `${shown.slice(0, 200)}…` : shown}. Call it again with valid arguments.`
+}
+
+/**
+ * Why a last turn without any text is no answer, when the model was stopped before it gave one: an empty
+ * `completed` task would hide it (a reasoning model can spend its whole output limit before writing a word).
+ */
+const noAnswer = (finish: string | undefined, limit: number | undefined): string | undefined =>
+  finish === "length"
+    ? `The model's answer was cut off at its output limit${
+      limit === undefined ? "" : ` of ${limit} tokens`
+    } before it wrote any text: raise the agent's model.max_output_tokens.`
+    : finish === "content_filter"
+    ? "The model gave no answer: it refused, or the provider's content filter stopped it."
+    : undefined
 
 class Stop {
   constructor(
@@ -281,18 +317,31 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         return new Pause()
       })
 
-    const callTool = (task: TaskRow, principal: Principal, tool: Tool | undefined, call: ToolCall) =>
+    const callTool = (
+      task: TaskRow,
+      principal: Principal,
+      tool: Tool | undefined,
+      call: ToolCall,
+      names: ReadonlyArray<string>
+    ) =>
       Effect.gen(function*() {
         const started = performance.now()
         if (tool === undefined) {
-          return { outcome: "error", status: null, content: `error: there is no tool named ${call.name}`, ms: 0 }
+          // the names it may use, so that a model that misspelt one (or made one up) can correct itself
+          const known = names.length === 0 ? "it has no tools" : `its tools are ${names.slice(0, 100).join(", ")}`
+          return {
+            outcome: "error",
+            status: null,
+            content: `error: there is no tool named ${call.name}; ${known}`,
+            ms: 0
+          }
         }
         if (tool.fn !== undefined) {
           const r = yield* tool.fn.call(call.arguments)
           return { ...r, status: null, ms: performance.now() - started }
         }
-        const args =
-          (typeof call.arguments === "object" && call.arguments !== null ? call.arguments : {}) as InvokeOperation
+        // an object: the loop answers calls with other arguments itself (argumentsProblem)
+        const args = call.arguments as InvokeOperation
         const userToken = task.oidc_token === null
           ? undefined
           : vault.open<string>(task.oidc_token, 1, [task.organization_id, task.id, "oidc"])
@@ -348,7 +397,9 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         const markable = (calls: ReadonlyArray<ToolCall>, step: number, i: number): string | null => {
           const call = calls[i]
           const key = `t:${step}:${i}`
-          if (call === undefined || recorded.has(key) || marked.has(key)) return null
+          if (call === undefined || recorded.has(key) || marked.has(key) || argumentsProblem(call) !== undefined) {
+            return null
+          }
           const tool = byName.get(call.name)
           return (tool === undefined ? files.has(call.name) : !needsApproval(tool, call)) ? key : null
         }
@@ -358,6 +409,9 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
           if (mark !== null) premarked.add(mark)
           return true
         }
+        // a budgeted call is capped at the output its reservation counts, so the reservation bounds its cost
+        const outputLimit = agent.model.max_output_tokens ??
+          (budgeted && agent.model.provider !== "scripted" ? BUDGETED_OUTPUT_TOKENS : undefined)
         let tokens = 0
         // the task's step events written before this step: each earlier step's model call and its tool calls
         let stepEvents = 0
@@ -369,6 +423,8 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             tool_calls: Array<ToolCall>
             input_tokens: number
             output_tokens: number
+            /** ModelResponse.finish; absent in threads recorded before it was kept. */
+            finish?: string
           } | undefined
           if (turn === undefined) {
             const request = {
@@ -376,12 +432,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
               instructions: agent.instructions,
               messages,
               tools: [...tools.map((t) => t.spec), ...files.specs],
-              // a budgeted call is capped at the output its reservation counts, so the reservation bounds its cost
-              ...(agent.model.max_output_tokens !== undefined
-                ? { maxOutputTokens: agent.model.max_output_tokens }
-                : budgeted && agent.model.provider !== "scripted"
-                ? { maxOutputTokens: BUDGETED_OUTPUT_TOKENS }
-                : {}),
+              ...(outputLimit === undefined ? {} : { maxOutputTokens: outputLimit }),
               ...(agent.model.temperature === undefined ? {} : { temperature: agent.model.temperature })
             }
             // the call's worst case is reserved from this node's lease of the budget, and settled once known
@@ -413,7 +464,8 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
               text: response.text,
               tool_calls: [...response.tool_calls],
               input_tokens: response.usage.input_tokens,
-              output_tokens: response.usage.output_tokens
+              output_tokens: response.usage.output_tokens,
+              finish: response.finish
             }
             record = {
               stepKey: key,
@@ -424,6 +476,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
                 input_tokens: response.usage.input_tokens,
                 output_tokens: response.usage.output_tokens,
                 cached_tokens: response.usage.cached_tokens,
+                ...(response.usage.estimated === true ? { usage_estimated: true } : {}),
                 cost_usd: result.cost,
                 duration_ms: Math.round(result.durationMs),
                 finish: response.finish,
@@ -463,7 +516,13 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             )
           }
           messages.push({ role: "assistant", text: turn.text, tool_calls: turn.tool_calls })
-          if (turn.tool_calls.length === 0) return new Stop("completed", turn.text ?? "", record)
+          if (turn.tool_calls.length === 0) {
+            const unanswered = turn.text === null || turn.text === "" ? noAnswer(turn.finish, outputLimit) : undefined
+            // a partial answer (cut off at the output limit) is kept: the thread marks it `truncated`
+            return unanswered === undefined
+              ? new Stop("completed", turn.text ?? "", record)
+              : new Stop("error", unanswered, record)
+          }
           stepEvents += 1 + turn.tool_calls.length
           for (const [i, call] of turn.tool_calls.entries()) {
             const toolKey = `t:${step}:${i}`
@@ -481,6 +540,10 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
                     "check its effect before you repeat it.",
                   ms: 0
                 }
+              } else if ((tool !== undefined || files.has(call.name)) && argumentsProblem(call) !== undefined) {
+                // arguments that are no JSON object (invalid JSON, often cut off at the output limit) are not
+                // filled in with {}: the call could do something else than asked (a list instead of a search)
+                r = { outcome: "error", status: null, content: argumentsProblem(call)!, ms: 0 }
               } else {
                 const gate = tool === undefined && files.has(call.name)
                   ? "call"
@@ -504,7 +567,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
                 r = gate === "call" && tool === undefined && files.has(call.name)
                   ? { ...(yield* files.call(call)), status: null, ms: 0 }
                   : gate === "call"
-                  ? yield* callTool(task, principal, tool, call)
+                  ? yield* callTool(task, principal, tool, call, [...byName.keys(), ...files.specs.map((s) => s.name)])
                   : { outcome: "rejected", status: null, content: gate.content, ms: 0 }
               }
               done = { content: r.content }

@@ -40,6 +40,10 @@ export const toTask = (row: TaskSummary) => new Task(fieldsOf(row), true)
 
 const TERMINAL = new Set(["completed", "error", "cancelled"])
 
+/** An answer cut off at the output limit says so: the model call that gave it stopped for `length`. */
+const truncation = (events: ReadonlyArray<{ readonly type: string; readonly data: any }>) =>
+  events.filter((e) => e.type === "model_call").at(-1)?.data?.finish === "length" ? { truncated: true } : {}
+
 /** How long an async invoke waits to hand its task over; past it, the owner's sweep starts the task. */
 const DELIVERY_TIMEOUT = Duration.seconds(2)
 
@@ -410,7 +414,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
         const at = row.finished_at ?? recorded.at(-1)?.at ?? row.created_at
         events.push(
           row.status === "completed"
-            ? { type: "agent_message", at, data: { text: row.result ?? "" } }
+            ? { type: "agent_message", at, data: { text: row.result ?? "", ...truncation(recorded) } }
             : { type: "error", at, data: { message: row.result } }
         )
       }

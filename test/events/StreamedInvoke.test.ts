@@ -195,6 +195,26 @@ describe("streamed invoke", () => {
     expect(streamedCall).toMatchObject({ input_tokens: 300, output_tokens: 14, cached_tokens: 128 })
   })
 
+  it("a model call that fails after part of its text was streamed is not tried again: the client would hear it twice", async () => {
+    const agent = await createAgent(world.node, world.apiKey, {
+      name: "openai-broken-stream",
+      model: { provider: "openai", name: "gpt-test" }
+    })
+    model.script.push({ text: "The first try breaks off.", mid_stream: "error" }, { text: "Not asked for." })
+    const before = model.requests.length
+    const { events } = await streamedInvoke(agent.id, "weather?")
+    const deltas = events.filter((e) => e.event === "task.output.delta").map((e) => e.data.data.text)
+    expect(deltas.join("")).toBe("The ")
+    const ended = events.at(-1)!.data.data
+    expect(ended.status).toBe("error")
+    expect(ended.result).toBe(
+      "The model call failed (model_stream_error): The server had an error (not tried again: part of its text " +
+        "had been streamed)"
+    )
+    expect(model.requests.length).toBe(before + 1)
+    model.script.length = 0
+  })
+
   it("a client that leaves mid-stream does not stop the task, and its later model calls are no longer streamed", async () => {
     const agent = await createAgent(world.node, world.apiKey, {
       name: "openai-left",

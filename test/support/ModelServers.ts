@@ -10,11 +10,16 @@ export type ModelServerKind = "openai" | "openai-chat" | "anthropic"
 
 export interface TurnSpec {
   text?: string
-  tool_calls?: Array<{ name: string; arguments: unknown }>
+  /** `raw_arguments`: the arguments' text verbatim (invalid JSON, as a model cut off mid-call sends it). */
+  tool_calls?: Array<{ name: string; arguments?: unknown; raw_arguments?: string }>
   usage?: { input: number; output: number; cached?: number }
+  /** Report no usage at all, as some OpenAI-compatible servers do. */
+  omit_usage?: boolean
   /** Answer with this error status and `error` as the provider's error message. */
   status?: number
   error?: string
+  /** Headers of the error answer (`retry-after`). */
+  headers?: Record<string, string>
   delay_ms?: number
   /** Never answer (to test aborts). */
   hang?: boolean
@@ -35,6 +40,8 @@ export interface ModelServerRequest {
   readonly headers: Http.IncomingHttpHeaders
   /** The parsed JSON body (the raw text if it was not JSON). */
   readonly body: any
+  /** When it arrived (Date.now()). */
+  readonly at: number
 }
 
 export interface ModelServer {
@@ -109,7 +116,7 @@ const responsesJson = ({ calls, model, turn, usage }: Answer) => ({
       status: "completed"
     }))
   ],
-  usage: {
+  usage: turn.omit_usage === true ? null : {
     input_tokens: usage.input,
     input_tokens_details: { cached_tokens: usage.cached },
     output_tokens: usage.output,
@@ -142,7 +149,7 @@ const chatJson = (answer: Answer) => ({
     },
     finish_reason: chatFinish(answer)
   }],
-  usage: chatUsage(answer)
+  ...(answer.turn.omit_usage === true ? {} : { usage: chatUsage(answer) })
 })
 
 /** SSE frames; `cut` is the index of the first text delta, where `mid_stream` strikes. */
@@ -169,7 +176,7 @@ const chatFrames = (answer: Answer, includeUsage: boolean) => {
     ])
   ]
   frames.push(delta({}, chatFinish(answer)))
-  if (includeUsage) frames.push(chunk([], chatUsage(answer)))
+  if (includeUsage && answer.turn.omit_usage !== true) frames.push(chunk([], chatUsage(answer)))
   frames.push("data: [DONE]\n\n")
   const error = `data: ${JSON.stringify({ error: { message: "worker crashed", type: "internal_error" } })}\n\n`
   return { frames, cut: 1, error }
@@ -237,7 +244,9 @@ const anthropicJson = (answer: Answer) => ({
   ],
   stop_reason: anthropicStop(answer),
   stop_sequence: null,
-  usage: { ...anthropicUsage(answer), output_tokens: answer.usage.output }
+  ...(answer.turn.omit_usage === true
+    ? {}
+    : { usage: { ...anthropicUsage(answer), output_tokens: answer.usage.output } })
 })
 
 const anthropicFrames = (answer: Answer) => {
@@ -248,7 +257,7 @@ const anthropicFrames = (answer: Answer) => {
         ...anthropicJson(answer),
         content: [],
         stop_reason: null,
-        usage: { ...anthropicUsage(answer), output_tokens: 1 }
+        ...(answer.turn.omit_usage === true ? {} : { usage: { ...anthropicUsage(answer), output_tokens: 1 } })
       }
     }),
     event("ping", {})
@@ -273,7 +282,7 @@ const anthropicFrames = (answer: Answer) => {
   frames.push(
     event("message_delta", {
       delta: { stop_reason: anthropicStop(answer), stop_sequence: null },
-      usage: { output_tokens: answer.usage.output }
+      ...(answer.turn.omit_usage === true ? {} : { usage: { output_tokens: answer.usage.output } })
     })
   )
   frames.push(event("message_stop", {}))
@@ -300,8 +309,8 @@ const stream = async (
 export const startModelServer = async (kind: ModelServerKind): Promise<ModelServer> => {
   const requests: Array<ModelServerRequest> = []
   const script: Array<TurnSpec> = []
-  const sendJson = (res: Http.ServerResponse, status: number, body: unknown) => {
-    res.writeHead(status, { "content-type": "application/json" })
+  const sendJson = (res: Http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+    res.writeHead(status, { ...headers, "content-type": "application/json" })
     res.end(JSON.stringify(body))
   }
 
@@ -315,7 +324,7 @@ export const startModelServer = async (kind: ModelServerKind): Promise<ModelServ
     if (turn.delay_ms !== undefined) await sleep(turn.delay_ms)
     if (turn.status !== undefined || turn.error !== undefined) {
       const status = turn.status ?? 500
-      return sendJson(res, status, errorBody(kind, status, turn.error ?? `HTTP ${status}`))
+      return sendJson(res, status, errorBody(kind, status, turn.error ?? `HTTP ${status}`), turn.headers)
     }
     if (turn.raw !== undefined) {
       res.writeHead(200, { "content-type": "application/json" })
@@ -324,8 +333,8 @@ export const startModelServer = async (kind: ModelServerKind): Promise<ModelServ
     const calls = (turn.tool_calls ?? []).map((call, i) => ({
       id: `${kind === "anthropic" ? "toolu" : "call"}_r${requests.length}_${i}`,
       name: call.name,
-      arguments: JSON.stringify(call.arguments),
-      input: call.arguments
+      arguments: call.raw_arguments ?? JSON.stringify(call.arguments ?? {}),
+      input: call.arguments ?? {}
     }))
     const outputChars = (turn.text ?? "").length + calls.reduce((n, call) => n + call.arguments.length, 0)
     const usage = turn.usage ??
@@ -363,7 +372,7 @@ export const startModelServer = async (kind: ModelServerKind): Promise<ModelServ
         // recorded as text; the route answers as a real server would
       }
       const path = new URL(req.url ?? "/", "http://model").pathname
-      requests.push({ path, headers: req.headers, body })
+      requests.push({ path, headers: req.headers, body, at: Date.now() })
       answer(path, body, res).catch((error) => sendJson(res, 500, errorBody(kind, 500, String(error))))
     })
   })

@@ -114,10 +114,12 @@ class MessageAssembly {
   model: string | undefined = undefined
   stopReason: string | undefined = undefined
   stopped = false
+  usageReported = false
 
   constructor(readonly requestedModel: string, readonly onTextDelta: ((delta: string) => void) | undefined) {}
 
   private readUsage(usage: JsonRecord | undefined) {
+    if (usage !== undefined) this.usageReported = true
     // message_delta usage is cumulative and may repeat the input counts: fields present replace ours
     for (
       const [key, field] of [
@@ -213,7 +215,8 @@ class MessageAssembly {
         // Anthropic's input_tokens excludes cache reads and writes; ours counts the whole prompt
         input_tokens: this.usage.input + this.usage.cacheRead + this.usage.cacheCreation,
         output_tokens: this.usage.output,
-        cached_tokens: this.usage.cacheRead
+        cached_tokens: this.usage.cacheRead,
+        ...(this.usageReported ? {} : { reported: false as const })
       },
       model: this.model ?? this.requestedModel,
       finish: this.stopReason === undefined ? "other" : FINISH[this.stopReason] ?? "other"

@@ -153,7 +153,8 @@ class Completion {
         cached_tokens: asCount(
           asRecord(this.usage?.["prompt_tokens_details"])?.["cached_tokens"],
           "usage.prompt_tokens_details.cached_tokens"
-        )
+        ),
+        ...(this.usage === undefined ? { reported: false as const } : {})
       },
       model: this.model ?? this.requestedModel,
       // some servers (older Ollama) finish tool-calling turns with "stop"

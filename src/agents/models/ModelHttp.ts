@@ -72,6 +72,24 @@ export const transportFailure = (error: unknown, signal: AbortSignal, origin: st
   })
 }
 
+/**
+ * How long a 429/503 asks to wait: OpenAI's `retry-after-ms`, else `Retry-After` in seconds or as an HTTP date.
+ * Undefined when absent or unreadable.
+ */
+export const retryAfterMs = (headers: Record<string, string | Array<string> | undefined>, now = Date.now()) => {
+  const first = (name: string) => {
+    const value = headers[name]
+    return (Array.isArray(value) ? value[0] : value)?.trim()
+  }
+  const ms = first("retry-after-ms")
+  if (ms !== undefined && /^\d+(\.\d+)?$/.test(ms)) return Math.ceil(Number(ms))
+  const after = first("retry-after")
+  if (after === undefined || after === "") return undefined
+  if (/^\d+(\.\d+)?$/.test(after)) return Math.ceil(Number(after) * 1000)
+  const date = Date.parse(after)
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
+}
+
 const readLimited = async (body: ResponseBody, limit: number): Promise<string> => {
   const chunks: Array<Buffer> = []
   let size = 0
@@ -107,7 +125,12 @@ export const postJson = async (
       dispatcher: connection.dispatcher,
       signal,
       headers,
-      body: JSON.stringify(payload)
+      body: JSON.stringify(payload),
+      // undici's 300 s defaults cut off a reasoning model's unstreamed answer, whose headers come only when it is
+      // complete (often past 5 minutes), then retried it: the caller's signal (the task's time limit, a cancel)
+      // bounds the call instead
+      headersTimeout: 0,
+      bodyTimeout: 0
     })
   } catch (error) {
     throw transportFailure(error, signal, url.origin)
@@ -123,11 +146,14 @@ export const postJson = async (
     if (signal.aborted) throw signal.reason
     text = error instanceof Error ? error.message : ""
   }
+  const wait = retryAfterMs(response.headers)
   throw new ModelError({
     code: "model_http_error",
-    message: providerErrorMessage(text, response.statusCode),
+    message: providerErrorMessage(text, response.statusCode) +
+      (wait === undefined ? "" : ` (the server asks to retry after ${Math.ceil(wait / 1000)} s)`),
     status: response.statusCode,
-    retryable: retryableStatus(response.statusCode)
+    retryable: retryableStatus(response.statusCode),
+    retryAfterMs: wait
   })
 }
 

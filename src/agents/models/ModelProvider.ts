@@ -36,11 +36,17 @@ export interface ModelRequest {
   readonly temperature?: number
 }
 
-/** `input_tokens` counts the whole prompt, cached part included; `cached_tokens` is that cached part. */
+/**
+ * `input_tokens` counts the whole prompt, cached part included; `cached_tokens` is that cached part. `reported:
+ * false` from a provider: the server sent no usage at all (the counts are 0); `estimated: true` from the gateway:
+ * the counts are its estimate in place of those.
+ */
 export interface Usage {
   readonly input_tokens: number
   readonly output_tokens: number
   readonly cached_tokens: number
+  readonly reported?: false
+  readonly estimated?: true
 }
 
 export interface ModelResponse {
@@ -68,18 +74,22 @@ export class ModelError extends Error {
   readonly status: number | undefined
   readonly retryable: boolean
   readonly code: ModelErrorCode
+  /** How long the server asked to wait before trying again (`Retry-After`), when it said. */
+  readonly retryAfterMs: number | undefined
 
   constructor(options: {
     readonly code: ModelErrorCode
     readonly message: string
     readonly retryable: boolean
     readonly status?: number | undefined
+    readonly retryAfterMs?: number | undefined
     readonly cause?: unknown
   }) {
     super(options.message, options.cause === undefined ? undefined : { cause: options.cause })
     this.code = options.code
     this.retryable = options.retryable
     this.status = options.status
+    this.retryAfterMs = options.retryAfterMs
   }
 }
 

@@ -115,7 +115,8 @@ export const parseResponse = (json: JsonRecord, requestedModel: string): ModelRe
       cached_tokens: asCount(
         asRecord(usage?.["input_tokens_details"])?.["cached_tokens"],
         "usage.input_tokens_details.cached_tokens"
-      )
+      ),
+      ...(usage === undefined ? { reported: false as const } : {})
     },
     model: asString(json["model"]) ?? requestedModel,
     finish: toolCalls.length > 0

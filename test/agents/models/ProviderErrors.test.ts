@@ -1,6 +1,7 @@
 import { Agent } from "undici"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { providerFor } from "../../../src/agents/models/index.js"
+import { retryAfterMs } from "../../../src/agents/models/ModelHttp.js"
 import { ModelError } from "../../../src/agents/models/ModelProvider.js"
 import { defaultPolicy } from "../../../src/connectors/egress/EgressPolicy.js"
 import { makeGuardedDispatcher } from "../../../src/connectors/egress/GuardedDispatcher.js"
@@ -41,6 +42,32 @@ describe.each(["openai", "openai-chat", "anthropic"] as const)("%s errors", (kin
   it.each([429, 500, 529])("%i is retryable", async (status) => {
     server.script.push({ status, error: "slow down" })
     expect(await call()).toMatchObject({ code: "model_http_error", status, retryable: true, message: "slow down" })
+  })
+
+  it("a 429 carries the wait its Retry-After asks for, in seconds or as OpenAI's retry-after-ms", async () => {
+    server.script.push(
+      { status: 429, error: "slow down", headers: { "retry-after": "7" } },
+      { status: 503, error: "busy", headers: { "retry-after-ms": "1500", "retry-after": "2" } },
+      { status: 429, error: "slow down", headers: { "retry-after": "soon" } }
+    )
+    expect(await call()).toMatchObject({
+      retryAfterMs: 7000,
+      message: "slow down (the server asks to retry after 7 s)"
+    })
+    expect(await call()).toMatchObject({ status: 503, retryable: true, retryAfterMs: 1500 })
+    expect(await call()).toMatchObject({ retryAfterMs: undefined, message: "slow down" })
+  })
+
+  it("waits for a slow answer as long as the caller does: no timeout of the HTTP client's own cuts it off", async () => {
+    // a client whose timeouts are short stands for undici's 300 s defaults (a reasoning model answers later)
+    const impatient = new Agent({ headersTimeout: 300, bodyTimeout: 300 })
+    try {
+      server.script.push({ text: "Thought it over.", delay_ms: 1500 })
+      const { response } = await callRecording(provider, connectionTo(server.url, impatient), baseRequest)
+      expect(response.text).toBe("Thought it over.")
+    } finally {
+      await impatient.close()
+    }
   })
 
   it("a malformed body is model_bad_response", async () => {
@@ -98,6 +125,15 @@ describe.each(["openai", "openai-chat", "anthropic"] as const)("%s errors", (kin
   it("a base URL that is not http(s) is model_not_configured", async () => {
     expect(await call("ftp://models.example")).toMatchObject({ code: "model_not_configured", retryable: false })
     expect(await call("not a url")).toMatchObject({ code: "model_not_configured" })
+  })
+})
+
+describe("retryAfterMs", () => {
+  it("reads an HTTP date as the time left until it", () => {
+    const now = Date.parse("2026-11-27T12:00:00Z")
+    expect(retryAfterMs({ "retry-after": "Fri, 27 Nov 2026 12:00:30 GMT" }, now)).toBe(30_000)
+    expect(retryAfterMs({ "retry-after": "Fri, 27 Nov 2026 11:00:00 GMT" }, now)).toBe(0)
+    expect(retryAfterMs({}, now)).toBeUndefined()
   })
 })
 

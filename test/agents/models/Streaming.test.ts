@@ -25,6 +25,20 @@ for (const [kind, provider] of PROVIDERS) {
   describe(`streamed ${kind} calls`, () => {
     const fixture = useModelServer(kind)
 
+    it("a server that reports no usage, listened to or not, gives 0 counts marked not reported", async () => {
+      const connection = connectionTo(fixture.server.url, fixture.dispatcher)
+      fixture.server.script.push({ text: TEXT, omit_usage: true }, { text: TEXT, omit_usage: true })
+      const plain = await provider.call(connection, baseRequest, { signal: new AbortController().signal })
+      const streamed = await provider.call(connection, baseRequest, {
+        signal: new AbortController().signal,
+        onTextDelta: () => {}
+      })
+      for (const response of [plain, streamed]) {
+        expect(response.usage).toEqual({ input_tokens: 0, output_tokens: 0, cached_tokens: 0, reported: false })
+        expect(response.text).toBe(TEXT)
+      }
+    })
+
     it("a listened call gives the same result and usage as an unlistened one, its text arriving in pieces before the end", async () => {
       const connection = connectionTo(fixture.server.url, fixture.dispatcher)
       const usage = { input: 900, output: 12, cached: 512 }
