@@ -99,6 +99,10 @@ export const AddDocument = Schema.Struct({
   format: Schema.optional(DocumentFormat).annotations({
     description: "Overrides the type: default from the Content-Type, else the name's extension (`.md`, " +
       "`.html`/`.htm`, `.pdf`, `.txt`); inline text is `txt` unless the name says otherwise."
+  }),
+  replaces: Schema.optional(DocumentId).annotations({
+    description: "A document of this base that this one is a new version of: it is deleted when this one is " +
+      "ready (search answers from the old one until then), and stays if this one fails."
   })
 }).annotations({
   identifier: "AddDocument",
@@ -134,6 +138,9 @@ export class KnowledgeDocument extends Schema.Class<KnowledgeDocument>("Knowledg
     }),
     message: Schema.String
   })).annotations({ description: "Why ingestion failed, when `status` is `error`." }),
+  replaces: Schema.NullOr(Schema.String).annotations({
+    description: "The document this one replaces when it is ready (null: none)."
+  }),
   created_at: Timestamp,
   updated_at: Timestamp
 }) {}

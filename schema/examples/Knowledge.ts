@@ -27,6 +27,7 @@ const returnsDocument = {
   progress: 0,
   chunk_count: 0,
   error: null,
+  replaces: null,
   created_at: at(13, "14:12:00"),
   updated_at: at(13, "14:12:00")
 }

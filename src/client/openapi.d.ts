@@ -3592,6 +3592,11 @@ export interface components {
              * @enum {string}
              */
             format?: "txt" | "md" | "html" | "pdf";
+            /**
+             * Format: uuid
+             * @description A document of this base that this one is a new version of: it is deleted when this one is ready (search answers from the old one until then), and stays if this one fails.
+             */
+            replaces?: string;
         };
         /** KnowledgeDocument */
         KnowledgeDocument: {
@@ -3629,6 +3634,8 @@ export interface components {
                 reason: string;
                 message: string;
             } | null;
+            /** @description The document this one replaces when it is ready (null: none). */
+            replaces: string | null;
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
         };
@@ -19703,6 +19710,7 @@ export interface operations {
                      *           "progress": 1,
                      *           "chunk_count": 7,
                      *           "error": null,
+                     *           "replaces": null,
                      *           "created_at": "2026-01-13T14:12:00.000000Z",
                      *           "updated_at": "2026-01-13T14:12:03.000000Z"
                      *         }
@@ -19835,6 +19843,7 @@ export interface operations {
                      *       "progress": 0,
                      *       "chunk_count": 0,
                      *       "error": null,
+                     *       "replaces": null,
                      *       "created_at": "2026-01-13T14:12:00.000000Z",
                      *       "updated_at": "2026-01-13T14:12:00.000000Z"
                      *     }
@@ -19974,6 +19983,7 @@ export interface operations {
                      *       "progress": 1,
                      *       "chunk_count": 7,
                      *       "error": null,
+                     *       "replaces": null,
                      *       "created_at": "2026-01-13T14:12:00.000000Z",
                      *       "updated_at": "2026-01-13T14:12:03.000000Z"
                      *     }

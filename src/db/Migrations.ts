@@ -39,6 +39,8 @@ import taskInvoker from "./migrations/0032_task_invoker.js"
 import eraseArchivedCredentials from "./migrations/0033_erase_archived_credentials.js"
 import keysetMilliseconds from "./migrations/0034_keyset_milliseconds.js"
 import taskInvokerScope from "./migrations/0035_task_invoker_scope.js"
+import knowledgeCjk from "./migrations/0036_knowledge_cjk.js"
+import knowledgeReplaces from "./migrations/0037_knowledge_replaces.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -74,7 +76,9 @@ export const migrations = {
   "0032_task_invoker": taskInvoker,
   "0033_erase_archived_credentials": eraseArchivedCredentials,
   "0034_keyset_milliseconds": keysetMilliseconds,
-  "0035_task_invoker_scope": taskInvokerScope
+  "0035_task_invoker_scope": taskInvokerScope,
+  "0036_knowledge_cjk": knowledgeCjk,
+  "0037_knowledge_replaces": knowledgeReplaces
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

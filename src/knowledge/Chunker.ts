@@ -82,10 +82,11 @@ export const markdownBlocks = (text: string): Array<Block> => {
   return blocks
 }
 
-/** Splits a paragraph longer than a chunk at sentence ends, then word ends, then anywhere. */
+/** Splits a paragraph longer than a chunk at sentence ends (also 。！？), then word ends, then anywhere. */
 const pieces = (paragraph: string): Array<string> => {
   if (paragraph.length <= CHUNK_MAX) return [paragraph]
-  const sentences = paragraph.match(/[^.!?\n]+(?:[.!?]+["')\]]*|\n|$)\s*/g) ?? [paragraph]
+  // Chinese and Japanese end sentences with full-width marks and write no spaces: without them, a cut anywhere
+  const sentences = paragraph.match(/[^.!?。！？\n]+(?:[.!?。！？]+["')\]」』）]*|\n|$)\s*/g) ?? [paragraph]
   const out: Array<string> = []
   let current = ""
   const push = (s: string) => {

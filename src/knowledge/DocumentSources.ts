@@ -5,7 +5,7 @@ import type { Principal } from "../../schema/Security.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Files } from "../files/Files.js"
 import { invalidField } from "../support/Issues.js"
-import { formatOf } from "./TextExtraction.js"
+import { asUtf8, formatOf } from "./TextExtraction.js"
 import { UrlSource } from "./UrlSource.js"
 
 /**
@@ -76,7 +76,8 @@ export class DocumentSources extends Effect.Service<DocumentSources>()("knowledg
         const format: DocumentFormat | undefined = input.format ??
           formatOf(fetched.contentType, new URL(fetched.url).pathname)
         if (format === undefined) return yield* unsupported(`An answer of type ${fetched.contentType ?? "(none)"}`)
-        return { type: "url" as const, bytes: fetched.bytes, format, size: fetched.bytes.length, fileId: null, url }
+        const bytes = format === "pdf" ? fetched.bytes : asUtf8(fetched.bytes, fetched.contentType)
+        return { type: "url" as const, bytes, format, size: fetched.bytes.length, fileId: null, url }
       })
 
     return { of } as const

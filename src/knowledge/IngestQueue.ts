@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import type { OrganizationId } from "../../schema/Ids.js"
 import type { DocumentFormat, DocumentId, KnowledgeBaseId } from "../../schema/KnowledgeBases.js"
 import type { Chunk } from "./Chunker.js"
+import { indexedText } from "./CjkSegments.js"
 
 /** A claimed document: what the worker needs to read and index it. */
 export interface Job {
@@ -72,23 +73,31 @@ export class IngestQueue extends Effect.Service<IngestQueue>()("knowledge/Ingest
     const insertChunks = (job: Job, chunks: ReadonlyArray<Chunk & { readonly id: string }>) =>
       sql`
         INSERT INTO knowledge_chunks (id, document_id, knowledge_base_id, chunk_index, heading_path, headings, text,
-          language)
+          search_text, language)
         SELECT r.id, ${job.id}, ${job.knowledge_base_id}, r.chunk_index, r.heading_path, r.headings, r.text,
-          (SELECT language::regconfig FROM knowledge_bases WHERE id = ${job.knowledge_base_id})
+          r.search_text, (SELECT language::regconfig FROM knowledge_bases WHERE id = ${job.knowledge_base_id})
         FROM jsonb_to_recordset(${
-        JSON.stringify(chunks.map((c) => ({
-          id: c.id,
-          chunk_index: c.index,
-          heading_path: c.headingPath,
-          headings: c.headingPath.join("\n"),
-          text: c.text
-        })))
-      }::jsonb) AS r(id uuid, chunk_index int, heading_path text[], headings text, text text)`.pipe(
+        JSON.stringify(chunks.map((c) => {
+          // headings are only indexed, never shown: stored as indexed
+          const headings = c.headingPath.join("\n")
+          return {
+            id: c.id,
+            chunk_index: c.index,
+            heading_path: c.headingPath,
+            headings: indexedText(headings) ?? headings,
+            text: c.text,
+            search_text: indexedText(c.text) ?? null
+          }
+        }))
+      }::jsonb) AS r(id uuid, chunk_index int, heading_path text[], headings text, text text, search_text text)`.pipe(
         Effect.asVoid,
         Effect.orDie
       )
 
-    /** The document is ready (or failed): its status, and it leaves the queue with its stored source (one statement). */
+    /**
+     * The document is ready (or failed): its status, and it leaves the queue with its stored source; once ready,
+     * the document it replaces is deleted (one statement, so search always answers from one of the two).
+     */
     const finish = (
       id: DocumentId,
       outcome:
@@ -101,6 +110,11 @@ export class IngestQueue extends Effect.Service<IngestQueue>()("knowledge/Ingest
             UPDATE knowledge_documents SET status = 'ready', progress = 1, chunk_count = ${outcome.chunks},
               updated_at = now()
             WHERE id = ${id} AND status = 'processing'
+            RETURNING replaces, knowledge_base_id
+          ),
+          r AS (
+            DELETE FROM knowledge_documents o USING d
+            WHERE o.id = d.replaces AND o.knowledge_base_id = d.knowledge_base_id
           ),
           s AS (DELETE FROM knowledge_document_sources WHERE document_id = ${id})
           DELETE FROM knowledge_ingest_queue WHERE document_id = ${id}`

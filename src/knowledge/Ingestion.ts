@@ -6,7 +6,7 @@ import { FileRepo } from "../files/FileRepo.js"
 import { Files } from "../files/Files.js"
 import { chunksOf } from "./Chunker.js"
 import { IngestQueue, type Job } from "./IngestQueue.js"
-import { extractBlocks, ExtractionFailed } from "./TextExtraction.js"
+import { asUtf8, extractBlocks, ExtractionFailed } from "./TextExtraction.js"
 
 const LEASE_SECONDS = 60
 const RENEW_EVERY = "20 seconds"
@@ -38,7 +38,8 @@ export class Ingestion extends Effect.Service<Ingestion>()("knowledge/Ingestion"
         const row = yield* fileRepo.find(job.organization_id, job.source_file_id as FileId)
         if (row === undefined) return undefined
         const parts = yield* Stream.runCollect(files.content(row, 0, Number(row.size) - 1))
-        return Buffer.concat(Chunks.toArray(parts))
+        const bytes = Buffer.concat(Chunks.toArray(parts))
+        return job.format === "pdf" ? bytes : asUtf8(bytes, row.content_type)
       })
 
     const ingest = (job: Job) =>
@@ -94,7 +95,8 @@ export class Ingestion extends Effect.Service<Ingestion>()("knowledge/Ingestion"
         yield* queue.finish(job.id, {
           status: "error",
           reason: "ingestion_failed",
-          message: `Ingestion failed ${MAX_ATTEMPTS} times; add the document again, or ask an operator.`
+          message: `Ingestion failed ${MAX_ATTEMPTS} times; add the document again with \`replaces\` set to ` +
+            "this one's id, or ask an operator."
         })
       })
 

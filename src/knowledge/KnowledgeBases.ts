@@ -16,6 +16,7 @@ import type { Principal } from "../../schema/Security.js"
 import { AuditLog, changedFields } from "../audit/AuditLog.js"
 import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
+import { invalidField } from "../support/Issues.js"
 import { isUuid } from "../support/Uuid.js"
 import { DocumentSources } from "./DocumentSources.js"
 import { Ingestion } from "./Ingestion.js"
@@ -47,6 +48,7 @@ const toDocument = (row: DocumentRow) =>
     error: row.status === "error"
       ? { reason: row.error_reason ?? "ingestion_failed", message: row.error_message ?? "" }
       : null,
+    replaces: row.replaces,
     created_at: row.created_at,
     updated_at: row.updated_at
   })
@@ -165,6 +167,12 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
       function*(principal: Principal, baseId: string, input: AddDocument) {
         yield* requireOrganizationKey(principal, Policy.addDocuments)
         const base = yield* ref(principal, baseId)
+        if (
+          input.replaces !== undefined &&
+          (yield* repo.findDocument(principal.organizationId, base.id, input.replaces)) === undefined
+        ) {
+          return yield* invalidField("replaces", "is no document of this knowledge base")
+        }
         const source = yield* sources.of(principal, input)
         const row = yield* repo.insertDocument({
           id: Crypto.randomUUID() as DocumentId,
@@ -176,6 +184,7 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
           source_type: source.type,
           source_file_id: source.fileId,
           source_url: source.url,
+          replaces: input.replaces ?? null,
           created_by: principal.userId,
           created_by_key: principal.keyId
         }, source.bytes).pipe(audit.recorded(principal, (row) => ({
@@ -190,7 +199,8 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
             size: source.size,
             source: source.type,
             file_id: source.fileId,
-            url: source.url
+            url: source.url,
+            ...(input.replaces === undefined ? {} : { replaces: input.replaces })
           }
         })))
         yield* ingestion.wake

@@ -1,6 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import type { ChunkId, DocumentId, KnowledgeBaseId, SearchHit } from "../../schema/KnowledgeBases.js"
+import { searchedQuery } from "./CjkSegments.js"
 
 /** The bases one search covers, each with its text search language. */
 export interface SearchScope {
@@ -46,7 +47,7 @@ export const PgKnowledgeIndexLive = Layer.effect(
 
     const searchLanguage = (language: string, ids: ReadonlyArray<KnowledgeBaseId>, query: string, limit: number) =>
       sql<HitRow>`
-        WITH q AS (SELECT websearch_to_tsquery(${language}::regconfig, ${query}) AS q),
+        WITH q AS (SELECT websearch_to_tsquery(${language}::regconfig, ${searchedQuery(query)}) AS q),
         top AS (
           SELECT c.id, c.document_id, c.knowledge_base_id, c.chunk_index, c.heading_path, c.text, c.language,
             ts_rank_cd(c.tsv, q.q) AS score

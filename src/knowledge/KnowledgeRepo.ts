@@ -35,6 +35,7 @@ export interface DocumentRow {
   readonly chunk_count: number
   readonly error_reason: string | null
   readonly error_message: string | null
+  readonly replaces: string | null
   readonly created_at: Date
   readonly updated_at: Date
 }
@@ -43,8 +44,8 @@ export const nameTaken = (name: string) =>
   Conflict.of(`A knowledge base named '${name}' exists in this organization already.`, "knowledge_base_name_taken")
 
 const DOCUMENT_COLUMNS = `id, seq::text AS seq, knowledge_base_id, organization_id, name, format, size::text AS size,
-  source_type, source_file_id, source_url, status, progress, chunk_count, error_reason, error_message, created_at,
-  updated_at`
+  source_type, source_file_id, source_url, status, progress, chunk_count, error_reason, error_message, replaces,
+  created_at, updated_at`
 
 const BASE_COLUMNS = `b.id, b.organization_id, b.name, b.description, b.language, b.created_at, b.updated_at,
   (SELECT count(*)::int FROM knowledge_documents d WHERE d.knowledge_base_id = b.id) AS document_count`
@@ -147,16 +148,17 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("knowledge/Kn
       source_type: "text" | "file" | "url"
       source_file_id: string | null
       source_url: string | null
+      replaces: DocumentId | null
       created_by: string | null
       created_by_key: string
     }, data: Uint8Array | undefined) =>
       sql<DocumentRow>`
         WITH d AS (
           INSERT INTO knowledge_documents (id, knowledge_base_id, organization_id, name, format, size, source_type,
-            source_file_id, source_url, status, created_by, created_by_key, created_at, updated_at)
+            source_file_id, source_url, status, replaces, created_by, created_by_key, created_at, updated_at)
           VALUES (${row.id}, ${row.knowledge_base_id}, ${row.organization_id}, ${row.name}, ${row.format},
-            ${row.size}, ${row.source_type}, ${row.source_file_id}, ${row.source_url}, 'processing', ${row.created_by},
-            ${row.created_by_key}, now(), now())
+            ${row.size}, ${row.source_type}, ${row.source_file_id}, ${row.source_url}, 'processing', ${row.replaces},
+            ${row.created_by}, ${row.created_by_key}, now(), now())
           RETURNING ${sql.literal(DOCUMENT_COLUMNS)}
         ),
         s AS (

@@ -31,13 +31,25 @@ const htmlToText = compile({
   ]
 })
 
-/** Decodes UTF-8 (a BOM dropped); bytes that are mostly not text are refused rather than indexed as noise. */
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })
+// Latin-1 as browsers read it (its superset Windows-1252): what text that is not UTF-8 almost always is
+const latin1 = new TextDecoder("windows-1252")
+
+/**
+ * Decodes UTF-8 (a BOM dropped), else Latin-1, rather than indexing `caf�` for `café`; bytes that are mostly
+ * not text are refused rather than indexed as noise.
+ */
 const decodeText = (bytes: Uint8Array): string | ExtractionFailed => {
-  const text = new TextDecoder("utf-8", { ignoreBOM: false }).decode(bytes)
+  let text: string
+  try {
+    text = utf8.decode(bytes)
+  } catch {
+    text = latin1.decode(bytes)
+  }
   const sample = text.slice(0, 8192)
-  const bad = (sample.match(/[\u0000-\u0008\u000e-\u001f\ufffd]/g) ?? []).length
+  const bad = (sample.match(/[\u0000-\u0008\u000e-\u001f\u007f-\u009f\ufffd]/g) ?? []).length
   if (sample.length > 0 && bad / sample.length > 0.1) {
-    return new ExtractionFailed("extraction_failed", "The document does not read as UTF-8 text.")
+    return new ExtractionFailed("extraction_failed", "The document does not read as text (UTF-8 or Latin-1).")
   }
   return text
 }
@@ -117,6 +129,20 @@ export const extractBlocks = async (
     )
   }
   return blocks
+}
+
+/**
+ * Text bytes in the charset their Content-Type names (`text/html; charset=Shift_JIS`), as UTF-8: what
+ * extraction reads. Bytes without a charset, in UTF-8 or in one this runtime does not know are kept as they are.
+ */
+export const asUtf8 = (bytes: Uint8Array, contentType: string | undefined): Uint8Array => {
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? "")?.[1]?.toLowerCase()
+  if (charset === undefined || charset === "utf-8" || charset === "utf8" || charset === "us-ascii") return bytes
+  try {
+    return Buffer.from(new TextDecoder(charset).decode(bytes), "utf8")
+  } catch {
+    return bytes
+  }
 }
 
 const EXTENSIONS: Record<string, DocumentFormat | undefined> = {

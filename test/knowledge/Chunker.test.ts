@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { CHUNK_MAX, CHUNK_OVERLAP, chunksOf, markdownBlocks, plainBlocks } from "../../src/knowledge/Chunker.js"
+import { indexedText, searchedQuery } from "../../src/knowledge/CjkSegments.js"
 import { formatOf } from "../../src/knowledge/TextExtraction.js"
 
 const sentence = (n: number) => `Sentence number ${n} says something about topic ${n % 7}. `
@@ -56,5 +57,22 @@ describe("chunking follows the document's structure", () => {
     expect(formatOf("text/plain", "data")).toBe("txt")
     expect(formatOf("image/png", "a.txt")).toBeUndefined()
     expect(formatOf(undefined, "archive.zip")).toBeUndefined()
+  })
+
+  it("cuts Chinese, Japanese and Korean runs into two-character pieces, indexed and searched alike", () => {
+    expect(indexedText("Plain text, café.")).toBeUndefined()
+    expect(indexedText("東京都は、日本の首都。Tokyo")).toBe(" 東京 京都 都は   日本 本の の首 首都  Tokyo")
+    expect(searchedQuery("vacation -sick")).toBe("vacation -sick")
+    expect(searchedQuery("東京都")).toBe("\"東京 京都\" ")
+    expect(searchedQuery("東京 -大阪府 or \"日本の首都\"")).toBe("東京  -\"大阪 阪府\"  or \"日本 本の の首 首都 \"")
+    expect(searchedQuery("the 首都")).toBe("the 首都 ")
+  })
+
+  it("cuts a long Chinese or Japanese paragraph at its sentence ends", () => {
+    const sentence = (n: number) => `これは第${n}番目の文で、会社の規則について詳しく説明しています。`
+    const text = Array.from({ length: 120 }, (_, i) => sentence(i)).join("")
+    const chunks = chunksOf(plainBlocks(text))
+    expect(chunks.length).toBeGreaterThan(1)
+    for (const chunk of chunks) expect(chunk.text.endsWith("。"), chunk.text.slice(-10)).toBe(true)
   })
 })

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { auditEvents, call, expectError, withDatabase } from "../access/support.js"
-import { uploaded } from "../files/support.js"
+import { uploaded, uploadRaw } from "../files/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 import { addDocument, createBase, pdfOf, ready, search, settled } from "./support.js"
 
@@ -236,5 +236,123 @@ describe("knowledge bases over REST", () => {
       (await addDocument(node, admin, base.id, { name: "blank.md", text: "  \n\n  " })).id
     )
     expect(blank).toMatchObject({ status: "error", error: { reason: "no_text" }, chunk_count: 0 })
+  })
+
+  it("finds words inside Chinese, Japanese and Korean sentences, in any language of the base", async () => {
+    for (const language of ["english", "simple"]) {
+      const base = await createBase(node, admin, { name: `CJK ${language}`, language })
+      await ready(node, admin, base.id, {
+        name: "東京.md",
+        text:
+          "# 会社案内\n\n東京は日本の首都です。東京タワーは有名です。\n\n北京是中国的首都。\n\n서울은 한국의 수도입니다."
+      })
+      const names = async (query: string) => (await search(node, admin, base.id, query)).map((h) => h.document_name)
+      for (const query of ["東京", "首都", "日本の首都", "\"東京タワー\"", "中国", "서울", "会社", "首都 -大阪"]) {
+        expect(await names(query), `${language}: ${query}`).toEqual(["東京.md"])
+      }
+      expect(await names("大阪")).toEqual([])
+      expect(await names("首都 -北京")).toEqual([])
+      const [hit] = await search(node, admin, base.id, "タワー")
+      expect(hit.text).toContain("東京タワーは有名です。")
+      expect(hit.snippet).toContain("東京タワー")
+      expect(hit.heading_path).toEqual(["会社案内"])
+    }
+  })
+
+  it("reads Latin-1 and UTF-8 with a BOM, emoji or NUL bytes; odd queries find nothing rather than fail", async () => {
+    const base = await createBase(node, admin, { name: "Encodings" })
+    const latin1 = await uploaded(node, admin, "menu.txt", Buffer.from("Le café est très bon. Crème brûlée.", "latin1"))
+    await ready(node, admin, base.id, { name: "menu.txt", file_id: latin1.id })
+    const [cafe] = await search(node, admin, base.id, "café brûlée")
+    expect(cafe.text).toBe("Le café est très bon. Crème brûlée.")
+    const bom = await uploaded(
+      node,
+      admin,
+      "bom.md",
+      Buffer.from("\ufeff# Launch 🚀\n\nLaunch day is Friday.\u0000", "utf8")
+    )
+    await ready(node, admin, base.id, { name: "bom.md", file_id: bom.id })
+    const [launch] = await search(node, admin, base.id, "friday")
+    expect(launch).toMatchObject({ heading_path: ["Launch 🚀"], text: "Launch day is Friday." })
+    // a file in the charset its Content-Type names
+    const sjis = await uploadRaw(
+      node,
+      admin,
+      "?name=tokyo.txt",
+      Buffer.from([0x93, 0x8c, 0x8b, 0x9e, 0x93, 0x73, 0x82, 0xcc, 0x8e, 0xf1, 0x93, 0x73]),
+      "text/plain; charset=Shift_JIS"
+    )
+    expect(sjis.status).toBe(201)
+    await ready(node, admin, base.id, { name: "tokyo.txt", file_id: (await sjis.json()).id })
+    expect((await search(node, admin, base.id, "首都")).map((h) => h.text)).toEqual(["東京都の首都"])
+    // binary bytes are still no text
+    const binary = await uploaded(node, admin, "blob.txt", Buffer.from(Array.from({ length: 400 }, (_, i) => i % 32)))
+    const blob = await settled(
+      node,
+      admin,
+      base.id,
+      (await addDocument(node, admin, base.id, {
+        name: "blob.txt",
+        file_id: binary.id
+      })).id
+    )
+    expect(blob.error).toEqual({
+      reason: "extraction_failed",
+      message: "The document does not read as text (UTF-8 or Latin-1)."
+    })
+    // tsquery operators and web-search syntax alone: no word to look for, and no error
+    const odd = ["&", "|", "!", "!!!", "'", "\"", "\"\"", "(", ")", "\\", ":*", "a:*", "<->", "a & b | !c", "-", "or"]
+    for (const query of [...odd, "。", "\"大阪"]) expect(await search(node, admin, base.id, query), query).toEqual([])
+    expect((await search(node, admin, base.id, "friday:*")).length).toBe(1)
+    expect(await search(node, admin, base.id, "x".repeat(1000))).toEqual([])
+    expectError(
+      await call(node, admin, "POST", `/v1/knowledge-bases/${base.id}/search`, { query: "x".repeat(1001) }),
+      400,
+      "validation_failed"
+    )
+  })
+
+  it("a new version of a document replaces the old one when it is ready, and not if it fails", async () => {
+    const base = await createBase(node, admin, { name: "Versions" })
+    const v1 = await ready(node, admin, base.id, { name: "faq.md", text: "# FAQ\n\nThe office opens at eight." })
+    const v2 = await ready(node, admin, base.id, {
+      name: "faq.md",
+      text: "# FAQ\n\nThe office opens at nine.",
+      replaces: v1.id
+    })
+    expect(v2.replaces).toBe(v1.id)
+    expectError(await call(node, admin, "GET", `/v1/knowledge-bases/${base.id}/documents/${v1.id}`), 404, "not_found")
+    expect(await search(node, admin, base.id, "eight")).toEqual([])
+    expect((await search(node, admin, base.id, "office")).map((h) => h.document_id)).toEqual([v2.id])
+
+    // a version that fails leaves the one it would have replaced
+    const broken = await settled(
+      node,
+      admin,
+      base.id,
+      (await addDocument(node, admin, base.id, {
+        name: "faq.md",
+        text: "  \n\n ",
+        replaces: v2.id
+      })).id
+    )
+    expect(broken).toMatchObject({ status: "error", replaces: v2.id })
+    expect((await search(node, admin, base.id, "office")).map((h) => h.document_id)).toEqual([v2.id])
+
+    const other = await createBase(node, admin, { name: "Versions elsewhere" })
+    const stranger = await call(node, admin, "POST", `/v1/knowledge-bases/${other.id}/documents`, {
+      name: "faq.md",
+      text: "x",
+      replaces: v2.id
+    })
+    expectError(stranger, 400, "validation_failed")
+    expect(stranger.body.error.details.issues).toEqual([{
+      path: "replaces",
+      message: "is no document of this knowledge base"
+    }])
+    const audit = (await auditEvents(node, organizationId)).find((e: any) =>
+      e.action === "ADD_KNOWLEDGE_DOCUMENT" && e.targets.some((t: any) => t.id === v2.id)
+    )
+    expect(audit.details.replaces).toBe(v1.id)
   })
 })

@@ -17,6 +17,17 @@ beforeAll(async () => {
     switch (request.path) {
       case "/doc.html":
         return send(200, "text/html; charset=utf-8", "<h1>Pricing</h1><p>The basic plan costs nine euros.</p>")
+      case "/tokyo.html":
+        // 東京都の首都 in Shift_JIS, as its Content-Type says
+        return send(
+          200,
+          "text/html; charset=Shift_JIS",
+          Buffer.concat([
+            Buffer.from("<p>"),
+            Buffer.from([0x93, 0x8c, 0x8b, 0x9e, 0x93, 0x73, 0x82, 0xcc, 0x8e, 0xf1, 0x93, 0x73]),
+            Buffer.from("</p>")
+          ])
+        )
       case "/notes":
         return send(200, "text/markdown", "# Notes\n\nQuarterly goals: hire two engineers.")
       case "/moved":
@@ -56,6 +67,14 @@ describe("documents fetched from a URL through the egress guard", () => {
     expect(md.format).toBe("md")
     expect((await search(node, admin, base.id, "engineer"))[0].document_id).toBe(md.id)
     expect(target.requests.filter((r) => r.path === "/doc.html")).toHaveLength(1)
+  })
+
+  it("reads text in the charset its Content-Type names", async () => {
+    const base = await createBase(node, admin, { name: "Charsets" })
+    const page = await ready(node, admin, base.id, { name: "Tokyo", url: `${target.url}/tokyo.html` })
+    expect(page.size).toBe(19)
+    const [hit] = await search(node, admin, base.id, "首都")
+    expect(hit).toMatchObject({ document_id: page.id, text: "東京都の首都" })
   })
 
   it("refuses internal addresses (also behind a redirect), error statuses, redirect loops, other types and size", async () => {

@@ -1,34 +1,13 @@
-import { NodeContext } from "@effect/platform-node"
-import { SqlClient } from "@effect/sql"
-import { PgMigrator } from "@effect/sql-pg"
-import { ConfigProvider, Effect, Layer, Logger, LogLevel } from "effect"
 import * as Crypto from "node:crypto"
 import pg from "pg"
 import { describe, expect, it } from "vitest"
-import { SwitchyardConfig } from "../../src/config/SwitchyardConfig.js"
-import { DatabaseLive } from "../../src/db/Database.js"
-import { migrations, migrationsTable } from "../../src/db/Migrations.js"
-import { freshDatabase } from "../support/TestDatabase.js"
+import { freshDatabase, migrateBelow } from "../support/TestDatabase.js"
 import { adminOf, startUsageOn } from "./support.js"
-
-/** Applies our migrations before 0020 only: a database as the release before usage left it. */
-const migrateBeforeUsage = async (databaseUrl: string) => {
-  const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => Number.parseInt(name, 10) < 20))
-  await Effect.runPromise(
-    PgMigrator.run({ loader: PgMigrator.fromRecord(before), table: migrationsTable }).pipe(
-      Effect.provide(NodeContext.layer),
-      Effect.flatMap(() => Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT 1`)),
-      Effect.provide(DatabaseLive.pipe(Layer.provideMerge(SwitchyardConfig.layer))),
-      Effect.provide(Logger.minimumLogLevel(LogLevel.Warning)),
-      Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["DATABASE_URL", databaseUrl]])))
-    )
-  )
-}
 
 describe("migration 0020 backfills the usage already stored", () => {
   it("tasks, model calls and connector calls written before the upgrade are in the report after it", async () => {
     const databaseUrl = await freshDatabase()
-    await migrateBeforeUsage(databaseUrl)
+    await migrateBelow(databaseUrl, 20)
     const org = Crypto.randomUUID()
     const agent = Crypto.randomUUID()
     const task = Crypto.randomUUID()

@@ -1,29 +1,8 @@
-import { NodeContext } from "@effect/platform-node"
-import { SqlClient } from "@effect/sql"
-import { PgMigrator } from "@effect/sql-pg"
-import { ConfigProvider, Effect, Layer, Logger, LogLevel } from "effect"
 import * as Crypto from "node:crypto"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { SwitchyardConfig } from "../../src/config/SwitchyardConfig.js"
-import { DatabaseLive } from "../../src/db/Database.js"
-import { migrations, migrationsTable } from "../../src/db/Migrations.js"
-import { freshDatabase } from "../support/TestDatabase.js"
+import { freshDatabase, migrateBelow } from "../support/TestDatabase.js"
 import { adminOf, type SeedTask, seedTasks, startUsage, startUsageOn, type UsageWorld } from "./support.js"
-
-/** Applies our migrations below `below` only: a database as an earlier release left it. */
-const migrateBelow = async (databaseUrl: string, below: number) => {
-  const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => Number.parseInt(name, 10) < below))
-  await Effect.runPromise(
-    PgMigrator.run({ loader: PgMigrator.fromRecord(before), table: migrationsTable }).pipe(
-      Effect.provide(NodeContext.layer),
-      Effect.flatMap(() => Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT 1`)),
-      Effect.provide(DatabaseLive.pipe(Layer.provideMerge(SwitchyardConfig.layer))),
-      Effect.provide(Logger.minimumLogLevel(LogLevel.Warning)),
-      Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["DATABASE_URL", databaseUrl]])))
-    )
-  )
-}
 
 const task = (agentId: string, input: number): SeedTask => ({
   agentId,
