@@ -118,7 +118,8 @@ describe("OAuth2 connections", () => {
     }
   })
 
-  it("uses the client-credentials flow without a browser", async () => {
+  /** A new organization's connection to a connector of the client-credentials flow. */
+  const clientCredentialsConnection = async (name: string) => {
     const { api_key: apiKey } = await node.bootstrap()
     const connector = await createConnector(
       node,
@@ -126,25 +127,21 @@ describe("OAuth2 connections", () => {
       oauthSpec({ clientCredentials: { tokenUrl: provider.tokenUrl, scopes: {} } })
     )
     const created = await createConnection(node, apiKey, connector.id, {
-      name: "machine",
+      name,
       credentials: { type: "oauth2", client_id: client.id, client_secret: client.secret }
     })
+    return { apiKey, connector, created }
+  }
+
+  it("uses the client-credentials flow without a browser", async () => {
+    const { apiKey, connector, created } = await clientCredentialsConnection("machine")
     expect(created.status).toBe("active")
     expect(created.connector_page_url).toBeUndefined()
     expect((await invoke(node, apiKey, connector.id, created.id, "me")).status).toBe(200)
   })
 
   it("gets a new token once when the target answers 401 (a revoked token), and passes a second 401 through", async () => {
-    const { api_key: apiKey } = await node.bootstrap()
-    const connector = await createConnector(
-      node,
-      apiKey,
-      oauthSpec({ clientCredentials: { tokenUrl: provider.tokenUrl, scopes: {} } })
-    )
-    const created = await createConnection(node, apiKey, connector.id, {
-      name: "revoked",
-      credentials: { type: "oauth2", client_id: client.id, client_secret: client.secret }
-    })
+    const { apiKey, connector, created } = await clientCredentialsConnection("revoked")
     const grants = () => provider.tokenRequests.filter((r) => r.grant_type === "client_credentials").length
     const first = await invoke(node, apiKey, connector.id, created.id, "me")
     expect(first.status).toBe(200)
