@@ -1,4 +1,6 @@
 import {
+  PLAIN_ARITHMETIC,
+  plainSubscripts,
   type ShellAssignment,
   type ShellRedirect,
   type ShellWord,
@@ -13,12 +15,13 @@ const MAX_NESTING = 64
 const META = new Set([" ", "\t", "\n", ";", "&", "|", "(", ")", "<", ">"])
 const REDIRECT_OPS = ["&>>", "&>", "<<<", "<<-", "<<", "<>", "<&", ">&", ">>", ">|", "<", ">"]
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*\+?=/
-/** `${name}`, `${#name}`, or an operator on a plain name with a tail that expands nothing. */
+/**
+ * `${name}`, `${#name}`, an operator on a plain name with a tail that expands nothing, or a substring with
+ * numbers only (`${x:0:n}` evaluates `n` as arithmetic, and a name's value there can run commands).
+ */
 const PARAMETER = /^#?([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])$/
 const PARAMETER_OP =
-  /^([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])(:?[-=+?]|##?|%%?|\/\/?|\^\^?|,,?|:[0-9]+(:[0-9]+)?)[^`$[\]()'"\\{}]*$/
-/** Arithmetic over numbers only: a name inside is evaluated as an expression, and that can run commands. */
-const PLAIN_ARITHMETIC = /^[0-9\s+\-*/%<>=!&|^~?:(),]*$/
+  /^([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])((:?[-=+?]|##?|%%?|\/\/?|\^\^?|,,?)[^`$[\]()'"\\{}]*|:[0-9]+(:[0-9]+)?)$/
 
 interface Pending {
   readonly delimiter: string
@@ -307,6 +310,7 @@ class Reader {
     this.i += 2
     let arithmetic = false
     let operands = true
+    let previous: string | undefined
     for (;;) {
       this.skipLines()
       if (this.i >= this.src.length) this.fail("expected ']]'")
@@ -324,6 +328,10 @@ class Reader {
         if (/\[/.test(w.value ?? w.source) && /[$`]/.test(w.value ?? w.source)) {
           this.fail("a subscript in '[[ … ]]' can run commands")
         }
+        if ((previous === "-v" || previous === "-R") && !plainSubscripts(w.value ?? w.source)) {
+          this.fail("a subscript in '[[ -v … ]]' is evaluated as arithmetic, which can run commands: use numbers only")
+        }
+        previous = w.value
       }
     }
     if (arithmetic && !operands) {
@@ -440,6 +448,11 @@ class Reader {
       if (this.i >= this.src.length) this.fail("expected ')'")
       const w = this.word()
       if (w.source === "") this.fail(`unexpected '${this.ch()}'`)
+      // `a=([n]=v)`: an indexed array's subscript is evaluated as arithmetic, and a name's value there runs commands
+      const key = /^\[(.*)\]\+?=/s.exec(w.source)
+      if (key !== null && !PLAIN_ARITHMETIC.test(key[1]!)) {
+        this.fail("array subscripts other than numbers are not supported")
+      }
     }
     this.i++
     return { source: this.src.slice(start, this.i), value: undefined, splits: false }

@@ -38,3 +38,11 @@ export class Unreadable extends Error {
 
 /** A word built from literal text only. */
 export const literalWord = (text: string): ShellWord => ({ source: text, value: text, splits: false })
+
+/** Arithmetic over numbers only: a name inside is evaluated as an expression, and `a[$(cmd)]` in its value runs `cmd`. */
+export const PLAIN_ARITHMETIC = /^[0-9\s+\-*/%<>=!&|^~?:(),]*$/
+
+/** Whether every `name[subscript]` in a word has a subscript of numbers only (the other kinds can run commands). */
+export const plainSubscripts = (text: string) =>
+  [...text.matchAll(/[A-Za-z_][A-Za-z0-9_]*\[([^\]]*)\]/g)].every((m) => PLAIN_ARITHMETIC.test(m[1]!)) &&
+  !(text.includes("[") && /[$`]/.test(text))

@@ -1,4 +1,4 @@
-import { type ShellAssignment, type ShellWord, Unreadable } from "./ShellWord.js"
+import { PLAIN_ARITHMETIC, plainSubscripts, type ShellAssignment, type ShellWord, Unreadable } from "./ShellWord.js"
 
 /** What a command runs besides itself: another command (its words), or a script to read again. */
 export interface Inner {
@@ -230,11 +230,64 @@ export const innerOf = (words: ReadonlyArray<ShellWord>): Inner => {
           return eq < 0 ? [] : [t.slice(eq + 1)]
         })
       }
+    case "hash": {
+      // `hash -p /bin/rm ls` makes `ls` run /bin/rm: judged as running that path
+      const at = words.findIndex((w, i) => i > 0 && /^-[a-zA-Z]*p$/.test(w.value ?? w.source))
+      if (at < 0) return none
+      if (at + 1 >= words.length) throw new Unreadable("hash -p needs a path")
+      return { ...none, commands: [[words[at + 1]!]] }
+    }
+    case "enable":
+      // `enable -f lib.so name` loads a builtin from a shared object: code the gate never sees
+      if (words.some((w, i) => i > 0 && /^-[a-zA-Z]*f/.test(w.value ?? w.source))) {
+        throw new Unreadable("enable -f loads a builtin from a file: not analysed")
+      }
+      return none
+    case "compgen":
+    case "complete": {
+      // `-C cmd` runs cmd; `-W words` expands its words when completing, `$(…)` included
+      const scripts: Array<string> = []
+      for (let i = 1; i < words.length; i++) {
+        const w = words[i]!.value ?? words[i]!.source
+        if (w === "-C" || w === "-W") {
+          if (i + 1 >= words.length) throw new Unreadable(`${name} ${w} needs a value`)
+          const value = text(words[++i]!, `the value of ${name} ${w}`)
+          if (w === "-C") scripts.push(value)
+          else if (/[$`]/.test(value)) throw new Unreadable(`${name} -W expands its words: not analysed`)
+        } else if (/^-[a-zA-Z]*[CW]/.test(w)) throw new Unreadable(`${name} option '${w}' is not analysed`)
+      }
+      return { ...none, scripts }
+    }
+    case "let":
+      // each word is an arithmetic expression: a name's value in it is evaluated, and `a[$(cmd)]` there runs `cmd`
+      if (!words.slice(1).every((w) => w.value !== undefined && PLAIN_ARITHMETIC.test(w.value))) {
+        throw new Unreadable("let evaluates names as arithmetic, which can run commands: use numbers only")
+      }
+      return none
     case "export":
     case "declare":
     case "typeset":
     case "local":
     case "readonly": {
+      // the integer attribute makes every later assignment to the name an arithmetic evaluation
+      if (words.some((w, i) => i > 0 && /^[-+][A-Za-z]*i/.test(w.value ?? w.source))) {
+        throw new Unreadable(`${name} -i makes assignments arithmetic, which can run commands: not analysed`)
+      }
+      // a nameref to `b[y]` evaluates the subscript wherever the name is used
+      if (
+        words.some((w, i) => i > 0 && /^[-+][A-Za-z]*n/.test(w.value ?? w.source)) &&
+        words.slice(1).some((w) => {
+          const m = /^[A-Za-z_][A-Za-z0-9_]*=(.*)$/s.exec(w.value ?? w.source)
+          return m !== null && (w.value === undefined || !plainSubscripts(m[1]!))
+        })
+      ) throw new Unreadable(`${name} -n to a subscript other than a number can run commands: not analysed`)
+      // an array's value in parentheses is read again as `(…)`, whose `$(cmd)` and subscripts run: `declare -a
+      // b="$v"` with v='($(cmd))'; declare, typeset and local do so for a name that is an array already, too
+      const arrays = name === "declare" || name === "typeset" || name === "local" ||
+        words.some((w, i) => i > 0 && /^[-+][A-Za-z]*[aA]/.test(w.value ?? w.source))
+      if (arrays && words.slice(1).some(arrayValue)) {
+        throw new Unreadable(`${name} reads a value in parentheses as an array, which can run commands: not analysed`)
+      }
       const assignments = words.slice(1).flatMap((w): Array<ShellAssignment> => {
         const m = /^([A-Za-z_][A-Za-z0-9_]*)\+?=/.exec(w.value ?? w.source)
         return m === null ? [] : [{ name: m[1]!, value: w }]
@@ -253,6 +306,14 @@ export const innerOf = (words: ReadonlyArray<ShellWord>): Inner => {
   return none
 }
 
+/** A `name=value` word whose value is `(…)`, or may be: it begins with an expansion. */
+const arrayValue = (w: ShellWord) => {
+  const m = /^[A-Za-z_][A-Za-z0-9_]*\+?=(.*)$/s.exec(w.value ?? w.source)
+  if (m === null) return false
+  if (w.value !== undefined) return /^\(.*\)$/s.test(m[1]!)
+  return /^["']*[$`(]/.test(m[1]!)
+}
+
 /** Assignments that change what a later command runs or loads: denied wherever they appear. */
 const RISKY_NAMES = new Set([
   "PATH",
@@ -261,6 +322,9 @@ const RISKY_NAMES = new Set([
   "BASH_ENV",
   "SHELLOPTS",
   "BASHOPTS",
+  "PS0",
+  "PS1",
+  "PS2",
   "PS4",
   "PROMPT_COMMAND",
   "HOME",
@@ -284,30 +348,26 @@ const RISKY_NAMES = new Set([
 ])
 const RISKY_PREFIXES = ["LD_", "DYLD_", "GIT_", "BASH_FUNC_", "NPM_CONFIG_", "PYTHON", "PERL", "RUBY"]
 
-/** Builtins that take variable names: a subscript in a name (`a[$(cmd)]`) is evaluated, and can run commands. */
-const NAME_TAKERS = new Set([
-  "printf",
-  "read",
-  "unset",
-  "declare",
-  "typeset",
-  "local",
-  "export",
-  "readonly",
-  "let",
-  "mapfile",
-  "readarray",
-  "getopts",
-  "wait",
-  "test",
-  "["
-])
+/** Builtins whose words may be variable names: a subscript in a name (`a[$(cmd)]`, `a[y]`) is evaluated, and can run commands. */
+const NAME_TAKERS = new Set(["read", "unset", "let", "mapfile", "readarray", "getopts", "wait"])
+/** Builtins whose words are names or `name=value` assignments: only a name's subscript is evaluated. */
+const DECLARERS = new Set(["declare", "typeset", "local", "export", "readonly"])
+/** Builtins that take a name only after an option: `printf -v name`, `test -v name`. */
+const NAME_AFTER: Record<string, ReadonlyArray<string>> = { printf: ["-v"], test: ["-v", "-R"], "[": ["-v", "-R"] }
 
-export const subscriptInjection = (words: ReadonlyArray<ShellWord>) =>
-  NAME_TAKERS.has(baseName(words[0]) ?? "") && words.slice(1).some((w) => {
-    const t = w.value ?? w.source
-    return t.includes("[") && /[$`]/.test(t)
-  })
+export const subscriptInjection = (words: ReadonlyArray<ShellWord>) => {
+  const name = baseName(words[0]) ?? ""
+  const texts = words.slice(1).map((w) => w.value ?? w.source)
+  const after = NAME_AFTER[name]
+  if (!NAME_TAKERS.has(name) && !DECLARERS.has(name) && after === undefined) return false
+  if (texts.some((t) => t.includes("[") && /[$`]/.test(t))) return true
+  if (NAME_TAKERS.has(name)) return !texts.every(plainSubscripts)
+  if (DECLARERS.has(name)) return texts.some((t) => /^[A-Za-z_][A-Za-z0-9_]*\[/.test(t) && !plainSubscripts(t))
+  return texts.some((t, i) =>
+    (i > 0 && after!.includes(texts[i - 1]!) && !plainSubscripts(t)) ||
+    (name === "printf" && t.startsWith("-v") && !plainSubscripts(t.slice(2)))
+  )
+}
 
 export const riskyAssignment = (name: string) =>
   RISKY_NAMES.has(name) || RISKY_PREFIXES.some((p) => name.toUpperCase().startsWith(p))

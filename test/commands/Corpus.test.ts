@@ -49,7 +49,10 @@ const wrappers: Policy = {
   ]
 }
 
-const policies = { everyday, wrappers }
+/** A deny-list: everything runs but rm, so every way of running rm must be seen. */
+const permissive: Policy = { default_action: "allow", rules: [{ pattern: "rm *", action: "deny" }] }
+
+const policies = { everyday, wrappers, permissive }
 
 /** [policy, command, decision]: the adversarial corpus. Each case names the trick it tries. */
 const corpus: ReadonlyArray<readonly [keyof typeof policies, string, RuleAction, string]> = [
@@ -159,7 +162,40 @@ const corpus: ReadonlyArray<readonly [keyof typeof policies, string, RuleAction,
   ["wrappers", "unset 'a[$(rm x)]'", "deny", "unset evaluates subscripts too"],
   ["wrappers", "trap 'rm -rf /' EXIT", "deny", "a trap runs its text later"],
   ["wrappers", "trap 'git status' EXIT", "allow", "a trap of an allowed command"],
-  ["wrappers", "mapfile -C 'rm x' -c 1 a < list", "deny", "mapfile's callback is a command"]
+  ["wrappers", "mapfile -C 'rm x' -c 1 a < list", "deny", "mapfile's callback is a command"],
+  // a name's value in arithmetic is evaluated again: `y='a[$(rm x)]'` runs rm wherever `y` is evaluated
+  ["permissive", "y='a[$(rm x)]'; echo ${s:0:y}", "deny", "a substring length is arithmetic over a name"],
+  ["permissive", "echo ${s:1:2}", "allow", "a substring with numbers only"],
+  ["permissive", "y='a[$(rm x)]'; let y", "deny", "let evaluates a name"],
+  ["permissive", "let 1+1", "allow", "let over numbers only"],
+  ["permissive", "declare -i z; z='a[$(rm x)]'", "deny", "the integer attribute makes an assignment arithmetic"],
+  ["permissive", "y='a[$(rm x)]'; a=([y]=1)", "deny", "an indexed array's subscript in a compound assignment"],
+  ["permissive", "a=([0]=1 [1]=2); echo ok", "allow", "numeric subscripts in a compound assignment"],
+  ["permissive", "y='a[$(rm x)]'; unset 'b[y]'", "deny", "unset evaluates a subscript naming a variable"],
+  ["permissive", "y='a[$(rm x)]'; printf -v 'b[y]' x", "deny", "printf -v evaluates the subscript"],
+  ["permissive", "y='a[$(rm x)]'; read 'b[y]' <<< x", "deny", "read evaluates the subscript"],
+  ["permissive", "y='a[$(rm x)]'; test -v 'b[y]'", "deny", "test -v evaluates the subscript"],
+  ["permissive", "y='a[$(rm x)]'; echo; [[ -v b[y] ]]", "deny", "[[ -v ]] evaluates the subscript"],
+  ["permissive", "declare -a b='($(rm x))'", "deny", "an array value in quotes is read again as (…)"],
+  ["permissive", "v='($(rm x))'; declare -a b; declare b=\"$v\"", "deny", "a value that may be (…), for an array"],
+  ["permissive", "readonly -a b='([y]=1)'", "deny", "readonly -a reads (…) too"],
+  ["permissive", "declare b=\"x$v\"; export c=\"$v\"; local d=1", "allow", "values that cannot be (…)"],
+  ["permissive", "declare -n r='b[y]'; echo $r", "deny", "a nameref's subscript is evaluated when it is used"],
+  ["permissive", "declare -n r=b; local -n s='b[1]'", "allow", "namerefs to a name or a numeric subscript"],
+  ["permissive", "hash -p /bin/rm ls; ls", "deny", "hash -p makes a name run another program"],
+  ["permissive", "hash -r; ls", "allow", "hash without -p"],
+  ["permissive", "enable -f ./evil.so rm2", "deny", "enable -f loads code from a file"],
+  ["permissive", "compgen -C 'rm -rf /' x", "deny", "compgen -C runs its command"],
+  ["permissive", "complete -C 'rm -rf /' ls", "deny", "complete -C runs its command when completing"],
+  ["permissive", "compgen -W '$(rm -rf /)' x", "deny", "compgen -W expands its words"],
+  ["permissive", "compgen -W 'start stop' st", "allow", "compgen -W with plain words"],
+  ["permissive", "PS1='$(rm -rf /)' bash -i", "deny", "a prompt expands command substitutions"],
+  [
+    "permissive",
+    "unset 'a[1]'; read -p 'ok [y/n] ' r; printf 'a[%s]' x",
+    "allow",
+    "numeric subscripts and brackets in text"
+  ]
 ]
 
 describe("the command gate's adversarial corpus", () => {
