@@ -14,6 +14,8 @@ export const auditActions = [
   "REMOVE_MEMBER",
   "CREATE_API_KEY",
   "REVOKE_API_KEY",
+  "CREATE_AUTHORIZATION",
+  "REVOKE_AUTHORIZATION",
   "CREATE_GROUP",
   "UPDATE_GROUP",
   "DELETE_GROUP",
@@ -28,6 +30,7 @@ export const auditActions = [
   "CREATE_CONNECTION",
   "UPDATE_CONNECTION",
   "DELETE_CONNECTION",
+  "AUTHORIZE_CONNECTION",
   "ACCESS_DENIED",
   "AUTHENTICATION_FAILED",
   "RATE_LIMITED",
@@ -43,6 +46,7 @@ export const auditActions = [
   "UPDATE_SSO_SETTINGS",
   "DELETE_SSO_SETTINGS",
   "SSO_SIGN_IN",
+  "SET_PASSWORD",
   "UPDATE_MODEL_PROVIDER",
   "DELETE_MODEL_PROVIDER",
   "CREATE_SCHEDULE",
@@ -126,6 +130,9 @@ export const AuditFilters = {
   actor: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))).annotations({
     description: "Only events by this actor: a user id, API key id or OAuth client id (the key a request carried " +
       "matches too)."
+  }),
+  target: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))).annotations({
+    description: "Only events about this thing: the id of one of their `targets` (an agent, member, key, …)."
   }),
   from: Schema.optional(DateParam).annotations({ description: "From this time (inclusive), ISO 8601." }),
   to: Schema.optional(DateParam).annotations({ description: "Before this time (exclusive), ISO 8601." })

@@ -33,13 +33,19 @@ export const DateParam = Schema.String.annotations({
     last.setUTCFullYear(year, month, 0)
     return month >= 1 && month <= 12 && day >= 1 && day <= last.getUTCDate()
   }),
+  // JavaScript reads a date-time without a zone in the node's own time zone: every bound is UTC unless it says
+  Schema.compose(Schema.transform(Schema.String, Schema.String, {
+    strict: true,
+    decode: (text) => /^[+-]?\d{4,6}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/i.test(text) ? `${text}Z` : text,
+    encode: (text) => text
+  })),
   Schema.compose(Schema.Date),
   Schema.filter((date) => {
     const year = date.getUTCFullYear()
     return year >= 1 && year <= 9999
   }, { message: () => "must be a date between the years 1 and 9999" })
 ).annotations({
-  description: "An ISO 8601 date or date-time, e.g. `2026-11-25` or `2026-11-25T10:00:00Z`.",
+  description: "An ISO 8601 date or date-time, e.g. `2026-11-25` or `2026-11-25T10:00:00Z`; one without a zone is UTC.",
   // over the inner checks too ("Expected a valid Date, actual Invalid Date")
   message: () => ({
     message: "must be an ISO 8601 date between the years 1 and 9999, e.g. 2026-11-25T10:00:00Z",

@@ -19,6 +19,7 @@ export const AuditHttpLive = HttpApiBuilder.group(Api, "audit", (handlers) =>
           reader.list(p, {
             eventType: urlParams.event_type,
             actor: urlParams.actor,
+            target: urlParams.target,
             from: urlParams.from,
             to: urlParams.to,
             ...(urlParams.limit === undefined ? {} : { limit: urlParams.limit }),
@@ -29,6 +30,7 @@ export const AuditHttpLive = HttpApiBuilder.group(Api, "audit", (handlers) =>
           reader.exportRange(p, {
             eventType: urlParams.event_type,
             actor: urlParams.actor,
+            target: urlParams.target,
             from: urlParams.from,
             to: urlParams.to
           }, urlParams.format)).pipe(

@@ -11,6 +11,7 @@ export interface AuditRow extends ChainedRecord {
 export interface AuditQuery {
   readonly eventType?: string | undefined
   readonly actor?: string | undefined
+  readonly target?: string | undefined
   readonly from?: Date | undefined
   readonly to?: Date | undefined
 }
@@ -49,6 +50,7 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("audit/AuditRepo", {
       sql.and([
         ...(q.eventType === undefined ? [] : [sql`action = ${q.eventType}`]),
         ...(q.actor === undefined ? [] : [sql`(actor_id = ${q.actor} OR actor_key_id = ${q.actor})`]),
+        ...(q.target === undefined ? [] : [sql`targets @> ${JSON.stringify([{ id: q.target }])}::jsonb`]),
         ...(q.from === undefined ? [] : [sql`time >= ${q.from}`]),
         ...(q.to === undefined ? [] : [sql`time < ${q.to}`])
       ])

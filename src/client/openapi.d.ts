@@ -13007,6 +13007,8 @@ export interface operations {
                 event_type?: string;
                 /** @description Only events by this actor: a user id, API key id or OAuth client id (the key a request carried matches too). */
                 actor?: string;
+                /** @description Only events about this thing: the id of one of their `targets` (an agent, member, key, …). */
+                target?: string;
                 /** @description From this time (inclusive), ISO 8601. */
                 from?: string;
                 /** @description Before this time (exclusive), ISO 8601. */
@@ -13184,6 +13186,7 @@ export interface operations {
                 /** @description Event type, e.g. CREATE_ORGANIZATION, ADD_MEMBER, UPDATE_MEMBER_ROLE, REMOVE_MEMBER, CREATE_API_KEY, REVOKE_API_KEY, … (see docs/guides/access-control.md). */
                 event_type?: string;
                 actor?: string;
+                target?: string;
                 from?: string;
                 to?: string;
                 /** @description `json`: one JSON array; `ndjson`: one JSON object a line; `csv`: RFC 4180 with a header row. */

@@ -175,6 +175,7 @@ export const config = Config.all({
     apiKey: rateLimit("API_KEY", 20, "1 minute"),
     apiKeyPerIp: rateLimit("API_KEY_IP", 200, "1 minute"),
     registrationPerIp: rateLimit("REGISTRATION_IP", 20, "1 hour"),
+    ssoStartPerIp: rateLimit("SSO_START_IP", 60, "15 minutes"),
     clientSecret: rateLimit("CLIENT_SECRET", 20, "1 minute")
   }),
   models: Config.all({

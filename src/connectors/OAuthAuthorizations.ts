@@ -1,6 +1,7 @@
 import { Data, Effect } from "effect"
 import * as Crypto from "node:crypto"
 import type { ConnectionId } from "../../schema/Ids.js"
+import { AuditLog } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { ConnectionCredentials } from "./ConnectionCredentials.js"
 import { sealingContext } from "./ConnectionEntityLive.js"
@@ -27,6 +28,7 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
     const vault = yield* CredentialVault
     const oauth = yield* OAuthClient
     const credentials = yield* ConnectionCredentials
+    const audit = yield* AuditLog
     const callbackUrl = `${config.baseUrl}/oauth/connections/callback`
 
     const begin = (row: ConnectionRow) =>
@@ -121,7 +123,17 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
           ...(tokens.expires_at === undefined ? {} : { expires_at: tokens.expires_at })
         }
         const sealed = vault.seal(stored, sealingContext(row))
-        yield* repo.storeSecret(row.id, { sealed: sealed.sealed, keyVersion: sealed.keyVersion }, "active")
+        // new credentials for the connection: the browser that came back is all we know of who (its address)
+        yield* repo.storeSecret(row.id, { sealed: sealed.sealed, keyVersion: sealed.keyVersion }, "active").pipe(
+          audit.recorded({
+            organizationId: row.organization_id,
+            actor: { type: "system", id: "connection_oauth_callback", key_id: null }
+          }, () => ({
+            action: "AUTHORIZE_CONNECTION",
+            targets: [{ type: "connection", id: row.id, name: row.name }],
+            details: { scopes: secret.scopes ?? Object.keys(flow.scopes) }
+          }))
+        )
         yield* credentials.forget(row.id)
         return { connectionName: row.name }
       }
@@ -129,5 +141,5 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
 
     return { begin, start, complete } as const
   }),
-  dependencies: [ConnectorRepo.Default]
+  dependencies: [ConnectorRepo.Default, AuditLog.Default]
 }) {}

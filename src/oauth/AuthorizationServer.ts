@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { OrganizationId, UserId } from "../../schema/Ids.js"
+import { AuditLog } from "../audit/AuditLog.js"
 import { transactionIn } from "../db/Transaction.js"
 import { Clients } from "./Clients.js"
 import { OAuthError } from "./OAuthError.js"
@@ -63,6 +64,7 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
     const repo = yield* OAuthRepo
     const clients = yield* Clients
     const verifier = yield* TokenVerifier
+    const audit = yield* AuditLog
     const transaction = transactionIn(yield* SqlClient.SqlClient)
     const settings = yield* oauthSettings
 
@@ -226,6 +228,19 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
             scope: row.scope
           })
           yield* repo.attachGrant(hash, grantId)
+          // a client now holds the person's access: recorded with the grant, as REVOKE_AUTHORIZATION ends it
+          yield* audit.record({
+            organizationId: row.organization_id,
+            actor: { type: "user", id: row.user_id, key_id: null }
+          }, {
+            action: "CREATE_AUTHORIZATION",
+            targets: [{
+              type: "oauth_authorization",
+              id: grantId,
+              ...(client.name === null ? {} : { name: client.name })
+            }],
+            details: { client_id: client.id, resource: row.resource, scopes: row.scope.split(" ") }
+          })
           return yield* issueTokens(grantId, row.scope)
         }).pipe(transaction)
       })
@@ -310,5 +325,5 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
 
     return { validate, approve, deny, token, revoke, revokeFamily } as const
   }),
-  dependencies: [OAuthRepo.Default, Clients.Default, TokenVerifier.Default]
+  dependencies: [OAuthRepo.Default, Clients.Default, TokenVerifier.Default, AuditLog.Default]
 }) {}

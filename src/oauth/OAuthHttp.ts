@@ -8,11 +8,12 @@ import { OAuthAuthorization, type OAuthGrantId } from "../../schema/OAuth.js"
 import { holds, Policy } from "../../schema/Policy.js"
 import { Principal } from "../../schema/Security.js"
 import { requireRoleAtLeast } from "../access/RolePolicy.js"
+import { AuditLog } from "../audit/AuditLog.js"
 import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
-import { AuthorizationServer } from "./AuthorizationServer.js"
 import { OAuthLive } from "./OAuthLive.js"
 import { type GrantRow, OAuthRepo } from "./OAuthRepo.js"
+import { TokenVerifier } from "./TokenVerifier.js"
 
 const toAuthorization = (row: GrantRow) =>
   new OAuthAuthorization({
@@ -36,7 +37,8 @@ export const OAuthHttpLive = HttpApiBuilder.group(Api, "oauth", (handlers) =>
   Effect.gen(function*() {
     const repo = yield* OAuthRepo
     const identity = yield* IdentityRepo
-    const server = yield* AuthorizationServer
+    const verifier = yield* TokenVerifier
+    const audit = yield* AuditLog
     /** Whose authorizations a request is about: `userId` when given (Admin+), else the caller's own. */
     const whose = (p: Principal, userId: UserId | undefined) =>
       Effect.gen(function*() {
@@ -82,7 +84,19 @@ export const OAuthHttpLive = HttpApiBuilder.group(Api, "oauth", (handlers) =>
             }
             yield* whose(p, grant.user_id)
           }
-          yield* server.revokeFamily(grant.id)
+          // revoking a revoked one changes nothing and records nothing, as for API keys
+          yield* repo.revokeGrant(grant.id).pipe(audit.recorded(p, () =>
+            grant.revoked_at !== null ? undefined : {
+              action: "REVOKE_AUTHORIZATION",
+              targets: [{
+                type: "oauth_authorization",
+                id: grant.id,
+                ...(grant.client_name === null ? {} : { name: grant.client_name })
+              }],
+              details: { user_id: grant.user_id, client_id: grant.client_id }
+            }))
+          // after the commit, so a token checked meanwhile cannot cache the grant as live again
+          yield* verifier.forgetGrant(grant.id)
           return toAuthorization((yield* repo.findGrant(grant.id))!)
         }))
-  })).pipe(Layer.provide([OAuthLive, IdentityRepo.Default]))
+  })).pipe(Layer.provide([OAuthLive, IdentityRepo.Default, AuditLog.Default]))

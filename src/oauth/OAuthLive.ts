@@ -1,4 +1,5 @@
 import { Layer } from "effect"
+import { AuditLog } from "../audit/AuditLog.js"
 import { ConnectorsLive } from "../connectors/ConnectorsLive.js"
 import { AuthorizationServer } from "./AuthorizationServer.js"
 import { Clients } from "./Clients.js"
@@ -11,6 +12,6 @@ import { TokenVerifier } from "./TokenVerifier.js"
  */
 export const OAuthLive = AuthorizationServer.DefaultWithoutDependencies.pipe(
   Layer.provideMerge(Layer.mergeAll(Clients.DefaultWithoutDependencies, TokenVerifier.DefaultWithoutDependencies)),
-  Layer.provideMerge(OAuthRepo.Default),
+  Layer.provideMerge(Layer.merge(OAuthRepo.Default, AuditLog.Default)),
   Layer.provide(ConnectorsLive)
 )

@@ -99,7 +99,7 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
         INSERT INTO user_passwords (user_id, hash)
         SELECT id, ${hash} FROM users WHERE lower(email) = lower(${email})
         ON CONFLICT (user_id) DO UPDATE SET hash = excluded.hash, updated_at = now()
-        RETURNING user_id`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
+        RETURNING user_id`.pipe(Effect.map(([row]) => row?.user_id as UserId | undefined), Effect.orDie)
 
     const insertWebSession = (hash: Uint8Array, userId: UserId, expires: Date) =>
       sql`INSERT INTO web_sessions (id_hash, user_id, expires_at) VALUES (${hash}, ${userId}, ${expires})`.pipe(

@@ -1,9 +1,12 @@
 import { Command, Options } from "@effect/cli"
+import { SqlClient } from "@effect/sql"
 import { Console, Effect, Layer } from "effect"
+import { AuditLog } from "../audit/AuditLog.js"
 import { groupCommand } from "../cli/Help.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { DatabaseForCommandLive } from "../db/Database.js"
 import { migrate } from "../db/Migrations.js"
+import { transactionIn } from "../db/Transaction.js"
 import { OAuthRepo } from "./OAuthRepo.js"
 import { hashPassword, MIN_PASSWORD_LENGTH } from "./Passwords.js"
 
@@ -28,14 +31,29 @@ const setPassword = Command.make(
       }
       yield* migrate
       const repo = yield* OAuthRepo
-      const found = yield* repo.setPassword(email, yield* Effect.promise(() => hashPassword(password)))
-      if (!found) {
+      const audit = yield* AuditLog
+      const hash = yield* Effect.promise(() => hashPassword(password))
+      // a sign-in credential changed: each of the person's organizations records it (never the password)
+      const userId = yield* repo.setPassword(email, hash).pipe(
+        Effect.tap((id) =>
+          id === undefined ?
+            Effect.void :
+            Effect.flatMap(repo.organizationsOf(id), (organizations) =>
+              Effect.forEach(organizations, (organization) =>
+                audit.record({ organizationId: organization.id, actor: { type: "system", id: "cli", key_id: null } }, {
+                  action: "SET_PASSWORD",
+                  targets: [{ type: "user", id, name: email }]
+                }), { discard: true }))
+        ),
+        transactionIn(yield* SqlClient.SqlClient)
+      )
+      if (userId === undefined) {
         yield* Console.error(`no user has the e-mail ${email}`)
         return yield* Effect.sync(() => void (process.exitCode = 1))
       }
       yield* Console.log(`Password set for ${email}: they can now sign in to authorize MCP clients.`)
     }).pipe(
-      Effect.provide(OAuthRepo.Default),
+      Effect.provide([OAuthRepo.Default, AuditLog.Default]),
       Effect.provide(DatabaseForCommandLive.pipe(Layer.provideMerge(SwitchyardConfig.layer)))
     )
 ).pipe(Command.withDescription("Set a user's sign-in password, read from standard input."))

@@ -52,6 +52,7 @@ export class RateLimits extends Effect.Service<RateLimits>()("security/RateLimit
       apiKey: { name: "api_key", ...settings.apiKey },
       apiKeyIp: { name: "api_key_ip", ...settings.apiKeyPerIp },
       registrationIp: { name: "registration_ip", ...settings.registrationPerIp },
+      ssoStartIp: { name: "sso_start_ip", ...settings.ssoStartPerIp },
       clientSecret: { name: "client_secret", ...settings.clientSecret }
     } satisfies Record<string, RateLimit>
 
@@ -73,6 +74,8 @@ export class RateLimits extends Effect.Service<RateLimits>()("security/RateLimit
         case "client_secret":
           return `Too many failed authentications of the OAuth client ${t.subject} ${rule}. ${wait}, and check ` +
             "its client secret."
+        case "sso_start_ip":
+          return `Too many single sign-on starts from your address ${rule}. ${wait}.`
         default:
           return `Too many client registrations from your address ${rule}. ${wait}, or reuse a registered client.`
       }
@@ -171,6 +174,13 @@ export class RateLimits extends Effect.Service<RateLimits>()("security/RateLimit
       return (yield* attempt([{ limit: limits.registrationIp, subject: ip }])).refusal
     }).pipe(Effect.withSpan("RateLimits.registration", { captureStackTrace: false }))
 
+    /** Counts a single sign-on start (unauthenticated: it stores a pending sign-in) per source address. */
+    const ssoStart = Effect.gen(function*() {
+      const ip = yield* source
+      if (ip === undefined) return undefined
+      return (yield* attempt([{ limit: limits.ssoStartIp, subject: ip }])).refusal
+    }).pipe(Effect.withSpan("RateLimits.ssoStart", { captureStackTrace: false }))
+
     /**
      * A confidential OAuth client's wrong secret at the token or revocation endpoint, counted per client:
      * the refusal to answer with (429) once the client's limit is exceeded. The right secret still works.
@@ -179,7 +189,7 @@ export class RateLimits extends Effect.Service<RateLimits>()("security/RateLimit
       return (yield* attempt([{ limit: limits.clientSecret, subject: clientId.slice(0, 200) }])).refusal
     })
 
-    return { apiKeyRefused, signInAttempt, signedIn, registration, clientSecretRefused, detailsOf } as const
+    return { apiKeyRefused, signInAttempt, signedIn, registration, ssoStart, clientSecretRefused, detailsOf } as const
   }),
   dependencies: [RateLimiter.Default, AuditLog.Default]
 }) {}

@@ -10,8 +10,6 @@ import { IdentityProviders } from "./IdentityProviders.js"
 import { ssoRedirectUri } from "./SsoPaths.js"
 import { SsoRepo, type SsoRow } from "./SsoRepo.js"
 
-const notConfigured = NotFound.of("Single sign-on settings")
-
 /** An organization's OIDC settings: Admin and above read and change them; every change is audited. */
 export class SingleSignOn extends Effect.Service<SingleSignOn>()("sso/SingleSignOn", {
   effect: Effect.gen(function*() {
@@ -19,6 +17,13 @@ export class SingleSignOn extends Effect.Service<SingleSignOn>()("sso/SingleSign
     const providers = yield* IdentityProviders
     const audit = yield* AuditLog
     const redirectUri = yield* ssoRedirectUri
+    // the redirect URI is needed before the settings: the provider's client is registered with it first
+    const notConfigured = new NotFound({
+      code: "not_found",
+      message: `Single sign-on settings not found. Register a client at your identity provider with the redirect ` +
+        `URI ${redirectUri}, then PUT /v1/sso.`,
+      details: { redirect_uri: redirectUri }
+    })
 
     const toSettings = (row: SsoRow) =>
       new SsoSettings({

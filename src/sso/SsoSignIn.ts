@@ -3,6 +3,7 @@ import * as Crypto from "node:crypto"
 import * as client from "openid-client"
 import type { OrganizationId, UserId } from "../../schema/Ids.js"
 import { hashOf, randomSecret } from "../oauth/Secrets.js"
+import { RateLimits } from "../security/RateLimits.js"
 import { IdentityProviders } from "./IdentityProviders.js"
 import { ssoRedirectUri } from "./SsoPaths.js"
 import { SsoProvisioning } from "./SsoProvisioning.js"
@@ -21,6 +22,7 @@ export class SsoSignInRefused {
 export type SsoStart =
   | { readonly _tag: "Redirect"; readonly location: string; readonly browserToken: string }
   | { readonly _tag: "Notice"; readonly message: string }
+  | { readonly _tag: "Limited"; readonly message: string; readonly retryAfter: number }
   | { readonly _tag: "Choose"; readonly organizations: ReadonlyArray<{ readonly id: string; readonly name: string }> }
 
 export interface SsoSignedIn {
@@ -32,10 +34,19 @@ export interface SsoSignedIn {
 
 /** openid-client wraps the precise reason (e.g. which claim did not match) in `cause`. */
 const reasonOf = (e: unknown) => {
+  // an OAuth error answer: its code and description say what the provider refused
+  if (e instanceof client.ResponseBodyError) {
+    return `the provider answered ${e.status} ${e.error}${e.error_description ? ` (${e.error_description})` : ""}`
+  }
   const error = e as { message?: string; cause?: { message?: string } }
   const cause = error?.cause?.message
   return cause === undefined || cause === error.message ? String(error?.message ?? e) : `${error.message} (${cause})`
 }
+
+/** The token endpoint refused our client's authentication (RFC 6749 5.2: 401, or `invalid_client`). */
+const clientRefused = (e: unknown) =>
+  (e instanceof client.ResponseBodyError && (e.error === "invalid_client" || e.status === 401)) ||
+  (e instanceof client.WWWAuthenticateChallengeError && e.status === 401)
 
 /** `groups` as providers send it: a list of names, or one name. */
 const groupsOf = (value: unknown): ReadonlyArray<string> =>
@@ -56,6 +67,7 @@ export class SsoSignIn extends Effect.Service<SsoSignIn>()("sso/SsoSignIn", {
     const providers = yield* IdentityProviders
     const provisioning = yield* SsoProvisioning
     const redirectUri = yield* ssoRedirectUri
+    const limits = yield* RateLimits
 
     const anyEnabled = repo.anyEnabled
 
@@ -92,6 +104,10 @@ export class SsoSignIn extends Effect.Service<SsoSignIn>()("sso/SsoSignIn", {
             message:
               `The identity provider of ${chosen.organization_name} cannot be reached right now. Try again later.`
           } as const
+        }
+        const refused = yield* limits.ssoStart
+        if (refused !== undefined) {
+          return { _tag: "Limited", message: refused.message, retryAfter: refused.retryAfter } as const
         }
         const state = client.randomState()
         const nonce = client.randomNonce()
@@ -168,8 +184,17 @@ export class SsoSignIn extends Effect.Service<SsoSignIn>()("sso/SsoSignIn", {
               expectedNonce: login.nonce,
               idTokenExpected: true
             }),
-          catch: (e) =>
-            new SsoSignInRefused(403, `The identity provider's answer could not be verified: ${reasonOf(e)}.`)
+          catch: (e) => {
+            // the token endpoint refusing our client is a setup error for an administrator, not the person's
+            if (clientRefused(e)) {
+              return new SsoSignInRefused(
+                502,
+                "The identity provider refused Switchyard's client credentials (invalid_client): an administrator " +
+                  "must check the client id and client secret in the single sign-on settings (PUT /v1/sso)."
+              )
+            }
+            return new SsoSignInRefused(403, `The identity provider's answer could not be verified: ${reasonOf(e)}.`)
+          }
         })
         const claims: Record<string, unknown> = { ...tokens.claims()! }
         // openid-client refuses an `iat` long past, not one in the future: a token minted ahead of time (or by a
@@ -209,5 +234,5 @@ export class SsoSignIn extends Effect.Service<SsoSignIn>()("sso/SsoSignIn", {
 
     return { anyEnabled, start, finish, openSession, sessionOrganization } as const
   }),
-  dependencies: [SsoRepo.Default, IdentityProviders.Default, SsoProvisioning.Default]
+  dependencies: [SsoRepo.Default, IdentityProviders.Default, SsoProvisioning.Default, RateLimits.Default]
 }) {}

@@ -1,10 +1,10 @@
 import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Duration, Effect, FiberRef, Layer } from "effect"
+import { AuditLog } from "../audit/AuditLog.js"
 import { errorEnvelope, OWN_ERROR_HEADER } from "../http/ErrorEnvelope.js"
 import { CurrentRequest } from "../http/RequestContext.js"
 import { RouteTable } from "../http/RouteTable.js"
 import { OAuthRepo } from "../oauth/OAuthRepo.js"
-import { decoyHash, verifyPassword } from "../oauth/Passwords.js"
 import { oauthSettings } from "../oauth/Resources.js"
 import { hashOf, randomSecret } from "../oauth/Secrets.js"
 import { RateLimits } from "../security/RateLimits.js"
@@ -13,6 +13,7 @@ import { SsoSignIn } from "../sso/SsoSignIn.js"
 import { assetResponse, loadConsoleAssets } from "./ConsoleAssets.js"
 import { ConsoleSession, type LiveSession } from "./ConsoleSession.js"
 import { type SetCookie, withCookies } from "./Html.js"
+import { checkPassword, recordLock } from "./PasswordSignIn.js"
 
 const SESSION_HOURS = 12
 
@@ -38,6 +39,7 @@ export const ConsoleRoutes = Layer.effectDiscard(
     const sessions = yield* ConsoleSession
     const repo = yield* OAuthRepo
     const limits = yield* RateLimits
+    const audit = yield* AuditLog
     const sso = yield* SsoSignIn
     // the callback is the sign-in pages', on the app's origin: its cookie is named as they name it
     const ssoSecure = (yield* oauthSettings).appUrl.startsWith("https://")
@@ -97,18 +99,14 @@ export const ConsoleRoutes = Layer.effectDiscard(
         // counted before the password is checked, so that parallel guesses cannot all pass one check
         const refused = yield* limits.signInAttempt(email)
         if (refused !== undefined) {
+          yield* recordLock(repo, audit, limits, email, refused)
           return yield* fail(429, "rate_limited", refused.message, { "retry-after": String(refused.retryAfter) })
         }
-        const row = yield* repo.findPassword(email)
-        const matches = yield* Effect.promise(() =>
-          row === undefined
-            ? decoyHash().then((h) => verifyPassword(password, h)).then(() => false)
-            : verifyPassword(password, row.hash)
-        )
-        if (!matches || row === undefined) return yield* fail(401, "invalid_credentials", "Wrong e-mail or password.")
+        const userId = yield* checkPassword(repo, email, password)
+        if (userId === undefined) return yield* fail(401, "invalid_credentials", "Wrong e-mail or password.")
         yield* limits.signedIn(email)
         const token = randomSecret()
-        yield* repo.insertWebSession(hashOf(token), row.user_id, new Date(Date.now() + SESSION_HOURS * 3600_000))
+        yield* repo.insertWebSession(hashOf(token), userId, new Date(Date.now() + SESSION_HOURS * 3600_000))
         const session = yield* sessions.open(token, undefined)
         if (session === undefined) {
           yield* repo.deleteWebSession(hashOf(token))
@@ -132,6 +130,8 @@ export const ConsoleRoutes = Layer.effectDiscard(
         switch (started._tag) {
           case "Notice":
             return yield* fail(400, "bad_request", started.message)
+          case "Limited":
+            return yield* fail(429, "rate_limited", started.message, { "retry-after": String(started.retryAfter) })
           case "Choose":
             return json({ organizations: started.organizations })
           case "Redirect":
@@ -212,4 +212,6 @@ export const ConsoleRoutes = Layer.effectDiscard(
     yield* router.add("GET", "/console", serve)
     yield* router.add("GET", "/console/*", serve)
   })
-).pipe(Layer.provide([ConsoleSession.Default, OAuthRepo.Default, RateLimits.Default, SsoSignIn.Default]))
+).pipe(
+  Layer.provide([ConsoleSession.Default, OAuthRepo.Default, RateLimits.Default, AuditLog.Default, SsoSignIn.Default])
+)

@@ -8,14 +8,14 @@ import { RouteTable } from "../http/RouteTable.js"
 import { AuthorizationServer, type AuthorizeRequest } from "../oauth/AuthorizationServer.js"
 import { OAuthLive } from "../oauth/OAuthLive.js"
 import { OAuthRepo } from "../oauth/OAuthRepo.js"
-import { decoyHash, verifyPassword } from "../oauth/Passwords.js"
 import { oauthSettings } from "../oauth/Resources.js"
 import { hashOf, randomSecret, sameSecret } from "../oauth/Secrets.js"
-import { RateLimits, type Refusal } from "../security/RateLimits.js"
+import { RateLimits } from "../security/RateLimits.js"
 import { CONSOLE_SSO_REQUEST, SSO_CALLBACK_PATH, ssoCookieName } from "../sso/SsoPaths.js"
 import { SsoSignIn } from "../sso/SsoSignIn.js"
 import { ConsoleSession } from "./ConsoleSession.js"
 import { page, seeOther, type SetCookie, withCookies } from "./Html.js"
+import { checkPassword, recordLock } from "./PasswordSignIn.js"
 import { consentPage, errorPage, signInPage, ssoChoicePage } from "./Views.js"
 
 const PATH = "/oauth_login"
@@ -139,16 +139,14 @@ export const SignInPages = Layer.effectDiscard(
             // counted before the password is checked, so that parallel guesses cannot all pass one check
             const refused = yield* limits.signInAttempt(email)
             if (refused !== undefined) {
-              if (refused.firstOfWindow && refused.tally.limit.name === "password_account") {
-                yield* recordLock(email, refused)
-              }
+              yield* recordLock(repo, audit, limits, email, refused)
               return HttpServerResponse.setHeader(
                 yield* show(request, query, refused.message, 429),
                 "retry-after",
                 String(refused.retryAfter)
               )
             }
-            const userId = yield* checkPassword(email, form.get("password") ?? "")
+            const userId = yield* checkPassword(repo, email, form.get("password") ?? "")
             if (userId === undefined) {
               return yield* show(request, query, "Wrong e-mail or password.", 401)
             }
@@ -188,6 +186,12 @@ export const SignInPages = Layer.effectDiscard(
             switch (started._tag) {
               case "Notice":
                 return yield* show(request, query, started.message, 400)
+              case "Limited":
+                return HttpServerResponse.setHeader(
+                  yield* show(request, query, started.message, 429),
+                  "retry-after",
+                  String(started.retryAfter)
+                )
               case "Choose":
                 return page(
                   "Choose your organization",
@@ -232,35 +236,6 @@ export const SignInPages = Layer.effectDiscard(
           clearSso
         ])
       }))
-
-    /** Once per window, each organization of a locked account learns that someone is guessing its password. */
-    const recordLock = (email: string, refused: Refusal) =>
-      Effect.gen(function*() {
-        const user = yield* repo.findPassword(email.trim())
-        if (user === undefined) return
-        for (const organization of yield* repo.organizationsOf(user.user_id)) {
-          yield* audit.record({
-            organizationId: organization.id,
-            actor: { type: "user", id: user.user_id, key_id: null }
-          }, {
-            action: "RATE_LIMITED",
-            targets: [{ type: "user", id: user.user_id }],
-            outcome: "denied",
-            details: { code: "rate_limited", message: refused.message, ...limits.detailsOf(refused.tally) }
-          }).pipe(Effect.ignoreLogged)
-        }
-      })
-
-    const checkPassword = (email: string, password: string) =>
-      Effect.gen(function*() {
-        const row = yield* repo.findPassword(email.trim())
-        const matches = yield* Effect.promise(() =>
-          row === undefined
-            ? decoyHash().then((h) => verifyPassword(password, h)).then(() => false)
-            : verifyPassword(password, row.hash)
-        )
-        return matches && row !== undefined ? row.user_id : undefined
-      })
   })
 ).pipe(
   Layer.provide(OAuthLive),

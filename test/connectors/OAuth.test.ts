@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { auditEvents } from "../access/support.js"
 import { type OAuthServer, startOAuthServer } from "../support/OAuthServer.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 import { createConnection, createConnector, invoke } from "./support.js"
@@ -40,7 +41,7 @@ const signIn = async (pageUrl: string) => {
 }
 
 const connectWithCode = async () => {
-  const { api_key: apiKey } = await node.bootstrap()
+  const { api_key: apiKey, organization_id } = await node.bootstrap()
   const connector = await createConnector(
     node,
     apiKey,
@@ -56,12 +57,12 @@ const connectWithCode = async () => {
     name: "oauth",
     credentials: { type: "oauth2", client_id: client.id, client_secret: client.secret }
   })
-  return { apiKey, connector, created }
+  return { apiKey, organization_id, connector, created }
 }
 
 describe("OAuth2 connections", () => {
   it("completes the authorization-code flow on the connector page and then calls with the token", async () => {
-    const { apiKey, connector, created } = await connectWithCode()
+    const { apiKey, connector, created, organization_id } = await connectWithCode()
     expect(created.status).toBe("pending_authorization")
     expect(created.connector_page_url.startsWith(`${node.baseUrl}/oauth/connections/start?state=`)).toBe(true)
     const early = await invoke(node, apiKey, connector.id, created.id, "me")
@@ -74,6 +75,15 @@ describe("OAuth2 connections", () => {
     const conn = await (await node.fetch(`/v1/tools/connectors/${connector.id}/connections/${created.id}`, { apiKey }))
       .json()
     expect(conn.status).toBe("active")
+    // the new credentials are in the audit log, without a token
+    const authorized = (await auditEvents(node, organization_id)).filter((e) => e.action === "AUTHORIZE_CONNECTION")
+    expect(authorized).toEqual([expect.objectContaining({
+      actor_type: "system",
+      actor_id: "connection_oauth_callback",
+      targets: [{ type: "connection", id: created.id, name: "oauth" }],
+      details: { scopes: ["read"] },
+      ip: expect.stringMatching(/127\.0\.0\.1/)
+    })])
     const response = await invoke(node, apiKey, connector.id, created.id, "me")
     expect(response.status).toBe(200)
     expect((await response.json()).ok).toBe(true)

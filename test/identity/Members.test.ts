@@ -24,7 +24,7 @@ describe("members", () => {
   })
 
   it("an Admin sees and revokes a member's MCP authorizations; a Member sees only their own", async () => {
-    const { api_key: adminKey, user_id: ownerId } = await node.bootstrap()
+    const { api_key: adminKey, organization_id, user_id: ownerId } = await node.bootstrap()
     const member = async (role: string) => {
       const email = uniqueEmail(role)
       const added = await call(node, adminKey, "POST", "/v1/members", { email, role })
@@ -46,10 +46,34 @@ describe("members", () => {
     expect((await call(node, bob.key, "DELETE", `/v1/oauth/authorizations/${grantId}`)).status).toBe(404)
     expect((await call(node, admin.key, "GET", `/v1/oauth/authorizations?user_id=${ownerId}`)).status).toBe(403)
 
+    const revocations = async () =>
+      (await auditEvents(node, organization_id)).filter((e) => e.action === "REVOKE_AUTHORIZATION")
+    // the client's first exchange of its code was recorded as Alice authorizing it
+    const created = (await auditEvents(node, organization_id)).filter((e) => e.action === "CREATE_AUTHORIZATION")
+    expect(created).toEqual([expect.objectContaining({
+      actor_type: "user",
+      actor_id: alice.id,
+      targets: [expect.objectContaining({ type: "oauth_authorization", id: grantId })],
+      details: expect.objectContaining({
+        client_id: listed.body.items[0].client_id,
+        scopes: listed.body.items[0].scopes
+      })
+    })])
     const revoked = await call(node, admin.key, "DELETE", `/v1/oauth/authorizations/${grantId}`)
     expect(revoked.status).toBe(200)
     expect(revoked.body.revoked_at).not.toBeNull()
     expect((await mcp()).status).toBe(401)
+    // audited once, as the Admin who did it; revoking it again changes nothing and records nothing
+    expect(await revocations()).toEqual([expect.objectContaining({
+      actor_type: "user",
+      actor_id: admin.id,
+      outcome: "success",
+      targets: [expect.objectContaining({ type: "oauth_authorization", id: grantId })],
+      details: { user_id: alice.id, client_id: listed.body.items[0].client_id },
+      request_id: revoked.headers.get("x-request-id")
+    })])
+    expect((await call(node, admin.key, "DELETE", `/v1/oauth/authorizations/${grantId}`)).status).toBe(200)
+    expect(await revocations()).toHaveLength(1)
     // Alice's own list shows it revoked
     expect((await call(node, alice.key, "GET", "/v1/oauth/authorizations")).body.items[0].revoked_at).not.toBeNull()
   })

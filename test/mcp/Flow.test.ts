@@ -3,6 +3,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { spawn } from "node:child_process"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { auditEvents } from "../access/support.js"
 import { createAgent } from "../agents/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 import { obtainTokens, signedUpAdmin, signInAndConsent, TestOAuthProvider } from "./support.js"
@@ -141,6 +142,15 @@ describe("switchyard users set-password", () => {
     const set = await setPassword(email, "a long enough password")
     expect(set.code).toBe(0)
     expect(set.output).toContain(email)
+    // audited in the person's organization, without the password
+    const records = (await auditEvents(node, created.organization_id)).filter((e) => e.action === "SET_PASSWORD")
+    expect(records).toEqual([expect.objectContaining({
+      actor_type: "system",
+      actor_id: "cli",
+      outcome: "success",
+      targets: [{ type: "user", id: created.user_id, name: email }],
+      details: null
+    })])
     const { tokens } = await obtainTokens(node, email, { password: "a long enough password" })
     expect(tokens.access_token).toMatch(/^sy_at_/)
     expect((await setPassword("nobody@example.com", "a long enough password")).code).toBe(1)

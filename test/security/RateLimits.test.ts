@@ -209,6 +209,31 @@ describe("password sign-in", () => {
     })
   })
 
+  it("locks the console's sign-in with the same count, and audits that lock too", async () => {
+    const admin = await signedUpAdmin(nodes[0]!)
+    const ip = newAddress()
+    const consoleSignIn = (node: TestNode, password: string) =>
+      fetch(`${node.baseUrl}/console/api/sign-in`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-forwarded-for": ip },
+        body: JSON.stringify({ email: admin.email, password })
+      })
+    for (let i = 0; i < 3; i++) expect((await consoleSignIn(nodes[i % 2]!, "wrong password")).status).toBe(401)
+    for (let i = 0; i < 3; i++) {
+      const response = await consoleSignIn(nodes[i % 2]!, PASSWORD)
+      expect(response.status).toBe(429)
+      expect((await response.json()).error.code).toBe("rate_limited")
+    }
+    const records = (await auditEvents(nodes[0]!, admin.organization_id)).filter((e) => e.action === "RATE_LIMITED")
+    expect(records).toHaveLength(1)
+    expect(records[0]).toMatchObject({
+      outcome: "denied",
+      actor_id: admin.user_id,
+      ip,
+      details: { code: "rate_limited", limit: "password_account" }
+    })
+  })
+
   it("counts an unknown e-mail like a known one, and a correct sign-in starts the account afresh", async () => {
     const admin = await signedUpAdmin(nodes[0]!)
     const ip = newAddress()

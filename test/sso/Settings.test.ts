@@ -116,7 +116,12 @@ describe("SSO settings", () => {
     const org = await node.bootstrap()
     expect((await putSso(node, org.api_key, idp)).status).toBe(200)
     expect((await call(node, org.api_key, "DELETE", "/v1/sso")).status).toBe(204)
-    expectError(await call(node, org.api_key, "GET", "/v1/sso"), 404, "not_found")
+    const gone = await call(node, org.api_key, "GET", "/v1/sso")
+    expectError(gone, 404, "not_found")
+    // before (re)setup an administrator still learns the redirect URI to register at the provider
+    const redirectUri = `${node.baseUrl}/oauth_login/sso/callback`
+    expect(gone.body.error.details).toEqual({ redirect_uri: redirectUri })
+    expect(gone.body.error.message).toContain(redirectUri)
     expectError(await call(node, org.api_key, "DELETE", "/v1/sso"), 404, "not_found")
     expect(await storedSecret(org.organization_id)).toBeUndefined()
     const actions = (await auditEvents(node, org.organization_id)).map((e) => e.action)

@@ -187,6 +187,24 @@ describe("the answer from the provider is checked", () => {
   })
 })
 
+describe("a wrong client secret", () => {
+  it("is accepted when saved (only the token endpoint can tell), then named at sign-in for an administrator", async () => {
+    const org = await node.bootstrap()
+    const domain = `secret${++counter}-${Date.now()}.test`
+    const put = await putSso(node, org.api_key, { ...idp, clientSecret: "not-the-secret" }, {
+      allowed_email_domains: [domain]
+    })
+    expect(put.status).toBe(200)
+    const account = `wrong-secret-${counter}`
+    idp.users.set(account, { email: `ian@${domain}`, email_verified: true })
+    const refused = await signInWithSso(node, `ian@${domain}`, account)
+    expect(refused.response.status, refused.html.slice(-600)).toBe(502)
+    expect(refused.html).toContain("refused Switchyard&#39;s client credentials (invalid_client)")
+    expect(refused.html).toContain("client secret in the single sign-on settings")
+    expect(await membership(org.organization_id, `ian@${domain}`)).toBeUndefined()
+  })
+})
+
 describe("the ID token's signature", () => {
   it("is checked against the provider's JWKS", async () => {
     const { org, domain } = await ssoOrganization()

@@ -164,6 +164,32 @@ describe("GET /v1/usage", () => {
     expectError(await usage(key, "?agent_id=0199a0b0-0000-7000-8000-000000000000"), 404, "not_found")
   })
 
+  it("a date-time without a zone is UTC, whatever the node's own time zone", async () => {
+    const org = await node.bootstrap()
+    const zone = process.env["TZ"]
+    process.env["TZ"] = "America/New_York"
+    try {
+      const r = await usage(org.api_key, "?from=2026-01-01T00:00:00&to=2026-01-02T06:30&bucket=hour")
+      expect(r.status, JSON.stringify(r.body)).toBe(200)
+      expect({ from: r.body.from, to: r.body.to }).toEqual({
+        from: "2026-01-01T00:00:00.000000Z",
+        to: "2026-01-02T06:30:00.000000Z"
+      })
+      // an offset given is kept
+      const offset = await usage(org.api_key, `?from=${encodeURIComponent("2026-01-01T00:00:00+02:00")}&to=2026-01-02`)
+      expect(offset.body.from, JSON.stringify(offset.body)).toBe("2025-12-31T00:00:00.000000Z")
+      // the audit log's bounds too: a record is after the UTC second before it, given without a zone
+      const audit = await call(node, org.api_key, "GET", "/v1/audit-logs?event_type=CREATE_ORGANIZATION")
+      const at = new Date(audit.body.items[0].time.slice(0, 23) + "Z")
+      const since = new Date(at.getTime() - 1000).toISOString().slice(0, 19)
+      const after = await call(node, org.api_key, "GET", `/v1/audit-logs?event_type=CREATE_ORGANIZATION&from=${since}`)
+      expect(after.body.items).toHaveLength(1)
+    } finally {
+      if (zone === undefined) delete process.env["TZ"]
+      else process.env["TZ"] = zone
+    }
+  })
+
   it("years 1–99 stay themselves: a month bucket from the year 50 starts in the year 50", async () => {
     const org = await node.bootstrap()
     const r = await usage(org.api_key, "?from=0050-06-15&to=0060-01-01&bucket=month")

@@ -7,13 +7,19 @@ type Keys = "issuer" | "client_id" | "client_secret" | "domains"
 
 /** OIDC single sign-on of the organization (Admins). */
 export default function Sso() {
+  // before setup the 404 names the redirect URI: the client at the provider is registered with it first
+  const [setupUri, setSetupUri] = useState<string>()
   const current = useQuery({
     queryKey: ["sso"],
     queryFn: async () => {
       try {
         return await ok(api.GET("/v1/sso"))
       } catch (e) {
-        if (e instanceof ApiError && e.status === 404) return null
+        if (e instanceof ApiError && e.status === 404) {
+          const details = e.details as { redirect_uri?: unknown } | undefined
+          if (typeof details?.redirect_uri === "string") setSetupUri(details.redirect_uri)
+          return null
+        }
         throw e
       }
     }
@@ -38,7 +44,10 @@ export default function Sso() {
   })
   const remove = useMutation({
     mutationFn: () => ok(api.DELETE("/v1/sso")),
-    onSuccess: () => queryClient.setQueryData(["sso"], null)
+    onSuccess: () => {
+      setSetupUri(current.data?.redirect_uri)
+      queryClient.setQueryData(["sso"], null)
+    }
   })
   const submit = (e: FormEvent) => {
     e.preventDefault()
@@ -64,9 +73,10 @@ export default function Sso() {
       <h2 id="sso">Single sign-on (OIDC)</h2>
       <ErrorNote error={current.error} />
       {current.data === null && <p>Not set up: people sign in with a password.</p>}
-      {current.data && (
-        <p>
-          Redirect URI to register at your identity provider: <code>{current.data.redirect_uri}</code>
+      {(current.data?.redirect_uri ?? setupUri) !== undefined && (
+        <p className="snippet">
+          Redirect URI to register at your identity provider:{" "}
+          <code data-testid="redirect-uri">{current.data?.redirect_uri ?? setupUri}</code>
         </p>
       )}
       <form onSubmit={submit} noValidate className="form">

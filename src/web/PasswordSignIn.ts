@@ -1,0 +1,45 @@
+import { Effect } from "effect"
+import type { AuditLog } from "../audit/AuditLog.js"
+import type { OAuthRepo } from "../oauth/OAuthRepo.js"
+import { decoyHash, verifyPassword } from "../oauth/Passwords.js"
+import type { RateLimits, Refusal } from "../security/RateLimits.js"
+
+/**
+ * Password sign-in as the sign-in page and the console share it: one check (a decoy hash for an unknown
+ * account, so that timing does not tell which exist) and one lock record.
+ */
+export const checkPassword = (repo: OAuthRepo, email: string, password: string) =>
+  Effect.gen(function*() {
+    const row = yield* repo.findPassword(email.trim())
+    const matches = yield* Effect.promise(() =>
+      row === undefined
+        ? decoyHash().then((h) => verifyPassword(password, h)).then(() => false)
+        : verifyPassword(password, row.hash)
+    )
+    return matches && row !== undefined ? row.user_id : undefined
+  })
+
+/** Once per window, each organization of a locked account learns that someone is guessing its password. */
+export const recordLock = (
+  repo: OAuthRepo,
+  audit: AuditLog,
+  limits: RateLimits,
+  email: string,
+  refused: Refusal
+) =>
+  Effect.gen(function*() {
+    if (!refused.firstOfWindow || refused.tally.limit.name !== "password_account") return
+    const user = yield* repo.findPassword(email.trim())
+    if (user === undefined) return
+    for (const organization of yield* repo.organizationsOf(user.user_id)) {
+      yield* audit.record({
+        organizationId: organization.id,
+        actor: { type: "user", id: user.user_id, key_id: null }
+      }, {
+        action: "RATE_LIMITED",
+        targets: [{ type: "user", id: user.user_id }],
+        outcome: "denied",
+        details: { code: "rate_limited", message: refused.message, ...limits.detailsOf(refused.tally) }
+      }).pipe(Effect.ignoreLogged)
+    }
+  })
