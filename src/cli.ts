@@ -1,6 +1,7 @@
 import { type CliApp, CliConfig, Command, ValidationError } from "@effect/cli"
+import { Runtime } from "@effect/platform"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { ConfigError, Console, Duration, Effect, HashSet, Logger } from "effect"
+import { ConfigError, Console, Duration, Effect, Exit, HashSet, Logger } from "effect"
 import { agentsCommand } from "./cli/AgentsCommand.js"
 import { API_ENVIRONMENT } from "./cli/ApiTarget.js"
 import { ExitCode } from "./cli/CliFailure.js"
@@ -10,7 +11,7 @@ import { keysCommand } from "./cli/KeysCommand.js"
 import { loginCommand, loginEnvironment } from "./cli/LoginCommand.js"
 import { databaseEnvironment, serveEnvironment } from "./cli/ServeSettings.js"
 import { tasksCommand } from "./cli/TasksCommand.js"
-import { cliConsole, errorLine, Terminal } from "./cli/Terminal.js"
+import { cliConsole, Terminal, usageError } from "./cli/Terminal.js"
 import { unknownCommand } from "./cli/UnknownCommand.js"
 import { minimumLogLevel } from "./config/MinimumLogLevel.js"
 import { nodeLogger } from "./http/AccessLog.js"
@@ -86,7 +87,7 @@ const main = (args: ReadonlyArray<string>) =>
       const unknown = unknownCommand(switchyard, args.slice(2))
       if (unknown !== undefined) {
         return Effect.sync(() => {
-          terminal.err(errorLine(terminal.colourErr, unknown))
+          terminal.err(usageError(terminal, unknown))
           process.exitCode = ExitCode.usage
         })
       }
@@ -162,5 +163,14 @@ main(process.argv).pipe(
   Effect.provide(NodeContext.layer),
   // logs on stderr: stdout carries what a command prints (keys, --json output)
   Effect.provide(Logger.replace(Logger.defaultLogger, nodeLogger)),
-  NodeRuntime.runMain({ disablePrettyLogger: true })
+  NodeRuntime.runMain({
+    disablePrettyLogger: true,
+    // a client command stopped by Ctrl-C (SIGINT) or SIGTERM exits 130, as shells expect, not 0 ("done");
+    // a node stopped so (serve) stops as it should, with 0
+    teardown: (exit, onExit) =>
+      Runtime.defaultTeardown(
+        exit,
+        (code) => onExit(code === 0 && clientOnly && Exit.isInterrupted(exit) ? ExitCode.interrupted : code)
+      )
+  })
 )

@@ -170,15 +170,45 @@ const answer = (task: Task) =>
     t.err(dim(t.colourErr, `task ${task.id} completed\n`))
   })
 
+/** The task of an interrupted invoke cancelled, told on stderr; if the cancel fails, how to follow the task. */
+const cancelOnInterrupt = (target: ApiTarget, taskId: string) =>
+  Effect.flatMap(
+    Terminal,
+    (t) =>
+      withClient(target, (client) => client.agents.cancelTask({ path: { task_id: taskId as TaskId } })).pipe(
+        Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => CliFailure.usage("no answer in 5 s") }),
+        Effect.match({
+          onSuccess: (task) =>
+            t.err(`\ninterrupted: task ${taskId} ${task.status === "cancelled" ? "cancelled" : task.status}\n`),
+          onFailure: (e) =>
+            t.err(
+              `\ninterrupted; task ${taskId} could not be cancelled (${sanitize(e.message)}): ` +
+                `\`switchyard tasks get ${taskId}\` shows it\n`
+            )
+        })
+      )
+  )
+
 /** Streams the text as it comes; the whole task is read when the stream could not carry it to its end. */
 const streamed = (target: ApiTarget, agentId: AgentId, body: typeof InvokeAgent.Encoded, key: Option.Option<string>) =>
   Effect.gen(function*() {
     const t = yield* Terminal
     let last = ""
-    const end = yield* streamInvoke(target, agentId, body, (text) => {
-      last = text
-      t.out(sanitize(text))
-    }, key)
+    let created: string | undefined
+    const end = yield* streamInvoke(
+      target,
+      agentId,
+      body,
+      (text) => {
+        last = text
+        t.out(sanitize(text))
+      },
+      key,
+      (id) => (created = id)
+    ).pipe(
+      // Ctrl-C: the task would go on running (and spending) unseen; cancel it, and say what became of it
+      Effect.onInterrupt(() => created === undefined ? Effect.void : cancelOnInterrupt(target, created))
+    )
     if (end.streamedText && !last.endsWith("\n")) t.out("\n")
     if (end.status === undefined || (!end.streamedText && end.resultTruncated)) {
       if (end.taskId === undefined) {

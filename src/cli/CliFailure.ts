@@ -15,7 +15,9 @@ export const ExitCode = {
   /** The agent's task ended in `error` or `cancelled`. */
   taskFailed: 4,
   /** The agent's task has not ended: it waits for a person to approve a tool call (or still runs). */
-  taskUnfinished: 5
+  taskUnfinished: 5,
+  /** Stopped by Ctrl-C (SIGINT) or SIGTERM: 128 + SIGINT, as shells report it. */
+  interrupted: 130
 } as const
 
 /** A failed command: what to tell the person (and, with `--json`, the envelope), and how to exit. */

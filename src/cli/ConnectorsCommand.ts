@@ -32,10 +32,30 @@ const size = (bytes: number) =>
     ? `${(bytes / 1024).toFixed(1)} KiB`
     : `${(bytes / 1048576).toFixed(1)} MiB`
 
+const isUrl = (file: string) => /^https?:\/\//i.test(file)
+
+/** A document at a URL, fetched from here (as a browser would), not by the node. */
+const fetchDocument = (url: string) =>
+  Effect.tryPromise({
+    try: async (signal) => {
+      const response = await fetch(url, { signal, headers: { accept: "application/json, application/yaml, */*" } })
+      if (!response.ok) throw new Error(`HTTP ${response.status}`)
+      return await response.text()
+    },
+    catch: (e: any) => CliFailure.usage(`cannot fetch ${url}: ${e?.cause?.message ?? e?.message ?? e}`)
+  }).pipe(withProgress(`Downloading ${url}`))
+
 const readDocument = (file: string) =>
-  Effect.try({
+  file === "-" ? readStdin : isUrl(file) ? fetchDocument(file) : Effect.try({
     try: () => Fs.readFileSync(file, "utf8"),
-    catch: (e: any) => CliFailure.usage(`cannot read ${file}: ${e?.message ?? e}`)
+    catch: (e: any) =>
+      CliFailure.usage(
+        e?.code === "ENOENT"
+          ? `cannot read ${file}: no such file`
+          : e?.code === "EISDIR"
+          ? `cannot read ${file}: it is a directory, not a document`
+          : `cannot read ${file}: ${e?.message ?? e}`
+      )
   })
 
 const importReport = (connector: ConnectorImported, colour: boolean) => {
@@ -67,7 +87,10 @@ const add = Command.make(
   {
     ...apiOptions,
     file: Args.text({ name: "FILE" }).pipe(
-      Args.withDescription("An OpenAPI 3.0/3.1 or Swagger 2.0 document, JSON or YAML (`-`: standard input).")
+      Args.withDescription(
+        "An OpenAPI 3.0/3.1 or Swagger 2.0 document, JSON or YAML: a file, an http(s) URL (fetched from here) or " +
+          "`-` (standard input)."
+      )
     ),
     name: Options.text("name").pipe(
       Options.withPseudoName("NAME"),
@@ -84,14 +107,19 @@ const add = Command.make(
   (options) =>
     Effect.gen(function*() {
       const target = yield* resolveTarget(options)
-      const text = options.file === "-" ? yield* readStdin : yield* readDocument(options.file)
+      const text = yield* readDocument(options.file)
       const payload = yield* validated(CreateConnector, {
         spec: text,
         ...optional("name", options.name),
         ...optional("description", options.description),
         ...optional("server_url", options.serverUrl)
       })
-      const label = `Importing ${options.file === "-" ? "standard input" : Path.basename(options.file)} ` +
+      const from = options.file === "-"
+        ? "standard input"
+        : isUrl(options.file)
+        ? Path.basename(new URL(options.file).pathname) || options.file
+        : Path.basename(options.file)
+      const label = `Importing ${from} ` +
         `(${size(Buffer.byteLength(text))})`
       const connector = yield* withClient(target, (client) => client.tools.createConnector({ payload })).pipe(
         withProgress(label)

@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { Api } from "../../schema/Api.js"
 import { operationDocOf, roleOf, whoMay } from "../../schema/OperationDoc.js"
 import { ExitCode } from "./CliFailure.js"
-import { bold, errorLine, stripAnsi, Terminal } from "./Terminal.js"
+import { bold, stripAnsi, Terminal, usageError } from "./Terminal.js"
 
 /**
  * Who may call an operation, in words ("Builder and above"), from the API's own table: the role the server
@@ -75,6 +75,6 @@ export const groupCommand = <const Subcommands extends readonly [AnyCommand, ...
       Effect.sync(() => {
         const names = subcommands.flatMap((c) => [...Command.getNames(c)])
         const path = name === "switchyard" ? "switchyard" : `switchyard ${name}`
-        t.err(errorLine(t.colourErr, `${path} needs a command: ${names.join(", ")} (see ${path} --help)`))
+        t.err(usageError(t, `${path} needs a command: ${names.join(", ")} (see ${path} --help)`))
         process.exitCode = ExitCode.usage
       }))).pipe(Command.withDescription(description), Command.withSubcommands(subcommands))

@@ -41,7 +41,8 @@ export const streamInvoke = (
   agentId: string,
   body: typeof InvokeAgent.Encoded,
   onText: (text: string) => void,
-  idempotencyKey: Option.Option<string>
+  idempotencyKey: Option.Option<string>,
+  onTask: (taskId: string) => void = () => undefined
 ) =>
   Effect.gen(function*() {
     const client = yield* HttpClient.HttpClient
@@ -79,6 +80,7 @@ export const streamInvoke = (
         onText(data.data.text)
       } else if (event.event === "task.created") {
         end = { ...end, taskId: data?.data?.task_id }
+        if (typeof end.taskId === "string") onTask(end.taskId)
       } else if (taskEndTypes.has(event.event) || event.event === "task.waiting_approval") {
         end = {
           ...end,

@@ -1,16 +1,50 @@
 import { Effect, Schema } from "effect"
 import { CliFailure, problemsOf } from "./CliFailure.js"
-import { bold, dim, errorLine, sanitize, Terminal } from "./Terminal.js"
+import { bold, cliErrorCode, dim, errorEnvelope, errorLine, sanitize, Terminal } from "./Terminal.js"
+
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" })
+
+// East Asian Wide and Fullwidth blocks (Hangul Jamo, CJK, kana, Hangul syllables, fullwidth forms)
+const WIDE =
+  /^[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6\u{20000}-\u{3fffd}]/u
+const EMOJI = /\p{Emoji_Presentation}|\p{Extended_Pictographic}\ufe0f|\p{Regional_Indicator}/u
+const ZERO = /^[\p{Mn}\p{Me}\u200b-\u200f\u2060\ufeff]*$/u
+
+/** Columns a grapheme takes on a terminal: CJK and emoji two, combining marks none, the rest one. */
+const columnsOf = (g: string) => ZERO.test(g) ? 0 : WIDE.test(g) || EMOJI.test(g) ? 2 : 1
+
+/** The columns `text` takes on a terminal (its length counts UTF-16 units: CJK would shift every column after). */
+export const displayWidth = (text: string) => {
+  let width = 0
+  for (const { segment } of graphemes.segment(text)) width += columnsOf(segment)
+  return width
+}
+
+/** `text` in at most `max` columns, cut between graphemes with `…`. */
+const truncate = (text: string, max: number) => {
+  if (displayWidth(text) <= max) return text
+  let kept = ""
+  let width = 0
+  for (const { segment } of graphemes.segment(text)) {
+    const w = columnsOf(segment)
+    if (width + w > max - 1) break
+    kept += segment
+    width += w
+  }
+  return kept + "…"
+}
+
+const pad = (text: string, width: number) => text + " ".repeat(Math.max(0, width - displayWidth(text)))
 
 /** A cell of a table: what the API sent, made safe to print; `null` shows as `-`. */
 const cell = (value: unknown, max: number) => {
   const text = value === null || value === undefined || value === ""
     ? "-"
     : sanitize(String(value)).replace(/\s+/g, " ")
-  return text.length > max ? text.slice(0, max - 1) + "…" : text
+  return truncate(text, max)
 }
 
-/** Columns aligned for people; scripts take `--json`. */
+/** Columns aligned for people (by terminal columns, so wide characters keep them aligned); scripts take `--json`. */
 export const table = (
   colour: boolean,
   headers: ReadonlyArray<string>,
@@ -18,8 +52,8 @@ export const table = (
   max = 60
 ) => {
   const cells = rows.map((row) => row.map((v) => cell(v, max)))
-  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]!.length)))
-  const line = (row: ReadonlyArray<string>) => row.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd()
+  const widths = headers.map((h, i) => Math.max(displayWidth(h), ...cells.map((r) => displayWidth(r[i]!))))
+  const line = (row: ReadonlyArray<string>) => row.map((c, i) => pad(c, widths[i]!)).join("  ").trimEnd()
   return [bold(colour, line(headers)), ...cells.map(line)].join("\n") + "\n"
 }
 
@@ -53,9 +87,8 @@ export const reportFailure = (json: boolean) => <A, R>(effect: Effect.Effect<A, 
     Effect.catchTag("CliFailure", (failure) =>
       Effect.flatMap(Terminal, (t) =>
         Effect.sync(() => {
-          if (json && failure.code !== undefined) {
-            const error = { code: failure.code, message: failure.message, details: failure.details }
-            t.err(JSON.stringify({ error }) + "\n")
+          if (json) {
+            t.err(errorEnvelope(failure.code ?? cliErrorCode(failure.exitCode), failure.message, failure.details))
           } else {
             const code = failure.code === undefined ? "" : ` (${failure.code})`
             t.err(errorLine(t.colourErr, `${sanitize(failure.message)}${code}`))

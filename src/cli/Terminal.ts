@@ -1,4 +1,5 @@
 import { Config, Console, Context, Effect, Layer } from "effect"
+import { ExitCode } from "./CliFailure.js"
 
 /**
  * Where the CLI writes and whether it may colour it: colour only on a terminal, and never with `NO_COLOR` set
@@ -10,6 +11,8 @@ export interface TerminalShape {
   readonly colourErr: boolean
   /** Standard error is a terminal: progress may redraw one line there. */
   readonly interactiveErr: boolean
+  /** `--json` is on the command line: errors, the argument parser's included, are JSON envelopes on stderr. */
+  readonly json: boolean
   readonly out: (text: string) => void
   readonly err: (text: string) => void
 }
@@ -25,6 +28,8 @@ export class Terminal extends Context.Tag("switchyard/cli/Terminal")<Terminal, T
           colourOut: allowed && process.stdout.isTTY === true,
           colourErr: allowed && process.stderr.isTTY === true,
           interactiveErr: process.stderr.isTTY === true,
+          // read from argv, not the parsed options: the parser's own errors come before any are parsed
+          json: jsonRequested(process.argv.slice(2)),
           out: (text) => void process.stdout.write(text),
           err: (text) => void process.stderr.write(text)
         }
@@ -55,6 +60,32 @@ export const yellow = sgr("33")
 /** An error as the CLI tells every one on stderr: `error: MESSAGE`. */
 export const errorLine = (colour: boolean, message: string) => `${red(colour, "error:")} ${message}\n`
 
+/** `--json` among the words before `--` (after it, words are arguments). */
+export const jsonRequested = (args: ReadonlyArray<string>) => {
+  const end = args.indexOf("--")
+  return (end === -1 ? args : args.slice(0, end)).includes("--json")
+}
+
+/** A failure the CLI found itself (no API error code) in a `--json` envelope: its code by what went wrong. */
+export const cliErrorCode = (exitCode: number) =>
+  exitCode === ExitCode.unreachable
+    ? "cli_unreachable"
+    : exitCode === ExitCode.taskFailed
+    ? "cli_task_failed"
+    : exitCode === ExitCode.taskUnfinished
+    ? "cli_task_unfinished"
+    : "cli_usage"
+
+/** With `--json`, an error is the API's envelope `{"error": {code, message, details}}` on one line of stderr. */
+export const errorEnvelope = (code: string, message: string, details?: unknown) =>
+  JSON.stringify({ error: { code, message, ...(details === undefined ? {} : { details }) } }) + "\n"
+
+/** A usage error (exit 2) as this command line tells errors: a line, or with `--json` an envelope. */
+export const usageError = (terminal: TerminalShape, message: string) =>
+  terminal.json
+    ? errorEnvelope(cliErrorCode(ExitCode.usage), message)
+    : errorLine(terminal.colourErr, message)
+
 /**
  * The Console @effect/cli prints help, usage errors and the wizard with: colour stripped where the policy
  * says no, help tidied (src/cli/Help.ts). What goes to Console.error is an error (@effect/cli's usage errors,
@@ -73,9 +104,11 @@ export const cliConsole = (
   const out = render(terminal.colourOut)
   const err = render(terminal.colourErr)
   const asError = (args: ReadonlyArray<unknown>) =>
-    typeof args[0] === "string"
-      ? [errorLine(terminal.colourErr, args[0].trim()).trimEnd(), ...args.slice(1)]
-      : args
+    typeof args[0] !== "string"
+      ? args
+      : terminal.json
+      ? [usageError(terminal, stripAnsi(args.map(String).join(" ")).trim()).trimEnd()]
+      : [errorLine(terminal.colourErr, args[0].trim()).trimEnd(), ...args.slice(1)]
   return {
     ...base,
     log: (...args) => base.log(...out(args)),

@@ -11,7 +11,7 @@ import { petstore } from "../connectors/support.js"
 import { type ModelServer, startModelServer } from "../support/ModelServers.js"
 import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
 import { startTestNode, testEnvironment, type TestNode } from "../support/TestNode.js"
-import { BIN, cli, cliOnTerminal, configHome, disposeCliProgram, ESCAPE, serveOnTerminal } from "./support.js"
+import { BIN, cli, cliOnTerminal, configHome, disposeCliProgram, ESCAPE, serveOnTerminal, startCli } from "./support.js"
 
 // every step is a CLI process (half a second of CPU each, compiled; much more on a loaded machine)
 vi.setConfig({ testTimeout: 300_000 })
@@ -192,6 +192,20 @@ describe("switchyard agents and tasks", () => {
     expect(thread.stdout).toMatch(/tool_call +getPet ok HTTP 200/)
     const json = JSON.parse((await cli(["tasks", "thread", taskId, "--json"], { env })).stdout)
     expect(json.events.map((e: any) => e.type)).toEqual(types)
+  })
+
+  it("Ctrl-C during a streamed invoke cancels its task, says so and exits 130", async () => {
+    // the model sends its first words, then nothing more: the answer would never end
+    model.script.push({ text: "Thinking about it for a very long time", mid_stream: "hang" })
+    const run = await startCli(["agents", "invoke", agentId, "Think hard", "--user", "ada@example.com"], { env })
+    await new Promise<void>((resolve) => run.child.stdout.on("data", () => resolve()))
+    run.child.kill("SIGINT")
+    const stopped = await run.done
+    expect(stopped.code).toBe(130)
+    expect(stopped.stdout).toMatch(/^Thinking/)
+    const taskId = /^interrupted: task (\S+) cancelled$/m.exec(stopped.stderr)![1]!
+    const task = JSON.parse((await cli(["tasks", "get", taskId, "--json"], { env })).stdout)
+    expect(task).toMatchObject({ id: taskId, status: "cancelled" })
   })
 
   it("agents invoke --async prints the task id; --no-stream and --json wait for the whole answer", async () => {

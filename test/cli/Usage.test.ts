@@ -9,6 +9,8 @@ import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
+import { displayWidth } from "../../src/cli/Output.js"
+import { petstore } from "../connectors/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 import { cli, type CliRun, configHome, disposeCliProgram } from "./support.js"
 
@@ -185,6 +187,83 @@ describe("wrong use", () => {
   it("a scripted agent without a script says to give it with --file (exit 2, before any request)", async () => {
     const run = await cli(["agents", "create", "--name", "x", "--provider", "scripted"], { env })
     expectOneErrorLine(run, 2, /^error: --provider scripted .* use --file with an agent JSON that has model\.script\n$/)
+  })
+})
+
+describe("--json", () => {
+  /** The one line on stderr is an error envelope with this code; stdout is empty. */
+  const expectEnvelope = (run: CliRun, exit: number, code: string, message: string | RegExp) => {
+    expect(run.stdout).toBe("")
+    expect(run.stderr.split("\n").filter((l) => l !== "")).toHaveLength(1)
+    const { error } = JSON.parse(run.stderr)
+    expect(error.code).toBe(code)
+    if (typeof message === "string") expect(error.message).toBe(message)
+    else expect(error.message).toMatch(message)
+    expect(run.code).toBe(exit)
+  }
+
+  it("every failure, the CLI's own and the argument parser's included, is one JSON envelope on stderr", async () => {
+    for (
+      const [args, message] of [
+        [["keys", "revoke", "nope"], /^KEY_ID: must be the id of an API key/],
+        [["keys", "create", "--name", "k", "--bogus"], "Received unknown argument: '--bogus'"],
+        [["agents", "invoke"], "Missing argument <AGENT_ID>"],
+        [["agents", "frob"], /^Invalid subcommand for switchyard agents - use one of 'create'/],
+        [["connectors", "add", "/no/such/openapi.yaml"], "cannot read /no/such/openapi.yaml: no such file"],
+        [["tasks", "get", TASK, "--wait", "100"], "--wait must be between 0 and 60, not 100"]
+      ] as const
+    ) {
+      expectEnvelope(await cli([...args, "--json"], { env }), 2, "cli_usage", message)
+    }
+    const noKey = await cli(["keys", "list", "--json"], { env: { XDG_CONFIG_HOME: env["XDG_CONFIG_HOME"]! } })
+    expectEnvelope(noKey, 2, "cli_usage", /^no API key/)
+    const unreachable = await cli(["agents", "list", "--json", "--url", "http://127.0.0.1:1"], { env })
+    expectEnvelope(unreachable, 3, "cli_unreachable", /^cannot reach http:\/\/127\.0\.0\.1:1: /)
+    // an argument `--json` after `--` is text, not the option
+    expect(JSON.stringify((await cli(["agents", "frob", "--", "--json"], { env })).stderr)).toMatch(/^"error: /)
+  })
+
+  it("connectors add --json keeps progress off stderr: only the answer (stdout) or the envelope", async () => {
+    const file = Path.join(env["XDG_CONFIG_HOME"]!, "pets.json")
+    Fs.writeFileSync(file, JSON.stringify(petstore("http://127.0.0.1:9")))
+    const added = await cli(["connectors", "add", file, "--name", "Quiet pets", "--json"], { env })
+    expect(added.stderr).toBe("")
+    expect(added.code).toBe(0)
+    expect(JSON.parse(added.stdout).name).toBe("Quiet pets")
+  })
+})
+
+describe("connectors add URL", () => {
+  it("fetches the document from an http(s) URL with progress; an answer that is not 2xx is named (exit 2)", async () => {
+    const served = await otherServer(200, "application/json", JSON.stringify(petstore("http://127.0.0.1:9")))
+    const added = await cli(["connectors", "add", `${served.url}/specs/pets.json`, "--name", "Fetched pets"], { env })
+    expect(added.code).toBe(0)
+    expect(served.requests()).toBe(1)
+    expect(added.stderr).toMatch(
+      /^Downloading http:.*\/specs\/pets\.json…\n.*: done \([\d.]+ s\)\nImporting pets\.json /
+    )
+    expect(added.stdout).toMatch(/^name +Fetched pets$/m)
+
+    const missing = await otherServer(404, "text/plain", "no")
+    const refused = await cli(["connectors", "add", `${missing.url}/pets.json`], { env })
+    expect(refused.code).toBe(2)
+    expect(refused.stdout).toBe("")
+    expect(refused.stderr).toContain(`error: cannot fetch ${missing.url}/pets.json: HTTP 404\n`)
+  })
+})
+
+describe("tables", () => {
+  it("columns stay aligned after wide (CJK, emoji) and combining characters; long ones are cut with …", async () => {
+    const names = ["漢字のキー名前テスト", "🔑 deploy key", "cafe\u0301 ☕", "長".repeat(50)]
+    for (const name of names) expect((await cli(["keys", "create", "--name", name], { env })).code).toBe(0)
+    const listed = await cli(["keys", "list"], { env })
+    expect(listed.code).toBe(0)
+    const lines = listed.stdout.trimEnd().split("\n")
+    // the KIND column starts at the same terminal column on every line (wide characters take two)
+    const columns = lines.map((line) => displayWidth(line.slice(0, line.search(/KIND|personal|organization/))))
+    expect(new Set(columns).size).toBe(1)
+    expect(listed.stdout).toContain("漢字のキー名前テスト")
+    expect(listed.stdout).toMatch(/長+…/)
   })
 })
 

@@ -45,21 +45,28 @@ const baseEnvironment = () =>
 export const cli = async (
   args: ReadonlyArray<string>,
   options: { readonly env?: Record<string, string>; readonly stdin?: string; readonly program?: string } = {}
+) => (await startCli(args, options)).done
+
+/** `cli` still running: the child (to signal it) and its run once it exits. */
+export const startCli = async (
+  args: ReadonlyArray<string>,
+  options: { readonly env?: Record<string, string>; readonly stdin?: string; readonly program?: string } = {}
 ) => {
   const program = options.program ?? await cliProgram()
-  return new Promise<CliRun>((resolve, reject) => {
-    const child = spawn(process.execPath, [program, ...args], {
-      env: { ...baseEnvironment(), SWITCHYARD_LOG_LEVEL: "warning", ...options.env },
-      stdio: ["pipe", "pipe", "pipe"]
-    })
+  const child = spawn(process.execPath, [program, ...args], {
+    env: { ...baseEnvironment(), SWITCHYARD_LOG_LEVEL: "warning", ...options.env },
+    stdio: ["pipe", "pipe", "pipe"]
+  })
+  const done = new Promise<CliRun>((resolve, reject) => {
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (c) => (stdout += c))
     child.stderr.on("data", (c) => (stderr += c))
     child.on("error", reject)
     child.on("exit", (code) => resolve({ code, stdout, stderr }))
-    child.stdin.end(options.stdin ?? "")
   })
+  child.stdin.end(options.stdin ?? "")
+  return { child, done }
 }
 
 /**
