@@ -40,7 +40,7 @@ describe("serve --help", () => {
     const limits = [.../^\| `SWITCHYARD_RATE_LIMIT_<NAME>`.*Names: (.*)$/m.exec(table)![1]!.matchAll(/`([A-Z_]+)`/g)]
       .flatMap((m) => [`SWITCHYARD_RATE_LIMIT_${m[1]}`, `SWITCHYARD_RATE_LIMIT_${m[1]}_WINDOW`])
     documented.push(...limits)
-    expect(limits).toHaveLength(12)
+    expect(limits).toHaveLength(14)
     expect(documented.length).toBeGreaterThan(85)
     const help = await cli(["serve", "--help"])
     expect(help.code).toBe(0)
