@@ -275,30 +275,27 @@ export class BudgetLeases extends Effect.Service<BudgetLeases>()("agents/BudgetL
     }
 
     /**
-     * Reports what this node spent of the agent's budget and has not reported yet, so that a read of the
-     * agent's spend on this node counts every call that ended here (other nodes report within FLUSH).
+     * Reports to the agent's entity now, on its own fiber (a reader that stops waiting does not leave the spend
+     * to be reported twice), when this node holds a lease of its budget: with `always`, whatever there is to
+     * report, else only spend not reported yet.
      */
-    const report = (agentId: AgentId): Effect.Effect<void> =>
+    const reportNow = (agentId: AgentId, always: boolean): Effect.Effect<void> =>
       Effect.suspend(() => {
         const lease = leases.get(agentId)
         if (lease === undefined) return Effect.void
-        if (lease.asking !== undefined) return Effect.zipRight(Deferred.await(lease.asking), report(agentId))
-        if (!(lease.unreported > 0)) return Effect.void
-        // on its own fiber: a reader that stops waiting does not leave the spend to be reported twice
+        if (lease.asking !== undefined) return Effect.zipRight(Deferred.await(lease.asking), reportNow(agentId, always))
+        if (!always && !(lease.unreported > 0)) return Effect.void
         return Effect.catchAllCause(askDetached(agentId, lease, 0, 0, 0), () => Effect.void)
       })
 
     /**
-     * Reports to the agent's entity now, whatever there is to report, when this node holds a lease of its budget:
-     * after a change of the budget, so that a budget lowered below what is held takes its excess back at once.
+     * Reports what this node spent of the agent's budget and has not reported yet, so that a read of the
+     * agent's spend on this node counts every call that ended here (other nodes report within FLUSH).
      */
-    const recheck = (agentId: AgentId): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        const lease = leases.get(agentId)
-        if (lease === undefined) return Effect.void
-        if (lease.asking !== undefined) return Effect.zipRight(Deferred.await(lease.asking), recheck(agentId))
-        return Effect.catchAllCause(askDetached(agentId, lease, 0, 0, 0), () => Effect.void)
-      })
+    const report = (agentId: AgentId) => reportNow(agentId, false)
+
+    /** After a change of the budget: a budget lowered below what is held takes its excess back at once. */
+    const recheck = (agentId: AgentId) => reportNow(agentId, true)
 
     /** Reports spend, hands back what is unused, says what is held; forgets agents with nothing here. */
     const flush = Effect.suspend(() => {

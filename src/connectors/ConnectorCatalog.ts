@@ -27,7 +27,7 @@ import {
   importOpenApi,
   OpenApiImportError
 } from "./openapi/OpenApiImport.js"
-import { defaultServer } from "./openapi/Servers.js"
+import { absoluteServer } from "./openapi/Servers.js"
 import { acceptedAuthTypes } from "./SecuritySchemes.js"
 
 export const toConnection = (row: ConnectionRow) =>
@@ -45,8 +45,6 @@ export const toConnection = (row: ConnectionRow) =>
     updated_at: row.updated_at
   })
 
-const absolute = (url: string | undefined) => url !== undefined && /^https?:\/\//i.test(url) ? url : undefined
-
 export const toConnector = (row: ConnectorRow | ConnectorSummaryRow, connections: ReadonlyArray<ConnectionRow>) => {
   const authTypes = acceptedAuthTypes(row.imported)
   return new Connector({
@@ -59,7 +57,7 @@ export const toConnector = (row: ConnectorRow | ConnectorSummaryRow, connections
     using_built_in_auth: authTypes.length === 1 && authTypes[0] === "none",
     built_in: row.built_in,
     auth_types: authTypes,
-    server_url: row.server_url ?? absolute(defaultServer(row.imported.servers)) ?? null,
+    server_url: row.server_url ?? absoluteServer(row.imported.servers) ?? null,
     connections: connections.map(toConnection),
     created_at: row.created_at,
     updated_at: row.updated_at

@@ -529,6 +529,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             let done = recorded.get(toolKey) as { content: string } | undefined
             if (done === undefined) {
               const tool = byName.get(call.name)
+              const badArguments = tool !== undefined || files.has(call.name) ? argumentsProblem(call) : undefined
               let r: { outcome: string; status: number | null; content: string; ms: number }
               if (marked.has(toolKey)) {
                 // an earlier run was making this call when it stopped: it may have taken effect, so it is not made again
@@ -540,10 +541,10 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
                     "check its effect before you repeat it.",
                   ms: 0
                 }
-              } else if ((tool !== undefined || files.has(call.name)) && argumentsProblem(call) !== undefined) {
+              } else if (badArguments !== undefined) {
                 // arguments that are no JSON object (invalid JSON, often cut off at the output limit) are not
                 // filled in with {}: the call could do something else than asked (a list instead of a search)
-                r = { outcome: "error", status: null, content: argumentsProblem(call)!, ms: 0 }
+                r = { outcome: "error", status: null, content: badArguments, ms: 0 }
               } else {
                 const gate = tool === undefined && files.has(call.name)
                   ? "call"

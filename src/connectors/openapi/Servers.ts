@@ -56,6 +56,10 @@ export const serversOf = (ctx: ImportContext): Array<string> => {
   return servers
 }
 
+/** The first absolute server, if any. */
+export const absoluteServer = (servers: ReadonlyArray<string> | undefined): string | undefined =>
+  servers?.find((server) => /^https?:\/\//i.test(server))
+
 /** The server calls go to by default: the first absolute one (a relative one needs a `server_url`). */
 export const defaultServer = (servers: ReadonlyArray<string> | undefined): string | undefined =>
-  servers?.find((server) => /^https?:\/\//i.test(server)) ?? servers?.[0]
+  absoluteServer(servers) ?? servers?.[0]
