@@ -156,7 +156,8 @@ class CallInFlight implements OperationCall {
   private current: UpstreamCall | undefined
   private aborted = false
   private base: ReturnType<typeof invocationOf> | undefined
-  private readonly span: Tracer.Span | undefined
+  /** The call's span while it is open: ended with the outcome (`ended`), where the outcome is made. */
+  private span: Tracer.Span | undefined
 
   constructor(
     private readonly setup: OperationCallSetup,
@@ -172,18 +173,43 @@ class CallInFlight implements OperationCall {
       const cached = this.self ? setup.ownApi.credentialsFor(principal) : setup.credentials.peek(target.connection.id)
       outcome = cached !== undefined
         ? this.call(cached)
-        : setup.credentials.fetch(target.connection.id, false).then((c) =>
-          c.ok ? this.call(c.credentials) : unusable(c.unusable)
+        : setup.credentials.fetch(target.connection.id, false).then(
+          (c) => c.ok ? this.call(c.credentials) : this.unusable(c.unusable),
+          (defect) => this.defect(defect)
         )
     } catch (defect) {
-      outcome = Promise.reject(defect)
+      outcome = this.defect(defect)
     }
     this.outcome = outcome
-    if (this.span !== undefined) this.endSpan(this.span, setup.observer!)
   }
 
-  private endSpan(span: Tracer.Span, observer: CallObserver) {
-    this.outcome.then((o) => observer.end(span, o), () => observer.end(span, undefined))
+  /** Ends the span with `outcome` (undefined: a defect), once; no promise reaction of its own per call. */
+  private ended(outcome: CallOutcome | undefined) {
+    const span = this.span
+    if (span === undefined) return
+    this.span = undefined
+    this.setup.observer!.end(span, outcome)
+  }
+
+  private done(outcome: CallOutcome): CallOutcome {
+    this.ended(outcome)
+    return outcome
+  }
+
+  private defect(defect: unknown): Promise<never> {
+    this.ended(undefined)
+    return Promise.reject(defect)
+  }
+
+  private unusable(e: ConnectionUnusable): CallOutcome {
+    let outcome: CallOutcome
+    try {
+      outcome = unusable(e)
+    } catch (defect) {
+      this.ended(undefined)
+      throw defect
+    }
+    return this.done(outcome)
   }
 
   abort() {
@@ -225,22 +251,22 @@ class CallInFlight implements OperationCall {
   private failed(error: unknown): CallOutcome {
     if (this.aborted) {
       this.record(null, CALLER_GONE.code, null)
-      return CALLER_GONE
+      return this.done(CALLER_GONE)
     }
     const failure = this.setup.classify(error)
     this.record(null, failure.code, null)
-    return { _tag: "Refused", ...failure }
+    return this.done({ _tag: "Refused", ...failure })
   }
 
   private answered(response: UpstreamReply): CallOutcome {
     const length = Number(response.headers["content-length"])
     this.record(response.statusCode, null, Number.isFinite(length) ? length : null)
-    return {
+    return this.done({
       _tag: "Answered",
       status: response.statusCode,
       headers: passThroughHeaders(response.headers),
       body: response.body
-    }
+    })
   }
 
   /** The target refused our OAuth2 token: it may have been revoked early; refresh once (cluster-wide) and retry. */
@@ -249,25 +275,25 @@ class CallInFlight implements OperationCall {
     return this.setup.credentials.fetch(this.target.connection.id, true).then((fresh) => {
       if (!fresh.ok) {
         this.record(401, fresh.unusable.code, null)
-        return unusable(fresh.unusable)
+        return this.unusable(fresh.unusable)
       }
       if (this.aborted) return this.failed(undefined)
       const again = this.prepare(fresh.credentials)
       if (!again.ok) {
         this.record(401, again.code, null)
-        return notPrepared(again)
+        return this.done(notPrepared(again))
       }
       return this.send(again.request, dispatcher).then((r) => this.answered(r), (e) => this.failed(e))
-    })
+    }, (defect) => this.defect(defect))
   }
 
   private call(credentials: AppliedCredentials): Promise<CallOutcome> {
-    if (this.aborted) return Promise.resolve(CALLER_GONE)
+    if (this.aborted) return Promise.resolve(this.done(CALLER_GONE))
     const prepared = this.prepare(credentials)
-    if (!prepared.ok) return Promise.resolve(notPrepared(prepared))
+    if (!prepared.ok) return Promise.resolve(this.done(notPrepared(prepared)))
     const { request } = prepared
     const dispatcher = this.self ? this.setup.ownApi.dispatcherFor(request.url) : this.setup.dispatcher
-    if (dispatcher === undefined) return Promise.reject(new Error(`own API call left its origin: ${request.url}`))
+    if (dispatcher === undefined) return this.defect(new Error(`own API call left its origin: ${request.url}`))
     this.base = invocationOf(this.principal, this.target, this.context.taskId ?? null, prepared.requestBytes)
     const refreshes = !this.self && this.target.connection.auth_type === "oauth2"
     return this.send(request, dispatcher).then(

@@ -21,6 +21,9 @@ export class Drain extends Effect.Service<Drain>()("http/Drain", {
           done = true
         }
       },
+      /** `enter` for a caller that ensures it leaves once (a fast path's exchange, from its close listener). */
+      arrive: () => void inFlight++,
+      leave: () => void inFlight--,
       // functions, not getters: Effect.Service copies the service's properties, which reads a getter once
       isDraining: () => draining,
       inFlight: () => inFlight,

@@ -94,11 +94,17 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
         readonly organizationId: string
       ) {
         this.requestId = requestIdOf(req.headers["x-request-id"] as string | undefined)
-        res.once("close", drain.enter())
+        drain.arrive()
+        // `on`, not `once` (a response closes once): no wrapper per request; one listener for the drain and the span
+        res.on("close", this.closed)
       }
 
       private parent: Tracer.AnySpan | undefined | null = null
       private own: Tracer.Span | undefined
+      private readonly closed = () => {
+        drain.leave()
+        if (this.own !== undefined) spans!.end(this.own, Exit.void)
+      }
 
       /**
        * While spans are exported, the span the request's spans go under, read or made once per request: the
@@ -119,9 +125,8 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
         const span = spans.make(`http.server ${this.req.method}`, undefined, "server", startTime)
         span.attribute("http.request.method", this.req.method)
         span.attribute("url.path", pathOf(this.req.url ?? ""))
-        // an anonymous arrow: a named one is wrapped per request where the source runs through tsx
+        // ended with the response (`closed`), or now if it is already over
         if (this.res.closed) spans.end(span, Exit.void)
-        else this.res.once("close", () => spans.end(span, Exit.void))
         return span
       }
 

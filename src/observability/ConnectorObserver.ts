@@ -1,7 +1,13 @@
 import { Context, Effect, Exit, Option, Tracer } from "effect"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import type { ConnectionRow } from "../connectors/ConnectorRepo.js"
+import type { ImportedOperation } from "../connectors/openapi/ImportedConnector.js"
 import type { CallObserver } from "../connectors/OperationCall.js"
+import type { InvokeTarget } from "../connectors/PreparedCall.js"
 import { NodeMetrics } from "./NodeMetrics.js"
+import { encodeConstantAttributes } from "./SpanEncoding.js"
+import { ExportedSpan } from "./Spans.js"
+import type { ConstantAttributes } from "./SpanTypes.js"
 import { leanSpansWhenTracing } from "./Tracing.js"
 
 const OK = Exit.void
@@ -18,16 +24,40 @@ export const makeCallObserver = Effect.gen(function*() {
   const record = metrics.connectorCall
   if (record === undefined && spans === undefined) return undefined
   const propagate = config.tracing.propagateUpstream
+  // a call's attributes that its target fixes, encoded once per connection and operation (a new connector or
+  // connection row, as an update makes, is a new key): each call's span then copies their bytes
+  const constants = new WeakMap<ConnectionRow, WeakMap<ImportedOperation, ConstantAttributes>>()
+  const constantsOf = (target: InvokeTarget): ConstantAttributes => {
+    let byOperation = constants.get(target.connection)
+    if (byOperation === undefined) constants.set(target.connection, byOperation = new WeakMap())
+    let found = byOperation.get(target.operation)
+    if (found === undefined || found.list[3] !== target.connector.name) {
+      found = encodeConstantAttributes([
+        "switchyard.connector.id",
+        target.connector.id,
+        "switchyard.connector.name",
+        target.connector.name,
+        "switchyard.connection.id",
+        target.connection.id,
+        "switchyard.operation.id",
+        target.operation.id,
+        "http.request.method",
+        target.operation.method.toUpperCase()
+      ])
+      byOperation.set(target.operation, found)
+    }
+    return found
+  }
   const observer: CallObserver = {
     traces: spans !== undefined,
     begin: (target, parent) => {
       if (spans === undefined) return undefined
       const span = spans.make(`connector ${target.operation.operationId}`, parent, "client")
-      span.attribute("switchyard.connector.id", target.connector.id)
-      span.attribute("switchyard.connector.name", target.connector.name)
-      span.attribute("switchyard.connection.id", target.connection.id)
-      span.attribute("switchyard.operation.id", target.operation.id)
-      span.attribute("http.request.method", target.operation.method.toUpperCase())
+      if (span instanceof ExportedSpan) span.constantAttributes(constantsOf(target))
+      else if (span.sampled) {
+        const list = constantsOf(target).list
+        for (let i = 0; i < list.length; i += 2) span.attribute(list[i] as string, list[i + 1])
+      }
       return span
     },
     outgoing: (span, headers) => {

@@ -1,7 +1,7 @@
 import { Inspectable, type Tracer } from "effect"
 import { ProtoWriter, varintSize } from "./ProtoWriter.js"
 import { ExportedSpan, isLocalSpan } from "./Spans.js"
-import type { FinishedSpan } from "./SpanTypes.js"
+import type { ConstantAttributes, FinishedSpan } from "./SpanTypes.js"
 
 export type { FinishedSpan, SpanEvent } from "./SpanTypes.js"
 
@@ -93,6 +93,13 @@ function spanAttribute(this: ProtoWriter, value: unknown, key: string) {
   keyValue(this, 9, key, value)
 }
 
+/** `list` (keys and values alternating) as attributes that spans share, encoded once (ExportedSpan.constantAttributes). */
+export const encodeConstantAttributes = (list: ReadonlyArray<unknown>): ConstantAttributes => {
+  const w = new ProtoWriter(256)
+  for (let i = 0; i < list.length; i += 2) keyValue(w, 9, list[i] as string, list[i + 1])
+  return { list, protobuf: w.finish().slice() }
+}
+
 /** trace_id, span_id and parent_span_id: from the words of this node's spans, else from their hex. */
 const ids = (w: ProtoWriter, s: FinishedSpan) => {
   if (!(s instanceof ExportedSpan)) {
@@ -131,6 +138,7 @@ const span = (w: ProtoWriter, s: FinishedSpan) => {
   w.tag(8, BIT64)
   w.fixed64(s.endTime)
   if (s instanceof ExportedSpan) {
+    if (s.constants !== undefined) w.raw(s.constants.protobuf)
     const list = s.attributeList
     for (let i = 0; i < list.length; i += 2) keyValue(w, 9, list[i] as string, list[i + 1])
   } else {

@@ -8,6 +8,15 @@ import type { Tracer } from "effect"
 /** An ended span's event: its name, time and attributes. */
 export type SpanEvent = readonly [name: string, time: bigint, attributes: Record<string, unknown> | undefined]
 
+/**
+ * Attributes that many spans share (a connector call's connector, connection and operation): their keys and values
+ * alternating, and the same as protobuf KeyValue fields of a Span, encoded once (SpanEncoding.encodeConstantAttributes).
+ */
+export interface ConstantAttributes {
+  readonly list: ReadonlyArray<unknown>
+  readonly protobuf: Uint8Array
+}
+
 /** What an export reads of an ended span. */
 export interface FinishedSpan {
   readonly traceId: string

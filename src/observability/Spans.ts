@@ -1,6 +1,6 @@
 import { Cause, type Clock, Context, Effect, Exit, type Fiber, Option, Tracer } from "effect"
 import * as Crypto from "node:crypto"
-import type { FinishedSpan, SpanEvent } from "./SpanTypes.js"
+import type { ConstantAttributes, FinishedSpan, SpanEvent } from "./SpanTypes.js"
 
 /** Random 32-bit words from a pooled buffer: one call into the CSPRNG per 16 KiB of ids, not one per span. */
 const pool = new Uint32Array(4096)
@@ -98,6 +98,8 @@ export class ExportedSpan extends LocalSpan implements Tracer.Span, FinishedSpan
    * Map view the Span interface asks for; nothing on the hot paths reads it.
    */
   readonly attributeList: Array<unknown> = []
+  /** Attributes shared with other spans, set before any other (`constantAttributes`), exported as encoded once. */
+  constants: ConstantAttributes | undefined = undefined
   links: ReadonlyArray<Tracer.SpanLink>
   events: Array<SpanEvent> | undefined = undefined
   /** Set when it ends; a success keeps no value (the span would otherwise hold, say, a query's rows). */
@@ -142,11 +144,24 @@ export class ExportedSpan extends LocalSpan implements Tracer.Span, FinishedSpan
   }
   get attributes(): ReadonlyMap<string, unknown> {
     const map = new Map<string, unknown>()
-    const list = this.attributeList
-    for (let i = 0; i < list.length; i += 2) map.set(list[i] as string, list[i + 1])
+    for (const list of [this.constants?.list ?? [], this.attributeList]) {
+      for (let i = 0; i < list.length; i += 2) map.set(list[i] as string, list[i + 1])
+    }
     return map
   }
+  /** Sets `constants` on a span that has no attributes yet (else, or twice, they are set one by one). */
+  constantAttributes(constants: ConstantAttributes) {
+    if (this.constants === undefined && this.attributeList.length === 0) this.constants = constants
+    else {for (let i = 0; i < constants.list.length; i += 2) {
+        this.attribute(constants.list[i] as string, constants.list[i + 1])
+      }}
+  }
   attribute(key: string, value: unknown) {
+    // a key of the constants set again: they become ordinary attributes (never on the paths that set them)
+    if (this.constants !== undefined && this.constants.list.includes(key)) {
+      this.attributeList.unshift(...this.constants.list)
+      this.constants = undefined
+    }
     const list = this.attributeList
     for (let i = 0; i < list.length; i += 2) {
       if (list[i] === key) {

@@ -1,9 +1,16 @@
 import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
-import { Effect, Tracer } from "effect"
+import { Context, Effect, Exit, Option, Tracer } from "effect"
 import { describe, expect, it } from "vitest"
 import { encodeTraces } from "../../bench/support/OtlpReferenceEncoder.js"
-import { encodeJson, encodeProtobuf, type FinishedSpan, SPAN_KIND } from "../../src/observability/SpanEncoding.js"
+import {
+  encodeConstantAttributes,
+  encodeJson,
+  encodeProtobuf,
+  type FinishedSpan,
+  SPAN_KIND
+} from "../../src/observability/SpanEncoding.js"
 import { makeExportingTracer } from "../../src/observability/SpanExporter.js"
+import { ExportedSpan } from "../../src/observability/Spans.js"
 import { decodeSpan, decodeTraces } from "./OtlpDecode.js"
 
 const span = (i: number) => ({
@@ -188,6 +195,48 @@ describe("OTLP protobuf encoding straight from spans (SpanEncoding.ts)", () => {
     expect(byName("with event").events).toEqual([{ name: "checkpoint", time: 1n, attributes: { step: "one" } }])
     expect(byName("with event").attributes).toEqual({ x: 1n })
     expect(byName("interrupted").status.code).toBe(1)
+  })
+
+  it("exports attributes encoded once for many spans (a connector call's target) as if each span had set them", () => {
+    const ended: Array<FinishedSpan> = []
+    const tracer = makeExportingTracer({ push: (s) => ended.push(s) })
+    const constants = encodeConstantAttributes(["switchyard.connector.id", "c-1", "http.request.method", "GET", "n", 7])
+    const make = (name: string) => tracer.span(name, Option.none(), Context.empty(), [], 1n, "client") as ExportedSpan
+    const shared = make("shared")
+    shared.constantAttributes(constants)
+    shared.attribute("http.response.status_code", 200)
+    shared.end(2n, Exit.void)
+    const oneByOne = make("one by one")
+    for (let i = 0; i < constants.list.length; i += 2) {
+      oneByOne.attribute(constants.list[i] as string, constants.list[i + 1])
+    }
+    oneByOne.attribute("http.response.status_code", 200)
+    oneByOne.end(2n, Exit.void)
+    // a constant's key set again: the span's own value wins, once
+    const overridden = make("overridden")
+    overridden.constantAttributes(constants)
+    overridden.attribute("http.request.method", "POST")
+    overridden.end(2n, Exit.void)
+    // constants set after another attribute: set one by one
+    const late = make("late")
+    late.attribute("first", true)
+    late.constantAttributes(constants)
+    late.end(2n, Exit.void)
+
+    const out = decodeTraces(encodeProtobuf(resource, ended)).resourceSpans[0].scopeSpans[0].spans
+    const expected = { "switchyard.connector.id": "c-1", "http.request.method": "GET", n: 7n }
+    expect(out[0].attributes).toEqual({ ...expected, "http.response.status_code": 200n })
+    expect(out[1].attributes).toEqual(out[0].attributes)
+    expect(out[2].attributes).toEqual({ ...expected, "http.request.method": "POST" })
+    expect(out[3].attributes).toEqual({ first: true, ...expected })
+    // the Map view (and so the JSON form) holds them too
+    expect(Object.fromEntries(shared.attributes)).toEqual({
+      "switchyard.connector.id": "c-1",
+      "http.request.method": "GET",
+      n: 7,
+      "http.response.status_code": 200
+    })
+    expect(encodeJson(resource, [shared]).resourceSpans[0].scopeSpans[0].spans[0].attributes).toHaveLength(4)
   })
 
   // encodeTraces writes the library's bytes (above), save the library's wrong negative int64
