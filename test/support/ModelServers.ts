@@ -322,6 +322,20 @@ export const startModelServer = async (kind: ModelServerKind): Promise<ModelServ
     }
     if (turn.hang === true) return
     if (turn.delay_ms !== undefined) await sleep(turn.delay_ms)
+    // as OpenAI answers a reasoning model (o1, o3, o4-mini, gpt-5) asked with the older parameters
+    if (kind === "openai-chat" && /^(o\d|gpt-5)/.test(String(body?.model))) {
+      const refused = body?.max_tokens !== undefined
+        ? "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."
+        : body?.temperature !== undefined && body.temperature !== 1
+        ? "Unsupported value: 'temperature' does not support " + body.temperature +
+          " with this model. Only the default (1) value is supported."
+        : undefined
+      if (refused !== undefined) {
+        return sendJson(res, 400, {
+          error: { message: refused, type: "invalid_request_error", param: null, code: "unsupported_parameter" }
+        })
+      }
+    }
     if (turn.status !== undefined || turn.error !== undefined) {
       const status = turn.status ?? 500
       return sendJson(res, status, errorBody(kind, status, turn.error ?? `HTTP ${status}`), turn.headers)

@@ -44,26 +44,41 @@ const chatMessage = (message: Message): JsonRecord => {
   }
 }
 
-export const chatBody = (request: ModelRequest): JsonRecord => ({
-  model: request.model,
-  messages: [
-    ...(request.instructions !== "" ? [{ role: "system", content: request.instructions }] : []),
-    ...request.messages.map(chatMessage)
-  ],
-  ...(request.tools.length > 0
-    ? {
-      tools: request.tools.map((tool) => ({
-        type: "function",
-        function: { name: tool.name, description: tool.description, parameters: tool.parameters }
-      }))
-    }
-    : {}),
-  ...(request.maxOutputTokens !== undefined ? { max_tokens: request.maxOutputTokens } : {}),
-  ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
-  stream: true,
-  // without this the stream carries no token counts, and budgets need them
-  stream_options: { include_usage: true }
-})
+/**
+ * OpenAI's reasoning models (o1, o3, o4-mini, gpt-5…) refuse `max_tokens` (their limit, `max_completion_tokens`,
+ * counts the reasoning too) and any temperature but the default; other servers know only `max_tokens`.
+ */
+const REASONING_MODEL = /^(?:openai\/)?(?:o\d|gpt-5)/
+
+export const chatBody = (request: ModelRequest): JsonRecord => {
+  const reasoning = REASONING_MODEL.test(request.model)
+  return {
+    model: request.model,
+    messages: [
+      ...(request.instructions !== "" ? [{ role: "system", content: request.instructions }] : []),
+      ...request.messages.map(chatMessage)
+    ],
+    ...(request.tools.length > 0
+      ? {
+        tools: request.tools.map((tool) => ({
+          type: "function",
+          function: { name: tool.name, description: tool.description, parameters: tool.parameters }
+        }))
+      }
+      : {}),
+    ...(request.maxOutputTokens === undefined
+      ? {}
+      : reasoning
+      ? { max_completion_tokens: request.maxOutputTokens }
+      : { max_tokens: request.maxOutputTokens }),
+    ...(request.temperature === undefined || (reasoning && request.temperature === 1)
+      ? {}
+      : { temperature: request.temperature }),
+    stream: true,
+    // without this the stream carries no token counts, and budgets need them
+    stream_options: { include_usage: true }
+  }
+}
 
 const FINISH: Record<string, ModelResponse["finish"]> = {
   stop: "stop",

@@ -44,6 +44,34 @@ describe("Chat Completions", () => {
     })
   })
 
+  it("asks OpenAI's reasoning models with max_completion_tokens, which is all they take", async () => {
+    const connection = connectionTo(fixture.server.url, fixture.dispatcher)
+    for (const model of ["o3-mini", "gpt-5-mini", "openai/o4-mini"]) {
+      fixture.server.script.push({ text: "Done." })
+      const { response } = await callRecording(chatCompletions, connection, {
+        ...baseRequest,
+        model,
+        maxOutputTokens: 128,
+        temperature: 1
+      })
+      expect(response.text).toBe("Done.")
+      const sent = fixture.server.requests.at(-1)!.body
+      expect(sent).toMatchObject({ model, max_completion_tokens: 128 })
+      expect(sent).not.toHaveProperty("max_tokens")
+      expect(sent).not.toHaveProperty("temperature")
+    }
+    // a temperature such a model does not take is still sent: the model's refusal says what to change
+    fixture.server.script.push({ text: "unused" })
+    const refused = await rejectionOf(
+      callRecording(chatCompletions, connection, { ...baseRequest, model: "o3-mini", temperature: 0.2 })
+    )
+    expect(refused.message).toContain("'temperature' does not support 0.2")
+    // any other model keeps max_tokens, the parameter every OpenAI-compatible server knows
+    fixture.server.script.push({ text: "Done." })
+    await callRecording(chatCompletions, connection, { ...baseRequest, model: "llama3.1", maxOutputTokens: 64 })
+    expect(fixture.server.requests.at(-1)!.body).toMatchObject({ model: "llama3.1", max_tokens: 64 })
+  })
+
   it("assembles streamed tool-call fragments, then sends the calls and their results back", async () => {
     fixture.server.script.push(
       {
