@@ -6,6 +6,7 @@ import type { AgentId } from "../../schema/Ids.js"
 import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { AuditLog, changedFields } from "../audit/AuditLog.js"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Connections } from "../connectors/Connections.js"
 import { requireOrganizationKey, requirePermission } from "../identity/IdentityPolicy.js"
 import { AGENT_DELETED, ScheduleRepo } from "../schedules/ScheduleRepo.js"
@@ -14,6 +15,7 @@ import { isHttpUrl } from "../support/HttpUrl.js"
 import { invalidField } from "../support/Issues.js"
 import { type AgentFields, AgentRepo, type AgentRow } from "./AgentRepo.js"
 import { BudgetLeases } from "./BudgetLeases.js"
+import { makePriceTable } from "./Prices.js"
 
 const DEFAULT_MAX_STEPS = 10
 
@@ -53,6 +55,19 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
     const audit = yield* AuditLog
     const leases = yield* BudgetLeases
     const schedules = yield* ScheduleRepo
+    const prices = makePriceTable((yield* SwitchyardConfig).modelPrices)
+
+    /** A budget is kept by the model's price: with none, calls cost nothing and it could never stop one. */
+    const checkBudget = (model: ModelConfig, budget: AgentFields["budget"]) => {
+      const name = model.name ?? defaultModelName[model.provider] ?? model.provider
+      return budget === null || prices.priceOf(name) !== undefined
+        ? Effect.void
+        : Effect.fail(invalidField(
+          "budget",
+          `can't be kept: the model '${name}' has no price here, so its calls would cost nothing. Set its ` +
+            "price (USD per million tokens) in SWITCHYARD_MODEL_PRICES, or leave the budget out."
+        ))
+    }
 
     const checkModel = (model: ModelConfig) => {
       if (model.provider === "scripted" && (model.script === undefined || model.script.length === 0)) {
@@ -120,6 +135,7 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
         max_tokens: input.max_tokens ?? null,
         timeout_seconds: input.timeout_seconds ?? null
       }
+      yield* checkBudget(fields.model, fields.budget)
       const row = yield* repo.insert({
         ...fields,
         id: Crypto.randomUUID() as AgentId,
@@ -145,6 +161,7 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
         max_tokens: input.max_tokens === undefined ? current.max_tokens : input.max_tokens,
         timeout_seconds: input.timeout_seconds === undefined ? current.timeout_seconds : input.timeout_seconds
       }
+      if (input.budget !== undefined || input.model !== undefined) yield* checkBudget(fields.model, fields.budget)
       const row = yield* repo.update(principal.organizationId, id, fields).pipe(
         audit.recorded(principal, (row) =>
           row === undefined || changedFields(input).length === 0 ? undefined : {

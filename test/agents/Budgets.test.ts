@@ -58,6 +58,45 @@ const answerFrom = (model: string, usage: { prompt_tokens: number; completion_to
     usage
   })
 
+describe("a budget on a model without a price", () => {
+  it("is refused (its calls would cost nothing, so it could never stop one), on create and on a change", async () => {
+    const post = await node.fetch("/v1/agents", {
+      method: "POST",
+      apiKey,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        name: "unpriced",
+        model: { provider: "openai-chat", name: "unpriced-model", base_url: server.url },
+        budget: { limit_usd: 5 }
+      })
+    })
+    expect(post.status).toBe(400)
+    const body = await post.json()
+    expect(body.error.details.issues[0].path).toBe("budget")
+    expect(body.error.details.issues[0].message).toContain("'unpriced-model' has no price")
+    expect(body.error.details.issues[0].message).toContain("SWITCHYARD_MODEL_PRICES")
+
+    const agent = await chatAgent("unpriced-model")
+    const patch = (change: unknown) =>
+      node.fetch(`/v1/agents/${agent.id}`, {
+        method: "PATCH",
+        apiKey,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(change)
+      })
+    expect((await patch({ budget: { limit_usd: 5 } })).status).toBe(400)
+    // a priced model takes it, and a change to an unpriced one then is refused while the budget stays
+    const priced = await patch({
+      model: { provider: "openai-chat", name: "burst-model", base_url: server.url },
+      budget: { limit_usd: 5 }
+    })
+    expect(priced.status).toBe(200)
+    const back = await patch({ model: { provider: "openai-chat", name: "unpriced-model", base_url: server.url } })
+    expect(back.status).toBe(400)
+    expect((await patch({ budget: null })).status).toBe(200)
+  })
+})
+
 describe("usage a model server reports", () => {
   it("an implausible token count fails that call with model_bad_usage, and the agent goes on", async () => {
     const agent = await chatAgent("gpt-4.1-nano", { budget: { limit_usd: 1, period: "day" } })
