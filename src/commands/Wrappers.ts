@@ -138,6 +138,196 @@ export const innerOf = (words: ReadonlyArray<ShellWord>): Inner => {
       const script = words.slice(o.next).map((w) => text(w, "watch's command")).join(" ")
       return script === "" ? none : { ...none, scripts: [script] }
     }
+    case "ionice": {
+      const o = options(words, 1, {
+        flags: "t",
+        withArgument: "cnpPu",
+        long: ["--class", "--classdata", "--pid", "--pgid", "--uid", "--ignore"]
+      }, "ionice")
+      return rest(o.next)
+    }
+    case "chrt": {
+      // `chrt [options] PRIORITY cmd`; with -p it changes a running process and runs nothing
+      const o = options(words, 1, { flags: "abdefiopRrmv", withArgument: "TPD" }, "chrt")
+      return o.seen.some(([k]) => k === "-p") ? none : rest(o.next + 1)
+    }
+    case "taskset": {
+      // `taskset [-c] MASK cmd`; with -p it changes a running process
+      const o = options(
+        words,
+        1,
+        { flags: "acpV", withArgument: "", long: ["--all-tasks", "--cpu-list", "--pid"] },
+        name
+      )
+      return o.seen.some(([k]) => k === "-p" || k === "--pid") ? none : rest(o.next + 1)
+    }
+    case "numactl":
+    case "prlimit":
+    case "setpriv":
+    case "runcon":
+    case "pkexec":
+    case "unbuffer":
+    case "torsocks":
+    case "proxychains":
+    case "proxychains4":
+    case "catchsegv":
+    case "xvfb-run":
+    case "dbus-launch":
+    case "dbus-run-session":
+      // run the command after their options; their options are not analysed (any is refused)
+      return rest(options(words, 1, { flags: "", withArgument: "" }, name).next)
+    case "chroot": {
+      // `chroot [options] NEWROOT [cmd…]`; without a command it runs a shell, judged as chroot itself
+      const o = options(
+        words,
+        1,
+        { flags: "", withArgument: "", long: ["--userspec", "--groups", "--skip-chdir"] },
+        name
+      )
+      return rest(o.next + 1)
+    }
+    case "faketime": {
+      const o = options(words, 1, { flags: "m", withArgument: "fp", long: ["--exclude-monotonic"] }, name)
+      return rest(o.next + 1)
+    }
+    case "fakeroot": {
+      const o = options(words, 1, {
+        flags: "uhv",
+        withArgument: "lisb",
+        long: ["--lib", "--faked", "--unknown-is-real"]
+      }, name)
+      return rest(o.next)
+    }
+    case "flock": {
+      // `flock [options] FILE cmd…` or `flock [options] FILE -c 'script'` (run by `sh -c`); `flock FD` runs nothing
+      const o = options(words, 1, {
+        flags: "sxenuoFh",
+        withArgument: "wE",
+        long: [
+          "--shared",
+          "--exclusive",
+          "--nonblock",
+          "--unlock",
+          "--close",
+          "--no-fork",
+          "--verbose",
+          "--timeout",
+          "--conflict-exit-code"
+        ]
+      }, name)
+      const command = words[o.next + 1]
+      if (command?.value === "-c" || command?.value === "--command") {
+        if (o.next + 2 >= words.length) throw new Unreadable("flock -c needs a command")
+        return { ...none, scripts: [text(words[o.next + 2]!, "flock's command")] }
+      }
+      return rest(o.next + 1)
+    }
+    case "unshare":
+    case "nsenter": {
+      const o = options(
+        words,
+        1,
+        name === "unshare"
+          ? {
+            flags: "cfimnpTUurC",
+            withArgument: "RwSGl",
+            long: [
+              "--mount",
+              "--uts",
+              "--ipc",
+              "--net",
+              "--pid",
+              "--user",
+              "--cgroup",
+              "--time",
+              "--fork",
+              "--kill-child",
+              "--mount-proc",
+              "--map-root-user",
+              "--map-current-user",
+              "--map-user",
+              "--map-group",
+              "--map-auto",
+              "--propagation",
+              "--setgroups",
+              "--root",
+              "--wd",
+              "--setuid",
+              "--setgid",
+              "--keep-caps"
+            ]
+          }
+          : {
+            flags: "amuinpUCTFZ",
+            withArgument: "tSGrw",
+            long: [
+              "--all",
+              "--target",
+              "--mount",
+              "--uts",
+              "--ipc",
+              "--net",
+              "--pid",
+              "--user",
+              "--cgroup",
+              "--time",
+              "--setuid",
+              "--setgid",
+              "--preserve-credentials",
+              "--root",
+              "--wd",
+              "--no-fork"
+            ]
+          },
+        name
+      )
+      return rest(o.next)
+    }
+    case "valgrind": {
+      // every option of valgrind is one word (`--tool=memcheck`, `-q`): the program follows them
+      let i = 1
+      while (i < words.length && text(words[i]!, "an option of valgrind").startsWith("-")) i++
+      return rest(i)
+    }
+    case "strace":
+    case "ltrace": {
+      // tracing runs the command; -p attaches to a running process and runs nothing
+      const o = options(words, 1, {
+        flags: "cCdDfFhiqrtTvVwxyYzZkSL",
+        withArgument: "abeEIoOpPsuUXnAl",
+        long: ["--follow-forks", "--output", "--trace", "--attach", "--summary", "--string-limit", "--user"]
+      }, name)
+      return rest(o.next)
+    }
+    case "sg": {
+      // `sg GROUP -c 'script'` or `sg GROUP words…`: either way the words are run by `sh -c`
+      const at = words[1]?.value === "-" ? 2 : 1
+      if (words.length <= at + 1) return none
+      const script = words[at + 1]?.value === "-c"
+        ? (at + 2 < words.length ? text(words[at + 2]!, "sg's command") : undefined)
+        : words.slice(at + 1).map((w) => text(w, "sg's command")).join(" ")
+      if (script === undefined) throw new Unreadable("sg -c needs a command")
+      return { ...none, scripts: [script] }
+    }
+    case "script": {
+      // `script -c 'script' [file]` runs the script in a shell; without -c it starts an interactive shell
+      const o = options(words, 1, {
+        flags: "aefqkh",
+        withArgument: "cTIOBmE",
+        long: ["--append", "--command", "--return", "--flush", "--force", "--quiet", "--timing", "--log-io"]
+      }, name)
+      const command = o.seen.find(([k]) => k === "-c" || k === "--command")
+      if (command === undefined) return none
+      if (command[1] === undefined) throw new Unreadable("script --command needs its value attached (--command=…)")
+      return { ...none, scripts: [command[1]] }
+    }
+    case "parallel":
+    case "systemd-run":
+    case "firejail":
+    case "bwrap":
+    case "proot":
+    case "capsh":
+      throw new Unreadable(`${name} runs commands given in forms the gate does not analyse: not analysed`)
     case "time":
       return rest(options(words, 1, { flags: "p", withArgument: "" }, "time").next)
     case "nice": {
