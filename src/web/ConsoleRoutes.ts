@@ -102,7 +102,7 @@ export const ConsoleRoutes = Layer.effectDiscard(
           yield* recordLock(repo, audit, limits, email, refused)
           return yield* fail(429, "rate_limited", refused.message, { "retry-after": String(refused.retryAfter) })
         }
-        const userId = yield* checkPassword(repo, email, password)
+        const userId = yield* checkPassword(repo, audit, email, password, "console")
         if (userId === undefined) return yield* fail(401, "invalid_credentials", "Wrong e-mail or password.")
         yield* limits.signedIn(email)
         const token = randomSecret()

@@ -8,7 +8,13 @@ import type { RateLimits, Refusal } from "../security/RateLimits.js"
  * Password sign-in as the sign-in page and the console share it: one check (a decoy hash for an unknown
  * account, so that timing does not tell which exist) and one lock record.
  */
-export const checkPassword = (repo: OAuthRepo, email: string, password: string) =>
+export const checkPassword = (
+  repo: OAuthRepo,
+  audit: AuditLog,
+  email: string,
+  password: string,
+  via: "console" | "authorization"
+) =>
   Effect.gen(function*() {
     const row = yield* repo.findPassword(email.trim())
     const matches = yield* Effect.promise(() =>
@@ -16,6 +22,21 @@ export const checkPassword = (repo: OAuthRepo, email: string, password: string) 
         ? decoyHash().then((h) => verifyPassword(password, h)).then(() => false)
         : verifyPassword(password, row.hash)
     )
+    // an account's sign-ins, good and bad, go to each of its organizations' audit logs (a SIEM watches for
+    // guessing); an unknown e-mail belongs to no organization
+    if (row !== undefined) {
+      for (const organization of yield* repo.organizationsOf(row.user_id)) {
+        yield* audit.record({
+          organizationId: organization.id,
+          actor: { type: "user", id: row.user_id, key_id: null }
+        }, {
+          action: "PASSWORD_SIGN_IN",
+          targets: [{ type: "user", id: row.user_id }],
+          outcome: matches ? "success" : "denied",
+          details: matches ? { via } : { via, reason: "wrong_password" }
+        }).pipe(Effect.ignoreLogged)
+      }
+    }
     return matches && row !== undefined ? row.user_id : undefined
   })
 

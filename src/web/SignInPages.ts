@@ -146,7 +146,7 @@ export const SignInPages = Layer.effectDiscard(
                 String(refused.retryAfter)
               )
             }
-            const userId = yield* checkPassword(repo, email, form.get("password") ?? "")
+            const userId = yield* checkPassword(repo, audit, email, form.get("password") ?? "", "authorization")
             if (userId === undefined) {
               return yield* show(request, query, "Wrong e-mail or password.", 401)
             }

@@ -82,6 +82,23 @@ describe("the console at /console", () => {
     expect((await none.json()).error.code).toBe("invalid_session")
   })
 
+  it("records each password sign-in to an account, good or bad, in its organization's audit log", async () => {
+    const recorded = async () =>
+      (await (await node.fetch("/v1/audit-logs?action=PASSWORD_SIGN_IN", { apiKey: admin.api_key })).json()).items
+        .filter((e: any) => e.action === "PASSWORD_SIGN_IN")
+    const before = new Set((await recorded()).map((e: any) => e.id))
+    expect((await signIn(admin.email, "not the password")).response.status).toBe(401)
+    expect((await signIn()).response.status).toBe(200)
+    // an e-mail no account has belongs to no organization: nothing to record
+    expect((await signIn("nobody@example.test", "whatever")).response.status).toBe(401)
+    const added = (await recorded()).filter((e: any) => !before.has(e.id))
+    expect(added).toHaveLength(2)
+    expect(added.find((e: any) => e.outcome === "denied")).toMatchObject({
+      details: { via: "console", reason: "wrong_password" }
+    })
+    expect(added.find((e: any) => e.outcome === "success")).toMatchObject({ details: { via: "console" } })
+  })
+
   it("the REST API takes the session cookie with the user's role; a changing call needs the CSRF token", async () => {
     const { body, cookie } = await signIn()
     const agents = await fetch(`${node.baseUrl}/v1/agents`, { headers: { cookie } })
