@@ -31,6 +31,9 @@ export const fileExists = (name: string) =>
     "file_exists"
   )
 
+// the two-key advisory locks of file names: apart from the one-key locks of the cluster's shards
+const NAME_LOCKS = 0x66696c65
+
 // an upload a node never finished (it crashed, or lost the database) is swept after this long
 const STALE_UPLOAD = "1 day"
 
@@ -68,7 +71,9 @@ export class FileRepo extends Effect.Service<FileRepo>()("files/FileRepo", {
 
     /**
      * The upload is stored: the file becomes visible (and, with `replace`, a ready file of the same name in
-     * its scope is removed first). Returns the file and the id it replaced.
+     * its scope is removed first). Returns the file and the id it replaced. Run in a transaction: uploads of
+     * one name finish one after the other, so each replacing one sees (and replaces) the file the one before
+     * it made visible rather than colliding with it.
      */
     const finish = (
       f: { id: FileId; organizationId: OrganizationId; agentId: AgentId | null; name: string },
@@ -76,6 +81,8 @@ export class FileRepo extends Effect.Service<FileRepo>()("files/FileRepo", {
       replace: boolean
     ) =>
       Effect.gen(function*() {
+        const name = `${f.organizationId}:${f.agentId ?? ""}:${f.name}`
+        yield* sql`SELECT pg_advisory_xact_lock(${NAME_LOCKS}, hashtext(${name}))`
         const replaced = replace
           ? yield* sql<{ id: FileId }>`
               DELETE FROM files WHERE organization_id = ${f.organizationId} AND ${scopeIs(f.agentId)}

@@ -227,9 +227,17 @@ export class Files extends Effect.Service<Files>()("files/Files", {
     /** A file the caller may read, for its content to be served. */
     const open = (principal: Principal, id: string) => find(principal, id)
 
-    /** Bytes `start`–`end` (inclusive) of a file. */
-    const content = (row: FileRow, start: number, end: number): Stream.Stream<Uint8Array> =>
-      Number(row.size) === 0 || end < start ? Stream.empty : store.read(row.id, start, end)
+    /** Bytes `start`–`end` (inclusive) of a file; not found if it is deleted or replaced while read. */
+    const content = (row: FileRow, start: number, end: number): Stream.Stream<Uint8Array, NotFound> =>
+      Number(row.size) === 0 || end < start ? Stream.empty : store.read(row.id, start, end).pipe(
+        Stream.catchTag("ContentGone", () =>
+          Stream.fail(
+            new NotFound({
+              code: "not_found",
+              message: `The file '${row.name}' was deleted or replaced while it was read: look it up again.`
+            })
+          ))
+      )
 
     return {
       upload,

@@ -1,5 +1,6 @@
-import { type Headers, HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect, Layer } from "effect"
+import { HttpApiBuilder, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { Cause, Effect, Layer, Stream } from "effect"
 import { Api } from "../../schema/Api.js"
 import { BadRequest } from "../../schema/Errors.js"
 import { Principal } from "../../schema/Security.js"
@@ -23,8 +24,9 @@ const disposition = (name: string) => {
  * honoured), streamed from storage. Served as an attachment that browsers neither sniff nor run: a file
  * uploaded as HTML is not a page of this origin.
  */
-const contentResponse = (files: Files, row: FileRow, headers: Headers.Headers) =>
+const contentResponse = (files: Files, row: FileRow, request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function*() {
+    const headers = request.headers
     const size = Number(row.size)
     const etag = `"${row.sha256}"`
     const validators = {
@@ -50,7 +52,17 @@ const contentResponse = (files: Files, row: FileRow, headers: Headers.Headers) =
     const part = range?._tag === "Part" ? range : undefined
     const start = part?.start ?? 0
     const end = part?.end ?? size - 1
-    return HttpServerResponse.stream(files.content(row, start, end), {
+    // a body that fails after its headers (the file deleted meanwhile) closes the connection: ended short of its
+    // Content-Length on a kept-alive connection, it would leave the client waiting for the rest
+    const cutOff = (cause: Cause.Cause<unknown>) =>
+      Effect.zipRight(
+        Effect.sync(() => NodeHttpServerRequest.toServerResponse(request).destroy()),
+        Cause.isFailType(cause) || Cause.isInterruptedOnly(cause)
+          ? Effect.logInfo(`download of file ${row.id} cut off`, cause)
+          : Effect.logError(`download of file ${row.id} cut off`, cause)
+      )
+    const body = files.content(row, start, end).pipe(Stream.catchAllCause((cause) => Stream.execute(cutOff(cause))))
+    return HttpServerResponse.stream(body, {
       status: part === undefined ? 200 : 206,
       contentType: row.content_type,
       contentLength: end - start + 1,
@@ -79,6 +91,6 @@ export const FilesHttpLive = HttpApiBuilder.group(Api, "files", (handlers) =>
       .handle("deleteFile", ({ path }) => as((p) => files.remove(p, path.file_id)))
       .handle("getFileContent", ({ path, request }) =>
         as((p) =>
-          Effect.flatMap(files.open(p, path.file_id), (row) => contentResponse(files, row, request.headers))
+          Effect.flatMap(files.open(p, path.file_id), (row) => contentResponse(files, row, request))
         ))
   })).pipe(Layer.provide(Files.Default))

@@ -3,7 +3,7 @@ import { Chunk, Effect, Layer, Option, Stream } from "effect"
 import * as Crypto from "node:crypto"
 import type { FileId } from "../../schema/Files.js"
 import { PgPool } from "../db/PgPool.js"
-import { ContentTooLarge, FileStore, type StoredContent } from "./FileStore.js"
+import { ContentGone, ContentTooLarge, FileStore, type StoredContent } from "./FileStore.js"
 
 const INSERT_CHUNK = "INSERT INTO file_chunks (file_id, start, data) VALUES ($1, $2, $3)"
 
@@ -85,13 +85,14 @@ export const PgFileStoreLive = Layer.effect(
         )
       }).pipe(Effect.withSpan("FileStore.put", { captureStackTrace: false }))
 
-    const read = (fileId: FileId, start: number, end: number): Stream.Stream<Uint8Array> =>
+    const read = (fileId: FileId, start: number, end: number): Stream.Stream<Uint8Array, ContentGone> =>
       Stream.unfoldChunkEffect(start, (position) =>
         position > end
           ? Effect.succeed(Option.none())
           : Effect.flatMap(slice(fileId, position, Math.min(end - position + 1, CHUNK_BYTES)), (bytes) =>
+            // the file was deleted (or replaced) since the reader found it
             bytes.length === 0
-              ? Effect.dieMessage(`file ${fileId}: no content at byte ${position}`)
+              ? Effect.fail(new ContentGone({ fileId }))
               : Effect.succeed(Option.some([Chunk.of<Uint8Array>(bytes), position + bytes.length] as const)))).pipe(
           // the next chunk is read while this one is sent
           Stream.buffer({ capacity: 1 })

@@ -37,7 +37,11 @@ export class Ingestion extends Effect.Service<Ingestion>()("knowledge/Ingestion"
         if (job.source_type !== "file") return job.data ?? undefined
         const row = yield* fileRepo.find(job.organization_id, job.source_file_id as FileId)
         if (row === undefined) return undefined
-        const parts = yield* Stream.runCollect(files.content(row, 0, Number(row.size) - 1))
+        // deleted while read: as if before
+        const parts = yield* Stream.runCollect(files.content(row, 0, Number(row.size) - 1)).pipe(
+          Effect.catchTag("NotFound", () => Effect.succeed(undefined))
+        )
+        if (parts === undefined) return undefined
         const bytes = Buffer.concat(Chunks.toArray(parts))
         return job.format === "pdf" ? bytes : asUtf8(bytes, row.content_type)
       })

@@ -349,6 +349,25 @@ describe("listing, replacing and deleting", () => {
     expect(created[0].details).toMatchObject({ replaced_file_id: first.id, size: 3 })
   })
 
+  it("uploads with overwrite=true at once all succeed: the last one stored is the file, none is 409", async () => {
+    const texts = Array.from({ length: 8 }, (_, i) => `version ${i}`)
+    const results = await Promise.all(
+      texts.map((text) => uploadRaw(node, admin, "?name=notes/raced.md&overwrite=true", text, "text/markdown"))
+    )
+    const bodies = await Promise.all(results.map((r) => r.json()))
+    expect(results.map((r) => r.status), JSON.stringify(bodies)).toEqual(texts.map(() => 201))
+    const listed = (await call(node, admin, "GET", "/v1/files?prefix=notes/raced.md")).body.items
+    expect(listed).toHaveLength(1)
+    expect(bodies.map((b: any) => b.id)).toContain(listed[0].id)
+    // each upload replaced the one stored before it: the audit log chains them, every id replaced once
+    const events = await auditEvents(node, organizationId)
+    const replaced = events
+      .filter((e: any) => e.action === "CREATE_FILE" && e.targets[0].name === "notes/raced.md")
+      .map((e: any) => e.details.replaced_file_id)
+    expect(replaced.filter((id: string | null) => id === null)).toHaveLength(1)
+    expect(new Set(replaced).size).toBe(replaced.length)
+  })
+
   it("a delete is audited, and the file and its content are gone", async () => {
     const file = await uploaded(node, admin, "to-delete.bin", patterned(1024 * 1024 + 1))
     const deleted = await call(node, admin, "DELETE", `/v1/files/${file.id}`)
