@@ -197,6 +197,8 @@ const openStream = (baseUrl: string, apiKey: string, after: number | undefined):
       res.setEncoding("utf8")
       // `rest` is the unfinished last line: what is scanned always starts at a line's start
       let rest = ""
+      // an event is its `id:` and its `data:`; an `id:` alone (a quiet stream's position) is no event
+      let id: number | undefined
       res.on("data", (chunk: string) => {
         stream.chunks++
         const text = rest + chunk
@@ -204,11 +206,12 @@ const openStream = (baseUrl: string, apiKey: string, after: number | undefined):
         rest = text.slice(complete)
         for (let at = 0; at < complete;) {
           const end = text.indexOf("\n", at)
-          if (text.startsWith("id: ", at)) {
-            const id = Number(text.slice(at + 4, end))
+          if (text.startsWith("id: ", at)) id = Number(text.slice(at + 4, end))
+          else if (text.startsWith("data: ", at) && id !== undefined) {
             if (!(id > stream.lastId)) stream.ordered = false
             stream.lastId = id
             stream.count++
+            id = undefined
           }
           at = end + 1
         }

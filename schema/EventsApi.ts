@@ -55,7 +55,7 @@ export class EventsApi extends HttpApiGroup.make("events")
           permission: Policy.anyMember,
           errors: ["invalid_last_event_id", "events_expired", "not_found", "forbidden"],
           access: "Events are filtered by what the key may see: audit events for Admins and above. `types` naming " +
-            "a type the key is never shown (audit records for a Member) is 403."
+            "a type the key is never shown (audit records for a Member) is 403; an `agent_id` it cannot see, 404."
         })
       )
       .setUrlParams(StreamEventsParams)
@@ -83,10 +83,15 @@ export class EventsApi extends HttpApiGroup.make("events")
       .setUrlParams(StreamTaskEventsParams)
       .setHeaders(LastEventIdHeader)
       .addSuccess(EventStream)
+      .addSuccess(HttpApiSchema.NoContent.annotations({
+        description: "The task has ended and `Last-Event-ID` is at or after its last event: nothing more will " +
+          "come (an EventSource stops reconnecting)."
+      }))
       .annotate(
         OpenApi.Description,
         "One task's events (task.*, approval.*) from its first, or after `Last-Event-ID`, as server-sent " +
-          "events; the stream ends after the task's end (task.completed, task.error or task.cancelled)."
+          "events; the stream ends after the task's end (task.completed, task.error or task.cancelled). " +
+          "Resumed at or after the end: 204, which tells an EventSource to stop reconnecting."
       )
       .annotate(OpenApi.Transform, streamResponse)
   )

@@ -47,6 +47,20 @@ export const toAgent = (row: AgentRow, spent: number) =>
 export const mayUse = (principal: Principal, id: AgentId) =>
   principal.agentIds === null || principal.agentIds.includes(id)
 
+/**
+ * An agent named as a filter (`agent_id`): 404 unless it is the organization's and the key may use it. A deleted
+ * agent passes: its tasks' usage and events are still its organization's.
+ */
+export const requireFilterAgent = (
+  repo: Pick<AgentRepo, "findById">,
+  principal: Principal,
+  id: AgentId
+) =>
+  Effect.gen(function*() {
+    const agent = mayUse(principal, id) ? yield* repo.findById(id) : undefined
+    if (agent?.organization_id !== principal.organizationId) return yield* NotFound.of("Agent", id)
+  })
+
 /** Agents: a model, instructions, the skills (connector operations) it holds, limits and a budget. */
 export class Agents extends Effect.Service<Agents>()("agents/Agents", {
   effect: Effect.gen(function*() {

@@ -1713,7 +1713,7 @@ export interface paths {
          * Stream the organization's events
          * @description The organization's events as they are committed, in order, as server-sent events. A reader that resumes with `Last-Event-ID` gets every event after it, none twice. Role-filtered: task and approval events of the agents the key may use; connection events of organizational connections and the caller's own; audit events for Admins and above.
          *
-         *     **Role:** any member's key (Member and above). Events are filtered by what the key may see: audit events for Admins and above. `types` naming a type the key is never shown (audit records for a Member) is 403.
+         *     **Role:** any member's key (Member and above). Events are filtered by what the key may see: audit events for Admins and above. `types` naming a type the key is never shown (audit records for a Member) is 403; an `agent_id` it cannot see, 404.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -1733,7 +1733,7 @@ export interface paths {
         };
         /**
          * Stream a task's events
-         * @description One task's events (task.*, approval.*) from its first, or after `Last-Event-ID`, as server-sent events; the stream ends after the task's end (task.completed, task.error or task.cancelled).
+         * @description One task's events (task.*, approval.*) from its first, or after `Last-Event-ID`, as server-sent events; the stream ends after the task's end (task.completed, task.error or task.cancelled). Resumed at or after the end: 204, which tells an EventSource to stop reconnecting.
          *
          *     **Role:** any member's key (Member and above).
          */
@@ -20788,6 +20788,13 @@ export interface operations {
                 content: {
                     "text/event-stream": string;
                 };
+            };
+            /** @description The task has ended and `Last-Event-ID` is at or after its last event: nothing more will come (an EventSource stops reconnecting). */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad request: `invalid_text`, `invalid_json`, `validation_failed`, `invalid_last_event_id`. */
             400: {

@@ -105,6 +105,12 @@ export const makeHeartbeats = (periodS: number) => {
 const heartbeats = makeHeartbeats(HEARTBEAT_S)
 
 const HEARTBEAT = Buffer.from(": heartbeat\n\n")
+/**
+ * A heartbeat that also moves the client's last event id to where the stream is (an `id:` without `data:`
+ * dispatches no event, but EventSource keeps the id): a stream whose filter matched nothing for a while then
+ * resumes from there, not from an old event (410 once pruned) or, having seen none, from "now" (a gap).
+ */
+const positionBeat = (position: bigint) => Buffer.from(`: heartbeat\nid: ${position}\n\n`)
 const RETRY = Buffer.from(`retry: ${RETRY_MS}\n\n`)
 const HEADERS = { "cache-control": "no-cache", "x-accel-buffering": "no" } as const
 
@@ -143,9 +149,19 @@ export const followResponse = (
       if (subscription === undefined) {
         // the response is being written: only now does it join (an answer never sent holds nothing)
         if (drain.isDraining()) return end()
-        stopDrain = drain.onDrain(end)
         // a beat only when nothing waits to be written: a client that reads nothing gets nothing more
-        stopBeats = heartbeats(() => void (!ended && body.readableLength === 0 && body.push(HEARTBEAT)))
+        const beat = () => {
+          if (ended || body.readableLength > 0) return
+          const at = subscription?.position()
+          body.push(at === undefined ? HEARTBEAT : positionBeat(at))
+        }
+        // at a drain, the client reconnects elsewhere: from where this stream is (after what waits to be written)
+        stopDrain = drain.onDrain(() => {
+          const at = ended ? undefined : subscription?.position()
+          if (at !== undefined) body.push(`id: ${at}\n\n`)
+          end()
+        })
+        stopBeats = heartbeats(beat)
         subscription = subscribe({
           events: (events) => {
             if (ended) return false

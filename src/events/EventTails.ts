@@ -7,7 +7,16 @@ import type { EventPage, EventRecord, EventRepo } from "./EventRepo.js"
 export type Subscribe = (sink: {
   readonly events: (events: ReadonlyArray<EventRecord>) => boolean
   readonly end: (error: Gone | undefined) => void
-}) => { readonly request: () => void; readonly close: () => void; readonly buffered: () => number }
+}) => {
+  readonly request: () => void
+  readonly close: () => void
+  readonly buffered: () => number
+  /**
+   * A position every event it accepts up to has been handed to the sink (those after it come later), while it
+   * is caught up in its tail with nothing waiting; else undefined. A quiet stream's client resumes from it.
+   */
+  readonly position: () => bigint | undefined
+}
 
 /** Events per read. */
 export const PAGE = 500
@@ -263,6 +272,16 @@ export const makeTails = (options: {
       read,
       taken,
       reading: () => phase !== "tail",
+      /** Where it is: every event it accepts up to here was handed over, in its tail or by its own reads. */
+      caughtUpTo: (): bigint | undefined => {
+        const tail = tails.get(organizationId)
+        if (phase !== "tail" || follower.buffer.length > 0 || follower.detached || !tail?.followers.has(follower)) {
+          return undefined
+        }
+        const at = tail.position > cursor ? tail.position : cursor
+        // 0 would mean "from the oldest kept" to a client resuming with it
+        return at > 0n ? at : undefined
+      },
       close: () => leave(organizationId, follower)
     } as const
   }
@@ -365,7 +384,8 @@ export const makeTails = (options: {
         position.close()
       },
       /** Events its tail holds for it (at most BUFFER_MAX and a read; none once detached and read on its own). */
-      buffered: () => follower.buffer.length
+      buffered: () => follower.buffer.length,
+      position: () => closed || reading ? undefined : position.caughtUpTo()
     } as const
   }
 

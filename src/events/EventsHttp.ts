@@ -1,11 +1,12 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Stream } from "effect"
 import { Api } from "../../schema/Api.js"
 import { BadRequest, Forbidden, type Gone, NotFound } from "../../schema/Errors.js"
 import { eventTypes, taskEndTypes } from "../../schema/Events.js"
 import type { AgentId, TaskId } from "../../schema/Ids.js"
 import { Principal } from "../../schema/Security.js"
-import { mayUse } from "../agents/Agents.js"
+import { AgentRepo } from "../agents/AgentRepo.js"
+import { mayUse, requireFilterAgent } from "../agents/Agents.js"
 import { Drain } from "../http/Drain.js"
 import { validationError } from "../support/Issues.js"
 import { EventLog } from "./EventLog.js"
@@ -73,6 +74,7 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
     const log = yield* EventLog
     const repo = yield* EventRepo
     const drain = yield* Drain
+    const agents = yield* AgentRepo
 
     /** The response (EventStreamResponse.ts): `retry:`, the events, heartbeats; it ends with them or at a drain. */
     const respond = (events: Stream.Stream<EventRecord, Gone>) => eventStreamResponse(drain, framed(events))
@@ -91,6 +93,18 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
             return yield* Forbidden.of(`\`types\` names events this key is never shown (${unseen.join("; ")}).`)
           }
           const agentId = urlParams.agent_id
+          // an agent the key cannot see would be followed in silence, as a type it is never shown; and so would
+          // types that no agent's task has (audit records, connections)
+          if (agentId !== undefined) {
+            if (types !== undefined && ![...types].some((t) => t.startsWith("task.") || t.startsWith("approval."))) {
+              return yield* new BadRequest(validationError([{
+                path: ["types"],
+                message: "`agent_id` keeps the events of an agent's tasks (task.*, approval.*): name one of those " +
+                  "types too, or leave out `agent_id`"
+              }]))
+            }
+            yield* requireFilterAgent(agents, principal, agentId)
+          }
           const visible = visibleTo(principal)
           const accept = (e: EventRecord) =>
             (types === undefined || types.has(e.type)) && (agentId === undefined || e.agentId === agentId) &&
@@ -111,12 +125,17 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
           const after = (yield* positionOf(headers["last-event-id"], urlParams.last_event_id)) ?? 0n
           const task = yield* repo.task(principal.organizationId, id)
           if (task === undefined || !mayUse(principal, task.agent_id as AgentId)) return yield* NotFound.of("Task", id)
-          yield* Effect.flatMap(
+          const next = yield* Effect.tap(
             log.read(principal.organizationId, after, { limit: 1, taskId: id }),
             (page) => notAhead(page, after)
           )
-          // resumed at or after its end (an EventSource reconnects when the stream ends): nothing more will come
-          if (task.end_id !== null && after >= BigInt(task.end_id)) return respond(Stream.empty)
+          // resumed at or after its end (an EventSource reconnects when the stream ends), or after the last kept
+          // event of a task that ended without its end in the log: nothing more will come. 204 tells an
+          // EventSource to stop reconnecting (a stream that ends has it reconnect every `retry:` for good)
+          const ended = task.end_id !== null
+            ? after >= BigInt(task.end_id)
+            : taskEnded(task.status) && next.events.length === 0 && !next.pending
+          if (ended) return HttpServerResponse.empty({ status: 204 })
           // a task that ended without its end in the log gives what is kept (taskEvents); else its tail's pushes
           return task.has_end || !taskEnded(task.status)
             ? followResponse(drain, log.subscribe(principal.organizationId, after, (e) => e.taskId === id, id), {
@@ -124,4 +143,4 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
             })
             : respond(taskEvents(log, principal.organizationId, id, after, task))
         }))
-  })).pipe(Layer.provide(EventLog.Default), Layer.provide(EventRepo.Default))
+  })).pipe(Layer.provide(EventLog.Default), Layer.provide(EventRepo.Default), Layer.provide(AgentRepo.Default))

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { BadRequest, Forbidden, NotFound } from "../../schema/Errors.js"
+import { BadRequest, Forbidden } from "../../schema/Errors.js"
 import { holds, Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import {
@@ -12,7 +12,7 @@ import {
   type UsageRow
 } from "../../schema/Usage.js"
 import { AgentRepo, periodStart } from "../agents/AgentRepo.js"
-import { mayUse } from "../agents/Agents.js"
+import { requireFilterAgent } from "../agents/Agents.js"
 import { rangeForwards } from "../support/TimeRange.js"
 import { roundUsd } from "../support/Usd.js"
 import { addInto, BUCKETS, quantile } from "./DurationHistogram.js"
@@ -176,11 +176,7 @@ export class Usage extends Effect.Service<Usage>()("usage/Usage", {
       if (!admin && filters.user_id !== undefined && filters.user_id !== principal.userId) {
         return yield* Forbidden.of("Below Admin, you see only your own usage: leave out `user_id` or give your own.")
       }
-      if (filters.agent_id !== undefined) {
-        // a deleted agent's usage is still its organization's to report
-        const agent = mayUse(principal, filters.agent_id) ? yield* agents.findById(filters.agent_id) : undefined
-        if (agent?.organization_id !== principal.organizationId) return yield* NotFound.of("Agent", filters.agent_id)
-      }
+      if (filters.agent_id !== undefined) yield* requireFilterAgent(agents, principal, filters.agent_id)
       const query: UsageQuery = {
         organizationId: principal.organizationId,
         bucket,

@@ -103,14 +103,30 @@ describe("event streams", () => {
     expect(await resumed.end).toBe("ended")
     expect(resumed.events.map((e) => e.id)).toEqual(own.events.slice(2).map((e) => e.id))
 
-    // resuming after its end (an EventSource reconnects when a stream ends): nothing more comes, it ends at once
-    const afterEnd = await collect(`/v1/tasks/${accepted.id}/events`, apiKey, {
-      headers: { "last-event-id": own.events.at(-1)!.id },
-      ms: 3000
+    // resuming after its end (an EventSource reconnects when a stream ends): 204, which tells an EventSource to
+    // stop reconnecting (HTML standard, server-sent events); a 200 that ends had it reconnect every 2 s for good
+    const afterEnd = await world.node.fetch(`/v1/tasks/${accepted.id}/events`, {
+      apiKey,
+      headers: { "last-event-id": own.events.at(-1)!.id }
     })
-    expect(afterEnd.response.status).toBe(200)
-    expect(await afterEnd.end).toBe("ended")
-    expect(afterEnd.events).toEqual([])
+    expect(afterEnd.status).toBe(204)
+    expect(await afterEnd.text()).toBe("")
+
+    // a task whose end is not in the log (ended before the log existed): what is kept, then 204 after it
+    await db.query("DELETE FROM events WHERE id = $1", [own.events.at(-1)!.id])
+    const kept = await collect(`/v1/tasks/${accepted.id}/events`, apiKey)
+    expect(await kept.end).toBe("ended")
+    expect(kept.events.map((e) => e.id)).toEqual(own.events.slice(0, -1).map((e) => e.id))
+    const afterKept = await world.node.fetch(`/v1/tasks/${accepted.id}/events`, {
+      apiKey,
+      headers: { "last-event-id": kept.events.at(-1)!.id }
+    })
+    expect(afterKept.status).toBe(204)
+    const beforeKept = await collect(`/v1/tasks/${accepted.id}/events`, apiKey, {
+      headers: { "last-event-id": kept.events.at(-2)!.id }
+    })
+    expect(await beforeKept.end).toBe("ended")
+    expect(beforeKept.events.map((e) => e.id)).toEqual([kept.events.at(-1)!.id])
   })
 
   it("another organization's stream never sees the events, and a task of another organization is not found", async () => {
@@ -205,6 +221,44 @@ describe("event streams", () => {
       ], [limited.api_key, "task.completed"]] as const
     ) {
       const opened = await collect(`/v1/events?types=${types}`, key, { ms: 300 })
+      expect(opened.response.status).toBe(200)
+      await opened.end
+    }
+  })
+
+  it("an agent_id the key cannot see is 404, not followed in silence; a deleted agent's stream still opens", async () => {
+    const { apiKey, node } = world
+    const other = await node.bootstrap("Agents elsewhere")
+    const mine = await createAgent(node, apiKey, {
+      name: "seen",
+      model: { provider: "scripted", script: [{ text: "a" }] }
+    })
+    const another = await createAgent(node, apiKey, {
+      name: "unseen",
+      model: { provider: "scripted", script: [{ text: "b" }] }
+    })
+    const limited = await (await node.fetch("/v1/api-keys", {
+      ...json({ name: "limited-agent", kind: "organization", role: "member", agent_ids: [mine.id] }),
+      apiKey
+    })).json()
+    const refused = [
+      [other.api_key, mine.id], // another organization's agent
+      [apiKey, "00000000-0000-4000-8000-000000000000"], // no such agent
+      [limited.api_key, another.id] // outside the key's agents
+    ] as const
+    for (const [key, agentId] of refused) {
+      const response = await node.fetch(`/v1/events?agent_id=${agentId}`, { apiKey: key })
+      expect(response.status).toBe(404)
+      expect((await response.json()).error.code).toBe("not_found")
+    }
+    // types no agent's task has: as silent, refused
+    const untyped = await node.fetch(`/v1/events?agent_id=${mine.id}&types=audit.recorded`, { apiKey })
+    expect(untyped.status).toBe(400)
+    expect((await untyped.json()).error.code).toBe("validation_failed")
+    // what the key may see opens; so does a deleted agent's (its tasks' events are still in the log)
+    expect((await node.fetch(`/v1/agents/${another.id}`, { method: "DELETE", apiKey })).status).toBe(204)
+    for (const [key, agentId] of [[limited.api_key, mine.id], [apiKey, another.id]] as const) {
+      const opened = await collect(`/v1/events?agent_id=${agentId}`, key, { ms: 300 })
       expect(opened.response.status).toBe(200)
       await opened.end
     }

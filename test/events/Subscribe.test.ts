@@ -8,6 +8,7 @@ import type { OrganizationId } from "../../schema/Ids.js"
 import { EventLog } from "../../src/events/EventLog.js"
 import type { EventRecord } from "../../src/events/EventRepo.js"
 import { followResponse } from "../../src/events/EventStreamResponse.js"
+import type { Subscribe } from "../../src/events/EventTails.js"
 import { Drain } from "../../src/http/Drain.js"
 import { eventually } from "../support/Poll.js"
 import { insertTasks, startEventLog, useEventLog } from "./support.js"
@@ -159,5 +160,43 @@ describe("pushed event subscriptions (the SSE responses' source)", () => {
     lateBody.on("data", (chunk: string) => void (lateText += chunk))
     await new Promise((resolve) => lateBody.once("end", resolve))
     expect(lateText).toBe("retry: 2000\n\n")
+  })
+
+  it("a stream whose filter matched nothing ends at a drain with an id: where it is, so its client resumes from there", async () => {
+    // a quiet filtered stream (types=task.error) whose client reconnected with its last event's id read again from
+    // there, a 410 once that event was pruned; having seen no event, it reconnected without one and missed what
+    // committed meanwhile. An `id:` without `data:` moves EventSource's last event id and dispatches nothing
+    const organizationId = Crypto.randomUUID()
+    const drain = await Effect.runPromise(Effect.provide(Drain, Drain.Default))
+    const events = await log.runtime.runPromise(EventLog)
+    const start = await log.runtime.runPromise(events.position(organizationId as OrganizationId))
+    let subscription: ReturnType<Subscribe> | undefined
+    const subscribe: Subscribe = (sink) =>
+      subscription = events.subscribe(organizationId as OrganizationId, start, (e) => e.type === "task.error")(sink)
+    const response = followResponse(drain, subscribe)
+    if (response.body._tag !== "Raw") throw new Error("not a raw body")
+    const body = response.body.body as Readable
+    let text = ""
+    let ended = false
+    body.setEncoding("utf8")
+    body.on("data", (chunk: string) => void (text += chunk))
+    body.on("end", () => void (ended = true))
+    await insertTasks(pool, organizationId, 3)
+    const { rows: [{ last }] } = await pool.query<{ last: string }>(
+      "SELECT max(id)::text AS last FROM events WHERE organization_id = $1",
+      [organizationId]
+    )
+    await until("the stream past the events it does not take", () => (subscription?.position() ?? 0n) >= BigInt(last))
+    await Effect.runPromise(drain.begin)
+    await until("the end at the drain", () => ended, 5000)
+    expect(text.startsWith("retry: 2000\n\n")).toBe(true)
+    expect(text).not.toContain("data:")
+    const at = /\nid: (\d+)\n\n$/.exec(`\n${text}`)?.[1]
+    expect(at).toBeDefined()
+    expect(BigInt(at!)).toBeGreaterThanOrEqual(BigInt(last))
+    // a position the log takes back (not ahead, not pruned), after the events the stream passed
+    const resumed = await log.runtime.runPromise(events.read(organizationId as OrganizationId, BigInt(at!)))
+    expect(resumed.events).toEqual([])
+    expect(BigInt(at!)).toBeLessThan(resumed.below)
   })
 })
