@@ -69,7 +69,11 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
       .setPath(SchedulePath)
       .setPayload(UpdateSchedule)
       .addSuccess(Schedule)
-      .annotate(OpenApi.Description, "Change a schedule. Its next run is computed again from now.")
+      .annotate(
+        OpenApi.Description,
+        "Change a schedule. A change of its timing (`cron`, `every`, `timezone`, `start_at`, `end_at`, `jitter`) " +
+          "or a resume computes its next run again from now; any other change keeps it."
+      )
   )
   .add(
     HttpApiEndpoint.del("deleteSchedule", "/schedules/:schedule_id")

@@ -1209,7 +1209,7 @@ export interface paths {
         head?: never;
         /**
          * Change a schedule
-         * @description Change a schedule. Its next run is computed again from now.
+         * @description Change a schedule. A change of its timing (`cron`, `every`, `timezone`, `start_at`, `end_at`, `jitter`) or a resume computes its next run again from now; any other change keeps it.
          *
          *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
          */

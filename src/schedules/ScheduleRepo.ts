@@ -24,6 +24,9 @@ export interface ScheduleFields {
   readonly next_run_at: Date | null
 }
 
+/** A change's fields: without `next_tick` and `next_run_at`, the stored ones stay. */
+export type ScheduleChange = Omit<ScheduleFields, "next_tick" | "next_run_at"> & Partial<ScheduleFields>
+
 export interface ScheduleRow extends ScheduleFields {
   readonly id: ScheduleId
   readonly organization_id: OrganizationId
@@ -116,6 +119,9 @@ const uuidArray = (ids: ReadonlyArray<string>) => `{${ids.join(",")}}`
 export const AGENT_DELETED =
   "The schedule's agent was deleted; a Builder can point it at another agent (`agent_id`) and resume it, or delete it."
 
+/** Why a run waiting for the previous one (`buffered`) was not made. */
+const PAUSED_WAITING = "The schedule was paused while this run waited for the previous one to end."
+
 /** The key of a tick's task: spaces, which a client's `Idempotency-Key` cannot hold, keep it apart from theirs. */
 export const tickKey = (scheduleId: ScheduleId, scheduledFor: Date) =>
   `schedule ${scheduleId} ${scheduledFor.toISOString()}`
@@ -169,14 +175,33 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
       sql<{ n: number }>`SELECT count(*)::int AS n FROM schedules s WHERE ${listed(organizationId, agentIds, agentId)}`
         .pipe(Effect.map(([r]) => r?.n ?? 0))
 
-    /** Changes the schedule; the row is locked meanwhile, so no node claims it half-changed. */
-    const update = (organizationId: OrganizationId, id: ScheduleId, fields: ScheduleFields) =>
-      sql<ScheduleRow & { last: any }>`
-        UPDATE schedules s SET ${sql.update({ ...fields, updated_at: new Date() })}
-        WHERE s.id = ${id} AND s.organization_id = ${organizationId}
-        RETURNING ${sql.literal(COLUMNS)}, ${sql.literal(LAST)}`.pipe(
-        Effect.map(([r]) => r === undefined ? undefined : withLast(r))
-      )
+    /**
+     * Changes the schedule; the row is locked meanwhile, so no node claims it half-changed. Without `next_tick`
+     * and `next_run_at`, the stored ones stay (as the claims moved them). Paused, a run waiting for the previous
+     * one (`buffered`) is skipped: made on a resume, it would be a run missed while paused.
+     */
+    const update = (
+      organizationId: OrganizationId,
+      id: ScheduleId,
+      fields: ScheduleChange
+    ) =>
+      sql.withTransaction(Effect.gen(function*() {
+        if (!fields.enabled) {
+          // the schedule's row first, as a claim locks it before its ticks
+          const locked = yield* sql`
+            SELECT id FROM schedules WHERE id = ${id} AND organization_id = ${organizationId} FOR UPDATE`
+          if (locked.length > 0) {
+            yield* sql`
+              UPDATE schedule_ticks SET status = 'skipped', reason = ${PAUSED_WAITING}
+              WHERE schedule_id = ${id} AND status = 'buffered'`
+          }
+        }
+        const [r] = yield* sql<ScheduleRow & { last: any }>`
+          UPDATE schedules s SET ${sql.update({ ...fields, updated_at: new Date() })}
+          WHERE s.id = ${id} AND s.organization_id = ${organizationId}
+          RETURNING ${sql.literal(COLUMNS)}, ${sql.literal(LAST)}`
+        return r === undefined ? undefined : withLast(r)
+      }))
 
     const remove = (organizationId: OrganizationId, id: ScheduleId) =>
       sql`DELETE FROM schedules WHERE id = ${id} AND organization_id = ${organizationId} RETURNING id`.pipe(
@@ -464,7 +489,7 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
       ) => Effect.orDie(list(organizationId, agentIds, agentId, page)),
       count: (organizationId: OrganizationId, agentIds: ReadonlyArray<string> | null, agentId?: AgentId) =>
         Effect.orDie(count(organizationId, agentIds, agentId)),
-      update: (organizationId: OrganizationId, id: ScheduleId, fields: ScheduleFields) =>
+      update: (organizationId: OrganizationId, id: ScheduleId, fields: ScheduleChange) =>
         Effect.orDie(update(organizationId, id, fields)),
       remove: (organizationId: OrganizationId, id: ScheduleId) => Effect.orDie(remove(organizationId, id)),
       claim: (limit: number, plan: (claimed: ReadonlyArray<ClaimedForBulk>, now: Date) => Plan) =>

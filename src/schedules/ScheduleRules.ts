@@ -16,8 +16,41 @@ import {
   zoneOf
 } from "./ScheduleTiming.js"
 
-/** A time zone as the IANA database spells it (`europe/berlin` is `Europe/Berlin`); an unknown one as given. */
-export const zoneName = (name: string) => zoneOf(name)?.id ?? name
+/**
+ * ICU's (CLDR's) names that the IANA database has since renamed: ICU answers `Asia/Kolkata` as `Asia/Calcutta`,
+ * `Europe/Kyiv` as `Europe/Kiev`. Each new name is used only where ICU reads it as the same zone.
+ */
+const RENAMED: Record<string, string> = {
+  "Africa/Asmera": "Africa/Asmara",
+  "America/Buenos_Aires": "America/Argentina/Buenos_Aires",
+  "America/Catamarca": "America/Argentina/Catamarca",
+  "America/Cordoba": "America/Argentina/Cordoba",
+  "America/Godthab": "America/Nuuk",
+  "America/Indianapolis": "America/Indiana/Indianapolis",
+  "America/Jujuy": "America/Argentina/Jujuy",
+  "America/Louisville": "America/Kentucky/Louisville",
+  "America/Mendoza": "America/Argentina/Mendoza",
+  "Asia/Calcutta": "Asia/Kolkata",
+  "Asia/Katmandu": "Asia/Kathmandu",
+  "Asia/Rangoon": "Asia/Yangon",
+  "Asia/Saigon": "Asia/Ho_Chi_Minh",
+  "Atlantic/Faeroe": "Atlantic/Faroe",
+  "Europe/Kiev": "Europe/Kyiv",
+  "Pacific/Enderbury": "Pacific/Kanton",
+  "Pacific/Ponape": "Pacific/Pohnpei",
+  "Pacific/Truk": "Pacific/Chuuk"
+}
+
+/**
+ * A time zone as the IANA database names it (`europe/berlin` is `Europe/Berlin`, `US/Pacific` is
+ * `America/Los_Angeles`, `Asia/Calcutta` is `Asia/Kolkata`); an unknown one as given.
+ */
+export const zoneName = (name: string) => {
+  const id = zoneOf(name)?.id
+  if (id === undefined) return name
+  const renamed = RENAMED[id]
+  return renamed !== undefined && zoneOf(renamed)?.id === id ? renamed : id
+}
 
 /** Without `catchup_window`: the latest missed run is made if it is at most an hour late. */
 export const DEFAULT_CATCHUP_MS = 3_600_000

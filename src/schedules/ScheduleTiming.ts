@@ -191,8 +191,29 @@ export const jitterOf = (scheduleId: string, tick: Date, jitterMs: number): numb
   return hash.readUInt32BE(0) % (jitterMs + 1)
 }
 
-/** Ticks stepped through at most, looking for the latest one due (a seconds cron over a long window). */
-const MAX_STEPS = 100_000
+/**
+ * The latest tick from `first` (a tick) up to `now`, and the tick after it; found by halving the time between
+ * them, never by stepping tick by tick: after a long outage an every-second schedule has millions of ticks in
+ * its window, and stepping through them held the scheduler for seconds (and, capped, fired an old one).
+ * Invariant: `latest` is a tick at most `now`, and no tick lies in (`hi`, `now`].
+ */
+const latestUpTo = (timing: Timing, first: Date, now: Date) => {
+  let latest = first
+  let hi = now.getTime()
+  for (;;) {
+    const after = nextTick(timing, latest)
+    if (after === undefined || after.getTime() > hi) {
+      return {
+        latest,
+        following: after !== undefined && after.getTime() > now.getTime() ? after : nextTick(timing, now)
+      }
+    }
+    const mid = latest.getTime() + Math.floor((hi - latest.getTime()) / 2)
+    const probe = nextTick(timing, new Date(mid))
+    if (probe !== undefined && probe.getTime() <= hi) latest = probe
+    else hi = mid
+  }
+}
 
 /**
  * The tick to make now, of the ticks due since `next` (the schedule's next tick, which is due): the latest
@@ -207,17 +228,14 @@ export const dueTick = (
 ): { readonly fire: Date | undefined; readonly late: boolean; readonly following: Date | undefined } => {
   const window = Math.max(catchupMs, ON_TIME_MS)
   const oldest = now.getTime() - window
-  let latest: Date | undefined
-  let tick: Date | undefined = next.getTime() >= oldest ? next : nextTick(timing, new Date(oldest - 1))
-  for (let i = 0; tick !== undefined && tick.getTime() <= now.getTime() && i < MAX_STEPS; i++) {
-    latest = tick
-    tick = nextTick(timing, tick)
+  const first = next.getTime() >= oldest ? next : nextTick(timing, new Date(oldest - 1))
+  if (first === undefined || first.getTime() > now.getTime()) {
+    return { fire: undefined, late: false, following: first ?? nextTick(timing, now) }
   }
-  const following = tick !== undefined && tick.getTime() > now.getTime() ? tick : nextTick(timing, now)
+  const { following, latest } = latestUpTo(timing, first, now)
   return {
     fire: latest,
-    late: latest !== undefined &&
-      (latest.getTime() !== next.getTime() || now.getTime() - latest.getTime() > ON_TIME_MS),
+    late: latest.getTime() !== next.getTime() || now.getTime() - latest.getTime() > ON_TIME_MS,
     following
   }
 }

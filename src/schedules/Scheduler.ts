@@ -43,12 +43,15 @@ export const decide = (claimed: ReadonlyArray<ClaimedSchedule>, now: Date): Deci
       running = true
     }
     let next = Either.isRight(timing) ? s.next_tick : null
-    const runAt = next === null ? null : next.getTime() + jitterOf(s.id, next, s.jitter_ms)
+    const jitter = next === null ? 0 : jitterOf(s.id, next, s.jitter_ms)
+    const runAt = next === null ? null : next.getTime() + jitter
     if (Either.isRight(timing) && next !== null && runAt !== null && runAt <= now.getTime() && s.enabled) {
-      const dueKey = `${timingKey}\n${next.getTime()}\n${s.catchup_window_ms}`
+      const dueKey = `${timingKey}\n${next.getTime()}\n${s.catchup_window_ms}\n${jitter}`
       let due = dues.get(dueKey)
       if (due === undefined) {
-        due = dueTick(timing.right, next, now, s.catchup_window_ms)
+        // lateness counts from the run's instant (its tick plus its jitter), not from the tick: a run the
+        // jitter delayed past the catch-up window (or past 30 s, with `0s`) is on time, not missed
+        due = dueTick(timing.right, next, new Date(now.getTime() - jitter), s.catchup_window_ms)
         dues.set(dueKey, due)
       }
       if (due.fire !== undefined) {

@@ -24,6 +24,13 @@ import {
 } from "./ScheduleRules.js"
 import { ScheduleRuns } from "./ScheduleRuns.js"
 
+/** Whether a change leaves an enabled schedule enabled, on the same timing (so on the same next run). */
+type Timed = Omit<ScheduleFields, "next_tick" | "next_run_at">
+const sameTiming = (current: Timed, fields: Timed) =>
+  current.enabled && fields.enabled && current.cron === fields.cron && current.every_ms === fields.every_ms &&
+  current.timezone === fields.timezone && current.jitter_ms === fields.jitter_ms &&
+  current.start_at?.getTime() === fields.start_at?.getTime() && current.end_at?.getTime() === fields.end_at?.getTime()
+
 /**
  * Schedules (issue 24): an agent run on a cron expression or an interval, each run a task with
  * `source: "schedule"`. Anyone who may use the agent reads its schedules; Builders and above change them.
@@ -154,7 +161,7 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
       return toSchedule(row, new Date())
     })
 
-    /** A change of the schedule's fields: its next run is computed again from now. */
+    /** A change of the schedule's fields: its next run is computed again from now if its timing changed. */
     const change = (principal: Principal, id: ScheduleId, input: UpdateSchedule, action: string) =>
       Effect.gen(function*() {
         const current = yield* find(principal, id)
@@ -187,14 +194,18 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
         )
         if (fields.enabled && input.agent_id === undefined) yield* agentLives(principal, current)
         if (fields.enabled && !current.enabled) yield* creatorMayRun(current)
-        const row = yield* repo.update(principal.organizationId, id, fields).pipe(
-          audit.recorded(principal, (row) =>
-            row === undefined || changedFields(input).length === 0 ? undefined : {
-              action,
-              targets: [{ type: "schedule", id, name: row.name }],
-              details: { changed: changedFields(input) }
-            })
-        )
+        // the timing as it was, still running: its next run stays (a jittered run whose tick passed, a buffered
+        // one's recheck); computed again from now, a rename would drop it
+        const { next_run_at: _nextRunAt, next_tick: _nextTick, ...untimed } = fields
+        const row = yield* repo.update(principal.organizationId, id, sameTiming(current, fields) ? untimed : fields)
+          .pipe(
+            audit.recorded(principal, (row) =>
+              row === undefined || changedFields(input).length === 0 ? undefined : {
+                action,
+                targets: [{ type: "schedule", id, name: row.name }],
+                details: { changed: changedFields(input) }
+              })
+          )
         if (row === undefined) return yield* NotFound.of("Schedule", id)
         yield* repo.wake
         return toSchedule(row, new Date())

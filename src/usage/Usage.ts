@@ -38,6 +38,20 @@ export const bucketStart = (bucket: UsageBucket, at: Date) =>
     ? utcDay(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate())
     : utcDay(at.getUTCFullYear(), at.getUTCMonth(), 1)
 
+/**
+ * The end of the last bucket that starts before `to`: month buckets are read from day rows, which a bare
+ * `period < to` would cut at `to`'s day, leaving a partial month under the month's `bucket_start`.
+ */
+const bucketsEnd = (bucket: UsageBucket, to: Date) => {
+  const start = bucketStart(bucket, to)
+  if (start.getTime() === to.getTime()) return to
+  return bucket === "hour"
+    ? new Date(start.getTime() + 3_600_000)
+    : bucket === "day"
+    ? utcDay(start.getUTCFullYear(), start.getUTCMonth(), start.getUTCDate() + 1)
+    : utcDay(start.getUTCFullYear(), start.getUTCMonth() + 1, 1)
+}
+
 const parseGroupBy = (text: string | undefined) => {
   if (text === undefined || text.trim() === "") return Effect.succeed([] as Array<UsageDimension>)
   const names = text.split(",").map((s) => s.trim())
@@ -181,7 +195,7 @@ export class Usage extends Effect.Service<Usage>()("usage/Usage", {
         organizationId: principal.organizationId,
         bucket,
         from: bucketStart(bucket, from),
-        to,
+        to: bucketsEnd(bucket, to),
         groupBy,
         agentId: filters.agent_id,
         agentIds: principal.agentIds,

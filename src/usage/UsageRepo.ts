@@ -10,7 +10,7 @@ export interface UsageQuery {
   readonly bucket: UsageBucket
   /** The first bucket's start (`from` rounded down to its bucket). */
   readonly from: Date
-  /** Buckets that start before it. */
+  /** The end of the last bucket that starts before the report's `to` (a bucket is read whole). */
   readonly to: Date
   readonly groupBy: ReadonlyArray<UsageDimension>
   readonly agentId: string | undefined

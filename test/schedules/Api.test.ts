@@ -512,6 +512,39 @@ describe("catch-up after downtime", () => {
   })
 })
 
+describe("a change that leaves the timing alone", () => {
+  it("keeps a run its jitter holds back: renaming or rewording the schedule does not drop it", async () => {
+    const org = await node.bootstrap()
+    const agentId = await createScriptedAgent(node, org.api_key)
+    const created = await createSchedule(node, org.api_key, { agent_id: agentId, cron: "0 0 1 1 *", jitter: "1h" })
+    // as at 07:05 for a 07:00 run its jitter starts at 07:40: the tick passed, the run is still ahead
+    const tick = new Date(Date.now() - 5 * 60_000)
+    const runAt = new Date(Date.now() + 35 * 60_000)
+    const next = () =>
+      withDatabase(
+        node,
+        async (db) =>
+          (await db.query("SELECT next_tick, next_run_at FROM schedules WHERE id = $1", [created.id])).rows[0]
+      )
+    await withDatabase(
+      node,
+      (db) => db.query("UPDATE schedules SET next_tick = $2, next_run_at = $3 WHERE id = $1", [created.id, tick, runAt])
+    )
+    const r = await call(node, org.api_key, "PATCH", `/v1/schedules/${created.id}`, {
+      name: "renamed",
+      input: { text: "reworded", user },
+      overlap: "allow",
+      catchup_window: "2h"
+    })
+    expect(r.status, JSON.stringify(r.body)).toBe(200)
+    expect(await next()).toEqual({ next_tick: tick, next_run_at: runAt })
+    // a change of its timing computes the next run again, from now
+    const moved = await call(node, org.api_key, "PATCH", `/v1/schedules/${created.id}`, { cron: "0 0 1 2 *" })
+    expect(moved.status, JSON.stringify(moved.body)).toBe(200)
+    expect((await next()).next_tick.getTime()).toBeGreaterThan(Date.now())
+  })
+})
+
 describe("overlap, with runs that take longer than the period", () => {
   /** An every-second schedule of an agent whose runs take 2.5 s, left to run for about 5 s, then paused. */
   const runFor = async (overlap: string) => {
@@ -552,6 +585,26 @@ describe("overlap, with runs that take longer than the period", () => {
     const second = tasks.find((t) => t.id === waited!.task_id)
     expect(Date.parse(second.created_at)).toBeGreaterThanOrEqual(Date.parse(first.finished_at))
     expect(Date.parse(second.created_at) - Date.parse(first.finished_at)).toBeLessThan(2000)
+  })
+
+  it("buffer_one: a run waiting when the schedule is paused is skipped, not made on a resume days later", async () => {
+    const org = await node.bootstrap()
+    const agentId = await createScriptedAgent(node, org.api_key)
+    const created = await createSchedule(node, org.api_key, {
+      agent_id: agentId,
+      cron: "0 0 1 1 *",
+      overlap: "buffer_one"
+    })
+    const waiting = new Date(Date.now() - 60_000)
+    await withDatabase(node, (db) =>
+      db.query(
+        "INSERT INTO schedule_ticks (schedule_id, scheduled_for, kind, status) VALUES ($1, $2, 'scheduled', 'buffered')",
+        [created.id, waiting]
+      ))
+    const paused = await call(node, org.api_key, "POST", `/v1/schedules/${created.id}/pause`)
+    expect(paused.status, JSON.stringify(paused.body)).toBe(200)
+    expect(paused.body.last_run).toMatchObject({ status: "skipped", reason: expect.stringContaining("paused") })
+    expect(await ticksOf(node, created.id)).toMatchObject([{ scheduled_for: waiting, status: "skipped" }])
   })
 
   it("allow: every tick runs, alongside the previous", async () => {

@@ -2,10 +2,11 @@ import { Cron, Either } from "effect"
 import { describe, expect, it } from "vitest"
 import { decide } from "../../src/schedules/Scheduler.js"
 import type { ClaimedSchedule } from "../../src/schedules/ScheduleRepo.js"
-import { timingOf } from "../../src/schedules/ScheduleRules.js"
+import { timingOf, zoneName } from "../../src/schedules/ScheduleRules.js"
 import {
   dueTick,
   formatDuration,
+  jitterOf,
   localIso,
   nextTick,
   nextTicks,
@@ -208,6 +209,25 @@ describe("catch-up after downtime", () => {
     expect(beyond.following?.toISOString()).toBe("2025-06-01T11:00:00.000Z")
   })
 
+  it("after a week down with a long window, an every-second schedule runs once, for the latest time due", () => {
+    const next = new Date("2026-11-20T00:00:00Z")
+    const now = new Date("2026-11-28T00:00:00.400Z")
+    for (const t of [timing({ cron: "* * * * * *", timezone: "Europe/Berlin" }), timing({ every_ms: 1000 })]) {
+      const due = dueTick(t, next, now, 366 * 86_400_000)
+      expect(due.fire?.toISOString()).toBe("2026-11-28T00:00:00.000Z")
+      expect(due.late).toBe(true)
+      expect(due.following?.toISOString()).toBe("2026-11-28T00:00:01.000Z")
+    }
+  })
+
+  it("the latest time due across a fall-back is the one the schedule's own stepping gives", () => {
+    // */30 in Berlin makes no run in the repeated hour's second pass: 02:30 +02:00 is followed by 03:00 +01:00
+    const t = timing({ cron: "*/30 * * * *", timezone: "Europe/Berlin" })
+    const due = dueTick(t, new Date("2026-10-20T00:00:00Z"), new Date("2026-10-25T01:45:00Z"), 30 * 86_400_000)
+    expect(localIso(t.zone, due.fire!)).toBe("2026-10-25T02:30:00.000+02:00")
+    expect(localIso(t.zone, due.following!)).toBe("2026-10-25T03:00:00.000+01:00")
+  })
+
   it("with a window of 0s, a tick up to 30 s late is still on time", () => {
     const due = dueTick(hourly, new Date("2025-06-01T10:00:00Z"), new Date("2025-06-01T10:00:20Z"), 0)
     expect(due.fire?.toISOString()).toBe("2025-06-01T10:00:00.000Z")
@@ -280,6 +300,79 @@ describe("overlap: what the scheduler decides for a due schedule whose previous 
     const still = decide([waiting], now)
     expect(still.promoted).toEqual([])
     expect(still.moves[0]!.next_run_at?.toISOString()).toBe("2025-06-01T10:00:01.200Z")
+  })
+})
+
+describe("jitter", () => {
+  const tick = new Date("2025-06-02T07:00:00Z")
+  /** A daily 07:00 schedule with this jitter and window, claimed just after its run's jittered instant. */
+  const claimedAtItsRun = (n: number, jitterMs: number, catchupMs: number) => {
+    const id = `00000000-0000-4000-8000-${String(n).padStart(12, "0")}` as ClaimedSchedule["id"]
+    const runAt = new Date(tick.getTime() + jitterOf(id, tick, jitterMs))
+    const s: ClaimedSchedule = {
+      id,
+      organization_id: "00000000-0000-4000-8000-000000000002" as any,
+      agent_id: "00000000-0000-4000-8000-000000000003" as any,
+      name: "s",
+      cron: "0 7 * * *",
+      every_ms: null,
+      timezone: "UTC",
+      input_text: "hi",
+      user_id: "u",
+      user_email: "u@example.com",
+      enabled: true,
+      start_at: null,
+      end_at: null,
+      jitter_ms: jitterMs,
+      overlap: "skip",
+      catchup_window_ms: catchupMs,
+      created_by: null,
+      created_by_key: "k",
+      next_tick: tick,
+      next_run_at: runAt,
+      created_at: new Date("2025-01-01T00:00:00Z"),
+      updated_at: new Date("2025-01-01T00:00:00Z"),
+      running: false,
+      buffered_for: null
+    }
+    return decide([s], new Date(runAt.getTime() + 200))
+  }
+
+  it("a run delayed by its jitter past the catch-up window is made on time, once", () => {
+    // jitter 2h, window 1h (the default) or 0s: about half the delays exceed the window, all must run
+    for (const catchupMs of [3600_000, 0]) {
+      for (let n = 1; n <= 20; n++) {
+        const decided = claimedAtItsRun(n, 2 * 3600_000, catchupMs)
+        expect(decided.ticks).toEqual([{
+          schedule_id: expect.any(String),
+          scheduled_for: tick,
+          kind: "scheduled",
+          status: "pending"
+        }])
+        expect(decided.moves[0]!.next_tick?.toISOString()).toBe("2025-06-03T07:00:00.000Z")
+      }
+    }
+  })
+})
+
+describe("time zone names", () => {
+  it("are kept as the IANA database names them now, whatever ICU's older names (Asia/Calcutta, Europe/Kiev)", () => {
+    expect(zoneName("europe/berlin")).toBe("Europe/Berlin")
+    expect(zoneName("US/Pacific")).toBe("America/Los_Angeles")
+    for (
+      const [given, named] of [
+        ["Asia/Kolkata", "Asia/Kolkata"],
+        ["asia/calcutta", "Asia/Kolkata"],
+        ["Europe/Kyiv", "Europe/Kyiv"],
+        ["Asia/Ho_Chi_Minh", "Asia/Ho_Chi_Minh"],
+        ["America/Nuuk", "America/Nuuk"],
+        ["Asia/Kathmandu", "Asia/Kathmandu"],
+        ["America/Buenos_Aires", "America/Argentina/Buenos_Aires"]
+      ]
+    ) {
+      expect(zoneName(given!)).toBe(named)
+      expect(zoneOf(named!)).toBeDefined()
+    }
   })
 })
 

@@ -223,6 +223,15 @@ describe("usage rollups, folded from the event log, llm_usage and connector_invo
     })
     expect(narrow.from.toISOString()).toBe("2026-01-31T23:00:00.000Z")
     expect(narrow.rows.map((r) => r.input_tokens)).toEqual([10, 1100])
+    // so a month bucket starting before `to` is the whole month, not the days before `to` (kept by day)
+    const month = await world.report(adminOf(org), {
+      from: new Date("2026-01-01T00:00:00Z"),
+      to: new Date("2026-01-15T00:00:00Z"),
+      bucket: "month"
+    })
+    expect(month.rows.map((r) => [r.bucket_start.toISOString(), r.input_tokens])).toEqual([
+      ["2026-01-01T00:00:00.000Z", 11]
+    ])
   })
 
   it("duration percentiles from the merged histograms are within 19% of the exact ones", async () => {

@@ -7,7 +7,7 @@ import { defineTool } from "../McpTool.js"
 export default defineTool({
   name: "update_schedule",
   description: "Change a schedule (PATCH /v1/schedules/{schedule_id}, Builder+): fields left out stay, `null` " +
-    "clears `start_at`, `end_at` or `jitter`; `enabled: false` pauses it. Its next run is computed again from now.",
+    "clears `start_at`, `end_at` or `jitter`; `enabled: false` pauses it. A change of its timing, or a resume, computes its next run again from now.",
   input: Schema.Struct({ schedule_id: ScheduleId, ...UpdateSchedule.fields }),
   output: Schedule,
   annotations: {
