@@ -72,6 +72,9 @@ const assignmentsFrom = (words: ReadonlyArray<ShellWord>, from: number) => {
   return { next: i, assignments }
 }
 
+/** The namespace options of unshare and nsenter (each may carry `=file`). */
+const NAMESPACES = ["--mount", "--uts", "--ipc", "--net", "--pid", "--user", "--cgroup", "--time"]
+
 const SHELLS = new Set(["sh", "bash", "dash", "zsh", "ksh", "ash", "mksh"])
 
 /**
@@ -232,14 +235,7 @@ export const innerOf = (words: ReadonlyArray<ShellWord>): Inner => {
             flags: "cfimnpTUurC",
             withArgument: "RwSGl",
             long: [
-              "--mount",
-              "--uts",
-              "--ipc",
-              "--net",
-              "--pid",
-              "--user",
-              "--cgroup",
-              "--time",
+              ...NAMESPACES,
               "--fork",
               "--kill-child",
               "--mount-proc",
@@ -261,16 +257,9 @@ export const innerOf = (words: ReadonlyArray<ShellWord>): Inner => {
             flags: "amuinpUCTFZ",
             withArgument: "tSGrw",
             long: [
+              ...NAMESPACES,
               "--all",
               "--target",
-              "--mount",
-              "--uts",
-              "--ipc",
-              "--net",
-              "--pid",
-              "--user",
-              "--cgroup",
-              "--time",
               "--setuid",
               "--setgid",
               "--preserve-credentials",

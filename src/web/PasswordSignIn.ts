@@ -1,5 +1,6 @@
 import { Effect } from "effect"
-import type { AuditLog } from "../audit/AuditLog.js"
+import type { UserId } from "../../schema/Ids.js"
+import type { AuditEntry, AuditLog } from "../audit/AuditLog.js"
 import type { OAuthRepo } from "../oauth/OAuthRepo.js"
 import { decoyHash, verifyPassword } from "../oauth/Passwords.js"
 import type { RateLimits, Refusal } from "../security/RateLimits.js"
@@ -22,20 +23,14 @@ export const checkPassword = (
         ? decoyHash().then((h) => verifyPassword(password, h)).then(() => false)
         : verifyPassword(password, row.hash)
     )
-    // an account's sign-ins, good and bad, go to each of its organizations' audit logs (a SIEM watches for
-    // guessing); an unknown e-mail belongs to no organization
+    // an account's sign-ins, good and bad, go to its organizations' audit logs (a SIEM watches for guessing);
+    // an unknown e-mail belongs to no organization
     if (row !== undefined) {
-      for (const organization of yield* repo.organizationsOf(row.user_id)) {
-        yield* audit.record({
-          organizationId: organization.id,
-          actor: { type: "user", id: row.user_id, key_id: null }
-        }, {
-          action: "PASSWORD_SIGN_IN",
-          targets: [{ type: "user", id: row.user_id }],
-          outcome: matches ? "success" : "denied",
-          details: matches ? { via } : { via, reason: "wrong_password" }
-        }).pipe(Effect.ignoreLogged)
-      }
+      yield* recordForAccount(repo, audit, row.user_id, {
+        action: "PASSWORD_SIGN_IN",
+        outcome: matches ? "success" : "denied",
+        details: matches ? { via } : { via, reason: "wrong_password" }
+      })
     }
     return matches && row !== undefined ? row.user_id : undefined
   })
@@ -52,15 +47,25 @@ export const recordLock = (
     if (!refused.firstOfWindow || refused.tally.limit.name !== "password_account") return
     const user = yield* repo.findPassword(email.trim())
     if (user === undefined) return
-    for (const organization of yield* repo.organizationsOf(user.user_id)) {
-      yield* audit.record({
-        organizationId: organization.id,
-        actor: { type: "user", id: user.user_id, key_id: null }
-      }, {
-        action: "RATE_LIMITED",
-        targets: [{ type: "user", id: user.user_id }],
-        outcome: "denied",
-        details: { code: "rate_limited", message: refused.message, ...limits.detailsOf(refused.tally) }
-      }).pipe(Effect.ignoreLogged)
+    yield* recordForAccount(repo, audit, user.user_id, {
+      action: "RATE_LIMITED",
+      outcome: "denied",
+      details: { code: "rate_limited", message: refused.message, ...limits.detailsOf(refused.tally) }
+    })
+  })
+
+/** An entry about an account, acted on by its user, in each of its organizations' audit logs. */
+const recordForAccount = (
+  repo: OAuthRepo,
+  audit: AuditLog,
+  userId: UserId,
+  entry: Pick<AuditEntry, "action" | "outcome" | "details">
+) =>
+  Effect.gen(function*() {
+    for (const organization of yield* repo.organizationsOf(userId)) {
+      yield* audit.record(
+        { organizationId: organization.id, actor: { type: "user", id: userId, key_id: null } },
+        { ...entry, targets: [{ type: "user", id: userId }] }
+      ).pipe(Effect.ignoreLogged)
     }
   })

@@ -39,6 +39,17 @@ const subscriber = async (organizationId: string, after: bigint, wantsMore: () =
 
 const inOrderOnce = (seen: ReadonlyArray<EventRecord>) => seen.every((e, i) => i === 0 || e.id > seen[i - 1]!.id)
 
+/** The text a pushed response's body has written so far, and whether it has ended. */
+const reading = (response: ReturnType<typeof followResponse>) => {
+  if (response.body._tag !== "Raw") throw new Error("not a raw body")
+  const body = response.body.body as Readable
+  const read = { text: "", ended: false }
+  body.setEncoding("utf8")
+  body.on("data", (chunk: string) => void (read.text += chunk))
+  body.on("end", () => void (read.ended = true))
+  return read
+}
+
 describe("pushed event subscriptions (the SSE responses' source)", () => {
   it(
     "a reader that takes nothing is detached from its tail, not buffered without bound, and later reads every event once, in order",
@@ -135,22 +146,16 @@ describe("pushed event subscriptions (the SSE responses' source)", () => {
     const start = await log.runtime.runPromise(events.position(organizationId as OrganizationId))
     const response = followResponse(drain, events.subscribe(organizationId as OrganizationId, start, () => true))
     expect(response.headers["content-type"] ?? response.body.contentType).toContain("text/event-stream")
-    if (response.body._tag !== "Raw") throw new Error("not a raw body")
-    const body = response.body.body as Readable
-    let text = ""
-    let ended = false
-    body.setEncoding("utf8")
-    body.on("data", (chunk: string) => void (text += chunk))
-    body.on("end", () => void (ended = true))
+    const read = reading(response)
     await sleep(300)
     const ids = await insertTasks(pool, organizationId, 2)
-    await until("two events", () => (text.match(/^id: /gm) ?? []).length === 2)
-    expect(text.startsWith("retry: 2000\n\n")).toBe(true)
-    const frames = text.split("\n\n").filter((f) => f.startsWith("id: "))
+    await until("two events", () => (read.text.match(/^id: /gm) ?? []).length === 2)
+    expect(read.text.startsWith("retry: 2000\n\n")).toBe(true)
+    const frames = read.text.split("\n\n").filter((f) => f.startsWith("id: "))
     expect(frames.map((f) => f.split("\n")[1])).toEqual(["event: task.created", "event: task.created"])
-    expect(ids.every((id) => text.includes(id))).toBe(true)
+    expect(ids.every((id) => read.text.includes(id))).toBe(true)
     await Effect.runPromise(drain.begin)
-    await until("the end at the drain", () => ended, 5000)
+    await until("the end at the drain", () => read.ended, 5000)
     // a response made while draining ends at once, after its retry:
     const late = followResponse(drain, events.subscribe(organizationId as OrganizationId, start, () => true))
     if (late.body._tag !== "Raw") throw new Error("not a raw body")
@@ -173,14 +178,7 @@ describe("pushed event subscriptions (the SSE responses' source)", () => {
     let subscription: ReturnType<Subscribe> | undefined
     const subscribe: Subscribe = (sink) =>
       subscription = events.subscribe(organizationId as OrganizationId, start, (e) => e.type === "task.error")(sink)
-    const response = followResponse(drain, subscribe)
-    if (response.body._tag !== "Raw") throw new Error("not a raw body")
-    const body = response.body.body as Readable
-    let text = ""
-    let ended = false
-    body.setEncoding("utf8")
-    body.on("data", (chunk: string) => void (text += chunk))
-    body.on("end", () => void (ended = true))
+    const read = reading(followResponse(drain, subscribe))
     await insertTasks(pool, organizationId, 3)
     const { rows: [{ last }] } = await pool.query<{ last: string }>(
       "SELECT max(id)::text AS last FROM events WHERE organization_id = $1",
@@ -188,10 +186,10 @@ describe("pushed event subscriptions (the SSE responses' source)", () => {
     )
     await until("the stream past the events it does not take", () => (subscription?.position() ?? 0n) >= BigInt(last))
     await Effect.runPromise(drain.begin)
-    await until("the end at the drain", () => ended, 5000)
-    expect(text.startsWith("retry: 2000\n\n")).toBe(true)
-    expect(text).not.toContain("data:")
-    const at = /\nid: (\d+)\n\n$/.exec(`\n${text}`)?.[1]
+    await until("the end at the drain", () => read.ended, 5000)
+    expect(read.text.startsWith("retry: 2000\n\n")).toBe(true)
+    expect(read.text).not.toContain("data:")
+    const at = /\nid: (\d+)\n\n$/.exec(`\n${read.text}`)?.[1]
     expect(at).toBeDefined()
     expect(BigInt(at!)).toBeGreaterThanOrEqual(BigInt(last))
     // a position the log takes back (not ahead, not pruned), after the events the stream passed

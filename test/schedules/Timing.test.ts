@@ -236,35 +236,36 @@ describe("catch-up after downtime", () => {
   })
 })
 
+/** A claimed schedule as the scheduler gets it: every minute, its previous run still going. */
+const claimed = (overrides: Partial<ClaimedSchedule>): ClaimedSchedule => ({
+  id: "00000000-0000-4000-8000-000000000001" as any,
+  organization_id: "00000000-0000-4000-8000-000000000002" as any,
+  agent_id: "00000000-0000-4000-8000-000000000003" as any,
+  name: "s",
+  cron: "* * * * *",
+  every_ms: null,
+  timezone: "UTC",
+  input_text: "hi",
+  user_id: "u",
+  user_email: "u@example.com",
+  enabled: true,
+  start_at: null,
+  end_at: null,
+  jitter_ms: 0,
+  overlap: "skip",
+  catchup_window_ms: 3600_000,
+  created_by: null,
+  created_by_key: "k",
+  next_tick: new Date("2025-06-01T10:00:00Z"),
+  next_run_at: new Date("2025-06-01T10:00:00Z"),
+  created_at: new Date("2025-01-01T00:00:00Z"),
+  updated_at: new Date("2025-01-01T00:00:00Z"),
+  running: true,
+  buffered_for: null,
+  ...overrides
+})
 describe("overlap: what the scheduler decides for a due schedule whose previous run is still going", () => {
   const now = new Date("2025-06-01T10:00:00.200Z")
-  const claimed = (overrides: Partial<ClaimedSchedule>): ClaimedSchedule => ({
-    id: "00000000-0000-4000-8000-000000000001" as any,
-    organization_id: "00000000-0000-4000-8000-000000000002" as any,
-    agent_id: "00000000-0000-4000-8000-000000000003" as any,
-    name: "s",
-    cron: "* * * * *",
-    every_ms: null,
-    timezone: "UTC",
-    input_text: "hi",
-    user_id: "u",
-    user_email: "u@example.com",
-    enabled: true,
-    start_at: null,
-    end_at: null,
-    jitter_ms: 0,
-    overlap: "skip",
-    catchup_window_ms: 3600_000,
-    created_by: null,
-    created_by_key: "k",
-    next_tick: new Date("2025-06-01T10:00:00Z"),
-    next_run_at: new Date("2025-06-01T10:00:00Z"),
-    created_at: new Date("2025-01-01T00:00:00Z"),
-    updated_at: new Date("2025-01-01T00:00:00Z"),
-    running: true,
-    buffered_for: null,
-    ...overrides
-  })
   const statusOf = (s: ClaimedSchedule) => decide([s], now).ticks.map((t) => t.status)
 
   it("skip: the run is skipped; allow: it runs; buffer_one: it waits, and a second one is skipped", () => {
@@ -309,32 +310,15 @@ describe("jitter", () => {
   const claimedAtItsRun = (n: number, jitterMs: number, catchupMs: number) => {
     const id = `00000000-0000-4000-8000-${String(n).padStart(12, "0")}` as ClaimedSchedule["id"]
     const runAt = new Date(tick.getTime() + jitterOf(id, tick, jitterMs))
-    const s: ClaimedSchedule = {
+    const s = claimed({
       id,
-      organization_id: "00000000-0000-4000-8000-000000000002" as any,
-      agent_id: "00000000-0000-4000-8000-000000000003" as any,
-      name: "s",
       cron: "0 7 * * *",
-      every_ms: null,
-      timezone: "UTC",
-      input_text: "hi",
-      user_id: "u",
-      user_email: "u@example.com",
-      enabled: true,
-      start_at: null,
-      end_at: null,
       jitter_ms: jitterMs,
-      overlap: "skip",
       catchup_window_ms: catchupMs,
-      created_by: null,
-      created_by_key: "k",
       next_tick: tick,
       next_run_at: runAt,
-      created_at: new Date("2025-01-01T00:00:00Z"),
-      updated_at: new Date("2025-01-01T00:00:00Z"),
-      running: false,
-      buffered_for: null
-    }
+      running: false
+    })
     return decide([s], new Date(runAt.getTime() + 200))
   }
 
