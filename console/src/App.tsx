@@ -2,11 +2,11 @@ import { useMutation, useQuery } from "@tanstack/react-query"
 import { lazy, type ReactNode, Suspense, useEffect, useRef, useState } from "react"
 import {
   loadSession,
-  queryClient,
   type Role,
   roleAtLeast,
   roleNames,
   type Session,
+  setSession,
   signOut,
   switchOrganization
 } from "./api.js"
@@ -87,19 +87,22 @@ const route = (path: string): { element: ReactNode; minimum: Role } | undefined 
 export const App = () => {
   const session = useQuery({ queryKey: ["session"], queryFn: loadSession, staleTime: Infinity })
   if (session.isPending) return <Loading />
-  if (session.error !== null) {
+  // (a failed re-check keeps the session it had: the pages' own calls tell what failed)
+  if (session.data === undefined) {
     return (
       <main className="narrow">
         <ErrorNote error={session.error} />
+        <button type="button" onClick={() => session.refetch()} disabled={session.isFetching}>Try again</button>
       </main>
     )
   }
   if (session.data === null) {
-    return <SignIn onSignedIn={(s) => queryClient.setQueryData(["session"], s)} />
+    return <SignIn onSignedIn={setSession} />
   }
   return (
     <SessionContext.Provider value={session.data}>
-      <Shell session={session.data} />
+      {/* keyed: another organization's pages mount afresh, not over the last one's answers */}
+      <Shell key={`${session.data.user.id}/${session.data.organization.id}`} session={session.data} />
     </SessionContext.Provider>
   )
 }
@@ -118,16 +121,14 @@ const Shell = ({ session }: { readonly session: Session }) => {
   const out = useMutation({
     mutationFn: signOut,
     onSuccess: () => {
-      queryClient.clear()
-      queryClient.setQueryData(["session"], null)
+      setSession(null)
       navigate("/", { replace: true })
     }
   })
   const switchOrg = useMutation({
     mutationFn: switchOrganization,
     onSuccess: (s) => {
-      queryClient.clear()
-      queryClient.setQueryData(["session"], s)
+      setSession(s)
       navigate("/")
     }
   })

@@ -36,6 +36,9 @@ const toApiError = (response: Response, body: unknown): ApiError => {
 /** The data of a successful call; any other answer throws its ApiError. */
 export const ok = async <T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> => {
   const result = await call
+  // the session ended (signed out in another tab, expired) or changed: ask who is signed in now, which
+  // shows the sign-in form or renews the CSRF token
+  if (result.response.status === 401) void queryClient.invalidateQueries({ queryKey: ["session"] })
   if (!result.response.ok) throw toApiError(result.response, result.error)
   return result.data as T
 }
@@ -49,8 +52,9 @@ export interface Session {
   readonly csrf_token: string
 }
 
-const sessionCall = async (path: string, body?: unknown): Promise<Session | null> => {
+const sessionCall = async (path: string, body?: unknown, signal?: AbortSignal): Promise<Session | null> => {
   const response = await fetch(`/console/api/${path}`, {
+    ...(signal !== undefined ? { signal } : {}),
     method: body === undefined ? "GET" : "POST",
     headers: body === undefined ? {} : { "content-type": "application/json", "x-csrf-token": csrfToken },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
@@ -63,7 +67,26 @@ const sessionCall = async (path: string, body?: unknown): Promise<Session | null
   return session
 }
 
-export const loadSession = () => sessionCall("session")
+/** Another person or organization than before drops every other cached answer: they were someone else's view. */
+const forgetOthers = (session: Session | null) => {
+  const before = queryClient.getQueryData<Session | null>(["session"])
+  const who = (s: Session | null | undefined) => s ? `${s.user.id}/${s.organization.id}` : ""
+  if (who(before) !== who(session)) queryClient.removeQueries({ predicate: (q) => q.queryKey[0] !== "session" })
+}
+
+/** Signed in, out or into another organization: a check of the session still under way is stale now. */
+export const setSession = (session: Session | null) => {
+  void queryClient.cancelQueries({ queryKey: ["session"] })
+  forgetOthers(session)
+  queryClient.setQueryData(["session"], session)
+}
+
+export const loadSession = async ({ signal }: { readonly signal: AbortSignal }) => {
+  const session = await sessionCall("session", undefined, signal)
+  if (!signal.aborted) forgetOthers(session)
+  return session
+}
+
 export const signIn = (email: string, password: string) => sessionCall("sign-in", { email, password })
 export const signOut = () => sessionCall("sign-out", {})
 

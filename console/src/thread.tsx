@@ -1,6 +1,6 @@
 import { useEffect } from "react"
 import { queryClient, type Schemas } from "./api.js"
-import { Json, time } from "./ui.js"
+import { Json, time, usd } from "./ui.js"
 
 type Event = Schemas["ThreadEvent"]
 
@@ -71,7 +71,7 @@ const EventBody = ({ call, event: e }: {
           <summary>
             Model call
             {call !== undefined &&
-              ` · ${call.model} · ${call.input_tokens} in, ${call.output_tokens} out · $${call.cost_usd.toFixed(6)}`}
+              ` · ${call.model} · ${call.input_tokens} in, ${call.output_tokens} out · ${usd(call.cost_usd)}`}
           </summary>
           <Json value={e.data} />
         </details>

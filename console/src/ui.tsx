@@ -17,7 +17,12 @@ export const PageTitle = ({ children, actions }: { readonly children: string; re
 /** The API's own message (and code), or the browser's when the call never reached the server. */
 export const ErrorNote = ({ error }: { readonly error: unknown }) => {
   if (error === null || error === undefined) return null
-  const message = error instanceof Error ? error.message : String(error)
+  // fetch rejects with a TypeError ("Failed to fetch") when no answer came at all
+  const message = error instanceof TypeError
+    ? `Could not reach the Switchyard node (${error.message}). Check your connection and that the node is running, then try again.`
+    : error instanceof Error
+    ? error.message
+    : String(error)
   return (
     <div className="error" role="alert">
       {message}

@@ -51,7 +51,9 @@ const setPassword = Command.make(
         yield* Console.error(`no user has the e-mail ${email}`)
         return yield* Effect.sync(() => void (process.exitCode = 1))
       }
-      yield* Console.log(`Password set for ${email}: they can now sign in to authorize MCP clients.`)
+      yield* Console.log(
+        `Password set for ${email}: they can now sign in to the console (/console) and authorize MCP clients.`
+      )
     }).pipe(
       Effect.provide([OAuthRepo.Default, AuditLog.Default]),
       Effect.provide(DatabaseForCommandLive.pipe(Layer.provideMerge(SwitchyardConfig.layer)))

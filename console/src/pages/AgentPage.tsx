@@ -8,6 +8,9 @@ import { ErrorNote, Field, Loading, PageTitle, Status, usd } from "../ui.js"
 import { AgentAttachments } from "./AgentAttachments.js"
 import { AgentForm } from "./AgentForm.js"
 
+// the API's default period is `total`
+const budgetPeriod = { day: "a day", month: "a month", total: "in total" } as const
+
 export default function AgentPage({ id }: { readonly id: string }) {
   const session = useSession()
   const [editing, setEditing] = useState(false)
@@ -63,7 +66,7 @@ export default function AgentPage({ id }: { readonly id: string }) {
       <p className="muted">
         <Link to="/agents">Agents</Link> · {a.model.provider} {a.model.name} · version {a.version} · spent{" "}
         {usd(a.spent_usd)}
-        {a.budget && ` of ${usd(a.budget.limit_usd)} a ${a.budget.period ?? "month"}`}
+        {a.budget && ` of ${usd(a.budget.limit_usd)} ${budgetPeriod[a.budget.period ?? "total"]}`}
       </p>
       <ErrorNote error={remove.error} />
       {editing
@@ -80,7 +83,8 @@ export default function AgentPage({ id }: { readonly id: string }) {
           <>
             {a.instructions !== "" && <p className="instructions">{a.instructions}</p>}
             <p>
-              Tools: {a.skills.flatMap((s) => s.operation_ids).join(", ") || "none (Edit to choose operations)"}
+              Tools: {a.skills.flatMap((s) => s.operation_ids).join(", ") ||
+                (canBuild ? "none (Edit to choose operations)" : "none")}
             </p>
           </>
         )}

@@ -40,7 +40,7 @@ export default function Agents() {
         </section>
       )}
       <ErrorNote error={agents.error} />
-      {agents.isPending ? <Loading /> : agents.data?.items.length === 0
+      {agents.data === undefined ? agents.isPending && <Loading /> : agents.data?.items.length === 0
         ? (
           <Empty title="No agents yet.">
             {canBuild

@@ -32,7 +32,7 @@ export default function Approvals() {
         )}
       </Field>
       <ErrorNote error={approvals.error} />
-      {approvals.isPending ? <Loading /> : approvals.items.length === 0
+      {approvals.data === undefined ? approvals.isPending && <Loading /> : approvals.items.length === 0
         ? (
           <Empty title={status === "pending" ? "Nothing waits for approval." : `No ${status} approvals.`}>
             A tool call waits here when a skill's action requires approval (Skills → an action's "requires approval").

@@ -115,7 +115,7 @@ export default function AuditLog() {
         <button type="submit">Filter</button>
       </form>
       <ErrorNote error={events.error ?? exportAs.error} />
-      {events.isPending ? <Loading /> : events.items.length === 0
+      {events.data === undefined ? events.isPending && <Loading /> : events.items.length === 0
         ? <Empty title="No audit events match these filters." />
         : (
           <div className="table-wrap" tabIndex={0}>

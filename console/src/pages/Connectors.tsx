@@ -48,7 +48,7 @@ export default function Connectors() {
         <button type="submit">Search</button>
       </form>
       <ErrorNote error={catalog.error} />
-      {catalog.isPending ? <Loading /> : catalog.items.length === 0
+      {catalog.data === undefined ? catalog.isPending && <Loading /> : catalog.items.length === 0
         ? (
           <Empty title={search === "" ? "No connectors yet." : `No connector matches “${search}”.`}>
             {canBuild ? "Add one from an OpenAPI document with Add connector." : "A Builder adds connectors."}

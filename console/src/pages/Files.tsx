@@ -77,7 +77,7 @@ export default function Files() {
         <button type="submit">Show</button>
       </form>
       <ErrorNote error={files.error ?? upload.error ?? remove.error} />
-      {files.isPending ? <Loading /> : files.items.length === 0
+      {files.data === undefined ? files.isPending && <Loading /> : files.items.length === 0
         ? <Empty title="No files here.">Files uploaded here are readable by every agent of the organization.</Empty>
         : (
           <div className="table-wrap" tabIndex={0}>

@@ -164,41 +164,43 @@ const Versions = ({ id, shown }: { readonly id: string; readonly shown: number }
     <section aria-labelledby="versions">
       <h2 id="versions">Versions</h2>
       <ErrorNote error={versions.error} />
-      {versions.isPending ? <Loading /> : (
-        <div className="table-wrap" tabIndex={0} role="region" aria-label="Versions">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Version</th>
-                <th scope="col">Name</th>
-                <th scope="col">Limits</th>
-                <th scope="col">Made</th>
-              </tr>
-            </thead>
-            <tbody>
-              {(versions.data?.items ?? []).map((v, i) => (
-                <tr key={v.version}>
-                  <td>
-                    {v.version === shown
-                      ? <strong aria-current="true">{v.version} (shown)</strong>
-                      : (
-                        <Link to={i === 0 ? `/functions/${id}` : `/functions/${id}?version=${v.version}`}>
-                          Version {v.version}
-                        </Link>
-                      )}
-                    {i === 0 && " · current"}
-                  </td>
-                  <td>{v.name}</td>
-                  <td>
-                    {v.timeout_ms} ms · {v.memory_mb} MiB
-                  </td>
-                  <td>{time(v.created_at)}</td>
+      {versions.data === undefined ?
+        versions.isPending && <Loading /> :
+        (
+          <div className="table-wrap" tabIndex={0} role="region" aria-label="Versions">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Version</th>
+                  <th scope="col">Name</th>
+                  <th scope="col">Limits</th>
+                  <th scope="col">Made</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+              </thead>
+              <tbody>
+                {(versions.data?.items ?? []).map((v, i) => (
+                  <tr key={v.version}>
+                    <td>
+                      {v.version === shown
+                        ? <strong aria-current="true">{v.version} (shown)</strong>
+                        : (
+                          <Link to={i === 0 ? `/functions/${id}` : `/functions/${id}?version=${v.version}`}>
+                            Version {v.version}
+                          </Link>
+                        )}
+                      {i === 0 && " · current"}
+                    </td>
+                    <td>{v.name}</td>
+                    <td>
+                      {v.timeout_ms} ms · {v.memory_mb} MiB
+                    </td>
+                    <td>{time(v.created_at)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
     </section>
   )
 }

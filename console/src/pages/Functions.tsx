@@ -22,7 +22,7 @@ export default function Functions() {
       </PageTitle>
       {creating && <FunctionForm onDone={() => setCreating(false)} />}
       <ErrorNote error={functions.error} />
-      {functions.isPending ? <Loading /> : functions.data?.items.length === 0
+      {functions.data === undefined ? functions.isPending && <Loading /> : functions.data?.items.length === 0
         ? (
           <Empty title="No functions yet.">
             {canBuild

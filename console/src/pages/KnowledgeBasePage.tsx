@@ -163,7 +163,7 @@ const Documents = ({ baseId, canBuild }: { readonly baseId: string; readonly can
       </div>
       {adding && <AddDocument baseId={baseId} onDone={() => setAdding(false)} />}
       <ErrorNote error={documents.error ?? remove.error} />
-      {documents.isPending ? <Loading /> : documents.items.length === 0
+      {documents.data === undefined ? documents.isPending && <Loading /> : documents.items.length === 0
         ? (
           <Empty title="No documents yet.">
             {canBuild

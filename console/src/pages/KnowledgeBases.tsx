@@ -25,7 +25,7 @@ export default function KnowledgeBases() {
       </PageTitle>
       {creating && <KnowledgeBaseForm onDone={() => setCreating(false)} />}
       <ErrorNote error={bases.error} />
-      {bases.isPending ? <Loading /> : bases.items.length === 0
+      {bases.data === undefined ? bases.isPending && <Loading /> : bases.items.length === 0
         ? (
           <Empty title="No knowledge bases yet.">
             {canBuild

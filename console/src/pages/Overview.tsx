@@ -35,7 +35,7 @@ export default function Overview() {
       <p className="muted">Signed in as {session.user.email} in {session.organization.name}.</p>
       <h2>Last 30 days</h2>
       <ErrorNote error={usage.error} />
-      {usage.isPending ? <Loading /> : (
+      {usage.data === undefined ? usage.isPending && <Loading /> : (
         <dl className="stats">
           <div>
             <dt>Tasks completed</dt>
@@ -74,7 +74,7 @@ export default function Overview() {
       )}
       <h2>Recent tasks</h2>
       <ErrorNote error={tasks.error} />
-      {tasks.isPending ? <Loading /> : tasks.data?.items.length === 0
+      {tasks.data === undefined ? tasks.isPending && <Loading /> : tasks.data?.items.length === 0
         ? (
           <Empty title="No tasks yet.">
             Create an agent under <Link to="/agents">Agents</Link> and talk to it with <strong>Try it</strong>.

@@ -44,7 +44,7 @@ export default function Schedules() {
       </PageTitle>
       {creating && <NewSchedule agents={agents.data?.items ?? []} onDone={() => setCreating(false)} />}
       <ErrorNote error={schedules.error ?? pause.error ?? resume.error ?? trigger.error ?? remove.error} />
-      {schedules.isPending ? <Loading /> : schedules.data?.items.length === 0
+      {schedules.data === undefined ? schedules.isPending && <Loading /> : schedules.data?.items.length === 0
         ? (
           <Empty title="No schedules yet.">
             {canBuild

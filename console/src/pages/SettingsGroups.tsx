@@ -53,7 +53,7 @@ export default function Groups() {
         <button type="submit" className="primary" disabled={create.isPending}>Create group</button>
       </form>
       <ErrorNote error={create.error ?? remove.error ?? groups.error} />
-      {groups.isPending ? <Loading /> : groups.items.length === 0
+      {groups.data === undefined ? groups.isPending && <Loading /> : groups.items.length === 0
         ? <Empty title="No groups yet.">Groups give their members a default role and default agents.</Empty>
         : (
           <ul className="plain">

@@ -62,7 +62,7 @@ export const ApiKeys = () => {
       </form>
       <ErrorNote error={create.error ?? revoke.error ?? keys.error} />
       {create.data && <ShowOnce label={`Key ${create.data.name}`} value={create.data.api_key} />}
-      {keys.isPending ? <Loading /> : keys.data?.items.length === 0
+      {keys.data === undefined ? keys.isPending && <Loading /> : keys.data?.items.length === 0
         ? (
           <Empty title="No API keys yet.">
             Create one to call the API from scripts: send it as the x-api-key header.
@@ -94,7 +94,8 @@ export const ApiKeys = () => {
                     <td>{roleNames[k.role]}</td>
                     <td>{time(k.last_used_at)}</td>
                     <td>
-                      {k.revoked_at !== null ? `revoked ${time(k.revoked_at)}` : (
+                      {k.revoked_at !== null ? `revoked ${time(k.revoked_at)}` : roleAtLeast(session.role, k.role) && (
+                        // a key above one's role is not one's to revoke (the API answers 403)
                         <button
                           type="button"
                           className="danger"
@@ -129,7 +130,7 @@ export const McpAuthorizations = () => {
     <section aria-labelledby="mcp">
       <h2 id="mcp">MCP authorizations</h2>
       <ErrorNote error={list.error ?? revoke.error} />
-      {list.isPending ? <Loading /> : list.data?.items.length === 0
+      {list.data === undefined ? list.isPending && <Loading /> : list.data?.items.length === 0
         ? (
           <Empty title="No MCP client is authorized.">
             An MCP client asks for access at /mcp/ and you approve it there.

@@ -1,6 +1,6 @@
 import { useMutation, useQuery } from "@tanstack/react-query"
 import { type FormEvent, useState } from "react"
-import { api, ok, queryClient, type Role, roleNames, type Schemas } from "../api.js"
+import { api, ok, queryClient, type Role, roleAtLeast, roleNames, type Schemas } from "../api.js"
 import { useSession } from "../session.js"
 import { ErrorNote, Field, Loading, time } from "../ui.js"
 
@@ -9,6 +9,8 @@ const ROLES: ReadonlyArray<Role> = ["member", "builder", "admin", "super_admin"]
 /** Members and their roles (Admins). */
 export default function Members() {
   const session = useSession()
+  // nobody grants a role above their own nor changes or removes a member above them (the API refuses it)
+  const grantable = ROLES.filter((r) => roleAtLeast(session.role, r))
   const [email, setEmail] = useState("")
   const [role, setRole] = useState<Role>("member")
   const [error, setError] = useState<string | undefined>()
@@ -46,14 +48,14 @@ export default function Members() {
         <Field label="Role">
           {(p) => (
             <select {...p} value={role} onChange={(e) => setRole(e.target.value as Role)}>
-              {ROLES.map((r) => <option key={r} value={r}>{roleNames[r]}</option>)}
+              {grantable.map((r) => <option key={r} value={r}>{roleNames[r]}</option>)}
             </select>
           )}
         </Field>
         <button type="submit" className="primary" disabled={add.isPending}>Add member</button>
       </form>
       <ErrorNote error={add.error ?? change.error ?? remove.error ?? members.error} />
-      {members.isPending ? <Loading /> : (
+      {members.data === undefined ? members.isPending && <Loading /> : (
         <div className="table-wrap" tabIndex={0}>
           <table>
             <thead>
@@ -73,19 +75,23 @@ export default function Members() {
                   <td>{m.user.email}</td>
                   <td>{m.user.name ?? "—"}</td>
                   <td>
-                    <label>
-                      <span className="visually-hidden">Role of {m.user.email}</span>
-                      <select
-                        value={m.role}
-                        onChange={(e) => change.mutate({ userId: m.user.id, role: e.target.value as Role })}
-                      >
-                        {ROLES.map((r) => <option key={r} value={r}>{roleNames[r]}</option>)}
-                      </select>
-                    </label>
+                    {roleAtLeast(session.role, m.role)
+                      ? (
+                        <label>
+                          <span className="visually-hidden">Role of {m.user.email}</span>
+                          <select
+                            value={m.role}
+                            onChange={(e) => change.mutate({ userId: m.user.id, role: e.target.value as Role })}
+                          >
+                            {grantable.map((r) => <option key={r} value={r}>{roleNames[r]}</option>)}
+                          </select>
+                        </label>
+                      )
+                      : roleNames[m.role]}
                   </td>
                   <td>{time(m.created_at)}</td>
                   <td>
-                    {m.user.id !== session.user.id && (
+                    {m.user.id !== session.user.id && roleAtLeast(session.role, m.role) && (
                       <button
                         type="button"
                         className="danger"

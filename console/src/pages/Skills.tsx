@@ -22,7 +22,7 @@ export default function Skills() {
     <section>
       <PageTitle>Skills</PageTitle>
       <ErrorNote error={skills.error} />
-      {skills.isPending ? <Loading /> : skills.items.length === 0
+      {skills.data === undefined ? skills.isPending && <Loading /> : skills.items.length === 0
         ? (
           <Empty title="No skills yet.">
             A skill bundles connector actions for agents. Publish them from a <code>switchyard.yaml</code>{" "}

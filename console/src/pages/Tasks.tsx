@@ -79,7 +79,7 @@ export default function Tasks() {
         <button type="submit">Filter</button>
       </form>
       <ErrorNote error={tasks.error} />
-      {tasks.isPending ? <Loading /> : tasks.items.length === 0
+      {tasks.data === undefined ? tasks.isPending && <Loading /> : tasks.items.length === 0
         ? (
           <Empty title="No tasks match.">
             Tasks appear when someone talks to an agent (its <strong>Try it</strong> box, the API, MCP or a schedule).

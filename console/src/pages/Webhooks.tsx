@@ -60,7 +60,7 @@ export default function Webhooks() {
       {create.data && <ShowOnce label="Signing secret" value={create.data.secret} />}
       <ErrorNote error={hooks.error ?? toggle.error ?? ping.error ?? remove.error} />
       {ping.isSuccess && <p role="status">Ping sent.</p>}
-      {hooks.isPending ? <Loading /> : hooks.data?.items.length === 0
+      {hooks.data === undefined ? hooks.isPending && <Loading /> : hooks.data?.items.length === 0
         ? (
           <Empty title="No webhooks yet.">
             Add an endpoint to receive task, approval and audit events as they happen.
