@@ -24,8 +24,8 @@ export const makeCallObserver = Effect.gen(function*() {
   const record = metrics.connectorCall
   if (record === undefined && spans === undefined) return undefined
   const propagate = config.tracing.propagateUpstream
-  // a call's attributes that its target fixes, encoded once per connection and operation (a new connector or
-  // connection row, as an update makes, is a new key): each call's span then copies their bytes
+  // a call's attributes that its target fixes, encoded once per connection and operation (a connection row an
+  // update replaces is a new key; a renamed connector's are encoded again): each call's span copies their bytes
   const constants = new WeakMap<ConnectionRow, WeakMap<ImportedOperation, ConstantAttributes>>()
   const constantsOf = (target: InvokeTarget): ConstantAttributes => {
     let byOperation = constants.get(target.connection)
