@@ -26,6 +26,7 @@ const FirstStartLive = Layer.effectDiscard(
       `  API      ${config.baseUrl}/v1`,
       `  Docs     ${config.baseUrl}/docs`,
       `  MCP      ${config.baseUrl}/mcp/`,
+      `  Console  ${config.baseUrl}/console`,
       ...Option.match(created, {
         onNone: () => [],
         onSome: (b) => [
@@ -35,7 +36,9 @@ const FirstStartLive = Layer.effectDiscard(
           "",
           `    ${b.api_key}`,
           "",
-          `  Try: curl -H 'x-api-key: ${b.api_key}' ${config.baseUrl}/v1/me`
+          `  Try: curl -H 'x-api-key: ${b.api_key}' ${config.baseUrl}/v1/me`,
+          `  The console signs in with a password: printf '%s' "$PW" | npx switchyard users set-password ` +
+          `--email ${config.bootstrapEmail}`
         ]
       }),
       ""
