@@ -6,7 +6,7 @@ import type { CallObserver } from "../connectors/OperationCall.js"
 import type { InvokeTarget } from "../connectors/PreparedCall.js"
 import { NodeMetrics } from "./NodeMetrics.js"
 import { encodeConstantAttributes } from "./SpanEncoding.js"
-import { ExportedSpan } from "./Spans.js"
+import { ExportedSpan, setAttributes } from "./Spans.js"
 import type { ConstantAttributes } from "./SpanTypes.js"
 import { leanSpansWhenTracing } from "./Tracing.js"
 
@@ -54,10 +54,7 @@ export const makeCallObserver = Effect.gen(function*() {
       if (spans === undefined) return undefined
       const span = spans.make(`connector ${target.operation.operationId}`, parent, "client")
       if (span instanceof ExportedSpan) span.constantAttributes(constantsOf(target))
-      else if (span.sampled) {
-        const list = constantsOf(target).list
-        for (let i = 0; i < list.length; i += 2) span.attribute(list[i] as string, list[i + 1])
-      }
+      else if (span.sampled) setAttributes(span, constantsOf(target).list)
       return span
     },
     outgoing: (span, headers) => {

@@ -152,9 +152,7 @@ export class ExportedSpan extends LocalSpan implements Tracer.Span, FinishedSpan
   /** Sets `constants` on a span that has no attributes yet (else, or twice, they are set one by one). */
   constantAttributes(constants: ConstantAttributes) {
     if (this.constants === undefined && this.attributeList.length === 0) this.constants = constants
-    else {for (let i = 0; i < constants.list.length; i += 2) {
-        this.attribute(constants.list[i] as string, constants.list[i + 1])
-      }}
+    else setAttributes(this, constants.list)
   }
   attribute(key: string, value: unknown) {
     // a key of the constants set again: they become ordinary attributes (never on the paths that set them)
@@ -193,6 +191,11 @@ export class ExportedSpan extends LocalSpan implements Tracer.Span, FinishedSpan
       "exception.stacktrace": Cause.pretty(cause, { renderErrorCause: true })
     })
   }
+}
+
+/** Sets attributes given as keys and values alternating. */
+export const setAttributes = (span: Tracer.Span, list: ReadonlyArray<unknown>) => {
+  for (let i = 0; i < list.length; i += 2) span.attribute(list[i] as string, list[i + 1])
 }
 
 const NO_ATTRIBUTES: ReadonlyMap<string, unknown> = new Map()
