@@ -148,7 +148,9 @@ export const config = Config.all({
   // docs/guides/knowledge-bases.md
   knowledge: Config.all({
     maxDocumentBytes: positive("MAX_DOCUMENT_BYTES", 25 * 1024 * 1024),
-    workers: countOrOff(env("KNOWLEDGE_WORKERS"), 2)
+    workers: countOrOff(env("KNOWLEDGE_WORKERS"), 2),
+    // reading one document (on a worker thread): past it the document fails extraction_failed
+    extractionTimeout: duration("KNOWLEDGE_EXTRACTION_TIMEOUT", "5 minutes")
   }),
   // custom functions' sandbox threads per node (src/functions/SandboxPool.ts)
   functionWorkers: positive("FUNCTION_WORKERS", Math.max(2, Os.availableParallelism())),

@@ -5,8 +5,9 @@ import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { FileRepo } from "../files/FileRepo.js"
 import { Files } from "../files/Files.js"
 import { chunksOf } from "./Chunker.js"
+import { makeExtractionThreads } from "./ExtractionThreads.js"
 import { IngestQueue, type Job } from "./IngestQueue.js"
-import { asUtf8, extractBlocks, ExtractionFailed } from "./TextExtraction.js"
+import { asUtf8, ExtractionFailed } from "./TextExtraction.js"
 
 const LEASE_SECONDS = 60
 const RENEW_EVERY = "20 seconds"
@@ -29,7 +30,9 @@ export class Ingestion extends Effect.Service<Ingestion>()("knowledge/Ingestion"
     const queue = yield* IngestQueue
     const files = yield* Files
     const fileRepo = yield* FileRepo
-    const workers = (yield* SwitchyardConfig).knowledge.workers
+    const { extractionTimeout, workers } = (yield* SwitchyardConfig).knowledge
+    const threads = makeExtractionThreads(extractionTimeout)
+    yield* Effect.addFinalizer(() => Effect.promise(threads.close))
     const signals = yield* Queue.dropping<void>(Math.max(1, workers))
 
     const bytesOf = (job: Job) =>
@@ -67,7 +70,7 @@ export class Ingestion extends Effect.Service<Ingestion>()("knowledge/Ingestion"
         // extraction reports page by page (PDF); its progress is written from here, between pages
         let extracted = 0
         const blocks = yield* Effect.race(
-          Effect.promise(() => extractBlocks(job.format, bytes, (f) => void (extracted = f))),
+          threads.extract(job.format, bytes, (f) => void (extracted = f)),
           Effect.suspend(() => report(extracted * 0.5, 0)).pipe(
             Effect.repeat(Schedule.spaced("250 millis")),
             Effect.zipRight(Effect.never)

@@ -117,7 +117,9 @@ describe("settings read with the others, checked before the node starts", () => 
     const settings = Either.getOrThrow(read(config, {}))
     expect(settings.trustProxy).toBe(false)
     expect(Duration.toMillis(settings.approvalTimeout)).toBe(24 * 3_600_000)
-    expect(settings.knowledge).toEqual({ maxDocumentBytes: 25 * 1024 * 1024, workers: 2 })
+    const { extractionTimeout, ...knowledge } = settings.knowledge
+    expect(knowledge).toEqual({ maxDocumentBytes: 25 * 1024 * 1024, workers: 2 })
+    expect(Duration.toMillis(extractionTimeout)).toBe(5 * 60_000)
     expect(settings.functionWorkers).toBe(Math.max(2, Os.availableParallelism()))
   })
 
@@ -127,11 +129,14 @@ describe("settings read with the others, checked before the node starts", () => 
       SWITCHYARD_APPROVAL_TIMEOUT: "90 seconds",
       SWITCHYARD_MAX_DOCUMENT_BYTES: "200000",
       SWITCHYARD_KNOWLEDGE_WORKERS: "0",
+      SWITCHYARD_KNOWLEDGE_EXTRACTION_TIMEOUT: "30s",
       SWITCHYARD_FUNCTION_WORKERS: "3"
     }))
     expect(settings.trustProxy).toBe(true)
     expect(Duration.toMillis(settings.approvalTimeout)).toBe(90_000)
-    expect(settings.knowledge).toEqual({ maxDocumentBytes: 200_000, workers: 0 })
+    const { extractionTimeout, ...knowledge } = settings.knowledge
+    expect(knowledge).toEqual({ maxDocumentBytes: 200_000, workers: 0 })
+    expect(Duration.toMillis(extractionTimeout)).toBe(30_000)
     expect(settings.functionWorkers).toBe(3)
   })
 

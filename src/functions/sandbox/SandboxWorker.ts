@@ -1,7 +1,6 @@
 import ReleaseSync from "@jitl/quickjs-wasmfile-release-sync"
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
-import * as Os from "node:os"
 import { parentPort } from "node:worker_threads"
 import {
   newQuickJSWASMModuleFromVariant,
@@ -10,6 +9,7 @@ import {
   type QuickJSWASMModule
 } from "quickjs-emscripten-core"
 import { compile, type InputValidator } from "../../connectors/openapi/InputValidator.js"
+import { lowerThreadPriority } from "../../support/ThreadPriority.js"
 import type { FromWorker, SandboxJob, SandboxOutcome, ToWorker } from "./SandboxProtocol.js"
 import { type HostReply, runInSandbox } from "./SandboxRun.js"
 
@@ -31,14 +31,8 @@ const FREE_IN_INITIAL_MB = 12
 const KEEP_BELOW_BYTES = 40 * 1024 * 1024
 const MAX_IDLE_MODULES = 4
 
-// Below the node's own threads: a function spinning until its timeout yields the CPU to the node's requests.
-// Linux sets a nice value per thread (setpriority on the thread id); elsewhere the worker keeps the node's.
-try {
-  const tid = Number(Fs.readlinkSync("/proc/thread-self").split("/").at(-1))
-  if (Number.isInteger(tid) && tid > 0) Os.setPriority(tid, 10)
-} catch {
-  // not Linux
-}
+// below the node's own threads: a function spinning until its timeout yields the CPU to the node's requests
+lowerThreadPriority()
 
 const port = parentPort!
 const send = (message: FromWorker) => port.postMessage(message)
