@@ -1,18 +1,21 @@
 import { ClusterSchema, Entity } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
 import { type Duration, Effect, Schema } from "effect"
-import { TaskStatus } from "../schema/Agents.js"
+import { TaskErrorCode, TaskStatus } from "../schema/Agents.js"
 
 export const TaskOutcome = Schema.Struct({
   status: TaskStatus,
   result: Schema.NullOr(Schema.String),
+  // optional on the wire: a node of an earlier release sends none
+  error_code: Schema.optionalWith(Schema.NullOr(TaskErrorCode), { default: () => null }),
   finished_at: Schema.NullOr(Schema.Date)
 })
 
-/** The outcome part of a task's row (or of any record with its three columns). */
+/** The outcome part of a task's row (or of any record with its four columns). */
 export const outcomeOf = (row: typeof TaskOutcome.Type): typeof TaskOutcome.Type => ({
   status: row.status,
   result: row.result,
+  error_code: row.error_code,
   finished_at: row.finished_at
 })
 

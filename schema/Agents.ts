@@ -138,6 +138,31 @@ export const TaskStatus = Schema.Literal(
 })
 export type TaskStatus = typeof TaskStatus.Type
 
+/**
+ * Why a task ended in `error`, as a stable code a program can branch on (`result` says it for a person).
+ * Kept in step with TaskRunner, whose every way of failing a run names one of these.
+ */
+export const TaskErrorCode = Schema.Literal(
+  "model_error",
+  "budget_exhausted",
+  "max_steps_exceeded",
+  "max_tokens_exceeded",
+  "no_answer",
+  "approval_expired",
+  "skill_unavailable",
+  "timeout",
+  "internal_error"
+).annotations({
+  identifier: "TaskErrorCode",
+  description: "Why the task failed: `model_error` (the model provider's call failed), `budget_exhausted` (the " +
+    "agent's budget cannot pay the next model call), `max_steps_exceeded`, `max_tokens_exceeded` (the agent's " +
+    "limits), `no_answer` (the model stopped without an answer: its output limit or a refusal), " +
+    "`approval_expired` (no decision on a tool call in time), `skill_unavailable` (a skill, function or " +
+    "connection the agent needs cannot be used), `timeout` (the run's time limit), `internal_error` (an " +
+    "unexpected failure; the node's log says more)."
+})
+export type TaskErrorCode = typeof TaskErrorCode.Type
+
 export const TaskUser = Schema.Struct({ id: Schema.String, email: Schema.String })
 
 /** Spec 2.6. */
@@ -149,6 +174,9 @@ export class Task extends Schema.Class<Task>("Task")({
   }),
   status: TaskStatus,
   result: Schema.NullOr(Schema.String).annotations({ description: "The answer; on `error` the failure details." }),
+  error_code: Schema.NullOr(TaskErrorCode).annotations({
+    description: "On `error`, why, as a stable code (TaskErrorCode); null otherwise."
+  }),
   source: Schema.Literal("api", "mcp", "schedule"),
   schedule_id: Schema.optional(ScheduleId).annotations({
     description: "The schedule that made it (`source: schedule`)."
@@ -166,6 +194,7 @@ export type TaskFields = Pick<
   | "agent_version"
   | "status"
   | "result"
+  | "error_code"
   | "source"
   | "schedule_id"
   | "user"
@@ -183,6 +212,7 @@ export const taskJson = (task: TaskFields) => ({
   agent_version: task.agent_version,
   status: task.status,
   result: task.result,
+  error_code: task.error_code,
   source: task.source,
   ...(task.schedule_id === undefined ? {} : { schedule_id: task.schedule_id }),
   user: { id: task.user.id, email: task.user.email },

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { TaskErrorCode } from "./Agents.js"
 import { AuditEvent } from "./Audit.js"
 import { AgentId, ConnectionId, ConnectorId, TaskId } from "./Ids.js"
 import { Timestamp } from "./Timestamp.js"
@@ -60,6 +61,9 @@ export const TaskEndedData = Schema.Struct({
     description: "The answer or the error, its first 4096 characters; the task (GET /v1/tasks/{id}) has it whole."
   }),
   result_truncated: Schema.Boolean,
+  error_code: Schema.optional(Schema.NullOr(TaskErrorCode)).annotations({
+    description: "task.error: why, as the task's `error_code`; null for the other ends."
+  }),
   finished_at: Timestamp
 }).annotations({ identifier: "TaskEndedData" })
 

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { TaskUser } from "./Agents.js"
+import { TaskErrorCode, TaskUser } from "./Agents.js"
 import { Timestamp } from "./Timestamp.js"
 
 /**
@@ -84,7 +84,8 @@ export const ThreadCommandCheckData = data(
   }
 )
 export const ThreadEndData = data("ThreadEndData", "error, cancelled: why the task ended.", {
-  message: Schema.NullOr(Schema.String)
+  message: Schema.NullOr(Schema.String),
+  code: Schema.optional(TaskErrorCode).annotations({ description: "error: the task's `error_code`." })
 })
 
 const variant = <T extends string, D extends Schema.Schema.Any>(identifier: string, types: ReadonlyArray<T>, d: D) =>

@@ -40,6 +40,7 @@ const task = (status: string, result: string | null, finished: string | null, id
   agent_version: 1,
   status,
   result,
+  error_code: null,
   source: "api",
   user,
   created_at: created,

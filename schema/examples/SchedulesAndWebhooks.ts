@@ -124,6 +124,7 @@ export const scheduleAndWebhookExamples: Record<string, OperationExample> = {
       agent_version: 2,
       status: "pending",
       result: null,
+      error_code: null,
       source: "schedule",
       schedule_id: scheduleId,
       user,

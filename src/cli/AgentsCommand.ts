@@ -146,10 +146,12 @@ const endUser = (target: ApiTarget, email: Option.Option<string>, id: Option.Opt
  * A task without an answer: one that failed (exit 4), or one that has not ended (exit 5), such as the task of a
  * synchronous invoke that waits for a person to approve a tool call: what to do next, not that it "ended".
  */
-const noAnswer = (task: Pick<Task, "id" | "status" | "result">) =>
+const noAnswer = (task: Pick<Task, "id" | "status" | "result" | "error_code">) =>
   task.status === "error" || task.status === "cancelled"
     ? new CliFailure({
-      message: `the task ended in ${task.status}${task.result === null ? "" : `: ${task.result}`}`,
+      message: `the task ended in ${task.status}${task.error_code === null ? "" : ` (${task.error_code})`}${
+        task.result === null ? "" : `: ${task.result}`
+      }`,
       exitCode: ExitCode.taskFailed
     })
     : new CliFailure({
@@ -221,7 +223,12 @@ const streamed = (target: ApiTarget, agentId: AgentId, body: typeof InvokeAgent.
       return yield* end.streamedText && task.status === "completed" ? Effect.void : answer(task)
     }
     if (end.status !== "completed") {
-      return yield* noAnswer({ id: end.taskId as TaskId, status: end.status, result: end.result })
+      return yield* noAnswer({
+        id: end.taskId as TaskId,
+        status: end.status,
+        result: end.result,
+        error_code: end.errorCode
+      })
     }
     if (!end.streamedText) t.out(sanitize(end.result ?? "") + "\n")
     t.err(dim(t.colourErr, `task ${end.taskId} completed\n`))

@@ -1,7 +1,7 @@
 import * as Sse from "@effect/experimental/Sse"
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Effect, Option, Schema, Stream } from "effect"
-import type { InvokeAgent } from "../../schema/Agents.js"
+import type { InvokeAgent, TaskErrorCode } from "../../schema/Agents.js"
 import { ErrorBody } from "../../schema/Errors.js"
 import { taskEndTypes } from "../../schema/Events.js"
 import { OUTPUT_DELTA } from "../../schema/InvokeStream.js"
@@ -17,6 +17,8 @@ export interface StreamedEnd {
   readonly status: "completed" | "error" | "cancelled" | "waiting_approval" | undefined
   readonly result: string | null
   readonly resultTruncated: boolean
+  /** Why it failed (task.error's `error_code`). */
+  readonly errorCode: TaskErrorCode | null
   /** Some text came as `task.output.delta` (and was handed to `onText`). */
   readonly streamedText: boolean
 }
@@ -67,6 +69,7 @@ export const streamInvoke = (
       status: undefined,
       result: null,
       resultTruncated: false,
+      errorCode: null,
       streamedText: false
     }
     const events: Array<Sse.Event> = []
@@ -87,7 +90,8 @@ export const streamInvoke = (
           taskId: data?.data?.task_id ?? end.taskId,
           status: data?.data?.status,
           result: data?.data?.result ?? null,
-          resultTruncated: data?.data?.result_truncated === true
+          resultTruncated: data?.data?.result_truncated === true,
+          errorCode: data?.data?.error_code ?? null
         }
       }
     }

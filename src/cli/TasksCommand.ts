@@ -43,6 +43,7 @@ const get = Command.make(
           ["id", task.id],
           ["agent", task.agent_id],
           ["status", task.status],
+          ...(task.error_code === null ? [] : [["error", task.error_code] as const]),
           ["source", task.source],
           ["user", task.user.email],
           ["created", when(task.created_at)],

@@ -2753,6 +2753,8 @@ export interface components {
             status: "pending" | "executing" | "waiting_approval" | "completed" | "error" | "cancelled";
             /** @description The answer; on `error` the failure details. */
             result: string | null;
+            /** @description On `error`, why, as a stable code (TaskErrorCode); null otherwise. */
+            error_code: components["schemas"]["TaskErrorCode"] | null;
             /** @enum {string} */
             source: "api" | "mcp" | "schedule";
             /**
@@ -2767,6 +2769,12 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             finished_at: components["schemas"]["Timestamp"] | null;
         };
+        /**
+         * TaskErrorCode
+         * @description Why the task failed: `model_error` (the model provider's call failed), `budget_exhausted` (the agent's budget cannot pay the next model call), `max_steps_exceeded`, `max_tokens_exceeded` (the agent's limits), `no_answer` (the model stopped without an answer: its output limit or a refusal), `approval_expired` (no decision on a tool call in time), `skill_unavailable` (a skill, function or connection the agent needs cannot be used), `timeout` (the run's time limit), `internal_error` (an unexpected failure; the node's log says more).
+         * @enum {string}
+         */
+        TaskErrorCode: "model_error" | "budget_exhausted" | "max_steps_exceeded" | "max_tokens_exceeded" | "no_answer" | "approval_expired" | "skill_unavailable" | "timeout" | "internal_error";
         /** TaskAccepted */
         TaskAccepted: {
             /**
@@ -2788,6 +2796,8 @@ export interface components {
             status: "pending" | "executing" | "waiting_approval" | "completed" | "error" | "cancelled";
             /** @description The answer; on `error` the failure details. */
             result: string | null;
+            /** @description On `error`, why, as a stable code (TaskErrorCode); null otherwise. */
+            error_code: components["schemas"]["TaskErrorCode"] | null;
             /** @enum {string} */
             source: "api" | "mcp" | "schedule";
             /**
@@ -4139,6 +4149,8 @@ export interface components {
             /** @description The answer or the error, its first 4096 characters; the task (GET /v1/tasks/{id}) has it whole. */
             result: string | null;
             result_truncated: boolean;
+            /** @description task.error: why, as the task's `error_code`; null for the other ends. */
+            error_code?: components["schemas"]["TaskErrorCode"] | null;
             finished_at: components["schemas"]["Timestamp"];
         };
         /**
@@ -4550,6 +4562,8 @@ export interface components {
          */
         ThreadEndData: {
             message: string | null;
+            /** @description error: the task's `error_code`. */
+            code?: components["schemas"]["TaskErrorCode"];
         } & {
             [key: string]: unknown;
         };
@@ -10617,6 +10631,7 @@ export interface operations {
                      *       "agent_version": 1,
                      *       "status": "completed",
                      *       "result": "Order 1234 shipped on January 14.",
+                     *       "error_code": null,
                      *       "source": "api",
                      *       "user": {
                      *         "id": "customer-42",
@@ -10771,6 +10786,7 @@ export interface operations {
                      *           "agent_version": 1,
                      *           "status": "completed",
                      *           "result": "Order 1234 shipped on January 14.",
+                     *           "error_code": null,
                      *           "source": "api",
                      *           "user": {
                      *             "id": "customer-42",
@@ -10785,6 +10801,7 @@ export interface operations {
                      *           "agent_version": 1,
                      *           "status": "waiting_approval",
                      *           "result": null,
+                     *           "error_code": null,
                      *           "source": "api",
                      *           "user": {
                      *             "id": "customer-42",
@@ -10799,6 +10816,7 @@ export interface operations {
                      *           "agent_version": 1,
                      *           "status": "completed",
                      *           "result": "3 tickets are open; the oldest waits since Monday.",
+                     *           "error_code": null,
                      *           "source": "schedule",
                      *           "user": {
                      *             "id": "customer-42",
@@ -10912,6 +10930,7 @@ export interface operations {
                      *       "agent_version": 1,
                      *       "status": "executing",
                      *       "result": null,
+                     *       "error_code": null,
                      *       "source": "api",
                      *       "user": {
                      *         "id": "customer-42",
@@ -11027,6 +11046,7 @@ export interface operations {
                      *       "agent_version": 1,
                      *       "status": "cancelled",
                      *       "result": null,
+                     *       "error_code": null,
                      *       "source": "api",
                      *       "user": {
                      *         "id": "customer-42",
@@ -17080,6 +17100,7 @@ export interface operations {
                      *       "agent_version": 2,
                      *       "status": "pending",
                      *       "result": null,
+                     *       "error_code": null,
                      *       "source": "schedule",
                      *       "schedule_id": "42ff1b0a-d0af-4b9a-9da1-fd203c8466ef",
                      *       "user": {

@@ -33,8 +33,13 @@ export const RECHECK_MS = 5_000
 /** A notification's payload must stay under 8000 bytes; a longer result is left out (its reader reads it). */
 const PAYLOAD_MAX = 7000
 
-/** An end as a node's wake-up channel carries it: id, status, finished at (ISO), result; or only the id (read it). */
-type Announced = readonly [string, string, string | null, string | null] | readonly [string]
+/**
+ * An end as a node's wake-up channel carries it: id, status, finished at (ISO), result, error code (absent from
+ * a node of an earlier release); or only the id (read it).
+ */
+type Announced =
+  | readonly [string, string, string | null, string | null, (string | null)?]
+  | readonly [string]
 
 /**
  * Tells waiting readers when a task ends. The node that ends a task hands its own waiters the outcome at
@@ -72,6 +77,7 @@ export class TaskCompletions extends Effect.Service<TaskCompletions>()("tasks/Ta
               end.length === 1 ? undefined : {
                 status: end[1] as Outcome["status"],
                 result: end[3],
+                error_code: (end[4] ?? null) as Outcome["error_code"],
                 finished_at: end[2] === null ? null : new Date(end[2])
               }
             )
@@ -204,7 +210,13 @@ export class TaskCompletions extends Effect.Service<TaskCompletions>()("tasks/Ta
       // a result that might not fit is left out: its readers read it
       const end: Announced = outcome.result !== null && Buffer.byteLength(outcome.result) > PAYLOAD_MAX / 4
         ? [id]
-        : [id, outcome.status, outcome.finished_at === null ? null : outcome.finished_at.toISOString(), outcome.result]
+        : [
+          id,
+          outcome.status,
+          outcome.finished_at === null ? null : outcome.finished_at.toISOString(),
+          outcome.result,
+          outcome.error_code
+        ]
       for (const to of waitedOn) {
         if (to === channel) continue
         const ends = unannounced.get(to)

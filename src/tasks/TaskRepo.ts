@@ -1,6 +1,6 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
-import type { TaskStatus } from "../../schema/Agents.js"
+import type { TaskErrorCode, TaskStatus } from "../../schema/Agents.js"
 import type { AgentId, OrganizationId, ScheduleId, TaskId, UserId } from "../../schema/Ids.js"
 import type { AgentRow } from "../agents/AgentRepo.js"
 import { batched, batchItems, PgPool, prepared } from "../db/PgPool.js"
@@ -12,6 +12,8 @@ export interface TaskRow {
   readonly agent_id: AgentId
   readonly status: TaskStatus
   readonly result: string | null
+  /** Why it failed (status error), as a stable code; null otherwise. */
+  readonly error_code: TaskErrorCode | null
   readonly source: "api" | "mcp" | "schedule"
   /** The schedule whose run it is (`source` schedule). */
   readonly schedule_id: ScheduleId | null
@@ -82,6 +84,7 @@ export type TaskSummary = Pick<
   | "agent_version"
   | "status"
   | "result"
+  | "error_code"
   | "source"
   | "schedule_id"
   | "user_id"
@@ -90,13 +93,15 @@ export type TaskSummary = Pick<
   | "finished_at"
 >
 const SUMMARY =
-  "id, agent_id, agent_version, status, result, source, schedule_id, user_id, user_email, created_at, finished_at"
+  "id, agent_id, agent_version, status, result, error_code, source, schedule_id, user_id, user_email, created_at, " +
+  "finished_at"
 
 /**
  * A task row of table alias `t` with its agent's snapshot: the task's own copy (tasks made before versions
  * have only that), else its version's. Needs `agent_versions v` joined on the task's version.
  */
-const ROW = `t.id, t.organization_id, t.agent_id, t.agent_version, t.status, t.result, t.source, t.user_id,
+const ROW =
+  `t.id, t.organization_id, t.agent_id, t.agent_version, t.status, t.result, t.error_code, t.source, t.user_id,
   t.user_email, t.input, coalesce(t.agent_snapshot, v.snapshot) AS agent_snapshot, t.api_key_id, t.oidc_token,
   t.idempotency_key, t.request_hash, t.created_at, t.started_at, t.finished_at, t.schedule_id, t.run_epoch,
   t.invoker_user_id, t.invoker_agent_ids`
@@ -162,6 +167,7 @@ interface FinishItem {
   readonly id: TaskId
   readonly status: string
   readonly result: string
+  readonly error_code: TaskErrorCode | null
   readonly step_key: string | null
   readonly model_data: unknown
   readonly organization_id: OrganizationId | null
@@ -278,6 +284,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         TaskRow,
         | "status"
         | "result"
+        | "error_code"
         | "agent_version"
         | "agent_snapshot"
         | "created_at"
@@ -599,7 +606,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     ]
 
     /** An end, with the nodes that wait for it elsewhere (their wake-up channels; see `watch`). */
-    type Ended = Pick<TaskRow, "id" | "status" | "result" | "finished_at"> & Waiters
+    type Ended = Pick<TaskRow, "id" | "status" | "result" | "error_code" | "finished_at"> & Waiters
     /**
      * Ends tasks, each once, after recording the model call that ended it if any (its thread event and usage
      * record): one commit for them all. The end itself is the task's row (the thread shows it from there).
@@ -609,15 +616,16 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
       "task_finish",
       `WITH req AS (
         ${
-        batchItems(`id uuid, status text, result text, step_key text,
+        batchItems(`id uuid, status text, result text, error_code text, step_key text,
           model_data jsonb, organization_id uuid, agent_id uuid, provider text, model text, input_tokens int,
           output_tokens int, cached_tokens int, cost_usd numeric`)
       }
       ),
       ended AS (
-        UPDATE tasks SET status = req.status, result = req.result, finished_at = now(), oidc_token = NULL
+        UPDATE tasks SET status = req.status, result = req.result, error_code = req.error_code, finished_at = now(),
+          oidc_token = NULL
         FROM req WHERE tasks.id = req.id AND tasks.status NOT IN ${"('" + TERMINAL.join("', '") + "')"}
-        RETURNING tasks.id, tasks.status, tasks.result, tasks.finished_at, tasks.waiters
+        RETURNING tasks.id, tasks.status, tasks.result, tasks.error_code, tasks.finished_at, tasks.waiters
       ),
       model_event AS (
         INSERT INTO task_events (task_id, seq, type, step_key, data)
@@ -638,16 +646,17 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
     )
 
     /**
-     * Ends a task once, and records the model call that ended it, if any: one commit for both. A task
-     * already ended keeps its outcome (the model call is still recorded: it was made and paid for). The
-     * user's token is erased. Not fenced by the run's claim: a run that got this far without a write
-     * refused has made no call the task's other run depends on, and its answer stands (a fence here cost
-     * a third of the tasks/s of `npm run bench -- tasks`).
+     * Ends a task once (`errorCode` says why it failed), and records the model call that ended it, if any:
+     * one commit for both. A task already ended keeps its outcome (the model call is still recorded: it was
+     * made and paid for). The user's token is erased. Not fenced by the run's claim: a run that got this far
+     * without a write refused has made no call the task's other run depends on, and its answer stands (a
+     * fence here cost a third of the tasks/s of `npm run bench -- tasks`).
      */
     const finishWith = (
       id: TaskId,
       status: (typeof TERMINAL)[number],
       result: string,
+      errorCode: TaskErrorCode | null,
       modelCall?: ModelCallRecord
     ): Effect.Effect<Ended | undefined> => {
       const u = modelCall?.usage
@@ -655,6 +664,7 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         id,
         status,
         result,
+        error_code: errorCode,
         step_key: modelCall?.stepKey ?? null,
         model_data: modelCall?.data ?? null,
         organization_id: u?.organizationId ?? null,

@@ -3,6 +3,7 @@ import type { Readable } from "node:stream"
 import { StringDecoder } from "node:string_decoder"
 import type { BudgetExhausted } from "../../cluster/AgentEntity.js"
 import { outcomeOf, type TaskOutcome } from "../../cluster/TaskEntity.js"
+import type { TaskErrorCode } from "../../schema/Agents.js"
 import type { InvokeOperation } from "../../schema/Connectors.js"
 import type { TaskId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
@@ -109,6 +110,8 @@ class Stop {
   constructor(
     readonly status: "error" | "completed",
     readonly result: string,
+    /** Why it failed (status error); null for an answer. */
+    readonly errorCode: TaskErrorCode | null,
     /** The model call that ended the run, recorded together with the end (one commit). */
     readonly modelCall?: ModelCallRecord
   ) {}
@@ -182,7 +185,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     // announced (no wake of this node's long polls, no NOTIFY): its waiters slept out their whole wait
     const finish = (task: TaskRow, stop: Stop) =>
       Effect.uninterruptible(Effect.gen(function*() {
-        const ended = yield* repo.finishWith(task.id, stop.status, stop.result, stop.modelCall)
+        const ended = yield* repo.finishWith(task.id, stop.status, stop.result, stop.errorCode, stop.modelCall)
         if (ended === undefined) return outcomeOf((yield* repo.findById(task.id))!)
         const outcome = outcomeOf(ended)
         completions.ended(task.id, outcome, ended.waiters)
@@ -200,7 +203,8 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
           new Stop(
             "error",
             `The agent's ${source.skillId === null ? "skill" : `skill ${source.skillId}, action`} ${what} ` +
-              `cannot be used: ${why}`
+              `cannot be used: ${why}`,
+            "skill_unavailable"
           )
         const tools = yield* Effect.forEach(sources, (source): Effect.Effect<Tool, Stop> => {
           const target = source.target
@@ -282,7 +286,8 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
               "error",
               `Stopped: the call to ${call.name} needed approval, and none was given within ${
                 Duration.format(approvals.timeout)
-              } (SWITCHYARD_APPROVAL_TIMEOUT).`
+              } (SWITCHYARD_APPROVAL_TIMEOUT).`,
+              "approval_expired"
             )
           default:
             yield* approvals.pause(task.id)
@@ -445,7 +450,10 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
               Effect.mapError((e) =>
                 new Stop(
                   "error",
-                  `The model call failed (${e.code}${e.status === undefined ? "" : `, HTTP ${e.status}`}): ${e.message}`
+                  `The model call failed (${e.code}${
+                    e.status === undefined ? "" : `, HTTP ${e.status}`
+                  }): ${e.message}`,
+                  "model_error"
                 )
               )
             )
@@ -454,7 +462,10 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             // Agent entity, for budget that calls in flight hold) interruptibly: a cancel or the time limit stops it
             const result = yield* (!budgeted ? call : Effect.acquireUseRelease(
               leases.reserve(agent.id, worstCase).pipe(
-                Effect.catchTag("BudgetExhausted", (b) => Effect.fail(new Stop("error", budgetRefusal(b, worstCase))))
+                Effect.catchTag(
+                  "BudgetExhausted",
+                  (b) => Effect.fail(new Stop("error", budgetRefusal(b, worstCase), "budget_exhausted"))
+                )
               ),
               () => call,
               (reserved, exit) => leases.settle(agent.id, reserved, exit._tag === "Success" ? exit.value.cost : 0)
@@ -512,6 +523,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             return new Stop(
               "error",
               `Stopped: the task used ${tokens} tokens, over the agent's max_tokens of ${agent.max_tokens}.`,
+              "max_tokens_exceeded",
               record
             )
           }
@@ -520,8 +532,8 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
             const unanswered = turn.text === null || turn.text === "" ? noAnswer(turn.finish, outputLimit) : undefined
             // a partial answer (cut off at the output limit) is kept: the thread marks it `truncated`
             return unanswered === undefined
-              ? new Stop("completed", turn.text ?? "", record)
-              : new Stop("error", unanswered, record)
+              ? new Stop("completed", turn.text ?? "", null, record)
+              : new Stop("error", unanswered, "no_answer", record)
           }
           stepEvents += 1 + turn.tool_calls.length
           for (const [i, call] of turn.tool_calls.entries()) {
@@ -601,7 +613,8 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
           "error",
           `Stopped after ${agent.max_steps} model call${
             agent.max_steps === 1 ? "" : "s"
-          } (max_steps) without a final answer.`
+          } (max_steps) without a final answer.`,
+          "max_steps_exceeded"
         )
       })
 
@@ -616,7 +629,14 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
       // (one run on its invoking node comes started: its insert began the thread and read the attachments)
       const handed = local.take(taskId)
       const task = handed?.row ?? (yield* repo.findById(taskId))
-      if (task === undefined) return { status: "error", result: "unknown task", finished_at: null } satisfies Outcome
+      if (task === undefined) {
+        return {
+          status: "error",
+          result: "unknown task",
+          error_code: "internal_error",
+          finished_at: null
+        } satisfies Outcome
+      }
       if (task.status !== "pending" && task.status !== "executing") return outcomeOf(task)
       control.limit(limitOf(task))
       let attached = handed?.attached
@@ -634,7 +654,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
       )
       // paused for a person's decision: the task waits in the database, not in this run
       if (stop instanceof Pause) {
-        return { status: "waiting_approval", result: null, finished_at: null } satisfies Outcome
+        return { status: "waiting_approval", result: null, error_code: null, finished_at: null } satisfies Outcome
       }
       return yield* finish(task, stop)
     })
@@ -647,7 +667,7 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
 
     /** A run stopped at its time limit (TaskRuns interrupted it): it ends in error. */
     const timedOut = (taskId: TaskId, limit: Duration.Duration) =>
-      failed(taskId, `Stopped: the task ran longer than ${Duration.format(limit)}.`)
+      failed(taskId, `Stopped: the task ran longer than ${Duration.format(limit)}.`, "timeout")
 
     /** After an interruption by Cancel: the thread says so. */
     const cancelled = Effect.fn("TaskRunner.cancelled")(function*(taskId: TaskId) {
@@ -655,17 +675,19 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
       if (task?.status === "cancelled") {
         yield* repo.appendEvent(taskId, "cancelled", "cancelled", { message: task.result })
       }
-      return task === undefined ? { status: "error" as const, result: null, finished_at: null } : outcomeOf(task)
+      return task === undefined
+        ? { status: "error" as const, result: null, error_code: "internal_error" as const, finished_at: null }
+        : outcomeOf(task)
     })
 
     /** A defect in the loop ends the task in error instead of retrying it forever. */
-    const failed = (taskId: TaskId, message: string) =>
+    const failed = (taskId: TaskId, message: string, errorCode: TaskErrorCode = "internal_error") =>
       Effect.flatMap(
         repo.findById(taskId),
         (task) =>
           task === undefined
-            ? Effect.succeed({ status: "error", result: message, finished_at: null } as Outcome)
-            : finish(task, new Stop("error", message))
+            ? Effect.succeed({ status: "error", result: message, error_code: errorCode, finished_at: null } as Outcome)
+            : finish(task, new Stop("error", message, errorCode))
       )
 
     // one span per run while spans are exported (issue 23), the parent of the run's model and connector calls;

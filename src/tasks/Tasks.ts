@@ -28,6 +28,7 @@ const fieldsOf = (row: TaskSummary): TaskFields => ({
   agent_version: row.agent_version,
   status: row.status,
   result: row.result,
+  error_code: row.error_code,
   source: row.source,
   ...(row.schedule_id === null ? {} : { schedule_id: row.schedule_id }),
   user: { id: row.user_id, email: row.user_email },
@@ -181,6 +182,7 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
             agent_version: row.agent_version,
             status: row.status,
             result: row.result,
+            error_code: row.error_code,
             source: row.source,
             schedule_id: row.schedule_id,
             user_id: row.user_id,
@@ -415,7 +417,11 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
         events.push(
           row.status === "completed"
             ? { type: "agent_message", at, data: { text: row.result ?? "", ...truncation(recorded) } }
-            : { type: "error", at, data: { message: row.result } }
+            : {
+              type: "error",
+              at,
+              data: { message: row.result, ...(row.error_code === null ? {} : { code: row.error_code }) }
+            }
         )
       }
       const who = { id: row.user_id, email: row.user_email }

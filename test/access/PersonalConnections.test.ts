@@ -86,6 +86,7 @@ describe("an agent holding its creator's personal connection", () => {
       expect(await ownerCallsDuring(async () => (task = await invokeAs(key, agentId, user))), who).toBe(0)
       expect(task.body.status, who).toBe("error")
       expect(task.body.result, who).toContain(`connection ${personal.id} cannot be used`)
+      expect(task.body.error_code, who).toBe("skill_unavailable")
     }
   })
 

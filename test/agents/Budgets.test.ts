@@ -155,6 +155,7 @@ describe("a call's worst case", () => {
     const task = await (await invokeAgent(node, apiKey, agent.id, text)).json()
     expect(task.status).toBe("error")
     expect(task.result).toContain("worst case")
+    expect(task.error_code).toBe("budget_exhausted")
     expect(server.requests.length).toBe(before)
     expect((await agentOf(agent.id)).spent_usd).toBeLessThanOrEqual(0.005)
   })

@@ -195,6 +195,17 @@ describe("invoking an agent", () => {
     const task = await (await invokeAgent(node, apiKey, agent.id, "?")).json()
     expect(task.status).toBe("error")
     expect(task.result).toBe("Stopped after 2 model calls (max_steps) without a final answer.")
+    expect(task.error_code).toBe("max_steps_exceeded")
+    // the same on the task read again, and on its thread's end
+    const read = await (await fetch(`${node.baseUrl}/v1/tasks/${task.id}`, { headers: { "x-api-key": apiKey } })).json()
+    expect(read).toMatchObject({ status: "error", error_code: "max_steps_exceeded" })
+    const thread =
+      await (await fetch(`${node.baseUrl}/v1/tasks/${task.id}/thread`, { headers: { "x-api-key": apiKey } }))
+        .json()
+    expect(thread.events.at(-1)).toMatchObject({
+      type: "error",
+      data: { message: task.result, code: "max_steps_exceeded" }
+    })
     const once = await createAgent(node, apiKey, {
       name: "loops once",
       max_steps: 1,

@@ -119,6 +119,7 @@ describe("limits", () => {
     const task = await (await invokeAgent(node, apiKey, agent.id, "?")).json()
     expect(task.status).toBe("error")
     expect(task.result).toContain("longer than")
+    expect(task.error_code).toBe("timeout")
   })
 
   it("never spends past the budget under 50 concurrent invocations", async () => {

@@ -104,6 +104,7 @@ describe.each(kinds)("an agent on the %s protocol", (kind) => {
       "The model's answer was cut off at its output limit of 16 tokens before it wrote any text: raise the " +
         "agent's model.max_output_tokens."
     )
+    expect(task.error_code).toBe("no_answer")
     // the call was made and paid for: it is recorded
     expect((await threadOf(task.id)).map((e) => e.type)).toEqual(["user_message", "model_call", "error"])
   })
@@ -184,6 +185,7 @@ describe.each(kinds)("an agent on the %s protocol", (kind) => {
     expect(task.result).toBe(
       "The model call failed (model_http_error, HTTP 429): quota exceeded (the server asks to retry after 3600 s)"
     )
+    expect(task.error_code).toBe("model_error")
     expect(server.requests.length).toBe(before + 1)
   })
 

@@ -232,7 +232,7 @@ describe("switchyard agents and tasks", () => {
     model.script.push({ status: 400, error: "bad prompt" })
     const failed = await cli(["agents", "invoke", agentId, "hi", "--user", "ada@example.com"], { env })
     expect(failed.code).toBe(4)
-    expect(failed.stderr).toContain("the task ended in error")
+    expect(failed.stderr).toContain("the task ended in error (model_error): The model call failed")
 
     const missing = await cli(["agents", "invoke", "00000000-0000-4000-8000-000000000000", "hi", "--user", "a@b.co"], {
       env

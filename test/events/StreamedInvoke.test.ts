@@ -90,6 +90,7 @@ describe("streamed invoke", () => {
     const taskId = logged[0]!.data.data.task_id
     expect(response.headers.get("location")).toBe(`/v1/tasks/${taskId}`)
     expect(events.at(-1)!.event).toBe("task.completed")
+    expect(events.at(-1)!.data.data.error_code).toBeNull()
     expect(logged.map((e) => e.event)).toEqual([
       "task.created",
       "task.started",
@@ -211,6 +212,8 @@ describe("streamed invoke", () => {
       "The model call failed (model_stream_error): The server had an error (not tried again: part of its text " +
         "had been streamed)"
     )
+    // the event log's end carries the task's error code
+    expect(ended.error_code).toBe("model_error")
     expect(model.requests.length).toBe(before + 1)
     model.script.length = 0
   })

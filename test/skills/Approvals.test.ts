@@ -222,6 +222,7 @@ describe("approvals over time and restarts", () => {
       const done = await waitStatus(w, accepted.id, ["completed", "error"])
       expect(done.status).toBe("error")
       expect(done.result).toContain("needed approval, and none was given")
+      expect(done.error_code).toBe("approval_expired")
       expect(listCalls(w, 80)).toBe(0)
     } finally {
       await w.stop()

@@ -66,9 +66,10 @@ export default function TaskPage({ id }: { readonly id: string }) {
         {`Task ${t.id.slice(0, 8)}`}
       </PageTitle>
       <p>
-        <Status value={t.status} /> · agent <Link to={`/agents/${t.agent_id}`}>{t.agent_id.slice(0, 8)}</Link> · for
-        {" "}
-        {t.user.email} · {t.source} · {time(t.created_at)}
+        <Status value={t.status} />
+        {t.error_code !== null && <code title="error_code">{` ${t.error_code}`}</code>} · agent{" "}
+        <Link to={`/agents/${t.agent_id}`}>{t.agent_id.slice(0, 8)}</Link> · for {t.user.email} · {t.source} ·{" "}
+        {time(t.created_at)}
         {t.finished_at !== null && ` → ${time(t.finished_at)}`}
       </p>
       <ErrorNote error={cancel.error} />

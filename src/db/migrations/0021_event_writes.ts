@@ -77,10 +77,15 @@ const TERMINAL = "('completed', 'error', 'cancelled')"
 
 /** A task's status as an event (`t` a row of tasks): its type, and its data built with `json`. */
 const statusType = (t: string) => `'task.' || CASE WHEN ${t}.status = 'executing' THEN 'started' ELSE ${t}.status END`
-const statusData = (t: string, json: string) => `
+const statusData = (t: string, json: string, errorCode: boolean) => `
   CASE WHEN ${t}.status IN ${TERMINAL} THEN
     ${json}('task_id', ${t}.id, 'agent_id', ${t}.agent_id, 'status', ${t}.status, 'result',
-      left(${t}.result, 4096), 'result_truncated', coalesce(length(${t}.result) > 4096, false),
+      left(${t}.result, 4096), 'result_truncated', coalesce(length(${t}.result) > 4096, false),${
+  errorCode ?
+    `
+      'error_code', ${t}.error_code,` :
+    ""
+}
       'finished_at', event_time(coalesce(${t}.finished_at, now())))
   ELSE ${json}('task_id', ${t}.id, 'agent_id', ${t}.agent_id, 'status', ${t}.status) END`
 
@@ -95,7 +100,8 @@ export interface EventTrigger {
   readonly order?: string
 }
 
-export const eventTriggers = (json: string): ReadonlyArray<EventTrigger> => [
+/** `errorCode`: a task's end carries its `error_code` (the column of migration 0040). */
+export const eventTriggers = (json: string, { errorCode = false } = {}): ReadonlyArray<EventTrigger> => [
   // a task inserted started (its run begins on the invoking node) is created, then started (or ended)
   {
     name: "events_tasks_inserted",
@@ -107,7 +113,7 @@ export const eventTriggers = (json: string): ReadonlyArray<EventTrigger> => [
       CASE WHEN k.k = 0 THEN
         ${json}('task_id', t.id, 'agent_id', t.agent_id, 'agent_version', t.agent_version,
           'source', t.source, 'user_id', t.user_id, 'created_at', event_time(t.created_at))
-      ELSE ${statusData("t", json)} END AS data,
+      ELSE ${statusData("t", json, errorCode)} END AS data,
       k.k = 1 AND t.status IN ${TERMINAL} AS last
     FROM new_tasks t CROSS JOIN LATERAL (VALUES (0, true), (1, t.status <> 'pending')) k(k, present)
     WHERE k.present`
@@ -117,7 +123,7 @@ export const eventTriggers = (json: string): ReadonlyArray<EventTrigger> => [
   {
     name: "events_tasks_updated",
     drafts: `SELECT n.organization_id, ${statusType("n")} AS type, n.id AS task_id, n.agent_id,
-      NULL::uuid AS owner_user_id, ${statusData("n", json)} AS data, n.status IN ${TERMINAL} AS last
+      NULL::uuid AS owner_user_id, ${statusData("n", json, errorCode)} AS data, n.status IN ${TERMINAL} AS last
     FROM new_tasks n JOIN old_tasks o ON o.id = n.id
     WHERE n.status IS DISTINCT FROM o.status AND NOT (o.status = 'waiting_approval' AND n.status = 'executing')`
   },
