@@ -54,6 +54,7 @@ export const auditActions = [
   "UPDATE_SCHEDULE",
   "PAUSE_SCHEDULE",
   "RESUME_SCHEDULE",
+  "TRIGGER_SCHEDULE",
   "DELETE_SCHEDULE",
   "CREATE_FILE",
   "DELETE_FILE",

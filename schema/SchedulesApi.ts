@@ -56,6 +56,8 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
         operation({
           summary: "Change a schedule",
           permission: Policy.changeSchedules,
+          access: "Its runs are invoked as its creator: one made by an organization key limited to agents may be " +
+            "pointed only at one of them (else 403 `forbidden`).",
           errors: [
             "invalid_cron",
             "invalid_timezone",
@@ -72,7 +74,8 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
       .annotate(
         OpenApi.Description,
         "Change a schedule. A change of its timing (`cron`, `every`, `timezone`, `start_at`, `end_at`, `jitter`) " +
-          "or a resume computes its next run again from now; any other change keeps it."
+          "or a resume computes its next run again from now; any other change keeps it. A change that changes " +
+          "nothing (`{}`) answers the schedule as it is, without writing it."
       )
   )
   .add(

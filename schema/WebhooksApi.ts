@@ -73,7 +73,8 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .annotate(
         OpenApi.Description,
         "Change a webhook endpoint. `enabled: true` on a disabled one goes on from the event after the " +
-          "last one it was sent (within the event retention window)."
+          "last one it was sent (within the event retention window). A change that changes nothing (`{}`) " +
+          "answers the endpoint as it is, without writing it."
       )
   )
   .add(

@@ -1209,9 +1209,9 @@ export interface paths {
         head?: never;
         /**
          * Change a schedule
-         * @description Change a schedule. A change of its timing (`cron`, `every`, `timezone`, `start_at`, `end_at`, `jitter`) or a resume computes its next run again from now; any other change keeps it.
+         * @description Change a schedule. A change of its timing (`cron`, `every`, `timezone`, `start_at`, `end_at`, `jitter`) or a resume computes its next run again from now; any other change keeps it. A change that changes nothing (`{}`) answers the schedule as it is, without writing it.
          *
-         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`).
+         *     **Role:** Builder and above (`builder`, `admin`, `super_admin`). Its runs are invoked as its creator: one made by an organization key limited to agents may be pointed only at one of them (else 403 `forbidden`).
          */
         patch: operations["updateSchedule"];
         trace?: never;
@@ -1801,7 +1801,7 @@ export interface paths {
         head?: never;
         /**
          * Change a webhook endpoint
-         * @description Change a webhook endpoint. `enabled: true` on a disabled one goes on from the event after the last one it was sent (within the event retention window).
+         * @description Change a webhook endpoint. `enabled: true` on a disabled one goes on from the event after the last one it was sent (within the event retention window). A change that changes nothing (`{}`) answers the endpoint as it is, without writing it.
          *
          *     **Role:** Admin and above (`admin`, `super_admin`).
          */

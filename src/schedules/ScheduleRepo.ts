@@ -58,13 +58,13 @@ export type ClaimedSchedule = ScheduleRow & {
 
 /**
  * What the claim's statement also reads of a claimed schedule, for the bulk path: its creator's role now
- * (null: no longer a member), whether the organization key that made it (no person did) was revoked, and whether
- * its agent exists without a budget (its tasks need no spending check).
+ * (null: no longer a member), whether the organization key that made it (no person did) was revoked or may not
+ * use its agent, and whether its agent exists without a budget (its tasks need no spending check).
  */
 export type ClaimedForBulk = ClaimedSchedule & {
   readonly last_task_id: TaskId | null
   readonly creator_role: string | null
-  readonly creator_key_revoked: boolean
+  readonly creator_key_barred: boolean
   readonly plain_agent: boolean
 }
 
@@ -139,10 +139,11 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
         Effect.map(([r]) => withLast({ ...r!, last: null }))
       )
 
-    const find = (organizationId: OrganizationId, id: ScheduleId) =>
+    /** With `lock`, the row is locked until the caller's transaction ends (a change reads what it changes). */
+    const find = (organizationId: OrganizationId, id: ScheduleId, lock = false) =>
       sql<ScheduleRow & { last: any }>`
         SELECT ${sql.literal(COLUMNS)}, ${sql.literal(LAST)} FROM schedules s
-        WHERE s.id = ${id} AND s.organization_id = ${organizationId}`.pipe(
+        WHERE s.id = ${id} AND s.organization_id = ${organizationId} ${lock ? sql`FOR UPDATE OF s` : sql``}`.pipe(
         Effect.map(([r]) => r === undefined ? undefined : withLast(r))
       )
 
@@ -233,7 +234,9 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
             (SELECT m.role FROM memberships m WHERE m.organization_id = s.organization_id AND m.user_id = s.created_by)
               AS creator_role,
             s.created_by IS NULL AND EXISTS (SELECT 1 FROM api_keys k WHERE k.id = s.created_by_key
-              AND k.organization_id = s.organization_id AND k.revoked_at IS NOT NULL) AS creator_key_revoked,
+              AND k.organization_id = s.organization_id AND (k.revoked_at IS NOT NULL
+                OR (jsonb_typeof(k.agent_ids) = 'array' AND NOT k.agent_ids @> jsonb_build_array(s.agent_id::text))))
+              AS creator_key_barred,
             EXISTS (SELECT 1 FROM agents a WHERE a.id = s.agent_id AND a.organization_id = s.organization_id
               AND a.deleted_at IS NULL AND a.budget IS NULL) AS plain_agent
           FROM due s`
@@ -407,13 +410,23 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
       SELECT (extract(epoch FROM min(next_run_at) - now()) * 1000)::float8 AS ms FROM schedules
       WHERE next_run_at IS NOT NULL`.pipe(Effect.map(([r]) => r?.ms ?? null), Effect.withTracerEnabled(false))
 
-    /** A manual run's tick, at this millisecond; undefined when another run has it (try again). */
+    /**
+     * A manual run's tick, at this millisecond; undefined when another run has it (try again); "gone" when the
+     * schedule was deleted since it was read. Its row is locked first: a delete committing meanwhile makes it
+     * "gone", not a foreign key violation.
+     */
     const insertManual = (id: ScheduleId) =>
-      sql<{ scheduled_for: Date }>`
-        INSERT INTO schedule_ticks (schedule_id, scheduled_for, kind, status)
-        VALUES (${id}, date_trunc('milliseconds', clock_timestamp()), 'manual', 'pending')
-        ON CONFLICT DO NOTHING
-        RETURNING scheduled_for`.pipe(Effect.map(([r]) => r?.scheduled_for))
+      sql<{ found: boolean; scheduled_for: Date | null }>`
+        WITH s AS (SELECT id FROM schedules WHERE id = ${id} FOR KEY SHARE),
+        made AS (
+          INSERT INTO schedule_ticks (schedule_id, scheduled_for, kind, status)
+          SELECT id, date_trunc('milliseconds', clock_timestamp()), 'manual', 'pending' FROM s
+          ON CONFLICT DO NOTHING
+          RETURNING scheduled_for
+        )
+        SELECT EXISTS (SELECT 1 FROM s) AS found, (SELECT scheduled_for FROM made) AS scheduled_for`.pipe(
+        Effect.map(([r]) => r === undefined || !r.found ? "gone" as const : r.scheduled_for ?? undefined)
+      )
 
     /** The ticks' outcomes; a tick's task becomes its schedule's latest run (what `skip` looks at). */
     const settle = (
@@ -442,10 +455,18 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
       sql<{ id: TaskId }>`SELECT id FROM tasks WHERE organization_id = ${organizationId} AND idempotency_key = ${key}`
         .pipe(Effect.map(([r]) => r?.id))
 
-    /** Pauses a schedule that may not run any more (its creator lost the right to run it, its agent is gone). */
+    /**
+     * Pauses a schedule that may not run any more (its creator lost the right to run it, its agent is gone). The
+     * schedule, if this paused it (it was enabled); undefined when it was paused already, or is gone.
+     */
     const disable = (id: ScheduleId) =>
-      sql`UPDATE schedules SET enabled = false, next_run_at = NULL, updated_at = now() WHERE id = ${id}`.pipe(
-        Effect.asVoid
+      sql<{ enabled: boolean; organization_id: OrganizationId; name: string }>`
+        WITH before AS (SELECT id, enabled FROM schedules WHERE id = ${id} FOR UPDATE)
+        UPDATE schedules s SET enabled = false, next_run_at = NULL,
+          updated_at = CASE WHEN b.enabled THEN now() ELSE s.updated_at END
+        FROM before b WHERE s.id = b.id
+        RETURNING b.enabled, s.organization_id, s.name`.pipe(
+        Effect.map(([r]) => r?.enabled === true ? { organization_id: r.organization_id, name: r.name } : undefined)
       )
 
     /**
@@ -480,7 +501,8 @@ export class ScheduleRepo extends Effect.Service<ScheduleRepo>()("schedules/Sche
       pauseOfAgent: (organizationId: OrganizationId, agentId: AgentId) =>
         Effect.orDie(pauseOfAgent(organizationId, agentId)),
       insert: (row: Omit<ScheduleRow, "updated_at">) => Effect.orDie(insert(row)),
-      find: (organizationId: OrganizationId, id: ScheduleId) => Effect.orDie(find(organizationId, id)),
+      find: (organizationId: OrganizationId, id: ScheduleId, lock?: boolean) =>
+        Effect.orDie(find(organizationId, id, lock)),
       list: (
         organizationId: OrganizationId,
         agentIds: ReadonlyArray<string> | null,

@@ -1,12 +1,15 @@
+import { SqlClient } from "@effect/sql"
 import { Effect, Either, Exit } from "effect"
 import * as Crypto from "node:crypto"
 import { startRun, TaskEntity } from "../../cluster/TaskEntity.js"
 import type { Task } from "../../schema/Agents.js"
 import type { Role } from "../../schema/Identity.js"
-import type { ApiKeyId, TaskId } from "../../schema/Ids.js"
+import type { AgentId, ApiKeyId, TaskId } from "../../schema/Ids.js"
 import { holds, Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { AgentRepo } from "../agents/AgentRepo.js"
+import { AuditLog } from "../audit/AuditLog.js"
+import { transactionIn } from "../db/Transaction.js"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
 import { TaskPlacement } from "../tasks/TaskPlacement.js"
 import { TaskRuns } from "../tasks/TaskRuns.js"
@@ -23,7 +26,9 @@ import {
 } from "./ScheduleRepo.js"
 
 /**
- * Who a schedule's runs are invoked as: its creator (their key: they may cancel the runs as their own), scoped to nothing but the schedule's agent, which was checked when the schedule was made.
+ * Who a schedule's runs are invoked as: its creator (their key: they may cancel the runs as their own), scoped
+ * to nothing but the schedule's agent, which the creator's key may use (checked when the schedule is made or
+ * pointed at it, and by `creatorGone` at each run).
  */
 const principalOf = (schedule: ScheduleRow): Principal => ({
   organizationId: schedule.organization_id,
@@ -32,6 +37,20 @@ const principalOf = (schedule: ScheduleRow): Principal => ({
   role: "builder",
   agentIds: [schedule.agent_id]
 })
+
+/**
+ * Why a schedule made by an organization key limited to agents may not run `agentId`: its runs are invoked as
+ * that key, which may not (an Admin pointed it there, or it was stored so before that was refused).
+ */
+export const keyMayNotUse = (agentId: AgentId, keyAgents: ReadonlyArray<AgentId>) =>
+  `The organization key that created the schedule may not use agent '${agentId}' (it is limited to ${
+    keyAgents.join(", ") || "no agents"
+  }), and the schedule's runs are invoked as that key. Point the schedule at one of those agents, or recreate ` +
+  "it with a key that may use this one."
+
+/** Who pauses a schedule that may not run, in the audit log. */
+const SCHEDULER = { type: "system", id: "scheduler", key_id: null } as const
+const NO_REQUEST = { ip: null, userAgent: null, requestId: null }
 
 export interface RunOutcome {
   readonly tick: OpenTick
@@ -61,13 +80,13 @@ const requestHashOf = (schedule: ScheduleRow) =>
 
 /**
  * Whether the claim may make the schedule's tick into its task in bulk: its agent has no budget (the invoke
- * path checks spending first) and its creator is still a Builder, or its key not revoked (else the invoke path
- * pauses it, saying why).
+ * path checks spending first) and its creator is still a Builder, or its key not revoked and allowed its agent
+ * (else the invoke path pauses it, saying why).
  */
 const bulkable = (schedule: ClaimedForBulk) =>
   schedule.plain_agent &&
   (schedule.created_by === null ?
-    !schedule.creator_key_revoked :
+    !schedule.creator_key_barred :
     (schedule.creator_role !== null &&
       holds(schedule.creator_role as Role, Policy.createSchedules)))
 
@@ -85,24 +104,39 @@ export class ScheduleRuns extends Effect.Service<ScheduleRuns>()("schedules/Sche
     const placement = yield* TaskPlacement
     const taskRuns = yield* TaskRuns
     const client = yield* TaskEntity.client
+    const audit = yield* AuditLog
+    const transaction = transactionIn(yield* SqlClient.SqlClient)
 
     /**
      * Why the schedule may not run any more, if so: its creator left the organization or is no longer a
-     * Builder, or the organization key that made it was revoked (runs are invoked as them, so they stop with
-     * their rights, and the schedule is paused); or its agent is gone (`agentGone`).
+     * Builder, or the organization key that made it was revoked or may not use its agent (runs are invoked as
+     * them, so they stop with their rights, and the schedule is paused); or its agent is gone (`agentGone`).
      */
     const creatorGone = (schedule: ScheduleRow) =>
       schedule.created_by === null
         ? Effect.map(identity.findApiKey(schedule.organization_id, schedule.created_by_key as ApiKeyId), (key) =>
-          key === undefined || key.revoked_at === null
+          key === undefined
             ? undefined
-            : "The organization key that created the schedule was revoked; a Builder can recreate it.")
+            : key.revoked_at !== null
+            ? "The organization key that created the schedule was revoked; a Builder can recreate it."
+            : key.agent_ids !== null && !key.agent_ids.includes(schedule.agent_id)
+            ? keyMayNotUse(schedule.agent_id, key.agent_ids)
+            : undefined)
         : Effect.map(identity.findMember(schedule.organization_id, schedule.created_by), (member) =>
           member === undefined
             ? "The schedule's creator is no longer a member of the organization; a Builder can recreate it."
             : holds(member.role, Policy.createSchedules)
             ? undefined
             : "The schedule's creator is no longer a Builder; a Builder can recreate it.")
+
+    /** The agents the schedule's runs may be invoked on: an organization key's own list; null: any. */
+    const creatorAgents = (schedule: ScheduleRow) =>
+      schedule.created_by === null
+        ? Effect.map(
+          identity.findApiKey(schedule.organization_id, schedule.created_by_key as ApiKeyId),
+          (key) => key?.agent_ids ?? null
+        )
+        : Effect.succeed(null)
 
     /** Its agent was deleted (a schedule paused before its agent's delete did so): it would fail every run. */
     const agentGone = (schedule: ScheduleRow) =>
@@ -111,13 +145,28 @@ export class ScheduleRuns extends Effect.Service<ScheduleRuns>()("schedules/Sche
         (agent) => agent === undefined ? AGENT_DELETED : undefined
       )
 
+    /**
+     * Pauses the schedule, which may not run (`reason`): it would only fail again, and resuming it is refused
+     * with the same answer. Audited, by the scheduler, when this paused it (not when it was paused already).
+     */
+    const pause = (schedule: ScheduleRow, reason: string) =>
+      transaction(
+        Effect.flatMap(repo.disable(schedule.id), (paused) =>
+          paused === undefined ?
+            Effect.void :
+            audit.record({ organizationId: paused.organization_id, actor: SCHEDULER }, {
+              action: "PAUSE_SCHEDULE",
+              targets: [{ type: "schedule", id: schedule.id, name: paused.name }],
+              details: { reason, agent_id: schedule.agent_id }
+            }, NO_REQUEST))
+      )
+
     const runOne = (tick: OpenTick, gone: (schedule: ScheduleRow) => Effect.Effect<string | undefined>) =>
       Effect.flatMap(gone(tick.schedule), (reason): Effect.Effect<RunOutcome> =>
         reason === undefined
           ? invokeOne(tick)
-          // paused: it would only fail again (resuming it is refused with the same answer)
           : Effect.as(
-            repo.disable(tick.schedule.id),
+            pause(tick.schedule, reason),
             { tick, status: "failed", task: undefined, taskId: null, reason } satisfies RunOutcome
           ))
 
@@ -174,7 +223,10 @@ export class ScheduleRuns extends Effect.Service<ScheduleRuns>()("schedules/Sche
               reason !== undefined
                 ? Effect.succeed(reason)
                 : once(
-                  `creator:${schedule.organization_id}:${schedule.created_by ?? schedule.created_by_key}`,
+                  // an organization key's answer depends on the agent too (the key may be limited to agents)
+                  schedule.created_by === null
+                    ? `key:${schedule.organization_id}:${schedule.created_by_key}:${schedule.agent_id}`
+                    : `creator:${schedule.organization_id}:${schedule.created_by}`,
                   creatorGone(schedule)
                 )
           )
@@ -244,6 +296,6 @@ export class ScheduleRuns extends Effect.Service<ScheduleRuns>()("schedules/Sche
           ? Effect.asVoid(taskRuns.start(id))
           : startRun(client, id, DELIVERY_TIMEOUT), { discard: true, concurrency: 16 })
 
-    return { run, tickTasks, start, creatorGone } as const
+    return { run, tickTasks, start, creatorGone, creatorAgents } as const
   })
 }) {}

@@ -1,6 +1,7 @@
+import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import * as Crypto from "node:crypto"
-import { Conflict, NotFound } from "../../schema/Errors.js"
+import { Conflict, Forbidden, NotFound } from "../../schema/Errors.js"
 import type { AgentId, ScheduleId } from "../../schema/Ids.js"
 import { Policy } from "../../schema/Policy.js"
 import type { CreateSchedule, UpdateSchedule } from "../../schema/Schedules.js"
@@ -8,6 +9,7 @@ import type { Principal } from "../../schema/Security.js"
 import { AgentRepo } from "../agents/AgentRepo.js"
 import { mayUse } from "../agents/Agents.js"
 import { AuditLog, changedFields } from "../audit/AuditLog.js"
+import { transactionIn } from "../db/Transaction.js"
 import { requirePermission } from "../identity/IdentityPolicy.js"
 import { listOrPage } from "../support/Cursor.js"
 import { invalidField } from "../support/Issues.js"
@@ -22,7 +24,7 @@ import {
   toSchedule,
   zoneName
 } from "./ScheduleRules.js"
-import { ScheduleRuns } from "./ScheduleRuns.js"
+import { keyMayNotUse, ScheduleRuns } from "./ScheduleRuns.js"
 
 /** Whether a change leaves an enabled schedule enabled, on the same timing (so on the same next run). */
 type Timed = Omit<ScheduleFields, "next_tick" | "next_run_at">
@@ -30,6 +32,17 @@ const sameTiming = (current: Timed, fields: Timed) =>
   current.enabled && fields.enabled && current.cron === fields.cron && current.every_ms === fields.every_ms &&
   current.timezone === fields.timezone && current.jitter_ms === fields.jitter_ms &&
   current.start_at?.getTime() === fields.start_at?.getTime() && current.end_at?.getTime() === fields.end_at?.getTime()
+
+/** Whether a change's fields are the schedule's own already. */
+const unchanged = (current: Timed, fields: Timed) =>
+  current.name === fields.name && current.agent_id === fields.agent_id && current.cron === fields.cron &&
+  current.every_ms === fields.every_ms && current.timezone === fields.timezone &&
+  current.input_text === fields.input_text && current.user_id === fields.user_id &&
+  current.user_email === fields.user_email && current.enabled === fields.enabled &&
+  current.start_at?.getTime() === fields.start_at?.getTime() &&
+  current.end_at?.getTime() === fields.end_at?.getTime() &&
+  current.jitter_ms === fields.jitter_ms && current.overlap === fields.overlap &&
+  current.catchup_window_ms === fields.catchup_window_ms
 
 /**
  * Schedules (issue 24): an agent run on a cron expression or an interval, each run a task with
@@ -41,6 +54,7 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
     const agents = yield* AgentRepo
     const audit = yield* AuditLog
     const runs = yield* ScheduleRuns
+    const transaction = transactionIn(yield* SqlClient.SqlClient)
 
     /** The agent, if it is one of the organization's that the principal may use; else a 404 naming it. */
     const usableAgent = (principal: Principal, id: AgentId) =>
@@ -69,9 +83,19 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
         (reason) => reason === undefined ? Effect.void : Effect.fail(Conflict.of(`The schedule cannot run: ${reason}`))
       )
 
-    const find = (principal: Principal, id: ScheduleId) =>
+    /**
+     * Runs are invoked as the creator: one made by an organization key limited to agents may not be pointed at an
+     * agent outside them, whoever changes it (403, as for a key it would create).
+     */
+    const creatorMayUse = (schedule: ScheduleWithLast, agentId: AgentId) =>
+      Effect.flatMap(runs.creatorAgents(schedule), (agents) =>
+        agents === null || agents.includes(agentId)
+          ? Effect.void
+          : Effect.fail(Forbidden.of(keyMayNotUse(agentId, agents))))
+
+    const find = (principal: Principal, id: ScheduleId, lock = false) =>
       Effect.flatMap(
-        repo.find(principal.organizationId, id),
+        repo.find(principal.organizationId, id, lock),
         (row): Effect.Effect<ScheduleWithLast, NotFound> =>
           row === undefined || !mayUse(principal, row.agent_id)
             ? Effect.fail(NotFound.of("Schedule", id))
@@ -164,8 +188,22 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
     /** A change of the schedule's fields: its next run is computed again from now if its timing changed. */
     const change = (principal: Principal, id: ScheduleId, input: UpdateSchedule, action: string) =>
       Effect.gen(function*() {
-        const current = yield* find(principal, id)
+        const { row, written } = yield* transaction(changeLocked(principal, id, input, action))
+        if (written) yield* repo.wake
+        return toSchedule(row, new Date())
+      })
+
+    /**
+     * The change, with the schedule's row locked from its read to its write: two changes at once (a pause and a
+     * rename) each apply to what the other wrote, rather than the later writing back what the earlier changed.
+     */
+    const changeLocked = (principal: Principal, id: ScheduleId, input: UpdateSchedule, action: string) =>
+      Effect.gen(function*() {
+        const current = yield* find(principal, id, true)
         if (input.agent_id !== undefined) yield* usableAgent(principal, input.agent_id)
+        if (input.agent_id !== undefined && input.agent_id !== current.agent_id) {
+          yield* creatorMayUse(current, input.agent_id)
+        }
         if (input.cron !== undefined && input.every !== undefined) {
           return yield* invalidField("", "Give one of `cron` and `every`, not both.")
         }
@@ -193,7 +231,10 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
           [input.cron, input.every, input.jitter, input.timezone].some((v) => v !== undefined)
         )
         if (fields.enabled && input.agent_id === undefined) yield* agentLives(principal, current)
-        if (fields.enabled && !current.enabled) yield* creatorMayRun(current)
+        // as it will be: pointed back at an agent its creator may use, it may run again
+        if (fields.enabled && !current.enabled) yield* creatorMayRun({ ...current, agent_id: fields.agent_id })
+        // nothing to change (`{}`, what it holds already, a pause of a paused one): not written, nothing audited
+        if (unchanged(current, fields)) return { row: current, written: false }
         // the timing as it was, still running: its next run stays (a jittered run whose tick passed, a buffered
         // one's recheck); computed again from now, a rename would drop it
         const { next_run_at: _nextRunAt, next_tick: _nextTick, ...untimed } = fields
@@ -207,8 +248,7 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
               })
           )
         if (row === undefined) return yield* NotFound.of("Schedule", id)
-        yield* repo.wake
-        return toSchedule(row, new Date())
+        return { row, written: true }
       })
 
     const update = Effect.fn("Schedules.update")(
@@ -272,9 +312,18 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
         yield* Effect.sleep("1 millis")
         scheduledFor = yield* repo.insertManual(id)
       }
+      // deleted since it was read: as if the delete came first
+      if (scheduledFor === "gone") return yield* NotFound.of("Schedule", id)
       const [outcome] = yield* runs.run([{ schedule, scheduled_for: scheduledFor }])
       if (outcome === undefined) return yield* Effect.dieMessage(`schedule ${id}: the manual run was not made`)
-      if (outcome.task !== undefined) return outcome.task
+      if (outcome.task !== undefined) {
+        // the task is invoked as the schedule's creator: the record says who had it made
+        yield* audit.record(principal, {
+          action: "TRIGGER_SCHEDULE",
+          targets: [{ type: "schedule", id, name: schedule.name }, { type: "task", id: outcome.task.id }]
+        })
+        return outcome.task
+      }
       if (outcome.error !== undefined) return yield* Effect.fail(outcome.error)
       // refused before any invoke (its creator left or is no Builder any more): the run paused the schedule
       return yield* (outcome.reason === null

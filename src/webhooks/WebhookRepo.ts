@@ -53,10 +53,11 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("webhooks/Webhook
           ${row.position.toString()}, ${row.created_by}, ${row.created_by_key})
         RETURNING ${sql.literal(WEBHOOK_COLUMNS)}`.pipe(Effect.map(([r]) => r!), Effect.orDie)
 
-    const find = (organizationId: OrganizationId, id: WebhookId) =>
+    /** With `lock`, the row is locked until the caller's transaction ends (a change reads what it changes). */
+    const find = (organizationId: OrganizationId, id: WebhookId, lock = false) =>
       sql<WebhookRow>`
-        SELECT ${sql.literal(WEBHOOK_COLUMNS)} FROM webhooks WHERE id = ${id} AND organization_id = ${organizationId}`
-        .pipe(Effect.map(([r]) => r), Effect.orDie)
+        SELECT ${sql.literal(WEBHOOK_COLUMNS)} FROM webhooks WHERE id = ${id} AND organization_id = ${organizationId}
+        ${lock ? sql`FOR UPDATE` : sql``}`.pipe(Effect.map(([r]) => r), Effect.orDie)
 
     /** Oldest first; with `page`, a page of them (see `keyset`). */
     const list = (organizationId: OrganizationId, page?: PageRequest) => {

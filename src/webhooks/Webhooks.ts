@@ -1,3 +1,4 @@
+import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import * as Crypto from "node:crypto"
 import { Conflict, NotFound, Unprocessable } from "../../schema/Errors.js"
@@ -17,6 +18,7 @@ import { AuditLog, changedFields } from "../audit/AuditLog.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { Egress } from "../connectors/Egress.js"
 import { checkUrl } from "../connectors/egress/GuardedDispatcher.js"
+import { transactionIn } from "../db/Transaction.js"
 import { EventLog } from "../events/EventLog.js"
 import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { listOrPage, pageOf, type PageParams, positionOf } from "../support/Cursor.js"
@@ -68,6 +70,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
     const egress = yield* Egress
     const vault = yield* CredentialVault
     const dispatcher = yield* WebhookDispatcher
+    const transaction = transactionIn(yield* SqlClient.SqlClient)
 
     /** Refuses a URL the egress guard would refuse (checked again at every delivery, on the address dialled). */
     const reachable = (url: string) =>
@@ -81,9 +84,9 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
         )
       )
 
-    const find = (principal: Principal, id: WebhookId) =>
+    const find = (principal: Principal, id: WebhookId, lock = false) =>
       Effect.flatMap(
-        repo.find(principal.organizationId, id),
+        repo.find(principal.organizationId, id, lock),
         (row) => row === undefined ? Effect.fail(NotFound.of("Webhook", id)) : Effect.succeed(row)
       )
 
@@ -138,26 +141,41 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
 
     const update = Effect.fn("Webhooks.update")(function*(principal: Principal, id: WebhookId, input: UpdateWebhook) {
       yield* requireOrganizationKey(principal, Policy.changeWebhooks)
-      const current = yield* find(principal, id)
+      // a name's lookup, before the row is held
       if (input.url !== undefined) yield* reachable(input.url)
-      const row = yield* repo.update(principal.organizationId, id, {
-        url: input.url ?? current.url,
-        description: input.description ?? current.description,
-        event_types: input.event_types === undefined ? current.event_types : [...new Set(input.event_types)],
-        enabled: input.enabled ?? current.enabled
-      }).pipe(audit.recorded(principal, (row) =>
-        row === undefined || changedFields(input).length === 0 ? undefined : {
-          action: "UPDATE_WEBHOOK",
-          targets: [{ type: "webhook", id, name: row.url }],
-          details: {
-            changed: changedFields(input),
-            url: row.url,
-            event_types: row.event_types,
-            enabled: row.enabled
-          }
-        }))
-      if (row === undefined) return yield* NotFound.of("Webhook", id)
-      yield* dispatcher.changed(principal.organizationId, id, row.enabled)
+      // the row locked from its read to its write: two changes at once (a disable and a new URL) each apply to
+      // what the other wrote, rather than the later enabling again what the earlier disabled
+      const { row, written } = yield* transaction(Effect.gen(function*() {
+        const current = yield* find(principal, id, true)
+        const fields = {
+          url: input.url ?? current.url,
+          description: input.description ?? current.description,
+          event_types: input.event_types === undefined ? current.event_types : [...new Set(input.event_types)],
+          enabled: input.enabled ?? current.enabled
+        }
+        // nothing to change (`{}`, what it holds already): not written (`updated_at` stays), nothing audited
+        if (
+          fields.url === current.url && fields.description === current.description &&
+          fields.enabled === current.enabled && fields.event_types.length === current.event_types.length &&
+          fields.event_types.every((t) => current.event_types.includes(t))
+        ) return { row: current, written: false }
+        const row = yield* repo.update(principal.organizationId, id, fields).pipe(
+          audit.recorded(principal, (row) =>
+            row === undefined || changedFields(input).length === 0 ? undefined : {
+              action: "UPDATE_WEBHOOK",
+              targets: [{ type: "webhook", id, name: row.url }],
+              details: {
+                changed: changedFields(input),
+                url: row.url,
+                event_types: row.event_types,
+                enabled: row.enabled
+              }
+            })
+        )
+        if (row === undefined) return yield* NotFound.of("Webhook", id)
+        return { row, written: true }
+      }))
+      if (written) yield* dispatcher.changed(principal.organizationId, id, row.enabled)
       return toWebhook(row)
     })
 

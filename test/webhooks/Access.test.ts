@@ -210,6 +210,67 @@ describe("webhooks: who may, and what is refused", () => {
     )
   })
 
+  it("a PATCH that changes nothing returns the endpoint as it is: not written, nothing audited", async () => {
+    const org = await node.bootstrap()
+    const created = await call(node, org.api_key, "POST", "/v1/webhooks", {
+      url: `${receiver.url}/same`,
+      event_types: ["task.completed"],
+      description: "d"
+    })
+    expect(created.status).toBe(201)
+    const { secret: _secret, ...hook } = created.body
+    for (
+      const body of [{}, { enabled: true }, { url: hook.url, description: "d", event_types: ["task.completed"] }]
+    ) {
+      const r = await call(node, org.api_key, "PATCH", `/v1/webhooks/${hook.id}`, body)
+      expect(r.status, JSON.stringify(r.body)).toBe(200)
+      expect(r.body).toEqual(hook)
+    }
+    const audited = async () =>
+      (await call(node, org.api_key, "GET", "/v1/audit-logs")).body.items
+        .filter((e: any) => e.targets.some((t: any) => t.id === hook.id)).map((e: any) => e.action)
+    expect(await audited()).toEqual(["CREATE_WEBHOOK"])
+    // a change is written and audited; disabling a disabled one again is nothing more
+    const disabled = await call(node, org.api_key, "PATCH", `/v1/webhooks/${hook.id}`, { enabled: false })
+    expect(disabled.body).toMatchObject({ enabled: false, disabled_reason: "manual" })
+    expect(Date.parse(disabled.body.updated_at)).toBeGreaterThan(Date.parse(hook.updated_at))
+    const again = await call(node, org.api_key, "PATCH", `/v1/webhooks/${hook.id}`, { enabled: false })
+    expect(again.body).toEqual(disabled.body)
+    expect((await audited()).sort()).toEqual(["CREATE_WEBHOOK", "UPDATE_WEBHOOK"])
+  })
+
+  it("a disable and a change of URL made together both hold: the endpoint is not enabled again", async () => {
+    const org = await node.bootstrap()
+    const created = await call(node, org.api_key, "POST", "/v1/webhooks", { url: `${receiver.url}/before` })
+    expect(created.status).toBe(201)
+    const id = created.body.id
+    // the row is held meanwhile: both requests are in before either writes
+    const client = await db.connect()
+    let both: Promise<Array<Awaited<ReturnType<typeof call>>>>
+    try {
+      await client.query("BEGIN")
+      await client.query("SELECT id FROM webhooks WHERE id = $1 FOR UPDATE", [id])
+      both = Promise.all([
+        call(node, org.api_key, "PATCH", `/v1/webhooks/${id}`, { enabled: false }),
+        call(node, org.api_key, "PATCH", `/v1/webhooks/${id}`, { url: `${receiver.url}/after` })
+      ])
+      await eventually(
+        async () =>
+          (await db.query(
+              "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%webhooks%'"
+            )).rows[0].n >= 2 || undefined,
+        10_000,
+        "both changes to wait on the endpoint's row"
+      )
+      await client.query("COMMIT")
+    } finally {
+      client.release()
+    }
+    expect((await both).map((r) => r.status)).toEqual([200, 200])
+    const after = await call(node, org.api_key, "GET", `/v1/webhooks/${id}`)
+    expect(after.body).toMatchObject({ url: `${receiver.url}/after`, enabled: false, disabled_reason: "manual" })
+  })
+
   it("lists every endpoint at once, or pages them oldest first with limit and cursor", async () => {
     const org = await node.bootstrap()
     const ids: Array<string> = []
