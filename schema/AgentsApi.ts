@@ -148,7 +148,7 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       .annotateContext(operation({
         summary: "List tasks",
         permission: Policy.anyMember,
-        errors: ["invalid_cursor", "invalid_time_range"]
+        errors: ["not_found", "invalid_cursor", "invalid_time_range"]
       }))
       .setUrlParams(Schema.Struct({
         agent_id: Schema.optional(AgentId),

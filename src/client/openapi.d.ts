@@ -5117,7 +5117,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "invalid_time_range" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "invalid_time_range" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -10844,6 +10844,15 @@ export interface operations {
             };
             /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListTasksError"];
+                };
+            };
+            /** @description Not found: `not_found`. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

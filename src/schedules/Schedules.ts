@@ -7,7 +7,7 @@ import { Policy } from "../../schema/Policy.js"
 import type { CreateSchedule, UpdateSchedule } from "../../schema/Schedules.js"
 import type { Principal } from "../../schema/Security.js"
 import { AgentRepo } from "../agents/AgentRepo.js"
-import { mayUse } from "../agents/Agents.js"
+import { mayUse, requireFilterAgent } from "../agents/Agents.js"
 import { AuditLog, changedFields } from "../audit/AuditLog.js"
 import { transactionIn } from "../db/Transaction.js"
 import { requirePermission } from "../identity/IdentityPolicy.js"
@@ -291,6 +291,8 @@ export class Schedules extends Effect.Service<Schedules>()("schedules/Schedules"
     ) {
       const now = new Date()
       const { agentIds, organizationId } = principal
+      // an agent it cannot see is 404, as for tasks, usage and events
+      if (params.agent_id !== undefined) yield* requireFilterAgent(agents, principal, params.agent_id)
       const { next_cursor, rows, total } = yield* listOrPage(
         params,
         (page) => repo.list(organizationId, agentIds, params.agent_id, page),

@@ -8,7 +8,7 @@ import type { AgentId, OrganizationId, ScheduleId, TaskId } from "../../schema/I
 import { holds, Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { AgentRepo, type AgentRow } from "../agents/AgentRepo.js"
-import { mayUse } from "../agents/Agents.js"
+import { mayUse, requireFilterAgent } from "../agents/Agents.js"
 import { BudgetLeases } from "../agents/BudgetLeases.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
@@ -328,6 +328,8 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
     }) {
       const after = yield* positionOf(f.cursor)
       yield* rangeForwards(f.created_after, f.created_before, ["created_after", "created_before"])
+      // an agent it cannot see is 404, as for usage and events: an empty list would read as "no tasks yet"
+      if (f.agent_id !== undefined) yield* requireFilterAgent(agentRepo, principal, f.agent_id as AgentId)
       const limit = f.limit ?? 50
       const rows = yield* repo.list(principal.organizationId, {
         agentIds: principal.agentIds,

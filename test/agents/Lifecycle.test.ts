@@ -297,6 +297,10 @@ describe("listing tasks", () => {
     const later = await (await node.fetch(`/v1/tasks?agent_id=${agent.id}&created_after=${future}`, { apiKey })).json()
     expect(later.items).toEqual([])
     expect((await node.fetch("/v1/tasks?status=nonsense", { apiKey })).status).toBe(400)
+    // an agent the caller cannot see is 404 (as for usage and events), not an empty page
+    const unknown = await node.fetch("/v1/tasks?agent_id=00000000-0000-4000-8000-000000000000", { apiKey })
+    expect(unknown.status).toBe(404)
+    expect((await unknown.json()).error.code).toBe("not_found")
     // a range that ends before it starts is a mistake, not an empty page
     const backwards = await call(
       node,

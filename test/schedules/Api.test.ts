@@ -43,6 +43,11 @@ describe("schedules REST API", () => {
     ])
     const listed = await call(node, org.api_key, "GET", `/v1/schedules?agent_id=${agentId}`)
     expect(listed.body.items.map((s: any) => s.id)).toEqual([created.id])
+    // another organization's agent is as unknown as one that never was: 404, not an empty list
+    const other = await node.bootstrap()
+    const theirs = await createScriptedAgent(node, other.api_key)
+    const foreign = await call(node, org.api_key, "GET", `/v1/schedules?agent_id=${theirs}`)
+    expect({ status: foreign.status, code: foreign.body.error?.code }).toEqual({ status: 404, code: "not_found" })
   })
 
   it("lists every schedule at once, or pages them with limit and cursor, oldest first", async () => {
