@@ -104,7 +104,13 @@ export const Credentials = Schema.Union(
     type: Schema.Literal("oauth2"),
     client_id: Schema.String.pipe(Schema.minLength(1)),
     client_secret: Schema.String,
-    scopes: Schema.optional(Schema.Array(Schema.String))
+    scopes: Schema.optional(Schema.Array(Schema.String)),
+    token_endpoint_auth_method: Schema.optional(Schema.Literal("client_secret_basic", "client_secret_post"))
+      .annotations({
+        description: "How the client authenticates at the token endpoint (RFC 7591 names): `client_secret_basic` " +
+          "(the default: an HTTP Basic header) or `client_secret_post` (client_id and client_secret in the form), " +
+          "for providers that accept only the latter."
+      })
   })
 ).annotations({
   identifier: "Credentials",

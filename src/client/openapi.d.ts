@@ -2548,6 +2548,11 @@ export interface components {
             client_id: string;
             client_secret: string;
             scopes?: string[];
+            /**
+             * @description How the client authenticates at the token endpoint (RFC 7591 names): `client_secret_basic` (the default: an HTTP Basic header) or `client_secret_post` (client_id and client_secret in the form), for providers that accept only the latter.
+             * @enum {string}
+             */
+            token_endpoint_auth_method?: "client_secret_basic" | "client_secret_post";
         };
         /** ConnectionCreated */
         ConnectionCreated: {

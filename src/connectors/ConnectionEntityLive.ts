@@ -67,7 +67,11 @@ export const ConnectionEntityLive = ConnectionEntity.toLayer(
         const fresh = secret.access_token !== undefined && !staleToken &&
           (secret.expires_at === undefined || secret.expires_at - Date.now() > REFRESH_MARGIN_MS)
         if (!fresh && flow !== undefined) {
-          const client = { client_id: secret.client_id, client_secret: secret.client_secret }
+          const client = {
+            client_id: secret.client_id,
+            client_secret: secret.client_secret,
+            token_endpoint_auth_method: secret.token_endpoint_auth_method
+          }
           const obtain: Effect.Effect<TokenSet, Pick<TokenEndpointError, "invalidGrant" | "code" | "message">> =
             flow.kind === "clientCredentials"
               ? oauth.clientCredentials(flow.tokenUrl, client, secret.scopes ?? [])

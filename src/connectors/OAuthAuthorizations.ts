@@ -118,6 +118,9 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
           client_id: secret.client_id,
           client_secret: secret.client_secret,
           ...(secret.scopes === undefined ? {} : { scopes: secret.scopes }),
+          ...(secret.token_endpoint_auth_method === undefined ?
+            {} :
+            { token_endpoint_auth_method: secret.token_endpoint_auth_method }),
           access_token: tokens.access_token,
           ...(tokens.refresh_token === undefined ? {} : { refresh_token: tokens.refresh_token }),
           ...(tokens.expires_at === undefined ? {} : { expires_at: tokens.expires_at })

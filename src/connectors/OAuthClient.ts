@@ -27,6 +27,8 @@ const TOKEN_TIMEOUT_MS = 30_000
 export interface ClientCredentials {
   readonly client_id: string
   readonly client_secret: string
+  /** How the client authenticates at the token endpoint; the RFC's default, client_secret_basic, when absent. */
+  readonly token_endpoint_auth_method?: "client_secret_basic" | "client_secret_post" | undefined
 }
 
 /** The token endpoint side of OAuth 2.0 (RFC 6749), reached through the egress guard. */
@@ -43,6 +45,7 @@ export class OAuthClient extends Effect.Service<OAuthClient>()("connectors/OAuth
     const token = (tokenUrl: string, client: ClientCredentials, form: Record<string, string>) =>
       Effect.tryPromise({
         try: async (signal) => {
+          const post = client.token_endpoint_auth_method === "client_secret_post"
           const response = await request(tokenUrl, {
             method: "POST",
             dispatcher: egress.dispatcher,
@@ -51,11 +54,16 @@ export class OAuthClient extends Effect.Service<OAuthClient>()("connectors/OAuth
               "content-type": "application/x-www-form-urlencoded",
               accept: "application/json",
               // client_secret_basic, the RFC's default; ids and secrets are form-encoded first (RFC 6749 §2.3.1)
-              authorization: "Basic " +
-                Buffer.from(`${encodeURIComponent(client.client_id)}:${encodeURIComponent(client.client_secret)}`)
-                  .toString("base64")
+              ...(post ? {} : {
+                authorization: "Basic " +
+                  Buffer.from(`${encodeURIComponent(client.client_id)}:${encodeURIComponent(client.client_secret)}`)
+                    .toString("base64")
+              })
             },
-            body: new URLSearchParams(form).toString()
+            // client_secret_post: the client in the form instead (RFC 6749 §2.3.1)
+            body: new URLSearchParams(
+              post ? { ...form, client_id: client.client_id, client_secret: client.client_secret } : form
+            ).toString()
           })
           const text = await response.body.text()
           let body: any

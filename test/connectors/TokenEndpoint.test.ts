@@ -48,12 +48,12 @@ const clientCredentialsSpec = () => ({
   paths: { "/me": { get: { operationId: "me", responses: { "200": { description: "ok" } } } } }
 })
 
-const connect = async () => {
+const connect = async (credentials: Record<string, unknown> = {}) => {
   const { api_key: apiKey } = await node.bootstrap()
   const connector = await createConnector(node, apiKey, clientCredentialsSpec())
   const connection = await createConnection(node, apiKey, connector.id, {
     name: "machine",
-    credentials: { type: "oauth2", client_id: "id", client_secret: "secret" }
+    credentials: { type: "oauth2", client_id: "id", client_secret: "secret", ...credentials }
   })
   const status = async () =>
     (await (await node.fetch(`/v1/tools/connectors/${connector.id}/connections/${connection.id}`, { apiKey })).json())
@@ -127,5 +127,59 @@ describe("an OAuth2 client-credentials token endpoint that fails", () => {
     } finally {
       mode = "token"
     }
+  })
+})
+
+describe("how the client authenticates at the token endpoint", () => {
+  const lastTokenRequest = () => {
+    const request = server.requests.filter((r) => r.path === "/token").at(-1)!
+    return { authorization: request.headers.authorization, form: new URLSearchParams(request.body.toString()) }
+  }
+
+  it("sends an HTTP Basic header by default (client_secret_basic), the secret never in the form", async () => {
+    const { apiKey, connection, connector } = await connect({ client_secret: "s3cret&=" })
+    expect((await invoke(node, apiKey, connector.id, connection.id, "me")).status).toBe(200)
+    const { authorization, form } = lastTokenRequest()
+    // form-encoded before the Basic encoding (RFC 6749 §2.3.1)
+    expect(authorization).toBe(`Basic ${Buffer.from("id:s3cret%26%3D").toString("base64")}`)
+    expect(form.get("grant_type")).toBe("client_credentials")
+    expect(form.has("client_secret")).toBe(false)
+  })
+
+  it("puts client_id and client_secret in the form, and no Basic header, with client_secret_post", async () => {
+    const { apiKey, connection, connector } = await connect({
+      client_secret: "s3cret&=",
+      token_endpoint_auth_method: "client_secret_post"
+    })
+    const response = await invoke(node, apiKey, connector.id, connection.id, "me")
+    expect(response.status).toBe(200)
+    expect((await response.json()).headers.authorization).toBe("Bearer tok")
+    const { authorization, form } = lastTokenRequest()
+    expect(authorization).toBeUndefined()
+    expect(Object.fromEntries(form)).toEqual({
+      grant_type: "client_credentials",
+      client_id: "id",
+      client_secret: "s3cret&="
+    })
+  })
+
+  it("refuses a method it does not know, naming the field", async () => {
+    const { api_key: apiKey } = await node.bootstrap()
+    const connector = await createConnector(node, apiKey, clientCredentialsSpec())
+    const refused = await node.fetch(`/v1/tools/connectors/${connector.id}/connections`, {
+      ...json({
+        name: "machine",
+        credentials: {
+          type: "oauth2",
+          client_id: "id",
+          client_secret: "secret",
+          token_endpoint_auth_method: "private_key_jwt"
+        }
+      }),
+      method: "POST",
+      apiKey
+    })
+    expect(refused.status).toBe(400)
+    expect(JSON.stringify(await refused.json())).toContain("token_endpoint_auth_method")
   })
 })
