@@ -103,6 +103,8 @@ const McpRouteTable = Layer.effectDiscard(
         const caller = yield* admission.admit(asCalled(called, request.url), request.headers)
         const { id } = yield* admission.session(caller, request.headers)
         yield* admission.endSession(id)
+        // its calls in flight here stop (on other nodes they run to their end; their answers reach nobody)
+        yield* protocol.cancelSession(id)
         return { _tag: "Empty", status: 204 } satisfies Answer
       }).pipe(Effect.merge, Effect.flatMap(toResponse))
 

@@ -95,6 +95,17 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
       return signal === undefined ? Effect.void : Deferred.succeed(signal, undefined)
     }
 
+    /**
+     * A session ended (DELETE, checked already): every call of it running here stops as a cancelled one does
+     * (an invoke_agent's task is cancelled); nobody is left to read their results.
+     */
+    const cancelSession = (sessionId: string) =>
+      Effect.forEach(
+        [...inFlight].filter(([key]) => key.startsWith(`${sessionId}\n`)),
+        ([, signal]) => Deferred.succeed(signal, undefined),
+        { discard: true }
+      )
+
     const mayCall = (caller: McpCaller, loaded: LoadedTool) =>
       loaded.tool.annotations.readOnlyHint
         ? caller.scopes.includes("mcp:read") || caller.scopes.includes("mcp:write")
@@ -431,7 +442,7 @@ export class McpProtocol extends Effect.Service<McpProtocol>()("mcp/McpProtocol"
       })
     }
 
-    return { handleMessage, fastAnswer } as const
+    return { handleMessage, fastAnswer, cancelSession } as const
   })
 }) {}
 

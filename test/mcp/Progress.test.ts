@@ -197,4 +197,46 @@ describe("MCP progress of invoke_agent", () => {
     })
     expect(task.status).toBe("cancelled")
   })
+
+  it("a session ended with DELETE stops its calls in flight: the invoke's task is cancelled", async () => {
+    const admin = await signedUpAdmin(node)
+    const agent = await createAgent(node, admin.api_key, {
+      name: "slow",
+      model: { provider: "scripted", script: [{ text: "Too late.", delay_ms: 120_000 }] }
+    })
+    const token = (await obtainTokens(node, admin.email)).tokens.access_token
+    const session = await openSession(node.baseUrl, token)
+    const headers = { authorization: `Bearer ${token}`, "mcp-session-id": session }
+    const call = mcpPost(node.baseUrl, {
+      jsonrpc: "2.0",
+      id: "call-1",
+      method: "tools/call",
+      params: { name: "invoke_agent", arguments: { agent_id: agent.id, text: "take your time" } }
+    }, headers)
+    const running = await eventually(async () => {
+      const tasks = await (await node.fetch("/v1/tasks", { apiKey: admin.api_key })).json()
+      return tasks.items.find((t: { status: string; agent_id: string }) =>
+        t.status === "executing" && t.agent_id === agent.id
+      )
+    })
+    // another session of the same user ending leaves it running
+    const other = await openSession(node.baseUrl, token)
+    const otherEnded = await fetch(`${node.baseUrl}/mcp/`, {
+      method: "DELETE",
+      headers: { ...headers, "mcp-session-id": other }
+    })
+    expect(otherEnded.status).toBe(204)
+    expect((await (await node.fetch(`/v1/tasks/${running.id}`, { apiKey: admin.api_key })).json()).status)
+      .toBe("executing")
+    const ended = await fetch(`${node.baseUrl}/mcp/`, { method: "DELETE", headers })
+    expect(ended.status).toBe(204)
+    const answer = await call
+    expect(answer.status).toBe(202)
+    expect(await answer.text()).toBe("")
+    const task = await eventually(async () => {
+      const read = await (await node.fetch(`/v1/tasks/${running.id}`, { apiKey: admin.api_key })).json()
+      return read.status === "executing" ? undefined : read
+    })
+    expect(task.status).toBe("cancelled")
+  })
 })
