@@ -433,6 +433,13 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   ),
   rest(
     413,
+    "storage_quota_exceeded",
+    "A workspace file that does not fit in what the organization's files may take in all " +
+      "(`SWITCHYARD_ORG_FILE_QUOTA_BYTES`, default 10 GiB): nothing is stored; the message says what the files take. " +
+      "Delete files, or have an operator raise the quota."
+  ),
+  rest(
+    413,
     "document_too_large",
     "A knowledge document (inline text, workspace file or fetched URL) past `SWITCHYARD_MAX_DOCUMENT_BYTES` " +
       "(default 25 MiB)."

@@ -47,7 +47,15 @@ export class FilesApi extends HttpApiGroup.make("files")
         operation({
           summary: "Upload a workspace file",
           permission: Policy.uploadFiles,
-          errors: ["bad_request", "invalid_multipart", "file_exists", "file_too_large", "unknown_agent", "forbidden"],
+          errors: [
+            "bad_request",
+            "invalid_multipart",
+            "file_exists",
+            "file_too_large",
+            "storage_quota_exceeded",
+            "unknown_agent",
+            "forbidden"
+          ],
           access: "A key limited to agents writes only in those agents' workspaces (give `agent_id`)."
         })
       )
@@ -61,7 +69,8 @@ export class FilesApi extends HttpApiGroup.make("files")
         OpenApi.Description,
         "Upload a workspace file: the raw body with `?name=` (its Content-Type is kept), or " +
           "multipart/form-data with one file part. Streamed to storage, up to SWITCHYARD_MAX_FILE_BYTES " +
-          "(413 `file_too_large`). A name taken in the scope is a 409 `file_exists` unless `overwrite=true`."
+          "(413 `file_too_large`), within the organization's storage quota, SWITCHYARD_ORG_FILE_QUOTA_BYTES " +
+          "(413 `storage_quota_exceeded`). A name taken in the scope is a 409 `file_exists` unless `overwrite=true`."
       )
       .annotate(OpenApi.Override, uploadBody)
   )

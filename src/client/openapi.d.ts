@@ -1299,7 +1299,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a workspace file
-         * @description Upload a workspace file: the raw body with `?name=` (its Content-Type is kept), or multipart/form-data with one file part. Streamed to storage, up to SWITCHYARD_MAX_FILE_BYTES (413 `file_too_large`). A name taken in the scope is a 409 `file_exists` unless `overwrite=true`.
+         * @description Upload a workspace file: the raw body with `?name=` (its Content-Type is kept), or multipart/form-data with one file part. Streamed to storage, up to SWITCHYARD_MAX_FILE_BYTES (413 `file_too_large`), within the organization's storage quota, SWITCHYARD_ORG_FILE_QUOTA_BYTES (413 `storage_quota_exceeded`). A name taken in the scope is a 409 `file_exists` unless `overwrite=true`.
          *
          *     **Role:** Builder and above (`builder`, `admin`, `super_admin`). A key limited to agents writes only in those agents' workspaces (give `agent_id`).
          */
@@ -5983,7 +5983,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "database_unavailable" | "file_exists" | "file_too_large" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_multipart" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
+                code: "bad_request" | "bearer_not_supported" | "database_unavailable" | "file_exists" | "file_too_large" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_multipart" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "storage_quota_exceeded" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -17447,7 +17447,7 @@ export interface operations {
                     "application/json": components["schemas"]["UploadFileError"];
                 };
             };
-            /** @description Payload too large: `payload_too_large`, `file_too_large`. */
+            /** @description Payload too large: `payload_too_large`, `file_too_large`, `storage_quota_exceeded`. */
             413: {
                 headers: {
                     [name: string]: unknown;

@@ -103,6 +103,8 @@ export const config = Config.all({
   maxBodyBytes: positive("MAX_BODY_BYTES", 10 * 1024 * 1024),
   // a workspace file upload (POST /v1/files), streamed to storage: the one body the limit above leaves alone
   maxFileBytes: positive("MAX_FILE_BYTES", 100 * 1024 * 1024),
+  // what one organization's workspace files may take in all (0: no limit); see docs/guides/files.md
+  orgFileQuotaBytes: countOrOff(env("ORG_FILE_QUOTA_BYTES"), 10 * 1024 * 1024 * 1024),
   // behind a load balancer, the client is the last hop it appended to X-Forwarded-For (src/audit/AuditLog.ts)
   trustProxy: flag(env("TRUST_PROXY"), false),
   apiKeyCacheTtl: duration("API_KEY_CACHE_TTL", "5 seconds"),

@@ -33,6 +33,8 @@ export const fileExists = (name: string) =>
 
 // the two-key advisory locks of file names: apart from the one-key locks of the cluster's shards
 const NAME_LOCKS = 0x66696c65
+// an organization's storage quota: its uploads finish one after the other
+const QUOTA_LOCKS = 0x71756f74
 
 // an upload a node never finished (it crashed, or lost the database) is swept after this long
 const STALE_UPLOAD = "1 day"
@@ -49,6 +51,12 @@ export class FileRepo extends Effect.Service<FileRepo>()("files/FileRepo", {
     const sql = yield* PgClient.PgClient
 
     const scopeIs = (agentId: AgentId | null) => agentId === null ? sql`agent_id IS NULL` : sql`agent_id = ${agentId}`
+
+    /** The bytes of the organization's files (its storage quota's measure). */
+    const usedBytes = (organizationId: OrganizationId) =>
+      sql<{ used: string }>`
+        SELECT coalesce(sum(size), 0)::text AS used FROM files
+        WHERE organization_id = ${organizationId} AND status = 'ready'`.pipe(Effect.map(([r]) => Number(r!.used)))
 
     /** A new file, not yet visible; also sweeps this organization's uploads that were never finished. */
     const begin = (f: {
@@ -78,9 +86,13 @@ export class FileRepo extends Effect.Service<FileRepo>()("files/FileRepo", {
     const finish = (
       f: { id: FileId; organizationId: OrganizationId; agentId: AgentId | null; name: string },
       content: { size: number; sha256: string },
-      replace: boolean
+      replace: boolean,
+      /** The organization's storage quota in bytes (0: none): past it, `overQuota` and nothing changed. */
+      quota: number
     ) =>
       Effect.gen(function*() {
+        // the quota's lock first, always: two uploads never hold the two kinds of lock in opposite orders
+        if (quota > 0) yield* sql`SELECT pg_advisory_xact_lock(${QUOTA_LOCKS}, hashtext(${f.organizationId}))`
         const name = `${f.organizationId}:${f.agentId ?? ""}:${f.name}`
         yield* sql`SELECT pg_advisory_xact_lock(${NAME_LOCKS}, hashtext(${name}))`
         const replaced = replace
@@ -88,6 +100,11 @@ export class FileRepo extends Effect.Service<FileRepo>()("files/FileRepo", {
               DELETE FROM files WHERE organization_id = ${f.organizationId} AND ${scopeIs(f.agentId)}
                 AND name = ${f.name} AND status = 'ready' RETURNING id`
           : []
+        if (quota > 0) {
+          // the file it replaces no longer counts (the caller's rollback puts it back)
+          const used = yield* usedBytes(f.organizationId)
+          if (used + content.size > quota) return { overQuota: used }
+        }
         const [row] = yield* sql<FileRow>`
           UPDATE files SET status = 'ready', size = ${content.size}, sha256 = ${content.sha256}
           WHERE id = ${f.id} AND status = 'uploading' RETURNING *`
@@ -148,6 +165,16 @@ export class FileRepo extends Effect.Service<FileRepo>()("files/FileRepo", {
       sql`SELECT 1 FROM agents WHERE id = ${agentId} AND organization_id = ${organizationId} AND deleted_at IS NULL`
         .pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
 
-    return { begin, finish, discard, find, findByName, list, remove, agentExists } as const
+    return {
+      begin,
+      finish,
+      discard,
+      find,
+      findByName,
+      list,
+      remove,
+      agentExists,
+      usedBytes: (organizationId: OrganizationId) => Effect.orDie(usedBytes(organizationId))
+    } as const
   })
 }) {}

@@ -65,11 +65,33 @@ export class Files extends Effect.Service<Files>()("files/Files", {
     const config = yield* SwitchyardConfig
     const transaction = transactionIn(yield* SqlClient.SqlClient)
     const maxBytes = config.maxFileBytes
+    const quota = config.orgFileQuotaBytes
 
     const tooLarge = PayloadTooLarge.of(
       `The file is larger than this server accepts: at most ${maxBytes} bytes (SWITCHYARD_MAX_FILE_BYTES).`,
       "file_too_large"
     )
+    const overQuota = (used: number) =>
+      PayloadTooLarge.of(
+        `The file does not fit in the organization's storage quota of ${quota} bytes ` +
+          `(SWITCHYARD_ORG_FILE_QUOTA_BYTES): its files take ${used} bytes already. Delete files, or ask an ` +
+          "operator to raise the quota.",
+        "storage_quota_exceeded"
+      )
+
+    /**
+     * The most an upload may store: the server's limit, or what the quota leaves (with what the file it
+     * overwrites frees). Checked again, under a lock, when the file is made visible (FileRepo.finish).
+     */
+    const roomFor = (writer: Writer, input: { readonly name: string; readonly overwrite: boolean }) =>
+      Effect.gen(function*() {
+        if (quota === 0) return { limit: maxBytes, used: 0 }
+        const used = yield* repo.usedBytes(writer.organizationId)
+        const freed = input.overwrite
+          ? Number((yield* repo.findByName(writer.organizationId, writer.agentId, input.name))?.size ?? 0)
+          : 0
+        return { limit: Math.min(maxBytes, Math.max(0, quota - used + freed)), used }
+      })
 
     const readable = (principal: Principal, row: FileRow) => row.agent_id === null || mayUse(principal, row.agent_id)
 
@@ -137,15 +159,22 @@ export class Files extends Effect.Service<Files>()("files/Files", {
         if (!input.overwrite && (yield* repo.findByName(writer.organizationId, writer.agentId, input.name))) {
           return yield* fileExists(input.name)
         }
+        const room = yield* roomFor(writer, { name: input.name, overwrite: input.overwrite })
+        // past the quota's room (not the server's limit): told so before a byte is read
+        const roomError = room.limit < maxBytes ? overQuota(room.used) : tooLarge
+        if (input.declaredBytes !== undefined && input.declaredBytes > room.limit) return yield* roomError
         const id = Crypto.randomUUID() as FileId
         const target = { id, organizationId: writer.organizationId, agentId: writer.agentId, name: input.name }
         yield* repo.begin({ ...target, contentType: input.contentType, owner: writer.owner })
         return yield* Effect.gen(function*() {
-          const content = yield* store.put(id, body, maxBytes).pipe(
-            Effect.catchTag("ContentTooLarge", () => tooLarge)
+          const content = yield* store.put(id, body, room.limit).pipe(
+            Effect.catchTag("ContentTooLarge", () => roomError)
           )
           return yield* transaction(Effect.gen(function*() {
-            const { replaced, row } = yield* repo.finish(target, content, input.overwrite)
+            const finished = yield* repo.finish(target, content, input.overwrite, quota)
+            // another upload took the room meanwhile: this one fails, and the file it would replace stays
+            if ("overQuota" in finished) return yield* overQuota(finished.overQuota)
+            const { replaced, row } = finished
             yield* audit.record(writer.auditAs, {
               action: "CREATE_FILE",
               targets: [{ type: "file", id: row.id, name: row.name }],
