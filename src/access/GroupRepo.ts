@@ -52,8 +52,11 @@ export class GroupRepo extends Effect.Service<GroupRepo>()("access/GroupRepo", {
       g.id, g.organization_id, g.name, g.description, g.default_role, g.agent_ids, g.created_at, g.updated_at,
       (SELECT count(*)::int FROM group_members gm WHERE gm.group_id = g.id) AS member_count`
 
-    const find = (organizationId: OrganizationId, id: GroupId) =>
-      sql<GroupRow>`SELECT ${columns} FROM groups g WHERE g.organization_id = ${organizationId} AND g.id = ${id}`.pipe(
+    /** With `lock`, the row is locked until the caller's transaction ends (a change reads what it changes). */
+    const find = (organizationId: OrganizationId, id: GroupId, lock = false) =>
+      sql<GroupRow>`
+        SELECT ${columns} FROM groups g WHERE g.organization_id = ${organizationId} AND g.id = ${id}
+        ${lock ? sql`FOR UPDATE OF g` : sql``}`.pipe(
         Effect.map(([row]) => row),
         Effect.orDie
       )

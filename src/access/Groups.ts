@@ -26,9 +26,9 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
     const audit = yield* AuditLog
     const sql = yield* SqlClient.SqlClient
 
-    const find = (principal: Principal, id: GroupId) =>
+    const find = (principal: Principal, id: GroupId, lock = false) =>
       Effect.flatMap(
-        repo.find(principal.organizationId, id),
+        repo.find(principal.organizationId, id, lock),
         (row) => row === undefined ? Effect.fail(NotFound.of("Group", id)) : Effect.succeed(row)
       )
 
@@ -80,25 +80,35 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
 
     const update = Effect.fn("Groups.update")(function*(principal: Principal, id: GroupId, input: UpdateGroup) {
       yield* requireOrganizationKey(principal, Policy.manageGroups)
-      const current = yield* find(principal, id)
-      const fields = yield* checkFields(principal, {
-        name: input.name ?? current.name,
-        description: input.description ?? current.description,
-        default_role: input.default_role === undefined ? current.default_role : input.default_role,
-        agent_ids: input.agent_ids ?? current.agent_ids
-      })
-      const row = yield* repo.update(principal.organizationId, id, fields).pipe(
-        audit.recorded(principal, (row) =>
-          row === undefined || changedFields(input).length === 0 ? undefined : {
-            action: "UPDATE_GROUP",
-            targets: [{ type: "group", id, name: fields.name }],
-            details: {
-              changed: changedFields(input)
-            }
-          })
-      )
-      if (row === undefined) return yield* NotFound.of("Group", id)
-      return toGroup(row)
+      // the row locked from its read to its write: two PATCHes at once (a rename and a new description) each
+      // apply to what the other wrote, rather than the later writing back what the earlier changed
+      return yield* transactionIn(sql)(Effect.gen(function*() {
+        const current = yield* find(principal, id, true)
+        const fields = yield* checkFields(principal, {
+          name: input.name ?? current.name,
+          description: input.description ?? current.description,
+          default_role: input.default_role === undefined ? current.default_role : input.default_role,
+          agent_ids: input.agent_ids ?? current.agent_ids
+        })
+        // nothing to change (`{}`, what it holds already): not written (`updated_at` stays), nothing audited
+        if (
+          fields.name === current.name && fields.description === current.description &&
+          fields.default_role === current.default_role && fields.agent_ids.length === current.agent_ids.length &&
+          fields.agent_ids.every((a, i) => a === current.agent_ids[i])
+        ) return toGroup(current)
+        const row = yield* repo.update(principal.organizationId, id, fields).pipe(
+          audit.recorded(principal, (row) =>
+            row === undefined || changedFields(input).length === 0 ? undefined : {
+              action: "UPDATE_GROUP",
+              targets: [{ type: "group", id, name: fields.name }],
+              details: {
+                changed: changedFields(input)
+              }
+            })
+        )
+        if (row === undefined) return yield* NotFound.of("Group", id)
+        return toGroup(row)
+      }))
     })
 
     const remove = Effect.fn("Groups.remove")(function*(principal: Principal, id: GroupId) {

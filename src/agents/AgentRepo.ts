@@ -55,22 +55,31 @@ export class AgentRepo extends Effect.Service<AgentRepo>()("agents/AgentRepo", {
           ${a.max_steps}, ${a.max_tokens}, ${a.timeout_seconds}, ${a.created_by})
         RETURNING *`.pipe(Effect.map(([row]) => row!), Effect.orDie)
 
-    const update = (organizationId: OrganizationId, id: AgentId, a: AgentFields) =>
-      sql<AgentRow>`
-        UPDATE agents SET name = ${a.name}, instructions = ${a.instructions}, model = ${JSON.stringify(a.model)}::jsonb,
-          skills = ${JSON.stringify(a.skills)}::jsonb, budget = ${
-        a.budget === null ? null : JSON.stringify(a.budget)
-      }::jsonb,
+    /**
+     * Undefined when there is no such agent, or when its configuration is this already (compared as the version
+     * trigger compares it): a change that changes nothing is not written (`updated_at` stays).
+     */
+    const update = (organizationId: OrganizationId, id: AgentId, a: AgentFields) => {
+      const model = JSON.stringify(a.model)
+      const skills = JSON.stringify(a.skills)
+      const budget = a.budget === null ? null : JSON.stringify(a.budget)
+      return sql<AgentRow>`
+        UPDATE agents SET name = ${a.name}, instructions = ${a.instructions}, model = ${model}::jsonb,
+          skills = ${skills}::jsonb, budget = ${budget}::jsonb,
           max_steps = ${a.max_steps}, max_tokens = ${a.max_tokens}, timeout_seconds = ${a.timeout_seconds},
           updated_at = now()
         WHERE id = ${id} AND organization_id = ${organizationId} AND deleted_at IS NULL
+          AND (name, instructions, model, skills, budget, max_steps, max_tokens, timeout_seconds) IS DISTINCT FROM
+            (${a.name}::text, ${a.instructions}::text, ${model}::jsonb, ${skills}::jsonb, ${budget}::jsonb,
+             ${a.max_steps}::int, ${a.max_tokens}::int, ${a.timeout_seconds}::int)
         RETURNING *`.pipe(Effect.map(([row]): AgentRow | undefined => row), Effect.orDie)
+    }
 
-    const find = (organizationId: OrganizationId, id: AgentId) =>
-      sql<
-        AgentRow
-      >`SELECT * FROM agents WHERE id = ${id} AND organization_id = ${organizationId} AND deleted_at IS NULL`
-        .pipe(Effect.map(([row]): AgentRow | undefined => row), Effect.orDie)
+    /** With `lock`, the row is locked until the caller's transaction ends (a change reads what it changes). */
+    const find = (organizationId: OrganizationId, id: AgentId, lock = false) =>
+      sql<AgentRow>`
+        SELECT * FROM agents WHERE id = ${id} AND organization_id = ${organizationId} AND deleted_at IS NULL
+        ${lock ? sql`FOR UPDATE` : sql``}`.pipe(Effect.map(([row]): AgentRow | undefined => row), Effect.orDie)
 
     /** For the Agent entity, which serves callers already authorized. */
     const findById = (id: AgentId) =>

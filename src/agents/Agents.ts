@@ -1,3 +1,4 @@
+import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { Agent, type CreateAgent, type ModelConfig, type UpdateAgent } from "../../schema/Agents.js"
@@ -8,6 +9,7 @@ import type { Principal } from "../../schema/Security.js"
 import { AuditLog, changedFields } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Connections } from "../connectors/Connections.js"
+import { transactionIn } from "../db/Transaction.js"
 import { requireOrganizationKey, requirePermission } from "../identity/IdentityPolicy.js"
 import { AGENT_DELETED, ScheduleRepo } from "../schedules/ScheduleRepo.js"
 import { listOrPage, type PageParams } from "../support/Cursor.js"
@@ -70,6 +72,7 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
     const leases = yield* BudgetLeases
     const schedules = yield* ScheduleRepo
     const prices = makePriceTable((yield* SwitchyardConfig).modelPrices)
+    const transaction = transactionIn(yield* SqlClient.SqlClient)
 
     /** A budget is kept by the model's price: with none, calls cost nothing and it could never stop one. */
     const checkBudget = (model: ModelConfig, budget: AgentFields["budget"]) => {
@@ -124,8 +127,8 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
         return skills ?? []
       })
 
-    const get = (principal: Principal, id: AgentId): Effect.Effect<AgentRow, NotFound> =>
-      (mayUse(principal, id) ? repo.find(principal.organizationId, id) : Effect.succeed(undefined)).pipe(
+    const get = (principal: Principal, id: AgentId, lock = false): Effect.Effect<AgentRow, NotFound> =>
+      (mayUse(principal, id) ? repo.find(principal.organizationId, id, lock) : Effect.succeed(undefined)).pipe(
         Effect.flatMap((row) => row === undefined ? Effect.fail(NotFound.of("Agent", id)) : Effect.succeed(row))
       )
 
@@ -164,33 +167,46 @@ export class Agents extends Effect.Service<Agents>()("agents/Agents", {
 
     const update = Effect.fn("Agents.update")(function*(principal: Principal, id: AgentId, input: UpdateAgent) {
       yield* requirePermission(principal, Policy.changeAgents)
-      const current = yield* get(principal, id)
-      const fields: AgentFields = {
-        name: input.name ?? current.name,
-        instructions: input.instructions ?? current.instructions,
-        model: input.model === undefined ? current.model : yield* checkModel(input.model),
-        skills: input.skills === undefined ? current.skills : yield* checkSkills(principal, input.skills),
-        budget: input.budget === undefined ? current.budget : input.budget,
-        max_steps: input.max_steps ?? current.max_steps,
-        max_tokens: input.max_tokens === undefined ? current.max_tokens : input.max_tokens,
-        timeout_seconds: input.timeout_seconds === undefined ? current.timeout_seconds : input.timeout_seconds
+      const { row, written } = yield* transaction(changeLocked(principal, id, input))
+      if (written) {
+        // a changed budget or model (a call's worst case) gets a fresh look: calls are tried again
+        if (input.budget !== undefined || input.model !== undefined) yield* repo.clearExhausted(id)
+        // a budget lowered: this node's lease of the old one goes back at once (others' at their next report)
+        if (input.budget !== undefined) yield* Effect.ignore(Effect.timeout(leases.recheck(id), "1 second"))
       }
-      if (input.budget !== undefined || input.model !== undefined) yield* checkBudget(fields.model, fields.budget)
-      const row = yield* repo.update(principal.organizationId, id, fields).pipe(
-        audit.recorded(principal, (row) =>
-          row === undefined || changedFields(input).length === 0 ? undefined : {
-            action: "UPDATE_AGENT",
-            targets: [{ type: "agent", id, name: row.name }],
-            details: { changed: changedFields(input) }
-          })
-      )
-      if (row === undefined) return yield* NotFound.of("Agent", id)
-      // a changed budget or model (a call's worst case) gets a fresh look: calls are tried again
-      if (input.budget !== undefined || input.model !== undefined) yield* repo.clearExhausted(id)
-      // a budget lowered: this node's lease of the old one goes back at once (others' at their next report)
-      if (input.budget !== undefined) yield* Effect.ignore(Effect.timeout(leases.recheck(id), "1 second"))
       return yield* present(row)
     })
+
+    /**
+     * The change, with the agent's row locked from its read to its write: two PATCHes at once (a rename and new
+     * instructions) each apply to what the other wrote, each its own version, rather than the later writing
+     * back what the earlier changed.
+     */
+    const changeLocked = (principal: Principal, id: AgentId, input: UpdateAgent) =>
+      Effect.gen(function*() {
+        const current = yield* get(principal, id, true)
+        const fields: AgentFields = {
+          name: input.name ?? current.name,
+          instructions: input.instructions ?? current.instructions,
+          model: input.model === undefined ? current.model : yield* checkModel(input.model),
+          skills: input.skills === undefined ? current.skills : yield* checkSkills(principal, input.skills),
+          budget: input.budget === undefined ? current.budget : input.budget,
+          max_steps: input.max_steps ?? current.max_steps,
+          max_tokens: input.max_tokens === undefined ? current.max_tokens : input.max_tokens,
+          timeout_seconds: input.timeout_seconds === undefined ? current.timeout_seconds : input.timeout_seconds
+        }
+        if (input.budget !== undefined || input.model !== undefined) yield* checkBudget(fields.model, fields.budget)
+        // none when nothing changes (`{}`, what it holds already): not written, no version, nothing audited
+        const row = yield* repo.update(principal.organizationId, id, fields).pipe(
+          audit.recorded(principal, (row) =>
+            row === undefined || changedFields(input).length === 0 ? undefined : {
+              action: "UPDATE_AGENT",
+              targets: [{ type: "agent", id, name: row.name }],
+              details: { changed: changedFields(input) }
+            })
+        )
+        return row === undefined ? { row: current, written: false } : { row, written: true }
+      })
 
     /** Every agent the principal may use, or with `limit`/`cursor` a page of them (`total` counts them all). */
     const list = Effect.fn("Agents.list")(function*(

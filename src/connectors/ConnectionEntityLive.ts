@@ -28,93 +28,101 @@ export const ConnectionEntityLive = ConnectionEntity.toLayer(
 
     const unusable = (code: ConnectionUnusable["code"], message: string) => new ConnectionUnusable({ code, message })
 
+    /** False when a PATCH replaced the credentials since `row` was read: what was worked out from them is moot. */
     const persist = (row: ConnectionRow, secret: StoredSecret, status: ConnectionRow["status"]) => {
       const { keyVersion, sealed } = vault.seal(secret, sealingContext(row))
-      return repo.storeSecret(row.id, { sealed, keyVersion }, status)
+      return repo.storeSecret(row.id, { sealed, keyVersion }, status, row.credentials)
     }
 
     const load = Effect.fn("Connection.load")(function*(staleToken: boolean) {
-      const row = yield* repo.findConnectionById(connectionId)
-      if (row === undefined) return yield* unusable("connection_not_found", "This connection was deleted.")
-      if (row.status === "pending_authorization") {
-        return yield* unusable(
-          "connection_pending_authorization",
-          "Finish connecting first: open the connection's connector_page_url and sign in."
-        )
-      }
-      const connector = yield* repo.findConnectorById(row.connector_id)
-      if (connector === undefined) return yield* unusable("connection_not_found", "The connector was removed.")
-      const flow = oauthFlow(connector.imported, row.security_scheme)
-      // a client-credentials connection has no sign-in to redo: its client id or secret is what was refused
-      const remedy = flow?.kind === "clientCredentials"
-        ? "update its client credentials (PATCH the connection's `credentials`)"
-        : "authorize it again (POST …/authorize)"
-      if (row.status === "needs_reauthentication") {
-        return yield* unusable(
-          "connection_needs_reauthentication",
-          `The connection's token could not be refreshed; ${remedy}.`
-        )
-      }
-      let secret: StoredSecret = row.credentials === null
-        ? { type: "none" }
-        : yield* Effect.try({
-          try: () => vault.open<StoredSecret>(row.credentials!, row.key_version ?? 1, sealingContext(row)),
-          // a failure, not a defect: a defect would restart the entity and retry forever
-          catch: (e) => unusable("connection_credentials_unreadable", (e as Error).message)
-        })
-      let expiresAt: number | null = Date.now() + STATIC_TTL_MS
-      if (secret.type === "oauth2") {
-        const fresh = secret.access_token !== undefined && !staleToken &&
-          (secret.expires_at === undefined || secret.expires_at - Date.now() > REFRESH_MARGIN_MS)
-        if (!fresh && flow !== undefined) {
-          const client = {
-            client_id: secret.client_id,
-            client_secret: secret.client_secret,
-            token_endpoint_auth_method: secret.token_endpoint_auth_method
-          }
-          const obtain: Effect.Effect<TokenSet, Pick<TokenEndpointError, "invalidGrant" | "code" | "message">> =
-            flow.kind === "clientCredentials"
-              ? oauth.clientCredentials(flow.tokenUrl, client, secret.scopes ?? [])
-              : secret.refresh_token !== undefined
-              ? oauth.refresh(flow.refreshUrl ?? flow.tokenUrl, client, secret.refresh_token)
-              : Effect.fail({
-                invalidGrant: true,
-                code: "upstream_unreachable",
-                message: "no refresh token was issued"
-              })
-          const tokens = yield* obtain.pipe(
-            Effect.tapError((e) => e.invalidGrant ? persist(row, secret, "needs_reauthentication") : Effect.void),
-            // only a refused grant needs a person; an endpoint down or slow is the target failing, and passes
-            Effect.mapError((e) =>
-              e.invalidGrant
-                ? unusable(
-                  "connection_needs_reauthentication",
-                  `Getting the connection's token failed (${e.message}); ${remedy}.`
-                )
-                : unusable(e.code, `Getting the connection's OAuth2 token failed: ${e.message}.`)
-            )
+      // again when a PATCH replaced the credentials while they were used (`continue`): the call takes the new ones
+      for (;;) {
+        const row = yield* repo.findConnectionById(connectionId)
+        if (row === undefined) return yield* unusable("connection_not_found", "This connection was deleted.")
+        if (row.status === "pending_authorization") {
+          return yield* unusable(
+            "connection_pending_authorization",
+            "Finish connecting first: open the connection's connector_page_url and sign in."
           )
-          const refreshToken = tokens.refresh_token ?? secret.refresh_token
-          const { expires_at: _, refresh_token: __, ...rest } = secret
-          secret = {
-            ...rest,
-            access_token: tokens.access_token,
-            ...(refreshToken === undefined ? {} : { refresh_token: refreshToken }),
-            ...(tokens.expires_at === undefined ? {} : { expires_at: tokens.expires_at })
+        }
+        const connector = yield* repo.findConnectorById(row.connector_id)
+        if (connector === undefined) return yield* unusable("connection_not_found", "The connector was removed.")
+        const flow = oauthFlow(connector.imported, row.security_scheme)
+        // a client-credentials connection has no sign-in to redo: its client id or secret is what was refused
+        const remedy = flow?.kind === "clientCredentials"
+          ? "update its client credentials (PATCH the connection's `credentials`)"
+          : "authorize it again (POST …/authorize)"
+        if (row.status === "needs_reauthentication") {
+          return yield* unusable(
+            "connection_needs_reauthentication",
+            `The connection's token could not be refreshed; ${remedy}.`
+          )
+        }
+        let secret: StoredSecret = row.credentials === null
+          ? { type: "none" }
+          : yield* Effect.try({
+            try: () => vault.open<StoredSecret>(row.credentials!, row.key_version ?? 1, sealingContext(row)),
+            // a failure, not a defect: a defect would restart the entity and retry forever
+            catch: (e) => unusable("connection_credentials_unreadable", (e as Error).message)
+          })
+        let expiresAt: number | null = Date.now() + STATIC_TTL_MS
+        if (secret.type === "oauth2") {
+          const fresh = secret.access_token !== undefined && !staleToken &&
+            (secret.expires_at === undefined || secret.expires_at - Date.now() > REFRESH_MARGIN_MS)
+          if (!fresh && flow !== undefined) {
+            const client = {
+              client_id: secret.client_id,
+              client_secret: secret.client_secret,
+              token_endpoint_auth_method: secret.token_endpoint_auth_method
+            }
+            const obtain: Effect.Effect<TokenSet, Pick<TokenEndpointError, "invalidGrant" | "code" | "message">> =
+              flow.kind === "clientCredentials"
+                ? oauth.clientCredentials(flow.tokenUrl, client, secret.scopes ?? [])
+                : secret.refresh_token !== undefined
+                ? oauth.refresh(flow.refreshUrl ?? flow.tokenUrl, client, secret.refresh_token)
+                : Effect.fail({
+                  invalidGrant: true,
+                  code: "upstream_unreachable",
+                  message: "no refresh token was issued"
+                })
+            const got = yield* Effect.either(obtain)
+            if (got._tag === "Left") {
+              const e = got.left
+              // only a refused grant needs a person; an endpoint down or slow is the target failing, and passes
+              if (!e.invalidGrant) {
+                return yield* unusable(e.code, `Getting the connection's OAuth2 token failed: ${e.message}.`)
+              }
+              // credentials given meanwhile (the remedy, a PATCH) were not what was refused: the call tries them
+              if (!(yield* persist(row, secret, "needs_reauthentication"))) continue
+              return yield* unusable(
+                "connection_needs_reauthentication",
+                `Getting the connection's token failed (${e.message}); ${remedy}.`
+              )
+            }
+            const tokens = got.right
+            const refreshToken = tokens.refresh_token ?? secret.refresh_token
+            const { expires_at: _, refresh_token: __, ...rest } = secret
+            secret = {
+              ...rest,
+              access_token: tokens.access_token,
+              ...(refreshToken === undefined ? {} : { refresh_token: refreshToken }),
+              ...(tokens.expires_at === undefined ? {} : { expires_at: tokens.expires_at })
+            }
+            // not over credentials given meanwhile: the call gets their token instead
+            if (!(yield* persist(row, secret, "active"))) continue
           }
-          yield* persist(row, secret, "active")
+          if (secret.type === "oauth2" && secret.expires_at !== undefined) {
+            expiresAt = secret.expires_at - REFRESH_MARGIN_MS / 2
+          }
         }
-        if (secret.type === "oauth2" && secret.expires_at !== undefined) {
-          expiresAt = secret.expires_at - REFRESH_MARGIN_MS / 2
-        }
+        const applied = applySecret(connector.imported, row.security_scheme, secret)
+        return new AppliedCredentials({
+          headers: redactAll(applied.headers),
+          query: redactAll(applied.query),
+          cookies: redactAll(applied.cookies),
+          expires_at: expiresAt
+        })
       }
-      const applied = applySecret(connector.imported, row.security_scheme, secret)
-      return new AppliedCredentials({
-        headers: redactAll(applied.headers),
-        query: redactAll(applied.query),
-        cookies: redactAll(applied.cookies),
-        expires_at: expiresAt
-      })
     })
 
     return {

@@ -196,6 +196,12 @@ export class Connections extends Effect.Service<Connections>()("connectors/Conne
         yield* mayManage(principal, connection)
         yield* checkServerUrl(input.server_url)
         yield* checkOwnApiConnection(connection.connector_id, input)
+        // nothing to change (`{}`, what it holds already): not written (`updated_at` stays), nothing audited.
+        // The write sets only the fields given, so a change at once of another field stands.
+        if (
+          input.credentials === undefined && (input.name === undefined || input.name === connection.name) &&
+          (input.server_url === undefined || input.server_url === connection.server_url)
+        ) return new ConnectionCreated(toConnection(connection))
         let patch: Parameters<typeof repo.updateConnection>[2] = {
           ...(input.name === undefined ? {} : { name: input.name }),
           ...(input.server_url === undefined ? {} : { server_url: input.server_url })

@@ -146,17 +146,24 @@ export class ConnectorRepo extends Effect.Service<ConnectorRepo>()("connectors/C
     const findConnectorById = (id: ConnectorId) =>
       sql<ConnectorRow>`SELECT * FROM connectors WHERE id = ${id}`.pipe(Effect.map(([row]) => row), Effect.orDie)
 
-    /** Stores refreshed tokens and the resulting status, by connection id only (entity-side). */
+    /**
+     * Stores refreshed tokens and the resulting status, by connection id only (entity-side). With `read`, only
+     * while the credentials are still those (sealed) it was worked out from: false when a PATCH replaced them
+     * meanwhile, whose credentials and status then stand.
+     */
     const storeSecret = (
       id: ConnectionId,
       credentials: { sealed: Uint8Array; keyVersion: number } | null,
-      status: ConnectionRow["status"]
+      status: ConnectionRow["status"],
+      read?: Uint8Array | null
     ) =>
       sql`
         UPDATE connections SET status = ${status}, updated_at = now(),
           credentials = ${credentials === null ? sql`credentials` : credentials.sealed},
           key_version = ${credentials === null ? sql`key_version` : credentials.keyVersion}
-        WHERE id = ${id} AND deleted_at IS NULL`.pipe(Effect.asVoid, Effect.orDie)
+        WHERE id = ${id} AND deleted_at IS NULL
+          ${read === undefined ? sql`` : sql`AND credentials IS NOT DISTINCT FROM ${read}::bytea`}
+        RETURNING id`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
 
     const listConnectors = (
       organizationId: OrganizationId,

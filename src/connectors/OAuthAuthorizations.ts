@@ -126,17 +126,31 @@ export class OAuthAuthorizations extends Effect.Service<OAuthAuthorizations>()("
           ...(tokens.expires_at === undefined ? {} : { expires_at: tokens.expires_at })
         }
         const sealed = vault.seal(stored, sealingContext(row))
-        // new credentials for the connection: the browser that came back is all we know of who (its address)
-        yield* repo.storeSecret(row.id, { sealed: sealed.sealed, keyVersion: sealed.keyVersion }, "active").pipe(
+        // new credentials for the connection: the browser that came back is all we know of who (its address).
+        // Only over the client it signed in with: credentials a PATCH gave meanwhile stand, for their own sign-in.
+        const kept = yield* repo.storeSecret(
+          row.id,
+          { sealed: sealed.sealed, keyVersion: sealed.keyVersion },
+          "active",
+          row.credentials
+        ).pipe(
           audit.recorded({
             organizationId: row.organization_id,
             actor: { type: "system", id: "connection_oauth_callback", key_id: null }
-          }, () => ({
-            action: "AUTHORIZE_CONNECTION",
-            targets: [{ type: "connection", id: row.id, name: row.name }],
-            details: { scopes: secret.scopes ?? Object.keys(flow.scopes) }
-          }))
+          }, (kept) =>
+            kept
+              ? {
+                action: "AUTHORIZE_CONNECTION",
+                targets: [{ type: "connection", id: row.id, name: row.name }],
+                details: { scopes: secret.scopes ?? Object.keys(flow.scopes) }
+              }
+              : undefined)
         )
+        if (!kept) {
+          return yield* new AuthorizationFailed({
+            message: "The connection's credentials were changed while you signed in: sign in again with its new link."
+          })
+        }
         yield* credentials.forget(row.id)
         return { connectionName: row.name }
       }

@@ -1,3 +1,4 @@
+import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { BadRequest, Conflict, NotFound } from "../../schema/Errors.js"
@@ -15,6 +16,7 @@ import { AgentRepo } from "../agents/AgentRepo.js"
 import { mayUse } from "../agents/Agents.js"
 import { AuditLog, changedFields } from "../audit/AuditLog.js"
 import { compile } from "../connectors/openapi/InputValidator.js"
+import { transactionIn } from "../db/Transaction.js"
 import { Files } from "../files/Files.js"
 import { Workspace } from "../files/Workspace.js"
 import { requireOrganizationKey, requirePermission } from "../identity/IdentityPolicy.js"
@@ -72,6 +74,7 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
     const calls = yield* FunctionCalls
     const files = yield* Files
     const workspace = yield* Workspace
+    const transaction = transactionIn(yield* SqlClient.SqlClient)
 
     const find = (principal: Principal, id: FunctionId, version?: number) =>
       Effect.flatMap(repo.find(principal.organizationId, id, version), (row) =>
@@ -113,46 +116,62 @@ export class Functions extends Effect.Service<Functions>()("functions/Functions"
       return toFunction(row)
     })
 
+    /** The function with the change: what a PATCH would make its next version. */
+    const changed = (current: FunctionRow, input: UpdateFunction): VersionFields => ({
+      name: input.name ?? current.name,
+      description: input.description ?? current.description,
+      input_schema: input.input_schema ?? current.input_schema,
+      code: input.code ?? current.code,
+      timeout_ms: input.timeout_ms ?? current.timeout_ms,
+      memory_mb: input.memory_mb ?? current.memory_mb
+    })
+
+    /** Whether the fields are the function's own already: no new version (and nothing to audit). */
+    const same = (current: FunctionRow, fields: VersionFields) =>
+      (Object.keys(fields) as Array<keyof VersionFields>).every((k) =>
+        k === "input_schema"
+          ? JSON.stringify(fields.input_schema) === JSON.stringify(current.input_schema)
+          : fields[k] === current[k]
+      )
+
     const update = Effect.fn("Functions.update")(
       function*(principal: Principal, id: FunctionId, input: UpdateFunction) {
         yield* requireOrganizationKey(principal, Policy.changeFunctions)
-        const current = yield* find(principal, id)
-        const fields: VersionFields = {
-          name: input.name ?? current.name,
-          description: input.description ?? current.description,
-          input_schema: input.input_schema ?? current.input_schema,
-          code: input.code ?? current.code,
-          timeout_ms: input.timeout_ms ?? current.timeout_ms,
-          memory_mb: input.memory_mb ?? current.memory_mb
-        }
-        // a change that changes nothing is no new version (and nothing to audit): the function as it is
-        const same = (Object.keys(fields) as Array<keyof VersionFields>).every((k) =>
-          k === "input_schema"
-            ? JSON.stringify(fields.input_schema) === JSON.stringify(current.input_schema)
-            : fields[k] === current[k]
-        )
-        if (same) return toFunction(current)
-        if (input.input_schema !== undefined) yield* checkSchema(fields.input_schema)
-        if (input.code !== undefined) {
-          yield* calls.load(principal.organizationId, fields.code, {
-            timeoutMs: fields.timeout_ms,
-            memoryMb: fields.memory_mb
-          })
-        }
-        const row = yield* repo.update(principal.organizationId, id, fields, authorOf(principal)).pipe(
-          Effect.catchAll(() => Effect.fail(nameTaken(fields.name))),
-          audit.recorded(principal, (row) =>
-            row === undefined || changedFields(input).length === 0 ? undefined : {
-              action: "UPDATE_FUNCTION",
-              targets: [{ type: "function", id, name: row.name }],
-              details: {
-                version: row.version,
-                changed: changedFields(input)
-              }
+        // the checks (the code's load is a sandbox run) before the row is held, against the function as read now
+        const seen = yield* find(principal, id)
+        const checked = changed(seen, input)
+        if (!same(seen, checked)) {
+          if (input.input_schema !== undefined) yield* checkSchema(checked.input_schema)
+          if (input.code !== undefined) {
+            yield* calls.load(principal.organizationId, checked.code, {
+              timeoutMs: checked.timeout_ms,
+              memoryMb: checked.memory_mb
             })
-        )
-        if (row === undefined) return yield* NotFound.of("Function", id)
-        return toFunction(row)
+          }
+        }
+        // the row locked from its read to its write: two PATCHes at once (new code and a new description) each
+        // make a version from what the other wrote, rather than the later writing back what the earlier changed
+        return yield* transaction(Effect.gen(function*() {
+          yield* repo.lock(principal.organizationId, id)
+          const current = yield* find(principal, id)
+          const fields = changed(current, input)
+          // a change that changes nothing is no new version (and nothing to audit): the function as it is
+          if (same(current, fields)) return toFunction(current)
+          const row = yield* repo.update(principal.organizationId, id, fields, authorOf(principal)).pipe(
+            Effect.catchAll(() => Effect.fail(nameTaken(fields.name))),
+            audit.recorded(principal, (row) =>
+              row === undefined || changedFields(input).length === 0 ? undefined : {
+                action: "UPDATE_FUNCTION",
+                targets: [{ type: "function", id, name: row.name }],
+                details: {
+                  version: row.version,
+                  changed: changedFields(input)
+                }
+              })
+          )
+          if (row === undefined) return yield* NotFound.of("Function", id)
+          return toFunction(row)
+        }))
       }
     )
 

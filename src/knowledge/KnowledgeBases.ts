@@ -1,3 +1,4 @@
+import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { BadRequest, NotFound } from "../../schema/Errors.js"
@@ -14,6 +15,7 @@ import {
 import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { AuditLog, changedFields } from "../audit/AuditLog.js"
+import { transactionIn } from "../db/Transaction.js"
 import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
 import { invalidField } from "../support/Issues.js"
@@ -64,6 +66,7 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
     const repo = yield* KnowledgeRepo
     const index = yield* KnowledgeIndex
     const audit = yield* AuditLog
+    const transaction = transactionIn(yield* SqlClient.SqlClient)
     const sources = yield* DocumentSources
     const ingestion = yield* Ingestion
     let languages: ReadonlySet<string> | undefined
@@ -81,9 +84,9 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
         )
       })
 
-    const find = (principal: Principal, id: string) =>
+    const find = (principal: Principal, id: string, lock = false) =>
       Effect.gen(function*() {
-        const row = isUuid(id) ? yield* repo.findBase(principal.organizationId, id as KnowledgeBaseId) : undefined
+        const row = isUuid(id) ? yield* repo.findBase(principal.organizationId, id as KnowledgeBaseId, lock) : undefined
         if (row === undefined) return yield* NotFound.of("Knowledge base", id)
         return row
       })
@@ -130,22 +133,31 @@ export class KnowledgeBases extends Effect.Service<KnowledgeBases>()("knowledge/
     const update = Effect.fn("KnowledgeBases.update")(
       function*(principal: Principal, id: string, input: UpdateKnowledgeBase) {
         yield* requireOrganizationKey(principal, Policy.changeKnowledgeBases)
-        const current = yield* find(principal, id)
-        const language = input.language === undefined ? current.language : yield* checkLanguage(input.language)
-        const row = yield* repo.updateBase(principal.organizationId, current.id, {
-          name: input.name ?? current.name,
-          description: input.description ?? current.description,
-          language
-        }).pipe(
-          audit.recorded(principal, (row) =>
-            row === undefined || changedFields(input).length === 0 ? undefined : {
-              action: "UPDATE_KNOWLEDGE_BASE",
-              targets: [{ type: "knowledge_base", id: row.id, name: row.name }],
-              details: { changed: changedFields(input) }
-            })
-        )
-        if (row === undefined) return yield* NotFound.of("Knowledge base", id)
-        return toBase(row)
+        // the row locked from its read to its write: two PATCHes at once (a rename and a new language) each apply
+        // to what the other wrote, rather than the later writing back what the earlier changed
+        return yield* transaction(Effect.gen(function*() {
+          const current = yield* find(principal, id, true)
+          const change = {
+            name: input.name ?? current.name,
+            description: input.description ?? current.description,
+            language: input.language === undefined ? current.language : yield* checkLanguage(input.language)
+          }
+          // nothing to change (`{}`, what it holds already): not written (`updated_at` stays), nothing audited
+          if (
+            change.name === current.name && change.description === current.description &&
+            change.language === current.language
+          ) return toBase(current)
+          const row = yield* repo.updateBase(principal.organizationId, current.id, change).pipe(
+            audit.recorded(principal, (row) =>
+              row === undefined || changedFields(input).length === 0 ? undefined : {
+                action: "UPDATE_KNOWLEDGE_BASE",
+                targets: [{ type: "knowledge_base", id: row.id, name: row.name }],
+                details: { changed: changedFields(input) }
+              })
+          )
+          if (row === undefined) return yield* NotFound.of("Knowledge base", id)
+          return toBase(row)
+        }))
       }
     )
 

@@ -64,10 +64,11 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("knowledge/Kn
       Effect.orDie
     )
 
-    const findBase = (organizationId: OrganizationId, id: KnowledgeBaseId) =>
+    /** With `lock`, the row is locked until the caller's transaction ends (a change reads what it changes). */
+    const findBase = (organizationId: OrganizationId, id: KnowledgeBaseId, lock = false) =>
       sql<BaseRow>`
         SELECT ${sql.literal(BASE_COLUMNS)} FROM knowledge_bases b
-        WHERE b.id = ${id} AND b.organization_id = ${organizationId}`.pipe(
+        WHERE b.id = ${id} AND b.organization_id = ${organizationId} ${lock ? sql`FOR UPDATE OF b` : sql``}`.pipe(
         Effect.map(([row]): BaseRow | undefined => row),
         Effect.orDie
       )

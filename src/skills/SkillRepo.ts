@@ -77,8 +77,11 @@ export class SkillRepo extends Effect.Service<SkillRepo>()("skills/SkillRepo", {
         conflictOnUnique(() => skillNameTaken(s.name))
       )
 
-    const find = (organizationId: OrganizationId, id: string) =>
-      sql<SkillRow>`SELECT * FROM skills WHERE id = ${id}::uuid AND organization_id = ${organizationId}`.pipe(
+    /** With `lock`, the row is locked until the caller's transaction ends (a change reads what it changes). */
+    const find = (organizationId: OrganizationId, id: string, lock = false) =>
+      sql<SkillRow>`
+        SELECT * FROM skills WHERE id = ${id}::uuid AND organization_id = ${organizationId}
+        ${lock ? sql`FOR UPDATE` : sql``}`.pipe(
         Effect.map(([row]): SkillRow | undefined => row),
         Effect.orDie
       )

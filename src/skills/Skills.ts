@@ -103,9 +103,9 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
         ? Effect.succeed(false)
         : repo.managesAny(p.userId, row.allowlist)
 
-    const find = (principal: Principal, id: string) =>
+    const find = (principal: Principal, id: string, lock = false) =>
       Effect.gen(function*() {
-        const row = isUuid(id) ? yield* repo.find(principal.organizationId, id) : undefined
+        const row = isUuid(id) ? yield* repo.find(principal.organizationId, id, lock) : undefined
         if (row === undefined || !(yield* mayView(principal, row))) return yield* NotFound.of("Skill", id)
         return row
       })
@@ -199,48 +199,50 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
     const findByName = (principal: Principal, name: string) =>
       Effect.map(repo.findByName(principal.organizationId, name), (row) => row === undefined ? undefined : toSkill(row))
 
+    // each change below holds the skill's row from its read to its write: two at once (a rename and a new
+    // description, an archive and a publish) each apply to what the other wrote, and a change behind an archive
+    // finds the skill archived, rather than writing back what it read before
     const update = Effect.fn("Skills.update")(function*(principal: Principal, id: string, input: UpdateSkill) {
-      const row = yield* find(principal, id)
-      yield* mayChange(principal, row, "change it")
-      if (row.status === "archived") {
-        return yield* BadRequest.of("An archived skill cannot change.", undefined, "skill_archived")
-      }
-      if (input.actions !== undefined) yield* checkActions(principal, input.actions)
-      if (input.name !== undefined && input.name.toLowerCase() !== row.name.toLowerCase()) {
-        const taken = yield* repo.findByName(principal.organizationId, input.name)
-        if (taken !== undefined) return yield* skillNameTaken(input.name)
-      }
-      const content = {
-        name: input.name ?? row.name,
-        description: input.description ?? row.description,
-        actions: input.actions ?? row.actions
-      }
-      // nothing to change (`{}`, or what it holds already): no new version, nothing to audit
-      if (
-        content.name === row.name && content.description === row.description &&
-        JSON.stringify(content.actions) === JSON.stringify(row.actions)
-      ) return toSkill(row)
-      const updated = yield* transaction(Effect.gen(function*() {
+      return yield* transaction(Effect.gen(function*() {
+        const row = yield* find(principal, id, true)
+        yield* mayChange(principal, row, "change it")
+        if (row.status === "archived") {
+          return yield* BadRequest.of("An archived skill cannot change.", undefined, "skill_archived")
+        }
+        if (input.actions !== undefined) yield* checkActions(principal, input.actions)
+        if (input.name !== undefined && input.name.toLowerCase() !== row.name.toLowerCase()) {
+          const taken = yield* repo.findByName(principal.organizationId, input.name)
+          if (taken !== undefined) return yield* skillNameTaken(input.name)
+        }
+        const content = {
+          name: input.name ?? row.name,
+          description: input.description ?? row.description,
+          actions: input.actions ?? row.actions
+        }
+        // nothing to change (`{}`, or what it holds already): no new version, nothing to audit
+        if (
+          content.name === row.name && content.description === row.description &&
+          JSON.stringify(content.actions) === JSON.stringify(row.actions)
+        ) return toSkill(row)
         const next = yield* repo.updateContent(principal.organizationId, row.id, content, principal.userId)
         yield* audit.record(principal, {
           action: "UPDATE_SKILL",
           targets: [{ type: "skill", id: row.id, name: next!.name }],
           details: { version: next!.version }
         })
-        return next!
+        return toSkill(next!)
       }))
-      return toSkill(updated)
     })
 
     /** Who may hold the skill: Super admins, Admins and its owner only. */
     const setAccess = Effect.fn("Skills.setAccess")(function*(principal: Principal, id: string, input: SkillAccess) {
-      const row = yield* find(principal, id)
-      yield* mayChange(principal, row, "change who may use it")
-      if (input.visibility !== "restricted" && input.allowlist.length > 0) {
-        return yield* invalidField("allowlist", "applies to `restricted` skills only.")
-      }
-      yield* checkAllowlist(principal, input.allowlist)
-      const updated = yield* transaction(Effect.gen(function*() {
+      return yield* transaction(Effect.gen(function*() {
+        const row = yield* find(principal, id, true)
+        yield* mayChange(principal, row, "change who may use it")
+        if (input.visibility !== "restricted" && input.allowlist.length > 0) {
+          return yield* invalidField("allowlist", "applies to `restricted` skills only.")
+        }
+        yield* checkAllowlist(principal, input.allowlist)
         const next = yield* repo.setAccess(principal.organizationId, row.id, input.visibility, input.allowlist)
         yield* audit.record(principal, {
           action: "UPDATE_SKILL_ACCESS",
@@ -250,31 +252,27 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
             after: { visibility: input.visibility, allowlist: input.allowlist }
           }
         })
-        return next!
+        return toSkill(next!)
       }))
-      return toSkill(updated)
     })
 
     const setStatus = (principal: Principal, id: string, status: "published" | "archived") =>
-      Effect.gen(function*() {
-        const row = yield* find(principal, id)
+      transaction(Effect.gen(function*() {
+        const row = yield* find(principal, id, true)
         if (status === "published") yield* requireOrganizationKey(principal, Policy.publishSkills)
         else yield* mayChange(principal, row, "archive it")
         if (row.status === status) return toSkill(row)
         if (row.status === "archived") {
           return yield* BadRequest.of("An archived skill stays archived.", undefined, "skill_archived")
         }
-        const updated = yield* transaction(Effect.gen(function*() {
-          const next = yield* repo.setStatus(principal.organizationId, row.id, status)
-          yield* audit.record(principal, {
-            action: status === "published" ? "PUBLISH_SKILL" : "ARCHIVE_SKILL",
-            targets: [{ type: "skill", id: row.id, name: row.name }],
-            details: { version: row.version }
-          })
-          return next!
-        }))
-        return toSkill(updated)
-      })
+        const next = yield* repo.setStatus(principal.organizationId, row.id, status)
+        yield* audit.record(principal, {
+          action: status === "published" ? "PUBLISH_SKILL" : "ARCHIVE_SKILL",
+          targets: [{ type: "skill", id: row.id, name: row.name }],
+          details: { version: row.version }
+        })
+        return toSkill(next!)
+      }))
 
     /** An agent the caller manages: Admins manage every agent, others the ones they created. */
     const managedAgent = (principal: Principal, agentId: string) =>

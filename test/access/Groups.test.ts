@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
-import { addMember, call, expectError, scriptedAgent, uniqueEmail } from "./support.js"
+import { addMember, atOnce, auditEvents, call, expectError, scriptedAgent, uniqueEmail } from "./support.js"
 
 let node: TestNode
 beforeAll(async () => {
@@ -161,5 +161,38 @@ describe("groups", () => {
     )
     const members = await call(node, org.api_key, "GET", `/v1/groups/${owners.id}/members`)
     expect(members.body.items).toEqual([])
+  })
+})
+
+describe("changes of a group", () => {
+  it("two PATCHes at once both hold: neither is lost to the other", async () => {
+    const org = await node.bootstrap()
+    const group = (await call(node, org.api_key, "POST", "/v1/groups", { name: "Before", default_role: "member" }))
+      .body
+    const [renamed, described] = await atOnce(node, "groups", group.id, [
+      () => call(node, org.api_key, "PATCH", `/v1/groups/${group.id}`, { name: "After" }),
+      () => call(node, org.api_key, "PATCH", `/v1/groups/${group.id}`, { description: "Second line" })
+    ])
+    expect([renamed.status, described.status]).toEqual([200, 200])
+    const after = await call(node, org.api_key, "GET", `/v1/groups/${group.id}`)
+    expect(after.body).toMatchObject({ name: "After", description: "Second line", default_role: "member" })
+  })
+
+  it("a PATCH that changes nothing writes nothing and audits nothing", async () => {
+    const org = await node.bootstrap()
+    const agent = (await call(node, org.api_key, "POST", "/v1/agents", scriptedAgent())).body
+    const group = (await call(node, org.api_key, "POST", "/v1/groups", {
+      name: "Same",
+      description: "Kept",
+      default_role: "member",
+      agent_ids: [agent.id]
+    })).body
+    for (const body of [{}, { name: "Same", description: "Kept", default_role: "member", agent_ids: [agent.id] }]) {
+      const r = await call(node, org.api_key, "PATCH", `/v1/groups/${group.id}`, body)
+      expect(r.status, JSON.stringify(r.body)).toBe(200)
+      expect(r.body.updated_at).toBe(group.updated_at)
+    }
+    const actions = (await auditEvents(node, org.organization_id)).map((e) => e.action)
+    expect(actions).not.toContain("UPDATE_GROUP")
   })
 })

@@ -1,6 +1,7 @@
 import pg from "pg"
 import { expect } from "vitest"
 import { createConnection, createConnector, petstore } from "../connectors/support.js"
+import { eventually } from "../support/Poll.js"
 import type { TestNode } from "../support/TestNode.js"
 
 let counter = 0
@@ -116,3 +117,34 @@ export const auditEvents = (node: TestNode, organizationId: string) =>
         "request_id, details FROM audit_events WHERE organization_id = $1 ORDER BY seq",
       [organizationId]
     )).rows)
+
+/** Waits until `n` requests wait on a row lock in a statement naming `table`. */
+export const waitingOn = (node: TestNode, table: string, n: number) =>
+  eventually(
+    async () =>
+      (await withDatabase(node, (probe) =>
+          probe.query(
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1",
+            [`%${table}%`]
+          ))).rows[0].n >= n || undefined,
+    10_000,
+    `${n} requests to wait on a row of ${table}`
+  )
+
+/**
+ * The requests made at once: the row `id` of `table` is held (`FOR UPDATE`, in another connection) until each
+ * waits on it, so all are in before any writes. Each is started once the one before waits: PostgreSQL then
+ * hands them the row in that order. Their answers, in order.
+ */
+export const atOnce = <A>(node: TestNode, table: string, id: string, requests: ReadonlyArray<() => Promise<A>>) =>
+  withDatabase(node, async (db) => {
+    await db.query("BEGIN")
+    await db.query(`SELECT id FROM ${table} WHERE id = $1 FOR UPDATE`, [id])
+    const started: Array<Promise<A>> = []
+    for (const request of requests) {
+      started.push(request())
+      await waitingOn(node, table, started.length)
+    }
+    await db.query("COMMIT")
+    return Promise.all(started)
+  })

@@ -3,6 +3,7 @@ import { Effect, Redacted } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import eraseArchivedCredentials from "../../src/db/migrations/0033_erase_archived_credentials.js"
+import { auditEvents } from "../access/support.js"
 import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 import { createConnection, createConnector, invoke, json, petstore } from "./support.js"
@@ -303,6 +304,29 @@ describe("connection scope and isolation", () => {
     expect((await node.fetch(base, { method: "DELETE", apiKey })).status).toBe(204)
     expect((await invoke(node, apiKey, connector.id, conn.id, "listPets")).status).toBe(404)
     expect((await node.fetch(base, { apiKey })).status).toBe(404)
+  })
+
+  it("a PATCH that changes nothing writes nothing and audits nothing", async () => {
+    const { api_key: apiKey, organization_id: organizationId } = await node.bootstrap()
+    const connector = await createConnector(node, apiKey, petstore(target.url))
+    const conn = await createConnection(node, apiKey, connector.id, {
+      name: "same",
+      server_url: `${target.url}/v2`,
+      credentials: { type: "api_key", value: "v1" }
+    })
+    const base = `/v1/tools/connectors/${connector.id}/connections/${conn.id}`
+    for (const body of [{}, { name: "same", server_url: `${target.url}/v2` }]) {
+      const r = await node.fetch(base, { ...json(body), method: "PATCH", apiKey })
+      expect(r.status).toBe(200)
+      expect((await r.json()).updated_at).toBe(conn.updated_at)
+    }
+    const actions = (await auditEvents(node, organizationId)).map((e) => e.action)
+    expect(actions).not.toContain("UPDATE_CONNECTION")
+    // a real change still is one
+    const renamed = await node.fetch(base, { ...json({ name: "other" }), method: "PATCH", apiKey })
+    expect((await renamed.json()).name).toBe("other")
+    const updates = (await auditEvents(node, organizationId)).filter((e) => e.action === "UPDATE_CONNECTION")
+    expect(updates.map((e) => e.details)).toEqual([{ changed: ["name"] }])
   })
 
   it("re-keys an API key connection where its key went, unless a scheme is named", async () => {

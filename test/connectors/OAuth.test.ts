@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { auditEvents } from "../access/support.js"
 import { type OAuthServer, startOAuthServer } from "../support/OAuthServer.js"
+import { eventually } from "../support/Poll.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
-import { createConnection, createConnector, invoke } from "./support.js"
+import { createConnection, createConnector, invoke, json } from "./support.js"
 
 const client = { id: "switchyard-test", secret: "s3cret:&=" }
 let node: TestNode
@@ -125,6 +126,36 @@ describe("OAuth2 connections", () => {
     } finally {
       provider.refuseRefresh = false
       provider.accessTokenLifetime = 3600
+    }
+  })
+
+  it("a sign-in finishing after a PATCH gave new credentials does not write the old ones back", async () => {
+    const { apiKey, connector, created } = await connectWithCode()
+    const path = `/v1/tools/connectors/${connector.id}/connections/${created.id}`
+    // the code's exchange, with the credentials the sign-in began with, waits at the token endpoint
+    provider.holdTokens = true
+    try {
+      const first = signIn(created.connector_page_url)
+      await eventually(() => provider.held.length === 1 || undefined, 10_000, "the code's exchange")
+      const patched = await node.fetch(path, {
+        ...json({ credentials: { type: "oauth2", client_id: client.id, client_secret: client.secret } }),
+        method: "PATCH",
+        apiKey
+      })
+      expect(patched.status).toBe(200)
+      const again = await patched.json()
+      expect(again.status).toBe("pending_authorization")
+      provider.held.shift()!()
+      const done = await first
+      expect(done.status).toBe(400)
+      expect(await done.text()).toContain("sign in again")
+      // the new credentials stand, waiting for their own sign-in
+      expect((await (await node.fetch(path, { apiKey })).json()).status).toBe("pending_authorization")
+      expect((await signIn(again.connector_page_url)).status).toBe(200)
+      expect((await (await node.fetch(path, { apiKey })).json()).status).toBe("active")
+    } finally {
+      provider.holdTokens = false
+      provider.held.splice(0).forEach((answer) => answer())
     }
   })
 

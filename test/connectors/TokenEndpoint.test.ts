@@ -1,14 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { eventually } from "../support/Poll.js"
 import { echo, startTargetServer, type TargetServer } from "../support/TargetServer.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 import { createConnection, createConnector, invoke, json } from "./support.js"
 
 /** How the token endpoint answers a client-credentials grant. */
-type TokenMode = "token" | "silent" | "html" | "invalid_client"
+type TokenMode = "token" | "silent" | "html" | "invalid_client" | "held"
 
 let node: TestNode
 let server: TargetServer
 let mode: TokenMode = "token"
+/** In mode `held`, the token requests waiting for an answer: each refuses the client once called. */
+const held: Array<() => void> = []
 
 beforeAll(async () => {
   // a short call deadline: a silent token endpoint must not hold a call longer than it
@@ -21,6 +24,11 @@ beforeAll(async () => {
         return void response.end(JSON.stringify({ access_token: "tok", token_type: "Bearer", expires_in: 3600 }))
       case "silent":
         return // never answers
+      case "held":
+        return void held.push(() => {
+          response.writeHead(401, { "content-type": "application/json" })
+          response.end(JSON.stringify({ error: "invalid_client", error_description: "bad secret" }))
+        })
       case "html":
         response.writeHead(200, { "content-type": "text/html" })
         return void response.end("<html>maintenance</html>")
@@ -181,5 +189,46 @@ describe("how the client authenticates at the token endpoint", () => {
     })
     expect(refused.status).toBe(400)
     expect(JSON.stringify(await refused.json())).toContain("token_endpoint_auth_method")
+  })
+})
+
+describe("new client credentials given while a token is being got with the old ones", () => {
+  it("hold: the old ones' refusal neither marks the connection nor writes them back; the call takes the new", async () => {
+    mode = "held"
+    try {
+      const { apiKey, connection, connector, status } = await connect()
+      const path = `/v1/tools/connectors/${connector.id}/connections/${connection.id}`
+      const before = (await (await node.fetch(path, { apiKey })).json()).updated_at
+      // the call's token request, with the secret it had, waits at the token endpoint
+      const call = invoke(node, apiKey, connector.id, connection.id, "me")
+      await eventually(() => held.length === 1 || undefined, 10_000, "the token request")
+      const patched = node.fetch(path, {
+        ...json({ credentials: { type: "oauth2", client_id: "id", client_secret: "rotated" } }),
+        method: "PATCH",
+        apiKey
+      })
+      // the new secret is stored; then the endpoint refuses the old one
+      await eventually(
+        async () => (await (await node.fetch(path, { apiKey })).json()).updated_at !== before || undefined,
+        10_000,
+        "the new credentials"
+      )
+      mode = "token"
+      held.shift()!()
+      // the call goes on with the new secret
+      const answered = await call
+      expect(answered.status, await answered.clone().text()).toBe(200)
+      expect((await answered.json()).headers.authorization).toBe("Bearer tok")
+      expect((await patched).status).toBe(200)
+      expect(await status()).toBe("active")
+      const secrets = server.requests.filter((r) => r.path === "/token").slice(-2)
+        .map((r) => Buffer.from(r.headers.authorization!.slice("Basic ".length), "base64").toString())
+      expect(secrets).toEqual(["id:secret", "id:rotated"])
+      // and the next one: the new secret is what is stored
+      expect((await invoke(node, apiKey, connector.id, connection.id, "me")).status).toBe(200)
+    } finally {
+      mode = "token"
+      held.splice(0).forEach((answer) => answer())
+    }
   })
 })

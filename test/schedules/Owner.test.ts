@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { addMember, auditEvents, call, expectError, withDatabase } from "../access/support.js"
+import { addMember, auditEvents, call, expectError, waitingOn, withDatabase } from "../access/support.js"
 import { eventually } from "../support/Poll.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 import { createSchedule, createScriptedAgent, runsOf, ticksOf, until } from "./support.js"
@@ -189,19 +189,6 @@ describe("a manual run of a schedule deleted meanwhile", () => {
     expect(await runsOf(node, org.api_key, created.id)).toEqual([])
   })
 })
-
-/** Waits until `n` requests wait on a row lock in a statement naming `table`. */
-export const waitingOn = (node: TestNode, table: string, n: number) =>
-  eventually(
-    async () =>
-      (await withDatabase(node, (probe) =>
-          probe.query(
-            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1",
-            [`%${table}%`]
-          ))).rows[0].n >= n || undefined,
-    10_000,
-    `${n} requests to wait on a row of ${table}`
-  )
 
 describe("two changes at once", () => {
   it("a pause and a rename made together both hold: neither is lost to the other", async () => {

@@ -13,6 +13,9 @@ export interface OAuthServer {
   accessTokenLifetime: number
   /** Refuse refresh grants (to test re-authentication). */
   refuseRefresh: boolean
+  /** Hold token requests (in `held`, each answering its request when called) instead of answering them. */
+  holdTokens: boolean
+  readonly held: Array<() => void>
   readonly close: () => Promise<void>
 }
 
@@ -25,9 +28,10 @@ export const startOAuthServer = async (client: { id: string; secret: string }): 
   const codes = new Map<string, { challenge: string; redirectUri: string }>()
   const refreshTokens = new Set<string>()
   const expiry = new Map<string, number>()
-  const state = { accessTokenLifetime: 3600, refuseRefresh: false }
+  const state = { accessTokenLifetime: 3600, refuseRefresh: false, holdTokens: false }
   const validTokens = new Set<string>()
   const tokenRequests: Array<Record<string, string>> = []
+  const held: Array<() => void> = []
   const issue = () => {
     const access = Crypto.randomBytes(16).toString("hex")
     const refresh = Crypto.randomBytes(16).toString("hex")
@@ -58,7 +62,7 @@ export const startOAuthServer = async (client: { id: string; secret: string }): 
         res.writeHead(302, { location: back.toString() })
         return res.end()
       }
-      if (url.pathname === "/token") {
+      const answerToken = () => {
         const form = Object.fromEntries(new URLSearchParams(body))
         tokenRequests.push(form)
         const [id, secret] = Buffer.from((req.headers.authorization ?? "").replace(/^Basic /, ""), "base64").toString()
@@ -87,6 +91,12 @@ export const startOAuthServer = async (client: { id: string; secret: string }): 
         }
         return json(res, 400, { error: "unsupported_grant_type" })
       }
+      // held (one request), it answers when the test says
+      if (url.pathname === "/token") {
+        if (!state.holdTokens) return answerToken()
+        state.holdTokens = false
+        return void held.push(answerToken)
+      }
       if (url.pathname.startsWith("/api/")) {
         const token = (req.headers.authorization ?? "").replace(/^Bearer /, "")
         if (!validTokens.has(token) || (expiry.get(token) ?? 0) < Date.now()) {
@@ -110,6 +120,13 @@ export const startOAuthServer = async (client: { id: string; secret: string }): 
     },
     set accessTokenLifetime(s: number) {
       state.accessTokenLifetime = s
+    },
+    held,
+    get holdTokens() {
+      return state.holdTokens
+    },
+    set holdTokens(v: boolean) {
+      state.holdTokens = v
     },
     get refuseRefresh() {
       return state.refuseRefresh
