@@ -5,6 +5,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import * as Pg from "pg"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { closeCancelledConnections } from "./CancelGuard.js"
 import * as EmbeddedPostgres from "./EmbeddedPostgres.js"
 import { PgPool } from "./PgPool.js"
 
@@ -31,7 +32,7 @@ const make = (attach: boolean) =>
             application_name: "switchyard"
           })
           pool.on("error", () => undefined)
-          return pool
+          return closeCancelledConnections(pool)
         }),
         (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
       )
