@@ -40,6 +40,10 @@ export class TaskAccepted extends Schema.Class<TaskAccepted>("TaskAccepted")(Tas
 /** Where an accepted task is read: the `Location` header of a 202 from an asynchronous invoke. */
 export const taskLocation = (taskId: string) => `/v1/tasks/${taskId}`
 
+/** The task id a `Location` of `taskLocation` names (absolute or not); undefined for anything else. */
+export const taskIdOfLocation = (location: string | undefined) =>
+  location === undefined ? undefined : /^(?:https?:\/\/[^/]+)?\/v1\/tasks\/([^/?#]+)$/.exec(location)?.[1]
+
 /** A streamed invoke's body (issue 22): documented beside the JSON answer of the same 200. */
 const INVOKE_STREAM_DESCRIPTION = "With `Accept: text/event-stream` (and without `asynchronous=true`): the task's " +
   "events as server-sent events, framed as `GET /v1/tasks/{task_id}/events` frames them (`id:`, `event:`, `data:` " +

@@ -34,7 +34,7 @@ export class SsoApi extends HttpApiGroup.make("sso")
         OpenApi.Description,
         "Set the OIDC single sign-on settings. The issuer is discovered first: 422 `sso_issuer_unreachable` or " +
           "`sso_issuer_not_oidc` when it cannot be used. 400 `unknown_group` for a mapping to no group of this " +
-          "organization."
+          "organization. `enabled: false` ends the sessions opened through single sign-on."
       )
   )
   .add(
@@ -43,7 +43,10 @@ export class SsoApi extends HttpApiGroup.make("sso")
         operation({ summary: "Remove single sign-on", permission: Policy.manageSingleSignOn, errors: ["not_found"] })
       )
       .addSuccess(HttpApiSchema.NoContent)
-      .annotate(OpenApi.Description, "Remove single sign-on. People keep their memberships and groups.")
+      .annotate(
+        OpenApi.Description,
+        "Remove single sign-on. People keep their memberships and groups; the sessions opened through it end."
+      )
   )
   .addError(BadRequestWire)
   .addError(ForbiddenWire)

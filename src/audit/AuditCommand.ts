@@ -9,6 +9,7 @@ const verify = Command.make(
   "verify",
   {
     organization: Options.text("organization").pipe(
+      Options.withPseudoName("ID"),
       Options.withDescription("Check only this organization's chain (its id). Default: every organization."),
       Options.optional
     ),

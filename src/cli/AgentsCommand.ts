@@ -1,5 +1,6 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option, Schema } from "effect"
+import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import { Agent, AgentList, budgetText, CreateAgent, InvokeAgent, Task } from "../../schema/Agents.js"
 import { AgentId, type TaskId } from "../../schema/Ids.js"
@@ -7,12 +8,9 @@ import { apiOptions, type ApiTarget, resolveTarget, withClient } from "./ApiTarg
 import { CliFailure, ExitCode } from "./CliFailure.js"
 import { groupCommand, whoMayCall } from "./Help.js"
 import { streamInvoke } from "./InvokeStream.js"
-import { fields, out, print, printJson, reportFailure, table, validated } from "./Output.js"
+import { fields, note, optional, out, print, printJson, reportFailure, table, validated } from "./Output.js"
 import { readStdin } from "./Stdin.js"
 import { dim, sanitize, Terminal } from "./Terminal.js"
-
-const optional = <A>(name: string, value: Option.Option<A>) =>
-  Option.match(value, { onNone: () => ({}), onSome: (v) => ({ [name]: v }) })
 
 const readJsonFile = (file: string) =>
   Effect.try({
@@ -128,6 +126,12 @@ const list = Command.make("list", apiOptions, (options) =>
       ))
   }).pipe(reportFailure(options.json))).pipe(Command.withDescription("List the agents you may use (GET /v1/agents)."))
 
+/** The prompt from standard input; on a terminal, first said so (it would otherwise wait there silently). */
+const typedOrPiped = Effect.zipRight(
+  process.stdin.isTTY === true ? note("Type the prompt, then Ctrl-D on a line of its own.\n") : Effect.void,
+  readStdin
+)
+
 /** The person the task is for: the options, else the caller's own user (a personal key). */
 const endUser = (target: ApiTarget, email: Option.Option<string>, id: Option.Option<string>) =>
   Option.match(email, {
@@ -172,8 +176,11 @@ const answer = (task: Task) =>
     t.err(dim(t.colourErr, `task ${task.id} completed\n`))
   })
 
-/** The task of an interrupted invoke cancelled, told on stderr; if the cancel fails, how to follow the task. */
-const cancelOnInterrupt = (target: ApiTarget, taskId: string) =>
+/**
+ * The task of an interrupted invoke cancelled, told on stderr (`lead`: a line break ending the text streamed so
+ * far); if the cancel fails, how to follow the task.
+ */
+const cancelOnInterrupt = (target: ApiTarget, taskId: string, lead: string) =>
   Effect.flatMap(
     Terminal,
     (t) =>
@@ -181,14 +188,39 @@ const cancelOnInterrupt = (target: ApiTarget, taskId: string) =>
         Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => CliFailure.usage("no answer in 5 s") }),
         Effect.match({
           onSuccess: (task) =>
-            t.err(`\ninterrupted: task ${taskId} ${task.status === "cancelled" ? "cancelled" : task.status}\n`),
+            t.err(`${lead}interrupted: task ${taskId} ${task.status === "cancelled" ? "cancelled" : task.status}\n`),
           onFailure: (e) =>
             t.err(
-              `\ninterrupted; task ${taskId} could not be cancelled (${sanitize(e.message)}): ` +
+              `${lead}interrupted; task ${taskId} could not be cancelled (${sanitize(e.message)}): ` +
                 `\`switchyard tasks get ${taskId}\` shows it\n`
             )
         })
       )
+  )
+
+/**
+ * The task of an interrupted synchronous invoke, found by its Idempotency-Key (the same key and prompt, sent
+ * asynchronously, answer with the task at once) and cancelled.
+ */
+const cancelKeyed = (
+  target: ApiTarget,
+  agent_id: AgentId,
+  payload: InvokeAgent,
+  headers: { readonly "idempotency-key": string }
+) =>
+  withClient(
+    target,
+    (client) => client.agents.invokeAgent({ path: { agent_id }, urlParams: { asynchronous: "true" }, payload, headers })
+  ).pipe(
+    Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => CliFailure.usage("no answer in 5 s") }),
+    Effect.matchEffect({
+      onSuccess: (task) => cancelOnInterrupt(target, task.id, "\n"),
+      onFailure: (e) =>
+        note(
+          `\ninterrupted; the task could not be found to cancel it (${sanitize(e.message)}): ` +
+            `\`switchyard tasks list --agent ${agent_id}\` shows it\n`
+        )
+    })
   )
 
 /** Streams the text as it comes; the whole task is read when the stream could not carry it to its end. */
@@ -197,19 +229,24 @@ const streamed = (target: ApiTarget, agentId: AgentId, body: typeof InvokeAgent.
     const t = yield* Terminal
     let last = ""
     let created: string | undefined
-    const end = yield* streamInvoke(
-      target,
-      agentId,
-      body,
-      (text) => {
+    let lead = "\n"
+    const end = yield* streamInvoke(target, agentId, body, key, {
+      onText: (text) => {
         last = text
         t.out(sanitize(text))
       },
-      key,
-      (id) => (created = id)
-    ).pipe(
+      onTask: (id) => (created = id),
+      onInterruptedBeforeAnswer: () => {
+        t.err("\ninterrupted: waiting for the node to name the task, to cancel it\n")
+        lead = ""
+      },
+      onNoAnswer: () =>
+        t.err(
+          `interrupted: the node did not answer; \`switchyard tasks list --agent ${agentId}\` shows any task it started\n`
+        )
+    }).pipe(
       // Ctrl-C: the task would go on running (and spending) unseen; cancel it, and say what became of it
-      Effect.onInterrupt(() => created === undefined ? Effect.void : cancelOnInterrupt(target, created))
+      Effect.onInterrupt(() => created === undefined ? Effect.void : cancelOnInterrupt(target, created, lead))
     )
     if (end.streamedText && !last.endsWith("\n")) t.out("\n")
     if (end.status === undefined || (!end.streamedText && end.resultTruncated)) {
@@ -268,7 +305,7 @@ const invoke = Command.make(
       const target = yield* resolveTarget(options)
       const agent_id = yield* validated(AgentId, options.agent, "AGENT_ID")
       const text = Option.isNone(options.text) || options.text.value === "-"
-        ? (yield* readStdin).trim()
+        ? (yield* typedOrPiped).trim()
         : options.text.value
       const user = yield* endUser(target, options.user, options.userId)
       const payload = yield* validated(InvokeAgent, { input: { text, user } })
@@ -282,8 +319,17 @@ const invoke = Command.make(
         return yield* options.json ? printJson(Task, task) : out(`${task.id}\n`)
       }
       if (options.json || options.noStream) {
+        // keyed always: an interrupt finds the task by the key (the node goes on running a synchronous task
+        // whose caller left) and cancels it
+        const key = Option.getOrElse(options.idempotencyKey, () =>
+          `switchyard-cli-${Crypto.randomUUID()}`)
+        const keyed = { "idempotency-key": key }
         const task = yield* withClient(target, (client) =>
-          client.agents.invokeAgent({ path: { agent_id }, urlParams: {}, payload, headers }))
+          client.agents.invokeAgent({ path: { agent_id }, urlParams: {}, payload, headers: keyed })).pipe(
+            Effect.onInterrupt(() =>
+              cancelKeyed(target, agent_id, payload, keyed)
+            )
+          )
         if (options.json) {
           yield* printJson(Task, task)
           return yield* task.status === "completed" ? Effect.void : noAnswer(task)

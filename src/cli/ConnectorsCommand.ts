@@ -14,16 +14,13 @@ import { ConnectorId } from "../../schema/Ids.js"
 import { apiOptions, resolveTarget, withClient } from "./ApiTarget.js"
 import { CliFailure } from "./CliFailure.js"
 import { groupCommand, whoMayCall } from "./Help.js"
-import { fields, print, reportFailure, table, validated } from "./Output.js"
+import { fields, optional, print, reportFailure, table, validated } from "./Output.js"
 import { inRange, paramRange } from "./ParamRange.js"
 import { withProgress } from "./Progress.js"
 import { readStdin } from "./Stdin.js"
 import { bold, sanitize } from "./Terminal.js"
 
 const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`
-
-const optional = <A>(name: string, value: Option.Option<A>) =>
-  Option.match(value, { onNone: () => ({}), onSome: (v) => ({ [name]: v }) })
 
 const size = (bytes: number) =>
   bytes < 1024

@@ -1,7 +1,8 @@
 import * as Sse from "@effect/experimental/Sse"
-import { HttpClient, HttpClientRequest } from "@effect/platform"
-import { Effect, Option, Schema, Stream } from "effect"
+import { HttpClient, HttpClientRequest, type HttpClientResponse } from "@effect/platform"
+import { Effect, Fiber, Option, Schema, Stream } from "effect"
 import type { InvokeAgent, TaskErrorCode } from "../../schema/Agents.js"
+import { taskIdOfLocation } from "../../schema/AgentsApi.js"
 import { ErrorBody } from "../../schema/Errors.js"
 import { taskEndTypes } from "../../schema/Events.js"
 import { OUTPUT_DELTA } from "../../schema/InvokeStream.js"
@@ -33,18 +34,35 @@ const parse = (data: string): any => {
   }
 }
 
+export interface StreamHooks {
+  /** The model's text, piece by piece. */
+  readonly onText: (text: string) => void
+  /** The task is known (from the answer's `Location`, before any event): what an interrupt must cancel. */
+  readonly onTask: (taskId: string) => void
+  /** Interrupted before the node answered: the request is kept until its answer names the task. */
+  readonly onInterruptedBeforeAnswer: () => void
+  /** …and the node did not answer in time (or the request failed): a task it started is not known. */
+  readonly onNoAnswer: () => void
+}
+
+/** How long an interrupted invoke still waits for the node's answer, to learn which task to cancel. */
+const ANSWER_AFTER_INTERRUPT = "5 seconds"
+
+/** The task a streamed invoke's answer names (`Location: /v1/tasks/{id}`, sent with the headers). */
+const taskOf = (response: HttpClientResponse.HttpClientResponse) =>
+  response.status === 200 ? taskIdOfLocation(response.headers["location"]) : undefined
+
 /**
  * `POST /v1/agents/{id}/invoke` with `Accept: text/event-stream`: outside the typed client (HttpApiClient reads
  * one JSON answer), over the same keyed HTTP client. The model's text is handed to `onText` piece by piece as it
- * comes; refusals are the usual JSON envelope before any stream.
+ * comes; refusals are the usual JSON envelope before any stream. The task is known from the answer's headers.
  */
 export const streamInvoke = (
   target: ApiTarget,
   agentId: string,
   body: typeof InvokeAgent.Encoded,
-  onText: (text: string) => void,
   idempotencyKey: Option.Option<string>,
-  onTask: (taskId: string) => void = () => undefined
+  hooks: StreamHooks
 ) =>
   Effect.gen(function*() {
     const client = yield* HttpClient.HttpClient
@@ -56,7 +74,25 @@ export const streamInvoke = (
       }),
       HttpClientRequest.bodyUnsafeJson(body)
     )
-    const response = yield* client.execute(request)
+    // once sent, the node may have started the task: an interrupt (Ctrl-C) does not drop the request, whose
+    // answer names the task to cancel, but waits for that answer a little
+    const inFlight = yield* Effect.forkDaemon(client.execute(request))
+    const response = yield* Fiber.join(inFlight).pipe(
+      Effect.onInterrupt(() =>
+        Effect.sync(hooks.onInterruptedBeforeAnswer).pipe(
+          // (a finalizer runs uninterruptibly: the wait must be interruptible for its timeout to end it)
+          Effect.zipRight(Effect.interruptible(Fiber.join(inFlight)).pipe(Effect.timeout(ANSWER_AFTER_INTERRUPT))),
+          Effect.tap((answered) =>
+            Effect.sync(() => {
+              const taskId = taskOf(answered)
+              if (taskId !== undefined) hooks.onTask(taskId)
+            })
+          ),
+          Effect.catchAll(() => Effect.sync(hooks.onNoAnswer)),
+          Effect.ensuring(Fiber.interrupt(inFlight))
+        )
+      )
+    )
     if (response.status !== 200 || !(response.headers["content-type"] ?? "").includes("text/event-stream")) {
       const json = yield* Effect.option(response.json)
       return yield* Option.match(Option.flatMap(json, decodeError), {
@@ -64,8 +100,10 @@ export const streamInvoke = (
         onNone: () => Effect.fail(notUnderstood(target.url, response.status))
       })
     }
+    const located = taskOf(response)
+    if (located !== undefined) hooks.onTask(located)
     let end: StreamedEnd = {
-      taskId: undefined,
+      taskId: located,
       status: undefined,
       result: null,
       resultTruncated: false,
@@ -80,10 +118,10 @@ export const streamInvoke = (
       const data = parse(event.data)
       if (event.event === OUTPUT_DELTA && typeof data?.data?.text === "string") {
         end = { ...end, streamedText: true }
-        onText(data.data.text)
+        hooks.onText(data.data.text)
       } else if (event.event === "task.created") {
-        end = { ...end, taskId: data?.data?.task_id }
-        if (typeof end.taskId === "string") onTask(end.taskId)
+        end = { ...end, taskId: data?.data?.task_id ?? end.taskId }
+        if (typeof end.taskId === "string") hooks.onTask(end.taskId)
       } else if (taskEndTypes.has(event.event) || event.event === "task.waiting_approval") {
         end = {
           ...end,

@@ -76,8 +76,14 @@ export const migrateCommand = Command.make("migrate", {}, () =>
 export const bootstrapCommand = Command.make(
   "bootstrap",
   {
-    org: Options.text("org").pipe(Options.withDescription("Name of the new organization.")),
-    email: Options.text("email").pipe(Options.withDescription("E-mail of its Super admin.")),
+    org: Options.text("org").pipe(
+      Options.withPseudoName("NAME"),
+      Options.withDescription("Name of the new organization.")
+    ),
+    email: Options.text("email").pipe(
+      Options.withPseudoName("EMAIL"),
+      Options.withDescription("E-mail of its Super admin.")
+    ),
     json: Options.boolean("json").pipe(Options.withDescription("Print {organization_id, user_id, api_key} as JSON."))
   },
   ({ email, json, org }) =>

@@ -1,4 +1,4 @@
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { CliFailure, problemsOf } from "./CliFailure.js"
 import { bold, cliErrorCode, dim, errorEnvelope, errorLine, sanitize, Terminal } from "./Terminal.js"
 
@@ -62,6 +62,10 @@ export const fields = (colour: boolean, pairs: ReadonlyArray<readonly [string, u
   const width = Math.max(...pairs.map(([k]) => k.length))
   return pairs.map(([k, v]) => `${dim(colour, k.padEnd(width))}  ${cell(v, 200)}`).join("\n") + "\n"
 }
+
+/** `{ [name]: value }` for an option given, `{}` for one not: a request's optional fields. */
+export const optional = <A>(name: string, value: Option.Option<A>) =>
+  Option.match(value, { onNone: () => ({}), onSome: (v) => ({ [name]: v }) })
 
 export const out = (text: string) => Effect.flatMap(Terminal, (t) => Effect.sync(() => t.out(text)))
 export const note = (text: string) => Effect.flatMap(Terminal, (t) => Effect.sync(() => t.err(text)))

@@ -1,11 +1,11 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option } from "effect"
-import { Task, Thread, type ThreadEvent } from "../../schema/Agents.js"
+import { Task, TaskPage, TaskStatus, Thread, type ThreadEvent } from "../../schema/Agents.js"
 import { AgentsApi } from "../../schema/AgentsApi.js"
-import { TaskId } from "../../schema/Ids.js"
+import { AgentId, TaskId } from "../../schema/Ids.js"
 import { apiOptions, resolveTarget, withClient } from "./ApiTarget.js"
 import { groupCommand } from "./Help.js"
-import { fields, print, reportFailure, validated } from "./Output.js"
+import { fields, optional, print, reportFailure, table, validated } from "./Output.js"
 import { inRange, paramRange } from "./ParamRange.js"
 import { bold, dim, sanitize } from "./Terminal.js"
 
@@ -51,6 +51,68 @@ const get = Command.make(
         ]) + (task.result === null ? "" : `\n${sanitize(task.result)}\n`))
     }).pipe(reportFailure(options.json))
 ).pipe(Command.withDescription("Show a task (GET /v1/tasks/{id}): its status and, once it ended, its answer or error."))
+
+const limitRange = paramRange(AgentsApi.endpoints.listTasks, "limit")
+
+const list = Command.make(
+  "list",
+  {
+    ...apiOptions,
+    agent: Options.text("agent").pipe(
+      Options.withPseudoName("AGENT_ID"),
+      Options.withDescription("Only this agent's tasks."),
+      Options.optional
+    ),
+    status: Options.choice("status", TaskStatus.literals).pipe(
+      Options.withDescription("Only tasks in this status."),
+      Options.optional
+    ),
+    limit: Options.integer("limit").pipe(
+      Options.withPseudoName("N"),
+      Options.withDescription(`Page size, ${limitRange.min}-${limitRange.max}.`),
+      Options.withDefault(50)
+    ),
+    cursor: Options.text("cursor").pipe(
+      Options.withPseudoName("CURSOR"),
+      Options.withDescription("The next page (printed under the table)."),
+      Options.optional
+    )
+  },
+  (options) =>
+    Effect.gen(function*() {
+      const limit = yield* inRange("--limit", limitRange)(options.limit)
+      const agent = yield* Effect.transposeMapOption(options.agent, (id) => validated(AgentId, id, "--agent"))
+      const target = yield* resolveTarget(options)
+      const page = yield* withClient(target, (client) =>
+        client.agents.listTasks({
+          urlParams: {
+            limit,
+            ...optional("agent_id", agent),
+            ...optional("status", options.status),
+            ...optional("cursor", options.cursor)
+          }
+        }))
+      yield* print(options.json, TaskPage, page, (page, colour) =>
+        table(
+          colour,
+          ["ID", "AGENT", "STATUS", "SOURCE", "USER", "CREATED"],
+          page.items.map((t) => [t.id, t.agent_id, t.status, t.source, t.user.email, when(t.created_at)])
+        ) + (page.next_cursor === null ? "" : `\nMore: --cursor ${sanitize(page.next_cursor)}\n`))
+    }).pipe(reportFailure(options.json))
+).pipe(Command.withDescription("List tasks, newest first (GET /v1/tasks)."))
+
+const cancel = Command.make("cancel", { ...apiOptions, id: taskId }, (options) =>
+  Effect.gen(function*() {
+    const target = yield* resolveTarget(options)
+    const task_id = yield* validated(TaskId, options.id, "TASK_ID")
+    const task = yield* withClient(target, (client) => client.agents.cancelTask({ path: { task_id } }))
+    yield* print(options.json, Task, task, (task) => `task ${task.id} ${task.status}\n`)
+  }).pipe(reportFailure(options.json))).pipe(
+    Command.withDescription(
+      "Cancel a task that has not ended (POST /v1/tasks/{id}/cancel: Builders and above any task, a Member their " +
+        "own): its model and tool calls stop. One that ended already is refused (task_ended)."
+    )
+  )
 
 const str = (v: unknown) => (v === undefined || v === null ? "" : String(v))
 
@@ -107,4 +169,9 @@ const thread = Command.make("thread", { ...apiOptions, id: taskId }, (options) =
     )
   )
 
-export const tasksCommand = groupCommand("tasks", "Tasks: get one, read its thread.", [get, thread])
+export const tasksCommand = groupCommand("tasks", "Tasks: list, get one, read its thread, cancel.", [
+  list,
+  get,
+  thread,
+  cancel
+])

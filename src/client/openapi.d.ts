@@ -1136,7 +1136,7 @@ export interface paths {
         get: operations["getSso"];
         /**
          * Set single sign-on
-         * @description Set the OIDC single sign-on settings. The issuer is discovered first: 422 `sso_issuer_unreachable` or `sso_issuer_not_oidc` when it cannot be used. 400 `unknown_group` for a mapping to no group of this organization.
+         * @description Set the OIDC single sign-on settings. The issuer is discovered first: 422 `sso_issuer_unreachable` or `sso_issuer_not_oidc` when it cannot be used. 400 `unknown_group` for a mapping to no group of this organization. `enabled: false` ends the sessions opened through single sign-on.
          *
          *     **Role:** Admin and above (`admin`, `super_admin`).
          */
@@ -1144,7 +1144,7 @@ export interface paths {
         post?: never;
         /**
          * Remove single sign-on
-         * @description Remove single sign-on. People keep their memberships and groups.
+         * @description Remove single sign-on. People keep their memberships and groups; the sessions opened through it end.
          *
          *     **Role:** Admin and above (`admin`, `super_admin`).
          */

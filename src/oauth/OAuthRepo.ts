@@ -115,6 +115,13 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
     const deleteWebSession = (hash: Uint8Array) =>
       sql`DELETE FROM web_sessions WHERE id_hash = ${hash}`.pipe(Effect.asVoid, Effect.orDie)
 
+    /** Ends the user's sessions signed in with a password (those of single sign-on have no password); how many. */
+    const endPasswordSessions = (userId: UserId) =>
+      sql`DELETE FROM web_sessions WHERE user_id = ${userId} AND organization_id IS NULL RETURNING user_id`.pipe(
+        Effect.map((rows) => rows.length),
+        Effect.orDie
+      )
+
     const organizationsOf = (userId: UserId) =>
       sql<{ id: OrganizationId; name: string; role: Role }>`
         SELECT o.id, o.name, m.role FROM memberships m JOIN organizations o ON o.id = m.organization_id
@@ -243,6 +250,7 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
       insertWebSession,
       findWebSession,
       deleteWebSession,
+      endPasswordSessions,
       organizationsOf,
       insertCode,
       consumeCode,

@@ -19,7 +19,12 @@ const readStdin = Effect.promise(async () => {
 
 const setPassword = Command.make(
   "set-password",
-  { email: Options.text("email").pipe(Options.withDescription("E-mail of the user (an existing member).")) },
+  {
+    email: Options.text("email").pipe(
+      Options.withPseudoName("EMAIL"),
+      Options.withDescription("E-mail of the user (an existing member).")
+    )
+  },
   ({ email }) =>
     Effect.gen(function*() {
       const password = yield* readStdin
@@ -33,26 +38,34 @@ const setPassword = Command.make(
       const repo = yield* OAuthRepo
       const audit = yield* AuditLog
       const hash = yield* Effect.promise(() => hashPassword(password))
-      // a sign-in credential changed: each of the person's organizations records it (never the password)
-      const userId = yield* repo.setPassword(email, hash).pipe(
-        Effect.tap((id) =>
-          id === undefined ?
-            Effect.void :
-            Effect.flatMap(repo.organizationsOf(id), (organizations) =>
-              Effect.forEach(organizations, (organization) =>
-                audit.record({ organizationId: organization.id, actor: { type: "system", id: "cli", key_id: null } }, {
-                  action: "SET_PASSWORD",
-                  targets: [{ type: "user", id, name: email }]
-                }), { discard: true }))
+      // a sign-in credential changed: the sessions the old password opened end (a reset is how a leaked one is
+      // shut out), and each of the person's organizations records it (never the password)
+      const changed = yield* repo.setPassword(email, hash).pipe(
+        Effect.flatMap((id) =>
+          id === undefined ? Effect.succeed(undefined) : Effect.gen(function*() {
+            const sessionsEnded = yield* repo.endPasswordSessions(id)
+            const organizations = yield* repo.organizationsOf(id)
+            yield* Effect.forEach(organizations, (organization) =>
+              audit.record({ organizationId: organization.id, actor: { type: "system", id: "cli", key_id: null } }, {
+                action: "SET_PASSWORD",
+                targets: [{ type: "user", id, name: email }],
+                details: { sessions_ended: sessionsEnded }
+              }), { discard: true })
+            return { sessionsEnded }
+          })
         ),
         transactionIn(yield* SqlClient.SqlClient)
       )
-      if (userId === undefined) {
+      if (changed === undefined) {
         yield* Console.error(`no user has the e-mail ${email}`)
         return yield* Effect.sync(() => void (process.exitCode = 1))
       }
+      const ended = changed.sessionsEnded
       yield* Console.log(
-        `Password set for ${email}: they can now sign in to the console (/console) and authorize MCP clients.`
+        `Password set for ${email}: they can now sign in to the console (/console) and authorize MCP clients.` +
+          (ended === 0
+            ? ""
+            : ` ${ended} session${ended === 1 ? "" : "s"} signed in with the old password ended.`)
       )
     }).pipe(
       Effect.provide([OAuthRepo.Default, AuditLog.Default]),

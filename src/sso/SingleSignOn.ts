@@ -10,7 +10,10 @@ import { IdentityProviders } from "./IdentityProviders.js"
 import { ssoRedirectUri } from "./SsoPaths.js"
 import { SsoRepo, type SsoRow } from "./SsoRepo.js"
 
-/** An organization's OIDC settings: Admin and above read and change them; every change is audited. */
+/**
+ * An organization's OIDC settings: Admin and above read and change them; every change is audited. Turning
+ * single sign-on off or removing it ends the web sessions it opened (password sessions go on).
+ */
 export class SingleSignOn extends Effect.Service<SingleSignOn>()("sso/SingleSignOn", {
   effect: Effect.gen(function*() {
     const repo = yield* SsoRepo
@@ -103,6 +106,12 @@ export class SingleSignOn extends Effect.Service<SingleSignOn>()("sso/SingleSign
         group_mapping: input.group_mapping,
         enabled: input.enabled
       }).pipe(
+        // turned off: what the provider vouched for ends with it (as a removal does), in the same transaction
+        Effect.flatMap((row) =>
+          input.enabled
+            ? Effect.succeed({ ...row, sessionsEnded: 0 })
+            : Effect.map(repo.endSessions(principal.organizationId), (sessionsEnded) => ({ ...row, sessionsEnded }))
+        ),
         audit.recorded(principal, (row) => ({
           action: "UPDATE_SSO_SETTINGS",
           targets: [{ type: "sso_settings", id: principal.organizationId, name: input.issuer }],
@@ -115,7 +124,8 @@ export class SingleSignOn extends Effect.Service<SingleSignOn>()("sso/SingleSign
             allowed_email_domains: domains,
             group_claim: input.group_claim,
             group_mapping: input.group_mapping,
-            enabled: input.enabled
+            enabled: input.enabled,
+            sessions_ended: row.sessionsEnded
           }
         }))
       )
@@ -126,15 +136,19 @@ export class SingleSignOn extends Effect.Service<SingleSignOn>()("sso/SingleSign
     const remove = Effect.fn("SingleSignOn.remove")(function*(principal: Principal) {
       yield* requireOrganizationKey(principal, Policy.manageSingleSignOn)
       const removed = yield* repo.remove(principal.organizationId).pipe(
-        audit.recorded(principal, (removed) =>
-          removed
+        Effect.flatMap((removed) =>
+          removed ? repo.endSessions(principal.organizationId) : Effect.succeed<number | undefined>(undefined)
+        ),
+        audit.recorded(principal, (sessionsEnded) =>
+          sessionsEnded !== undefined
             ? {
               action: "DELETE_SSO_SETTINGS",
-              targets: [{ type: "sso_settings", id: principal.organizationId }]
+              targets: [{ type: "sso_settings", id: principal.organizationId }],
+              details: { sessions_ended: sessionsEnded }
             }
             : undefined)
       )
-      if (!removed) return yield* notConfigured
+      if (removed === undefined) return yield* notConfigured
       yield* providers.forget(principal.organizationId)
     })
 

@@ -118,10 +118,23 @@ export class SsoRepo extends Effect.Service<SsoRepo>()("sso/SsoRepo", {
         ON CONFLICT (organization_id, issuer, subject) DO UPDATE SET user_id = excluded.user_id,
           last_sign_in_at = now()`.pipe(Effect.asVoid, Effect.orDie)
 
+    /**
+     * A session, only while the organization's single sign-on is on (false: it is not). The settings row is
+     * share-locked: a change turning it off either waits for this session, and ends it, or is seen here.
+     */
     const insertSession = (hash: Uint8Array, userId: UserId, organizationId: OrganizationId, expires: Date) =>
       sql`
         INSERT INTO web_sessions (id_hash, user_id, organization_id, expires_at)
-        VALUES (${hash}, ${userId}, ${organizationId}, ${expires})`.pipe(Effect.asVoid, Effect.orDie)
+        SELECT ${hash}, ${userId}, organization_id, ${expires} FROM sso_settings
+        WHERE organization_id = ${organizationId} AND enabled FOR SHARE
+        RETURNING user_id`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
+
+    /** Ends the web sessions opened through the organization's single sign-on; how many there were. */
+    const endSessions = (organizationId: OrganizationId) =>
+      sql`DELETE FROM web_sessions WHERE organization_id = ${organizationId} RETURNING user_id`.pipe(
+        Effect.map((rows) => rows.length),
+        Effect.orDie
+      )
 
     /** The organization a web session is limited to (`null`: a password session, any of the user's). */
     const sessionOrganization = (hash: Uint8Array) =>
@@ -144,6 +157,7 @@ export class SsoRepo extends Effect.Service<SsoRepo>()("sso/SsoRepo", {
       findIdentity,
       linkIdentity,
       insertSession,
+      endSessions,
       sessionOrganization
     } as const
   })

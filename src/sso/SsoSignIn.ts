@@ -226,9 +226,12 @@ export class SsoSignIn extends Effect.Service<SsoSignIn>()("sso/SsoSignIn", {
       }
     )
 
-    /** A web session that may act in the one organization it was opened for. */
+    /** A web session that may act in the one organization it was opened for (refused if SSO was turned off since). */
     const openSession = (sessionHash: Uint8Array, signedIn: SsoSignedIn, expires: Date) =>
-      repo.insertSession(sessionHash, signedIn.userId, signedIn.organizationId, expires)
+      Effect.flatMap(
+        repo.insertSession(sessionHash, signedIn.userId, signedIn.organizationId, expires),
+        (opened) => opened ? Effect.void : refuse(403, "Single sign-on is turned off for this organization.")
+      )
 
     const sessionOrganization = (sessionHash: Uint8Array) => repo.sessionOrganization(sessionHash)
 

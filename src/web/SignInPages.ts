@@ -212,7 +212,13 @@ export const SignInPages = Layer.effectDiscard(
     yield* router.add("GET", SSO_CALLBACK_PATH, (request) =>
       Effect.gen(function*() {
         const params = new URL(request.url, "http://x").searchParams
-        const finished = yield* sso.finish(params, request.cookies[names.sso]).pipe(Effect.either)
+        const session = randomSecret()
+        const finished = yield* sso.finish(params, request.cookies[names.sso]).pipe(
+          Effect.tap((signedIn) =>
+            sso.openSession(hashOf(session), signedIn, new Date(Date.now() + SESSION_HOURS * 3600_000))
+          ),
+          Effect.either
+        )
         const clearSso = cookie(names.sso, "", 0)
         if (finished._tag === "Left") {
           return withCookies(
@@ -220,8 +226,6 @@ export const SignInPages = Layer.effectDiscard(
             [clearSso]
           )
         }
-        const session = randomSecret()
-        yield* sso.openSession(hashOf(session), finished.right, new Date(Date.now() + SESSION_HOURS * 3600_000))
         if (finished.right.request === CONSOLE_SSO_REQUEST) {
           // a console sign-in: the session under the console's cookie, acting in the provider's organization
           return seeOther("/console", [

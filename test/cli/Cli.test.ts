@@ -4,14 +4,27 @@
  * steps run the bin compiled ahead of time (./bundle.ts: tsx's start-up was most of this file's time);
  * serve and "the package bin" run it through tsx as `npx switchyard` does.
  */
+import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { petstore } from "../connectors/support.js"
 import { type ModelServer, startModelServer } from "../support/ModelServers.js"
+import { eventually } from "../support/Poll.js"
 import { startTargetServer, type TargetServer } from "../support/TargetServer.js"
 import { startTestNode, testEnvironment, type TestNode } from "../support/TestNode.js"
-import { BIN, cli, cliOnTerminal, configHome, disposeCliProgram, ESCAPE, serveOnTerminal, startCli } from "./support.js"
+import {
+  BIN,
+  cli,
+  cliOnTerminal,
+  cliProgram,
+  configHome,
+  disposeCliProgram,
+  ESCAPE,
+  serveOnTerminal,
+  startCli,
+  startHoldingProxy
+} from "./support.js"
 
 // every step is a CLI process (half a second of CPU each, compiled; much more on a loaded machine)
 vi.setConfig({ testTimeout: 300_000 })
@@ -307,6 +320,149 @@ describe("switchyard agents and tasks", () => {
   )
 })
 
+describe("agents invoke typed on a terminal; Ctrl-C at any point cancels its task", () => {
+  let quietAgent: string
+  beforeAll(async () => {
+    const created = await node.fetch("/v1/agents", {
+      method: "POST",
+      apiKey: admin,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "Quiet", model: { provider: "openai", name: "gpt-test" } })
+    })
+    expect(created.status).toBe(201)
+    quietAgent = (await created.json()).id
+  })
+
+  it("without TEXT on a terminal, invoke says to type the prompt and end it with Ctrl-D, then answers", async () => {
+    model.script.push({ text: "Typed, and answered." })
+    const args = ["agents", "invoke", quietAgent, "--user", "ada@example.com", "--url", node.baseUrl, "--key", admin]
+    const command = [process.execPath, await cliProgram(), ...args].map((a) => `'${a}'`).join(" ")
+    const child = spawn("script", ["-qec", command, "/dev/null"], {
+      env: { ...process.env, XDG_CONFIG_HOME: home, TERM: "xterm-256color", NO_COLOR: "1" },
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    let output = ""
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve))
+    await new Promise<void>((resolve) => {
+      child.stdout.on("data", (c) => {
+        output += c
+        if (output.includes("Ctrl-D")) resolve()
+      })
+      void exited.then(() => resolve())
+    })
+    expect(output).toContain("Type the prompt, then Ctrl-D on a line of its own.")
+    child.stdin.write("What is typed\n\x04")
+    expect(await exited).toBe(0)
+    expect(output).toContain("Typed, and answered.")
+    expect(JSON.stringify(model.requests.at(-1)!.body)).toContain("What is typed")
+  })
+
+  it("Ctrl-C during a synchronous invoke (--no-stream, --json) cancels its task too", async () => {
+    for (const flag of ["--no-stream", "--json"]) {
+      model.script.push({ hang: true })
+      const args = ["agents", "invoke", quietAgent, `wait ${flag}`, "--user", "ada@example.com", flag]
+      const run = await startCli([...args, "--url", node.baseUrl, "--key", admin], { env })
+      // the node runs the task (and goes on, were the caller to leave without cancelling it)
+      const running = await eventually(
+        async () => {
+          const page = await (await node.fetch(`/v1/tasks?agent_id=${quietAgent}&status=executing`, { apiKey: admin }))
+            .json()
+          return page.items[0]?.id as string | undefined
+        },
+        60_000,
+        "the invoked task to run"
+      )
+      run.child.kill("SIGINT")
+      const stopped = await run.done
+      expect(stopped.code).toBe(130)
+      expect(stopped.stderr).toContain(`interrupted: task ${running} cancelled\n`)
+      const task = await (await node.fetch(`/v1/tasks/${running}`, { apiKey: admin })).json()
+      expect(task).toMatchObject({ status: "cancelled", result: "Cancelled on request." })
+    }
+  })
+
+  it("Ctrl-C before the stream's first event still cancels the task the invoke started", async () => {
+    // the model never answers; the proxy lets the response's headers through and holds its events back
+    model.script.push({ hang: true })
+    const proxy = await startHoldingProxy(node.baseUrl, "body")
+    try {
+      const args = ["agents", "invoke", quietAgent, "Think hard", "--user", "ada@example.com", "--url", proxy.url]
+      const run = await startCli([...args, "--key", admin], { env })
+      await Promise.race([proxy.answered, run.done])
+      run.child.kill("SIGINT")
+      const stopped = await run.done
+      expect(stopped.code).toBe(130)
+      const taskId = /^interrupted: task (\S+) cancelled$/m.exec(stopped.stderr)![1]!
+      const task = await (await node.fetch(`/v1/tasks/${taskId}`, { apiKey: admin })).json()
+      expect(task).toMatchObject({ id: taskId, status: "cancelled" })
+    } finally {
+      await proxy.close()
+    }
+  })
+
+  it("Ctrl-C before the node has answered waits for the answer to name the task, then cancels it", async () => {
+    model.script.push({ hang: true })
+    const proxy = await startHoldingProxy(node.baseUrl, "all")
+    try {
+      const args = ["agents", "invoke", quietAgent, "Think hard", "--user", "ada@example.com", "--url", proxy.url]
+      const run = await startCli([...args, "--key", admin], { env })
+      await Promise.race([proxy.answered, run.done])
+      run.child.kill("SIGINT")
+      // the command says it waits for the node (and has stopped reading the terminal), then the answer comes
+      let stderr = ""
+      await new Promise<void>((resolve) => {
+        run.child.stderr.on("data", (c) => {
+          stderr += c
+          if (stderr.includes("interrupted")) resolve()
+        })
+        run.child.on("exit", () => resolve())
+      })
+      proxy.release()
+      const stopped = await run.done
+      expect(stopped.code).toBe(130)
+      expect(stopped.stderr).toMatch(/^interrupted: waiting for the node to name the task, to cancel it$/m)
+      const taskId = /^interrupted: task (\S+) cancelled$/m.exec(stopped.stderr)![1]!
+      const task = await (await node.fetch(`/v1/tasks/${taskId}`, { apiKey: admin })).json()
+      expect(task).toMatchObject({ id: taskId, status: "cancelled" })
+    } finally {
+      await proxy.close()
+    }
+  })
+
+  it("Ctrl-C when the node never answers says so and where to look (exit 130); tasks list and cancel find it", async () => {
+    model.script.push({ hang: true })
+    const proxy = await startHoldingProxy(node.baseUrl, "all")
+    try {
+      const args = ["agents", "invoke", quietAgent, "Think hard", "--user", "ada@example.com", "--url", proxy.url]
+      const run = await startCli([...args, "--key", admin], { env })
+      await Promise.race([proxy.answered, run.done])
+      run.child.kill("SIGINT")
+      const stopped = await run.done
+      expect(stopped.code).toBe(130)
+      expect(stopped.stderr).toContain(
+        "interrupted: the node did not answer; " +
+          `\`switchyard tasks list --agent ${quietAgent}\` shows any task it started\n`
+      )
+      // the node did start it, and it runs on (the command never learnt it), as the message says: stop it here
+      const direct = ["--url", node.baseUrl, "--key", admin]
+      const listed = await cli(["tasks", "list", "--agent", quietAgent, "--status", "executing", ...direct], { env })
+      expect(listed.code).toBe(0)
+      const lines = listed.stdout.trim().split("\n")
+      expect(lines[0]).toMatch(/^ID +AGENT +STATUS +SOURCE +USER +CREATED$/)
+      expect(lines).toHaveLength(2)
+      const taskId = lines[1]!.split(/ +/)[0]!
+      expect(lines[1]!.split(/ +/).slice(1, 5)).toEqual([quietAgent, "executing", "api", "ada@example.com"])
+      const cancelled = await cli(["tasks", "cancel", taskId, ...direct], { env })
+      expect(cancelled).toMatchObject({ code: 0, stdout: `task ${taskId} cancelled\n` })
+      const again = await cli(["tasks", "cancel", taskId, ...direct], { env })
+      expect(again.code).toBe(1)
+      expect(again.stderr).toMatch(/^error: .*\(task_ended\)\n$/)
+    } finally {
+      await proxy.close()
+    }
+  })
+})
+
 describe("help and output", () => {
   it("an unknown subcommand prints the friendly message only, with no internal dump (exit 2)", async () => {
     const run = await cli(["frobnicate"], { env })
@@ -329,7 +485,10 @@ describe("help and output", () => {
           ["agents", "frob"],
           "switchyard agents - use one of 'create', 'list', 'invoke' (see switchyard agents --help)"
         ],
-        [["tasks", "frob"], "switchyard tasks - use one of 'get', 'thread' (see switchyard tasks --help)"],
+        [
+          ["tasks", "frob"],
+          "switchyard tasks - use one of 'list', 'get', 'thread', 'cancel' (see switchyard tasks --help)"
+        ],
         [["connections", "frob"], "switchyard connections - use 'create' (see switchyard connections --help)"],
         // as the parser, not case-sensitive
         [["AGENTS", "frob"], "switchyard agents - use one of 'create', 'list', 'invoke' (see switchyard agents --help)"]

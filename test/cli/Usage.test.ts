@@ -292,4 +292,13 @@ describe("usage lines", () => {
     const all = await cli(["keys", "create", "--name", "k2", "--kind", "organization", "--json"], { env })
     expect(JSON.parse(all.stdout).agent_ids).toBeNull()
   })
+
+  it("the node commands name what their options take, as docs/reference/cli.md does (not `text`)", async () => {
+    const help = (await cli(["--help"], { env })).stdout
+    expect(help).toMatch(/^ {2}bootstrap --org NAME --email EMAIL \[--json\]$/m)
+    expect(help).toMatch(/^ {2}audit verify \[--organization ID\] \[--json\]$/m)
+    expect(help).toMatch(/^ {2}users set-password --email EMAIL$/m)
+    // (an option without a pseudo-name shows as `--name text`)
+    expect(help).not.toMatch(/ --[a-z-]+ text\b/)
+  })
 })

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
+import * as Http from "node:http"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { buildCliBundle } from "./bundle.js"
@@ -122,3 +123,51 @@ export const serveOnTerminal = (env: Record<string, string>, until: RegExp, time
     child.on("error", reject)
     child.on("exit", () => resolve(output))
   })
+
+/**
+ * A real HTTP proxy on 127.0.0.1 in front of a node that holds back the answer to a streamed invoke
+ * (`Accept: text/event-stream`): its body (`"body"`: the headers go on at once) or all of it (`"all"`),
+ * until `release()`. `answered` resolves once the node has answered the held request. Other requests pass.
+ */
+export const startHoldingProxy = async (upstream: string, hold: "body" | "all") => {
+  let release: () => void = () => undefined
+  const released = new Promise<void>((resolve) => (release = resolve))
+  let answeredNow: () => void = () => undefined
+  const answered = new Promise<void>((resolve) => (answeredNow = resolve))
+  const server = Http.createServer((req, res) => {
+    const held = (req.headers["accept"] ?? "").includes("text/event-stream")
+    const out = Http.request(new URL(req.url!, upstream), { method: req.method, headers: req.headers }, (back) => {
+      const forward = () => {
+        res.writeHead(back.statusCode!, back.headers)
+        res.flushHeaders()
+      }
+      if (!held) {
+        forward()
+        return void back.pipe(res)
+      }
+      if (hold === "body") forward()
+      answeredNow()
+      back.pause()
+      void released.then(() => {
+        if (hold === "all") forward()
+        back.pipe(res)
+      })
+    })
+    out.on("error", () => res.destroy())
+    res.on("close", () => out.destroy())
+    req.pipe(out)
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const { port } = server.address() as { port: number }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    answered,
+    release: () => release(),
+    close: () =>
+      new Promise<void>((resolve) => {
+        release()
+        server.closeAllConnections()
+        server.close(() => resolve())
+      })
+  }
+}

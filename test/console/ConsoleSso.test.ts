@@ -1,8 +1,10 @@
+import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { call } from "../access/support.js"
-import { Browser } from "../mcp/support.js"
+import { auditEvents, call } from "../access/support.js"
+import { Browser, PASSWORD, signedUpAdmin } from "../mcp/support.js"
 import { CALLBACK_PATH, putSso, ssoNode } from "../sso/support.js"
 import { startOidcProvider, type TestIdp } from "../support/OidcProvider.js"
+import { eventually } from "../support/Poll.js"
 import type { TestNode } from "../support/TestNode.js"
 
 let node: TestNode
@@ -16,8 +18,8 @@ afterAll(async () => {
   await node?.stop()
 })
 
-/** Through the provider: its login form as `account`, then its redirects, up to our callback's answer. */
-const throughProvider = async (browser: Browser, start: string, account: string) => {
+/** Through the provider: its login form as `account`, then its redirects, up to the address of our callback. */
+const toCallback = async (browser: Browser, start: string, account: string) => {
   const idpUrl = new URL(start)
   let response = await browser.get(idpUrl.href)
   for (let hops = 0; hops < 12; hops++) {
@@ -28,11 +30,15 @@ const throughProvider = async (browser: Browser, start: string, account: string)
       continue
     }
     const next = new URL(response.headers.get("location")!, idpUrl)
+    if (next.pathname === CALLBACK_PATH) return next.href
     response = await browser.get(next.href)
-    if (next.pathname === CALLBACK_PATH) return response
   }
   throw new Error("the provider never sent the browser back")
 }
+
+/** …and our callback's answer. */
+const throughProvider = async (browser: Browser, start: string, account: string) =>
+  browser.get(await toCallback(browser, start, account))
 
 describe("console sign-in through single sign-on", () => {
   it("opens a console session in the provider's organization only, and goes back to /console", async () => {
@@ -75,5 +81,113 @@ describe("console sign-in through single sign-on", () => {
     browser.cookies.set("sy_console_org", other.organization_id)
     expect((await (await browser.get(`${node.baseUrl}/console/api/session`)).json()).organization.id)
       .toBe(org.organization_id)
+  })
+})
+
+describe("console sessions when single sign-on changes", () => {
+  /** An organization whose admin signs in with a password, and Grace signed in through its provider. */
+  const signedInBoth = async (label: string) => {
+    const org = await signedUpAdmin(node)
+    const domain = `${label}-${Date.now()}.test`
+    expect((await putSso(node, org.api_key, idp, { allowed_email_domains: [domain] })).status).toBe(200)
+    const email = `grace@${domain}`
+    idp.users.set(`grace-${label}`, { email, email_verified: true, name: "Grace" })
+    const sso = new Browser()
+    const origin = { origin: node.baseUrl }
+    const { location } = await (await sso.postJson(`${node.baseUrl}/console/api/sso`, { email }, origin)).json()
+    expect((await throughProvider(sso, location, `grace-${label}`)).status).toBe(303)
+    const password = new Browser()
+    expect(
+      (await password.postJson(`${node.baseUrl}/console/api/sign-in`, { email: org.email, password: PASSWORD }, origin))
+        .status
+    ).toBe(200)
+    for (const browser of [sso, password]) {
+      expect((await browser.get(`${node.baseUrl}/console/api/session`)).status).toBe(200)
+      expect((await browser.get(`${node.baseUrl}/v1/agents`)).status).toBe(200)
+    }
+    return { org, sso, password, domain }
+  }
+
+  const expectEnded = async (browser: Browser) => {
+    expect((await browser.get(`${node.baseUrl}/console/api/session`)).status).toBe(401)
+    const api = await browser.get(`${node.baseUrl}/v1/agents`)
+    expect(api.status).toBe(401)
+    expect((await api.json()).error.code).toBe("invalid_session")
+  }
+
+  it("turning single sign-on off ends the sessions it opened; password sessions go on", async () => {
+    const { domain, org, password, sso } = await signedInBoth("off")
+    const off = await putSso(node, org.api_key, idp, { allowed_email_domains: [domain], enabled: false })
+    expect(off.status).toBe(200)
+    await expectEnded(sso)
+    expect((await password.get(`${node.baseUrl}/console/api/session`)).status).toBe(200)
+    expect((await password.get(`${node.baseUrl}/v1/agents`)).status).toBe(200)
+    // turning it back on does not bring the ended sessions back
+    expect((await putSso(node, org.api_key, idp, { allowed_email_domains: [domain] })).status).toBe(200)
+    await expectEnded(sso)
+    const updates = (await auditEvents(node, org.organization_id)).filter((e) => e.action === "UPDATE_SSO_SETTINGS")
+    expect(updates.map((e) => e.details.sessions_ended)).toEqual([0, 1, 0])
+  })
+
+  it("removing the settings ends the sessions it opened; password sessions go on", async () => {
+    const { org, password, sso } = await signedInBoth("removed")
+    expect((await call(node, org.api_key, "DELETE", "/v1/sso")).status).toBe(204)
+    await expectEnded(sso)
+    expect((await password.get(`${node.baseUrl}/v1/agents`)).status).toBe(200)
+    const removal = (await auditEvents(node, org.organization_id)).find((e) => e.action === "DELETE_SSO_SETTINGS")
+    expect(removal.details).toEqual({ sessions_ended: 1 })
+  })
+
+  it("a sign-in that finishes while single sign-on is being turned off opens no session", async () => {
+    const org = await node.bootstrap()
+    const domain = `race-${Date.now()}.test`
+    expect((await putSso(node, org.api_key, idp, { allowed_email_domains: [domain] })).status).toBe(200)
+    idp.users.set("grace-race", { email: `grace@${domain}`, email_verified: true, name: "Grace" })
+    const browser = new Browser()
+    const started = await browser.postJson(`${node.baseUrl}/console/api/sso`, { email: `grace@${domain}` }, {
+      origin: node.baseUrl
+    })
+    const callback = await toCallback(browser, (await started.json()).location, "grace-race")
+    // an Admin's change turning it off, not yet committed when the callback checks the settings
+    const db = new pg.Client({ connectionString: node.databaseUrl })
+    const watcher = new pg.Client({ connectionString: node.databaseUrl })
+    await db.connect()
+    await watcher.connect()
+    try {
+      await db.query("BEGIN")
+      await db.query("UPDATE sso_settings SET enabled = false WHERE organization_id = $1", [org.organization_id])
+      const answered = browser.get(callback)
+      // the callback's session waits for the change to be decided
+      await eventually(
+        async () => {
+          // (from another connection: a transaction sees the activity as it was at its first look)
+          const { rows } = await watcher.query(
+            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO web_sessions%'"
+          )
+          return rows.length > 0 ? true : undefined
+        },
+        30_000,
+        "the session insert to wait for the settings row"
+      )
+      await db.query("COMMIT")
+      const response = await answered
+      expect(response.status).toBe(403)
+      expect(await response.text()).toContain("Single sign-on is turned off for this organization.")
+      const { rows } = await db.query("SELECT count(*)::int AS n FROM web_sessions WHERE organization_id = $1", [
+        org.organization_id
+      ])
+      expect(rows[0].n).toBe(0)
+      expect((await browser.get(`${node.baseUrl}/console/api/session`)).status).toBe(401)
+    } finally {
+      await db.end()
+      await watcher.end()
+    }
+  })
+
+  it("changing only the client secret or the domains keeps the sessions", async () => {
+    const { domain, org, sso } = await signedInBoth("kept")
+    const changed = await putSso(node, org.api_key, idp, { allowed_email_domains: [domain, "more.test"] })
+    expect(changed.status).toBe(200)
+    expect((await sso.get(`${node.baseUrl}/v1/agents`)).status).toBe(200)
   })
 })

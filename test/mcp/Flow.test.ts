@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { auditEvents } from "../access/support.js"
 import { createAgent } from "../agents/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
-import { obtainTokens, signedUpAdmin, signInAndConsent, TestOAuthProvider } from "./support.js"
+import { obtainTokens, PASSWORD, signedUpAdmin, signInAndConsent, TestOAuthProvider } from "./support.js"
 
 let node: TestNode
 beforeAll(async () => {
@@ -149,10 +149,35 @@ describe("switchyard users set-password", () => {
       actor_id: "cli",
       outcome: "success",
       targets: [{ type: "user", id: created.user_id, name: email }],
-      details: null
+      details: { sessions_ended: 0 }
     })])
     const { tokens } = await obtainTokens(node, email, { password: "a long enough password" })
     expect(tokens.access_token).toMatch(/^sy_at_/)
     expect((await setPassword("nobody@example.com", "a long enough password")).code).toBe(1)
+  })
+
+  it("a new password ends the sessions signed in with a password before it (a reset after a leak works)", async () => {
+    const admin = await signedUpAdmin(node)
+    const signIn = async (password: string) => {
+      const response = await fetch(`${node.baseUrl}/console/api/sign-in`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin: node.baseUrl },
+        body: JSON.stringify({ email: admin.email, password })
+      })
+      return { status: response.status, cookie: response.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ") }
+    }
+    const session = (cookie: string) => fetch(`${node.baseUrl}/console/api/session`, { headers: { cookie } })
+    const before = [await signIn(PASSWORD), await signIn(PASSWORD)]
+    for (const s of before) expect((await session(s.cookie)).status).toBe(200)
+    const reset = await setPassword(admin.email, "a brand new password")
+    expect(reset.code).toBe(0)
+    expect(reset.output).toContain("2 sessions signed in with the old password ended")
+    for (const s of before) expect((await session(s.cookie)).status).toBe(401)
+    // the old password no longer signs in; the new one does, and its session lasts
+    expect((await signIn(PASSWORD)).status).toBe(401)
+    const after = await signIn("a brand new password")
+    expect((await session(after.cookie)).status).toBe(200)
+    const records = (await auditEvents(node, admin.organization_id)).filter((e) => e.action === "SET_PASSWORD")
+    expect(records.map((e) => e.details)).toEqual([{ sessions_ended: 2 }])
   })
 })

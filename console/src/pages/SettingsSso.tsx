@@ -107,6 +107,7 @@ export default function Sso() {
         <label className="check">
           <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.target.checked)} /> Enabled
         </label>
+        <p className="muted">Turning it off, or removing it, signs out everyone who signed in through it.</p>
         <ErrorNote error={save.error ?? remove.error} />
         <button type="submit" className="primary" disabled={save.isPending}>Save single sign-on</button>
         {current.data && <button type="button" className="danger" onClick={() => remove.mutate()}>Remove</button>}
