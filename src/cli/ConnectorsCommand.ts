@@ -15,7 +15,7 @@ import { apiOptions, resolveTarget, withClient } from "./ApiTarget.js"
 import { CliFailure } from "./CliFailure.js"
 import { groupCommand, whoMayCall } from "./Help.js"
 import { fields, optional, print, reportFailure, table, validated } from "./Output.js"
-import { inRange, paramRange } from "./ParamRange.js"
+import { inRange, pageOptions, paramRange } from "./ParamRange.js"
 import { withProgress } from "./Progress.js"
 import { readStdin } from "./Stdin.js"
 import { bold, sanitize } from "./Terminal.js"
@@ -143,16 +143,7 @@ const list = Command.make(
       Options.withDescription("Case-insensitive name search."),
       Options.optional
     ),
-    limit: Options.integer("limit").pipe(
-      Options.withPseudoName("N"),
-      Options.withDescription(`Page size, ${limitRange.min}-${limitRange.max}.`),
-      Options.withDefault(50)
-    ),
-    cursor: Options.text("cursor").pipe(
-      Options.withPseudoName("CURSOR"),
-      Options.withDescription("The next page (printed under the table)."),
-      Options.optional
-    )
+    ...pageOptions(limitRange)
   },
   (options) =>
     Effect.gen(function*() {

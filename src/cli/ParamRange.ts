@@ -1,3 +1,4 @@
+import { Options } from "@effect/cli"
 import type { HttpApiEndpoint } from "@effect/platform"
 import { Effect, JSONSchema, Option } from "effect"
 import { CliFailure } from "./CliFailure.js"
@@ -29,3 +30,17 @@ export const inRange = (option: string, range: ParamRange) => (value: number) =>
   value >= range.min && value <= range.max
     ? Effect.succeed(value)
     : Effect.fail(CliFailure.usage(`${option} must be between ${range.min} and ${range.max}, not ${value}`))
+
+/** `--limit N` (50 unless given, checked against `range` with `inRange`) and `--cursor` of a command that lists pages. */
+export const pageOptions = (range: ParamRange) => ({
+  limit: Options.integer("limit").pipe(
+    Options.withPseudoName("N"),
+    Options.withDescription(`Page size, ${range.min}-${range.max}.`),
+    Options.withDefault(50)
+  ),
+  cursor: Options.text("cursor").pipe(
+    Options.withPseudoName("CURSOR"),
+    Options.withDescription("The next page (printed under the table)."),
+    Options.optional
+  )
+})

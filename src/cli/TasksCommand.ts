@@ -6,7 +6,7 @@ import { AgentId, TaskId } from "../../schema/Ids.js"
 import { apiOptions, resolveTarget, withClient } from "./ApiTarget.js"
 import { groupCommand } from "./Help.js"
 import { fields, optional, print, reportFailure, table, validated } from "./Output.js"
-import { inRange, paramRange } from "./ParamRange.js"
+import { inRange, pageOptions, paramRange } from "./ParamRange.js"
 import { bold, dim, sanitize } from "./Terminal.js"
 
 const when = (date: Date | null) => date === null ? null : date.toISOString().replace("T", " ").replace("Z", "")
@@ -67,16 +67,7 @@ const list = Command.make(
       Options.withDescription("Only tasks in this status."),
       Options.optional
     ),
-    limit: Options.integer("limit").pipe(
-      Options.withPseudoName("N"),
-      Options.withDescription(`Page size, ${limitRange.min}-${limitRange.max}.`),
-      Options.withDefault(50)
-    ),
-    cursor: Options.text("cursor").pipe(
-      Options.withPseudoName("CURSOR"),
-      Options.withDescription("The next page (printed under the table)."),
-      Options.optional
-    )
+    ...pageOptions(limitRange)
   },
   (options) =>
     Effect.gen(function*() {

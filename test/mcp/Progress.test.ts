@@ -151,7 +151,8 @@ describe("MCP progress of invoke_agent", () => {
     await client.close()
   })
 
-  it("a cancelled call without a progressToken is answered 202 with no JSON-RPC response", async () => {
+  /** An invoke_agent call `call-1`, without a progressToken, whose task runs (its model answers in 2 min). */
+  const slowCallRunning = async () => {
     const admin = await signedUpAdmin(node)
     const agent = await createAgent(node, admin.api_key, {
       name: "slow",
@@ -168,8 +169,15 @@ describe("MCP progress of invoke_agent", () => {
     }, headers)
     const running = await eventually(async () => {
       const tasks = await (await node.fetch("/v1/tasks", { apiKey: admin.api_key })).json()
-      return tasks.items.find((t: { status: string }) => t.status === "executing")
+      return tasks.items.find((t: { status: string; agent_id: string }) =>
+        t.status === "executing" && t.agent_id === agent.id
+      )
     })
+    return { admin, token, session, headers, call, running }
+  }
+
+  it("a cancelled call without a progressToken is answered 202 with no JSON-RPC response", async () => {
+    const { admin, call, headers, running, session, token } = await slowCallRunning()
     // another session's cancellation, or one naming another id, does not reach it
     const other = await openSession(node.baseUrl, token)
     for (const [sessionId, requestId] of [[other, "call-1"], [session, 1]] as const) {
@@ -199,26 +207,7 @@ describe("MCP progress of invoke_agent", () => {
   })
 
   it("a session ended with DELETE stops its calls in flight: the invoke's task is cancelled", async () => {
-    const admin = await signedUpAdmin(node)
-    const agent = await createAgent(node, admin.api_key, {
-      name: "slow",
-      model: { provider: "scripted", script: [{ text: "Too late.", delay_ms: 120_000 }] }
-    })
-    const token = (await obtainTokens(node, admin.email)).tokens.access_token
-    const session = await openSession(node.baseUrl, token)
-    const headers = { authorization: `Bearer ${token}`, "mcp-session-id": session }
-    const call = mcpPost(node.baseUrl, {
-      jsonrpc: "2.0",
-      id: "call-1",
-      method: "tools/call",
-      params: { name: "invoke_agent", arguments: { agent_id: agent.id, text: "take your time" } }
-    }, headers)
-    const running = await eventually(async () => {
-      const tasks = await (await node.fetch("/v1/tasks", { apiKey: admin.api_key })).json()
-      return tasks.items.find((t: { status: string; agent_id: string }) =>
-        t.status === "executing" && t.agent_id === agent.id
-      )
-    })
+    const { admin, call, headers, running, token } = await slowCallRunning()
     // another session of the same user ending leaves it running
     const other = await openSession(node.baseUrl, token)
     const otherEnded = await fetch(`${node.baseUrl}/mcp/`, {
