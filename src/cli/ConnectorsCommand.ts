@@ -192,6 +192,7 @@ const credentialsOf = (options: {
   clientId: Option.Option<string>
   clientSecret: Option.Option<string>
   scopes: Option.Option<string>
+  tokenAuth: Option.Option<"client_secret_basic" | "client_secret_post">
 }) =>
   Effect.gen(function*() {
     const given = [options.apiKey, options.token, options.username, options.clientId].filter(Option.isSome).length
@@ -214,7 +215,8 @@ const credentialsOf = (options: {
         type: "oauth2",
         client_id: options.clientId.value,
         client_secret: yield* secret(Option.getOrElse(options.clientSecret, () => "")),
-        ...Option.match(options.scopes, { onNone: () => ({}), onSome: (s) => ({ scopes: s.split(/[ ,]+/) }) })
+        ...Option.match(options.scopes, { onNone: () => ({}), onSome: (s) => ({ scopes: s.split(/[ ,]+/) }) }),
+        ...optional("token_endpoint_auth_method", options.tokenAuth)
       }
     }
     return { type: "none" }
@@ -264,6 +266,13 @@ const create = Command.make(
     scopes: Options.text("scopes").pipe(
       Options.withPseudoName("SCOPES"),
       Options.withDescription("OAuth2 scopes, comma-separated."),
+      Options.optional
+    ),
+    tokenAuth: Options.choice("token-auth", ["client_secret_basic", "client_secret_post"]).pipe(
+      Options.withDescription(
+        "How the OAuth2 client authenticates at the token endpoint: an HTTP Basic header (the default) or " +
+          "client_id and client_secret in the form, for providers that accept only that."
+      ),
       Options.optional
     )
   },

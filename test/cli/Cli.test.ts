@@ -154,6 +154,59 @@ describe("switchyard connectors and connections", () => {
     expect(connection).toMatchObject({ name: "pets", auth_type: "api_key", status: "active" })
     connectionId = connection.id
   })
+
+  it("connections create --token-auth client_secret_post: the connection's token requests carry the client in the form", async () => {
+    const file = Path.join(home, "machine.json")
+    Fs.writeFileSync(
+      file,
+      JSON.stringify({
+        openapi: "3.0.3",
+        info: { title: "Machine API", version: "1" },
+        servers: [{ url: `${target.url}/api` }],
+        security: [{ oauth: [] }],
+        components: {
+          securitySchemes: {
+            oauth: { type: "oauth2", flows: { clientCredentials: { tokenUrl: `${target.url}/token`, scopes: {} } } }
+          }
+        },
+        paths: { "/me": { get: { operationId: "me", responses: { "200": { description: "ok" } } } } }
+      })
+    )
+    const added = await cli(["connectors", "add", file, "--name", "Machine"], { env })
+    expect(added.code, added.stderr + added.stdout).toBe(0)
+    const connector = /^id +(\S+)$/m.exec(added.stdout)![1]!
+    const created = await cli([
+      "connections",
+      "create",
+      connector,
+      "--name",
+      "machine",
+      "--client-id",
+      "cli-client",
+      "--client-secret",
+      "-",
+      "--token-auth",
+      "client_secret_post",
+      "--json"
+    ], { env, stdin: "s3cret\n" })
+    expect(created.code, created.stderr).toBe(0)
+    const connection = JSON.parse(created.stdout)
+    // the target answers the token request without a token (it echoes): what matters is what it was sent
+    await node.fetch(`/v1/tools/connectors/${connector}/connections/${connection.id}/me`, {
+      method: "POST",
+      apiKey: admin,
+      headers: { "content-type": "application/json" },
+      body: "{}"
+    })
+    const token = target.requests.filter((r) => r.path === "/token").at(-1)!
+    expect(token.headers.authorization).toBeUndefined()
+    expect(Object.fromEntries(new URLSearchParams(token.body.toString()))).toMatchObject({
+      client_id: "cli-client",
+      client_secret: "s3cret"
+    })
+    const refused = await cli(["connections", "create", connector, "--name", "m", "--token-auth", "jwt"], { env })
+    expect(refused.code).toBe(2)
+  })
 })
 
 describe("switchyard agents and tasks", () => {
