@@ -15,7 +15,7 @@ import { apiOptions, resolveTarget, withClient } from "./ApiTarget.js"
 import { CliFailure } from "./CliFailure.js"
 import { groupCommand, whoMayCall } from "./Help.js"
 import { fields, optional, print, reportFailure, table, validated } from "./Output.js"
-import { inRange, pageOptions, paramRange } from "./ParamRange.js"
+import { inRange, nextPageLine, pageOptions, paramRange } from "./ParamRange.js"
 import { withProgress } from "./Progress.js"
 import { readStdin } from "./Stdin.js"
 import { bold, sanitize } from "./Terminal.js"
@@ -170,7 +170,7 @@ const list = Command.make(
             c.connections.length,
             c.built_in ? "yes" : "no"
           ])
-        ) + (page.next_cursor === null ? "" : `\nMore: --cursor ${sanitize(page.next_cursor)}\n`))
+        ) + nextPageLine(page.next_cursor))
     }).pipe(reportFailure(options.json))
 ).pipe(Command.withDescription("List the connectors of the tool catalog (GET /v1/tools?type=connector)."))
 

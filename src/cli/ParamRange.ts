@@ -2,6 +2,7 @@ import { Options } from "@effect/cli"
 import type { HttpApiEndpoint } from "@effect/platform"
 import { Effect, JSONSchema, Option } from "effect"
 import { CliFailure } from "./CliFailure.js"
+import { sanitize } from "./Terminal.js"
 
 export interface ParamRange {
   readonly min: number
@@ -44,3 +45,6 @@ export const pageOptions = (range: ParamRange) => ({
     Options.optional
   )
 })
+
+/** The line under a page's table that names the next page's `--cursor`; none on the last page. */
+export const nextPageLine = (cursor: string | null) => cursor === null ? "" : `\nMore: --cursor ${sanitize(cursor)}\n`

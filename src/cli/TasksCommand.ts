@@ -6,7 +6,7 @@ import { AgentId, TaskId } from "../../schema/Ids.js"
 import { apiOptions, resolveTarget, withClient } from "./ApiTarget.js"
 import { groupCommand } from "./Help.js"
 import { fields, optional, print, reportFailure, table, validated } from "./Output.js"
-import { inRange, pageOptions, paramRange } from "./ParamRange.js"
+import { inRange, nextPageLine, pageOptions, paramRange } from "./ParamRange.js"
 import { bold, dim, sanitize } from "./Terminal.js"
 
 const when = (date: Date | null) => date === null ? null : date.toISOString().replace("T", " ").replace("Z", "")
@@ -88,7 +88,7 @@ const list = Command.make(
           colour,
           ["ID", "AGENT", "STATUS", "SOURCE", "USER", "CREATED"],
           page.items.map((t) => [t.id, t.agent_id, t.status, t.source, t.user.email, when(t.created_at)])
-        ) + (page.next_cursor === null ? "" : `\nMore: --cursor ${sanitize(page.next_cursor)}\n`))
+        ) + nextPageLine(page.next_cursor))
     }).pipe(reportFailure(options.json))
 ).pipe(Command.withDescription("List tasks, newest first (GET /v1/tasks)."))
 

@@ -434,20 +434,39 @@ describe("agents invoke typed on a terminal; Ctrl-C at any point cancels its tas
     }
   })
 
-  it("Ctrl-C before the stream's first event still cancels the task the invoke started", async () => {
-    // the model never answers; the proxy lets the response's headers through and holds its events back
-    model.script.push({ hang: true })
-    const proxy = await startHoldingProxy(node.baseUrl, "body")
+  /**
+   * An invoke of the quiet agent through a proxy holding back the node's answer (`body`: its events; `all`: all
+   * of it), interrupted (SIGINT) once the node has answered the proxy.
+   */
+  const interruptedThroughProxy = async (hold: "body" | "all") => {
+    const proxy = await startHoldingProxy(node.baseUrl, hold)
     try {
       const args = ["agents", "invoke", quietAgent, "Think hard", "--user", "ada@example.com", "--url", proxy.url]
       const run = await startCli([...args, "--key", admin], { env })
       await Promise.race([proxy.answered, run.done])
       run.child.kill("SIGINT")
+      return { proxy, run }
+    } catch (e) {
+      await proxy.close()
+      throw e
+    }
+  }
+
+  /** The task the interrupted command says it cancelled is cancelled. */
+  const expectCancelledTask = async (stderr: string) => {
+    const taskId = /^interrupted: task (\S+) cancelled$/m.exec(stderr)![1]!
+    const task = await (await node.fetch(`/v1/tasks/${taskId}`, { apiKey: admin })).json()
+    expect(task).toMatchObject({ id: taskId, status: "cancelled" })
+  }
+
+  it("Ctrl-C before the stream's first event still cancels the task the invoke started", async () => {
+    // the model never answers; the proxy lets the response's headers through and holds its events back
+    model.script.push({ hang: true })
+    const { proxy, run } = await interruptedThroughProxy("body")
+    try {
       const stopped = await run.done
       expect(stopped.code).toBe(130)
-      const taskId = /^interrupted: task (\S+) cancelled$/m.exec(stopped.stderr)![1]!
-      const task = await (await node.fetch(`/v1/tasks/${taskId}`, { apiKey: admin })).json()
-      expect(task).toMatchObject({ id: taskId, status: "cancelled" })
+      await expectCancelledTask(stopped.stderr)
     } finally {
       await proxy.close()
     }
@@ -455,12 +474,8 @@ describe("agents invoke typed on a terminal; Ctrl-C at any point cancels its tas
 
   it("Ctrl-C before the node has answered waits for the answer to name the task, then cancels it", async () => {
     model.script.push({ hang: true })
-    const proxy = await startHoldingProxy(node.baseUrl, "all")
+    const { proxy, run } = await interruptedThroughProxy("all")
     try {
-      const args = ["agents", "invoke", quietAgent, "Think hard", "--user", "ada@example.com", "--url", proxy.url]
-      const run = await startCli([...args, "--key", admin], { env })
-      await Promise.race([proxy.answered, run.done])
-      run.child.kill("SIGINT")
       // the command says it waits for the node (and has stopped reading the terminal), then the answer comes
       let stderr = ""
       await new Promise<void>((resolve) => {
@@ -474,9 +489,7 @@ describe("agents invoke typed on a terminal; Ctrl-C at any point cancels its tas
       const stopped = await run.done
       expect(stopped.code).toBe(130)
       expect(stopped.stderr).toMatch(/^interrupted: waiting for the node to name the task, to cancel it$/m)
-      const taskId = /^interrupted: task (\S+) cancelled$/m.exec(stopped.stderr)![1]!
-      const task = await (await node.fetch(`/v1/tasks/${taskId}`, { apiKey: admin })).json()
-      expect(task).toMatchObject({ id: taskId, status: "cancelled" })
+      await expectCancelledTask(stopped.stderr)
     } finally {
       await proxy.close()
     }
@@ -484,12 +497,8 @@ describe("agents invoke typed on a terminal; Ctrl-C at any point cancels its tas
 
   it("Ctrl-C when the node never answers says so and where to look (exit 130); tasks list and cancel find it", async () => {
     model.script.push({ hang: true })
-    const proxy = await startHoldingProxy(node.baseUrl, "all")
+    const { proxy, run } = await interruptedThroughProxy("all")
     try {
-      const args = ["agents", "invoke", quietAgent, "Think hard", "--user", "ada@example.com", "--url", proxy.url]
-      const run = await startCli([...args, "--key", admin], { env })
-      await Promise.race([proxy.answered, run.done])
-      run.child.kill("SIGINT")
       const stopped = await run.done
       expect(stopped.code).toBe(130)
       expect(stopped.stderr).toContain(

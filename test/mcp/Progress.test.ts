@@ -176,8 +176,21 @@ describe("MCP progress of invoke_agent", () => {
     return { admin, token, session, headers, call, running }
   }
 
+  /** The stopped call is answered 202 without a JSON-RPC response, and its task ends cancelled. */
+  const expectStoppedAndCancelled = async ({ admin, call, running }: Awaited<ReturnType<typeof slowCallRunning>>) => {
+    const answer = await call
+    expect(answer.status).toBe(202)
+    expect(await answer.text()).toBe("")
+    const task = await eventually(async () => {
+      const read = await (await node.fetch(`/v1/tasks/${running.id}`, { apiKey: admin.api_key })).json()
+      return read.status === "executing" ? undefined : read
+    })
+    expect(task.status).toBe("cancelled")
+  }
+
   it("a cancelled call without a progressToken is answered 202 with no JSON-RPC response", async () => {
-    const { admin, call, headers, running, session, token } = await slowCallRunning()
+    const stopped = await slowCallRunning()
+    const { admin, headers, running, session, token } = stopped
     // another session's cancellation, or one naming another id, does not reach it
     const other = await openSession(node.baseUrl, token)
     for (const [sessionId, requestId] of [[other, "call-1"], [session, 1]] as const) {
@@ -196,18 +209,12 @@ describe("MCP progress of invoke_agent", () => {
       params: { requestId: "call-1", reason: "no longer needed" }
     }, headers)
     expect(cancelled.status).toBe(202)
-    const answer = await call
-    expect(answer.status).toBe(202)
-    expect(await answer.text()).toBe("")
-    const task = await eventually(async () => {
-      const read = await (await node.fetch(`/v1/tasks/${running.id}`, { apiKey: admin.api_key })).json()
-      return read.status === "executing" ? undefined : read
-    })
-    expect(task.status).toBe("cancelled")
+    await expectStoppedAndCancelled(stopped)
   })
 
   it("a session ended with DELETE stops its calls in flight: the invoke's task is cancelled", async () => {
-    const { admin, call, headers, running, token } = await slowCallRunning()
+    const stopped = await slowCallRunning()
+    const { admin, headers, running, token } = stopped
     // another session of the same user ending leaves it running
     const other = await openSession(node.baseUrl, token)
     const otherEnded = await fetch(`${node.baseUrl}/mcp/`, {
@@ -219,13 +226,6 @@ describe("MCP progress of invoke_agent", () => {
       .toBe("executing")
     const ended = await fetch(`${node.baseUrl}/mcp/`, { method: "DELETE", headers })
     expect(ended.status).toBe(204)
-    const answer = await call
-    expect(answer.status).toBe(202)
-    expect(await answer.text()).toBe("")
-    const task = await eventually(async () => {
-      const read = await (await node.fetch(`/v1/tasks/${running.id}`, { apiKey: admin.api_key })).json()
-      return read.status === "executing" ? undefined : read
-    })
-    expect(task.status).toBe("cancelled")
+    await expectStoppedAndCancelled(stopped)
   })
 })
