@@ -52,7 +52,14 @@ export const makeSpanExporter = (
     const wake = yield* Effect.makeLatch(false)
     const pending = options.protocol === "http/json"
       ? jsonBatches(options.resource, maxQueueSize, maxBatchSize, () => wake.unsafeOpen())
-      : protobufBatches(options.resource, maxQueueSize, maxBatchSize, maxBatchBytes, () => wake.unsafeOpen())
+      : protobufBatches(
+        options.resource,
+        maxQueueSize,
+        maxBatchSize,
+        maxBatchBytes,
+        () => wake.unsafeOpen(),
+        () => stats.dropped++
+      )
     const push = (span: FinishedSpan) => {
       if (!pending.push(span)) stats.dropped++
     }
@@ -119,6 +126,9 @@ export const makeSpanExporter = (
     return { push, stats }
   })
 
+/** Spans encoded together into the open batch (protobufBatches). */
+const ENCODE_EVERY = 64
+
 /** Spans waiting for export, in batches of at most `maxBatchSize`, one request each. */
 interface Batch {
   readonly count: number
@@ -133,16 +143,20 @@ interface Batches {
 }
 
 /**
- * Protobuf batches: a span is encoded into the open batch as it ends, so what waits for the export is bytes,
- * not span objects (held for seconds, those are what the garbage collector copies from generation to
- * generation). A span that fails to encode is cut off and dropped.
+ * Protobuf batches: ended spans are encoded into the open batch ENCODE_EVERY at a time, so what waits for the
+ * export is bytes, not span objects (held for seconds, those are what the garbage collector copies from
+ * generation to generation), and the encoder runs in one loop over a few dozen spans rather than once between
+ * every two steps of the requests: encoded one by one as they ended, a traced connector invoke (two spans) cost
+ * the node 7–11 µs more CPU (of ~120) than encoded 64 at a time, though encoding a span takes ~1 µs. A span that
+ * fails to encode is cut off and dropped (`lost`).
  */
 const protobufBatches = (
   resource: ExportResource,
   maxQueueSize: number,
   maxBatchSize: number,
   maxBatchBytes: number,
-  full: () => void
+  full: () => void,
+  lost: () => void
 ): Batches => {
   const framing = batchFraming(resource)
   // a writer as large as the last full batch came to be (within bounds): it need not grow, and copy, as it fills;
@@ -167,28 +181,43 @@ const protobufBatches = (
     open = writer()
     count = 0
   }
+  const encode = (span: FinishedSpan) => {
+    const at = open.length
+    try {
+      writeSpan(open, span)
+    } catch {
+      open.truncate(at)
+      queued--
+      lost()
+      return
+    }
+    if (++count >= maxBatchSize || open.length - framing.headroom >= maxBatchBytes) {
+      seal(true)
+      full()
+    }
+  }
+  // ended, not yet encoded: counted in `queued`
+  let held: Array<FinishedSpan> = []
+  const encodeHeld = () => {
+    const spans = held
+    held = []
+    for (let i = 0; i < spans.length; i++) encode(spans[i]!)
+  }
   return {
     push: (span) => {
       if (queued >= maxQueueSize) return false
-      const at = open.length
-      try {
-        writeSpan(open, span)
-      } catch {
-        open.truncate(at)
-        return false
-      }
       queued++
-      if (++count >= maxBatchSize || open.length - framing.headroom >= maxBatchBytes) {
-        seal(true)
-        full()
-      }
+      held.push(span)
+      // at once when they complete a batch, which is then sent without waiting for the interval
+      if (held.length >= ENCODE_EVERY || count + held.length >= maxBatchSize) encodeHeld()
       return true
     },
     take: (all) => {
+      if (all) encodeHeld()
       if (all && count > 0) seal(false)
       const batches = sealed
       sealed = []
-      queued = count
+      queued = count + held.length
       return batches
     }
   }

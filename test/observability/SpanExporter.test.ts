@@ -90,6 +90,19 @@ describe("the node's span exporter (SpanExporter.ts) against a real OTLP/HTTP re
     expect(node.exporter.stats).toMatchObject({ exported: 5, dropped: 0, failed: 0, requests: 2 })
   })
 
+  it("encodes ended spans in groups without losing or reordering any across groups and batches", async () => {
+    receiver.requests.length = 0
+    const node = startExporter({ url: receiver.url, maxBatchSize: 100 })
+    node.spans(150)
+    // the first hundred complete a batch (one group of 64 encoded, then the rest as they complete it): sent at once
+    await eventually(() => receiver.requests.length === 1 || undefined)
+    await eventually(() => node.exporter.stats.exported === 100 || undefined)
+    await node.close()
+    expect(receiver.requests).toHaveLength(2)
+    expect(spansReceived(receiver).map((s) => Number(s.attributes.i))).toEqual(Array.from({ length: 150 }, (_, i) => i))
+    expect(node.exporter.stats).toMatchObject({ exported: 150, dropped: 0, failed: 0 })
+  })
+
   it("drops and counts spans past the queue's bound instead of holding them", async () => {
     receiver.requests.length = 0
     const node = startExporter({ url: receiver.url, maxQueueSize: 3, maxBatchSize: 100 })
