@@ -77,11 +77,19 @@ export class FilesApi extends HttpApiGroup.make("files")
   .add(
     HttpApiEndpoint.get("listFiles", "/files")
       .annotateContext(
-        operation({ summary: "List workspace files", permission: Policy.anyMember, errors: ["invalid_cursor"] })
+        operation({
+          summary: "List workspace files",
+          permission: Policy.anyMember,
+          errors: ["not_found", "invalid_cursor"]
+        })
       )
       .setUrlParams(FileListParams)
       .addSuccess(FilePage)
-      .annotate(OpenApi.Description, "Workspace files the caller may see, in name order (byte-wise).")
+      .annotate(
+        OpenApi.Description,
+        "Workspace files the caller may see, in name order (byte-wise). An `agent_id` the caller may not " +
+          "see is a 404."
+      )
   )
   .add(
     HttpApiEndpoint.get("getFile", "/files/:file_id")

@@ -72,9 +72,9 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .addSuccess(Webhook)
       .annotate(
         OpenApi.Description,
-        "Change a webhook endpoint. `enabled: true` on a disabled one goes on from the event after the " +
-          "last one it was sent (within the event retention window). A change that changes nothing (`{}`) " +
-          "answers the endpoint as it is, without writing it."
+        "Change a webhook endpoint. `enabled: true` on a disabled one delivers the events committed from then " +
+          "on: what happened while it was disabled is not sent (deliveries made before it was disabled go on). " +
+          "A change that changes nothing (`{}`) answers the endpoint as it is, without writing it."
       )
   )
   .add(

@@ -1291,7 +1291,7 @@ export interface paths {
         };
         /**
          * List workspace files
-         * @description Workspace files the caller may see, in name order (byte-wise).
+         * @description Workspace files the caller may see, in name order (byte-wise). An `agent_id` the caller may not see is a 404.
          *
          *     **Role:** any member's key (Member and above).
          */
@@ -1801,7 +1801,7 @@ export interface paths {
         head?: never;
         /**
          * Change a webhook endpoint
-         * @description Change a webhook endpoint. `enabled: true` on a disabled one goes on from the event after the last one it was sent (within the event retention window). A change that changes nothing (`{}`) answers the endpoint as it is, without writing it.
+         * @description Change a webhook endpoint. `enabled: true` on a disabled one delivers the events committed from then on: what happened while it was disabled is not sent (deliveries made before it was disabled go on). A change that changes nothing (`{}`) answers the endpoint as it is, without writing it.
          *
          *     **Role:** Admin and above (`admin`, `super_admin`).
          */
@@ -6001,7 +6001,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -17306,6 +17306,15 @@ export interface operations {
             };
             /** @description Unauthenticated: `missing_api_key`, `malformed_api_key`, `invalid_api_key`, `revoked_api_key`, `bearer_not_supported`. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListFilesError"];
+                };
+            };
+            /** @description Not found: `not_found`. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -42,6 +42,7 @@ import taskInvokerScope from "./migrations/0035_task_invoker_scope.js"
 import knowledgeCjk from "./migrations/0036_knowledge_cjk.js"
 import knowledgeReplaces from "./migrations/0037_knowledge_replaces.js"
 import taskErrorCodes from "./migrations/0040_task_error_codes.js"
+import fileBytes from "./migrations/0043_file_bytes.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -80,7 +81,8 @@ export const migrations = {
   "0035_task_invoker_scope": taskInvokerScope,
   "0036_knowledge_cjk": knowledgeCjk,
   "0037_knowledge_replaces": knowledgeReplaces,
-  "0040_task_error_codes": taskErrorCodes
+  "0040_task_error_codes": taskErrorCodes,
+  "0043_file_bytes": fileBytes
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

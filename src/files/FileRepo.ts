@@ -52,11 +52,14 @@ export class FileRepo extends Effect.Service<FileRepo>()("files/FileRepo", {
 
     const scopeIs = (agentId: AgentId | null) => agentId === null ? sql`agent_id IS NULL` : sql`agent_id = ${agentId}`
 
-    /** The bytes of the organization's files (its storage quota's measure). */
+    /**
+     * The bytes of the organization's ready files (its storage quota's measure): the total a trigger keeps
+     * (migration 0043), one row rather than a sum over its files.
+     */
     const usedBytes = (organizationId: OrganizationId) =>
       sql<{ used: string }>`
-        SELECT coalesce(sum(size), 0)::text AS used FROM files
-        WHERE organization_id = ${organizationId} AND status = 'ready'`.pipe(Effect.map(([r]) => Number(r!.used)))
+        SELECT coalesce((SELECT bytes FROM organization_file_bytes WHERE organization_id = ${organizationId}), 0)::text
+          AS used`.pipe(Effect.map(([r]) => Number(r!.used)))
 
     /** A new file, not yet visible; also sweeps this organization's uploads that were never finished. */
     const begin = (f: {

@@ -6,7 +6,8 @@ import { type FileId, fileNameProblem, type FileOwner, WorkspaceFile } from "../
 import type { AgentId, OrganizationId } from "../../schema/Ids.js"
 import { type Permission, Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
-import { mayUse } from "../agents/Agents.js"
+import { AgentRepo } from "../agents/AgentRepo.js"
+import { mayUse, requireFilterAgent } from "../agents/Agents.js"
 import { type AuditBy, AuditLog } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { transactionIn } from "../db/Transaction.js"
@@ -60,6 +61,7 @@ const MEDIA_TYPE = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+(\s*;[\x20-\x7e]*)?$/
 export class Files extends Effect.Service<Files>()("files/Files", {
   effect: Effect.gen(function*() {
     const repo = yield* FileRepo
+    const agents = yield* AgentRepo
     const store = yield* FileStore
     const audit = yield* AuditLog
     const config = yield* SwitchyardConfig
@@ -219,7 +221,8 @@ export class Files extends Effect.Service<Files>()("files/Files", {
     }) {
       const after = yield* positionOf(f.cursor)
       const limit = f.limit ?? 50
-      if (f.agent_id !== undefined && !mayUse(principal, f.agent_id)) return { items: [], next_cursor: null }
+      // an agent the caller cannot see is 404, as the other listings filtered by agent answer
+      if (f.agent_id !== undefined) yield* requireFilterAgent(agents, principal, f.agent_id)
       const rows = yield* repo.list(principal.organizationId, {
         agents: principal.agentIds,
         agentId: f.agent_id,
@@ -283,7 +286,7 @@ export class Files extends Effect.Service<Files>()("files/Files", {
       readable
     } as const
   }),
-  dependencies: [FileRepo.Default, PgFileStoreLive, AuditLog.Default]
+  dependencies: [FileRepo.Default, AgentRepo.Default, PgFileStoreLive, AuditLog.Default]
 }) {}
 
 const cursorOf = (row: FileRow) => Buffer.from(JSON.stringify([row.name, row.id])).toString("base64url")

@@ -72,8 +72,8 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("webhooks/Webhook
         .pipe(Effect.map(([r]) => r?.n ?? 0), Effect.orDie)
 
     /**
-     * Changes the endpoint. Enabling a disabled one clears its reason and keeps its position: deliveries go on
-     * from the event after the last one made.
+     * Changes the endpoint. Enabling a disabled one clears its reason; `position`, when given, moves it on to
+     * there (never back: "now" can be below events already passed, while an older transaction still runs).
      */
     const update = (
       organizationId: OrganizationId,
@@ -83,6 +83,7 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("webhooks/Webhook
         readonly description: string
         readonly event_types: ReadonlyArray<string>
         readonly enabled: boolean
+        readonly position?: bigint | undefined
       }
     ) =>
       sql<WebhookRow>`
@@ -91,6 +92,7 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("webhooks/Webhook
         JSON.stringify(fields.event_types)
       }::jsonb)), enabled = ${fields.enabled},
           disabled_reason = CASE WHEN ${fields.enabled} THEN NULL WHEN enabled THEN 'manual' ELSE disabled_reason END,
+          ${fields.position === undefined ? sql`` : sql`position = greatest(position, ${fields.position.toString()}),`}
           updated_at = now()
         WHERE id = ${id} AND organization_id = ${organizationId}
         RETURNING ${sql.literal(WEBHOOK_COLUMNS)}`.pipe(Effect.map(([r]) => r), Effect.orDie)

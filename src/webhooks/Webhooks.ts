@@ -141,8 +141,12 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
 
     const update = Effect.fn("Webhooks.update")(function*(principal: Principal, id: WebhookId, input: UpdateWebhook) {
       yield* requireOrganizationKey(principal, Policy.changeWebhooks)
-      // a name's lookup, before the row is held
+      // a name's lookup, before the row is held; enabling checks the URL kept (the egress policy may have changed)
       if (input.url !== undefined) yield* reachable(input.url)
+      else if (input.enabled === true) {
+        const current = yield* find(principal, id)
+        if (!current.enabled) yield* reachable(current.url)
+      }
       // the row locked from its read to its write: two changes at once (a disable and a new URL) each apply to
       // what the other wrote, rather than the later enabling again what the earlier disabled
       const { row, written } = yield* transaction(Effect.gen(function*() {
@@ -159,7 +163,10 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
           fields.enabled === current.enabled && fields.event_types.length === current.event_types.length &&
           fields.event_types.every((t) => current.event_types.includes(t))
         ) return { row: current, written: false }
-        const row = yield* repo.update(principal.organizationId, id, fields).pipe(
+        // enabled again (or for the first time): deliveries begin with what commits from now on, as at creation;
+        // what happened while it was disabled is not replayed (deliveries made before it was disabled go on)
+        const position = fields.enabled && !current.enabled ? yield* log.position(principal.organizationId) : undefined
+        const row = yield* repo.update(principal.organizationId, id, { ...fields, position }).pipe(
           audit.recorded(principal, (row) =>
             row === undefined || changedFields(input).length === 0 ? undefined : {
               action: "UPDATE_WEBHOOK",

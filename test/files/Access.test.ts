@@ -60,7 +60,8 @@ describe("who may read and write workspace files", () => {
     expectError(await call(node, key, "GET", `/v1/files/${w.ofB.id}`), 404, "not_found")
     expectError(await call(node, key, "GET", `/v1/files/${w.ofB.id}/content`), 404, "not_found")
     expectError(await call(node, key, "DELETE", `/v1/files/${w.ofB.id}`), 404, "not_found")
-    expect((await call(node, key, "GET", `/v1/files?agent_id=${w.agentB.id}`)).body.items).toEqual([])
+    // an agent it may not use is absent, as in the other listings filtered by agent
+    expectError(await call(node, key, "GET", `/v1/files?agent_id=${w.agentB.id}`), 404, "not_found")
     // it reads the organization's files, but does not change them
     expect((await call(node, key, "GET", `/v1/files/${w.shared.id}/content`)).status).toBe(200)
     expectError(await call(node, key, "DELETE", `/v1/files/${w.shared.id}`), 403, "forbidden")
@@ -94,6 +95,8 @@ describe("a deleted agent's files", () => {
     const w = await world()
     expect((await call(node, w.admin, "DELETE", `/v1/agents/${w.agentA.id}`)).status).toBeLessThan(300)
     expect((await call(node, w.admin, "GET", `/v1/files/${w.ofA.id}`)).status).toBe(200)
+    const listed = await call(node, w.admin, "GET", `/v1/files?agent_id=${w.agentA.id}`)
+    expect(listed.body.items.map((f: any) => f.id)).toEqual([w.ofA.id])
     expectError(
       await asJson(await uploadRaw(node, w.admin, `?name=late.txt&agent_id=${w.agentA.id}`, "x")),
       400,
@@ -108,7 +111,7 @@ describe("workspace files across organizations", () => {
     const w = await world()
     const other = (await node.bootstrap("Other organization")).api_key
     expect((await call(node, other, "GET", "/v1/files")).body).toEqual({ items: [], next_cursor: null })
-    expect((await call(node, other, "GET", `/v1/files?agent_id=${w.agentA.id}`)).body.items).toEqual([])
+    expectError(await call(node, other, "GET", `/v1/files?agent_id=${w.agentA.id}`), 404, "not_found")
     expect((await call(node, other, "GET", "/v1/files?prefix=notes")).body.items).toEqual([])
     for (const file of [w.shared, w.ofA]) {
       expectError(await call(node, other, "GET", `/v1/files/${file.id}`), 404, "not_found")

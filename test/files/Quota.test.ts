@@ -82,4 +82,34 @@ describe("an organization's storage quota (SWITCHYARD_ORG_FILE_QUOTA_BYTES)", ()
     expect((await refused.json()).error.code).toBe("storage_quota_exceeded")
     expect((await namesOf(apiKey)).length).toBe(2)
   })
+
+  it("a deletion frees its room at once, and the count stays exact under uploads, overwrites and deletions at once", async () => {
+    const { api_key: apiKey } = await node.bootstrap()
+    const full = await uploadRaw(node, apiKey, "?name=full.bin", patterned(QUOTA))
+    expect(full.status).toBe(201)
+    expect((await uploadRaw(node, apiKey, "?name=one.bin", patterned(1))).status).toBe(413)
+    const { id } = await full.json()
+    expect((await node.fetch(`/v1/files/${id}`, { method: "DELETE", apiKey })).status).toBe(204)
+    expect((await uploadRaw(node, apiKey, "?name=again.bin", patterned(QUOTA, 2))).status).toBe(201)
+    const again = (await (await node.fetch("/v1/files?prefix=again", { apiKey })).json()).items[0].id
+    expect((await node.fetch(`/v1/files/${again}`, { method: "DELETE", apiKey })).status).toBe(204)
+
+    // small files written, replaced and deleted at once
+    const sizes = [1000, 2000, 3000, 4000, 5000, 6000]
+    await Promise.all(sizes.map((size, i) => uploadRaw(node, apiKey, `?name=s${i}.bin`, patterned(size, i))))
+    const listed = (await (await node.fetch("/v1/files?limit=200", { apiKey })).json()).items as Array<
+      { id: string; name: string }
+    >
+    await Promise.all([
+      ...listed.filter((_, i) => i % 2 === 0).map((f) => node.fetch(`/v1/files/${f.id}`, { method: "DELETE", apiKey })),
+      ...listed.filter((_, i) => i % 2 === 1).map((f, i) =>
+        uploadRaw(node, apiKey, `?name=${f.name}&overwrite=true`, patterned(500 * (i + 1), 9))
+      ),
+      uploadChunked(apiKey, "late.bin", patterned(7000, 7))
+    ])
+    const used = (await namesOf(apiKey)).reduce((n, f) => n + Number(f.split(":")[1]), 0)
+    // exactly the room left fits, one byte more does not
+    expect((await uploadRaw(node, apiKey, "?name=rest.bin", patterned(QUOTA - used + 1, 3))).status).toBe(413)
+    expect((await uploadRaw(node, apiKey, "?name=rest.bin", patterned(QUOTA - used, 3))).status).toBe(201)
+  })
 })

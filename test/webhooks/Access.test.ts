@@ -145,6 +145,17 @@ describe("webhooks: who may, and what is refused", () => {
     expect(ping.body.status).toBe("pending")
     expect(ping.body.attempts[0]).toMatchObject({ status_code: null, response_excerpt: null })
     expect(ping.body.attempts[0].error).toMatch(/10\.255\.255\.1.*private/)
+    // enabling an endpoint whose URL is refused now (the egress policy changed since) is refused as creating it is
+    await call(node, org.api_key, "PATCH", `/v1/webhooks/${created.body.id}`, { enabled: false })
+    const enabling = await call(node, org.api_key, "PATCH", `/v1/webhooks/${created.body.id}`, { enabled: true })
+    expectError(enabling, 422, "webhook_url_not_allowed")
+    expect((await call(node, org.api_key, "GET", `/v1/webhooks/${created.body.id}`)).body.enabled).toBe(false)
+    // enabled at once with an allowed URL, it is
+    const fixed = await call(node, org.api_key, "PATCH", `/v1/webhooks/${created.body.id}`, {
+      enabled: true,
+      url: `${receiver.url}/ssrf`
+    })
+    expect(fixed.body).toMatchObject({ enabled: true, url: `${receiver.url}/ssrf` })
   })
 
   it("answers bad input with 400 and the error envelope", async () => {

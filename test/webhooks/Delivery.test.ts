@@ -165,20 +165,20 @@ describe("webhook deliveries", () => {
     })
     // nothing more is sent to it; the first delivery failed for good
     const count = at("/gone").length
-    await appendEvents(db, org.organization_id, 2)
+    await appendEvents(db, org.organization_id, 2, "task.created", "disabled")
     await new Promise((r) => setTimeout(r, 500))
     expect(at("/gone").length).toBe(count)
     const list = await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}/deliveries?status=failed`)
     expect(list.body.items.length).toBeGreaterThanOrEqual(1)
     expect(list.body.items[0].attempts.at(-1).status_code).toBe(410)
-    // enabled again, it goes on from where it stopped
+    // enabled again, it receives what happens from then on (the 2 events of while it was disabled are not sent)
     answers.set("/gone", () => 200)
     const enabled = await call(node, org.api_key, "PATCH", `/v1/webhooks/${hook.id}`, { enabled: true })
     expect(enabled.body).toMatchObject({ enabled: true, disabled_reason: null })
-    await eventually(async () => {
-      const all = await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}/deliveries?status=succeeded`)
-      return all.body.items.length >= 2 ? true : undefined
-    })
+    await appendEvents(db, org.organization_id, 2, "task.created", "again")
+    const tags = () => at("/gone").map((r) => JSON.parse(r.body.toString()).data.tag)
+    await eventually(() => tags().filter((t) => t === "again").length >= 2 ? true : undefined)
+    expect(tags()).not.toContain("disabled")
   })
 
   it("disables an endpoint failing past the schedule, audited; a manual retry then delivers under the same id", async () => {
@@ -212,6 +212,75 @@ describe("webhook deliveries", () => {
     expect(retried.body.attempts.map((a: any) => a.status_code)).toEqual([500, 500, 500, 200])
     const ids = new Set(at("/down").map((r) => r.headers["webhook-id"]))
     expect([...ids]).toEqual([delivery.id])
+  })
+
+  it("an endpoint created disabled receives only what happens after it is enabled", async () => {
+    const org = await node.bootstrap()
+    const hook = await createWebhook(org.api_key, "/late", { enabled: false })
+    expect(hook).toMatchObject({ enabled: false, disabled_reason: "manual" })
+    await appendEvents(db, org.organization_id, 3, "task.created", "before")
+    const enabled = await call(node, org.api_key, "PATCH", `/v1/webhooks/${hook.id}`, { enabled: true })
+    expect(enabled.body).toMatchObject({ enabled: true, disabled_reason: null })
+    await appendEvents(db, org.organization_id, 2, "task.created", "after")
+    await eventually(() => at("/late").length >= 2 ? true : undefined)
+    // a marker sent after: once it is in, anything stale would have been sent before it
+    await appendEvents(db, org.organization_id, 1, "task.created", "marker")
+    await eventually(() => at("/late").length >= 3 ? true : undefined)
+    const tags = at("/late").map((r) => verified(hook.secret, r)).map((p) => `${p.data.tag}${p.data.n}`).sort()
+    expect(tags).toEqual(["after1", "after2", "marker1"])
+  })
+
+  it("enabled again after a disable: what happened while disabled is not replayed", async () => {
+    const org = await node.bootstrap()
+    const hook = await createWebhook(org.api_key, "/paused")
+    await appendEvents(db, org.organization_id, 1, "task.created", "first")
+    await eventually(() => at("/paused").length >= 1 ? true : undefined)
+    await call(node, org.api_key, "PATCH", `/v1/webhooks/${hook.id}`, { enabled: false })
+    await appendEvents(db, org.organization_id, 3, "task.created", "paused")
+    await call(node, org.api_key, "PATCH", `/v1/webhooks/${hook.id}`, { enabled: true })
+    await appendEvents(db, org.organization_id, 1, "task.created", "resumed")
+    await eventually(() => at("/paused").length >= 2 ? true : undefined)
+    await appendEvents(db, org.organization_id, 1, "task.created", "marker")
+    await eventually(() => at("/paused").length >= 3 ? true : undefined)
+    const tags = at("/paused").map((r) => verified(hook.secret, r)).map((p) => `${p.data.tag}${p.data.n}`).sort()
+    expect(tags).toEqual(["first1", "marker1", "resumed1"])
+    const list = await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}/deliveries`)
+    expect(list.body.items).toHaveLength(3)
+  })
+
+  it("a delivery waiting for its retry when the endpoint is disabled is held, and goes on once it is enabled", async () => {
+    const org = await node.bootstrap()
+    let release: () => void = () => undefined
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    let healthy = false
+    replies.set("/held", async (response) => {
+      if (!healthy) await gate
+      response.writeHead(healthy ? 200 : 503, { "content-type": "text/plain" })
+      response.end(healthy ? "ok" : "down")
+    })
+    const hook = await createWebhook(org.api_key, "/held")
+    await appendEvents(db, org.organization_id, 1, "task.created", "kept")
+    await eventually(() => at("/held").length >= 1 ? true : undefined)
+    // disabled while its first attempt is in flight; that attempt then fails, and its retry waits
+    await call(node, org.api_key, "PATCH", `/v1/webhooks/${hook.id}`, { enabled: false })
+    release()
+    const pending = await eventually(async () => {
+      const res = await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}/deliveries`)
+      return res.body.items[0]?.attempts.length === 1 ? res.body.items[0] : undefined
+    })
+    expect(pending).toMatchObject({ status: "pending" })
+    await new Promise((r) => setTimeout(r, 500))
+    expect(at("/held")).toHaveLength(1)
+
+    healthy = true
+    await call(node, org.api_key, "PATCH", `/v1/webhooks/${hook.id}`, { enabled: true })
+    const done = await eventually(async () => {
+      const res = await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}/deliveries`)
+      return res.body.items[0]?.status === "succeeded" ? res.body.items[0] : undefined
+    })
+    expect(done.id).toBe(pending.id)
+    expect(done.attempts.map((a: any) => a.status_code)).toEqual([503, 200])
+    expect(new Set(at("/held").map((r) => r.headers["webhook-id"]))).toEqual(new Set([pending.id]))
   })
 
   it("records whatever the receiver answers: NUL bytes, a character cut at the excerpt's limit", async () => {
