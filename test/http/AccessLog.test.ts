@@ -1,6 +1,6 @@
 import { Effect, Logger, LogLevel } from "effect"
 import { describe, expect, it } from "vitest"
-import { makeAccessLog, nodeLogger } from "../../src/http/AccessLog.js"
+import { type AccessLine, accessLineJson, makeAccessLog, nodeLogger } from "../../src/http/AccessLog.js"
 
 /** What the node writes to stderr (directly, or by console.error) while `f` runs and the event-loop turn after. */
 const stderrOf = async (f: () => Promise<unknown>) => {
@@ -83,5 +83,31 @@ describe("the access log written directly", () => {
     )
     log!({ ...fields, started: performance.now() })
     expect(seen).toEqual([["http"]])
+  })
+
+  it("writes each line as JSON.stringify and toISOString would, whatever the request sent", () => {
+    const odd = ["a\"b", "back\\slash", "tab\there", "new\nline", "é ü", "\u2028", "\u0000", "💡", "", "plain-1"]
+    const times = [0, 999, 1000, 1764312345007, 1764312345070, 1764312345700, 1764312346000, Date.now()]
+    for (const [i, text] of odd.entries()) {
+      const line: AccessLine = {
+        ...(i % 2 === 0 ? { method: text } : { method: undefined }),
+        path: `/v1/${text}`,
+        status: 200 + i,
+        latency_ms: i / 7,
+        request_id: text,
+        ...(i % 3 === 0 ? {} : { organization_id: text }),
+        ...(i % 2 === 0 ? { fast_path: true as const } : {}),
+        ...(i % 4 === 0 ? {} : { trace_id: text, span_id: text })
+      }
+      for (const at of times) {
+        const written = accessLineJson(line, at)
+        expect(written).toBe(
+          `{"message":"http","logLevel":"INFO","timestamp":"${new Date(at).toISOString()}","annotations":${
+            JSON.stringify(line)
+          },"spans":{}}`
+        )
+        expect(JSON.parse(written).annotations).toEqual(JSON.parse(JSON.stringify(line)))
+      }
+    }
   })
 })
