@@ -9,6 +9,7 @@ import { AuditLog } from "../audit/AuditLog.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { transactionIn } from "../db/Transaction.js"
 import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
+import { IdentityRepo } from "../identity/IdentityRepo.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
 import { invalidField } from "../support/Issues.js"
 import { type HttpProvider, ModelProviderRepo, type ModelProviderRow } from "./ModelProviderRepo.js"
@@ -30,6 +31,12 @@ export class ModelProviders extends Effect.Service<ModelProviders>()("agents/Mod
     const transaction = transactionIn(yield* SqlClient.SqlClient)
     const vault = yield* CredentialVault
     const audit = yield* AuditLog
+    const identity = yield* IdentityRepo
+
+    const keyOf = (organizationId: OrganizationId, provider: HttpProvider, row: ModelProviderRow) =>
+      row.api_key === null
+        ? undefined
+        : vault.open<string>(row.api_key, row.key_version ?? 1, [organizationId, "model-provider", provider])
 
     const set = Effect.fn("ModelProviders.set")(function*(
       principal: Principal,
@@ -43,26 +50,43 @@ export class ModelProviders extends Effect.Service<ModelProviders>()("agents/Mod
       ) {
         return yield* invalidField("base_url", "must be an absolute http(s) URL.")
       }
-      const sealed = input.api_key === undefined
-        ? null
-        : vault.seal(input.api_key, [principal.organizationId, "model-provider", provider])
-      const row = yield* transaction(
-        repo.upsert(principal.organizationId, provider, {
-          baseUrl: input.base_url ?? null,
+      const baseUrl = input.base_url ?? null
+      return yield* transaction(Effect.gen(function*() {
+        // the organization locked from the read of the settings to their write (there may be no row to lock
+        // yet): two PUTs at once each record, as their `before`, what the other left
+        yield* identity.lockOrganization(principal.organizationId)
+        const current = yield* repo.find(principal.organizationId, provider)
+        // a key that no longer opens (SWITCHYARD_SECRET_KEY changed) counts as different: a PUT replaces it
+        const currentKey = current === undefined
+          ? undefined
+          : yield* Effect.orElseSucceed(
+            Effect.try(() => keyOf(principal.organizationId, provider, current)),
+            () => null
+          )
+        const keyChanged = input.api_key !== currentKey
+        // what it holds already: not written (`updated_at` stays), nothing audited
+        if (current !== undefined && current.base_url === baseUrl && !keyChanged) return present(current)
+        const sealed = input.api_key === undefined
+          ? null
+          : vault.seal(input.api_key, [principal.organizationId, "model-provider", provider])
+        const row = yield* repo.upsert(principal.organizationId, provider, {
+          baseUrl,
           apiKey: sealed?.sealed ?? null,
           keyVersion: sealed?.keyVersion ?? null
-        }).pipe(
-          Effect.tap(() =>
-            audit.record(principal, {
-              action: "UPDATE_MODEL_PROVIDER",
-              targets: [{ type: "model_provider", id: provider }],
-              // never the key itself: whether one is set
-              details: { base_url: input.base_url ?? null, api_key_set: input.api_key !== undefined }
-            })
-          )
-        )
-      )
-      return present(row)
+        })
+        yield* audit.record(principal, {
+          action: "UPDATE_MODEL_PROVIDER",
+          targets: [{ type: "model_provider", id: provider }],
+          // never the key itself: whether one is set, and whether it changed
+          details: {
+            base_url: baseUrl,
+            api_key_set: input.api_key !== undefined,
+            api_key_changed: keyChanged,
+            before: current === undefined ? null : { base_url: current.base_url, api_key_set: current.api_key !== null }
+          }
+        })
+        return present(row)
+      }))
     })
 
     const list = Effect.fn("ModelProviders.list")(function*(principal: Principal) {
@@ -91,14 +115,12 @@ export class ModelProviders extends Effect.Service<ModelProviders>()("agents/Mod
         Effect.map((row) =>
           row === undefined ? undefined : {
             baseUrl: row.base_url ?? undefined,
-            apiKey: row.api_key === null
-              ? undefined
-              : vault.open<string>(row.api_key, row.key_version ?? 1, [organizationId, "model-provider", provider])
+            apiKey: keyOf(organizationId, provider, row)
           }
         )
       )
 
     return { set, list, remove, settingsFor } as const
   }),
-  dependencies: [ModelProviderRepo.Default, AuditLog.Default]
+  dependencies: [ModelProviderRepo.Default, IdentityRepo.Default, AuditLog.Default]
 }) {}

@@ -62,10 +62,21 @@ export class CommandPolicies extends Effect.Service<CommandPolicies>()("commands
     const put = Effect.fn("CommandPolicies.put")(
       function*(principal: Principal, agentId: AgentId, input: CommandPolicyInput) {
         yield* requirePermission(principal, AccessPolicy.changeCommandPolicies)
-        const agent = yield* usableAgent(principal, agentId)
         const rules = input.rules.map((r) => ({ pattern: r.pattern.trim().replace(/\s+/g, " "), action: r.action }))
-        const row = yield* transaction(Effect.gen(function*() {
+        return yield* transaction(Effect.gen(function*() {
+          // the agent's row locked from the read of the policy to its write (there may be no policy row to
+          // lock yet): two PUTs at once each record, as their `before`, the policy the other left
+          const agent = mayUse(principal, agentId)
+            ? yield* agents.find(principal.organizationId, agentId, true)
+            : undefined
+          if (agent === undefined) return yield* NotFound.of("Agent", agentId)
           const before = yield* repo.find(principal.organizationId, agentId)
+          // the policy it holds already: not written (`updated_at` stays), nothing audited
+          if (
+            before !== undefined && before.default_action === input.default_action &&
+            before.rules.length === rules.length &&
+            before.rules.every((r, i) => r.pattern === rules[i]!.pattern && r.action === rules[i]!.action)
+          ) return present(agentId, before)
           const row = yield* repo.put(principal.organizationId, agentId, {
             default_action: input.default_action,
             rules
@@ -78,9 +89,8 @@ export class CommandPolicies extends Effect.Service<CommandPolicies>()("commands
               after: { default_action: row.default_action, rules: row.rules }
             }
           })
-          return row
+          return present(agentId, row)
         }))
-        return present(agentId, row)
       }
     )
 

@@ -1,3 +1,4 @@
+import { SqlClient } from "@effect/sql"
 import { Duration, Effect } from "effect"
 import * as Crypto from "node:crypto"
 import {
@@ -12,8 +13,10 @@ import { BadRequest, NotFound } from "../../schema/Errors.js"
 import type { ConnectionId, ConnectorId } from "../../schema/Ids.js"
 import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
+import { canonicalJson } from "../audit/AuditChain.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { transactionIn } from "../db/Transaction.js"
 import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { isHttpUrl } from "../support/HttpUrl.js"
 import { invalidField } from "../support/Issues.js"
@@ -132,6 +135,7 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
   effect: Effect.gen(function*() {
     const repo = yield* ConnectorRepo
     const audit = yield* AuditLog
+    const transaction = transactionIn(yield* SqlClient.SqlClient)
     const ttl = Duration.toMillis((yield* SwitchyardConfig).connectorCacheTtl)
     const connectors = new TtlCache<ConnectorId, ConnectorRow>(ttl)
 
@@ -230,22 +234,37 @@ export class ConnectorCatalog extends Effect.Service<ConnectorCatalog>()("connec
       function*(principal: Principal, id: ConnectorId, input: CreateConnector) {
         yield* requireOrganizationKey(principal, Policy.changeConnectors)
         yield* checkServerUrl(input.server_url)
-        const current = yield* get(principal, id)
-        if (current.built_in) {
+        if ((yield* get(principal, id)).built_in) {
           return yield* BadRequest.of("Built-in connectors cannot be changed.", undefined, "built_in_connector")
         }
         const { document, imported } = yield* parseDocument(input.spec)
-        const row = yield* repo.replaceConnector(principal.organizationId, id, {
-          name: input.name ?? current.name,
-          description: input.description ?? (imported.description || current.description),
-          document,
-          imported,
-          serverUrl: input.server_url === undefined ? current.server_url : input.server_url
-        }).pipe(audit.recorded(principal, (row) =>
-          row === undefined
-            ? undefined
-            : { action: "UPDATE_CONNECTOR", targets: [{ type: "connector", id, name: row.name }] }))
-        if (row === undefined) return yield* NotFound.of("Connector", id)
+        // the row locked from its read to its write: a PUT at once that leaves out the name or server URL
+        // keeps what the other wrote, rather than writing back what it read before
+        const row = yield* transaction(Effect.gen(function*() {
+          const current = yield* repo.findConnector(principal.organizationId, id, true)
+          if (current === undefined) return yield* NotFound.of("Connector", id)
+          const fields = {
+            name: input.name ?? current.name,
+            description: input.description ?? (imported.description || current.description),
+            document,
+            imported,
+            serverUrl: input.server_url === undefined ? current.server_url : input.server_url
+          }
+          // what it holds already (the same document uploaded again): not written, nothing audited
+          if (
+            fields.name === current.name && fields.description === current.description &&
+            fields.serverUrl === current.server_url &&
+            canonicalJson(document) === canonicalJson(current.document) &&
+            canonicalJson(imported) === canonicalJson(current.imported)
+          ) return current
+          const row = yield* repo.replaceConnector(principal.organizationId, id, fields)
+          if (row === undefined) return yield* NotFound.of("Connector", id)
+          yield* audit.record(principal, {
+            action: "UPDATE_CONNECTOR",
+            targets: [{ type: "connector", id, name: row.name }]
+          })
+          return row
+        }))
         connectors.delete(id)
         const [withConns] = yield* withConnections(principal, [row])
         return new ConnectorImported({ ...withConns!, import_report: imported.report })

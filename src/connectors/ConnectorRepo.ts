@@ -128,11 +128,15 @@ export class ConnectorRepo extends Effect.Service<ConnectorRepo>()("connectors/C
         Effect.orDie
       )
 
-    /** A connector the organization can use: its own or a built-in one, not archived. */
-    const findConnector = (organizationId: OrganizationId, id: ConnectorId) =>
-      sql<ConnectorRow>`
+    /**
+     * A connector the organization can use: its own or a built-in one, not archived. With `lock`, the row is
+     * locked until the caller's transaction ends (a change reads what it changes).
+     */
+    const findConnector = (organizationId: OrganizationId, id: ConnectorId, lock = false) =>
+      sql<ConnectorRow & { readonly document: unknown }>`
         SELECT * FROM connectors
-        WHERE id = ${id} AND (organization_id = ${organizationId} OR organization_id IS NULL) AND archived_at IS NULL`
+        WHERE id = ${id} AND (organization_id = ${organizationId} OR organization_id IS NULL) AND archived_at IS NULL
+        ${lock ? sql`FOR UPDATE` : sql``}`
         .pipe(Effect.map(([row]) => row), Effect.orDie)
 
     /** By name (case-insensitive), as a manifest names it: the organization's own before a built-in one. */

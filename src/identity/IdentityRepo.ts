@@ -216,7 +216,10 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("identity/Ident
         Effect.orDie
       )
 
-    /** Serializes role changes in an organization (keeps it from losing its last Super admin in a race). */
+    /**
+     * Serializes role changes in an organization (keeps it from losing its last Super admin in a race), and
+     * changes of its settings that may have no row to lock yet (model providers, single sign-on).
+     */
     const lockOrganization = (organizationId: OrganizationId) =>
       sql`SELECT id FROM organizations WHERE id = ${organizationId} FOR NO KEY UPDATE`.pipe(Effect.asVoid, Effect.orDie)
 

@@ -36,9 +36,17 @@ export const makeExtractionThreads = (timeout: Duration.Duration) => {
     return worker
   }
 
+  /** Takes `worker` out of the idle ones, if it is one (never another: `splice(-1, 1)` would drop the last). */
+  const drop = (worker: Worker) => {
+    const at = idle.findIndex((k) => k.worker === worker)
+    if (at === -1) return
+    clearTimeout(idle[at]!.timer)
+    idle.splice(at, 1)
+  }
+
   const giveBack = (worker: Worker) => {
     const timer = setTimeout(() => {
-      idle.splice(idle.findIndex((k) => k.worker === worker), 1)
+      drop(worker)
       void worker.terminate()
     }, IDLE_WORKER_MS)
     timer.unref()

@@ -243,13 +243,20 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
           return yield* invalidField("allowlist", "applies to `restricted` skills only.")
         }
         yield* checkAllowlist(principal, input.allowlist)
-        const next = yield* repo.setAccess(principal.organizationId, row.id, input.visibility, input.allowlist)
+        // the ids as stored (a uuid column): compared, and recorded, as the skill will hold them
+        const allowlist = input.allowlist.map((id) => id.toLowerCase())
+        // what it holds already: not written (`updated_at` stays), nothing audited
+        if (
+          input.visibility === row.visibility && allowlist.length === row.allowlist.length &&
+          allowlist.every((id, i) => id === row.allowlist[i])
+        ) return toSkill(row)
+        const next = yield* repo.setAccess(principal.organizationId, row.id, input.visibility, allowlist)
         yield* audit.record(principal, {
           action: "UPDATE_SKILL_ACCESS",
           targets: [{ type: "skill", id: row.id, name: row.name }],
           details: {
             before: { visibility: row.visibility, allowlist: row.allowlist },
-            after: { visibility: input.visibility, allowlist: input.allowlist }
+            after: { visibility: next!.visibility, allowlist: next!.allowlist }
           }
         })
         return toSkill(next!)

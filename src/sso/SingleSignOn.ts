@@ -4,8 +4,10 @@ import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { type PutSsoSettings, SsoSettings } from "../../schema/Sso.js"
 import { checkRoleChange } from "../access/RolePolicy.js"
+import { canonicalJson } from "../audit/AuditChain.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
+import { IdentityRepo } from "../identity/IdentityRepo.js"
 import { IdentityProviders } from "./IdentityProviders.js"
 import { ssoRedirectUri } from "./SsoPaths.js"
 import { SsoRepo, type SsoRow } from "./SsoRepo.js"
@@ -19,6 +21,7 @@ export class SingleSignOn extends Effect.Service<SingleSignOn>()("sso/SingleSign
     const repo = yield* SsoRepo
     const providers = yield* IdentityProviders
     const audit = yield* AuditLog
+    const identity = yield* IdentityRepo
     const redirectUri = yield* ssoRedirectUri
     // the redirect URI is needed before the settings: the provider's client is registered with it first
     const notConfigured = new NotFound({
@@ -92,45 +95,64 @@ export class SingleSignOn extends Effect.Service<SingleSignOn>()("sso/SingleSign
           )
         )
       )
-      const sealed = input.client_secret === undefined
-        ? { sealed: current!.client_secret, keyVersion: current!.secret_key_version }
-        : providers.sealSecret(principal.organizationId, secret)
       const domains = Array.from(new Set(input.allowed_email_domains))
-      const row = yield* repo.upsert(principal.organizationId, {
-        issuer: input.issuer,
-        client_id: input.client_id,
-        client_secret: sealed.sealed,
-        secret_key_version: sealed.keyVersion,
-        allowed_email_domains: domains,
-        group_claim: input.group_claim,
-        group_mapping: input.group_mapping,
-        enabled: input.enabled
-      }).pipe(
+      const result = yield* Effect.gen(function*() {
+        // read again, the organization locked until the write: a PUT at once applies after this one
+        yield* identity.lockOrganization(principal.organizationId)
+        const held = yield* repo.find(principal.organizationId)
+        // a secret that no longer opens (SWITCHYARD_SECRET_KEY changed) counts as different: a PUT replaces it
+        const secretChanged = input.client_secret !== undefined &&
+          (held === undefined ||
+            (yield* Effect.orElseSucceed(Effect.try(() => providers.openSecret(held)), () => null)) !== secret)
+        if (
+          held !== undefined && held.issuer === input.issuer && held.client_id === input.client_id && !secretChanged &&
+          held.allowed_email_domains.length === domains.length &&
+          held.allowed_email_domains.every((d, i) => d === domains[i]) && held.group_claim === input.group_claim &&
+          canonicalJson(held.group_mapping) === canonicalJson(input.group_mapping) && held.enabled === input.enabled
+        ) {
+          // what it holds already: not written (`updated_at` stays), nothing audited
+          return { row: held, changed: false, secretChanged, sessionsEnded: 0 }
+        }
+        const kept = held ?? current!
+        const sealed = input.client_secret === undefined
+          ? { sealed: kept.client_secret, keyVersion: kept.secret_key_version }
+          : providers.sealSecret(principal.organizationId, secret)
+        const row = yield* repo.upsert(principal.organizationId, {
+          issuer: input.issuer,
+          client_id: input.client_id,
+          client_secret: sealed.sealed,
+          secret_key_version: sealed.keyVersion,
+          allowed_email_domains: domains,
+          group_claim: input.group_claim,
+          group_mapping: input.group_mapping,
+          enabled: input.enabled
+        })
         // turned off: what the provider vouched for ends with it (as a removal does), in the same transaction
-        Effect.flatMap((row) =>
-          input.enabled
-            ? Effect.succeed({ ...row, sessionsEnded: 0 })
-            : Effect.map(repo.endSessions(principal.organizationId), (sessionsEnded) => ({ ...row, sessionsEnded }))
-        ),
-        audit.recorded(principal, (row) => ({
-          action: "UPDATE_SSO_SETTINGS",
-          targets: [{ type: "sso_settings", id: principal.organizationId, name: input.issuer }],
-          // never the secret: only whether it changed
-          details: {
-            created: row.inserted,
-            issuer: input.issuer,
-            client_id: input.client_id,
-            client_secret_changed: input.client_secret !== undefined,
-            allowed_email_domains: domains,
-            group_claim: input.group_claim,
-            group_mapping: input.group_mapping,
-            enabled: input.enabled,
-            sessions_ended: row.sessionsEnded
-          }
-        }))
+        const sessionsEnded = input.enabled ? 0 : yield* repo.endSessions(principal.organizationId)
+        return { row, changed: true, secretChanged, sessionsEnded }
+      }).pipe(
+        audit.recorded(principal, ({ changed, row, secretChanged, sessionsEnded }) =>
+          changed
+            ? {
+              action: "UPDATE_SSO_SETTINGS",
+              targets: [{ type: "sso_settings", id: principal.organizationId, name: input.issuer }],
+              // never the secret: only whether it changed (the one held sent again is no change)
+              details: {
+                created: "inserted" in row && row.inserted,
+                issuer: input.issuer,
+                client_id: input.client_id,
+                client_secret_changed: secretChanged,
+                allowed_email_domains: domains,
+                group_claim: input.group_claim,
+                group_mapping: input.group_mapping,
+                enabled: input.enabled,
+                sessions_ended: sessionsEnded
+              }
+            }
+            : undefined)
       )
-      yield* providers.forget(principal.organizationId)
-      return toSettings(row)
+      if (result.changed) yield* providers.forget(principal.organizationId)
+      return toSettings(result.row)
     })
 
     const remove = Effect.fn("SingleSignOn.remove")(function*(principal: Principal) {
@@ -154,5 +176,5 @@ export class SingleSignOn extends Effect.Service<SingleSignOn>()("sso/SingleSign
 
     return { get, put, remove } as const
   }).pipe(Effect.annotateLogs("area", "sso")),
-  dependencies: [SsoRepo.Default, IdentityProviders.Default, AuditLog.Default]
+  dependencies: [SsoRepo.Default, IdentityProviders.Default, IdentityRepo.Default, AuditLog.Default]
 }) {}

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { addMember, auditEvents, call, expectError, orgKey, scriptedAgent } from "../access/support.js"
+import { addMember, atOnce, auditEvents, call, expectError, orgKey, scriptedAgent } from "../access/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 
 let node: TestNode
@@ -63,6 +63,38 @@ describe("command policy REST API", () => {
     expect(records[0].details).toEqual({ before: null, after: policy })
     expect(records[1].details.before).toEqual(policy)
     expect(records[1].details.after).toEqual({ default_action: "allow", rules: [{ pattern: "rm *", action: "deny" }] })
+  })
+
+  it("a PUT of the policy held changes nothing: not written, not audited", async () => {
+    const { admin, agentId, org } = await world()
+    const put = await call(node, admin, "PUT", policyPath(agentId), policy)
+    const before = await auditEvents(node, org.organization_id)
+    // the same policy, its patterns spaced differently (they are stored normalized)
+    const again = await call(node, admin, "PUT", policyPath(agentId), {
+      ...policy,
+      rules: policy.rules.map((r) => ({ ...r, pattern: ` ${r.pattern.replace(" ", "   ")} ` }))
+    })
+    expect(again.status, JSON.stringify(again.body)).toBe(200)
+    expect(again.body).toEqual(put.body)
+    expect(await auditEvents(node, org.organization_id)).toEqual(before)
+  })
+
+  it("PUTs at once apply one after the other, each recording the policy the other left as its before", async () => {
+    const { admin, agentId, org } = await world()
+    const first = { default_action: "deny", rules: [{ pattern: "ls", action: "allow" }] }
+    const second = { default_action: "allow", rules: [] }
+    const answers = await atOnce(node, "agents", agentId, [
+      () => call(node, admin, "PUT", policyPath(agentId), first),
+      () => call(node, admin, "PUT", policyPath(agentId), second)
+    ])
+    expect(answers.map((a) => a.status), JSON.stringify(answers.map((a) => a.body))).toEqual([200, 200])
+    const records = (await auditEvents(node, org.organization_id)).filter((e: any) =>
+      e.action === "UPDATE_COMMAND_POLICY"
+    )
+    expect(records.map((r: any) => r.details)).toEqual([
+      { before: null, after: first },
+      { before: first, after: second }
+    ])
   })
 
   it("Builders and above change a policy; Members read it and check commands", async () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { atOnce, auditEvents, call } from "../access/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 import { createConnection, createConnector, json, petstore } from "./support.js"
 
@@ -162,5 +163,35 @@ describe("custom connectors", () => {
       apiKey: key.api_key
     })
     expect(response.status).toBe(403)
+  })
+})
+
+describe("PUT of a connector", () => {
+  it("of the document, name and server URL it holds changes nothing: not written, not audited", async () => {
+    const org = await node.bootstrap()
+    const created = await createConnector(node, org.api_key, petstore("http://127.0.0.1:9"), { name: "Pets" })
+    const body = { spec: petstore("http://127.0.0.1:9"), name: "Pets" }
+    const first = await call(node, org.api_key, "PUT", `/v1/tools/connectors/${created.id}`, body)
+    expect(first.status, JSON.stringify(first.body)).toBe(200)
+    const before = await auditEvents(node, org.organization_id)
+    // a CI job re-uploading the same document on every deploy
+    const again = await call(node, org.api_key, "PUT", `/v1/tools/connectors/${created.id}`, body)
+    expect(again.status).toBe(200)
+    expect(again.body.updated_at).toBe(first.body.updated_at)
+    expect(await auditEvents(node, org.organization_id)).toEqual(before)
+  })
+
+  it("PUTs at once apply one after the other: a rename stands when the other leaves the name out", async () => {
+    const org = await node.bootstrap()
+    const created = await createConnector(node, org.api_key, petstore("http://127.0.0.1:9"), { name: "Pets" })
+    const path = `/v1/tools/connectors/${created.id}`
+    const [renamed, moved] = await atOnce(node, "connectors", created.id, [
+      () => call(node, org.api_key, "PUT", path, { spec: petstore("http://127.0.0.1:9"), name: "Renamed" }),
+      () => call(node, org.api_key, "PUT", path, { spec: petstore("http://127.0.0.1:8") })
+    ])
+    expect([renamed.status, moved.status]).toEqual([200, 200])
+    expect((await call(node, org.api_key, "GET", path)).body.name).toBe("Renamed")
+    const records = (await auditEvents(node, org.organization_id)).filter((e: any) => e.action === "UPDATE_CONNECTOR")
+    expect(records.map((e: any) => e.targets[0].name)).toEqual(["Renamed", "Renamed"])
   })
 })

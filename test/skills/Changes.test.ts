@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { atOnce, call, withDatabase } from "../access/support.js"
+import { atOnce, auditEvents, call, withDatabase } from "../access/support.js"
 import { publishedSkill, type SkillWorld, startSkillWorld } from "./support.js"
 
 let w: SkillWorld
@@ -61,5 +61,26 @@ describe("changes of a skill at once", () => {
     expect(published.status, JSON.stringify(published.body)).toBe(400)
     expect(published.body.error.code).toBe("skill_archived")
     expect((await call(w.node, w.admin, "GET", `/v1/skills/${id}`)).body.status).toBe("archived")
+  })
+})
+
+describe("a PUT of a skill's access", () => {
+  it("of what it holds already changes nothing: not written, not audited", async () => {
+    const agent = (await call(w.node, w.admin, "POST", "/v1/agents", {
+      name: "Allowed",
+      model: { provider: "scripted", script: [{ text: "hi" }] }
+    })).body
+    const skill = await publishedSkill(w, w.owner.key, { name: "Kept access" })
+    const access = { visibility: "restricted", allowlist: [agent.id.toUpperCase()] }
+    const set = await call(w.node, w.admin, "PUT", `/v1/skills/${skill.id}/access`, access)
+    expect(set.status, JSON.stringify(set.body)).toBe(200)
+    const before = await auditEvents(w.node, w.organizationId)
+    const records = before.filter((e: any) => e.action === "UPDATE_SKILL_ACCESS" && e.targets[0].id === skill.id)
+    // the ids as stored
+    expect(records.map((e: any) => e.details.after)).toEqual([{ visibility: "restricted", allowlist: [agent.id] }])
+    const again = await call(w.node, w.admin, "PUT", `/v1/skills/${skill.id}/access`, access)
+    expect(again.status).toBe(200)
+    expect(again.body).toEqual(set.body)
+    expect(await auditEvents(w.node, w.organizationId)).toEqual(before)
   })
 })

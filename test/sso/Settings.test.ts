@@ -37,6 +37,26 @@ const storedSecret = (organizationId: string) =>
   )
 
 describe("SSO settings", () => {
+  it("a PUT of the settings held changes nothing: not written, not audited", async () => {
+    const org = await node.bootstrap()
+    const set = await putSso(node, org.api_key, idp, { group_mapping: [] })
+    expect(set.status, JSON.stringify(set.body)).toBe(200)
+    const before = await auditEvents(node, org.organization_id)
+    for (const body of [{}, { client_secret: undefined }, { allowed_email_domains: ["ACME.test"] }]) {
+      const again = await putSso(node, org.api_key, idp, body)
+      expect(again.status, JSON.stringify(again.body)).toBe(200)
+      expect(again.body).toEqual(set.body)
+    }
+    expect(await auditEvents(node, org.organization_id)).toEqual(before)
+    // the secret held, sent again with a change of something else: recorded as no change of the secret
+    expect((await putSso(node, org.api_key, idp, { group_claim: "roles" })).status).toBe(200)
+    const [last] = (await auditEvents(node, org.organization_id)).slice(-1)
+    expect(last).toMatchObject({
+      action: "UPDATE_SSO_SETTINGS",
+      details: { group_claim: "roles", client_secret_changed: false }
+    })
+  })
+
   it("stores the client secret encrypted and never returns it", async () => {
     const org = await node.bootstrap()
     const put = await putSso(node, org.api_key, idp, { allowed_email_domains: ["Acme.test", "acme.test"] })
