@@ -43,6 +43,7 @@ import knowledgeCjk from "./migrations/0036_knowledge_cjk.js"
 import knowledgeReplaces from "./migrations/0037_knowledge_replaces.js"
 import taskErrorCodes from "./migrations/0040_task_error_codes.js"
 import fileBytes from "./migrations/0043_file_bytes.js"
+import grantSignIn from "./migrations/0044_grant_sign_in.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -82,7 +83,8 @@ export const migrations = {
   "0036_knowledge_cjk": knowledgeCjk,
   "0037_knowledge_replaces": knowledgeReplaces,
   "0040_task_error_codes": taskErrorCodes,
-  "0043_file_bytes": fileBytes
+  "0043_file_bytes": fileBytes,
+  "0044_grant_sign_in": grantSignIn
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

@@ -123,21 +123,34 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
         const requested = (params.get("scope") ?? "").split(" ").filter((s) => s !== "")
         const unknown = requested.find((s) => !(SCOPES as ReadonlyArray<string>).includes(s))
         if (unknown !== undefined) return yield* fail("invalid_scope", `Unknown scope '${unknown}'.`)
+        // a client that registered a scope (RFC 7591) asks within it: no more, and by default exactly it
+        const registered = client.scope === null ? [] : client.scope.split(" ").filter((s) => s !== "")
+        const allowed = registered.length === 0 ? SCOPES : SCOPES.filter((s) => registered.includes(s))
+        const beyond = requested.find((s) => !(allowed as ReadonlyArray<string>).includes(s))
+        if (beyond !== undefined) {
+          return yield* fail(
+            "invalid_scope",
+            `Scope '${beyond}' is beyond the one this client registered (${allowed.join(" ")}).`
+          )
+        }
         return {
           client,
           redirectUri,
           codeChallenge: challenge,
           resource,
-          scopes: requested.length === 0 ? [...SCOPES] : Array.from(new Set(requested)),
+          scopes: requested.length === 0 ? [...allowed] : allowed.filter((s) => requested.includes(s)),
           state
         }
       })
 
-    /** Consent given: a single-use code (≤ 5 minutes) sent back to the client. */
+    /**
+     * Consent given in the web session `sessionHash`: a single-use code (≤ 5 minutes) sent back to the client;
+     * undefined when that session has ended meanwhile.
+     */
     const approve = Effect.fn("AuthorizationServer.approve")(
-      function*(request: AuthorizeRequest, userId: UserId, organizationId: OrganizationId) {
+      function*(request: AuthorizeRequest, userId: UserId, organizationId: OrganizationId, sessionHash: Uint8Array) {
         const code = randomSecret("sy_ac_")
-        yield* repo.insertCode(hashOf(code), {
+        const inserted = yield* repo.insertCode(hashOf(code), sessionHash, {
           client_id: request.client.id,
           organization_id: organizationId,
           user_id: userId,
@@ -147,6 +160,7 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
           scope: request.scopes.join(" "),
           expires_at: new Date(Date.now() + CODE_TTL_MS)
         })
+        if (!inserted) return undefined
         return withParams(request.redirectUri, { code, state: request.state, iss: settings.issuer })
       }
     )
@@ -159,12 +173,19 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
         iss: settings.issuer
       })
 
-    const issueTokens = (grantId: string, scope: string) =>
+    /** `scope`: the access token's; the refresh token keeps the grant's (RFC 6749 section 6). */
+    const issueTokens = (grantId: string, scope: string, grantScope: string) =>
       Effect.gen(function*() {
         const access = randomSecret("sy_at_")
         const refresh = randomSecret("sy_rt_")
         const now = Date.now()
-        yield* repo.insertToken(hashOf(access), "access", grantId, new Date(now + settings.accessTokenTtlMs))
+        yield* repo.insertToken(
+          hashOf(access),
+          "access",
+          grantId,
+          new Date(now + settings.accessTokenTtlMs),
+          scope === grantScope ? null : scope
+        )
         yield* repo.insertToken(hashOf(refresh), "refresh", grantId, new Date(now + settings.refreshTokenTtlMs))
         return {
           access_token: access,
@@ -219,6 +240,13 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
         yield* checkResource(form, row.resource)
         const grantId = newGrantId()
         return yield* Effect.gen(function*() {
+          // the sign-in that approved it ended since (a password reset, single sign-on turned off)
+          if (!(yield* repo.lockCode(hash))) {
+            return yield* OAuthError.of(
+              "invalid_grant",
+              "The sign-in that approved this code has ended. Start the authorization again."
+            )
+          }
           yield* repo.insertGrant({
             id: grantId,
             client_id: client.id,
@@ -226,7 +254,7 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
             user_id: row.user_id,
             resource: row.resource,
             scope: row.scope
-          })
+          }, row.sign_in)
           yield* repo.attachGrant(hash, grantId)
           // a client now holds the person's access: recorded with the grant, as REVOKE_AUTHORIZATION ends it
           yield* audit.record({
@@ -241,7 +269,7 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
             }],
             details: { client_id: client.id, resource: row.resource, scopes: row.scope.split(" ") }
           })
-          return yield* issueTokens(grantId, row.scope)
+          return yield* issueTokens(grantId, row.scope, row.scope)
         }).pipe(transaction)
       })
 
@@ -280,7 +308,9 @@ export class AuthorizationServer extends Effect.Service<AuthorizationServer>()("
         // the use and the new tokens commit together; a concurrent refresh that used it first is a reuse
         const issued = yield* Effect.gen(function*() {
           if (!(yield* repo.consumeRefreshToken(hash))) return undefined
-          return yield* issueTokens(grant.id, requested.length === 0 ? grant.scope : requested.join(" "))
+          // asked in any order, given in the grant's
+          const scope = requested.length === 0 ? grant.scope : granted.filter((s) => requested.includes(s)).join(" ")
+          return yield* issueTokens(grant.id, scope, grant.scope)
         }).pipe(transaction)
         return issued === undefined ? yield* reused : issued
       })

@@ -17,6 +17,9 @@ export interface ClientRow {
   readonly fetched_at: Date | null
 }
 
+/** How the person who approved a client had signed in (null: approved before this was kept). */
+export type SignInKind = "password" | "sso"
+
 export interface CodeRow {
   readonly client_id: string
   readonly organization_id: OrganizationId
@@ -27,6 +30,7 @@ export interface CodeRow {
   readonly scope: string
   readonly expires_at: Date
   readonly grant_id: string | null
+  readonly sign_in: SignInKind | null
 }
 
 export interface GrantRow {
@@ -127,12 +131,31 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
         SELECT o.id, o.name, m.role FROM memberships m JOIN organizations o ON o.id = m.organization_id
         WHERE m.user_id = ${userId} ORDER BY o.name, o.id`.pipe(Effect.orDie)
 
-    const insertCode = (hash: Uint8Array, c: Omit<CodeRow, "grant_id">) =>
+    /**
+     * A code approved in a web session, only while that session lasts (false: it ended), marked with how its
+     * person signed in. The session is share-locked: a sign-in ending either waits for this code, and ends it,
+     * or is seen here.
+     */
+    const insertCode = (hash: Uint8Array, sessionHash: Uint8Array, c: Omit<CodeRow, "grant_id" | "sign_in">) =>
       sql`
         INSERT INTO oauth_codes (code_hash, client_id, organization_id, user_id, redirect_uri, code_challenge,
-                                 resource, scope, expires_at)
-        VALUES (${hash}, ${c.client_id}, ${c.organization_id}, ${c.user_id}, ${c.redirect_uri}, ${c.code_challenge},
-                ${c.resource}, ${c.scope}, ${c.expires_at})`.pipe(Effect.asVoid, Effect.orDie)
+                                 resource, scope, expires_at, sign_in)
+        SELECT ${hash}, ${c.client_id}, ${c.organization_id}, ${c.user_id}, ${c.redirect_uri}, ${c.code_challenge},
+               ${c.resource}, ${c.scope}, ${c.expires_at},
+               CASE WHEN organization_id IS NULL THEN 'password' ELSE 'sso' END
+        FROM web_sessions WHERE id_hash = ${sessionHash} AND user_id = ${c.user_id} AND expires_at > now()
+        FOR SHARE
+        RETURNING 1`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
+
+    /**
+     * In the exchange's transaction, before its grant: whether the code still stands (a sign-in that ended
+     * since deleted it). Locked, so such an ending waits for the grant and then revokes it.
+     */
+    const lockCode = (hash: Uint8Array) =>
+      sql`SELECT 1 FROM oauth_codes WHERE code_hash = ${hash} FOR UPDATE`.pipe(
+        Effect.map((rows) => rows.length === 1),
+        Effect.orDie
+      )
 
     /** The code on its first use only; `replayed` when it was used before (its grant is then revoked). */
     const consumeCode = (hash: Uint8Array) =>
@@ -147,10 +170,14 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
     const attachGrant = (hash: Uint8Array, grantId: string) =>
       sql`UPDATE oauth_codes SET grant_id = ${grantId} WHERE code_hash = ${hash}`.pipe(Effect.asVoid, Effect.orDie)
 
-    const insertGrant = (g: Omit<GrantRow, "created_at" | "last_used_at" | "revoked_at" | "client_name">) =>
+    const insertGrant = (
+      g: Omit<GrantRow, "created_at" | "last_used_at" | "revoked_at" | "client_name">,
+      signIn: SignInKind | null
+    ) =>
       sql`
-        INSERT INTO oauth_grants (id, client_id, organization_id, user_id, resource, scope)
-        VALUES (${g.id}, ${g.client_id}, ${g.organization_id}, ${g.user_id}, ${g.resource}, ${g.scope})`.pipe(
+        INSERT INTO oauth_grants (id, client_id, organization_id, user_id, resource, scope, sign_in)
+        VALUES (${g.id}, ${g.client_id}, ${g.organization_id}, ${g.user_id}, ${g.resource}, ${g.scope},
+                ${signIn})`.pipe(
         Effect.asVoid,
         Effect.orDie
       )
@@ -183,10 +210,36 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
         Effect.orDie
       )
 
-    const insertToken = (hash: Uint8Array, kind: "access" | "refresh", grantId: string, expires: Date) =>
+    /**
+     * Ends what a kind of sign-in authorized (`sso`: in one organization, `password`: one person's, everywhere):
+     * codes not yet exchanged are deleted, live grants revoked; those grants. Grants of unknown sign-in (from
+     * before it was kept) end with either. Codes first: an exchange holding one is waited for, and its grant
+     * is then seen and revoked.
+     */
+    const endSignInGrants = (ended: { readonly sso: OrganizationId } | { readonly password: UserId }) =>
+      Effect.gen(function*() {
+        const [kind, other, where] = "sso" in ended
+          ? ["sso", "password", sql`organization_id = ${ended.sso}`] as const
+          : ["password", "sso", sql`user_id = ${ended.password}`] as const
+        yield* sql`
+          DELETE FROM oauth_codes WHERE ${where} AND grant_id IS NULL AND (sign_in = ${kind} OR sign_in IS NULL)`
+        return yield* sql<{ id: string; organization_id: OrganizationId }>`
+          UPDATE oauth_grants SET revoked_at = now()
+          WHERE ${where} AND revoked_at IS NULL AND sign_in IS DISTINCT FROM ${other}
+          RETURNING id, organization_id`
+      }).pipe(Effect.orDie)
+
+    /** `scope`: an access token's, when narrower than its grant's (RFC 6749 section 6); else null. */
+    const insertToken = (
+      hash: Uint8Array,
+      kind: "access" | "refresh",
+      grantId: string,
+      expires: Date,
+      scope: string | null = null
+    ) =>
       sql`
-        INSERT INTO oauth_tokens (token_hash, kind, grant_id, expires_at)
-        VALUES (${hash}, ${kind}, ${grantId}, ${expires})`.pipe(Effect.asVoid, Effect.orDie)
+        INSERT INTO oauth_tokens (token_hash, kind, grant_id, expires_at, scope)
+        VALUES (${hash}, ${kind}, ${grantId}, ${expires}, ${scope})`.pipe(Effect.asVoid, Effect.orDie)
 
     /** A refresh token as it stands, without using it: `used` when it was rotated out already. */
     const findRefreshToken = (hash: Uint8Array) =>
@@ -215,7 +268,8 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
 
     const findAccess = (hash: Uint8Array) =>
       sql<AccessRow>`
-        SELECT g.id AS grant_id, g.client_id, g.organization_id, g.user_id, u.email, g.resource, g.scope,
+        SELECT g.id AS grant_id, g.client_id, g.organization_id, g.user_id, u.email, g.resource,
+               coalesce(t.scope, g.scope) AS scope,
                t.expires_at, g.revoked_at, m.role,
                ${groupAgentsOf(sql, sql`g.organization_id`, sql`g.user_id`)} AS group_agents
         FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id
@@ -253,6 +307,7 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
       endPasswordSessions,
       organizationsOf,
       insertCode,
+      lockCode,
       consumeCode,
       attachGrant,
       insertGrant,
@@ -260,6 +315,7 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("oauth/OAuthRepo", {
       listGrants,
       revokeGrant,
       revokeGrantsOf,
+      endSignInGrants,
       insertToken,
       findRefreshToken,
       consumeRefreshToken,

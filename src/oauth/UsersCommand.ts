@@ -38,20 +38,27 @@ const setPassword = Command.make(
       const repo = yield* OAuthRepo
       const audit = yield* AuditLog
       const hash = yield* Effect.promise(() => hashPassword(password))
-      // a sign-in credential changed: the sessions the old password opened end (a reset is how a leaked one is
-      // shut out), and each of the person's organizations records it (never the password)
+      // a sign-in credential changed: the sessions the old password opened end, and so do the MCP authorizations
+      // given in them (a reset is how a leaked one is shut out); each of the person's organizations records it
+      // (never the password)
       const changed = yield* repo.setPassword(email, hash).pipe(
         Effect.flatMap((id) =>
           id === undefined ? Effect.succeed(undefined) : Effect.gen(function*() {
             const sessionsEnded = yield* repo.endPasswordSessions(id)
+            const grants = yield* repo.endSignInGrants({ password: id })
             const organizations = yield* repo.organizationsOf(id)
             yield* Effect.forEach(organizations, (organization) =>
               audit.record({ organizationId: organization.id, actor: { type: "system", id: "cli", key_id: null } }, {
                 action: "SET_PASSWORD",
                 targets: [{ type: "user", id, name: email }],
-                details: { sessions_ended: sessionsEnded }
+                details: {
+                  sessions_ended: sessionsEnded,
+                  revoked_authorizations: grants.filter((g) => g.organization_id === organization.id).map((g) =>
+                    g.id
+                  )
+                }
               }), { discard: true })
-            return { sessionsEnded }
+            return { sessionsEnded, grantsRevoked: grants.length }
           })
         ),
         transactionIn(yield* SqlClient.SqlClient)
@@ -61,11 +68,16 @@ const setPassword = Command.make(
         return yield* Effect.sync(() => void (process.exitCode = 1))
       }
       const ended = changed.sessionsEnded
+      const revoked = changed.grantsRevoked
       yield* Console.log(
         `Password set for ${email}: they can now sign in to the console (/console) and authorize MCP clients.` +
           (ended === 0
             ? ""
-            : ` ${ended} session${ended === 1 ? "" : "s"} signed in with the old password ended.`)
+            : ` ${ended} session${ended === 1 ? "" : "s"} signed in with the old password ended.`) +
+          // their clients must be authorized again; nodes drop cached tokens within SWITCHYARD_API_KEY_CACHE_TTL
+          (revoked === 0
+            ? ""
+            : ` ${revoked} MCP authorization${revoked === 1 ? "" : "s"} given with it revoked.`)
       )
     }).pipe(
       Effect.provide([OAuthRepo.Default, AuditLog.Default]),

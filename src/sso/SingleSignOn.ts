@@ -1,5 +1,6 @@
 import { Effect, Redacted } from "effect"
 import { BadRequest, NotFound, Unprocessable } from "../../schema/Errors.js"
+import type { OrganizationId } from "../../schema/Ids.js"
 import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { type PutSsoSettings, SsoSettings } from "../../schema/Sso.js"
@@ -8,13 +9,15 @@ import { canonicalJson } from "../audit/AuditChain.js"
 import { AuditLog } from "../audit/AuditLog.js"
 import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
+import { OAuthRepo } from "../oauth/OAuthRepo.js"
 import { IdentityProviders } from "./IdentityProviders.js"
 import { ssoRedirectUri } from "./SsoPaths.js"
 import { SsoRepo, type SsoRow } from "./SsoRepo.js"
 
 /**
  * An organization's OIDC settings: Admin and above read and change them; every change is audited. Turning
- * single sign-on off or removing it ends the web sessions it opened (password sessions go on).
+ * single sign-on off, removing it or changing its provider (issuer or client) ends the web sessions it opened
+ * and revokes the MCP authorizations given in them (password sessions and theirs go on).
  */
 export class SingleSignOn extends Effect.Service<SingleSignOn>()("sso/SingleSignOn", {
   effect: Effect.gen(function*() {
@@ -22,6 +25,7 @@ export class SingleSignOn extends Effect.Service<SingleSignOn>()("sso/SingleSign
     const providers = yield* IdentityProviders
     const audit = yield* AuditLog
     const identity = yield* IdentityRepo
+    const oauth = yield* OAuthRepo
     const redirectUri = yield* ssoRedirectUri
     // the redirect URI is needed before the settings: the provider's client is registered with it first
     const notConfigured = new NotFound({
@@ -43,6 +47,15 @@ export class SingleSignOn extends Effect.Service<SingleSignOn>()("sso/SingleSign
         redirect_uri: redirectUri,
         created_at: row.created_at,
         updated_at: row.updated_at
+      })
+
+    const NOTHING_ENDED = { sessions: 0, grants: [] as ReadonlyArray<string> }
+
+    /** The sign-ins through the organization's provider end: its web sessions, and what was authorized in them. */
+    const signInsEnd = (organizationId: OrganizationId) =>
+      Effect.all({
+        sessions: repo.endSessions(organizationId),
+        grants: Effect.map(oauth.endSignInGrants({ sso: organizationId }), (grants) => grants.map((g) => g.id))
       })
 
     const get = Effect.fn("SingleSignOn.get")(function*(principal: Principal) {
@@ -111,7 +124,7 @@ export class SingleSignOn extends Effect.Service<SingleSignOn>()("sso/SingleSign
           canonicalJson(held.group_mapping) === canonicalJson(input.group_mapping) && held.enabled === input.enabled
         ) {
           // what it holds already: not written (`updated_at` stays), nothing audited
-          return { row: held, changed: false, secretChanged, sessionsEnded: 0 }
+          return { row: held, changed: false, secretChanged, ended: NOTHING_ENDED }
         }
         const kept = held ?? current!
         const sealed = input.client_secret === undefined
@@ -127,11 +140,15 @@ export class SingleSignOn extends Effect.Service<SingleSignOn>()("sso/SingleSign
           group_mapping: input.group_mapping,
           enabled: input.enabled
         })
-        // turned off: what the provider vouched for ends with it (as a removal does), in the same transaction
-        const sessionsEnded = input.enabled ? 0 : yield* repo.endSessions(principal.organizationId)
-        return { row, changed: true, secretChanged, sessionsEnded }
+        // turned off, or another provider (or another client of it): what the old one vouched for ends with it
+        // (as a removal does), in the same transaction
+        const ended = input.enabled &&
+            (held === undefined || (held.issuer === input.issuer && held.client_id === input.client_id))
+          ? NOTHING_ENDED
+          : yield* signInsEnd(principal.organizationId)
+        return { row, changed: true, secretChanged, ended }
       }).pipe(
-        audit.recorded(principal, ({ changed, row, secretChanged, sessionsEnded }) =>
+        audit.recorded(principal, ({ changed, ended, row, secretChanged }) =>
           changed
             ? {
               action: "UPDATE_SSO_SETTINGS",
@@ -146,35 +163,35 @@ export class SingleSignOn extends Effect.Service<SingleSignOn>()("sso/SingleSign
                 group_claim: input.group_claim,
                 group_mapping: input.group_mapping,
                 enabled: input.enabled,
-                sessions_ended: sessionsEnded
+                sessions_ended: ended.sessions,
+                revoked_authorizations: ended.grants
               }
             }
             : undefined)
       )
       if (result.changed) yield* providers.forget(principal.organizationId)
-      return toSettings(result.row)
+      return { settings: toSettings(result.row), revokedGrants: result.ended.grants }
     })
 
     const remove = Effect.fn("SingleSignOn.remove")(function*(principal: Principal) {
       yield* requireOrganizationKey(principal, Policy.manageSingleSignOn)
-      const removed = yield* repo.remove(principal.organizationId).pipe(
-        Effect.flatMap((removed) =>
-          removed ? repo.endSessions(principal.organizationId) : Effect.succeed<number | undefined>(undefined)
-        ),
-        audit.recorded(principal, (sessionsEnded) =>
-          sessionsEnded !== undefined
+      const ended = yield* repo.remove(principal.organizationId).pipe(
+        Effect.flatMap((removed) => removed ? signInsEnd(principal.organizationId) : Effect.succeed(undefined)),
+        audit.recorded(principal, (ended) =>
+          ended !== undefined
             ? {
               action: "DELETE_SSO_SETTINGS",
               targets: [{ type: "sso_settings", id: principal.organizationId }],
-              details: { sessions_ended: sessionsEnded }
+              details: { sessions_ended: ended.sessions, revoked_authorizations: ended.grants }
             }
             : undefined)
       )
-      if (removed === undefined) return yield* notConfigured
+      if (ended === undefined) return yield* notConfigured
       yield* providers.forget(principal.organizationId)
+      return { revokedGrants: ended.grants }
     })
 
     return { get, put, remove } as const
   }).pipe(Effect.annotateLogs("area", "sso")),
-  dependencies: [SsoRepo.Default, IdentityProviders.Default, IdentityRepo.Default, AuditLog.Default]
+  dependencies: [SsoRepo.Default, IdentityProviders.Default, IdentityRepo.Default, AuditLog.Default, OAuthRepo.Default]
 }) {}

@@ -119,14 +119,21 @@ export class SsoRepo extends Effect.Service<SsoRepo>()("sso/SsoRepo", {
           last_sign_in_at = now()`.pipe(Effect.asVoid, Effect.orDie)
 
     /**
-     * A session, only while the organization's single sign-on is on (false: it is not). The settings row is
-     * share-locked: a change turning it off either waits for this session, and ends it, or is seen here.
+     * A session, only while the organization's single sign-on is on with the provider (issuer and client) that
+     * signed the person in (false: it is not). The settings row is share-locked: a change turning it off or to
+     * another provider either waits for this session, and ends it, or is seen here.
      */
-    const insertSession = (hash: Uint8Array, userId: UserId, organizationId: OrganizationId, expires: Date) =>
+    const insertSession = (
+      hash: Uint8Array,
+      userId: UserId,
+      provider: Pick<SsoRow, "organization_id" | "issuer" | "client_id">,
+      expires: Date
+    ) =>
       sql`
         INSERT INTO web_sessions (id_hash, user_id, organization_id, expires_at)
         SELECT ${hash}, ${userId}, organization_id, ${expires} FROM sso_settings
-        WHERE organization_id = ${organizationId} AND enabled FOR SHARE
+        WHERE organization_id = ${provider.organization_id} AND enabled AND issuer = ${provider.issuer}
+          AND client_id = ${provider.client_id} FOR SHARE
         RETURNING user_id`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
 
     /** Ends the web sessions opened through the organization's single sign-on; how many there were. */

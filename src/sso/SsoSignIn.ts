@@ -28,6 +28,9 @@ export type SsoStart =
 export interface SsoSignedIn {
   readonly userId: UserId
   readonly organizationId: OrganizationId
+  /** The provider that vouched for them: a session opens only while it is still the organization's. */
+  readonly issuer: string
+  readonly clientId: string
   /** The OAuth authorization request to continue with. */
   readonly request: string
 }
@@ -222,15 +225,35 @@ export class SsoSignIn extends Effect.Service<SsoSignIn>()("sso/SsoSignIn", {
           name: typeof claims.name === "string" ? claims.name : null,
           groups: groupsOf(claims[row.group_claim])
         }).pipe(Effect.mapError((denied) => new SsoSignInRefused(403, denied.message)))
-        return { userId: signedIn, organizationId: row.organization_id, request: login.request } satisfies SsoSignedIn
+        return {
+          userId: signedIn,
+          organizationId: row.organization_id,
+          issuer: row.issuer,
+          clientId: row.client_id,
+          request: login.request
+        } satisfies SsoSignedIn
       }
     )
 
-    /** A web session that may act in the one organization it was opened for (refused if SSO was turned off since). */
+    /**
+     * A web session that may act in the one organization it was opened for (refused if SSO was turned off, or
+     * moved to another provider, since).
+     */
     const openSession = (sessionHash: Uint8Array, signedIn: SsoSignedIn, expires: Date) =>
       Effect.flatMap(
-        repo.insertSession(sessionHash, signedIn.userId, signedIn.organizationId, expires),
-        (opened) => opened ? Effect.void : refuse(403, "Single sign-on is turned off for this organization.")
+        repo.insertSession(sessionHash, signedIn.userId, {
+          organization_id: signedIn.organizationId,
+          issuer: signedIn.issuer,
+          client_id: signedIn.clientId
+        }, expires),
+        (opened) =>
+          opened ? Effect.void : Effect.flatMap(repo.find(signedIn.organizationId), (row) =>
+            refuse(
+              403,
+              row?.enabled === true
+                ? "This organization's identity provider changed while you signed in. Start again."
+                : "Single sign-on is turned off for this organization."
+            ))
       )
 
     const sessionOrganization = (sessionHash: Uint8Array) => repo.sessionOrganization(sessionHash)

@@ -178,7 +178,15 @@ export const SignInPages = Layer.effectDiscard(
             const organizations = yield* organizationsFor(request, user.user_id as UserId)
             const chosen = organizations.find((o) => o.id === form.get("organization_id"))
             if (chosen === undefined) return yield* show(request, query, "Choose one of your organizations.", 400)
-            return seeOther(yield* server.approve(validated.right, user.user_id as UserId, chosen.id as OrganizationId))
+            const location = yield* server.approve(
+              validated.right,
+              user.user_id as UserId,
+              chosen.id as OrganizationId,
+              hashOf(request.cookies[names.session]!)
+            )
+            // the session ended between the page and this post (signed out elsewhere, its sign-in ended)
+            if (location === undefined) return yield* show(request, query, "Your sign-in ended. Sign in again.", 401)
+            return seeOther(location)
           }
           case "sso": {
             const email = form.get("email") ?? ""

@@ -2,7 +2,7 @@ import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { auditEvents, call } from "../access/support.js"
 import { Browser, PASSWORD, signedUpAdmin } from "../mcp/support.js"
-import { CALLBACK_PATH, putSso, ssoNode } from "../sso/support.js"
+import { CALLBACK_PATH, putSso, ssoNode, toCallback } from "../sso/support.js"
 import { startOidcProvider, type TestIdp } from "../support/OidcProvider.js"
 import { eventually } from "../support/Poll.js"
 import type { TestNode } from "../support/TestNode.js"
@@ -17,24 +17,6 @@ afterAll(async () => {
   await idp?.stop()
   await node?.stop()
 })
-
-/** Through the provider: its login form as `account`, then its redirects, up to the address of our callback. */
-const toCallback = async (browser: Browser, start: string, account: string) => {
-  const idpUrl = new URL(start)
-  let response = await browser.get(idpUrl.href)
-  for (let hops = 0; hops < 12; hops++) {
-    if (response.status === 200) {
-      const form = /action="(\/interaction\/[^"]+)"/.exec(await response.text())
-      if (form === null) throw new Error("unexpected identity provider page")
-      response = await browser.post(new URL(form[1]!, idpUrl).href, { login: account })
-      continue
-    }
-    const next = new URL(response.headers.get("location")!, idpUrl)
-    if (next.pathname === CALLBACK_PATH) return next.href
-    response = await browser.get(next.href)
-  }
-  throw new Error("the provider never sent the browser back")
-}
 
 /** …and our callback's answer. */
 const throughProvider = async (browser: Browser, start: string, account: string) =>
@@ -135,7 +117,7 @@ describe("console sessions when single sign-on changes", () => {
     await expectEnded(sso)
     expect((await password.get(`${node.baseUrl}/v1/agents`)).status).toBe(200)
     const removal = (await auditEvents(node, org.organization_id)).find((e) => e.action === "DELETE_SSO_SETTINGS")
-    expect(removal.details).toEqual({ sessions_ended: 1 })
+    expect(removal.details).toEqual({ sessions_ended: 1, revoked_authorizations: [] })
   })
 
   it("a sign-in that finishes while single sign-on is being turned off opens no session", async () => {
@@ -178,6 +160,51 @@ describe("console sessions when single sign-on changes", () => {
       ])
       expect(rows[0].n).toBe(0)
       expect((await browser.get(`${node.baseUrl}/console/api/session`)).status).toBe(401)
+    } finally {
+      await db.end()
+      await watcher.end()
+    }
+  })
+
+  it("a sign-in at the old provider that finishes while the provider is being changed opens no session", async () => {
+    const org = await node.bootstrap()
+    const domain = `moved-${Date.now()}.test`
+    expect((await putSso(node, org.api_key, idp, { allowed_email_domains: [domain] })).status).toBe(200)
+    idp.users.set("grace-moved", { email: `grace@${domain}`, email_verified: true, name: "Grace" })
+    const browser = new Browser()
+    const started = await browser.postJson(`${node.baseUrl}/console/api/sso`, { email: `grace@${domain}` }, {
+      origin: node.baseUrl
+    })
+    const callback = await toCallback(browser, (await started.json()).location, "grace-moved")
+    // an Admin's change to another client of the provider, not yet committed when the callback checks the settings
+    const db = new pg.Client({ connectionString: node.databaseUrl })
+    const watcher = new pg.Client({ connectionString: node.databaseUrl })
+    await db.connect()
+    await watcher.connect()
+    try {
+      await db.query("BEGIN")
+      await db.query("UPDATE sso_settings SET client_id = 'another-client' WHERE organization_id = $1", [
+        org.organization_id
+      ])
+      const answered = browser.get(callback)
+      await eventually(
+        async () => {
+          const { rows } = await watcher.query(
+            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO web_sessions%'"
+          )
+          return rows.length > 0 ? true : undefined
+        },
+        30_000,
+        "the session insert to wait for the settings row"
+      )
+      await db.query("COMMIT")
+      const response = await answered
+      expect(response.status).toBe(403)
+      expect(await response.text()).toContain("identity provider changed while you signed in")
+      const { rows } = await db.query("SELECT count(*)::int AS n FROM web_sessions WHERE organization_id = $1", [
+        org.organization_id
+      ])
+      expect(rows[0].n).toBe(0)
     } finally {
       await db.end()
       await watcher.end()

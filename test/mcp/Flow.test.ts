@@ -3,10 +3,19 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { spawn } from "node:child_process"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { auditEvents } from "../access/support.js"
+import { auditEvents, call } from "../access/support.js"
 import { createAgent } from "../agents/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
-import { obtainTokens, PASSWORD, signedUpAdmin, signInAndConsent, TestOAuthProvider } from "./support.js"
+import {
+  initialize,
+  mcpPost,
+  obtainTokens,
+  PASSWORD,
+  signedUpAdmin,
+  signInAndConsent,
+  TestOAuthProvider,
+  token
+} from "./support.js"
 
 let node: TestNode
 beforeAll(async () => {
@@ -149,7 +158,7 @@ describe("switchyard users set-password", () => {
       actor_id: "cli",
       outcome: "success",
       targets: [{ type: "user", id: created.user_id, name: email }],
-      details: { sessions_ended: 0 }
+      details: { sessions_ended: 0, revoked_authorizations: [] }
     })])
     const { tokens } = await obtainTokens(node, email, { password: "a long enough password" })
     expect(tokens.access_token).toMatch(/^sy_at_/)
@@ -169,15 +178,30 @@ describe("switchyard users set-password", () => {
     const session = (cookie: string) => fetch(`${node.baseUrl}/console/api/session`, { headers: { cookie } })
     const before = [await signIn(PASSWORD), await signIn(PASSWORD)]
     for (const s of before) expect((await session(s.cookie)).status).toBe(200)
+    // an MCP client authorized with the old password (its sign-in page session is a third one)
+    const mcp = await obtainTokens(node, admin.email)
     const reset = await setPassword(admin.email, "a brand new password")
     expect(reset.code).toBe(0)
-    expect(reset.output).toContain("2 sessions signed in with the old password ended")
+    expect(reset.output).toContain("3 sessions signed in with the old password ended")
+    expect(reset.output).toContain("1 MCP authorization given with it revoked")
+    // the client must ask the person again: its refresh token and access token no longer work
+    const refreshed = await token(node, {
+      grant_type: "refresh_token",
+      refresh_token: mcp.tokens.refresh_token,
+      client_id: mcp.client.client_id
+    })
+    expect(refreshed.status).toBe(400)
+    expect(refreshed.body.error).toBe("invalid_grant")
+    const mcpCall = await mcpPost(node.baseUrl, initialize, { authorization: `Bearer ${mcp.tokens.access_token}` })
+    expect(mcpCall.status).toBe(401)
     for (const s of before) expect((await session(s.cookie)).status).toBe(401)
     // the old password no longer signs in; the new one does, and its session lasts
     expect((await signIn(PASSWORD)).status).toBe(401)
     const after = await signIn("a brand new password")
     expect((await session(after.cookie)).status).toBe(200)
     const records = (await auditEvents(node, admin.organization_id)).filter((e) => e.action === "SET_PASSWORD")
-    expect(records.map((e) => e.details)).toEqual([{ sessions_ended: 2 }])
+    const grants = (await call(node, admin.api_key, "GET", "/v1/oauth/authorizations?user_id=" + admin.user_id)).body
+    expect(records.map((e) => e.details)).toEqual([{ sessions_ended: 3, revoked_authorizations: [grants.items[0].id] }])
+    expect(grants.items[0].revoked_at).not.toBeNull()
   })
 })

@@ -203,6 +203,26 @@ describe("authorization endpoint", () => {
     expect(location.searchParams.get("error")).toBe("invalid_target")
   })
 
+  it("grants a client no scope beyond the one it registered (RFC 7591 scope)", async () => {
+    const reader = (await registerClient(node, { scope: "mcp:read" })).body.client_id
+    const wider = await redirected(
+      authorizeUrl(node, { client_id: reader, challenge: pkce().challenge, scope: "mcp:write" })
+    )
+    expect(wider.searchParams.get("error")).toBe("invalid_scope")
+    // asking for nothing is asking for what it registered, not for every scope
+    const { challenge, verifier } = pkce()
+    const { location } = await signInAndConsent(authorizeUrl(node, { client_id: reader, challenge }), admin.email)
+    const exchanged = await token(node, {
+      grant_type: "authorization_code",
+      code: new URL(location).searchParams.get("code")!,
+      code_verifier: verifier,
+      client_id: reader,
+      redirect_uri: REDIRECT_URI
+    })
+    expect(exchanged.status).toBe(200)
+    expect(exchanged.body.scope).toBe("mcp:read")
+  })
+
   it("refuses Client ID Metadata Documents on internal addresses (fetched through the egress guard)", async () => {
     const response = await fetch(
       authorizeUrl(node, { client_id: "https://127.0.0.1:9/client.json", challenge: pkce().challenge }),
@@ -366,6 +386,36 @@ describe("token endpoint", () => {
     // and a token really rotated out still ends the family when it comes back
     expect((await refresh()).body.error).toBe("invalid_grant")
     expect((await ping(retried.body.access_token)).status).toBe(401)
+  })
+
+  it("a refresh asking for less scope gets an access token of only that scope; the grant keeps its own", async () => {
+    const { client, tokens } = await obtainTokens(node, admin.email)
+    const narrowed = await token(node, {
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token,
+      client_id: client.client_id,
+      scope: "mcp:read"
+    })
+    expect(narrowed.status).toBe(200)
+    expect(narrowed.body.scope).toBe("mcp:read")
+    const reader = { authorization: `Bearer ${narrowed.body.access_token}` }
+    const session = (await ping(narrowed.body.access_token)).headers.get("mcp-session-id")!
+    const write = await mcpPost(node.baseUrl, {
+      jsonrpc: "2.0",
+      id: 2,
+      method: "tools/call",
+      params: { name: "cancel_task", arguments: { task_id: "x" } }
+    }, { ...reader, "mcp-session-id": session })
+    expect(write.status).toBe(403)
+    expect((await write.json()).error.code).toBe("insufficient_scope")
+    // RFC 6749 section 6: the new refresh token has the scope of the one it replaces
+    const widened = await token(node, {
+      grant_type: "refresh_token",
+      refresh_token: narrowed.body.refresh_token,
+      client_id: client.client_id
+    })
+    expect(widened.status).toBe(200)
+    expect(widened.body.scope).toBe("mcp:read mcp:write")
   })
 
   it("revokes a refresh token's family at the revocation endpoint", async () => {

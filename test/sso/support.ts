@@ -23,6 +23,24 @@ export const putSso = (
     ...body
   })
 
+/** Through the provider: its login form as `account`, then its redirects, up to the address of our callback. */
+export const toCallback = async (browser: Browser, start: string, account: string) => {
+  const idpUrl = new URL(start)
+  let response = await browser.get(idpUrl.href)
+  for (let hops = 0; hops < 12; hops++) {
+    if (response.status === 200) {
+      const form = /action="(\/interaction\/[^"]+)"/.exec(await response.text())
+      if (form === null) throw new Error("unexpected identity provider page")
+      response = await browser.post(new URL(form[1]!, idpUrl).href, { login: account })
+      continue
+    }
+    const next = new URL(response.headers.get("location")!, idpUrl)
+    if (next.pathname === CALLBACK_PATH) return next.href
+    response = await browser.get(next.href)
+  }
+  throw new Error("the provider never sent the browser back")
+}
+
 export interface SignInOptions {
   /** Changes the provider's authorization URL before the browser follows it (tampering). */
   readonly rewriteIdpUrl?: (url: URL) => void
