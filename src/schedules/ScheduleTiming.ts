@@ -216,9 +216,12 @@ const latestUpTo = (timing: Timing, first: Date, now: Date) => {
 }
 
 /**
- * The tick to make now, of the ticks due since `next` (the schedule's next tick, which is due): the latest
- * one up to `now`, if it is at most max(`catchupMs`, ON_TIME_MS) late (the earlier ones are missed: after
- * downtime, a schedule runs once, not once per tick missed); and the tick after `now`, the next to wait for.
+ * The tick to make now, of the ticks due since `next` (the schedule's next tick, which is due), and the next
+ * to wait for. `next` at most ON_TIME_MS late is on time: it is made, and the tick after it is next (still due
+ * when the scheduler is behind: the next claim makes it; a node held up a few seconds made only the latest of
+ * an every-second schedule's ticks, losing the others). Later (downtime): the latest tick up to `now`, if it is
+ * at most max(`catchupMs`, ON_TIME_MS) late (the earlier ones are missed: after downtime, a schedule runs once,
+ * not once per tick missed), and the tick after `now`.
  */
 export const dueTick = (
   timing: Timing,
@@ -226,6 +229,9 @@ export const dueTick = (
   now: Date,
   catchupMs: number
 ): { readonly fire: Date | undefined; readonly late: boolean; readonly following: Date | undefined } => {
+  if (next.getTime() <= now.getTime() && now.getTime() - next.getTime() <= ON_TIME_MS) {
+    return { fire: next, late: false, following: nextTick(timing, next) }
+  }
   const window = Math.max(catchupMs, ON_TIME_MS)
   const oldest = now.getTime() - window
   const first = next.getTime() >= oldest ? next : nextTick(timing, new Date(oldest - 1))

@@ -92,6 +92,74 @@ describe("custom connectors", () => {
     expect(described).toMatchObject({ total_operations: 6, auth_types: ["api_key"], server_url: "http://127.0.0.1:9" })
   })
 
+  it("a document of 3,000 operations: every one listed in the one array, `query` finds one among them", async () => {
+    // a large API (cloud providers' run to thousands): 1,500 paths, each with a GET and a POST on one shared schema
+    const paths: Record<string, unknown> = {}
+    for (let i = 0; i < 1500; i++) {
+      paths[`/zones/{zone}/records${i}`] = {
+        parameters: [{ name: "zone", in: "path", required: true, schema: { type: "string" } }],
+        get: {
+          operationId: `listRecords${i}`,
+          summary: `List records of kind ${i}`,
+          responses: { 200: { description: "ok" } }
+        },
+        post: {
+          operationId: `createRecord${i}`,
+          summary: `Create a record of kind ${i}`,
+          description: "Adds one record to the zone.",
+          requestBody: { content: { "application/json": { schema: { $ref: "#/components/schemas/Record" } } } },
+          responses: { 201: { description: "made" } }
+        }
+      }
+    }
+    const spec = {
+      openapi: "3.0.3",
+      info: { title: "Huge DNS", version: "1" },
+      servers: [{ url: "http://127.0.0.1:9" }],
+      components: {
+        schemas: {
+          Record: {
+            type: "object",
+            required: ["name"],
+            properties: { name: { type: "string" }, ttl: { type: "integer" } }
+          }
+        }
+      },
+      paths
+    }
+    const created = await createConnector(node, apiKey, spec)
+    expect(created).toMatchObject({ total_operations: 3000, import_report: { imported: 3000 } })
+    const connection = await createConnection(node, apiKey, created.id, { name: "dns" })
+    const response = await node.fetch(`/v1/tools/connectors/${created.id}/operations?connection_id=${connection.id}`, {
+      apiKey
+    })
+    expect(response.status).toBe(200)
+    const ops = await response.json()
+    expect(ops).toHaveLength(3000)
+    expect(new Set(ops.map((op: any) => op.operationId)).size).toBe(3000)
+    expect(ops.find((op: any) => op.operationId === "createRecord1499")).toMatchObject({
+      method: "post",
+      path: "/zones/{zone}/records1499",
+      pretty_description: "Adds one record to the zone."
+    })
+    // case-insensitive, on the name, the summary, the description or the path
+    const found = await (await node.fetch(
+      `/v1/tools/connectors/${created.id}/operations?query=CREATE%20A%20RECORD%20of%20kind%201234`,
+      { apiKey }
+    )).json()
+    expect(found.map((op: any) => op.operationId)).toEqual(["createRecord1234"])
+    const byPath =
+      await (await node.fetch(`/v1/tools/connectors/${created.id}/operations?query=%2Frecords777`, { apiKey })).json()
+    expect(byPath.map((op: any) => op.operationId)).toEqual(["listRecords777", "createRecord777"])
+    // the last operation's input schema is there as the first's
+    const schema = await (await node.fetch(
+      `/v1/tools/connectors/${created.id}/connections/${connection.id}/createRecord1499/schema`,
+      { apiKey }
+    )).json()
+    expect(schema.input.properties.body_params.required).toEqual(["name"])
+    expect(schema.input.properties.path_params.required).toEqual(["zone"])
+  })
+
   it("imports YAML text too", async () => {
     const yaml =
       "openapi: 3.1.0\ninfo: {title: Tiny, version: '1'}\nservers: [{url: 'http://127.0.0.1:9'}]\npaths:\n  /ping:\n    get:\n      operationId: ping\n      responses: {'200': {description: ok}}\n"
