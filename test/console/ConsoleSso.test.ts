@@ -22,6 +22,61 @@ afterAll(async () => {
 const throughProvider = async (browser: Browser, start: string, account: string) =>
   browser.get(await toCallback(browser, start, account))
 
+/** A new organization with single sign-on, and a sign-in through it by `account`, up to its callback (not yet asked). */
+const signInToCallback = async (account: string) => {
+  const org = await node.bootstrap()
+  const domain = `${account}-${Date.now()}.test`
+  expect((await putSso(node, org.api_key, idp, { allowed_email_domains: [domain] })).status).toBe(200)
+  idp.users.set(account, { email: `grace@${domain}`, email_verified: true, name: "Grace" })
+  const browser = new Browser()
+  const started = await browser.postJson(`${node.baseUrl}/console/api/sso`, { email: `grace@${domain}` }, {
+    origin: node.baseUrl
+  })
+  return { org, browser, callback: await toCallback(browser, (await started.json()).location, account) }
+}
+
+/**
+ * A sign-in's callback answered while `change` (an Admin's, of the organization's settings row) is not yet
+ * committed: the callback's session waits for it to be decided. Its answer, and the organization's sessions after.
+ */
+const callbackDuring = async (
+  node: TestNode,
+  browser: Browser,
+  callback: string,
+  change: string,
+  organizationId: string
+) => {
+  const db = new pg.Client({ connectionString: node.databaseUrl })
+  const watcher = new pg.Client({ connectionString: node.databaseUrl })
+  await db.connect()
+  await watcher.connect()
+  try {
+    await db.query("BEGIN")
+    await db.query(change, [organizationId])
+    const answered = browser.get(callback)
+    await eventually(
+      async () => {
+        // (from another connection: a transaction sees the activity as it was at its first look)
+        const { rows } = await watcher.query(
+          "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO web_sessions%'"
+        )
+        return rows.length > 0 ? true : undefined
+      },
+      30_000,
+      "the session insert to wait for the settings row"
+    )
+    await db.query("COMMIT")
+    const response = await answered
+    const { rows } = await db.query("SELECT count(*)::int AS n FROM web_sessions WHERE organization_id = $1", [
+      organizationId
+    ])
+    return { response, sessions: rows[0].n as number }
+  } finally {
+    await db.end()
+    await watcher.end()
+  }
+}
+
 describe("console sign-in through single sign-on", () => {
   it("opens a console session in the provider's organization only, and goes back to /console", async () => {
     const org = await node.bootstrap()
@@ -121,94 +176,34 @@ describe("console sessions when single sign-on changes", () => {
   })
 
   it("a sign-in that finishes while single sign-on is being turned off opens no session", async () => {
-    const org = await node.bootstrap()
-    const domain = `race-${Date.now()}.test`
-    expect((await putSso(node, org.api_key, idp, { allowed_email_domains: [domain] })).status).toBe(200)
-    idp.users.set("grace-race", { email: `grace@${domain}`, email_verified: true, name: "Grace" })
-    const browser = new Browser()
-    const started = await browser.postJson(`${node.baseUrl}/console/api/sso`, { email: `grace@${domain}` }, {
-      origin: node.baseUrl
-    })
-    const callback = await toCallback(browser, (await started.json()).location, "grace-race")
+    const { browser, callback, org } = await signInToCallback("grace-race")
     // an Admin's change turning it off, not yet committed when the callback checks the settings
-    const db = new pg.Client({ connectionString: node.databaseUrl })
-    const watcher = new pg.Client({ connectionString: node.databaseUrl })
-    await db.connect()
-    await watcher.connect()
-    try {
-      await db.query("BEGIN")
-      await db.query("UPDATE sso_settings SET enabled = false WHERE organization_id = $1", [org.organization_id])
-      const answered = browser.get(callback)
-      // the callback's session waits for the change to be decided
-      await eventually(
-        async () => {
-          // (from another connection: a transaction sees the activity as it was at its first look)
-          const { rows } = await watcher.query(
-            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO web_sessions%'"
-          )
-          return rows.length > 0 ? true : undefined
-        },
-        30_000,
-        "the session insert to wait for the settings row"
-      )
-      await db.query("COMMIT")
-      const response = await answered
-      expect(response.status).toBe(403)
-      expect(await response.text()).toContain("Single sign-on is turned off for this organization.")
-      const { rows } = await db.query("SELECT count(*)::int AS n FROM web_sessions WHERE organization_id = $1", [
-        org.organization_id
-      ])
-      expect(rows[0].n).toBe(0)
-      expect((await browser.get(`${node.baseUrl}/console/api/session`)).status).toBe(401)
-    } finally {
-      await db.end()
-      await watcher.end()
-    }
+    const { response, sessions } = await callbackDuring(
+      node,
+      browser,
+      callback,
+      "UPDATE sso_settings SET enabled = false WHERE organization_id = $1",
+      org.organization_id
+    )
+    expect(response.status).toBe(403)
+    expect(await response.text()).toContain("Single sign-on is turned off for this organization.")
+    expect(sessions).toBe(0)
+    expect((await browser.get(`${node.baseUrl}/console/api/session`)).status).toBe(401)
   })
 
   it("a sign-in at the old provider that finishes while the provider is being changed opens no session", async () => {
-    const org = await node.bootstrap()
-    const domain = `moved-${Date.now()}.test`
-    expect((await putSso(node, org.api_key, idp, { allowed_email_domains: [domain] })).status).toBe(200)
-    idp.users.set("grace-moved", { email: `grace@${domain}`, email_verified: true, name: "Grace" })
-    const browser = new Browser()
-    const started = await browser.postJson(`${node.baseUrl}/console/api/sso`, { email: `grace@${domain}` }, {
-      origin: node.baseUrl
-    })
-    const callback = await toCallback(browser, (await started.json()).location, "grace-moved")
+    const { browser, callback, org } = await signInToCallback("grace-moved")
     // an Admin's change to another client of the provider, not yet committed when the callback checks the settings
-    const db = new pg.Client({ connectionString: node.databaseUrl })
-    const watcher = new pg.Client({ connectionString: node.databaseUrl })
-    await db.connect()
-    await watcher.connect()
-    try {
-      await db.query("BEGIN")
-      await db.query("UPDATE sso_settings SET client_id = 'another-client' WHERE organization_id = $1", [
-        org.organization_id
-      ])
-      const answered = browser.get(callback)
-      await eventually(
-        async () => {
-          const { rows } = await watcher.query(
-            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO web_sessions%'"
-          )
-          return rows.length > 0 ? true : undefined
-        },
-        30_000,
-        "the session insert to wait for the settings row"
-      )
-      await db.query("COMMIT")
-      const response = await answered
-      expect(response.status).toBe(403)
-      expect(await response.text()).toContain("identity provider changed while you signed in")
-      const { rows } = await db.query("SELECT count(*)::int AS n FROM web_sessions WHERE organization_id = $1", [
-        org.organization_id
-      ])
-      expect(rows[0].n).toBe(0)
-    } finally {
-      await db.end()
-      await watcher.end()
-    }
+    const { response, sessions } = await callbackDuring(
+      node,
+      browser,
+      callback,
+      "UPDATE sso_settings SET client_id = 'another-client' WHERE organization_id = $1",
+      org.organization_id
+    )
+    expect(response.status).toBe(403)
+    expect(await response.text()).toContain("identity provider changed while you signed in")
+    expect(sessions).toBe(0)
   })
 
   it("changing only the client secret or the domains keeps the sessions", async () => {
