@@ -18,13 +18,19 @@ const IDLE_WORKER_MS = 30_000
  */
 export const makeExtractionThreads = (timeout: Duration.Duration) => {
   const timeoutMs = Duration.toMillis(timeout)
-  const idle: Array<{ readonly worker: Worker; readonly timer: ReturnType<typeof setTimeout> }> = []
+  const idle: Array<{
+    readonly worker: Worker
+    readonly timer: ReturnType<typeof setTimeout>
+    /** Ends it: its idle time ran out, or it failed or stopped while idle. */
+    readonly gone: () => void
+  }> = []
   const running = new Set<Worker>()
 
   const take = () => {
     const kept = idle.pop()
     if (kept !== undefined) {
       clearTimeout(kept.timer)
+      kept.worker.off("error", kept.gone).off("exit", kept.gone)
       return kept.worker
     }
     const worker = new Worker(new URL("./extraction/worker.mjs", import.meta.url), {
@@ -40,17 +46,22 @@ export const makeExtractionThreads = (timeout: Duration.Duration) => {
   const drop = (worker: Worker) => {
     const at = idle.findIndex((k) => k.worker === worker)
     if (at === -1) return
-    clearTimeout(idle[at]!.timer)
-    idle.splice(at, 1)
+    const [kept] = idle.splice(at, 1)
+    clearTimeout(kept!.timer)
+    worker.off("error", kept!.gone).off("exit", kept!.gone)
   }
 
   const giveBack = (worker: Worker) => {
-    const timer = setTimeout(() => {
+    // a thread that fails or stops while idle is dropped, not handed the next document; and an `error` event
+    // with no listener would be thrown in the node's main thread
+    const gone = () => {
       drop(worker)
       void worker.terminate()
-    }, IDLE_WORKER_MS)
+    }
+    const timer = setTimeout(gone, IDLE_WORKER_MS)
     timer.unref()
-    idle.push({ worker, timer })
+    worker.on("error", gone).on("exit", gone)
+    idle.push({ worker, timer, gone })
   }
 
   const failure = (message: string) => new ExtractionFailed("extraction_failed", message)
@@ -109,7 +120,15 @@ export const makeExtractionThreads = (timeout: Duration.Duration) => {
     })
 
   const close = () =>
-    Promise.all([...idle.splice(0).map((k) => (clearTimeout(k.timer), k.worker)), ...running].map((w) => w.terminate()))
+    Promise.all(
+      [
+        ...idle.splice(0).map((k) => {
+          clearTimeout(k.timer)
+          return k.worker.off("error", k.gone).off("exit", k.gone)
+        }),
+        ...running
+      ].map((w) => w.terminate())
+    )
 
   return { extract, close } as const
 }
