@@ -13,6 +13,7 @@ import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
 import { invalidField } from "../support/Issues.js"
+import { sameList } from "../support/Lists.js"
 import { type GroupFields, groupNameTaken, GroupRepo, toGroup } from "./GroupRepo.js"
 import { OrganizationAgents } from "./OrganizationAgents.js"
 import { checkRoleChange, raisedRole } from "./RolePolicy.js"
@@ -93,8 +94,7 @@ export class Groups extends Effect.Service<Groups>()("access/Groups", {
         // nothing to change (`{}`, what it holds already): not written (`updated_at` stays), nothing audited
         if (
           fields.name === current.name && fields.description === current.description &&
-          fields.default_role === current.default_role && fields.agent_ids.length === current.agent_ids.length &&
-          fields.agent_ids.every((a, i) => a === current.agent_ids[i])
+          fields.default_role === current.default_role && sameList(fields.agent_ids, current.agent_ids)
         ) return toGroup(current)
         const row = yield* repo.update(principal.organizationId, id, fields).pipe(
           audit.recorded(principal, (row) =>

@@ -17,6 +17,7 @@ import { actorOf, AuditLog } from "../audit/AuditLog.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { transactionIn } from "../db/Transaction.js"
 import { requirePermission } from "../identity/IdentityPolicy.js"
+import { sameList } from "../support/Lists.js"
 import { judgeCommand, type Verdict } from "./CommandJudge.js"
 import { CommandPolicyRepo, type CommandPolicyRow } from "./CommandPolicyRepo.js"
 import type { Policy } from "./PolicyMatch.js"
@@ -74,8 +75,7 @@ export class CommandPolicies extends Effect.Service<CommandPolicies>()("commands
           // the policy it holds already: not written (`updated_at` stays), nothing audited
           if (
             before !== undefined && before.default_action === input.default_action &&
-            before.rules.length === rules.length &&
-            before.rules.every((r, i) => r.pattern === rules[i]!.pattern && r.action === rules[i]!.action)
+            sameList(before.rules, rules, (r, s) => r.pattern === s.pattern && r.action === s.action)
           ) return present(agentId, before)
           const row = yield* repo.put(principal.organizationId, agentId, {
             default_action: input.default_action,

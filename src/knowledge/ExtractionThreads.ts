@@ -27,11 +27,10 @@ export const makeExtractionThreads = (timeout: Duration.Duration) => {
   const running = new Set<Worker>()
 
   const take = () => {
-    const kept = idle.pop()
+    const kept = idle.at(-1)?.worker
     if (kept !== undefined) {
-      clearTimeout(kept.timer)
-      kept.worker.off("error", kept.gone).off("exit", kept.gone)
-      return kept.worker
+      drop(kept)
+      return kept
     }
     const worker = new Worker(new URL("./extraction/worker.mjs", import.meta.url), {
       resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
@@ -119,16 +118,11 @@ export const makeExtractionThreads = (timeout: Duration.Duration) => {
       return Effect.sync(() => end(undefined, false))
     })
 
-  const close = () =>
-    Promise.all(
-      [
-        ...idle.splice(0).map((k) => {
-          clearTimeout(k.timer)
-          return k.worker.off("error", k.gone).off("exit", k.gone)
-        }),
-        ...running
-      ].map((w) => w.terminate())
-    )
+  const close = () => {
+    const idleWorkers = idle.map((k) => k.worker)
+    idleWorkers.forEach(drop)
+    return Promise.all([...idleWorkers, ...running].map((w) => w.terminate()))
+  }
 
   return { extract, close } as const
 }

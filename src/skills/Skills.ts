@@ -27,6 +27,7 @@ import { FunctionRepo } from "../functions/FunctionRepo.js"
 import { requireOrganizationKey, requirePermission } from "../identity/IdentityPolicy.js"
 import { pageOf, positionOf } from "../support/Cursor.js"
 import { invalidField } from "../support/Issues.js"
+import { sameList } from "../support/Lists.js"
 import { isUuid } from "../support/Uuid.js"
 import { skillNameTaken, SkillRepo, type SkillRow } from "./SkillRepo.js"
 
@@ -247,8 +248,7 @@ export class Skills extends Effect.Service<Skills>()("skills/Skills", {
         const allowlist = input.allowlist.map((id) => id.toLowerCase())
         // what it holds already: not written (`updated_at` stays), nothing audited
         if (
-          input.visibility === row.visibility && allowlist.length === row.allowlist.length &&
-          allowlist.every((id, i) => id === row.allowlist[i])
+          input.visibility === row.visibility && sameList(allowlist, row.allowlist)
         ) return toSkill(row)
         const next = yield* repo.setAccess(principal.organizationId, row.id, input.visibility, allowlist)
         yield* audit.record(principal, {

@@ -10,6 +10,7 @@ import { AuditLog } from "../audit/AuditLog.js"
 import { requireOrganizationKey } from "../identity/IdentityPolicy.js"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
 import { OAuthRepo } from "../oauth/OAuthRepo.js"
+import { sameList } from "../support/Lists.js"
 import { IdentityProviders } from "./IdentityProviders.js"
 import { ssoRedirectUri } from "./SsoPaths.js"
 import { SsoRepo, type SsoRow } from "./SsoRepo.js"
@@ -119,8 +120,7 @@ export class SingleSignOn extends Effect.Service<SingleSignOn>()("sso/SingleSign
             (yield* Effect.orElseSucceed(Effect.try(() => providers.openSecret(held)), () => null)) !== secret)
         if (
           held !== undefined && held.issuer === input.issuer && held.client_id === input.client_id && !secretChanged &&
-          held.allowed_email_domains.length === domains.length &&
-          held.allowed_email_domains.every((d, i) => d === domains[i]) && held.group_claim === input.group_claim &&
+          sameList(held.allowed_email_domains, domains) && held.group_claim === input.group_claim &&
           canonicalJson(held.group_mapping) === canonicalJson(input.group_mapping) && held.enabled === input.enabled
         ) {
           // what it holds already: not written (`updated_at` stays), nothing audited
