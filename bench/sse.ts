@@ -26,6 +26,9 @@ import { appendRun, fmtSpread, median, rounds, spread } from "./support/runs.js"
  *   - the producer stops; once the log is quiet every stream must have seen exactly the events a reference
  *     stream (opened first, same position) saw: same count, same last id, ids increasing (fan-out
  *     correctness); then the streams close.
+ *   - what a stream's events wait: from an async invoke sent to its task.created read on the reference stream,
+ *     p50/p99, while the producer runs with the reference stream alone (before the others open: the same
+ *     round's baseline) and with every stream open (a busy tail is read less often: EventTails.ts).
  * Ratios are within a round (same minute of this shared machine); the figures are their median over the
  * rounds (BENCH_RUNS, default 3). Each run is appended to bench/results/sse.json.
  *
@@ -121,8 +124,11 @@ const measureUnderLoad = async (target: Target, check?: (o: Outcome) => string |
   return latencyOf(samples, statuses, errors)
 }
 
-/** Async invokes at a steady rate until stopped; counts what was not accepted (202). */
-const startProducer = (target: Target) => {
+/**
+ * Async invokes at a steady rate until stopped; counts what was not accepted (202). `sentAt`, when given,
+ * takes each accepted task's id and when its invoke was sent (for the latency to a stream's task.created).
+ */
+const startProducer = (target: Target, sentAt?: Map<string, number>) => {
   const connections = Array.from({ length: 8 }, () => connect(target))
   const idle = [...connections]
   let running = true
@@ -142,8 +148,12 @@ const startProducer = (target: Target) => {
         continue
       }
       sent++
+      const t0 = performance.now()
       void connection.send().then((o) => {
         if (o.status !== "202") failed++
+        else if (sentAt !== undefined && o.response !== undefined) {
+          sentAt.set((JSON.parse(responseBody(o.response)) as { id: string }).id, t0)
+        }
         idle.push(connection)
       })
     }
@@ -166,10 +176,17 @@ interface Stream {
   status: number
   ended: boolean
   close: () => void
+  /** When given (the reference stream): when each task's task.created arrived, by task id. */
+  readonly createdAt?: Map<string, number>
 }
 
 /** One `GET /v1/events` on its own socket, resuming after `after`; counts events, checks ids increase. */
-const openStream = (baseUrl: string, apiKey: string, after: number | undefined): Promise<Stream> =>
+const openStream = (
+  baseUrl: string,
+  apiKey: string,
+  after: number | undefined,
+  createdAt?: Map<string, number>
+): Promise<Stream> =>
   new Promise((resolve, reject) => {
     const url = new URL(`/v1/events${settings.streamTypes === "" ? "" : `?types=${settings.streamTypes}`}`, baseUrl)
     const stream: Stream = {
@@ -179,7 +196,8 @@ const openStream = (baseUrl: string, apiKey: string, after: number | undefined):
       ordered: true,
       status: 0,
       ended: false,
-      close: () => undefined
+      close: () => undefined,
+      ...(createdAt === undefined ? {} : { createdAt })
     }
     const req = Http.get(url, {
       agent: false,
@@ -199,6 +217,7 @@ const openStream = (baseUrl: string, apiKey: string, after: number | undefined):
       let rest = ""
       // an event is its `id:` and its `data:`; an `id:` alone (a quiet stream's position) is no event
       let id: number | undefined
+      let created = false
       res.on("data", (chunk: string) => {
         stream.chunks++
         const text = rest + chunk
@@ -207,7 +226,14 @@ const openStream = (baseUrl: string, apiKey: string, after: number | undefined):
         for (let at = 0; at < complete;) {
           const end = text.indexOf("\n", at)
           if (text.startsWith("id: ", at)) id = Number(text.slice(at + 4, end))
-          else if (text.startsWith("data: ", at) && id !== undefined) {
+          else if (createdAt !== undefined && text.startsWith("event: ", at)) {
+            created = text.startsWith("task.created", at + 7)
+          } else if (text.startsWith("data: ", at) && id !== undefined) {
+            if (created) {
+              const event = JSON.parse(text.slice(at + 6, end)) as { data: { task_id: string } }
+              createdAt!.set(event.data.task_id, performance.now())
+              created = false
+            }
             if (!(id > stream.lastId)) stream.ordered = false
             stream.lastId = id
             stream.count++
@@ -386,6 +412,18 @@ const ratios = (withStreams: Measured, without: Measured) => ({
   }
 })
 
+/** Invoke sent → its task.created on the reference stream, for the tasks `sentAt` holds (missing: never seen). */
+const deliveryLatency = (sentAt: ReadonlyMap<string, number>, createdAt: ReadonlyMap<string, number>) => {
+  const samples: Array<number> = []
+  let missing = 0
+  for (const [id, t0] of sentAt) {
+    const seen = createdAt.get(id)
+    if (seen === undefined) missing++
+    else samples.push(seen - t0)
+  }
+  return latencyOf(samples, {}, missing)
+}
+
 const round = async (node: SwitchyardNode, apiKey: string, targets: ReturnType<typeof endpoints>, index: number) => {
   const { settleMs, streams: n } = settings
   console.log(`Round ${index + 1} (load average ${Os.loadavg()[0]!.toFixed(2)})`)
@@ -415,11 +453,19 @@ const round = async (node: SwitchyardNode, apiKey: string, targets: ReturnType<t
   const rssBefore = await quietRss(node.pid)
 
   // the reference stream: every other stream resumes after its last event, so all must see the same events
-  const reference = await openStream(node.baseUrl, apiKey, undefined)
+  const createdAt = new Map<string, number>()
+  const reference = await openStream(node.baseUrl, apiKey, undefined, createdAt)
   await sleep(200)
   await fetch(targets.async.url, { method: "POST", headers: targets.async.headers, body: targets.async.body })
   for (let i = 0; reference.count === 0 && i < 200; i++) await sleep(25)
   if (reference.count === 0) throw new Error("the reference stream received no event in 5 s")
+  // the same run's baseline of what a stream's latency is: the producer with the reference stream alone
+  const sentAlone = new Map<string, number>()
+  const stopAlone = startProducer(targets.async, sentAlone)
+  await sleep(settings.measureMs)
+  await stopAlone()
+  await sleep(500)
+  const latencyAlone = deliveryLatency(sentAlone, createdAt)
   await sleep(500)
   const after = reference.lastId
   const referenceBase = reference.count
@@ -455,7 +501,8 @@ const round = async (node: SwitchyardNode, apiKey: string, targets: ReturnType<t
   }
   const idleWith = await measureWith("with streams, no producer")
   phase("with streams, no producer", idleWith, idleWith.deliveredPerSecond)
-  stopProducer = startProducer(targets.async)
+  const sentWith = new Map<string, number>()
+  stopProducer = startProducer(targets.async, sentWith)
   await sleep(1000)
   const busyWith = await measureWith("with streams, producer")
   phase(`with streams, producer ${settings.producerPerSecond} tasks/s`, busyWith, busyWith.deliveredPerSecond)
@@ -486,6 +533,13 @@ const round = async (node: SwitchyardNode, apiKey: string, targets: ReturnType<t
   }
   await readers.close()
   reference.close()
+  const delivery = { alone: latencyAlone, withStreams: deliveryLatency(sentWith, createdAt) }
+  console.log(
+    `  invoke sent → its task.created on a stream, p50 / p99: ${fmt(delivery.alone.p50Ms, 1)} / ${
+      fmt(delivery.alone.p99Ms, 1)
+    } ms with that stream alone, ${fmt(delivery.withStreams.p50Ms, 1)} / ${fmt(delivery.withStreams.p99Ms, 1)} ms ` +
+      `with ${opened.opened} more (${delivery.alone.errors + delivery.withStreams.errors} never seen)`
+  )
   const result = {
     loadAverage: Os.loadavg()[0]!,
     idle: { without: idleWithout, with: idleWith, ...ratios(idleWith, idleWithout) },
@@ -494,7 +548,8 @@ const round = async (node: SwitchyardNode, apiKey: string, targets: ReturnType<t
     rssDeltaMiB,
     kibPerStream: (rssDeltaMiB * 1024) / opened.opened,
     producer: produced,
-    fanOut
+    fanOut,
+    delivery
   }
   console.log(
     `  p99 with/without, no producer: GET /v1/me ${fmt(result.idle.p99.me, 2)}x, sync invoke ${
@@ -553,6 +608,14 @@ export const run = async () => {
           producing: spreadOf((r) => r.producing.with.deliveredPerSecond)
         },
         cpuUsPerDelivered: spreadOf((r) => r.producing.with.cpuUsPerDelivered ?? Number.NaN),
+        deliveryP50Ms: {
+          alone: spreadOf((r) => r.delivery.alone.p50Ms),
+          withStreams: spreadOf((r) => r.delivery.withStreams.p50Ms)
+        },
+        deliveryP99Ms: {
+          alone: spreadOf((r) => r.delivery.alone.p99Ms),
+          withStreams: spreadOf((r) => r.delivery.withStreams.p99Ms)
+        },
         producerPerSecondWith: spreadOf((r) => r.producer.perSecond)
       }
       const errors = results.reduce(
@@ -584,6 +647,13 @@ export const run = async () => {
         `  node CPU per event delivered to one stream (producer on, all of the node's CPU): ${
           fmtSpread(summary.cpuUsPerDelivered, 1)
         } µs; producer reached ${fmtSpread(summary.producerPerSecondWith, 1)} of ${settings.producerPerSecond} tasks/s`
+      )
+      console.log(
+        `  invoke sent → its task.created on a stream, p50 / p99: ${fmtSpread(summary.deliveryP50Ms.alone, 1)} / ${
+          fmtSpread(summary.deliveryP99Ms.alone, 1)
+        } ms with that stream alone, ${fmtSpread(summary.deliveryP50Ms.withStreams, 1)} / ${
+          fmtSpread(summary.deliveryP99Ms.withStreams, 1)
+        } ms with ${settings.streams} more`
       )
       console.log(`  fan-out: ${fanOutOk ? "every stream saw every event, in order" : "!!! FAILED (see the rounds)"}`)
       const ok = errors === 0 && fanOutOk

@@ -27,6 +27,15 @@ const BUFFER_MAX = 5000
  * read instead of one read each (a read per commit cost the node a third of its task throughput).
  */
 const READ_GAP_MS = 5
+/**
+ * The share of the node's time one tail's hand-outs may take: when a read's hand-out (waking its streams and
+ * their socket writes) costs more, the next read waits longer, so more events go in each write. A few streams
+ * cost microseconds and are read every READ_GAP_MS; 1,000 streams following every event cost ~25 ms a read
+ * and are read ~2 times a second, not ~15 (a socket write is most of a stream's cost, whatever it carries).
+ */
+const HAND_OUT_SHARE = 0.05
+/** Reads of a busy tail wait at most this long (the latency its streams see at worst, catching up aside). */
+const READ_GAP_MAX_MS = 1000
 
 /**
  * Followers woken in one go, at most: a read's hand-out to more is spread over turns of the event loop, so
@@ -55,7 +64,11 @@ interface Tail {
   backoff: number
   /** When its last read started (performance.now()). */
   started: number
-  /** A read is due once READ_GAP_MS have passed. */
+  /** The time between reads: READ_GAP_MS, or more after a costly hand-out (HAND_OUT_SHARE). */
+  gap: number
+  /** What the hand-out under way has cost so far, in ms. */
+  spent: number
+  /** A read is due once `gap` has passed. */
   due: ReturnType<typeof setTimeout> | undefined
   /** Followers with something new, still to be woken (WAKE_SLICE at a time), from `woke` on. */
   waking: Array<Follower>
@@ -82,13 +95,14 @@ export const makeTails = (options: {
   const { checked, repo, run } = options
   const tails = new Map<string, Tail>()
 
-  const pump = (organizationId: string, tail: Tail): void => {
+  /** Reads the tail (once a read is due; `behind`: at once, as a full page's rest is). */
+  const pump = (organizationId: string, tail: Tail, behind = false): void => {
     if (tail.busy) {
       tail.again = true
       return
     }
-    const wait = tail.started + READ_GAP_MS - performance.now()
-    if (wait > 0) {
+    const wait = tail.started + tail.gap - performance.now()
+    if (wait > 0 && !behind) {
       tail.due ??= setTimeout(() => {
         tail.due = undefined
         pump(organizationId, tail)
@@ -122,7 +136,8 @@ export const makeTails = (options: {
             }
           }
           if (!tail.handing) handOut(tail)
-          if (page.full || tail.again) return pump(organizationId, tail)
+          // a full page's rest is read at once: a tail paced for its streams must not fall behind the log
+          if (page.full || tail.again) return pump(organizationId, tail, page.full)
           if (page.pending) {
             // a transaction that took a lower id still runs: no commit may announce its end
             clearTimeout(tail.retry)
@@ -148,13 +163,22 @@ export const makeTails = (options: {
    * tail buffered for it when its turn comes).
    */
   const handOut = (tail: Tail): void => {
+    const from = performance.now()
     const end = Math.min(tail.woke + WAKE_SLICE, tail.waking.length)
     while (tail.woke < end) {
       const f = tail.waking[tail.woke++]!
       f.queued = false
       f.wake?.()
     }
-    if (tail.woke < tail.waking.length) {
+    const last = tail.woke >= tail.waking.length
+    // the wakes' socket writes run at the end of this turn (node corks a response until then): counted too
+    process.nextTick(() => {
+      tail.spent += performance.now() - from
+      if (!last) return
+      tail.gap = Math.min(Math.max(READ_GAP_MS, tail.spent / HAND_OUT_SHARE), READ_GAP_MAX_MS)
+      tail.spent = 0
+    })
+    if (!last) {
       if (tail.woke >= WAKE_SLICE * 16) {
         tail.waking = tail.waking.slice(tail.woke)
         tail.woke = 0
@@ -185,6 +209,8 @@ export const makeTails = (options: {
         retry: undefined,
         backoff: 2,
         started: 0,
+        gap: READ_GAP_MS,
+        spent: 0,
         due: undefined,
         waking: [],
         woke: 0,
