@@ -44,6 +44,7 @@ import knowledgeReplaces from "./migrations/0037_knowledge_replaces.js"
 import taskErrorCodes from "./migrations/0040_task_error_codes.js"
 import fileBytes from "./migrations/0043_file_bytes.js"
 import grantSignIn from "./migrations/0044_grant_sign_in.js"
+import expiredRows from "./migrations/0045_expired_rows.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -84,7 +85,8 @@ export const migrations = {
   "0037_knowledge_replaces": knowledgeReplaces,
   "0040_task_error_codes": taskErrorCodes,
   "0043_file_bytes": fileBytes,
-  "0044_grant_sign_in": grantSignIn
+  "0044_grant_sign_in": grantSignIn,
+  "0045_expired_rows": expiredRows
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

@@ -3,6 +3,7 @@ import { Duration, Effect, Runtime, Schedule, Stream } from "effect"
 import { Gone } from "../../schema/Errors.js"
 import type { OrganizationId, TaskId } from "../../schema/Ids.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { everyJittered } from "../support/Periodic.js"
 import { type EventPage, type EventRecord, EventRepo } from "./EventRepo.js"
 import { makeTails, PAGE, type Subscribe } from "./EventTails.js"
 
@@ -123,13 +124,13 @@ export class EventLog extends Effect.Service<EventLog>()("events/EventLog", {
     yield* Effect.addFinalizer(() => Effect.sync(() => tails.close()))
 
     // retention: any node, at a jittered interval
-    yield* repo.prune(config.eventRetention).pipe(
-      Effect.tap((n) => n > 0 ? Effect.logInfo(`pruned ${n} event(s) past retention`) : Effect.void),
-      Effect.catchAllCause((cause) => Effect.logWarning("event retention failed", cause)),
-      Effect.delay(Duration.millis(Duration.toMillis(PRUNE_EVERY) * (0.5 + Math.random()))),
-      Effect.forever,
-      Effect.forkScoped
-    )
+    yield* everyJittered(
+      PRUNE_EVERY,
+      "event retention",
+      repo.prune(config.eventRetention).pipe(
+        Effect.tap((n) => n > 0 ? Effect.logInfo(`pruned ${n} event(s) past retention`) : Effect.void)
+      )
+    ).pipe(Effect.forkScoped)
 
     /** Wake-ups of the organization: after each commit of its events here or elsewhere, and periodically. */
     const changes = (organizationId: OrganizationId): Stream.Stream<void> =>

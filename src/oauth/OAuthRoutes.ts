@@ -2,6 +2,7 @@ import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse } from "@ef
 import { Effect, Layer } from "effect"
 import { inspectFormText, isJsonMediaType, parseJsonBody, unsupportedMediaType } from "../http/JsonBody.js"
 import { RouteTable } from "../http/RouteTable.js"
+import { ExpiredRowsLive } from "../security/ExpiredRows.js"
 import { RateLimits } from "../security/RateLimits.js"
 import { AuthorizationServer } from "./AuthorizationServer.js"
 import { Clients } from "./Clients.js"
@@ -168,4 +169,4 @@ export const OAuthRoutes = Layer.effectDiscard(
       routes.add(method, new RegExp(`^${path.replace(/\./g, "\\.")}/?$`))
     }
   })
-).pipe(Layer.provide(OAuthLive), Layer.provide(RateLimits.Default))
+).pipe(Layer.provide(OAuthLive), Layer.provide(RateLimits.Default), Layer.provide(ExpiredRowsLive))

@@ -97,13 +97,15 @@ export class SsoRepo extends Effect.Service<SsoRepo>()("sso/SsoRepo", {
         VALUES (${stateHash}, ${login.browser_hash}, ${login.organization_id}, ${login.code_verifier},
                 ${login.nonce}, ${login.request}, ${login.expires_at})`.pipe(Effect.asVoid, Effect.orDie)
 
-    /** A sign-in in flight, once: the row is gone after this (a replayed callback finds nothing). */
+    /**
+     * A sign-in in flight, once: the row is gone after this (a replayed callback finds nothing). Those never
+     * completed go with the sweep of expired rows (src/security/ExpiredRows.ts).
+     */
     const takeLogin = (stateHash: Uint8Array) =>
-      Effect.gen(function*() {
-        yield* sql`DELETE FROM sso_logins WHERE expires_at < now() - interval '1 hour'`
-        const [row] = yield* sql<PendingLogin>`DELETE FROM sso_logins WHERE state_hash = ${stateHash} RETURNING *`
-        return row
-      }).pipe(Effect.orDie)
+      sql<PendingLogin>`DELETE FROM sso_logins WHERE state_hash = ${stateHash} RETURNING *`.pipe(
+        Effect.map(([row]) => row),
+        Effect.orDie
+      )
 
     const findIdentity = (organizationId: OrganizationId, issuer: string, subject: string) =>
       sql<{ user_id: UserId }>`

@@ -5,6 +5,7 @@ import type { DeliveryId, WebhookId } from "../../schema/Webhooks.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { Egress } from "../connectors/Egress.js"
+import { everyJittered } from "../support/Periodic.js"
 import { type AttemptResult, DeliveryRepo, type Endpoint, type HeldDelivery } from "./DeliveryRepo.js"
 import { WebhookDisabler } from "./WebhookDisabler.js"
 import { type Answer, send } from "./WebhookSender.js"
@@ -15,7 +16,7 @@ export const HELD_MAX = 5000
 /** Deliveries claimed per statement. */
 const CLAIM_BATCH = 200
 /** How often finished deliveries past the event retention are deleted (jittered), by any node. */
-const PRUNE_EVERY_MS = 5 * 60_000
+const PRUNE_EVERY = Duration.minutes(5)
 
 /** The context a webhook's secret is sealed under: a ciphertext copied to another row does not open. */
 export const secretContext = (organizationId: string, webhookId: string) => ["webhook", organizationId, webhookId]
@@ -209,12 +210,12 @@ export class DeliverySender extends Effect.Service<DeliverySender>()("webhooks/D
       Effect.repeat(Schedule.spaced(Duration.seconds(leaseSeconds / 3))),
       Effect.forkScoped
     )
-    yield* repo.prune(Duration.toSeconds(config.eventRetention)).pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning("webhook delivery retention failed", cause)),
-      Effect.delay(Duration.millis(PRUNE_EVERY_MS * (0.5 + Math.random()))),
-      Effect.forever,
-      Effect.forkScoped
+    yield* everyJittered(
+      PRUNE_EVERY,
+      "webhook delivery retention",
+      repo.prune(Duration.toSeconds(config.eventRetention))
     )
+      .pipe(Effect.forkScoped)
 
     /** The attempt of a delivery this node holds, recorded (or `timeoutMs` and a second passed). */
     const attempted = (id: DeliveryId) =>
