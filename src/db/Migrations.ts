@@ -45,6 +45,7 @@ import taskErrorCodes from "./migrations/0040_task_error_codes.js"
 import fileBytes from "./migrations/0043_file_bytes.js"
 import grantSignIn from "./migrations/0044_grant_sign_in.js"
 import expiredRows from "./migrations/0045_expired_rows.js"
+import ssoIdentityClient from "./migrations/0047_sso_identity_client.js"
 
 /** Our schema, in order. Append only: a released migration never changes. */
 export const migrations = {
@@ -86,7 +87,8 @@ export const migrations = {
   "0040_task_error_codes": taskErrorCodes,
   "0043_file_bytes": fileBytes,
   "0044_grant_sign_in": grantSignIn,
-  "0045_expired_rows": expiredRows
+  "0045_expired_rows": expiredRows,
+  "0047_sso_identity_client": ssoIdentityClient
 } as const
 
 /** The highest migration id (ids are the numeric prefixes, as PgMigrator reads them). */

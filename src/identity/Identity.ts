@@ -20,6 +20,7 @@ import { AuditLog } from "../audit/AuditLog.js"
 import { ConnectorRepo } from "../connectors/ConnectorRepo.js"
 import { transactionIn } from "../db/Transaction.js"
 import { OAuthRepo } from "../oauth/OAuthRepo.js"
+import { SsoRepo } from "../sso/SsoRepo.js"
 import { listOrPage, type PageParams } from "../support/Cursor.js"
 import { generateApiKey } from "./ApiKeySecret.js"
 import { consoleKeyId } from "./ConsoleKeyId.js"
@@ -37,6 +38,7 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
     const repo = yield* IdentityRepo
     const connectorRepo = yield* ConnectorRepo
     const oauthRepo = yield* OAuthRepo
+    const ssoRepo = yield* SsoRepo
     const agents = yield* OrganizationAgents
     const transaction = transactionIn(yield* SqlClient.SqlClient)
     const audit = yield* AuditLog
@@ -199,7 +201,8 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
     /**
      * Out of the organization and its groups; their personal keys and MCP authorizations here are revoked
      * (so that adding them back later revives neither), and their personal connections deleted (the
-     * credentials erased): only they could use them, and no secret outlives its use.
+     * credentials erased): only they could use them, and no secret outlives its use. Their links to its identity
+     * providers are forgotten.
      */
     const removeMember = Effect.fn("Identity.removeMember")(function*(principal: Principal, userId: UserId) {
       yield* requireOrganizationKey(principal, Policy.removeMembers)
@@ -211,6 +214,8 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
       const revoked = yield* repo.revokePersonalKeys(principal.organizationId, userId)
       const grants = yield* oauthRepo.revokeGrantsOf(principal.organizationId, userId)
       const connections = yield* connectorRepo.deletePersonalConnections(principal.organizationId, userId)
+      // a new account at the provider with their address then starts afresh instead of being refused
+      yield* ssoRepo.forgetIdentities(principal.organizationId, userId)
       yield* repo.deleteMembership(principal.organizationId, userId)
       yield* audit.record(principal, {
         action: "REMOVE_MEMBER",
@@ -370,6 +375,7 @@ export class Identity extends Effect.Service<Identity>()("identity/Identity", {
     IdentityRepo.Default,
     ConnectorRepo.Default,
     OAuthRepo.Default,
+    SsoRepo.Default,
     OrganizationAgents.Default,
     AuditLog.Default
   ]

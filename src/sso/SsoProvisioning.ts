@@ -91,11 +91,17 @@ export class SsoProvisioning extends Effect.Service<SsoProvisioning>()("sso/SsoP
         )
       }
 
-      return yield* Effect.gen(function*() {
+      const signedIn = yield* Effect.gen(function*() {
         yield* identity.lockOrganization(organizationId)
-        const linked = yield* repo.findIdentity(organizationId, settings.issuer, person.subject)
+        const linked = yield* repo.findIdentity(organizationId, settings, person.subject)
+        // not linked yet (first sign-in, or a new provider): the person is found by the verified e-mail
         const userId = linked ?? (yield* identity.upsertUser(Crypto.randomUUID() as UserId, email, person.name)).id
-        if (linked === undefined) yield* repo.linkIdentity(organizationId, settings.issuer, person.subject, userId)
+        if (linked === undefined) {
+          // the same provider vouching for that e-mail under another subject is another account there (an
+          // address passed on): it does not take over the person it was linked to
+          if (yield* repo.linkedElsewhere(organizationId, settings, person.subject, userId)) return undefined
+          yield* repo.linkIdentity(organizationId, settings, person.subject, userId)
+        }
         const target = { type: "member", id: userId, name: email }
 
         const managed = Array.from(new Set(settings.group_mapping.map((m) => m.group_id)))
@@ -147,12 +153,25 @@ export class SsoProvisioning extends Effect.Service<SsoProvisioning>()("sso/SsoP
             issuer: settings.issuer,
             subject: person.subject,
             provisioned: member === undefined,
+            matched: linked === undefined ? "email" : "subject",
             groups_added: joining,
             groups_removed: leaving
           }
         })
         return userId
       }).pipe(transaction)
+      if (signedIn === undefined) {
+        return yield* deny(
+          system,
+          settings,
+          person,
+          "subject_changed",
+          `${email} signed in here before with another account of this identity provider (another \`sub\`). If ` +
+            "the address is yours now, an administrator must first remove its former member from the organization; " +
+            "then sign in again."
+        )
+      }
+      return signedIn
     })
 
     return { signIn } as const

@@ -107,18 +107,51 @@ export class SsoRepo extends Effect.Service<SsoRepo>()("sso/SsoRepo", {
         Effect.orDie
       )
 
-    const findIdentity = (organizationId: OrganizationId, issuer: string, subject: string) =>
+    /** The user linked to the subject, whose link now names the client it signed in through. */
+    const findIdentity = (
+      organizationId: OrganizationId,
+      provider: Pick<SsoRow, "issuer" | "client_id">,
+      subject: string
+    ) =>
       sql<{ user_id: UserId }>`
-        UPDATE sso_identities SET last_sign_in_at = now()
-        WHERE organization_id = ${organizationId} AND issuer = ${issuer} AND subject = ${subject}
+        UPDATE sso_identities SET last_sign_in_at = now(), client_id = ${provider.client_id}
+        WHERE organization_id = ${organizationId} AND issuer = ${provider.issuer} AND subject = ${subject}
         RETURNING user_id`.pipe(Effect.map(([row]) => row?.user_id), Effect.orDie)
 
-    const linkIdentity = (organizationId: OrganizationId, issuer: string, subject: string, userId: UserId) =>
+    const linkIdentity = (
+      organizationId: OrganizationId,
+      provider: Pick<SsoRow, "issuer" | "client_id">,
+      subject: string,
+      userId: UserId
+    ) =>
       sql`
-        INSERT INTO sso_identities (organization_id, issuer, subject, user_id)
-        VALUES (${organizationId}, ${issuer}, ${subject}, ${userId})
+        INSERT INTO sso_identities (organization_id, issuer, subject, user_id, client_id)
+        VALUES (${organizationId}, ${provider.issuer}, ${subject}, ${userId}, ${provider.client_id})
         ON CONFLICT (organization_id, issuer, subject) DO UPDATE SET user_id = excluded.user_id,
-          last_sign_in_at = now()`.pipe(Effect.asVoid, Effect.orDie)
+          client_id = excluded.client_id, last_sign_in_at = now()`.pipe(Effect.asVoid, Effect.orDie)
+
+    /**
+     * Whether the user, a member here, is linked to another subject of this very provider (issuer and client).
+     * Links of someone no longer a member (removed before removal forgot them) hold nothing to take over.
+     */
+    const linkedElsewhere = (
+      organizationId: OrganizationId,
+      provider: Pick<SsoRow, "issuer" | "client_id">,
+      subject: string,
+      userId: UserId
+    ) =>
+      sql<{ any: boolean }>`
+        SELECT EXISTS (
+          SELECT 1 FROM sso_identities i JOIN memberships m USING (organization_id, user_id)
+          WHERE i.organization_id = ${organizationId} AND i.user_id = ${userId} AND i.issuer = ${provider.issuer}
+            AND i.client_id = ${provider.client_id} AND i.subject <> ${subject}
+        ) AS any`.pipe(Effect.map(([row]) => row!.any), Effect.orDie)
+
+    /** Forgets the user's links to the organization's identity providers (they left it); how many there were. */
+    const forgetIdentities = (organizationId: OrganizationId, userId: UserId) =>
+      sql`
+        DELETE FROM sso_identities WHERE organization_id = ${organizationId} AND user_id = ${userId}
+        RETURNING subject`.pipe(Effect.map((rows) => rows.length), Effect.orDie)
 
     /**
      * A session, only while the organization's single sign-on is on with the provider (issuer and client) that
@@ -165,6 +198,8 @@ export class SsoRepo extends Effect.Service<SsoRepo>()("sso/SsoRepo", {
       takeLogin,
       findIdentity,
       linkIdentity,
+      linkedElsewhere,
+      forgetIdentities,
       insertSession,
       endSessions,
       sessionOrganization

@@ -127,6 +127,16 @@ describe("module layout", () => {
     expect(outward).toEqual([])
   })
 
+  // a released migration is frozen: code it borrowed from the application would change what it does later
+  it("migrations import nothing from src/ outside src/db/migrations/", () => {
+    const outward = [...graph].flatMap(([file, targets]) =>
+      file.startsWith("src/db/migrations/")
+        ? targets.filter((t) => !t.startsWith("src/db/migrations/")).map((t) => `${file} → ${t}`)
+        : []
+    )
+    expect(outward).toEqual([])
+  })
+
   it("cluster/ imports nothing from src/", () => {
     const outward = [...graph].flatMap(([file, targets]) =>
       file.startsWith("cluster/") ? targets.filter((t) => t.startsWith("src/")).map((t) => `${file} → ${t}`) : []

@@ -39,6 +39,8 @@ export const startOidcProvider = async (options: {
   readonly redirectUris: ReadonlyArray<string>
   readonly clientId?: string
   readonly clientSecret?: string
+  /** More clients, with the same secret and redirect URIs (another application at the same issuer). */
+  readonly otherClientIds?: ReadonlyArray<string>
 }): Promise<TestIdp> => {
   const users = new Map<string, IdpUser>()
   const clientId = options.clientId ?? `switchyard-${Crypto.randomBytes(4).toString("hex")}`
@@ -50,14 +52,14 @@ export const startOidcProvider = async (options: {
   const jwk = { ...privateKey.export({ format: "jwk" }), kid: "test-key", alg: "RS256", use: "sig" }
 
   const provider = new Provider(issuer, {
-    clients: [{
-      client_id: clientId,
+    clients: [clientId, ...options.otherClientIds ?? []].map((id) => ({
+      client_id: id,
       client_secret: clientSecret,
       redirect_uris: [...options.redirectUris],
       grant_types: ["authorization_code"],
       response_types: ["code"],
-      token_endpoint_auth_method: "client_secret_basic"
-    }],
+      token_endpoint_auth_method: "client_secret_basic" as const
+    })),
     jwks: { keys: [jwk as never] },
     cookies: { keys: [Crypto.randomBytes(16).toString("hex")] },
     claims: {

@@ -1,12 +1,30 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { indexedText } from "../../knowledge/CjkSegments.js"
 
 /**
  * Chunks with Chinese, Japanese or Korean text are indexed from `search_text`, the text cut into two-character
  * pieces (src/knowledge/CjkSegments.ts), so that words inside a sentence are found; null for other chunks,
  * which are indexed from `text` as before. Chunks written before this are cut here, in batches.
  */
+
+// A frozen copy of `indexedText` as src/knowledge/CjkSegments.ts had it when this migration was released: a
+// migration does the same on every database, whatever the application's cutting later becomes.
+const RUN = "[\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Hangul}\\u3005\\u30fc]+"
+const PUNCTUATION = "[\\u3000-\\u303f\\uff01-\\uff0f\\uff1a-\\uff20\\uff3b-\\uff40\\uff5b-\\uff65]"
+const PARTS = new RegExp(`(${RUN})|${PUNCTUATION}`, "gu")
+const ANY = new RegExp(`${RUN}|${PUNCTUATION}`, "u")
+
+const bigrams = (run: string): Array<string> => {
+  const chars = [...run]
+  return chars.length <= 2 ? [run] : chars.slice(0, -1).map((c, i) => c + chars[i + 1])
+}
+
+/** The text as it is indexed: undefined when it has no CJK (the text itself is). */
+const indexedText = (text: string): string | undefined =>
+  ANY.test(text)
+    ? text.replace(PARTS, (_, run?: string) => run === undefined ? " " : ` ${bigrams(run).join(" ")} `)
+    : undefined
+
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`ALTER TABLE knowledge_chunks ADD COLUMN search_text text`
