@@ -26,9 +26,10 @@ import { appendRun, fmtSpread, median, rounds, spread } from "./support/runs.js"
  *   - the producer stops; once the log is quiet every stream must have seen exactly the events a reference
  *     stream (opened first, same position) saw: same count, same last id, ids increasing (fan-out
  *     correctness); then the streams close.
- *   - what a stream's events wait: from an async invoke sent to its task.created read on the reference stream,
- *     p50/p99, while the producer runs with the reference stream alone (before the others open: the same
- *     round's baseline) and with every stream open (a busy tail is read less often: EventTails.ts).
+ *   - what a stream's events wait: from a task.created event's transaction start (its `at`) to a client, p50/p99,
+ *     while the producer runs, with the reference stream alone (before the others open: the same round's
+ *     baseline), then on the reference and every SAMPLE_EVERY-th stream with all of them open (a busy tail is
+ *     read less often: EventTails.ts).
  * Ratios are within a round (same minute of this shared machine); the figures are their median over the
  * rounds (BENCH_RUNS, default 3). Each run is appended to bench/results/sse.json.
  *
@@ -124,11 +125,8 @@ const measureUnderLoad = async (target: Target, check?: (o: Outcome) => string |
   return latencyOf(samples, statuses, errors)
 }
 
-/**
- * Async invokes at a steady rate until stopped; counts what was not accepted (202). `sentAt`, when given,
- * takes each accepted task's id and when its invoke was sent (for the latency to a stream's task.created).
- */
-const startProducer = (target: Target, sentAt?: Map<string, number>) => {
+/** Async invokes at a steady rate until stopped; counts what was not accepted (202). */
+const startProducer = (target: Target) => {
   const connections = Array.from({ length: 8 }, () => connect(target))
   const idle = [...connections]
   let running = true
@@ -148,12 +146,8 @@ const startProducer = (target: Target, sentAt?: Map<string, number>) => {
         continue
       }
       sent++
-      const t0 = performance.now()
       void connection.send().then((o) => {
         if (o.status !== "202") failed++
-        else if (sentAt !== undefined && o.response !== undefined) {
-          sentAt.set((JSON.parse(responseBody(o.response)) as { id: string }).id, t0)
-        }
         idle.push(connection)
       })
     }
@@ -176,16 +170,28 @@ interface Stream {
   status: number
   ended: boolean
   close: () => void
-  /** When given (the reference stream): when each task's task.created arrived, by task id. */
-  readonly createdAt?: Map<string, number>
+  /**
+   * When given (the reference stream, every SAMPLE_EVERY-th of the others): how long each task.created took
+   * from its transaction's start (the event's `at`) to this client, in ms; taken and emptied by `stats`.
+   */
+  readonly latencies?: Array<number>
 }
+
+/** Of the streams in the reader process, those that measure latency (their parsing costs that process CPU). */
+const SAMPLE_EVERY = 50
+
+/** Now, on the wall clock, to the microsecond (what PostgreSQL's `now()` in an event's `at` is on). */
+const wallMs = () => performance.timeOrigin + performance.now()
+
+/** An event's `at` (`2026-11-28T08:49:40.460437Z`) in ms since the epoch, to the microsecond. */
+const atMs = (at: string) => Date.parse(at.slice(0, 23) + "Z") + Number(at.slice(23, 26)) / 1000
 
 /** One `GET /v1/events` on its own socket, resuming after `after`; counts events, checks ids increase. */
 const openStream = (
   baseUrl: string,
   apiKey: string,
   after: number | undefined,
-  createdAt?: Map<string, number>
+  latencies?: Array<number>
 ): Promise<Stream> =>
   new Promise((resolve, reject) => {
     const url = new URL(`/v1/events${settings.streamTypes === "" ? "" : `?types=${settings.streamTypes}`}`, baseUrl)
@@ -197,7 +203,7 @@ const openStream = (
       status: 0,
       ended: false,
       close: () => undefined,
-      ...(createdAt === undefined ? {} : { createdAt })
+      ...(latencies === undefined ? {} : { latencies })
     }
     const req = Http.get(url, {
       agent: false,
@@ -226,12 +232,11 @@ const openStream = (
         for (let at = 0; at < complete;) {
           const end = text.indexOf("\n", at)
           if (text.startsWith("id: ", at)) id = Number(text.slice(at + 4, end))
-          else if (createdAt !== undefined && text.startsWith("event: ", at)) {
+          else if (latencies !== undefined && text.startsWith("event: ", at)) {
             created = text.startsWith("task.created", at + 7)
           } else if (text.startsWith("data: ", at) && id !== undefined) {
             if (created) {
-              const event = JSON.parse(text.slice(at + 6, end)) as { data: { task_id: string } }
-              createdAt!.set(event.data.task_id, performance.now())
+              latencies!.push(wallMs() - atMs((JSON.parse(text.slice(at + 6, end)) as { at: string }).at))
               created = false
             }
             if (!(id > stream.lastId)) stream.ordered = false
@@ -264,6 +269,8 @@ interface ReaderStats {
   readonly lastIds: ReadonlyArray<number>
   readonly unordered: number
   readonly ended: number
+  /** The sampling streams' latencies since the last `stats` (ms). */
+  readonly latencies: ReadonlyArray<number>
 }
 type ReaderRequest =
   | {
@@ -320,7 +327,8 @@ const readersChild = () => {
     counts: streams.map((s) => s.count),
     lastIds: streams.map((s) => s.lastId),
     unordered: streams.filter((s) => !s.ordered).length,
-    ended: streams.filter((s) => s.ended).length
+    ended: streams.filter((s) => s.ended).length,
+    latencies: streams.flatMap((s) => s.latencies?.splice(0) ?? [])
   })
   // the bench ended (or died): so do the streams
   process.on("disconnect", () => process.exit(0))
@@ -330,7 +338,8 @@ const readersChild = () => {
         const batch = await Promise.allSettled(
           Array.from(
             { length: Math.min(settings.openBatch, request.n - i) },
-            () => openStream(request.baseUrl, request.apiKey, request.after)
+            (_, j) =>
+              openStream(request.baseUrl, request.apiKey, request.after, (i + j) % SAMPLE_EVERY === 0 ? [] : undefined)
           )
         )
         for (const s of batch) {
@@ -412,18 +421,6 @@ const ratios = (withStreams: Measured, without: Measured) => ({
   }
 })
 
-/** Invoke sent → its task.created on the reference stream, for the tasks `sentAt` holds (missing: never seen). */
-const deliveryLatency = (sentAt: ReadonlyMap<string, number>, createdAt: ReadonlyMap<string, number>) => {
-  const samples: Array<number> = []
-  let missing = 0
-  for (const [id, t0] of sentAt) {
-    const seen = createdAt.get(id)
-    if (seen === undefined) missing++
-    else samples.push(seen - t0)
-  }
-  return latencyOf(samples, {}, missing)
-}
-
 const round = async (node: SwitchyardNode, apiKey: string, targets: ReturnType<typeof endpoints>, index: number) => {
   const { settleMs, streams: n } = settings
   console.log(`Round ${index + 1} (load average ${Os.loadavg()[0]!.toFixed(2)})`)
@@ -453,19 +450,19 @@ const round = async (node: SwitchyardNode, apiKey: string, targets: ReturnType<t
   const rssBefore = await quietRss(node.pid)
 
   // the reference stream: every other stream resumes after its last event, so all must see the same events
-  const createdAt = new Map<string, number>()
-  const reference = await openStream(node.baseUrl, apiKey, undefined, createdAt)
+  const referenceLatencies: Array<number> = []
+  const reference = await openStream(node.baseUrl, apiKey, undefined, referenceLatencies)
   await sleep(200)
   await fetch(targets.async.url, { method: "POST", headers: targets.async.headers, body: targets.async.body })
   for (let i = 0; reference.count === 0 && i < 200; i++) await sleep(25)
   if (reference.count === 0) throw new Error("the reference stream received no event in 5 s")
   // the same run's baseline of what a stream's latency is: the producer with the reference stream alone
-  const sentAlone = new Map<string, number>()
-  const stopAlone = startProducer(targets.async, sentAlone)
+  const stopAlone = startProducer(targets.async)
+  await sleep(1000)
+  referenceLatencies.length = 0
   await sleep(settings.measureMs)
+  const latencyAlone = latencyOf(referenceLatencies.splice(0), {}, 0)
   await stopAlone()
-  await sleep(500)
-  const latencyAlone = deliveryLatency(sentAlone, createdAt)
   await sleep(500)
   const after = reference.lastId
   const referenceBase = reference.count
@@ -501,10 +498,12 @@ const round = async (node: SwitchyardNode, apiKey: string, targets: ReturnType<t
   }
   const idleWith = await measureWith("with streams, no producer")
   phase("with streams, no producer", idleWith, idleWith.deliveredPerSecond)
-  const sentWith = new Map<string, number>()
-  stopProducer = startProducer(targets.async, sentWith)
+  stopProducer = startProducer(targets.async)
   await sleep(1000)
+  referenceLatencies.length = 0
+  await readers.stats()
   const busyWith = await measureWith("with streams, producer")
+  const latencyWith = latencyOf([...referenceLatencies.splice(0), ...(await readers.stats()).latencies], {}, 0)
   phase(`with streams, producer ${settings.producerPerSecond} tasks/s`, busyWith, busyWith.deliveredPerSecond)
   produced = await stopProducer()
 
@@ -533,12 +532,12 @@ const round = async (node: SwitchyardNode, apiKey: string, targets: ReturnType<t
   }
   await readers.close()
   reference.close()
-  const delivery = { alone: latencyAlone, withStreams: deliveryLatency(sentWith, createdAt) }
+  const delivery = { alone: latencyAlone, withStreams: latencyWith }
   console.log(
-    `  invoke sent → its task.created on a stream, p50 / p99: ${fmt(delivery.alone.p50Ms, 1)} / ${
+    `  task.created, its transaction's start → a stream, p50 / p99: ${fmt(delivery.alone.p50Ms, 1)} / ${
       fmt(delivery.alone.p99Ms, 1)
-    } ms with that stream alone, ${fmt(delivery.withStreams.p50Ms, 1)} / ${fmt(delivery.withStreams.p99Ms, 1)} ms ` +
-      `with ${opened.opened} more (${delivery.alone.errors + delivery.withStreams.errors} never seen)`
+    } ms with one stream open, ${fmt(delivery.withStreams.p50Ms, 1)} / ${fmt(delivery.withStreams.p99Ms, 1)} ms ` +
+      `with ${opened.opened} more (${delivery.withStreams.requests} samples, from every ${SAMPLE_EVERY}th stream)`
   )
   const result = {
     loadAverage: Os.loadavg()[0]!,
@@ -649,11 +648,11 @@ export const run = async () => {
         } µs; producer reached ${fmtSpread(summary.producerPerSecondWith, 1)} of ${settings.producerPerSecond} tasks/s`
       )
       console.log(
-        `  invoke sent → its task.created on a stream, p50 / p99: ${fmtSpread(summary.deliveryP50Ms.alone, 1)} / ${
-          fmtSpread(summary.deliveryP99Ms.alone, 1)
-        } ms with that stream alone, ${fmtSpread(summary.deliveryP50Ms.withStreams, 1)} / ${
-          fmtSpread(summary.deliveryP99Ms.withStreams, 1)
-        } ms with ${settings.streams} more`
+        `  task.created, its transaction's start → a stream, p50 / p99: ${
+          fmtSpread(summary.deliveryP50Ms.alone, 1)
+        } / ${fmtSpread(summary.deliveryP99Ms.alone, 1)} ms with one stream open, ${
+          fmtSpread(summary.deliveryP50Ms.withStreams, 1)
+        } / ${fmtSpread(summary.deliveryP99Ms.withStreams, 1)} ms with ${settings.streams} more`
       )
       console.log(`  fan-out: ${fanOutOk ? "every stream saw every event, in order" : "!!! FAILED (see the rounds)"}`)
       const ok = errors === 0 && fanOutOk

@@ -28,12 +28,12 @@ const BUFFER_MAX = 5000
  */
 const READ_GAP_MS = 5
 /**
- * The share of the node's time one tail's hand-outs may take: when a read's hand-out (waking its streams and
- * their socket writes) costs more, the next read waits longer, so more events go in each write. A few streams
- * cost microseconds and are read every READ_GAP_MS; 1,000 streams following every event cost ~25 ms a read
- * and are read ~2 times a second, not ~15 (a socket write is most of a stream's cost, whatever it carries).
+ * Reads of a tail that woke many streams wait longer, this much per stream its last read woke (up to
+ * READ_GAP_MAX_MS), so that more events go in each write: waking a stream costs ~20 µs, most of it the socket
+ * write, whatever it carries, so a tail's hand-outs take about 5% of a core. A few streams are read every
+ * READ_GAP_MS; 1,000 streams following every event of a busy organization ~2.5 times a second instead of ~15.
  */
-const HAND_OUT_SHARE = 0.05
+const READ_GAP_PER_STREAM_MS = 0.4
 /** Reads of a busy tail wait at most this long (the latency its streams see at worst, catching up aside). */
 const READ_GAP_MAX_MS = 1000
 
@@ -64,10 +64,8 @@ interface Tail {
   backoff: number
   /** When its last read started (performance.now()). */
   started: number
-  /** The time between reads: READ_GAP_MS, or more after a costly hand-out (HAND_OUT_SHARE). */
+  /** The time between reads: READ_GAP_MS, or more after a read that woke many streams. */
   gap: number
-  /** What the hand-out under way has cost so far, in ms. */
-  spent: number
   /** A read is due once `gap` has passed. */
   due: ReturnType<typeof setTimeout> | undefined
   /** Followers with something new, still to be woken (WAKE_SLICE at a time), from `woke` on. */
@@ -135,6 +133,10 @@ export const makeTails = (options: {
               tail.waking.push(f)
             }
           }
+          tail.gap = Math.min(
+            Math.max(READ_GAP_MS, (tail.waking.length - tail.woke) * READ_GAP_PER_STREAM_MS),
+            READ_GAP_MAX_MS
+          )
           if (!tail.handing) handOut(tail)
           // a full page's rest is read at once: a tail paced for its streams must not fall behind the log
           if (page.full || tail.again) return pump(organizationId, tail, page.full)
@@ -163,22 +165,13 @@ export const makeTails = (options: {
    * tail buffered for it when its turn comes).
    */
   const handOut = (tail: Tail): void => {
-    const from = performance.now()
     const end = Math.min(tail.woke + WAKE_SLICE, tail.waking.length)
     while (tail.woke < end) {
       const f = tail.waking[tail.woke++]!
       f.queued = false
       f.wake?.()
     }
-    const last = tail.woke >= tail.waking.length
-    // the wakes' socket writes run at the end of this turn (node corks a response until then): counted too
-    process.nextTick(() => {
-      tail.spent += performance.now() - from
-      if (!last) return
-      tail.gap = Math.min(Math.max(READ_GAP_MS, tail.spent / HAND_OUT_SHARE), READ_GAP_MAX_MS)
-      tail.spent = 0
-    })
-    if (!last) {
+    if (tail.woke < tail.waking.length) {
       if (tail.woke >= WAKE_SLICE * 16) {
         tail.waking = tail.waking.slice(tail.woke)
         tail.woke = 0
@@ -210,7 +203,6 @@ export const makeTails = (options: {
         backoff: 2,
         started: 0,
         gap: READ_GAP_MS,
-        spent: 0,
         due: undefined,
         waking: [],
         woke: 0,
