@@ -1,8 +1,5 @@
-import * as Fs from "node:fs"
-import * as Path from "node:path"
-import pg from "pg"
 import { eventTriggers, triggerFunction } from "../../src/db/migrations/0021_event_writes.js"
-import { startNode, stopAll, tempDir } from "./processes.js"
+import { compareVariants, withBackendProbe } from "./backendProbe.js"
 
 /**
  * A probe of event-log layouts (issue 22), for looking into them, not a benchmark of record:
@@ -11,7 +8,7 @@ import { startNode, stopAll, tempDir } from "./processes.js"
  * One backend writes tasks as the batched API statements do (tasks inserted executing, `tasks per statement`
  * at a time; then ended with their model calls in one statement), each statement its own transaction, with
  * asynchronous commit; what is measured is the backend's CPU time per task (/proc/<pid>/stat). Variants,
- * alternating in each round: the event triggers off; the current triggers (a row per event); `batch`, one row
+ * alternating in each round: the event triggers off; `rows`, the current triggers (a row per event); `batch`, one row
  * per statement, organization and half of the id range, its events a JSON array, in a table of its own;
  * `slim`, the current triggers writing no payload. The last two only measure writes: nothing reads them.
  */
@@ -93,78 +90,25 @@ const LOOP = `
     END LOOP;
   END $$`
 
-const postgresOf = (dataDir: string) => {
-  const lines = Fs.readFileSync(Path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")
-  return { port: Number(lines[3]), password: Fs.readFileSync(Path.join(dataDir, "pg-password"), "utf8").trim() }
-}
-
-const tmp = tempDir("probe-layouts-")
-const dataDir = Path.join(tmp, "data")
-try {
-  const node = await startNode({
-    dataDir,
-    logLevel: "warning",
-    logFile: Path.join(tmp, "node.log"),
-    expectApiKey: true
+await withBackendProbe("probe-layouts-", async (probe) => {
+  for (const statement of batchSetup) await probe.client.query(statement)
+  await compareVariants(probe, {
+    variants: {
+      off: TRIGGERS.map(([t, g]) => `ALTER TABLE ${t} DISABLE TRIGGER ${g}`),
+      rows: current.map(triggerFunction),
+      batch: current.map(batchFunction),
+      slim: current.map((t) => triggerFunction(t).replace("d.owner_user_id, d.data", "d.owner_user_id, '{}'::json"))
+    },
+    reset: ["SET synchronous_commit = off", LOOP, ...TRIGGERS.map(([t, g]) => `ALTER TABLE ${t} ENABLE TRIGGER ${g}`)],
+    run: () => probe.client.query("CALL probe_loop($1, $2, $3, $4)", [ITER, B, probe.organizationId, probe.agentId]),
+    units: ITER * B,
+    rounds: ROUNDS
   })
-  const headers = { "x-api-key": node.apiKey!, "content-type": "application/json" }
-  const me = await (await fetch(`${node.baseUrl}/v1/me`, { headers })).json() as any
-  const organizationId: string = me.organization_id ?? me.organization?.id
-  const agent = await (await fetch(`${node.baseUrl}/v1/agents`, {
-    method: "POST",
-    headers,
-    body: JSON.stringify({ name: "probe", model: { provider: "scripted", script: [{ text: "done" }] } })
-  })).json() as { id: string }
-  const client = new pg.Client({ ...postgresOf(dataDir), host: "127.0.0.1", user: "postgres", database: "postgres" })
-  await client.connect()
-  client.on("error", () => {})
-  const { rows: [{ pid }] } = await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")
-  const cpu = () => {
-    const f = Fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-    return (Number(f[11]) + Number(f[12])) * 10
-  }
-  for (const s of batchSetup) await client.query(s)
-  const variants: Record<string, ReadonlyArray<string>> = {
-    off: TRIGGERS.map(([t, g]) => `ALTER TABLE ${t} DISABLE TRIGGER ${g}`),
-    cur: current.map(triggerFunction),
-    batch: current.map(batchFunction),
-    slim: current.map((t) => triggerFunction(t).replace("d.owner_user_id, d.data", "d.owner_user_id, '{}'::json"))
-  }
-  const per: Record<string, number[]> = { off: [], cur: [], batch: [], slim: [] }
-  const names = Object.keys(variants)
-  for (let round = 0; round <= ROUNDS; round++) {
-    for (const name of round % 2 === 0 ? names : [...names].reverse()) {
-      await client.query("SET synchronous_commit = off")
-      await client.query(LOOP)
-      for (const [t, g] of TRIGGERS) await client.query(`ALTER TABLE ${t} ENABLE TRIGGER ${g}`)
-      for (const s of variants[name]!) await client.query(s)
-      const before = cpu()
-      await client.query("CALL probe_loop($1, $2, $3, $4)", [ITER, B, organizationId, agent.id])
-      const spent = cpu() - before
-      if (round > 0) per[name]!.push((spent * 1000) / (ITER * B))
-    }
-  }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-  const off = median(per.off!)
-  for (const name of names) {
-    console.log(
-      `B=${B} ${name.padEnd(5)} ${median(per[name]!).toFixed(0)} µs/task, +${(median(per[name]!) - off).toFixed(0)}  (${
-        per[name]!.map((x) => x.toFixed(0)).join(", ")
-      })`
-    )
-  }
-  const { rows } = await client.query(
+  const { rows } = await probe.client.query(
     "SELECT count(*)::int AS rows, sum(n)::int AS events, pg_total_relation_size('event_batches') AS bytes FROM event_batches"
   )
-  const { rows: r2 } = await client.query(
+  const { rows: r2 } = await probe.client.query(
     "SELECT count(*)::int AS rows, pg_total_relation_size('events') AS bytes FROM events"
   )
   console.log("batches", rows[0], "events", r2[0])
-  await client.end()
-  await node.stop()
-} catch (e) {
-  console.log("ERR", (e as any).message, (e as any).where)
-} finally {
-  await stopAll()
-  Fs.rmSync(tmp, { recursive: true, force: true })
-}
+})

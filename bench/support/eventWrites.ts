@@ -1,10 +1,7 @@
-import * as Fs from "node:fs"
-import * as Path from "node:path"
-import pg from "pg"
 import { statements as eventWrites0021 } from "../../src/db/migrations/0021_event_writes.js"
 import { statements as eventWrites } from "../../src/db/migrations/0029_event_json.js"
+import { compareVariants, withBackendProbe } from "./backendProbe.js"
 import { functionsOf0016 } from "./events0016.js"
-import { startNode, stopAll, tempDir } from "./processes.js"
 
 /**
  * A probe of what the event triggers cost the database (issue 22), for looking into them, not a benchmark
@@ -67,79 +64,26 @@ const LOOP = `
     END LOOP;
   END $$`
 
-const postgresOf = (dataDir: string) => {
-  const lines = Fs.readFileSync(Path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")
-  return { port: Number(lines[3]), password: Fs.readFileSync(Path.join(dataDir, "pg-password"), "utf8").trim() }
-}
-
-const main = async () => {
-  const tmp = tempDir("probe-events-")
-  const dataDir = Path.join(tmp, "data")
-  try {
-    const node = await startNode({
-      dataDir,
-      logLevel: "warning",
-      logFile: Path.join(tmp, "node.log"),
-      expectApiKey: true
-    })
-    const headers = { "x-api-key": node.apiKey!, "content-type": "application/json" }
-    const me = await (await fetch(`${node.baseUrl}/v1/me`, { headers })).json() as any
-    const organizationId: string = me.organization_id ?? me.organization?.id
-    const agent = await (await fetch(`${node.baseUrl}/v1/agents`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify({ name: "probe", model: { provider: "scripted", script: [{ text: "done" }] } })
-    })).json() as { id: string }
-    const client = new pg.Client({ ...postgresOf(dataDir), host: "127.0.0.1", user: "postgres", database: "postgres" })
-    await client.connect()
-    try {
-      const { rows: [{ pid }] } = await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")
-      // user + system time of the backend, in ms (clock ticks of 10 ms)
-      const cpu = () => {
-        const fields = Fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-        return (Number(fields[11]) + Number(fields[12])) * 10
-      }
-      const variants: Record<string, ReadonlyArray<string>> = {
+const main = () =>
+  withBackendProbe("probe-events-", async (probe) => {
+    await compareVariants(probe, {
+      variants: {
         off: TRIGGERS.map(([table, trigger]) => `ALTER TABLE ${table} DISABLE TRIGGER ${trigger}`),
         "0016": [JSONB, ...functionsOf0016()],
         "0021": [JSONB, ...eventWrites0021],
         "0029": eventWrites,
         ...Object.fromEntries(also.map((statement, i) => [`+${i + 1}`, [...eventWrites, statement]]))
-      }
-      const cpuPerTask: Record<string, Array<number>> = Object.fromEntries(Object.keys(variants).map((k) => [k, []]))
-      const names = Object.keys(variants)
-      for (let round = 0; round <= ROUNDS; round++) {
-        for (const name of round % 2 === 0 ? names : [...names].reverse()) {
-          // each statement its own transaction, as the API's: what is set up per transaction counts
-          await client.query("SET synchronous_commit = off")
-          await client.query(LOOP)
-          for (const [table, trigger] of TRIGGERS) await client.query(`ALTER TABLE ${table} ENABLE TRIGGER ${trigger}`)
-          for (const statement of variants[name]!) await client.query(statement)
-          // the first round warms caches and is not counted
-          const before = cpu()
-          await client.query("CALL probe_loop($1, $2, $3)", [TASKS, organizationId, agent.id])
-          const spent = cpu() - before
-          if (round > 0) cpuPerTask[name]!.push((spent * 1000) / TASKS)
-        }
-      }
-      const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-      const off = median(cpuPerTask.off!)
-      for (const name of names) {
-        const m = median(cpuPerTask[name]!)
-        console.log(
-          `${name.padEnd(5)} ${m.toFixed(0).padStart(5)} µs CPU per task` +
-            (name === "off" ? "" : `, triggers ${(m - off).toFixed(0)} µs`) +
-            `  (rounds: ${cpuPerTask[name]!.map((x) => x.toFixed(0)).join(", ")})`
-        )
-      }
-    } finally {
-      await client.end()
-      await node.stop()
-    }
-  } finally {
-    await stopAll()
-    Fs.rmSync(tmp, { recursive: true, force: true })
-  }
-}
+      },
+      // each statement its own transaction, as the API's: what is set up per transaction counts
+      reset: [
+        "SET synchronous_commit = off",
+        LOOP,
+        ...TRIGGERS.map(([table, trigger]) => `ALTER TABLE ${table} ENABLE TRIGGER ${trigger}`)
+      ],
+      run: () => probe.client.query("CALL probe_loop($1, $2, $3)", [TASKS, probe.organizationId, probe.agentId]),
+      units: TASKS,
+      rounds: ROUNDS
+    })
+  })
 
 await main()
