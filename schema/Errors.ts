@@ -398,6 +398,12 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
     "webhook_disabled",
     "A webhook ping or retry while the endpoint is disabled (`disabled_reason`): enable it with `PATCH` first."
   ),
+  rest(
+    409,
+    "webhook_limit_reached",
+    "The organization has as many webhook endpoints as it may (`SWITCHYARD_WEBHOOK_MAX_ENDPOINTS`, default 50; " +
+      "`details.limit`), disabled ones included: delete one, or have an operator raise the limit."
+  ),
   rest(409, "idempotency_conflict", "This `Idempotency-Key` was used with a different request body."),
   rest(
     409,

@@ -59,7 +59,8 @@ const describedAs = { description: "For people: what the endpoint is for." }
 export const DisabledReason = Schema.Literal("manual", "gone", "failing").annotations({
   description: "Why the endpoint is disabled: `manual` (`enabled: false`), `gone` (it answered 410), `failing` " +
     "(a delivery failed through the whole retry schedule without a success meanwhile). Enable it again with " +
-    "`PATCH {\"enabled\": true}`: deliveries go on from where they stopped (within the event retention window)."
+    "`PATCH {\"enabled\": true}`: it receives the events committed from then on; what was pending when it was " +
+    "disabled is `cancelled`."
 })
 
 export class Webhook extends Schema.Class<Webhook>("Webhook")({
@@ -117,9 +118,10 @@ export const DeliveryAttempt = Schema.Struct({
   })
 }).annotations({ identifier: "DeliveryAttempt" })
 
-export const DeliveryStatus = Schema.Literal("pending", "succeeded", "failed").annotations({
+export const DeliveryStatus = Schema.Literal("pending", "succeeded", "failed", "cancelled").annotations({
   description: "`pending`: not delivered yet (`next_attempt_at` says when it is tried). `succeeded`: a 2xx answer. " +
-    "`failed`: the retry schedule ran out, or the endpoint answered 410."
+    "`failed`: the retry schedule ran out, or the endpoint answered 410. `cancelled`: it was pending when the " +
+    "endpoint was disabled, and is not tried again by itself (`POST …/retry` sends it)."
 })
 
 export const WebhookDelivery = Schema.Struct({

@@ -39,7 +39,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
         operation({
           summary: "Create a webhook endpoint",
           permission: Policy.createWebhooks,
-          errors: ["webhook_url_not_allowed"]
+          errors: ["webhook_url_not_allowed", "webhook_limit_reached"]
         })
       )
       .setPayload(CreateWebhook)
@@ -48,7 +48,8 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
         OpenApi.Description,
         "Create a webhook endpoint: the events committed from now on (of `event_types`, or all) are " +
           "POSTed to `url`, signed as Standard Webhooks says. The signing secret is in `secret`, shown once. " +
-          "422 `webhook_url_not_allowed`: the URL resolves to an internal address."
+          "422 `webhook_url_not_allowed`: the URL resolves to an internal address. 409 `webhook_limit_reached`: " +
+          "the organization has as many endpoints as SWITCHYARD_WEBHOOK_MAX_ENDPOINTS allows (50 by default)."
       )
   )
   .add(
@@ -73,7 +74,8 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .annotate(
         OpenApi.Description,
         "Change a webhook endpoint. `enabled: true` on a disabled one delivers the events committed from then " +
-          "on: what happened while it was disabled is not sent (deliveries made before it was disabled go on). " +
+          "on: what happened while it was disabled is not sent. Disabling it cancels its pending deliveries " +
+          "(`cancelled`; `POST …/retry` sends one again). " +
           "A change that changes nothing (`{}`) answers the endpoint as it is, without writing it."
       )
   )

@@ -1763,7 +1763,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook endpoint
-         * @description Create a webhook endpoint: the events committed from now on (of `event_types`, or all) are POSTed to `url`, signed as Standard Webhooks says. The signing secret is in `secret`, shown once. 422 `webhook_url_not_allowed`: the URL resolves to an internal address.
+         * @description Create a webhook endpoint: the events committed from now on (of `event_types`, or all) are POSTed to `url`, signed as Standard Webhooks says. The signing secret is in `secret`, shown once. 422 `webhook_url_not_allowed`: the URL resolves to an internal address. 409 `webhook_limit_reached`: the organization has as many endpoints as SWITCHYARD_WEBHOOK_MAX_ENDPOINTS allows (50 by default).
          *
          *     **Role:** Admin and above (`admin`, `super_admin`).
          */
@@ -1801,7 +1801,7 @@ export interface paths {
         head?: never;
         /**
          * Change a webhook endpoint
-         * @description Change a webhook endpoint. `enabled: true` on a disabled one delivers the events committed from then on: what happened while it was disabled is not sent (deliveries made before it was disabled go on). A change that changes nothing (`{}`) answers the endpoint as it is, without writing it.
+         * @description Change a webhook endpoint. `enabled: true` on a disabled one delivers the events committed from then on: what happened while it was disabled is not sent. Disabling it cancels its pending deliveries (`cancelled`; `POST …/retry` sends one again). A change that changes nothing (`{}`) answers the endpoint as it is, without writing it.
          *
          *     **Role:** Admin and above (`admin`, `super_admin`).
          */
@@ -3793,10 +3793,10 @@ export interface components {
             event_id: components["schemas"]["EventId"] | null;
             event_type: string;
             /**
-             * @description `pending`: not delivered yet (`next_attempt_at` says when it is tried). `succeeded`: a 2xx answer. `failed`: the retry schedule ran out, or the endpoint answered 410.
+             * @description `pending`: not delivered yet (`next_attempt_at` says when it is tried). `succeeded`: a 2xx answer. `failed`: the retry schedule ran out, or the endpoint answered 410. `cancelled`: it was pending when the endpoint was disabled, and is not tried again by itself (`POST …/retry` sends it).
              * @enum {string}
              */
-            status: "pending" | "succeeded" | "failed";
+            status: "pending" | "succeeded" | "failed" | "cancelled";
             /** @description When it is tried next, while pending. */
             next_attempt_at: components["schemas"]["Timestamp"] | null;
             /** @description Each attempt, the first first (the last 50). */
@@ -6541,7 +6541,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed" | "webhook_url_not_allowed";
+                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed" | "webhook_limit_reached" | "webhook_url_not_allowed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -21125,6 +21125,15 @@ export interface operations {
                     "application/json": components["schemas"]["CreateWebhookError"];
                 };
             };
+            /** @description Conflict: `webhook_limit_reached`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateWebhookError"];
+                };
+            };
             /** @description Payload too large: `payload_too_large`. */
             413: {
                 headers: {
@@ -21692,8 +21701,8 @@ export interface operations {
     listWebhookDeliveries: {
         parameters: {
             query?: {
-                /** @description `pending`: not delivered yet (`next_attempt_at` says when it is tried). `succeeded`: a 2xx answer. `failed`: the retry schedule ran out, or the endpoint answered 410. */
-                status?: "pending" | "succeeded" | "failed";
+                /** @description `pending`: not delivered yet (`next_attempt_at` says when it is tried). `succeeded`: a 2xx answer. `failed`: the retry schedule ran out, or the endpoint answered 410. `cancelled`: it was pending when the endpoint was disabled, and is not tried again by itself (`POST …/retry` sends it). */
+                status?: "pending" | "succeeded" | "failed" | "cancelled";
                 /** @description Deliveries per page, 1–200 (default 50), newest first. */
                 limit?: number;
                 cursor?: string;

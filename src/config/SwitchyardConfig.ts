@@ -157,13 +157,14 @@ export const config = Config.all({
   // custom functions' sandbox threads per node (src/functions/SandboxPool.ts)
   functionWorkers: positive("FUNCTION_WORKERS", Math.max(2, Os.availableParallelism())),
   // webhooks (issue 22): the retry schedule after a failed attempt, each request's limit, requests in flight per
-  // endpoint and node; see docs/guides/webhooks.md
+  // endpoint and node, endpoints per organization (0: no limit); see docs/guides/webhooks.md
   webhooks: Config.all({
     backoff: webhookBackoff(env("WEBHOOK_BACKOFF")),
     timeout: duration("WEBHOOK_TIMEOUT", "15 seconds").pipe(
       Setting.check(env("WEBHOOK_TIMEOUT"), "must be at least 100 milliseconds", (d) => Duration.toMillis(d) >= 100)
     ),
-    concurrency: positive("WEBHOOK_CONCURRENCY", 8)
+    concurrency: positive("WEBHOOK_CONCURRENCY", 8),
+    maxEndpoints: countOrOff(env("WEBHOOK_MAX_ENDPOINTS"), 50)
   }),
   // schedules (issue 24): every node claims due schedules each poll; see docs/guides/schedules.md
   scheduler: Config.all({

@@ -57,7 +57,7 @@ export interface DeliveryRow {
   readonly id: DeliveryId
   readonly event_id: string | null
   readonly event_type: string
-  readonly status: "pending" | "succeeded" | "failed"
+  readonly status: "pending" | "succeeded" | "failed" | "cancelled"
   readonly next_attempt_at: Date | null
   readonly created_at: Date
   readonly delivered_at: Date | null
@@ -224,33 +224,53 @@ export class DeliveryRepo extends Effect.Service<DeliveryRepo>()("webhooks/Deliv
       ),
       updated AS (
         UPDATE webhook_deliveries d SET
-          status = CASE r.outcome WHEN 'succeeded' THEN 'succeeded' WHEN 'retry' THEN 'pending' ELSE 'failed' END,
+          status = CASE
+            WHEN r.outcome = 'succeeded' THEN 'succeeded'
+            WHEN d.status = 'cancelled' THEN 'cancelled'
+            WHEN r.outcome = 'retry' THEN 'pending' ELSE 'failed' END,
           attempts = greatest(d.attempts, r.attempt),
-          next_attempt_at = CASE WHEN r.outcome = 'retry' THEN r.next_at END,
+          next_attempt_at = CASE WHEN r.outcome = 'retry' AND d.status = 'pending' THEN r.next_at END,
           first_attempt_at = coalesce(d.first_attempt_at, r.at),
           delivered_at = CASE WHEN r.outcome = 'succeeded' THEN r.at ELSE d.delivered_at END,
           lease_until = NULL, lease_owner = NULL
         FROM r
-        WHERE d.id = r.id AND d.status = 'pending' AND (r.outcome = 'succeeded' OR d.lease_owner = r.owner)
-        RETURNING d.id, d.webhook_id, d.first_attempt_at, r.outcome, r.last_scheduled
-      ),
-      succeeded AS (
-        UPDATE webhooks w SET last_success_at = greatest(w.last_success_at, s.at)
-        FROM (SELECT webhook_id, max(at) AS at FROM r WHERE outcome = 'succeeded' GROUP BY webhook_id) s
-        WHERE w.id = s.webhook_id
+        WHERE d.id = r.id AND (d.status = 'cancelled'
+          OR (d.status = 'pending' AND (r.outcome = 'succeeded' OR d.lease_owner = r.owner)))
+        RETURNING d.id, d.webhook_id, d.status, d.first_attempt_at, r.outcome, r.last_scheduled
       )
       SELECT u.webhook_id, u.outcome, u.id FROM updated u JOIN webhooks w ON w.id = u.webhook_id
-      WHERE w.enabled AND (u.outcome = 'gone' OR (u.outcome = 'exhausted' AND u.last_scheduled
+      WHERE w.enabled AND u.status <> 'cancelled' AND (u.outcome = 'gone' OR (u.outcome = 'exhausted' AND u.last_scheduled
         AND (w.last_success_at IS NULL OR w.last_success_at < u.first_attempt_at)
         AND NOT EXISTS (SELECT 1 FROM r WHERE r.webhook_id = u.webhook_id AND r.outcome = 'succeeded')))`
     )
+    // the endpoints' last success, in a statement of its own: the deliveries' rows are not held meanwhile (a
+    // disable holds the endpoint's row, then cancels its deliveries: the other order would deadlock with it)
+    const successStatement = prepared(
+      pool,
+      "webhooks_success",
+      `UPDATE webhooks w SET last_success_at = greatest(w.last_success_at, s.at)
+       FROM ${ASYNC_COMMIT}, (
+         SELECT webhook_id, max(at) AS at FROM jsonb_to_recordset($1::jsonb) AS r(webhook_id uuid, at timestamptz)
+         GROUP BY webhook_id
+       ) s
+       WHERE w.id = s.webhook_id`
+    )
     /**
      * Records attempts and their deliveries' new state (a failure only while its node still holds the lease; a
-     * success always). Returns the endpoints to disable: a 410, or a delivery failed past the schedule with no
-     * success of the endpoint since its first attempt.
+     * success always), then the endpoints' last success. An attempt in flight when its delivery was cancelled
+     * (the endpoint disabled) is counted, and the delivery stays cancelled unless it succeeded. Returns the
+     * endpoints to disable: a 410, or a delivery failed past the schedule with no success of the endpoint since
+     * its first attempt.
      */
     const record = (results: ReadonlyArray<AttemptResult>) =>
-      recordStatement([JSON.stringify(results)]).pipe(Effect.orDie)
+      Effect.gen(function*() {
+        const doomed = yield* recordStatement([JSON.stringify(results)])
+        const succeeded = results.filter((r) => r.outcome === "succeeded")
+        if (succeeded.length > 0) {
+          yield* successStatement([JSON.stringify(succeeded.map((r) => ({ webhook_id: r.webhook_id, at: r.at })))])
+        }
+        return doomed
+      }).pipe(Effect.orDie)
 
     /** Makes a delivery due now, held by `owner` (a manual retry); undefined when it is not the endpoint's. */
     const retryNow = (webhookId: WebhookId, id: DeliveryId, owner: string, leaseSeconds: number) =>

@@ -10,7 +10,8 @@ const NO_REQUEST = { ip: null, userAgent: null, requestId: null }
 
 /**
  * Disables an endpoint on the delivery side's word (it answered 410, or it failed past the retry schedule),
- * with its audit record (`DISABLE_WEBHOOK`, by the system) in the same transaction. Once: an endpoint
+ * with its audit record (`DISABLE_WEBHOOK`, by the system) and its pending deliveries cancelled in the same
+ * transaction. Once: an endpoint
  * disabled already is left alone, by whichever node saw it first.
  */
 export class WebhookDisabler extends Effect.Service<WebhookDisabler>()("webhooks/WebhookDisabler", {
@@ -25,6 +26,7 @@ export class WebhookDisabler extends Effect.Service<WebhookDisabler>()("webhooks
         yield* transaction(Effect.gen(function*() {
           const row = yield* repo.disable(id, reason)
           if (row === undefined) return
+          yield* repo.cancelPending(id)
           yield* audit.record({ organizationId: row.organization_id, actor: SYSTEM }, {
             action: "DISABLE_WEBHOOK",
             targets: [{ type: "webhook", id, name: row.url }],

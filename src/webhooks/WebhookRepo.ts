@@ -22,6 +22,9 @@ export interface WebhookRow {
   readonly updated_at: Date
 }
 
+// the two-key advisory locks of an organization's endpoint count (their creation under the limit)
+const COUNT_LOCKS = 0x77686b73
+
 const WEBHOOK_COLUMNS = `id, organization_id, url, description, event_types, enabled, disabled_reason, secret,
   secret_key_version, previous_secret, previous_secret_key_version, previous_secret_expires_at, created_at, updated_at`
 
@@ -53,11 +56,17 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("webhooks/Webhook
           ${row.position.toString()}, ${row.created_by}, ${row.created_by_key})
         RETURNING ${sql.literal(WEBHOOK_COLUMNS)}`.pipe(Effect.map(([r]) => r!), Effect.orDie)
 
-    /** With `lock`, the row is locked until the caller's transaction ends (a change reads what it changes). */
-    const find = (organizationId: OrganizationId, id: WebhookId, lock = false) =>
+    /**
+     * With `lock`, the row is locked until the caller's transaction ends: `update`, a change reads what it
+     * changes; `share`, a ping or retry is not outrun by a disable (which waits, then cancels what it made).
+     */
+    const find = (organizationId: OrganizationId, id: WebhookId, lock?: "update" | "share") =>
       sql<WebhookRow>`
         SELECT ${sql.literal(WEBHOOK_COLUMNS)} FROM webhooks WHERE id = ${id} AND organization_id = ${organizationId}
-        ${lock ? sql`FOR UPDATE` : sql``}`.pipe(Effect.map(([r]) => r), Effect.orDie)
+        ${lock === "update" ? sql`FOR UPDATE` : lock === "share" ? sql`FOR SHARE` : sql``}`.pipe(
+        Effect.map(([r]) => r),
+        Effect.orDie
+      )
 
     /** Oldest first; with `page`, a page of them (see `keyset`). */
     const list = (organizationId: OrganizationId, page?: PageRequest) => {
@@ -70,6 +79,16 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("webhooks/Webhook
     const count = (organizationId: OrganizationId) =>
       sql<{ n: number }>`SELECT count(*)::int AS n FROM webhooks WHERE organization_id = ${organizationId}`
         .pipe(Effect.map(([r]) => r?.n ?? 0), Effect.orDie)
+
+    /**
+     * The organization's endpoints counted, with its creations held until the caller's transaction ends: two
+     * creations at once each see the other's row (the limit is not passed by racing).
+     */
+    const countLocked = (organizationId: OrganizationId) =>
+      sql`SELECT pg_advisory_xact_lock(${COUNT_LOCKS}, hashtext(${organizationId}))`.pipe(
+        Effect.orDie,
+        Effect.zipRight(count(organizationId))
+      )
 
     /**
      * Changes the endpoint. Enabling a disabled one clears its reason; `position`, when given, moves it on to
@@ -117,12 +136,22 @@ export class WebhookRepo extends Effect.Service<WebhookRepo>()("webhooks/Webhook
         WHERE id = ${id} AND organization_id = ${organizationId}
         RETURNING ${sql.literal(WEBHOOK_COLUMNS)}`.pipe(Effect.map(([r]) => r), Effect.orDie)
 
+    /**
+     * Cancels the endpoint's pending deliveries (it is disabled: nothing waits for it; a manual retry still sends
+     * one). A statement of its own, after the endpoint's row is written: it sees what a fan-out committed first.
+     */
+    const cancelPending = (id: WebhookId) =>
+      sql`
+        UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, lease_until = NULL,
+          lease_owner = NULL
+        WHERE webhook_id = ${id} AND status = 'pending'`.pipe(Effect.asVoid, Effect.orDie)
+
     /** Disables an enabled endpoint (410, or failing past the schedule); undefined when it was not enabled. */
     const disable = (id: WebhookId, reason: "gone" | "failing") =>
       sql<{ organization_id: OrganizationId; url: string }>`
         UPDATE webhooks SET enabled = false, disabled_reason = ${reason}, updated_at = now()
         WHERE id = ${id} AND enabled RETURNING organization_id, url`.pipe(Effect.map(([r]) => r), Effect.orDie)
 
-    return { insert, find, list, count, update, remove, rotate, disable } as const
+    return { insert, find, list, count, countLocked, update, remove, rotate, disable, cancelPending } as const
   })
 }) {}

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import * as Crypto from "node:crypto"
 import { Conflict, NotFound, Unprocessable } from "../../schema/Errors.js"
-import { type Permission, Policy } from "../../schema/Policy.js"
+import { Policy } from "../../schema/Policy.js"
 import type { Principal } from "../../schema/Security.js"
 import { formatTimestamp } from "../../schema/Timestamp.js"
 import {
@@ -15,6 +15,7 @@ import {
   type WebhookId
 } from "../../schema/Webhooks.js"
 import { AuditLog, changedFields } from "../audit/AuditLog.js"
+import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
 import { Egress } from "../connectors/Egress.js"
 import { checkUrl } from "../connectors/egress/GuardedDispatcher.js"
@@ -70,6 +71,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
     const egress = yield* Egress
     const vault = yield* CredentialVault
     const dispatcher = yield* WebhookDispatcher
+    const config = yield* SwitchyardConfig
     const transaction = transactionIn(yield* SqlClient.SqlClient)
 
     /** Refuses a URL the egress guard would refuse (checked again at every delivery, on the address dialled). */
@@ -84,7 +86,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
         )
       )
 
-    const find = (principal: Principal, id: WebhookId, lock = false) =>
+    const find = (principal: Principal, id: WebhookId, lock?: "update" | "share") =>
       Effect.flatMap(
         repo.find(principal.organizationId, id, lock),
         (row) => row === undefined ? Effect.fail(NotFound.of("Webhook", id)) : Effect.succeed(row)
@@ -98,23 +100,35 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
       const sealed = vault.seal(secret, secretContext(principal.organizationId, id))
       // deliveries begin with what commits from now on
       const position = yield* log.position(principal.organizationId)
-      const row = yield* repo.insert({
-        id,
-        organization_id: principal.organizationId,
-        url: input.url,
-        description: input.description ?? "",
-        event_types: [...new Set(input.event_types ?? [])],
-        enabled: input.enabled ?? true,
-        secret: sealed.sealed,
-        secret_key_version: sealed.keyVersion,
-        position,
-        created_by: principal.userId,
-        created_by_key: principal.keyId
-      }).pipe(audit.recorded(principal, (row) => ({
-        action: "CREATE_WEBHOOK",
-        targets: [{ type: "webhook", id: row.id, name: row.url }],
-        details: { url: row.url, event_types: row.event_types, enabled: row.enabled }
-      })))
+      const limit = config.webhooks.maxEndpoints
+      const row = yield* transaction(Effect.gen(function*() {
+        if (limit > 0 && (yield* repo.countLocked(principal.organizationId)) >= limit) {
+          return yield* new Conflict({
+            code: "webhook_limit_reached",
+            message: `The organization has ${limit} webhook endpoints, as many as it may ` +
+              "(SWITCHYARD_WEBHOOK_MAX_ENDPOINTS; disabled ones count too): delete one it no longer needs, or ask " +
+              "an operator to raise the limit.",
+            details: { limit }
+          })
+        }
+        return yield* repo.insert({
+          id,
+          organization_id: principal.organizationId,
+          url: input.url,
+          description: input.description ?? "",
+          event_types: [...new Set(input.event_types ?? [])],
+          enabled: input.enabled ?? true,
+          secret: sealed.sealed,
+          secret_key_version: sealed.keyVersion,
+          position,
+          created_by: principal.userId,
+          created_by_key: principal.keyId
+        }).pipe(audit.recorded(principal, (row) => ({
+          action: "CREATE_WEBHOOK",
+          targets: [{ type: "webhook", id: row.id, name: row.url }],
+          details: { url: row.url, event_types: row.event_types, enabled: row.enabled }
+        })))
+      }))
       yield* dispatcher.changed(principal.organizationId, id, row.enabled)
       return new CreatedWebhook({ ...toWebhook(row), secret })
     })
@@ -150,7 +164,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
       // the row locked from its read to its write: two changes at once (a disable and a new URL) each apply to
       // what the other wrote, rather than the later enabling again what the earlier disabled
       const { row, written } = yield* transaction(Effect.gen(function*() {
-        const current = yield* find(principal, id, true)
+        const current = yield* find(principal, id, "update")
         const fields = {
           url: input.url ?? current.url,
           description: input.description ?? current.description,
@@ -180,6 +194,9 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
             })
         )
         if (row === undefined) return yield* NotFound.of("Webhook", id)
+        // disabled: what waits for it is cancelled (not held to resume: enabled again, it starts at the present);
+        // enabled: any left pending while it was disabled (kept so by releases before this rule) likewise
+        if (row.enabled !== current.enabled) yield* repo.cancelPending(id)
         return { row, written: true }
       }))
       if (written) yield* dispatcher.changed(principal.organizationId, id, row.enabled)
@@ -219,10 +236,10 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
       return new CreatedWebhook({ ...toWebhook(row), secret })
     })
 
-    const enabledOne = (principal: Principal, id: WebhookId, permission: Permission) =>
+    /** The endpoint, enabled, held (shared) until the caller's transaction ends: a disable waits for it. */
+    const enabledOne = (principal: Principal, id: WebhookId) =>
       Effect.gen(function*() {
-        yield* requireOrganizationKey(principal, permission)
-        const row = yield* find(principal, id)
+        const row = yield* find(principal, id, "share")
         if (!row.enabled) {
           return yield* Conflict.of(
             `The webhook is disabled (${row.disabled_reason ?? "manual"}): enable it first (PATCH {"enabled": true}).`,
@@ -240,7 +257,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
 
     /** A `webhook.ping` delivery, sent now; answered after its first attempt. */
     const ping = Effect.fn("Webhooks.ping")(function*(principal: Principal, id: WebhookId) {
-      yield* enabledOne(principal, id, Policy.pingWebhooks)
+      yield* requireOrganizationKey(principal, Policy.pingWebhooks)
       const deliveryId = newDeliveryId()
       const body = JSON.stringify({
         id: deliveryId,
@@ -249,7 +266,11 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
         organization_id: principal.organizationId,
         data: { webhook_id: id }
       })
-      const held = yield* outbox.insertPing(id, deliveryId, body, dispatcher.owner, dispatcher.leaseSeconds)
+      const held = yield* transaction(
+        enabledOne(principal, id).pipe(
+          Effect.zipRight(outbox.insertPing(id, deliveryId, body, dispatcher.owner, dispatcher.leaseSeconds))
+        )
+      )
       if (held === undefined) return yield* NotFound.of("Webhook", id)
       yield* dispatcher.sendNow(held)
       return yield* deliveryOf(id, deliveryId)
@@ -257,8 +278,12 @@ export class Webhooks extends Effect.Service<Webhooks>()("webhooks/Webhooks", {
 
     /** Sends a delivery again now, under its `webhook-id`; answered after the attempt. */
     const retry = Effect.fn("Webhooks.retry")(function*(principal: Principal, id: WebhookId, deliveryId: DeliveryId) {
-      yield* enabledOne(principal, id, Policy.retryWebhookDeliveries)
-      const held = yield* outbox.retryNow(id, deliveryId, dispatcher.owner, dispatcher.leaseSeconds)
+      yield* requireOrganizationKey(principal, Policy.retryWebhookDeliveries)
+      const held = yield* transaction(
+        enabledOne(principal, id).pipe(
+          Effect.zipRight(outbox.retryNow(id, deliveryId, dispatcher.owner, dispatcher.leaseSeconds))
+        )
+      )
       if (held === undefined) return yield* NotFound.of("Delivery", deliveryId)
       yield* dispatcher.sendNow(held)
       return yield* deliveryOf(id, deliveryId)

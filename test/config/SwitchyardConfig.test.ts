@@ -113,7 +113,7 @@ describe("a check made after a default or on an optional value", () => {
 })
 
 describe("settings read with the others, checked before the node starts", () => {
-  it("SWITCHYARD_TRUST_PROXY, SWITCHYARD_APPROVAL_TIMEOUT and the knowledge and function settings: defaults", () => {
+  it("SWITCHYARD_TRUST_PROXY, SWITCHYARD_APPROVAL_TIMEOUT, the knowledge, function and webhook limit settings: defaults", () => {
     const settings = Either.getOrThrow(read(config, {}))
     expect(settings.trustProxy).toBe(false)
     expect(Duration.toMillis(settings.approvalTimeout)).toBe(24 * 3_600_000)
@@ -121,6 +121,7 @@ describe("settings read with the others, checked before the node starts", () => 
     expect(knowledge).toEqual({ maxDocumentBytes: 25 * 1024 * 1024, workers: 2 })
     expect(Duration.toMillis(extractionTimeout)).toBe(5 * 60_000)
     expect(settings.functionWorkers).toBe(Math.max(2, Os.availableParallelism()))
+    expect(settings.webhooks.maxEndpoints).toBe(50)
   })
 
   it("takes the values given", () => {
@@ -130,7 +131,8 @@ describe("settings read with the others, checked before the node starts", () => 
       SWITCHYARD_MAX_DOCUMENT_BYTES: "200000",
       SWITCHYARD_KNOWLEDGE_WORKERS: "0",
       SWITCHYARD_KNOWLEDGE_EXTRACTION_TIMEOUT: "30s",
-      SWITCHYARD_FUNCTION_WORKERS: "3"
+      SWITCHYARD_FUNCTION_WORKERS: "3",
+      SWITCHYARD_WEBHOOK_MAX_ENDPOINTS: "0"
     }))
     expect(settings.trustProxy).toBe(true)
     expect(Duration.toMillis(settings.approvalTimeout)).toBe(90_000)
@@ -138,6 +140,7 @@ describe("settings read with the others, checked before the node starts", () => 
     expect(knowledge).toEqual({ maxDocumentBytes: 200_000, workers: 0 })
     expect(Duration.toMillis(extractionTimeout)).toBe(30_000)
     expect(settings.functionWorkers).toBe(3)
+    expect(settings.webhooks.maxEndpoints).toBe(0)
   })
 
   it("a duration may be written short, as the webhook backoff's delays are", () => {
@@ -163,7 +166,8 @@ describe("settings read with the others, checked before the node starts", () => 
       ["SWITCHYARD_MAX_DOCUMENT_BYTES", "0", "must be a positive integer"],
       ["SWITCHYARD_KNOWLEDGE_WORKERS", "-1", "must be 0 (off) or a positive integer"],
       ["SWITCHYARD_FUNCTION_WORKERS", "0", "must be a positive integer"],
-      ["SWITCHYARD_FUNCTION_WORKERS", "two", `Expected an integer value but received "two"`]
+      ["SWITCHYARD_FUNCTION_WORKERS", "two", `Expected an integer value but received "two"`],
+      ["SWITCHYARD_WEBHOOK_MAX_ENDPOINTS", "-5", "must be 0 (off) or a positive integer"]
     ]
     for (const [name, value, wrong] of cases) {
       expect(problem(config, { [name]: value })).toBe(`(Invalid data at ${name}: "${wrong}")`)

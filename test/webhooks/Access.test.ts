@@ -16,7 +16,8 @@ beforeAll(async () => {
   node = await startTestNode({
     SWITCHYARD_EGRESS_ALLOW: "127.0.0.1",
     SWITCHYARD_WEBHOOK_BACKOFF: "100ms",
-    SWITCHYARD_WEBHOOK_TIMEOUT: "2 seconds"
+    SWITCHYARD_WEBHOOK_TIMEOUT: "2 seconds",
+    SWITCHYARD_WEBHOOK_MAX_ENDPOINTS: "5"
   })
   db = new pg.Pool({ connectionString: node.databaseUrl, max: 2 })
 })
@@ -316,6 +317,43 @@ describe("webhooks: who may, and what is refused", () => {
     expect(seen).toHaveLength(7)
     expect(new Set(seen).size).toBe(7)
     expect([...seen].sort((x, y) => (BigInt(x) < BigInt(y) ? 1 : -1))).toEqual(seen)
+  })
+
+  it("limits the endpoints of an organization: past it 409 webhook_limit_reached, even with creates racing", async () => {
+    const org = await node.bootstrap()
+    const other = await node.bootstrap()
+    const first = await call(node, org.api_key, "POST", "/v1/webhooks", { url: `${receiver.url}/cap0`, enabled: false })
+    expect(first.status).toBe(201)
+    // 12 at once for the 4 places left (a disabled endpoint takes one too)
+    const raced = await Promise.all(
+      Array.from(
+        { length: 12 },
+        (_, i) => call(node, org.api_key, "POST", "/v1/webhooks", { url: `${receiver.url}/cap${i + 1}` })
+      )
+    )
+    expect(raced.filter((r) => r.status === 201)).toHaveLength(4)
+    const refused = raced.filter((r) => r.status !== 201)
+    expect(refused).toHaveLength(8)
+    for (const r of refused) {
+      expectError(r, 409, "webhook_limit_reached")
+      expect(r.body.error.details).toEqual({ limit: 5 })
+      expect(r.body.error.message).toContain("SWITCHYARD_WEBHOOK_MAX_ENDPOINTS")
+    }
+    expect((await call(node, org.api_key, "GET", "/v1/webhooks")).body.total).toBe(5)
+    // another organization is not affected; deleting one frees its place
+    expect((await call(node, other.api_key, "POST", "/v1/webhooks", { url: `${receiver.url}/cap-other` })).status)
+      .toBe(201)
+    expect((await call(node, org.api_key, "DELETE", `/v1/webhooks/${first.body.id}`)).status).toBe(204)
+    expect((await call(node, org.api_key, "POST", "/v1/webhooks", { url: `${receiver.url}/cap-again` })).status)
+      .toBe(201)
+    expectError(
+      await call(node, org.api_key, "POST", "/v1/webhooks", { url: `${receiver.url}/cap-over` }),
+      409,
+      "webhook_limit_reached"
+    )
+    // nothing audited for a refused one
+    const created = (await call(node, org.api_key, "GET", "/v1/audit-logs?event_type=CREATE_WEBHOOK")).body.items
+    expect(created).toHaveLength(6)
   })
 
   it("documents the webhook payloads in the OpenAPI document's webhooks section", async () => {

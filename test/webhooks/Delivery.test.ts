@@ -248,7 +248,7 @@ describe("webhook deliveries", () => {
     expect(list.body.items).toHaveLength(3)
   })
 
-  it("a delivery waiting for its retry when the endpoint is disabled is held, and goes on once it is enabled", async () => {
+  it("a delivery waiting for its retry when the endpoint is disabled is cancelled; not resumed, retried on demand", async () => {
     const org = await node.bootstrap()
     let release: () => void = () => undefined
     const gate = new Promise<void>((resolve) => (release = resolve))
@@ -261,26 +261,56 @@ describe("webhook deliveries", () => {
     const hook = await createWebhook(org.api_key, "/held")
     await appendEvents(db, org.organization_id, 1, "task.created", "kept")
     await eventually(() => at("/held").length >= 1 ? true : undefined)
-    // disabled while its first attempt is in flight; that attempt then fails, and its retry waits
+    // disabled while its first attempt is in flight; that attempt then fails, and is recorded
     await call(node, org.api_key, "PATCH", `/v1/webhooks/${hook.id}`, { enabled: false })
     release()
-    const pending = await eventually(async () => {
-      const res = await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}/deliveries`)
+    const cancelled = await eventually(async () => {
+      const res = await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}/deliveries?status=cancelled`)
       return res.body.items[0]?.attempts.length === 1 ? res.body.items[0] : undefined
     })
-    expect(pending).toMatchObject({ status: "pending" })
-    await new Promise((r) => setTimeout(r, 500))
-    expect(at("/held")).toHaveLength(1)
+    expect(cancelled).toMatchObject({ status: "cancelled", next_attempt_at: null })
+    expect(cancelled.attempts.map((a: any) => a.status_code)).toEqual([503])
+    expect((await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}/deliveries?status=pending`)).body.items)
+      .toEqual([])
 
+    // as an earlier release left it (pending while disabled): enabling does not resume it either
+    await db.query("UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now() WHERE id = $1", [
+      cancelled.id
+    ])
+    // enabled again: it starts at the present, the cancelled delivery is not sent again by itself
     healthy = true
     await call(node, org.api_key, "PATCH", `/v1/webhooks/${hook.id}`, { enabled: true })
-    const done = await eventually(async () => {
+    await appendEvents(db, org.organization_id, 1, "task.created", "marker")
+    await eventually(() => at("/held").length >= 2 ? true : undefined)
+    await new Promise((r) => setTimeout(r, 500))
+    expect(at("/held").map((r) => JSON.parse(r.body.toString()).data.tag)).toEqual(["kept", "marker"])
+    const still = await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}/deliveries`)
+    expect(still.body.items.find((d: any) => d.id === cancelled.id)).toMatchObject({ status: "cancelled" })
+
+    // an explicit retry sends it, under its webhook-id, and records the next attempt
+    const retried = await call(node, org.api_key, "POST", `/v1/webhooks/${hook.id}/deliveries/${cancelled.id}/retry`)
+    expect(retried.status).toBe(200)
+    expect(retried.body).toMatchObject({ id: cancelled.id, status: "succeeded" })
+    expect(retried.body.attempts.map((a: any) => a.status_code)).toEqual([503, 200])
+    expect(at("/held").filter((r) => r.headers["webhook-id"] === cancelled.id)).toHaveLength(2)
+  })
+
+  it("an endpoint disabled by a 410 has its other waiting deliveries cancelled, none sent again", async () => {
+    const org = await node.bootstrap()
+    // the first request answered is a 410, the others a 503 (their retries wait)
+    answers.set("/gone-some", (n) => n === 1 ? 410 : 503)
+    const hook = await createWebhook(org.api_key, "/gone-some")
+    await appendEvents(db, org.organization_id, 3)
+    const statuses = await eventually(async () => {
       const res = await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}/deliveries`)
-      return res.body.items[0]?.status === "succeeded" ? res.body.items[0] : undefined
+      const all = res.body.items.map((d: any) => d.status).sort()
+      return res.body.items.length === 3 && !all.includes("pending") ? all : undefined
     })
-    expect(done.id).toBe(pending.id)
-    expect(done.attempts.map((a: any) => a.status_code)).toEqual([503, 200])
-    expect(new Set(at("/held").map((r) => r.headers["webhook-id"]))).toEqual(new Set([pending.id]))
+    expect(statuses).toEqual(["cancelled", "cancelled", "failed"])
+    expect((await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}`)).body.disabled_reason).toBe("gone")
+    const count = at("/gone-some").length
+    await new Promise((r) => setTimeout(r, 500))
+    expect(at("/gone-some")).toHaveLength(count)
   })
 
   it("records whatever the receiver answers: NUL bytes, a character cut at the excerpt's limit", async () => {
@@ -344,6 +374,86 @@ describe("webhook deliveries", () => {
     expect(ping.body.attempts).toEqual([
       expect.objectContaining({ attempt: 1, status_code: null, error: "no answer within 2000 ms" })
     ])
+  })
+
+  it("a retry racing a disable does not leave a delivery pending on the disabled endpoint", async () => {
+    const org = await node.bootstrap()
+    // the first attempt succeeds, the retry fails (its next attempt would wait)
+    answers.set("/race", (n) => n === 1 ? 200 : 500)
+    const hook = await createWebhook(org.api_key, "/race")
+    await appendEvents(db, org.organization_id, 1)
+    const delivery = await eventually(async () => {
+      const res = await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}/deliveries`)
+      return res.body.items[0]?.status === "succeeded" ? res.body.items[0] : undefined
+    })
+    const waiting = async () =>
+      (await db.query(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%webhook%'"
+      )).rows[0].n as number
+    // the delivery's row held: the retry is let in (the endpoint enabled), and waits to write it
+    const client = await db.connect()
+    let retried: Promise<Awaited<ReturnType<typeof call>>>
+    let disabled: Promise<Awaited<ReturnType<typeof call>>>
+    try {
+      await client.query("BEGIN")
+      await client.query("SELECT id FROM webhook_deliveries WHERE id = $1 FOR UPDATE", [delivery.id])
+      retried = call(node, org.api_key, "POST", `/v1/webhooks/${hook.id}/deliveries/${delivery.id}/retry`)
+      await eventually(async () => (await waiting()) >= 1 || undefined, 10_000, "the retry to wait on the delivery")
+      // meanwhile the endpoint is disabled
+      let done = false
+      disabled = call(node, org.api_key, "PATCH", `/v1/webhooks/${hook.id}`, { enabled: false }).finally(() => {
+        done = true
+      })
+      await eventually(async () => done || (await waiting()) >= 2 || undefined, 10_000, "the disable to end or wait")
+      await client.query("COMMIT")
+    } finally {
+      client.release()
+    }
+    expect((await disabled).body).toMatchObject({ enabled: false })
+    const answer = await retried
+    expect([200, 409]).toContain(answer.status)
+    const after = await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}/deliveries`)
+    expect(after.body.items[0]).toMatchObject({ id: delivery.id })
+    expect(after.body.items[0].status).not.toBe("pending")
+  })
+
+  it("a disable while a success is being recorded: both go through, no deadlock", async () => {
+    const org = await node.bootstrap()
+    let release: () => void = () => undefined
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    replies.set("/recorded", async (response) => {
+      await gate
+      response.writeHead(200, { "content-type": "text/plain" })
+      response.end("ok")
+    })
+    const hook = await createWebhook(org.api_key, "/recorded")
+    await appendEvents(db, org.organization_id, 1)
+    await eventually(() => at("/recorded").length >= 1 ? true : undefined)
+    const waiting = async () =>
+      (await db.query(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%webhook%'"
+      )).rows[0].n as number
+    // the endpoint's row held: the disable waits for it, then the success's record does
+    const client = await db.connect()
+    let disabled: Promise<Awaited<ReturnType<typeof call>>>
+    try {
+      await client.query("BEGIN")
+      await client.query("SELECT id FROM webhooks WHERE id = $1 FOR UPDATE", [hook.id])
+      disabled = call(node, org.api_key, "PATCH", `/v1/webhooks/${hook.id}`, { enabled: false })
+      await eventually(async () => (await waiting()) >= 1 || undefined, 10_000, "the disable to wait")
+      release()
+      await eventually(async () => (await waiting()) >= 2 || undefined, 10_000, "the record to wait")
+      await client.query("COMMIT")
+    } finally {
+      client.release()
+    }
+    const answer = await disabled
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200)
+    const list = await eventually(async () => {
+      const res = await call(node, org.api_key, "GET", `/v1/webhooks/${hook.id}/deliveries`)
+      return res.body.items[0]?.attempts.length === 1 ? res.body.items[0] : undefined
+    })
+    expect(list).toMatchObject({ status: "succeeded" })
   })
 
   it("a URL changed while deliveries wait: what waits goes to the new URL, none is lost", async () => {
