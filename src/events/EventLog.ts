@@ -5,7 +5,7 @@ import type { OrganizationId, TaskId } from "../../schema/Ids.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { everyJittered } from "../support/Periodic.js"
 import { type EventPage, type EventRecord, EventRepo } from "./EventRepo.js"
-import { makeTails, PAGE, type Subscribe } from "./EventTails.js"
+import { type Accept, makeTails, PAGE, type Subscribe } from "./EventTails.js"
 
 export type { EventPage, EventRecord } from "./EventRepo.js"
 
@@ -162,7 +162,7 @@ export class EventLog extends Effect.Service<EventLog>()("events/EventLog", {
     const follow = (
       organizationId: OrganizationId,
       after: bigint,
-      accept: (e: EventRecord) => boolean,
+      accept: Accept,
       taskId?: TaskId
     ): Stream.Stream<EventRecord, Gone> => tails.follow(organizationId, after, accept, taskId)
 
@@ -173,7 +173,7 @@ export class EventLog extends Effect.Service<EventLog>()("events/EventLog", {
     const subscribe = (
       organizationId: OrganizationId,
       after: bigint,
-      accept: (e: EventRecord) => boolean,
+      accept: Accept,
       taskId?: TaskId
     ): Subscribe =>
     (sink) => tails.subscribe(organizationId, after, accept, taskId, sink)

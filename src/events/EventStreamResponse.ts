@@ -48,8 +48,9 @@ export const sseEventBytes = (events: ReadonlyArray<EventRecord>): Buffer => {
   // the streams of one read mostly take the same events: joined once for them all (same records, same order)
   const cached = joined.get(events[0]!)
   if (
-    cached !== undefined && cached.events.length === events.length &&
-    cached.events.every((e, i) => e === events[i])
+    cached !== undefined &&
+    (cached.events === events ||
+      (cached.events.length === events.length && cached.events.every((e, i) => e === events[i])))
   ) return cached.bytes
   const bytes = Buffer.concat(events.map((e) => sseEventBytes([e])))
   joined.set(events[0]!, { events, bytes })

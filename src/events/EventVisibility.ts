@@ -18,6 +18,14 @@ export const visibleTo = (principal: Principal) => (e: EventRecord): boolean => 
   return false
 }
 
+/** Everything `visibleTo` depends on: two principals with the same key see the same events. */
+export const visibilityKey = (principal: Principal): string =>
+  JSON.stringify([
+    principal.agentIds === null ? null : [...principal.agentIds].sort(),
+    holds(principal.role, Policy.readAuditLog),
+    principal.userId
+  ])
+
 /**
  * Why the caller will never be shown any event of this type (the rules of `visibleTo`), or undefined when
  * some may reach them: a stream asking only for what it cannot see would wait forever in silence.

@@ -13,7 +13,8 @@ import { EventLog } from "./EventLog.js"
 import type { EventPage, EventRecord } from "./EventRepo.js"
 import { EventRepo } from "./EventRepo.js"
 import { eventStreamResponse, followResponse, framed, taskEvents } from "./EventStreamResponse.js"
-import { unseenType, visibleTo } from "./EventVisibility.js"
+import type { Accept } from "./EventTails.js"
+import { unseenType, visibilityKey, visibleTo } from "./EventVisibility.js"
 
 const MAX_ID = 2n ** 63n - 1n
 
@@ -106,9 +107,18 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
             yield* requireFilterAgent(agents, principal, agentId)
           }
           const visible = visibleTo(principal)
-          const accept = (e: EventRecord) =>
-            (types === undefined || types.has(e.type)) && (agentId === undefined || e.agentId === agentId) &&
-            visible(e)
+          const accept: Accept = Object.assign(
+            (e: EventRecord) =>
+              (types === undefined || types.has(e.type)) && (agentId === undefined || e.agentId === agentId) &&
+              visible(e),
+            {
+              key: JSON.stringify([
+                types === undefined ? null : [...types].sort(),
+                agentId ?? null,
+                visibilityKey(principal)
+              ])
+            }
+          )
           const start = after ?? (yield* log.position(principal.organizationId))
           // a position pruned already is answered 410 before the stream begins, one ahead of the log 400
           yield* Effect.flatMap(

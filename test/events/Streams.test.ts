@@ -189,6 +189,35 @@ describe("event streams", () => {
     expect(asAdmin.events.map((e) => e.data.data.action)).toContain("CREATE_AGENT")
   })
 
+  it("streams with one filter share a read's events; another filter on the same key gets its own", async () => {
+    const { apiKey, node } = world
+    const one = await createAgent(node, apiKey, {
+      name: "one",
+      model: { provider: "scripted", script: [{ text: "a" }] }
+    })
+    const two = await createAgent(node, apiKey, {
+      name: "two",
+      model: { provider: "scripted", script: [{ text: "b" }] }
+    })
+    const from = { headers: { "last-event-id": "0" }, ms: 3000 }
+    const [first, second, onlyOne] = await Promise.all([
+      collect("/v1/events?types=task.created,task.completed", apiKey, from),
+      collect("/v1/events?types=task.completed,task.created", apiKey, from),
+      collect(`/v1/events?types=task.created,task.completed&agent_id=${one.id}`, apiKey, from)
+    ])
+    for (const agent of [one, two, one]) {
+      const accepted = await (await invokeAgent(node, apiKey, agent.id, "hi", { async: true })).json()
+      await waitForTask(node, apiKey, accepted.id)
+    }
+    await Promise.all([first.end, second.end, onlyOne.end])
+    const ours = (r: { events: Array<Received> }) =>
+      r.events.filter((e) => [one.id, two.id].includes(e.data.data.agent_id)).map((e) => `${e.id} ${e.event}`)
+    expect(ours(first)).toHaveLength(6)
+    expect(ours(second)).toEqual(ours(first))
+    expect(ours(onlyOne)).toHaveLength(4)
+    expect(onlyOne.events.every((e) => e.data.data.agent_id === one.id)).toBe(true)
+  })
+
   it("types a key is never shown are refused with 403, not followed in silence", async () => {
     const { apiKey, node } = world
     const member = await addMember(node, apiKey, "member")
