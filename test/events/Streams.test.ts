@@ -199,12 +199,15 @@ describe("event streams", () => {
       name: "two",
       model: { provider: "scripted", script: [{ text: "b" }] }
     })
-    const from = { headers: { "last-event-id": "0" }, ms: 3000 }
-    const [first, second, onlyOne] = await Promise.all([
-      collect("/v1/events?types=task.created,task.completed", apiKey, from),
-      collect("/v1/events?types=task.completed,task.created", apiKey, from),
-      collect(`/v1/events?types=task.created,task.completed&agent_id=${one.id}`, apiKey, from)
-    ])
+    // each stream reads until it has what it should (3 tasks' created and completed of either agent, or of `one`)
+    const until = (n: number) => {
+      let seen = 0
+      return (e: Received) => [one.id, two.id].includes(e.data.data.agent_id) && ++seen === n
+    }
+    const from = (n: number) => ({ headers: { "last-event-id": "0" }, until: until(n) })
+    const first = await collect("/v1/events?types=task.created,task.completed", apiKey, from(6))
+    const second = await collect("/v1/events?types=task.completed,task.created", apiKey, from(6))
+    const onlyOne = await collect(`/v1/events?types=task.created,task.completed&agent_id=${one.id}`, apiKey, from(4))
     for (const agent of [one, two, one]) {
       const accepted = await (await invokeAgent(node, apiKey, agent.id, "hi", { async: true })).json()
       await waitForTask(node, apiKey, accepted.id)
