@@ -28,7 +28,7 @@ import { appendRun, fmtSpread, median, rounds, spread } from "./support/runs.js"
  *     correctness); then the streams close.
  *   - what a stream's events wait: from a task.created event's transaction start (its `at`) to a client, p50/p99,
  *     while the producer runs, with the reference stream alone (before the others open: the same round's
- *     baseline), then on the reference and every SAMPLE_EVERY-th stream with all of them open (a busy tail is
+ *     baseline), then on every SAMPLE_EVERY-th of the other streams with all of them open (a busy tail is
  *     read less often: EventTails.ts).
  * Ratios are within a round (same minute of this shared machine); the figures are their median over the
  * rounds (BENCH_RUNS, default 3). Each run is appended to bench/results/sse.json.
@@ -171,7 +171,7 @@ interface Stream {
   ended: boolean
   close: () => void
   /**
-   * When given (the reference stream, every SAMPLE_EVERY-th of the others): how long each task.created took
+   * When given (the reference stream; every SAMPLE_EVERY-th of the others): how long each task.created took
    * from its transaction's start (the event's `at`) to this client, in ms; taken and emptied by `stats`.
    */
   readonly latencies?: Array<number>
@@ -269,7 +269,7 @@ interface ReaderStats {
   readonly lastIds: ReadonlyArray<number>
   readonly unordered: number
   readonly ended: number
-  /** The sampling streams' latencies since the last `stats` (ms). */
+  /** The sampling streams' latencies since the last `latencies` request (ms); empty for the other requests. */
   readonly latencies: ReadonlyArray<number>
 }
 type ReaderRequest =
@@ -281,6 +281,7 @@ type ReaderRequest =
     readonly n: number
   }
   | { readonly kind: "stats" }
+  | { readonly kind: "latencies" }
   | { readonly kind: "close" }
 
 /**
@@ -306,6 +307,8 @@ const startReaders = () => {
     open: (baseUrl: string, apiKey: string, after: number, n: number) =>
       ask({ kind: "open", baseUrl, apiKey, after, n }),
     stats: () => ask({ kind: "stats" }),
+    /** The sampling streams' latencies since the last call (and the stats). */
+    latencies: async () => (await ask({ kind: "latencies" })).latencies,
     close: async () => {
       await ask({ kind: "close" }).catch(() => undefined)
       child.kill()
@@ -318,7 +321,7 @@ const readersChild = () => {
   const streams: Array<Stream> = []
   let openErrors = 0
   let firstError: string | undefined
-  const stats = (): ReaderStats => ({
+  const stats = (latencies = false): ReaderStats => ({
     opened: streams.length,
     openErrors,
     firstError,
@@ -328,7 +331,7 @@ const readersChild = () => {
     lastIds: streams.map((s) => s.lastId),
     unordered: streams.filter((s) => !s.ordered).length,
     ended: streams.filter((s) => s.ended).length,
-    latencies: streams.flatMap((s) => s.latencies?.splice(0) ?? [])
+    latencies: latencies ? streams.flatMap((s) => s.latencies?.splice(0) ?? []) : []
   })
   // the bench ended (or died): so do the streams
   process.on("disconnect", () => process.exit(0))
@@ -349,7 +352,7 @@ const readersChild = () => {
       }
     }
     if (request.kind === "close") { for (const s of streams) s.close() }
-    process.send!(stats())
+    process.send!(stats(request.kind === "latencies"))
     if (request.kind === "close") process.disconnect()
   })
 }
@@ -501,9 +504,10 @@ const round = async (node: SwitchyardNode, apiKey: string, targets: ReturnType<t
   stopProducer = startProducer(targets.async)
   await sleep(1000)
   referenceLatencies.length = 0
-  await readers.stats()
+  await readers.latencies()
   const busyWith = await measureWith("with streams, producer")
-  const latencyWith = latencyOf([...referenceLatencies.splice(0), ...(await readers.stats()).latencies], {}, 0)
+  // the sampled streams only: the reference is the first its tail wakes, the best placed of them all
+  const latencyWith = latencyOf([...await readers.latencies()], {}, 0)
   phase(`with streams, producer ${settings.producerPerSecond} tasks/s`, busyWith, busyWith.deliveredPerSecond)
   produced = await stopProducer()
 
