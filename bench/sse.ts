@@ -503,7 +503,6 @@ const round = async (node: SwitchyardNode, apiKey: string, targets: ReturnType<t
   phase("with streams, no producer", idleWith, idleWith.deliveredPerSecond)
   stopProducer = startProducer(targets.async)
   await sleep(1000)
-  referenceLatencies.length = 0
   await readers.latencies()
   const busyWith = await measureWith("with streams, producer")
   // the sampled streams only: the reference is the first its tail wakes, the best placed of them all
