@@ -19,7 +19,6 @@ import {
   cliOnTerminal,
   cliProgram,
   configHome,
-  disposeCliProgram,
   ESCAPE,
   serveOnTerminal,
   startCli,
@@ -55,7 +54,6 @@ afterAll(async () => {
   await node?.stop()
   await target?.close()
   await model?.close()
-  await disposeCliProgram()
 })
 
 const loginFile = () => Path.join(home, "switchyard", "config.json")
@@ -79,17 +77,18 @@ describe("switchyard login", () => {
   })
 
   it("sends the stored key only to the URL it was stored for; SWITCHYARD_URL and SWITCHYARD_API_KEY override it", async () => {
-    const elsewhere = await cli(["keys", "list"], { env: { ...env, SWITCHYARD_URL: "http://127.0.0.1:1" } })
+    // independent commands, run at once
+    const [elsewhere, overridden, unreachable] = await Promise.all([
+      cli(["keys", "list"], { env: { ...env, SWITCHYARD_URL: "http://127.0.0.1:1" } }),
+      cli(["keys", "list"], { env: { ...env, SWITCHYARD_API_KEY: "sy_bbbbbbbbbbbb_" + "y".repeat(43) } }),
+      cli(["keys", "list", "--url", "http://127.0.0.1:1", "--key", admin], { env })
+    ])
     expect(elsewhere.code).toBe(2)
     expect(elsewhere.stderr).toContain("no API key for http://127.0.0.1:1")
 
-    const overridden = await cli(["keys", "list"], {
-      env: { ...env, SWITCHYARD_API_KEY: "sy_bbbbbbbbbbbb_" + "y".repeat(43) }
-    })
     expect(overridden.code).toBe(1)
     expect(overridden.stderr).toContain("(invalid_api_key)")
 
-    const unreachable = await cli(["keys", "list", "--url", "http://127.0.0.1:1", "--key", admin], { env })
     expect(unreachable.code).toBe(3)
     expect(unreachable.stderr).toContain("cannot reach http://127.0.0.1:1")
   })
@@ -537,6 +536,8 @@ describe("help and output", () => {
   })
 
   it("an unknown command of a group names that group and its own commands, not the root's (exit 2)", async () => {
+    // independent commands, run at once
+    const runs: Array<Promise<void>> = []
     for (
       const [args, message] of [
         [
@@ -556,16 +557,21 @@ describe("help and output", () => {
         [["AGENTS", "frob"], "switchyard agents - use one of 'create', 'list', 'invoke' (see switchyard agents --help)"]
       ] as const
     ) {
-      const run = await cli([...args], { env })
-      expect(run.code).toBe(2)
-      expect(run.stdout).toBe("")
-      expect(run.stderr).toBe(`error: Invalid subcommand for ${message}\n`)
+      runs.push(
+        cli([...args], { env }).then((run) => {
+          expect(run.code).toBe(2)
+          expect(run.stdout).toBe("")
+          expect(run.stderr).toBe(`error: Invalid subcommand for ${message}\n`)
+        })
+      )
     }
     // an unknown word after a command that is no group is that command's argument, as before
-    const extra = await cli(["agents", "list", "frob"], { env })
+    const [[extra, typo]] = await Promise.all([
+      Promise.all([cli(["agents", "list", "frob"], { env }), cli(["agents", "list", "--jsn"], { env })]),
+      Promise.all(runs)
+    ])
     expect(extra.code).toBe(2)
     expect(extra.stderr).toBe("error: Received unknown argument: 'frob'\n")
-    const typo = await cli(["agents", "list", "--jsn"], { env })
     expect(typo.code).toBe(2)
     expect(typo.stderr).toBe("error: Received unknown argument: '--jsn'\n")
   })
@@ -579,7 +585,10 @@ describe("help and output", () => {
   })
 
   it("usage lines read `switchyard serve`; serve --help lists the port and every setting of the config module", async () => {
-    const help = await cli(["serve", "--help"], { env })
+    const [help, nested] = await Promise.all([
+      cli(["serve", "--help"], { env }),
+      cli(["keys", "create", "--help"], { env })
+    ])
     expect(help.code).toBe(0)
     expect(help.stdout).toMatch(/^USAGE\n\nswitchyard serve$/m)
     expect(help.stdout).not.toMatch(/^\$ /m)
@@ -591,16 +600,17 @@ describe("help and output", () => {
     expect(names.length).toBeGreaterThan(40)
     for (const name of names) expect(help.stdout).toMatch(new RegExp(`^ {2}${name} `, "m"))
 
-    const nested = await cli(["keys", "create", "--help"], { env })
     expect(nested.stdout).toMatch(/^switchyard keys create \[--url URL\]/m)
     expect(nested.stdout).toMatch(/^ {2}SWITCHYARD_API_KEY +/m)
   })
 
   it("a malformed id argument is named with what it must be, before any request", async () => {
-    const bad = await cli(["agents", "invoke", "not-an-id", "hi"], { env })
+    const [bad, key] = await Promise.all([
+      cli(["agents", "invoke", "not-an-id", "hi"], { env }),
+      cli(["keys", "revoke", "ABC"], { env })
+    ])
     expect(bad.code).toBe(2)
     expect(bad.stderr.trim()).toBe("error: AGENT_ID: must be the id of an agent (a UUID), not \"not-an-id\"")
-    const key = await cli(["keys", "revoke", "ABC"], { env })
     expect(key.code).toBe(2)
     expect(key.stderr).toContain("KEY_ID: must be the id of an API key")
   })
@@ -608,31 +618,34 @@ describe("help and output", () => {
   it("a command's help names the role the API document states for its operation", async () => {
     const document = JSON.parse(Fs.readFileSync(Path.resolve(import.meta.dirname, "../../openapi.json"), "utf8"))
     const words: Record<string, string> = { builder: "Builder", admin: "Admin", super_admin: "Super admin" }
-    for (
-      const [args, path] of [
+    await Promise.all(
+      ([
         [["agents", "create", "--help"], "/v1/agents"],
         [["connectors", "add", "--help"], "/v1/tools/connectors"]
-      ] as const
-    ) {
-      const role: string = document.paths[path].post["x-switchyard-role"]
-      const help = await cli([...args], { env })
-      expect(help.stdout.replace(/\s+/g, " ")).toContain(`POST ${path}, ${words[role]} and above)`)
-    }
+      ] as const).map(async ([args, path]) => {
+        const role: string = document.paths[path].post["x-switchyard-role"]
+        const help = await cli([...args], { env })
+        expect(help.stdout.replace(/\s+/g, " ")).toContain(`POST ${path}, ${words[role]} and above)`)
+      })
+    )
   })
 
   it("no escape codes when stdout is not a terminal or NO_COLOR is set; colour on a terminal", async () => {
-    const piped = await cli(["--help"], { env })
+    // independent commands, run at once
+    const [piped, table, coloured, plain, plainTable] = await Promise.all([
+      cli(["--help"], { env }),
+      cli(["keys", "list"], { env }),
+      cliOnTerminal(["--help"], env),
+      cliOnTerminal(["--help"], { ...env, NO_COLOR: "1" }),
+      cliOnTerminal(["keys", "list"], { ...env, NO_COLOR: "1" })
+    ])
     expect(piped.stdout).toContain("COMMANDS")
     expect(piped.stdout).not.toContain(ESCAPE)
-    const table = await cli(["keys", "list"], { env })
     expect(table.stdout).not.toContain(ESCAPE)
 
-    const coloured = await cliOnTerminal(["--help"], env)
     expect(coloured.stdout).toContain(`${ESCAPE}[`)
-    const plain = await cliOnTerminal(["--help"], { ...env, NO_COLOR: "1" })
     expect(plain.stdout).toContain("COMMANDS")
     expect(plain.stdout).not.toContain(ESCAPE)
-    const plainTable = await cliOnTerminal(["keys", "list"], { ...env, NO_COLOR: "1" })
     expect(plainTable.stdout).toContain("ci pipeline")
     expect(plainTable.stdout).not.toContain(ESCAPE)
   })
@@ -644,13 +657,13 @@ describe("the package bin", () => {
     // the two listings below, run at once, show the same time
     await cli(["keys", "list", "--json"], { env })
     // a client command (the client alone is loaded) and one that loads the node's commands too
-    for (const args of [["keys", "list", "--json"], ["frobnicate"]]) {
+    await Promise.all([["keys", "list", "--json"], ["frobnicate"]].map(async (args) => {
       const [viaTsx, compiled] = await Promise.all([cli(args, { env, program: BIN }), cli(args, { env })])
       expect(viaTsx.code).toBe(compiled.code)
       expect(viaTsx.stdout).toBe(compiled.stdout)
       expect(viaTsx.stderr).toBe(compiled.stderr)
       if (args[0] === "keys") expect(JSON.parse(viaTsx.stdout).items.length).toBeGreaterThan(1)
-    }
+    }))
   })
 })
 

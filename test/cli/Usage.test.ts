@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { displayWidth } from "../../src/cli/Output.js"
 import { petstore } from "../connectors/support.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
-import { cli, type CliRun, configHome, disposeCliProgram } from "./support.js"
+import { cli, type CliRun, configHome } from "./support.js"
 
 vi.setConfig({ testTimeout: 300_000 })
 
@@ -56,7 +56,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await node?.stop()
   await Promise.all(servers.map((s) => s.close()))
-  await disposeCliProgram()
 })
 
 /** One `error: …` line and nothing on stdout. */
@@ -83,6 +82,8 @@ describe("an option outside the range the API takes", () => {
     // a server that counts requests: none may come
     const other = await otherServer(200, "application/json", "{}")
     const target = ["--url", other.url, "--key", "k"]
+    // independent commands, run at once
+    const refusals: Array<Promise<void>> = []
     for (
       const [args, message] of [
         [["tasks", "get", TASK, "--wait", "100"], `--wait must be ${wait}, not 100`],
@@ -91,29 +92,30 @@ describe("an option outside the range the API takes", () => {
         [["connectors", "list", "--limit", "500"], `--limit must be ${limit}, not 500`]
       ] as const
     ) {
-      expectOneErrorLine(await cli([...args, ...target], { env }), 2, message)
+      refusals.push(cli([...args, ...target], { env }).then((run) => expectOneErrorLine(run, 2, message)))
     }
-    expect(other.requests()).toBe(0)
-
     // the bounds themselves are taken, by the node too
-    const bound = await cli(["tasks", "get", TASK, "--wait", "0"], { env })
+    const [[bound, page, help]] = await Promise.all([
+      Promise.all([
+        cli(["tasks", "get", TASK, "--wait", "0"], { env }),
+        cli(["connectors", "list", "--limit", "200", "--json"], { env }),
+        cli(["tasks", "get", "--help"], { env })
+      ]),
+      Promise.all(refusals)
+    ])
+    expect(other.requests()).toBe(0)
     expectOneErrorLine(bound, 1, /^error: Task .* not found\. \(not_found\)\n$/)
-    const page = await cli(["connectors", "list", "--limit", "200", "--json"], { env })
     expect(page.code).toBe(0)
     expect(JSON.parse(page.stdout).items.length).toBeGreaterThan(0)
-    expect((await cli(["tasks", "get", "--help"], { env })).stdout).toContain("(0-60)")
+    expect(help.stdout).toContain("(0-60)")
   })
 })
 
 describe("refusals and answers", () => {
   it("the node's 400 validation_failed prints as an API error, its message and code (exit 1)", async () => {
     const args = ["agents", "create", "--name", "x", "--provider", "openai", "--model", "m", "--base-url", "not-a-url"]
-    expectOneErrorLine(
-      await cli(args, { env }),
-      1,
-      "`model.base_url`: must be an absolute http(s) URL. (validation_failed)"
-    )
-    const json = await cli([...args, "--json"], { env })
+    const [human, json] = await Promise.all([cli(args, { env }), cli([...args, "--json"], { env })])
+    expectOneErrorLine(human, 1, "`model.base_url`: must be an absolute http(s) URL. (validation_failed)")
     expect(json.code).toBe(1)
     expect(JSON.parse(json.stderr).error.code).toBe("validation_failed")
   })
@@ -136,6 +138,8 @@ describe("refusals and answers", () => {
   })
 
   it("a server that is not a Switchyard node is named in one line, no schema tree (exit 3)", async () => {
+    // independent commands, run at once
+    const runs: Array<Promise<void>> = []
     for (
       const [status, type, body] of [
         [404, "application/json", JSON.stringify({ message: "Not Found", statusCode: 404 })],
@@ -144,29 +148,36 @@ describe("refusals and answers", () => {
       ] as const
     ) {
       const other = await otherServer(status, type, body)
-      expectOneErrorLine(
-        await cli(["agents", "list", "--url", other.url, "--key", "k"], { env }),
-        3,
-        `${other.url} did not answer as a Switchyard node (HTTP ${status}); check --url`
+      runs.push(
+        cli(["agents", "list", "--url", other.url, "--key", "k"], { env }).then((run) =>
+          expectOneErrorLine(run, 3, `${other.url} did not answer as a Switchyard node (HTTP ${status}); check --url`)
+        )
       )
     }
     // a success status with a body the CLI cannot read: another server, or a node of another version
     for (const [type, body] of [["text/html", "<html>hello</html>"], ["application/json", "{\"items\":\"x\"}"]]) {
       const other = await otherServer(200, type, body)
       for (const args of [["agents", "list"], ["tasks", "get", TASK]]) {
-        expectOneErrorLine(
-          await cli([...args, "--url", other.url, "--key", "k"], { env }),
-          3,
-          `${other.url} did not answer as a Switchyard node of this CLI's version (HTTP 200); ` +
-            "check --url and the node's version"
+        runs.push(
+          cli([...args, "--url", other.url, "--key", "k"], { env }).then((run) =>
+            expectOneErrorLine(
+              run,
+              3,
+              `${other.url} did not answer as a Switchyard node of this CLI's version (HTTP 200); ` +
+                "check --url and the node's version"
+            )
+          )
         )
       }
     }
+    await Promise.all(runs)
   })
 })
 
 describe("wrong use", () => {
   it("every error line starts with `error:`: the argument parser's, a group without its command (exit 2)", async () => {
+    // independent commands, run at once
+    const runs: Array<Promise<void>> = []
     for (
       const [args, message] of [
         [["tasks", "get", TASK, "--wait", "abc"], "'abc' is not a integer"],
@@ -178,10 +189,14 @@ describe("wrong use", () => {
         [["users"], "switchyard users needs a command: set-password (see switchyard users --help)"]
       ] as const
     ) {
-      expectOneErrorLine(await cli([...args], { env }), 2, message)
+      runs.push(cli([...args], { env }).then((run) => expectOneErrorLine(run, 2, message)))
     }
-    const root = await cli([], { env })
-    expectOneErrorLine(root, 2, /^error: switchyard needs a command: .*keys.* \(see switchyard --help\)\n$/)
+    runs.push(
+      cli([], { env }).then((root) =>
+        expectOneErrorLine(root, 2, /^error: switchyard needs a command: .*keys.* \(see switchyard --help\)\n$/)
+      )
+    )
+    await Promise.all(runs)
   })
 
   it("a scripted agent without a script says to give it with --file (exit 2, before any request)", async () => {
@@ -203,6 +218,8 @@ describe("--json", () => {
   }
 
   it("every failure, the CLI's own and the argument parser's included, is one JSON envelope on stderr", async () => {
+    // independent commands, run at once
+    const runs: Array<Promise<void>> = []
     for (
       const [args, message] of [
         [["keys", "revoke", "nope"], /^KEY_ID: must be the id of an API key/],
@@ -213,14 +230,20 @@ describe("--json", () => {
         [["tasks", "get", TASK, "--wait", "100"], "--wait must be between 0 and 60, not 100"]
       ] as const
     ) {
-      expectEnvelope(await cli([...args, "--json"], { env }), 2, "cli_usage", message)
+      runs.push(cli([...args, "--json"], { env }).then((run) => expectEnvelope(run, 2, "cli_usage", message)))
     }
-    const noKey = await cli(["keys", "list", "--json"], { env: { XDG_CONFIG_HOME: env["XDG_CONFIG_HOME"]! } })
+    const [[noKey, unreachable, afterDashes]] = await Promise.all([
+      Promise.all([
+        cli(["keys", "list", "--json"], { env: { XDG_CONFIG_HOME: env["XDG_CONFIG_HOME"]! } }),
+        cli(["agents", "list", "--json", "--url", "http://127.0.0.1:1"], { env }),
+        cli(["agents", "frob", "--", "--json"], { env })
+      ]),
+      Promise.all(runs)
+    ])
     expectEnvelope(noKey, 2, "cli_usage", /^no API key/)
-    const unreachable = await cli(["agents", "list", "--json", "--url", "http://127.0.0.1:1"], { env })
     expectEnvelope(unreachable, 3, "cli_unreachable", /^cannot reach http:\/\/127\.0\.0\.1:1: /)
     // an argument `--json` after `--` is text, not the option
-    expect(JSON.stringify((await cli(["agents", "frob", "--", "--json"], { env })).stderr)).toMatch(/^"error: /)
+    expect(JSON.stringify(afterDashes.stderr)).toMatch(/^"error: /)
   })
 
   it("connectors add --json keeps progress off stderr: only the answer (stdout) or the envelope", async () => {
@@ -255,7 +278,9 @@ describe("connectors add URL", () => {
 describe("tables", () => {
   it("columns stay aligned after wide (CJK, emoji) and combining characters; long ones are cut with …", async () => {
     const names = ["漢字のキー名前テスト", "🔑 deploy key", "cafe\u0301 ☕", "長".repeat(50)]
-    for (const name of names) expect((await cli(["keys", "create", "--name", name], { env })).code).toBe(0)
+    for (const created of await Promise.all(names.map((name) => cli(["keys", "create", "--name", name], { env })))) {
+      expect(created.code).toBe(0)
+    }
     const listed = await cli(["keys", "list"], { env })
     expect(listed.code).toBe(0)
     const lines = listed.stdout.trimEnd().split("\n")
@@ -269,17 +294,24 @@ describe("tables", () => {
 
 describe("usage lines", () => {
   it("optional options, repeatable ones included, are in brackets; a required one is not", async () => {
-    const keys = (await cli(["keys", "create", "--help"], { env })).stdout
+    const [keysHelp, agentsHelp] = await Promise.all([
+      cli(["keys", "create", "--help"], { env }),
+      cli(["agents", "create", "--help"], { env })
+    ])
+    const keys = keysHelp.stdout
     expect(keys).toMatch(/^switchyard keys create .* --name NAME .*\[--agent AGENT_ID\.\.\.\]$/m)
-    const agents = (await cli(["agents", "create", "--help"], { env })).stdout
+    const agents = agentsHelp.stdout
     expect(agents).toMatch(/^switchyard agents create .*\[--skill CONNECTION_ID:OPS\.\.\.\]$/m)
 
     // still repeatable, still optional
     const file = Path.join(env["XDG_CONFIG_HOME"]!, "agent.json")
     Fs.writeFileSync(file, JSON.stringify({ name: "echo", model: { provider: "scripted", script: [{ text: "hi" }] } }))
     const ids: Array<string> = []
-    for (const name of ["one", "two"]) {
-      const created = await cli(["agents", "create", "--file", file, "--name", name, "--json"], { env })
+    for (
+      const created of await Promise.all(
+        ["one", "two"].map((name) => cli(["agents", "create", "--file", file, "--name", name, "--json"], { env }))
+      )
+    ) {
       expect(created.code).toBe(0)
       ids.push(JSON.parse(created.stdout).id)
     }

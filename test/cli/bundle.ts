@@ -44,19 +44,32 @@ const sourceFiles: esbuild.Plugin = {
   }
 }
 
+/** A directory for one test run's bundle (globalSetup provides it, and removes it when the run ends). */
+export const runBundleDirectory = () =>
+  Path.join(CACHE, `run-${process.pid}-${Math.random().toString(36).slice(2, 10)}`)
+
 /**
  * Builds bin/switchyard.js into a directory of its own; returns the path of the program to run with node.
  * A client command starts in about a quarter of the CPU the bin takes through tsx (which compiles and
- * loads each module through its loader thread).
+ * loads each module through its loader thread). With `shared` (the run's directory): built there once, by
+ * whichever worker of the run comes first; the others take it (a worker that built too leaves its own).
  */
-export const buildCliBundle = async (): Promise<{ readonly bin: string; readonly dispose: () => void }> => {
+export const buildCliBundle = async (
+  shared?: string
+): Promise<{ readonly bin: string; readonly dispose: () => void }> => {
+  const binIn = (dir: string) => Path.join(dir, "switchyard.js")
+  if (shared !== undefined && Fs.existsSync(binIn(shared))) return { bin: binIn(shared), dispose: () => undefined }
   Fs.mkdirSync(CACHE, { recursive: true })
   // bundles a crashed run left behind
   for (const entry of Fs.readdirSync(CACHE)) {
     const full = Path.join(CACHE, entry)
-    if (Date.now() - Fs.statSync(full).mtimeMs > 3_600_000) Fs.rmSync(full, { recursive: true, force: true })
+    try {
+      if (Date.now() - Fs.statSync(full).mtimeMs > 3_600_000) Fs.rmSync(full, { recursive: true, force: true })
+    } catch {
+      // removed meanwhile by another run
+    }
   }
-  const outdir = Fs.mkdtempSync(Path.join(CACHE, "run-"))
+  const outdir = Fs.mkdtempSync(Path.join(CACHE, "build-"))
   await esbuild.build({
     entryPoints: [Path.join(ROOT, "bin", "switchyard.js")],
     outdir,
@@ -73,8 +86,14 @@ export const buildCliBundle = async (): Promise<{ readonly bin: string; readonly
         "import { createRequire as __switchyardRequire } from \"node:module\"; const require = __switchyardRequire(import.meta.url);"
     }
   })
-  return {
-    bin: Path.join(outdir, "switchyard.js"),
-    dispose: () => Fs.rmSync(outdir, { recursive: true, force: true })
+  const own = { bin: binIn(outdir), dispose: () => Fs.rmSync(outdir, { recursive: true, force: true }) }
+  if (shared === undefined) return own
+  try {
+    Fs.renameSync(outdir, shared)
+    return { bin: binIn(shared), dispose: () => undefined }
+  } catch {
+    // another worker's build got there first: the same sources, so its program serves
+    own.dispose()
+    return { bin: binIn(shared), dispose: () => undefined }
   }
 }

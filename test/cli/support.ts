@@ -13,16 +13,25 @@ let bundle: ReturnType<typeof buildCliBundle> | undefined
 /**
  * The program the CLI steps run: the package bin compiled ahead of time (./bundle.ts), built on first use.
  * The same bin and sources at a quarter of tsx's start-up CPU, which made this file the suite's slowest.
+ * Built once per run (into the directory globalSetup provides, and removes), not once per file: each build
+ * is seconds of esbuild.
  * SWITCHYARD_TEST_CLI=bin runs every step through the bin itself instead.
  */
-export const cliProgram = async (): Promise<string> =>
-  process.env["SWITCHYARD_TEST_CLI"] === "bin" ? BIN : (await (bundle ??= buildCliBundle())).bin
-
-/** Removes the compiled program (afterAll). */
-export const disposeCliProgram = async () => {
-  const built = bundle
-  bundle = undefined
-  if (built !== undefined) (await built).dispose()
+export const cliProgram = async (): Promise<string> => {
+  if (process.env["SWITCHYARD_TEST_CLI"] === "bin") return BIN
+  if (bundle === undefined) {
+    // vitest loaded only here: scripts/cluster-dev.ts imports these helpers outside it
+    const building = import("vitest").then(({ inject }) => buildCliBundle(inject("cliBundleDirectory")))
+    bundle = building
+    building.then(
+      (built) => process.once("exit", () => built.dispose()),
+      () => {
+        // a failed build is tried again by the next file
+        if (bundle === building) bundle = undefined
+      }
+    )
+  }
+  return (await bundle).bin
 }
 
 export interface CliRun {

@@ -8,11 +8,9 @@ import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, describe, expect, it, vi } from "vitest"
-import { BIN, cli, disposeCliProgram } from "../cli/support.js"
+import { BIN, cli } from "../cli/support.js"
 
 vi.setConfig({ testTimeout: 120_000 })
-
-afterAll(() => disposeCliProgram())
 
 const dataDirs: Array<string> = []
 afterAll(() => {
@@ -66,7 +64,10 @@ describe("a bad setting stops serve before anything starts", () => {
   })
 
   it("SWITCHYARD_MODEL_PRICES: bad JSON or a bad entry, said which (through the package bin, as a person runs it)", async () => {
-    const json = await serve({ SWITCHYARD_MODEL_PRICES: "{bad" }, BIN)
+    const [json, entry] = await Promise.all([
+      serve({ SWITCHYARD_MODEL_PRICES: "{bad" }, BIN),
+      serve({ SWITCHYARD_MODEL_PRICES: `{"my-model": {"input": 0.5}}` })
+    ])
     expect(json.stderr).toBe(refused(
       "SWITCHYARD_MODEL_PRICES",
       `not JSON (Expected property name or '}' in JSON at position 1); expected JSON such as ` +
@@ -75,7 +76,6 @@ describe("a bad setting stops serve before anything starts", () => {
     expect(json.code).toBe(1)
     expect(json.started).toEqual([])
 
-    const entry = await serve({ SWITCHYARD_MODEL_PRICES: `{"my-model": {"input": 0.5}}` })
     expect(entry.stderr).toMatch(
       /^switchyard: invalid configuration: \(Invalid data at SWITCHYARD_MODEL_PRICES: "model "my-model": "output" is missing; /
     )
@@ -96,28 +96,38 @@ describe("a bad setting stops serve before anything starts", () => {
       ["SWITCHYARD_KNOWLEDGE_WORKERS", "many", `Expected an integer value but received "many"`],
       ["SWITCHYARD_FUNCTION_WORKERS", "-2", "must be a positive integer"]
     ]
-    for (const [name, value, problem] of cases) {
-      const run = await serve({ [name]: value })
+    // independent runs, at once
+    const runs = await Promise.all(cases.map(([name, value]) => serve({ [name]: value })))
+    cases.forEach(([name, , problem], i) => {
+      const run = runs[i]!
       expect(run.stderr).toBe(refused(name, problem))
       expect(run.code).toBe(1)
       expect(run.started).toEqual([])
-    }
+    })
   })
 
   it("SWITCHYARD_SOURCE_MAPS, read by the package bin before the app: true or false, empty is unset", async () => {
-    for (const program of [BIN, undefined]) {
-      const run = await serve({ SWITCHYARD_SOURCE_MAPS: "yes" }, program)
+    // independent runs, at once
+    const values = ["true", "false", ""]
+    const [served, client, versions] = await Promise.all([
+      Promise.all([BIN, undefined].map((program) => serve({ SWITCHYARD_SOURCE_MAPS: "yes" }, program))),
+      cli(["keys", "list"], { env: { SWITCHYARD_SOURCE_MAPS: "on" } }),
+      Promise.all(values.map((value) => cli(["--version"], { env: { SWITCHYARD_SOURCE_MAPS: value }, program: BIN })))
+    ])
+    for (const run of served) {
       expect(run.stderr).toBe(refused("SWITCHYARD_SOURCE_MAPS", `must be true or false (not "yes")`))
       expect(run.code).toBe(1)
       expect(run.started).toEqual([])
     }
-    const client = await cli(["keys", "list"], { env: { SWITCHYARD_SOURCE_MAPS: "on" } })
     expect(client.stderr).toBe(refused("SWITCHYARD_SOURCE_MAPS", `must be true or false (not "on")`))
     expect(client.code).toBe(1)
-    for (const value of ["true", "false", ""]) {
-      const version = await cli(["--version"], { env: { SWITCHYARD_SOURCE_MAPS: value }, program: BIN })
-      expect({ value, code: version.code, stderr: version.stderr }).toEqual({ value, code: 0, stderr: "" })
-    }
+    versions.forEach((version, i) =>
+      expect({ value: values[i], code: version.code, stderr: version.stderr }).toEqual({
+        value: values[i],
+        code: 0,
+        stderr: ""
+      })
+    )
   })
 
   it("SERVICE_SKILL_VISIBILITY_MODE: named with the accepted modes", async () => {
@@ -130,7 +140,8 @@ describe("a bad setting stops serve before anything starts", () => {
   })
 })
 
-describe("a port that is taken stops serve with one line", () => {
+// each its own port, data dir and embedded PostgreSQL: the two run at once
+describe.concurrent("a port that is taken stops serve with one line", () => {
   const taken = async (env: (port: number) => Record<string, string>) => {
     const holder = Net.createServer()
     await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve))

@@ -2,7 +2,8 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { API_KEY, spawnNode } from "../support/NodeProcess.js"
+import { API_KEY, type NodeProcess, spawnNode } from "../support/NodeProcess.js"
+import { eventually } from "../support/Poll.js"
 import { freePort } from "../support/ports.js"
 
 const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "switchyard-embedded-"))
@@ -34,8 +35,12 @@ describe.sequential("embedded PostgreSQL node", () => {
     const node = spawnNode(await embeddedEnv())
     try {
       await node.waitReady(120_000)
-      await new Promise((r) => setTimeout(r, 200))
-      const out = node.output()
+      // the banner may follow readiness by a moment: until it is all there
+      const out = await eventually(
+        () => (/\/mcp\//.test(node.output()) && API_KEY.test(node.output()) ? node.output() : undefined),
+        5_000,
+        "the banner"
+      ).catch(() => node.output())
       apiKey = API_KEY.exec(out)![0]
       expect(out).toContain("/docs")
       expect(out).toContain("/mcp/")
@@ -49,22 +54,23 @@ describe.sequential("embedded PostgreSQL node", () => {
     expect(Fs.existsSync(Path.join(dataDir, "node.lock"))).toBe(false)
   })
 
+  // the restarted node is the one the next step's second node finds running (a node start less)
+  let restarted: NodeProcess | undefined
+  afterAll(async () => {
+    await restarted?.stop()
+  })
+
   it("restart: keeps the data and does not bootstrap again", async () => {
-    const node = spawnNode(await embeddedEnv())
-    try {
-      await node.waitReady()
-      expect(node.output()).not.toMatch(API_KEY)
-      const me = await fetch(`${node.baseUrl}/v1/me`, { headers: { "x-api-key": apiKey } })
-      expect(me.status).toBe(200)
-    } finally {
-      await node.stop()
-    }
+    restarted = spawnNode(await embeddedEnv())
+    await restarted.waitReady()
+    expect(restarted.output()).not.toMatch(API_KEY)
+    const me = await fetch(`${restarted.baseUrl}/v1/me`, { headers: { "x-api-key": apiKey } })
+    expect(me.status).toBe(200)
   })
 
   it("refuses a second node on the same data dir with a clear error", async () => {
-    const first = spawnNode(await embeddedEnv())
+    const first = restarted!
     try {
-      await first.waitReady()
       const second = spawnNode(await embeddedEnv())
       expect(await second.exited).not.toBe(0)
       expect(second.output()).toContain("already running on the data directory")
@@ -74,26 +80,27 @@ describe.sequential("embedded PostgreSQL node", () => {
     }
   })
 
+  // the node started after the SIGKILL is the one the last step stops with SIGTERM (a node start less)
+  let afterKill: NodeProcess | undefined
+  afterAll(async () => {
+    await afterKill?.stop()
+  })
+
   it("after a SIGKILL: stops the orphaned PostgreSQL and starts again", async () => {
     const killed = spawnNode(await embeddedEnv())
     await killed.waitReady()
     const orphan = postgresPid()
     await killed.stop("SIGKILL")
     expect(alive(orphan)).toBe(true)
-    const node = spawnNode(await embeddedEnv())
-    try {
-      await node.waitReady()
-      expect(alive(orphan)).toBe(false)
-      const me = await fetch(`${node.baseUrl}/v1/me`, { headers: { "x-api-key": apiKey } })
-      expect(me.status).toBe(200)
-    } finally {
-      expect(await node.stop()).toBe(0)
-    }
+    afterKill = spawnNode({ ...(await embeddedEnv()), SWITCHYARD_LOG_LEVEL: "info" })
+    await afterKill.waitReady()
+    expect(alive(orphan)).toBe(false)
+    const me = await fetch(`${afterKill.baseUrl}/v1/me`, { headers: { "x-api-key": apiKey } })
+    expect(me.status).toBe(200)
   })
 
   it("on SIGTERM: drains, exits 0 and stops its PostgreSQL", async () => {
-    const node = spawnNode({ ...(await embeddedEnv()), SWITCHYARD_LOG_LEVEL: "info" })
-    await node.waitReady()
+    const node = afterKill!
     const pg = postgresPid()
     expect(await node.stop("SIGTERM")).toBe(0)
     expect(alive(pg)).toBe(false)

@@ -238,23 +238,30 @@ describe("log lines with tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)", () => {
       model: { provider: "openai", name: "gpt-4.1-mini" },
       skills: [{ connection_id: connection.id, operation_ids: ["getPet"] }]
     })
-    // a model call that takes its time, long enough for another run to claim the task meanwhile
+    // a model call that answers only once another run has claimed the task meanwhile
+    let answer: () => void = () => undefined
+    const claimed = new Promise<void>((resolve) => (answer = resolve))
     openai.script.push(
-      { tool_calls: [{ name: "getPet", arguments: { path_params: { petId: "1" } } }], delay_ms: 3000 },
+      { tool_calls: [{ name: "getPet", arguments: { path_params: { petId: "1" } } }], until: claimed },
       { text: "done" }
     )
     const asked = openai.requests.length
-    const response = await invokeAgent(started.node, apiKey, agent.id, "hi", { async: true })
-    expect(response.status).toBe(202)
-    const task = await response.json()
-    await eventually(() => openai.requests.length > asked || undefined, 15_000, "the run's model call")
-    // what another node's claim of the task does to this run: its next write finds the claim gone, and it stops
-    const db = new pg.Client({ connectionString: started.node.databaseUrl })
-    await db.connect()
+    let task: { id: string }
     try {
-      await db.query("UPDATE tasks SET run_epoch = run_epoch + 1 WHERE id = $1", [task.id])
+      const response = await invokeAgent(started.node, apiKey, agent.id, "hi", { async: true })
+      expect(response.status).toBe(202)
+      task = await response.json()
+      await eventually(() => openai.requests.length > asked || undefined, 15_000, "the run's model call")
+      // what another node's claim of the task does to this run: its next write finds the claim gone, and it stops
+      const db = new pg.Client({ connectionString: started.node.databaseUrl })
+      await db.connect()
+      try {
+        await db.query("UPDATE tasks SET run_epoch = run_epoch + 1 WHERE id = $1", [task.id])
+      } finally {
+        await db.end()
+      }
     } finally {
-      await db.end()
+      answer()
     }
     const line = await eventually(
       () =>

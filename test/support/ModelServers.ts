@@ -21,6 +21,8 @@ export interface TurnSpec {
   /** Headers of the error answer (`retry-after`). */
   headers?: Record<string, string>
   delay_ms?: number
+  /** Answer once this settles: at the test's own moment, where a fixed `delay_ms` would guess one. */
+  until?: Promise<unknown>
   /** Never answer (to test aborts). */
   hang?: boolean
   /** Why the model stopped, when not at the end of its turn. */
@@ -322,6 +324,7 @@ export const startModelServer = async (kind: ModelServerKind): Promise<ModelServ
     }
     if (turn.hang === true) return
     if (turn.delay_ms !== undefined) await sleep(turn.delay_ms)
+    if (turn.until !== undefined) await turn.until.catch(() => undefined)
     // as OpenAI answers a reasoning model (o1, o3, o4-mini, gpt-5) asked with the older parameters
     if (kind === "openai-chat" && /^(o\d|gpt-5)/.test(String(body?.model))) {
       const refused = body?.max_tokens !== undefined

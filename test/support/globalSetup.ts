@@ -8,12 +8,15 @@ import { SwitchyardConfig } from "../../src/config/SwitchyardConfig.js"
 import { DatabaseLive } from "../../src/db/Database.js"
 import * as EmbeddedPostgres from "../../src/db/EmbeddedPostgres.js"
 import { MigrationsLive } from "../../src/db/Migrations.js"
+import { runBundleDirectory } from "../cli/bundle.js"
 
 declare module "vitest" {
   export interface ProvidedContext {
     readonly databaseUrl: string
     /** A database with every migration applied (and nothing else), to copy: see migratedDatabase. */
     readonly migratedTemplate: string
+    /** Where the run's compiled CLI goes (test/cli/bundle.ts), built by the first file that needs it. */
+    readonly cliBundleDirectory: string
   }
 }
 
@@ -87,7 +90,10 @@ export default async function setup(project: TestProject) {
   const { url } = await shared.server
   project.provide("databaseUrl", url)
   project.provide("migratedTemplate", TEMPLATE)
+  const cliBundle = runBundleDirectory()
+  project.provide("cliBundleDirectory", cliBundle)
   return async () => {
+    Fs.rmSync(cliBundle, { recursive: true, force: true })
     if (--shared.users > 0) return
     delete registry[SHARED]
     await (await shared.server).stop()
