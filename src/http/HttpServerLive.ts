@@ -168,6 +168,8 @@ export const HttpServerLive = Layer.unwrapEffect(
             yield* closed.pipe(
               Effect.zipRight(drain.idle),
               Effect.zipRight(drain.stopping),
+              // a finalizer runs uninterruptibly: without this the timeout could not cut the wait short
+              Effect.interruptible,
               Effect.timeout(config.shutdownGrace),
               Effect.ignore
             )

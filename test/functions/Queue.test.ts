@@ -10,19 +10,23 @@ import { createFunction, invokeFunction } from "./support.js"
 
 let node: TestNode
 beforeAll(async () => {
-  node = await startTestNode({ SWITCHYARD_FUNCTION_WORKERS: "2" })
+  // nothing here is about stopping: the node's stop need not wait long for its connections
+  node = await startTestNode({ SWITCHYARD_FUNCTION_WORKERS: "2", SWITCHYARD_SHUTDOWN_GRACE: "1 second" })
 })
 afterAll(() => node?.stop())
 
+// a worker is held only by code running (a function awaiting `ctx` lets it go; one awaiting nothing fails at
+// once), so holding one means spinning
 const SPIN = "export default async () => { while (true) {} }"
 const QUICK = "export default async () => 1"
-// spinners' timeout: the quick calls' timeouts are well under it, so a quick call held for it would fail
-const SPIN_MS = 20_000
+// spinners' timeout: the quick calls' timeouts are well under it, so a quick call held for it would fail;
+// it is the time (and the cores) tests 1 and 2 spin for
+const SPIN_MS = 12_000
 
-/** An organization with a spinning function and a quick one (timeout_ms `quickMs`). */
-const tenant = async (quickMs = 1_000) => {
+/** An organization with a spinning function (timeout_ms `spinMs`) and a quick one (timeout_ms `quickMs`). */
+const tenant = async (quickMs = 1_000, spinMs = SPIN_MS) => {
   const { api_key } = await node.bootstrap()
-  const spin = await createFunction(node, api_key, SPIN, { timeout_ms: SPIN_MS })
+  const spin = await createFunction(node, api_key, SPIN, { timeout_ms: spinMs })
   const quick = await createFunction(node, api_key, QUICK, { timeout_ms: quickMs })
   return { key: api_key, spin: spin.id, quick: quick.id }
 }
@@ -58,7 +62,9 @@ describe("the sandbox queue", () => {
   }, 60_000)
 
   it("an abandoned call (the client went away) frees its worker: the next call answers", async () => {
-    const [a, b, c] = await Promise.all([tenant(), tenant(), tenant(SPIN_MS / 2)])
+    // the spinners are terminated when abandoned, so their long timeout costs nothing; it leaves the quick
+    // call's (half of it) time for new workers to start on a busy machine
+    const [a, b, c] = await Promise.all([tenant(1_000, 20_000), tenant(1_000, 20_000), tenant(10_000)])
     const aborts = [new AbortController(), new AbortController()]
     const abandoned = [a, b].map((t, i) =>
       node.fetch(`/v1/functions/${t.spin}/invoke`, {
