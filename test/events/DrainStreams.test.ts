@@ -1,5 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest"
-import { type NodeProcess, runCli, spawnNode } from "../support/NodeProcess.js"
+import { bootstrapOrg } from "../support/Bootstrap.js"
+import { type NodeProcess, spawnNode } from "../support/NodeProcess.js"
+import { migratedDatabase } from "../support/TestDatabase.js"
 import { testEnvironment } from "../support/TestNode.js"
 
 let node: NodeProcess | undefined
@@ -7,12 +9,12 @@ afterAll(() => node?.stop("SIGKILL"))
 
 describe("event streams at shutdown", () => {
   it("a SIGTERM ends open event streams at once: the drain does not wait out its grace", async () => {
-    const env = await testEnvironment({ SWITCHYARD_SHUTDOWN_GRACE: "60 seconds" })
-    const { api_key: apiKey } = JSON.parse(
-      (await runCli(["bootstrap", "--org", "Streams", "--email", "s@o.test", "--json"], env)).stdout
-    )
+    const env = await testEnvironment({
+      DATABASE_URL: await migratedDatabase(),
+      SWITCHYARD_SHUTDOWN_GRACE: "60 seconds"
+    })
     node = spawnNode(env)
-    await node.waitReady()
+    const [{ api_key: apiKey }] = await Promise.all([bootstrapOrg(env, "Streams", "s@o.test"), node.waitReady()])
     const response = await fetch(`${node.baseUrl}/v1/events`, {
       headers: { "x-api-key": apiKey, accept: "text/event-stream", "last-event-id": "0" }
     })

@@ -4,7 +4,8 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import * as EmbeddedPostgres from "../../src/db/EmbeddedPostgres.js"
-import { type NodeProcess, runCli, spawnNode } from "../support/NodeProcess.js"
+import { bootstrapOrg } from "../support/Bootstrap.js"
+import { type NodeProcess, spawnNode } from "../support/NodeProcess.js"
 import { freePort } from "../support/ports.js"
 
 const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "switchyard-dbrestart-"))
@@ -35,9 +36,7 @@ describe("the database restarts under a running node", () => {
     }
     node = spawnNode(env)
     await node.waitReady()
-    const { api_key: apiKey } = JSON.parse(
-      (await runCli(["bootstrap", "--org", "R", "--email", "r@o.test", "--json"], env)).stdout
-    )
+    const { api_key: apiKey } = await bootstrapOrg(env, "R", "r@o.test")
     const me = () =>
       fetch(`${node!.baseUrl}/v1/me`, { headers: { "x-api-key": apiKey }, signal: AbortSignal.timeout(20_000) }).then(
         async (r) => ({ status: r.status, body: await r.json() })

@@ -1,8 +1,10 @@
 import * as Http from "node:http"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type NodeProcess, runCli, spawnNode } from "../support/NodeProcess.js"
+import { bootstrapOrg } from "../support/Bootstrap.js"
+import { type NodeProcess, spawnNode } from "../support/NodeProcess.js"
 import { freePort } from "../support/ports.js"
+import { migratedDatabase } from "../support/TestDatabase.js"
 import { testEnvironment } from "../support/TestNode.js"
 
 /**
@@ -21,13 +23,15 @@ const query = async <R extends pg.QueryResultRow>(text: string, values: Array<un
   (await db.query<R>(text, values)).rows
 
 beforeAll(async () => {
-  env = await testEnvironment()
+  env = await testEnvironment({ DATABASE_URL: await migratedDatabase() })
   const second = {
     ...env,
     SWITCHYARD_HTTP_PORT: String(await freePort()),
     SWITCHYARD_RUNNER_PORT: String(await freePort())
   }
   nodes = [spawnNode(env), spawnNode(second)]
+  // the organization is made while the nodes start
+  const created = bootstrapOrg(env, "Waits", "waits@nodes.test")
   await Promise.all(nodes.map((n) => n.waitReady()))
   db = new pg.Client({ connectionString: env.DATABASE_URL })
   await db.connect()
@@ -40,8 +44,7 @@ beforeAll(async () => {
     await new Promise((r) => setTimeout(r, 250))
   }
   await new Promise((r) => setTimeout(r, 1500))
-  const created = await runCli(["bootstrap", "--org", "Waits", "--email", "waits@nodes.test", "--json"], env)
-  headers = { "x-api-key": JSON.parse(created.stdout).api_key, "content-type": "application/json" }
+  headers = { "x-api-key": (await created).api_key, "content-type": "application/json" }
   agentId = await createAgent("slow", "done", 400)
   // the fast path (where a poll is handed on) takes keys the node verified lately
   expect((await fetch(`${nodes[1]!.baseUrl}/v1/me`, { headers })).status).toBe(200)

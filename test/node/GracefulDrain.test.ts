@@ -1,6 +1,8 @@
 import { afterAll, describe, expect, it } from "vitest"
+import { bootstrapOrg } from "../support/Bootstrap.js"
 import { type Cluster, startCluster } from "../support/ClusterHarness.js"
-import { runCli } from "../support/NodeProcess.js"
+import { eventually } from "../support/Poll.js"
+import { migratedDatabase } from "../support/TestDatabase.js"
 import { testEnvironment } from "../support/TestNode.js"
 
 let cluster: Cluster | undefined
@@ -8,11 +10,12 @@ afterAll(() => cluster?.stop())
 
 describe("SIGTERM on a node under load", () => {
   it("costs the clients nothing: every request succeeds and every accepted task completes", async () => {
-    const env = await testEnvironment()
-    cluster = await startCluster({ nodes: 2, env })
-    const { api_key: apiKey } = JSON.parse(
-      (await runCli(["bootstrap", "--org", "Drain", "--email", "d@o.test", "--json"], env)).stdout
-    )
+    const env = await testEnvironment({ DATABASE_URL: await migratedDatabase() })
+    let apiKey: string
+    ;[cluster, { api_key: apiKey }] = await Promise.all([
+      startCluster({ nodes: 2, env }),
+      bootstrapOrg(env, "Drain", "d@o.test")
+    ])
     const headers = { "x-api-key": apiKey, "content-type": "application/json" }
     const agent = await fetch(`${cluster.url}/v1/agents`, {
       method: "POST",
@@ -40,9 +43,11 @@ describe("SIGTERM on a node under load", () => {
       }
     }
     const clients = Array.from({ length: 6 }, client)
-    await new Promise((r) => setTimeout(r, 1500))
+    // load before, during and after the stop: a few rounds of every client on each side of it
+    await eventually(() => statuses.length >= 24 || undefined, 30_000, "requests before the stop")
     await cluster.nodes[1]!.process.stop("SIGTERM")
-    await new Promise((r) => setTimeout(r, 2500))
+    const atExit = statuses.length
+    await eventually(() => statuses.length >= atExit + 24 || undefined, 30_000, "requests after the stop")
     running = false
     await Promise.all(clients)
 

@@ -1,8 +1,9 @@
 import { afterAll, describe, expect, it } from "vitest"
 import { mcpPost, obtainTokens, openSession, setPassword } from "../mcp/support.js"
+import { bootstrapOrg } from "../support/Bootstrap.js"
 import { type Cluster, startCluster } from "../support/ClusterHarness.js"
-import { runCli } from "../support/NodeProcess.js"
 import { freePort } from "../support/ports.js"
+import { migratedDatabase } from "../support/TestDatabase.js"
 import type { TestNode } from "../support/TestNode.js"
 import { testEnvironment } from "../support/TestNode.js"
 
@@ -13,11 +14,12 @@ describe("an MCP session while a node dies", () => {
   it("goes on through the load balancer on the nodes left", async () => {
     const proxyPort = await freePort()
     const publicUrl = `http://127.0.0.1:${proxyPort}`
-    const env = await testEnvironment({ SWITCHYARD_PUBLIC_URL: publicUrl })
-    cluster = await startCluster({ nodes: 3, env, proxyPort })
-    const { api_key: apiKey, user_id } = JSON.parse(
-      (await runCli(["bootstrap", "--org", "Sessions", "--email", "s@o.test", "--json"], env)).stdout
-    )
+    const env = await testEnvironment({ DATABASE_URL: await migratedDatabase(), SWITCHYARD_PUBLIC_URL: publicUrl })
+    let apiKey: string, user_id: string
+    ;[cluster, { api_key: apiKey, user_id }] = await Promise.all([
+      startCluster({ nodes: 3, env, proxyPort }),
+      bootstrapOrg(env, "Sessions", "s@o.test")
+    ])
     expect(user_id).toBeDefined()
     await setPassword({ databaseUrl: env.DATABASE_URL } as TestNode, "s@o.test", "correct horse battery staple")
     // the OAuth flow and the session, all through the round-robin proxy

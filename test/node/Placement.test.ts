@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type NodeProcess, runCli, spawnNode } from "../support/NodeProcess.js"
+import { bootstrapOrg } from "../support/Bootstrap.js"
+import { type NodeProcess, spawnNode } from "../support/NodeProcess.js"
+import { eventually } from "../support/Poll.js"
 import { freePort } from "../support/ports.js"
+import { migratedDatabase } from "../support/TestDatabase.js"
 import { testEnvironment } from "../support/TestNode.js"
 
 /**
@@ -15,7 +18,7 @@ let shared: Record<string, string>
 let headers: Record<string, string>
 
 beforeAll(async () => {
-  shared = await testEnvironment()
+  shared = await testEnvironment({ DATABASE_URL: await migratedDatabase() })
   const env = async (i: number) => ({
     ...shared,
     ...(i === 0
@@ -24,6 +27,8 @@ beforeAll(async () => {
     SWITCHYARD_MODEL_PRICES: JSON.stringify({ scripted: { input: PRICE(i), output: PRICE(i) } })
   })
   nodes = await Promise.all(Array.from({ length: NODES }, async (_, i) => spawnNode(await env(i))))
+  // the organization is made while the nodes start
+  const created = bootstrapOrg(shared, "Placement", "placement@nodes.test")
   await Promise.all(nodes.map((n) => n.waitReady()))
   // every node holds shards before the load starts
   const deadline = Date.now() + 30_000
@@ -34,8 +39,7 @@ beforeAll(async () => {
     if (owned.every((o) => o > 0) && owned.reduce((a, b) => a + b, 0) === 300) break
     await new Promise((r) => setTimeout(r, 250))
   }
-  const created = await runCli(["bootstrap", "--org", "Placement", "--email", "placement@nodes.test", "--json"], shared)
-  headers = { "x-api-key": JSON.parse(created.stdout).api_key, "content-type": "application/json" }
+  headers = { "x-api-key": (await created).api_key, "content-type": "application/json" }
 }, 120_000)
 
 afterAll(async () => {
@@ -95,7 +99,8 @@ describe("task placement across three nodes", () => {
       name: "one second",
       model: { provider: "scripted", script: [{ text: "done", delay_ms: 1000 }] }
     })
-    for (let i = 0; i < NODES; i++) {
+    // one task accepted on each node, at once
+    await Promise.all(nodes.map(async (_, i) => {
       const accepted = await post(nodes[i]!, `/v1/agents/${agentId}/invoke?asynchronous=true`, {
         input: { text: `task on ${i}`, user: { id: "u", email: "u@nodes.test" } }
       })
@@ -107,7 +112,7 @@ describe("task placement across three nodes", () => {
       )
       for (const answer of answers) expect(answer).toMatchObject({ status: "completed", result: "done" })
       expect(Date.now() - started).toBeLessThan(3_000)
-    }
+    }))
   }, 30_000)
 
   it("never spends past an agent's budget, with tasks on every node", async () => {
@@ -138,8 +143,15 @@ describe("task placement across three nodes", () => {
     const total = spent.reduce((sum, u) => sum + u.totals.cost_usd, 0)
     expect(total).toBeLessThanOrEqual(limit)
     // the agent's record of its spend catches up within the nodes' reporting interval
-    await new Promise((r) => setTimeout(r, 1_000))
-    const status = await get(nodes[1]!, `/v1/agents/${agentId}`)
+    const status = await eventually(
+      async () => {
+        const agent = await get(nodes[1]!, `/v1/agents/${agentId}`)
+        return Math.abs(agent.spent_usd - total) < 5e-7 ? agent : undefined
+      },
+      10_000,
+      "the agent's spend to catch up",
+      100
+    )
     expect(status.spent_usd).toBeLessThanOrEqual(limit)
     expect(status.spent_usd).toBeCloseTo(total, 6)
   }, 60_000)

@@ -4,7 +4,8 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import * as EmbeddedPostgres from "../../src/db/EmbeddedPostgres.js"
-import { type NodeProcess, runCli, spawnNode } from "../support/NodeProcess.js"
+import { bootstrapOrg } from "../support/Bootstrap.js"
+import { type NodeProcess, spawnNode } from "../support/NodeProcess.js"
 import { freePort } from "../support/ports.js"
 
 const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "switchyard-outage-"))
@@ -37,9 +38,7 @@ describe("storage errors past the repositories", () => {
     }
     node = spawnNode(env)
     await node.waitReady()
-    const { api_key: apiKey } = JSON.parse(
-      (await runCli(["bootstrap", "--org", "O", "--email", "o@o.test", "--json"], env)).stdout
-    )
+    const { api_key: apiKey } = await bootstrapOrg(env, "O", "o@o.test")
     const call = (method: string, path: string, body?: unknown) =>
       fetch(node!.baseUrl + path, {
         method,

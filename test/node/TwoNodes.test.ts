@@ -1,12 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type NodeProcess, runCli, spawnNode } from "../support/NodeProcess.js"
+import { bootstrapOrg } from "../support/Bootstrap.js"
+import { type NodeProcess, spawnNode } from "../support/NodeProcess.js"
 import { freePort } from "../support/ports.js"
+import { migratedDatabase } from "../support/TestDatabase.js"
 import { testEnvironment } from "../support/TestNode.js"
 
 let nodes: Array<NodeProcess> = []
 let shared: Record<string, string>
 beforeAll(async () => {
-  shared = await testEnvironment()
+  shared = await testEnvironment({ DATABASE_URL: await migratedDatabase() })
   nodes = [spawnNode(shared)]
   // the second node: same database, its own HTTP and runner ports, started while the first starts
   nodes.push(
@@ -37,8 +39,7 @@ describe("two nodes on one database", () => {
   })
 
   it("serve the same organizations: a key made through one works on the other", async () => {
-    const created = await runCli(["bootstrap", "--org", "Shared", "--email", "two@nodes.test", "--json"], shared)
-    const { api_key } = JSON.parse(created.stdout)
+    const { api_key } = await bootstrapOrg(shared, "Shared", "two@nodes.test")
     const key = await fetch(`${nodes[0]!.baseUrl}/v1/api-keys`, {
       method: "POST",
       headers: { "x-api-key": api_key, "content-type": "application/json" },
@@ -50,8 +51,8 @@ describe("two nodes on one database", () => {
   })
 
   it("wake long polls on both nodes when a task ends, whichever node ran it", async () => {
-    const created = await runCli(["bootstrap", "--org", "Waiters", "--email", "waiters@nodes.test", "--json"], shared)
-    const headers = { "x-api-key": JSON.parse(created.stdout).api_key, "content-type": "application/json" }
+    const created = await bootstrapOrg(shared, "Waiters", "waiters@nodes.test")
+    const headers = { "x-api-key": created.api_key, "content-type": "application/json" }
     const agent = await fetch(`${nodes[0]!.baseUrl}/v1/agents`, {
       method: "POST",
       headers,
@@ -61,8 +62,8 @@ describe("two nodes on one database", () => {
       })
     }).then((r) => r.json())
     // a waiter on the node that ends the task is handed the outcome; one on the other node hears a notice,
-    // well before its 5 s re-read would find the end. Several tasks, so that both nodes run some.
-    for (let i = 0; i < 4; i++) {
+    // well before its 5 s re-read would find the end. Several tasks (at once), so that both nodes run some.
+    await Promise.all(Array.from({ length: 4 }, async (_, i) => {
       const accepted = await fetch(`${nodes[0]!.baseUrl}/v1/agents/${agent.id}/invoke?asynchronous=true`, {
         method: "POST",
         headers,
@@ -77,12 +78,12 @@ describe("two nodes on one database", () => {
         expect(answer.status).toBe("completed")
         expect(answer.ms).toBeLessThan(4500)
       }
-    }
+    }))
   })
 
   it("answer an async invoke before the task ends, also when the other node runs it", async () => {
-    const created = await runCli(["bootstrap", "--org", "Async", "--email", "async@nodes.test", "--json"], shared)
-    const headers = { "x-api-key": JSON.parse(created.stdout).api_key, "content-type": "application/json" }
+    const created = await bootstrapOrg(shared, "Async", "async@nodes.test")
+    const headers = { "x-api-key": created.api_key, "content-type": "application/json" }
     const agent = await fetch(`${nodes[0]!.baseUrl}/v1/agents`, {
       method: "POST",
       headers,

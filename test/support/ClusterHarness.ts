@@ -47,7 +47,8 @@ export const startCluster = async (
     await node.process.waitReady()
     return node
   }
-  for (let i = 0; i < options.nodes; i++) nodes.push(await start(i))
+  // started together, as a deployment's replicas are: each is ready once it owns shards
+  nodes.push(...await Promise.all(Array.from({ length: options.nodes }, (_, i) => start(i))))
 
   let next = 0
   const live = () => nodes.filter((n) => n.process.child.exitCode === null && n.process.child.signalCode === null)

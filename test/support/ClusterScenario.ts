@@ -1,7 +1,8 @@
 import { petstore } from "../connectors/support.js"
+import { bootstrapOrg } from "./Bootstrap.js"
 import { type Cluster, startCluster } from "./ClusterHarness.js"
-import { runCli } from "./NodeProcess.js"
 import { startTargetServer, type TargetServer } from "./TargetServer.js"
+import { migratedDatabase } from "./TestDatabase.js"
 import { testEnvironment } from "./TestNode.js"
 
 export interface Answer {
@@ -64,15 +65,17 @@ export const startScenario = async (options: {
 }): Promise<Scenario> => {
   const target = await startTargetServer()
   const env = await testEnvironment({
+    DATABASE_URL: await migratedDatabase(),
     SWITCHYARD_EGRESS_ALLOW: "127.0.0.1",
     SWITCHYARD_SHARD_LOCK_EXPIRATION: "3 seconds",
     SWITCHYARD_SHARD_LOCK_REFRESH_INTERVAL: "1 second",
     ...options.env
   })
-  const cluster = await startCluster({ nodes: options.nodes, env })
-  const { api_key: apiKey } = JSON.parse(
-    (await runCli(["bootstrap", "--org", "Chaos", "--email", "c@o.test", "--json"], env)).stdout
-  )
+  // the organization is made while the nodes start (the database is migrated already)
+  const [cluster, { api_key: apiKey }] = await Promise.all([
+    startCluster({ nodes: options.nodes, env }),
+    bootstrapOrg(env, "Chaos", "c@o.test")
+  ])
   const callVia =
     (base: () => string) =>
     (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> =>
