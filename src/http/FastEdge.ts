@@ -1,5 +1,18 @@
 import { Headers, HttpTraceContext } from "@effect/platform"
-import { Cause, Context, Effect, Exit, FiberId, FiberRef, FiberRefs, HashMap, Option, Runtime, Tracer } from "effect"
+import {
+  Cause,
+  Context,
+  Effect,
+  Exit,
+  Fiber,
+  FiberId,
+  FiberRef,
+  FiberRefs,
+  HashMap,
+  Option,
+  Runtime,
+  Tracer
+} from "effect"
 import type * as Http from "node:http"
 import type { Writable } from "node:stream"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
@@ -133,6 +146,21 @@ export class FastEdge extends Effect.Service<FastEdge>()("http/FastEdge", {
       /** The runtime of this request's effects (`runtimeFor`): under its span (`parentSpan`) while spans are exported. */
       runtime(): Runtime.Runtime<never> {
         return runtimeFor(this.requestId, this.parentSpan())
+      }
+
+      /**
+       * Runs an effect for this request: interrupted when the client goes away, as the general stack interrupts
+       * its handler (else an abandoned wait ran on, past the node's stop); a failure answered as the pipeline does.
+       */
+      run<A>(effect: Effect.Effect<A, unknown>, onSuccess: (a: A) => void) {
+        const fiber = Runtime.runFork(this.runtime())(effect)
+        const gone = () => Effect.runFork(Fiber.interrupt(fiber))
+        this.res.once("close", gone)
+        fiber.addObserver((exit) => {
+          this.res.off("close", gone)
+          if (Exit.isSuccess(exit)) onSuccess(exit.value)
+          else this.fail(exit.cause)
+        })
       }
 
       /** The whole body as text; a broken upload ends the response. */

@@ -120,9 +120,7 @@ export const FastTasksLive = Layer.scopedDiscard(
       }
 
       run<A>(effect: Effect.Effect<A, unknown>, toReply: (a: A) => Reply) {
-        void Runtime.runPromiseExit(this.exchange.runtime())(effect).then((exit) =>
-          Exit.isSuccess(exit) ? this.reply(toReply(exit.value)) : this.exchange.fail(exit.cause)
-        )
+        this.exchange.run(effect, (a) => this.reply(toReply(a)))
       }
     }
     const serve = (req: Http.IncomingMessage, res: Http.ServerResponse, principal: Principal) =>

@@ -2,6 +2,7 @@ import { Etag, HttpApiScalar, HttpLayerRouter, HttpMiddleware } from "@effect/pl
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import * as Http from "node:http"
+import type * as Net from "node:net"
 import { Api } from "../../schema/Api.js"
 import { GroupsHttpLive } from "../access/GroupsHttp.js"
 import { AgentsHttpLive } from "../agents/AgentsHttp.js"
@@ -122,6 +123,30 @@ const answerUnparsable = (server: Http.Server) =>
   })
 
 /**
+ * Connections that have sent nothing yet. Node counts such a connection as busy (its headers timeout runs), so
+ * closeIdleConnections leaves it and server.close waits for it: a client's spare connection (a browser's
+ * preconnect, the one undici opens after fetches it aborted) held a stopping node for its whole grace. The
+ * answer closes those open for `ms` with nothing read (a request sent with the connect has arrived by then).
+ */
+const silentConnections = (server: Http.Server) => {
+  const opened = new Map<Net.Socket, number>()
+  server.on("connection", (socket: Net.Socket) => {
+    opened.set(socket, performance.now())
+    socket.once("close", () => opened.delete(socket))
+  })
+  return (ms: number) => {
+    const now = performance.now()
+    for (const [socket, at] of opened) {
+      // one that sent a request is Node's to close when idle
+      if (socket.bytesRead > 0) opened.delete(socket)
+      else if (now - at >= ms) socket.destroy()
+    }
+  }
+}
+// a connection's first bytes follow its connect by a round trip at most
+const SILENT_MS = 1_000
+
+/**
  * The HTTP front end. On shutdown, before the server and the cluster go down: turn unready, stop
  * accepting, and let requests in flight finish (up to SWITCHYARD_SHUTDOWN_GRACE).
  */
@@ -130,6 +155,7 @@ export const HttpServerLive = Layer.unwrapEffect(
     const config = yield* SwitchyardConfig
     const server = Http.createServer()
     answerUnparsable(server)
+    const closeSilent = silentConnections(server)
     server.keepAliveTimeout = 65_000 // longer than common load-balancer idle timeouts
     const gate = gateRequests(server)
     const served = HttpLayerRouter.serve(Layer.provide(Routes, Layer.succeed(NodeRequestGate, gate)), {
@@ -156,7 +182,10 @@ export const HttpServerLive = Layer.unwrapEffect(
             // keep serving until every connection is gone: a request on an open keep-alive connection is
             // answered normally, with `Connection: close`, instead of finding the application gone
             const closed = Effect.async<void>((resume) => {
-              const sweep = setInterval(() => server.closeIdleConnections(), 50)
+              const sweep = setInterval(() => {
+                server.closeIdleConnections()
+                closeSilent(SILENT_MS)
+              }, 50)
               server.close(() => {
                 clearInterval(sweep)
                 resume(Effect.void)

@@ -1,4 +1,4 @@
-import { Cause, Effect, Exit, Fiber, Layer, Runtime } from "effect"
+import { Cause, Effect, Layer } from "effect"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { type Exchange, FastEdge } from "../http/FastEdge.js"
 import { declaresBody, inspectJsonText } from "../http/JsonBody.js"
@@ -38,24 +38,11 @@ export const McpFastPathLive = Layer.effectDiscard(
           return exchange.empty(answer.status)
         case "Events":
           exchange.stream(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
-          return run(
-            exchange,
+          return exchange.run(
             answer.run((event) => Effect.sync(() => void exchange.res.write(event))),
             () => exchange.res.end()
           )
       }
-    }
-
-    /** Runs an Effect for this request: interrupted when the client goes away, a defect answered as the pipeline does. */
-    const run = <A>(exchange: Exchange, effect: Effect.Effect<A>, onSuccess: (a: A) => void) => {
-      const fiber = Runtime.runFork(exchange.runtime())(effect)
-      const gone = () => Effect.runFork(Fiber.interrupt(fiber))
-      exchange.res.once("close", gone)
-      fiber.addObserver((exit) => {
-        exchange.res.off("close", gone)
-        if (Exit.isSuccess(exit)) onSuccess(exit.value)
-        else exchange.fail(exit.cause)
-      })
     }
 
     if (!config.connectorFastPath) return
@@ -80,7 +67,7 @@ export const McpFastPathLive = Layer.effectDiscard(
           exchange.parentSpan()
         )
         if (answered === undefined) {
-          return run(exchange, protocol.handleMessage(resource, caller, text, headers, true), (a) => write(exchange, a))
+          return exchange.run(protocol.handleMessage(resource, caller, text, headers, true), (a) => write(exchange, a))
         }
         answered.then((a) => write(exchange, a), (defect) => exchange.fail(Cause.die(defect)))
       })
