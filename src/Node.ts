@@ -1,5 +1,6 @@
 import { Effect, Layer, Option } from "effect"
 import { ClusterRunnerLive } from "./cluster/ClusterRunner.js"
+import { RunnerConnectionsLive } from "./cluster/RunnerConnections.js"
 import { SecretKey } from "./config/SecretKey.js"
 import { SecretKeyCheckLive } from "./config/SecretKeyCheck.js"
 import { SwitchyardConfig } from "./config/SwitchyardConfig.js"
@@ -55,6 +56,7 @@ const FirstStartLive = Layer.effectDiscard(
 export const NodeLive = FirstStartLive.pipe(
   Layer.provide(HttpServerLive),
   Layer.provide(MetricsEndpointLive),
+  Layer.provide(RunnerConnectionsLive),
   Layer.provideMerge(ClusterRunnerLive),
   Layer.provide(SecretKeyCheckLive),
   Layer.provide(MigrationsLive),

@@ -254,12 +254,19 @@ export const config = Config.all({
     runnerHealthCheckInterval: duration("RUNNER_HEALTH_CHECK_INTERVAL", "2 seconds"),
     entityMessagePollInterval: duration("ENTITY_MESSAGE_POLL_INTERVAL", "1 second"),
     entityReplyPollInterval: duration("ENTITY_REPLY_POLL_INTERVAL", "200 millis")
-  })
+  }),
+  /** A node silent this long (no shard-lock renewal) is hung: the others end its connections (RunnerConnections). */
+  hungNodeAfter: duration("HUNG_NODE_AFTER", "15 seconds")
 }).pipe(
   Setting.check(
     env("SHARD_LOCK_REFRESH_INTERVAL"),
     "must be shorter than SWITCHYARD_SHARD_LOCK_EXPIRATION",
     (c) => Duration.lessThan(c.sharding.shardLockRefreshInterval, c.sharding.shardLockExpiration)
+  ),
+  Setting.check(
+    env("HUNG_NODE_AFTER"),
+    "must be longer than SWITCHYARD_SHARD_LOCK_EXPIRATION",
+    (c) => Duration.greaterThan(c.hungNodeAfter, c.sharding.shardLockExpiration)
   )
 )
 

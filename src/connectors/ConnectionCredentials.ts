@@ -1,6 +1,10 @@
-import { Effect, Schedule } from "effect"
+import { Cause, Effect, Schedule } from "effect"
 import { type AppliedCredentials, ConnectionEntity } from "../../cluster/ConnectionEntity.js"
 import type { ConnectionId } from "../../schema/Ids.js"
+
+interface EntityMoved {
+  readonly _tag: "EntityMoved"
+}
 
 /**
  * This node's copy of what the Connection entities hand out, so a connector call reads its credentials
@@ -18,7 +22,13 @@ export class ConnectionCredentials extends Effect.Service<ConnectionCredentials>
       ) {
         return Effect.succeed(hit)
       }
-      return client(id).Credentials({ stale_token: options.staleToken === true }).pipe(
+      const asked = client(id).Credentials({ stale_token: options.staleToken === true })
+      return asked.pipe(
+        // the request cut by its entity's shard moving (this fiber itself interrupted skips this): a failure to
+        // ask again, not an interruption of the caller
+        Effect.catchAllCause((cause): Effect.Effect<never, Effect.Effect.Error<typeof asked> | EntityMoved> =>
+          Cause.isInterruptedOnly(cause) ? Effect.fail({ _tag: "EntityMoved" }) : Effect.failCause(cause)
+        ),
         // a peer that dies or leaves mid-call fails this at-most-once request: asking again is safe, after a
         // pause in which the entity's shard can move (at once, the three tries all met the leaving node)
         Effect.retry({

@@ -4,6 +4,7 @@ import { PgClient } from "@effect/sql-pg"
 import { SqlError } from "@effect/sql/SqlError"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import * as Pg from "pg"
+import { runnerConnectionName } from "../cluster/RunnerConnections.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { closeCancelledConnections } from "./CancelGuard.js"
 import * as EmbeddedPostgres from "./EmbeddedPostgres.js"
@@ -29,7 +30,9 @@ const make = (attach: boolean) =>
             // a node must notice a dead database instead of hanging on it
             connectionTimeoutMillis: 10_000,
             idleTimeoutMillis: 60_000,
-            application_name: "switchyard"
+            // a node's connections carry its runner's name: a hung node's are ended by the others
+            // (src/cluster/RunnerConnections.ts); a one-off command's are not a runner's
+            application_name: attach ? "switchyard" : runnerConnectionName(config.runner.host, config.runner.port)
           })
           pool.on("error", () => undefined)
           return closeCancelledConnections(pool)

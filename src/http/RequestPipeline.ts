@@ -10,6 +10,7 @@ import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, Option, Tracer } from "effect"
 import * as Crypto from "node:crypto"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
+import { isConnectionError } from "../db/ConnectionLoss.js"
 import { oauthRefusal } from "../oauth/OAuthEndpoints.js"
 import { validationError } from "../support/Issues.js"
 import { makeAccessLog } from "./AccessLog.js"
@@ -80,10 +81,6 @@ const normalizeErrorResponse = (response: HttpServerResponse.HttpServerResponse,
   }
   return response
 }
-
-const isConnectionError = (defect: unknown) =>
-  typeof defect === "object" && defect !== null && (defect as any)._tag === "SqlError" &&
-  /ECONNREFUSED|ECONNRESET|terminat|timeout|Connection|connect/i.test(String((defect as any).cause ?? defect))
 
 const malformedEscape = (path: string) => {
   try {

@@ -178,6 +178,8 @@ interface FinishItem {
   readonly output_tokens: number | null
   readonly cached_tokens: number | null
   readonly cost_usd: number | null
+  /** Ends it only while this run's claim holds (a failed run's end); null: whatever run holds it. */
+  readonly epoch: number | null
 }
 
 /** A run's claim on its task (`TaskRepo.start`, or the insert of a task inserted started). */
@@ -618,13 +620,14 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         ${
         batchItems(`id uuid, status text, result text, error_code text, step_key text,
           model_data jsonb, organization_id uuid, agent_id uuid, provider text, model text, input_tokens int,
-          output_tokens int, cached_tokens int, cost_usd numeric`)
+          output_tokens int, cached_tokens int, cost_usd numeric, epoch int`)
       }
       ),
       ended AS (
         UPDATE tasks SET status = req.status, result = req.result, error_code = req.error_code, finished_at = now(),
           oidc_token = NULL
         FROM req WHERE tasks.id = req.id AND tasks.status NOT IN ${"('" + TERMINAL.join("', '") + "')"}
+          AND (req.epoch IS NULL OR tasks.run_epoch = req.epoch)
         RETURNING tasks.id, tasks.status, tasks.result, tasks.error_code, tasks.finished_at, tasks.waiters
       ),
       model_event AS (
@@ -650,14 +653,17 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
      * one commit for both. A task already ended keeps its outcome (the model call is still recorded: it was
      * made and paid for). The user's token is erased. Not fenced by the run's claim: a run that got this far
      * without a write refused has made no call the task's other run depends on, and its answer stands (a
-     * fence here cost a third of the tasks/s of `npm run bench -- tasks`).
+     * fence here cost a third of the tasks/s of `npm run bench -- tasks`). A run that failed is fenced
+     * (`epoch`, its claim's): its failure may be its node's, e.g. connections ended while it was paused and
+     * another run took the task over.
      */
     const finishWith = (
       id: TaskId,
       status: (typeof TERMINAL)[number],
       result: string,
       errorCode: TaskErrorCode | null,
-      modelCall?: ModelCallRecord
+      modelCall?: ModelCallRecord,
+      epoch?: number
     ): Effect.Effect<Ended | undefined> => {
       const u = modelCall?.usage
       return Effect.orDie(finishTasks({
@@ -674,7 +680,8 @@ export class TaskRepo extends Effect.Service<TaskRepo>()("tasks/TaskRepo", {
         input_tokens: u?.input ?? null,
         output_tokens: u?.output ?? null,
         cached_tokens: u?.cached ?? null,
-        cost_usd: u?.cost ?? null
+        cost_usd: u?.cost ?? null,
+        epoch: epoch ?? null
       }))
     }
 

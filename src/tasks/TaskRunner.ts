@@ -1,4 +1,4 @@
-import { Duration, Effect } from "effect"
+import { Cause, Duration, Effect } from "effect"
 import type { Readable } from "node:stream"
 import { StringDecoder } from "node:string_decoder"
 import type { BudgetExhausted } from "../../cluster/AgentEntity.js"
@@ -15,6 +15,7 @@ import type { RunScope, ToolResult } from "../agents/ToolSet.js"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
 import { Connections } from "../connectors/Connections.js"
 import { CredentialVault } from "../connectors/CredentialVault.js"
+import { lostConnection } from "../db/ConnectionLoss.js"
 import { TaskOutput } from "../events/TaskOutput.js"
 import { runPrincipal } from "../identity/RunPrincipal.js"
 import { NodeMetrics } from "../observability/NodeMetrics.js"
@@ -113,9 +114,14 @@ class Stop {
     /** Why it failed (status error); null for an answer. */
     readonly errorCode: TaskErrorCode | null,
     /** The model call that ended the run, recorded together with the end (one commit). */
-    readonly modelCall?: ModelCallRecord
+    readonly modelCall?: ModelCallRecord,
+    /** Ends the task only while the run's claim of this epoch holds (a failed run: TaskRepo.finishWith). */
+    readonly fence?: number
   ) {}
 }
+
+/** What a task that failed inside Switchyard (a defect, the database gone) says. */
+export const RUN_FAILED = "The task failed inside Switchyard; see the node's logs."
 
 /**
  * What a run shares with TaskRuns, which stops it. A run making a tool call (from the write that marks it
@@ -130,6 +136,12 @@ export interface RunControl {
   inCall: boolean
   /** Set by TaskRuns while the run makes a tool call: stop once it is recorded. */
   leave: boolean
+  /**
+   * Whether the task is no longer this node's to end (its shard moved, or the node stops): a run that fails
+   * then (an entity call interrupted by the move, connections ended while the node was paused) leaves the
+   * task to the next owner instead of ending it in error.
+   */
+  readonly elsewhere: () => boolean
 }
 
 /** The run stops here until a person approves or rejects a tool call. */
@@ -185,7 +197,14 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
     // announced (no wake of this node's long polls, no NOTIFY): its waiters slept out their whole wait
     const finish = (task: TaskRow, stop: Stop) =>
       Effect.uninterruptible(Effect.gen(function*() {
-        const ended = yield* repo.finishWith(task.id, stop.status, stop.result, stop.errorCode, stop.modelCall)
+        const ended = yield* repo.finishWith(
+          task.id,
+          stop.status,
+          stop.result,
+          stop.errorCode,
+          stop.modelCall,
+          stop.fence
+        )
         if (ended === undefined) return outcomeOf((yield* repo.findById(task.id))!)
         const outcome = outcomeOf(ended)
         completions.ended(task.id, outcome, ended.waiters)
@@ -650,7 +669,24 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         claim = start.claim
       }
       const stop = yield* loop(task, attached, claim, control).pipe(
-        Effect.catchIf((e): e is Stop => e instanceof Stop, Effect.succeed)
+        Effect.catchIf((e): e is Stop => e instanceof Stop, Effect.succeed),
+        // a failure ends the task in error instead of retrying it forever, but only a failure of the run's own,
+        // while the task is this node's and under this run's claim. One of the node's (the database out of reach,
+        // its connections ended by the others while it was paused, an entity call cut by a shard move) leaves the
+        // task unfinished: its shard's owner resumes it (the sweep), this node or the next
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? Effect.failCause(cause)
+            : control.elsewhere() || lostConnection(cause)
+            ? Effect.zipRight(
+              Effect.logWarning("task run stopped; its task is left to be resumed", cause),
+              Effect.interrupt
+            )
+            : Effect.as(
+              Effect.logError("task run failed", cause),
+              new Stop("error", RUN_FAILED, "internal_error", undefined, claim.epoch)
+            )
+        )
       )
       // paused for a person's decision: the task waits in the database, not in this run
       if (stop instanceof Pause) {

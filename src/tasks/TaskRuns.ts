@@ -5,7 +5,7 @@ import type { TaskOutcome } from "../../cluster/TaskEntity.js"
 import type { TaskId } from "../../schema/Ids.js"
 import { Drain } from "../http/Drain.js"
 import { periodicWhileBusy } from "../support/Periodic.js"
-import { type RunControl, TaskRunner } from "./TaskRunner.js"
+import { RUN_FAILED, type RunControl, TaskRunner } from "./TaskRunner.js"
 
 type Outcome = typeof TaskOutcome.Type
 
@@ -65,11 +65,11 @@ export class TaskRuns extends Effect.Service<TaskRuns>()("tasks/TaskRuns", {
 
     const runOnce = (taskId: TaskId, run: Run) =>
       runner.run(taskId, run.control).pipe(
-        // a defect ends the task in error instead of retrying it forever
+        // a defect ends the task in error instead of retrying it forever, unless the task is no longer this node's
         Effect.catchAllCause((cause) =>
-          Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.zipRight(
+          Cause.isInterruptedOnly(cause) || run.control.elsewhere() ? Effect.failCause(cause) : Effect.zipRight(
             Effect.logError("task run failed", cause),
-            runner.failed(taskId, "The task failed inside Switchyard; see the node's logs.")
+            runner.failed(taskId, RUN_FAILED)
           )
         ),
         // a shard move or the node stopping leaves the task unfinished, for the next owner
@@ -96,7 +96,8 @@ export class TaskRuns extends Effect.Service<TaskRuns>()("tasks/TaskRuns", {
               run.deadline = Date.now() + Duration.toMillis(limit)
             },
             inCall: false,
-            leave: false
+            leave: false,
+            elsewhere: () => stopping || !shardIsHere(taskId)
           }
         }
         // a stopping node starts nothing: the run is over before it begins, and the task waits for the next owner

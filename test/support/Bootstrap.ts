@@ -1,6 +1,6 @@
 import { ConfigProvider, Effect, Layer, Logger, LogLevel } from "effect"
 import { SwitchyardConfig } from "../../src/config/SwitchyardConfig.js"
-import { DatabaseLive } from "../../src/db/Database.js"
+import { DatabaseForCommandLive } from "../../src/db/Database.js"
 import { Identity } from "../../src/identity/Identity.js"
 
 /**
@@ -12,7 +12,7 @@ export const bootstrapOrg = (env: Record<string, string>, organization: string, 
   Effect.runPromise(
     Effect.flatMap(Identity, (identity) => identity.bootstrap({ organization, email })).pipe(
       Effect.provide(Identity.Default),
-      Effect.provide(DatabaseLive.pipe(Layer.provideMerge(SwitchyardConfig.layer))),
+      Effect.provide(DatabaseForCommandLive.pipe(Layer.provideMerge(SwitchyardConfig.layer))),
       Effect.provide(Logger.minimumLogLevel(LogLevel.Warning)),
       Effect.withConfigProvider(
         ConfigProvider.fromMap(new Map(Object.entries({ ...env, SWITCHYARD_DB_POOL_SIZE: "2" })))
