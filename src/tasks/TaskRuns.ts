@@ -5,7 +5,7 @@ import type { TaskOutcome } from "../../cluster/TaskEntity.js"
 import type { TaskId } from "../../schema/Ids.js"
 import { Drain } from "../http/Drain.js"
 import { periodicWhileBusy } from "../support/Periodic.js"
-import { RUN_FAILED, type RunControl, TaskRunner } from "./TaskRunner.js"
+import { leftToResume, RUN_FAILED, type RunControl, TaskRunner } from "./TaskRunner.js"
 
 type Outcome = typeof TaskOutcome.Type
 
@@ -65,12 +65,15 @@ export class TaskRuns extends Effect.Service<TaskRuns>()("tasks/TaskRuns", {
 
     const runOnce = (taskId: TaskId, run: Run) =>
       runner.run(taskId, run.control).pipe(
-        // a defect ends the task in error instead of retrying it forever, unless the task is no longer this node's
+        // a defect ends the task in error instead of retrying it forever (the run ends it under its claim once it
+        // has one; this before); a failure of the node leaves it
         Effect.catchAllCause((cause) =>
-          Cause.isInterruptedOnly(cause) || run.control.elsewhere() ? Effect.failCause(cause) : Effect.zipRight(
-            Effect.logError("task run failed", cause),
-            runner.failed(taskId, RUN_FAILED)
-          )
+          Cause.isInterruptedOnly(cause) ?
+            Effect.failCause(cause) :
+            leftToResume(cause, run.control) ?? Effect.zipRight(
+              Effect.logError("task run failed", cause),
+              runner.failed(taskId, RUN_FAILED)
+            )
         ),
         // a shard move or the node stopping leaves the task unfinished, for the next owner
         Effect.onInterrupt(() => endInterrupted(taskId, run)),

@@ -36,13 +36,6 @@ describe("a node paused past its shard lease (SIGSTOP), then resumed (SIGCONT)",
     scenario.cluster.resume(1)
 
     const ends = await scenario.ends(accepted)
-    for (const n of scenario.cluster.nodes) {
-      console.log(
-        "DEBUGOUT",
-        n.index,
-        n.process.output().split("\n").filter((l) => /ERROR|WARN|hung/.test(l)).slice(0, 12).join("\n")
-      )
-    }
     expect(ends.map((e) => e.body.status)).toEqual(ns.map(() => "completed"))
     // the resumed node learns late that its shards moved: its claims on the tasks no longer hold, so it makes
     // no call the other node makes; a call it was making as it paused is not made again (outcome unknown)
