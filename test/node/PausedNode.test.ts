@@ -26,7 +26,7 @@ describe("a node paused past its shard lease (SIGSTOP), then resumed (SIGCONT)",
     const all = await eventually(
       async () => {
         const ready = await readyz(0)
-        return ready?.shards_owned === ready?.shards_total ? ready : undefined
+        return ready?.shards_total !== undefined && ready.shards_owned === ready.shards_total ? ready : undefined
       },
       30_000,
       "the live node holding every shard",
