@@ -20,6 +20,14 @@ import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
  * needs. The limit is longer than the expiration: a node only slowed down by a busy machine must keep its
  * connections (ending them fails its start-up, or statements in flight). Only connections opened before the
  * last heartbeat are ended: a node restarted at the same address connects before it registers again.
+ *
+ * The same names tell a dead node at once: a node that is killed (or whose machine's kernel closes its sockets)
+ * leaves no connection, so its heartbeat is set back past SWITCHYARD_SHARD_LOCK_EXPIRATION and the others
+ * count it gone at their next assignment refresh, without waiting for its heartbeat to age. Its locks went with
+ * its connections. So failover does not depend on the expiration, which can be long enough that a node stalled
+ * for a few seconds (a CPU quota, a long GC) keeps its shards. A live node always holds its lock connection; were
+ * it ever counted gone, it registers again at its next refresh. Detection is skipped where this node cannot see
+ * its own connections by name (a pooler that rewrites `application_name`).
  */
 
 /** The `application_name` of a node's connections: its runner address, hashed to fit the 63 bytes allowed. */
@@ -29,18 +37,23 @@ export const runnerConnectionName = (host: string, port: number) =>
 /** The same name, in SQL, for a `cluster_runners.address` (host:port, as the cluster stores it). */
 const nameOf = (address: string) => `'switchyard runner ' || left(md5(${address}), 16)`
 
+/** The connections of this database only: another cluster on the same server may reuse a runner address. */
+const connectionsOf = (name: string) =>
+  `SELECT 1 FROM pg_stat_activity a WHERE a.datname = current_database() AND a.application_name = ${name}`
+
 export const RunnerConnectionsLive = Layer.scopedDiscard(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const config = yield* SwitchyardConfig
     const self = `${config.runner.host}:${config.runner.port}`
     const silentFor = Duration.toMillis(config.hungNodeAfter) / 1000
+    const expiration = Duration.toMillis(config.sharding.shardLockExpiration) / 1000
     const endSilent = sql<{ address: string; ended: number; silent: number }>`
       SELECT r.address, count(pg_terminate_backend(a.pid))::int AS ended,
         extract(epoch FROM now() - r.last_heartbeat)::float8 AS silent
       FROM cluster_runners r
       JOIN pg_stat_activity a ON a.application_name = ${sql.literal(nameOf("r.address"))}
-        AND a.backend_start < r.last_heartbeat
+        AND a.datname = current_database() AND a.backend_start < r.last_heartbeat
       WHERE r.address <> ${self} AND r.last_heartbeat < now() - make_interval(secs => ${silentFor})
       GROUP BY r.address, r.last_heartbeat`.pipe(
       Effect.flatMap((rows) =>
@@ -53,8 +66,24 @@ export const RunnerConnectionsLive = Layer.scopedDiscard(
       Effect.catchAllCause((cause) => Effect.logDebug("ending a silent node's connections failed", cause)),
       Effect.withTracerEnabled(false)
     )
-    yield* endSilent.pipe(
-      Effect.repeat(Schedule.spaced(config.sharding.shardLockRefreshInterval)),
+    const countGone = sql<{ address: string }>`
+      UPDATE cluster_runners r SET last_heartbeat = now() - make_interval(secs => ${expiration + 1})
+      WHERE r.address <> ${self} AND r.last_heartbeat > now() - make_interval(secs => ${expiration})
+        AND EXISTS (${sql.literal(connectionsOf(`'${runnerConnectionName(config.runner.host, config.runner.port)}'`))})
+        AND NOT EXISTS (${sql.literal(connectionsOf(nameOf("r.address")))})
+      RETURNING r.address`.pipe(
+      Effect.flatMap((rows) =>
+        Effect.forEach(rows, (row) =>
+          Effect.logWarning(
+            `node ${row.address} has no database connection left (killed, or it lost its network): its shards ` +
+              `move to live nodes now`
+          ), { discard: true })
+      ),
+      Effect.catchAllCause((cause) => Effect.logDebug("counting a dead node gone failed", cause)),
+      Effect.withTracerEnabled(false)
+    )
+    yield* Effect.zipRight(countGone, endSilent).pipe(
+      Effect.repeat(Schedule.spaced(config.sharding.refreshAssignmentsInterval)),
       Effect.forkScoped
     )
   })

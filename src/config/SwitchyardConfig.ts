@@ -248,8 +248,8 @@ export const config = Config.all({
   }),
   sharding: Config.all({
     shardsPerGroup: positive("SHARDS_PER_GROUP", 300),
-    shardLockExpiration: duration("SHARD_LOCK_EXPIRATION", "4 seconds"),
-    shardLockRefreshInterval: duration("SHARD_LOCK_REFRESH_INTERVAL", "1 second"),
+    shardLockExpiration: duration("SHARD_LOCK_EXPIRATION", "10 seconds"),
+    shardLockRefreshInterval: duration("SHARD_LOCK_REFRESH_INTERVAL", "3 seconds"),
     refreshAssignmentsInterval: duration("REFRESH_ASSIGNMENTS_INTERVAL", "1 second"),
     runnerHealthCheckInterval: duration("RUNNER_HEALTH_CHECK_INTERVAL", "2 seconds"),
     entityMessagePollInterval: duration("ENTITY_MESSAGE_POLL_INTERVAL", "1 second"),

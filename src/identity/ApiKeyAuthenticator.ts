@@ -96,9 +96,10 @@ export class ApiKeyAuthenticator extends Effect.Service<ApiKeyAuthenticator>()("
         const entry = cached !== undefined && cached.expires > now
           ? cached
           : yield* load(parsed.id, now).pipe(Effect.catchTag("Unauthenticated", (e) => refuse(parsed.id, e)))
-        const invalid = Unauthenticated.of("This API key is not valid.", "invalid_api_key")
-        if (entry === undefined) return yield* refuse(undefined, invalid)
-        if (!secretMatches(parsed.secret, entry.hash)) return yield* refuse(parsed.id, invalid)
+        // made only on refusal: an error captures a stack, too dear for every request
+        const invalid = () => Unauthenticated.of("This API key is not valid.", "invalid_api_key")
+        if (entry === undefined) return yield* refuse(undefined, invalid())
+        if (!secretMatches(parsed.secret, entry.hash)) return yield* refuse(parsed.id, invalid())
         yield* touch(parsed.id, now)
         return entry.principal
       })
