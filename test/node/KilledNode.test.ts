@@ -18,24 +18,14 @@ describe("a node killed (SIGKILL) under a long shard lock expiration", () => {
         SWITCHYARD_HUNG_NODE_AFTER: "120 seconds"
       }
     })
-    const readyz = async (i: number) =>
-      (await fetch(`${scenario!.cluster.nodes[i]!.process.baseUrl}/readyz`).catch(() => undefined))?.json()
-    await eventually(async () => (await readyz(1))?.shards_owned > 0 || undefined, 30_000, "node 1 holding shards")
+    await eventually(async () => (await scenario!.readyz(1))?.shards_owned > 0 || undefined, 30_000, "node 1 shards")
     const ns = Array.from({ length: 20 }, (_, n) => n)
     const accepted = await scenario.invoke(ns)
     expect(accepted.map((a) => a.status)).toEqual(ns.map(() => 202))
 
     await new Promise((r) => setTimeout(r, 400))
     await scenario.cluster.kill(1)
-    const all = await eventually(
-      async () => {
-        const ready = await readyz(0)
-        return ready?.shards_total !== undefined && ready.shards_owned === ready.shards_total ? ready : undefined
-      },
-      45_000,
-      "the live node holding every shard",
-      250
-    )
+    const all = await scenario.holdingEveryShard(0, 45_000)
     expect(all.shards_owned).toBe(300)
     expect(scenario.cluster.nodes[0]!.process.output()).toMatch(/node \S+ has no database connection left/)
 

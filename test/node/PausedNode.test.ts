@@ -21,17 +21,7 @@ describe("a node paused past its shard lease (SIGSTOP), then resumed (SIGCONT)",
     scenario.cluster.pause(1)
     // past its silence limit the live node ends the paused one's connections (its kernel keeps them open, and
     // with them its shard locks) and takes every shard while the other still sleeps
-    const readyz = async (i: number) =>
-      (await fetch(`${scenario!.cluster.nodes[i]!.process.baseUrl}/readyz`).catch(() => undefined))?.json()
-    const all = await eventually(
-      async () => {
-        const ready = await readyz(0)
-        return ready?.shards_total !== undefined && ready.shards_owned === ready.shards_total ? ready : undefined
-      },
-      30_000,
-      "the live node holding every shard",
-      250
-    )
+    const all = await scenario.holdingEveryShard(0, 30_000)
     expect(all.shards_owned).toBe(300)
     scenario.cluster.resume(1)
 
@@ -43,7 +33,11 @@ describe("a node paused past its shard lease (SIGSTOP), then resumed (SIGCONT)",
     expect(calls).toHaveLength(2 * ns.length)
     expect(notOnce(calls)).toEqual([])
     // the resumed node reconnects and takes its share of the shards again
-    const back = await eventually(async () => (await readyz(1))?.shards_owned > 0 || undefined, 30_000, "node 1 back")
+    const back = await eventually(
+      async () => (await scenario!.readyz(1))?.shards_owned > 0 || undefined,
+      30_000,
+      "node 1 back"
+    )
     expect(back).toBe(true)
     const threads = await Promise.all(accepted.map((a) => scenario!.call("GET", `/v1/tasks/${a.body.id}/thread`)))
     for (const thread of threads) {

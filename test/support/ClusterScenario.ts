@@ -1,6 +1,7 @@
 import { petstore } from "../connectors/support.js"
 import { bootstrapOrg } from "./Bootstrap.js"
 import { type Cluster, startCluster } from "./ClusterHarness.js"
+import { eventually } from "./Poll.js"
 import { startTargetServer, type TargetServer } from "./TargetServer.js"
 import { migratedDatabase } from "./TestDatabase.js"
 import { testEnvironment } from "./TestNode.js"
@@ -31,6 +32,10 @@ export interface Scenario {
   readonly callsTo: (id: string) => number
   /** Each tool call the tasks' threads record: its pet id, its outcome, and how many times the target saw it. */
   readonly toolCalls: (accepted: ReadonlyArray<Answer>) => Promise<Array<RecordedCall>>
+  /** Node `index`'s `/readyz` answer (shards owned and total), undefined while it cannot answer. */
+  readonly readyz: (index: number) => Promise<any>
+  /** Polls until node `index` holds every shard; its `/readyz` answer then. */
+  readonly holdingEveryShard: (index: number, timeoutMs: number) => Promise<any>
   readonly stop: () => Promise<void>
 }
 
@@ -88,6 +93,9 @@ export const startScenario = async (options: {
   const callAt = (index: number, method: string, path: string, body?: unknown) =>
     callVia(() => cluster.nodes[index]!.process.baseUrl)(method, path, body)
 
+  const readyz = async (index: number) =>
+    (await fetch(`${cluster.nodes[index]!.process.baseUrl}/readyz`).catch(() => undefined))?.json()
+
   const connector = await call("POST", "/v1/tools/connectors", { spec: petstore(target.url) })
   const connection = await call("POST", `/v1/tools/connectors/${connector.body.id}/connections`, {
     name: "pets",
@@ -127,6 +135,17 @@ export const startScenario = async (options: {
         })
       )
     },
+    readyz,
+    holdingEveryShard: (index, timeoutMs) =>
+      eventually(
+        async () => {
+          const ready = await readyz(index)
+          return ready?.shards_total !== undefined && ready.shards_owned === ready.shards_total ? ready : undefined
+        },
+        timeoutMs,
+        `node ${index} holding every shard`,
+        250
+      ),
     stop: async () => {
       await cluster.stop()
       await target.close()
