@@ -41,6 +41,15 @@ const nameOf = (address: string) => `'switchyard runner ' || left(md5(${address}
 const connectionsOf = (name: string) =>
   `SELECT 1 FROM pg_stat_activity a WHERE a.datname = current_database() AND a.application_name = ${name}`
 
+/** A check's rows, each a node acted on, logged as warnings; a failed check is only retried next time. */
+const warnEach =
+  <Row>(message: (row: Row) => string, failed: string) => <E, R>(rows: Effect.Effect<ReadonlyArray<Row>, E, R>) =>
+    rows.pipe(
+      Effect.flatMap((rows) => Effect.forEach(rows, (row) => Effect.logWarning(message(row)), { discard: true })),
+      Effect.catchAllCause((cause) => Effect.logDebug(failed, cause)),
+      Effect.withTracerEnabled(false)
+    )
+
 export const RunnerConnectionsLive = Layer.scopedDiscard(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -56,15 +65,12 @@ export const RunnerConnectionsLive = Layer.scopedDiscard(
         AND a.datname = current_database() AND a.backend_start < r.last_heartbeat
       WHERE r.address <> ${self} AND r.last_heartbeat < now() - make_interval(secs => ${silentFor})
       GROUP BY r.address, r.last_heartbeat`.pipe(
-      Effect.flatMap((rows) =>
-        Effect.forEach(rows, (row) =>
-          Effect.logWarning(
-            `node ${row.address} has not renewed its shard locks for ${row.silent.toFixed(1)} s (paused or ` +
-              `hung): ended its ${row.ended} database connection(s), so its shards move to live nodes`
-          ), { discard: true })
-      ),
-      Effect.catchAllCause((cause) => Effect.logDebug("ending a silent node's connections failed", cause)),
-      Effect.withTracerEnabled(false)
+      warnEach(
+        (row) =>
+          `node ${row.address} has not renewed its shard locks for ${row.silent.toFixed(1)} s (paused or ` +
+          `hung): ended its ${row.ended} database connection(s), so its shards move to live nodes`,
+        "ending a silent node's connections failed"
+      )
     )
     const countGone = sql<{ address: string }>`
       UPDATE cluster_runners r SET last_heartbeat = now() - make_interval(secs => ${expiration + 1})
@@ -72,15 +78,12 @@ export const RunnerConnectionsLive = Layer.scopedDiscard(
         AND EXISTS (${sql.literal(connectionsOf(`'${runnerConnectionName(config.runner.host, config.runner.port)}'`))})
         AND NOT EXISTS (${sql.literal(connectionsOf(nameOf("r.address")))})
       RETURNING r.address`.pipe(
-      Effect.flatMap((rows) =>
-        Effect.forEach(rows, (row) =>
-          Effect.logWarning(
-            `node ${row.address} has no database connection left (killed, or it lost its network): its shards ` +
-              `move to live nodes now`
-          ), { discard: true })
-      ),
-      Effect.catchAllCause((cause) => Effect.logDebug("counting a dead node gone failed", cause)),
-      Effect.withTracerEnabled(false)
+      warnEach(
+        (row) =>
+          `node ${row.address} has no database connection left (killed, or it lost its network): its shards ` +
+          `move to live nodes now`,
+        "counting a dead node gone failed"
+      )
     )
     yield* Effect.zipRight(countGone, endSilent).pipe(
       Effect.repeat(Schedule.spaced(config.sharding.refreshAssignmentsInterval)),

@@ -124,14 +124,18 @@ class Stop {
 export const RUN_FAILED = "The task failed inside Switchyard; see the node's logs."
 
 /**
- * A run that failed for its node's sake (the task no longer its node's, the database out of reach or its
- * connections ended while the node was paused) stops as if interrupted: the task stays unfinished, and its
- * shard's owner, this node or the next, resumes it (the sweep). `undefined`: a failure of the run's own.
+ * What a run's failure does, before its claim and after (the one rule for both). An interruption stays one.
+ * A failure for its node's sake (the task no longer its node's, the database out of reach or its connections
+ * ended while the node was paused) stops as if interrupted: the task stays unfinished, and its shard's owner,
+ * this node or the next, resumes it (the sweep). A failure of the run's own is logged, then `end` ends the
+ * task in error instead of retrying it forever.
  */
-export const leftToResume = (cause: Cause.Cause<unknown>, control: RunControl) =>
-  control.elsewhere() || lostConnection(cause)
+export const onRunFailure = <A, R>(cause: Cause.Cause<unknown>, control: RunControl, end: Effect.Effect<A, never, R>) =>
+  Cause.isInterruptedOnly(cause)
+    ? Effect.failCause(cause)
+    : control.elsewhere() || lostConnection(cause)
     ? Effect.zipRight(Effect.logWarning("task run stopped; its task is left to be resumed", cause), Effect.interrupt)
-    : undefined
+    : Effect.zipRight(Effect.logError("task run failed", cause), end)
 
 /**
  * What a run shares with TaskRuns, which stops it. A run making a tool call (from the write that marks it
@@ -685,9 +689,10 @@ export class TaskRunner extends Effect.Service<TaskRunner>()("tasks/TaskRunner",
         // its connections ended by the others while it was paused, an entity call cut by a shard move) leaves the
         // task unfinished: its shard's owner resumes it (the sweep), this node or the next
         Effect.catchAllCause((cause) =>
-          Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : leftToResume(cause, control) ?? Effect.as(
-            Effect.logError("task run failed", cause),
-            new Stop("error", RUN_FAILED, "internal_error", undefined, claim.epoch)
+          onRunFailure(
+            cause,
+            control,
+            Effect.succeed(new Stop("error", RUN_FAILED, "internal_error", undefined, claim.epoch))
           )
         )
       )

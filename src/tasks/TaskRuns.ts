@@ -1,11 +1,11 @@
 import * as EntityId from "@effect/cluster/EntityId"
 import * as Sharding from "@effect/cluster/Sharding"
-import { Cause, Duration, Effect, Exit, Fiber } from "effect"
+import { Duration, Effect, Exit, Fiber } from "effect"
 import type { TaskOutcome } from "../../cluster/TaskEntity.js"
 import type { TaskId } from "../../schema/Ids.js"
 import { Drain } from "../http/Drain.js"
 import { periodicWhileBusy } from "../support/Periodic.js"
-import { leftToResume, RUN_FAILED, type RunControl, TaskRunner } from "./TaskRunner.js"
+import { onRunFailure, RUN_FAILED, type RunControl, TaskRunner } from "./TaskRunner.js"
 
 type Outcome = typeof TaskOutcome.Type
 
@@ -67,14 +67,7 @@ export class TaskRuns extends Effect.Service<TaskRuns>()("tasks/TaskRuns", {
       runner.run(taskId, run.control).pipe(
         // a defect ends the task in error instead of retrying it forever (the run ends it under its claim once it
         // has one; this before); a failure of the node leaves it
-        Effect.catchAllCause((cause) =>
-          Cause.isInterruptedOnly(cause) ?
-            Effect.failCause(cause) :
-            leftToResume(cause, run.control) ?? Effect.zipRight(
-              Effect.logError("task run failed", cause),
-              runner.failed(taskId, RUN_FAILED)
-            )
-        ),
+        Effect.catchAllCause((cause) => onRunFailure(cause, run.control, runner.failed(taskId, RUN_FAILED))),
         // a shard move or the node stopping leaves the task unfinished, for the next owner
         Effect.onInterrupt(() => endInterrupted(taskId, run)),
         Effect.ensuring(Effect.sync(() => runs.delete(taskId))),
