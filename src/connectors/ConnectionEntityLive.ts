@@ -1,5 +1,5 @@
 import { Entity } from "@effect/cluster"
-import { Effect, Option, Redacted } from "effect"
+import { Deferred, Effect, Exit, FiberId, Option, Redacted } from "effect"
 import { AppliedCredentials, ConnectionEntity, ConnectionUnusable } from "../../cluster/ConnectionEntity.js"
 import type { ConnectionId } from "../../schema/Ids.js"
 import { type ConnectionRow, ConnectorRepo } from "./ConnectorRepo.js"
@@ -125,16 +125,52 @@ export const ConnectionEntityLive = ConnectionEntity.toLayer(
       }
     })
 
+    /**
+     * One load at a time, in the entity's scope: an ask whose node stopped waiting for it (ConnectionCredentials
+     * asks again after a while) does not cut a slow token endpoint short, and the next ask joins it. An ask for a
+     * refresh (a stale token) does not settle for a load that may not refresh: it waits, then loads itself.
+     */
+    const scope = yield* Effect.scope
+    let loading:
+      | { readonly stale: boolean; readonly done: Deferred.Deferred<AppliedCredentials, ConnectionUnusable> }
+      | undefined
+    const shared = (stale: boolean): Effect.Effect<AppliedCredentials, ConnectionUnusable> =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.suspend(() => {
+          const under = loading
+          if (under !== undefined) {
+            const joined = restore(Deferred.await(under.done))
+            return under.stale || !stale ? joined : Effect.zipRight(Effect.exit(joined), shared(stale))
+          }
+          const done = Deferred.unsafeMake<AppliedCredentials, ConnectionUnusable>(FiberId.none)
+          loading = { stale, done }
+          const settle = (exit: Exit.Exit<AppliedCredentials, ConnectionUnusable>) =>
+            Effect.suspend(() => {
+              // unless Forget came meanwhile (an edit): then what it loaded may be what the edit replaced
+              if (loading?.done === done) {
+                loading = undefined
+                if (Exit.isSuccess(exit)) cached = exit.value
+              }
+              return Deferred.done(done, exit)
+            })
+          return Effect.zipRight(
+            Effect.forkIn(Effect.flatMap(Effect.exit(Effect.interruptible(load(stale))), settle), scope),
+            restore(Deferred.await(done))
+          )
+        })
+      )
+
     return {
       Credentials: ({ payload }) =>
         Option.fromNullable(cached).pipe(
           Option.filter((c) => !payload.stale_token && (c.expires_at === null || c.expires_at > Date.now())),
-          Option.match({
-            onSome: Effect.succeed,
-            onNone: () => load(payload.stale_token).pipe(Effect.tap((c) => Effect.sync(() => (cached = c))))
-          })
+          Option.match({ onSome: Effect.succeed, onNone: () => shared(payload.stale_token) })
         ),
-      Forget: () => Effect.sync(() => (cached = undefined))
+      Forget: () =>
+        Effect.sync(() => {
+          cached = undefined
+          loading = undefined
+        })
     }
   }),
   { maxIdleTime: "10 minutes" }
