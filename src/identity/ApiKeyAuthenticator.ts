@@ -1,4 +1,4 @@
-import { Duration, Effect, FiberRef, Redacted } from "effect"
+import { Duration, Effect, FiberRef, Redacted, Runtime } from "effect"
 import { Unauthenticated } from "../../schema/Errors.js"
 import type { ApiKeyId } from "../../schema/Ids.js"
 import type { Principal } from "../../schema/Security.js"
@@ -17,11 +17,15 @@ interface Cached {
 }
 
 const TOUCH_EVERY_MS = 60_000
+/** A key in use is read again, in the background, once this share of its cache time is left. */
+const REFRESH_AHEAD = 0.25
 
 /**
  * Resolves `x-api-key` to a Principal. Verified keys are cached for SWITCHYARD_API_KEY_CACHE_TTL so the
  * hot path does no database read; a revocation is seen at once on the node that revoked and within the
- * TTL on the others. The secret is checked against the stored hash on every request, cached or not.
+ * TTL on the others. The secret is checked against the stored hash on every request, cached or not. A key
+ * in use is read again shortly before its entry expires (once, in the background): its requests stay on the
+ * fast path, instead of each one that came as the entry lapsed reading the key.
  *
  * Only refusals are rate-limited (per key id and per source address): a correct key never touches the
  * limiter, and still works while its id is limited (its 256-bit secret cannot be guessed; the limit stops
@@ -35,6 +39,10 @@ export class ApiKeyAuthenticator extends Effect.Service<ApiKeyAuthenticator>()("
     const ttl = Duration.toMillis((yield* SwitchyardConfig).apiKeyCacheTtl)
     const cache = new Map<ApiKeyId, Cached>()
     const touched = new Map<ApiKeyId, number>()
+    const refreshing = new Set<ApiKeyId>()
+    // bumped by `forget`: a read begun before it does not cache what it read (a revocation on this node)
+    let forgets = 0
+    const runtime = yield* Effect.runtime<never>()
 
     const touch = (id: ApiKeyId, now: number) => {
       if ((touched.get(id) ?? 0) + TOUCH_EVERY_MS > now) return Effect.void
@@ -43,6 +51,7 @@ export class ApiKeyAuthenticator extends Effect.Service<ApiKeyAuthenticator>()("
     }
 
     const load = Effect.fn("ApiKeyAuthenticator.load")(function*(id: ApiKeyId, now: number) {
+      const before = forgets
       const row = yield* repo.findApiKeyForAuth(id)
       if (row === undefined) return undefined
       if (row.revoked_at !== null) {
@@ -66,9 +75,23 @@ export class ApiKeyAuthenticator extends Effect.Service<ApiKeyAuthenticator>()("
         hash: row.secret_hash,
         expires: now + ttl
       }
-      if (ttl > 0) cache.set(id, entry)
+      if (ttl > 0 && forgets === before) cache.set(id, entry)
       return entry
     })
+
+    /** Reads a key in use again before its entry lapses; one that is gone or refused now leaves the cache. */
+    const refreshAhead = (id: ApiKeyId, entry: Cached, now: number) => {
+      if (entry.expires - now > ttl * REFRESH_AHEAD || refreshing.has(id)) return
+      refreshing.add(id)
+      Runtime.runFork(runtime)(
+        load(id, now).pipe(
+          Effect.flatMap((loaded) => loaded === undefined ? Effect.sync(() => cache.delete(id)) : Effect.void),
+          Effect.catchTag("Unauthenticated", () => Effect.sync(() => cache.delete(id))),
+          Effect.ignoreLogged,
+          Effect.ensuring(Effect.sync(() => refreshing.delete(id)))
+        )
+      )
+    }
 
     const authenticate = (apiKey: Redacted.Redacted<string>) =>
       Effect.gen(function*() {
@@ -93,13 +116,15 @@ export class ApiKeyAuthenticator extends Effect.Service<ApiKeyAuthenticator>()("
         }
         const now = Date.now()
         const cached = cache.get(parsed.id)
-        const entry = cached !== undefined && cached.expires > now
+        const fresh = cached !== undefined && cached.expires > now
+        const entry = fresh
           ? cached
           : yield* load(parsed.id, now).pipe(Effect.catchTag("Unauthenticated", (e) => refuse(parsed.id, e)))
         // made only on refusal: an error captures a stack, too dear for every request
         const invalid = () => Unauthenticated.of("This API key is not valid.", "invalid_api_key")
         if (entry === undefined) return yield* refuse(undefined, invalid())
         if (!secretMatches(parsed.secret, entry.hash)) return yield* refuse(parsed.id, invalid())
+        if (fresh) refreshAhead(parsed.id, entry, now)
         yield* touch(parsed.id, now)
         return entry.principal
       })
@@ -113,7 +138,11 @@ export class ApiKeyAuthenticator extends Effect.Service<ApiKeyAuthenticator>()("
         return yield* limited ?? error
       })
 
-    const forget = (id: ApiKeyId) => Effect.sync(() => cache.delete(id))
+    const forget = (id: ApiKeyId) =>
+      Effect.sync(() => {
+        forgets++
+        cache.delete(id)
+      })
 
     /** The organization a refused key names, if the key exists (for the audit record of the refusal). */
     const organizationOf = (apiKey: Redacted.Redacted<string>) =>
@@ -135,7 +164,9 @@ export class ApiKeyAuthenticator extends Effect.Service<ApiKeyAuthenticator>()("
       if (entry === undefined || entry.expires <= now || (touched.get(parsed.id) ?? 0) + TOUCH_EVERY_MS <= now) {
         return undefined
       }
-      return secretMatches(parsed.secret, entry.hash) ? entry.principal : undefined
+      if (!secretMatches(parsed.secret, entry.hash)) return undefined
+      refreshAhead(parsed.id, entry, now)
+      return entry.principal
     }
 
     return { authenticate, forget, peek, organizationOf } as const

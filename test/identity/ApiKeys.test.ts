@@ -2,6 +2,7 @@ import { Effect, Exit } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { AgentId } from "../../schema/Ids.js"
 import { addMember, call, expectError, orgKey, pageThrough, withDatabase } from "../access/support.js"
+import { eventually } from "../support/Poll.js"
 import { startTestNode, type TestNode } from "../support/TestNode.js"
 
 let node: TestNode
@@ -20,6 +21,18 @@ const createAgent = async (apiKey: string) => {
   })
   expect(response.status).toBe(201)
   return (await response.json()).id as AgentId
+}
+
+/** A new organization key, made over REST: its id and secret. */
+const createKey = async (on: TestNode, apiKey: string, name: string) => {
+  const created = await on.fetch("/v1/api-keys", {
+    method: "POST",
+    apiKey,
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ name })
+  })
+  expect(created.status).toBe(201)
+  return (await created.json()) as { id: string; api_key: string }
 }
 
 const errorOf = async (response: Response) => {
@@ -73,14 +86,7 @@ describe("authentication", () => {
 
   it("rejects a revoked key at once", async () => {
     const org = await node.bootstrap()
-    const created = await node.fetch("/v1/api-keys", {
-      method: "POST",
-      apiKey: org.api_key,
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ name: "temp" })
-    })
-    expect(created.status).toBe(201)
-    const key = await created.json()
+    const key = await createKey(node, org.api_key, "temp")
     expect((await node.fetch("/v1/me", { apiKey: key.api_key })).status).toBe(200)
     const revoked = await node.fetch(`/v1/api-keys/${key.id}`, { method: "DELETE", apiKey: org.api_key })
     expect(revoked.status).toBe(200)
@@ -276,5 +282,36 @@ describe("cross-organization isolation", () => {
       (c) => c.identity.createApiKey({ payload: { name: "steal", kind: "personal", user_id: b.user_id as any } })
     )
     expect(Exit.isFailure(issue)).toBe(true)
+  })
+})
+
+describe("a key's cache on a node", () => {
+  let short: TestNode
+  beforeAll(async () => {
+    short = await startTestNode({ SWITCHYARD_API_KEY_CACHE_TTL: "1 second" })
+  })
+  afterAll(() => short?.stop())
+
+  it("keeps a key in constant use working across its cache time, and sees a revocation from elsewhere", async () => {
+    const org = await short.bootstrap()
+    const key = await createKey(short, org.api_key, "busy")
+    const burst = () => Promise.all(Array.from({ length: 5 }, () => short.fetch("/v1/me", { apiKey: key.api_key })))
+
+    // three cache times of requests (the key read again in the background before each lapse): none refused
+    const statuses: Array<number> = []
+    for (const started = Date.now(); Date.now() - started < 3_000;) {
+      statuses.push(...(await burst()).map((r) => r.status))
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    expect(new Set(statuses)).toEqual(new Set([200]))
+
+    // revoked in the database, as another node does: this node, reading the key again, refuses it from then on
+    await withDatabase(short, (db) => db.query("UPDATE api_keys SET revoked_at = now() WHERE id = $1", [key.id]))
+    const refused = await eventually(async () => {
+      const answers = await burst()
+      return answers.every((r) => r.status === 401) ? answers[0] : undefined
+    }, 15_000)
+    expect((await errorOf(refused!)).code).toBe("revoked_api_key")
+    expect((await burst()).map((r) => r.status)).toEqual([401, 401, 401, 401, 401])
   })
 })
