@@ -540,6 +540,12 @@ export const ErrorCodes: ReadonlyArray<ErrorCodeEntry> = [
   rest(503, "database_unavailable", "The database is unavailable right now: retry after `Retry-After`."),
   rest(
     503,
+    "database_conflict",
+    "The request's transaction was rolled back for a concurrent one (a deadlock or serialization failure) and " +
+      "kept nothing: send it again after `Retry-After` (with the same `Idempotency-Key` where it creates something)."
+  ),
+  rest(
+    503,
     "unavailable",
     "The node is starting, stopping or not ready (`/readyz` says why), or the request was interrupted: retry."
   ),

@@ -168,7 +168,8 @@ export const commonCodes = (op: Record<string, any>, doc: OperationDoc | undefin
       "revoked_api_key",
       "bearer_not_supported",
       "rate_limited",
-      "database_unavailable"
+      "database_unavailable",
+      "database_conflict"
     )
   }
   const role = doc === undefined ? null : roleOf(doc)
@@ -230,7 +231,8 @@ const documentErrors = (
 }
 
 const RETRY_AFTER = {
-  description: "Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`).",
+  description:
+    "Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`).",
   schema: { type: "integer" }
 }
 

@@ -4618,7 +4618,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4636,7 +4636,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4654,7 +4654,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_member" | "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "already_member" | "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4672,7 +4672,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4690,7 +4690,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "last_super_admin" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4708,7 +4708,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4726,7 +4726,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
+                code: "bad_request" | "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4744,7 +4744,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4762,7 +4762,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "type_required" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "type_required" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4780,7 +4780,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_openapi" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_openapi" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4798,7 +4798,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4816,7 +4816,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "built_in_connector" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_openapi" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "built_in_connector" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_openapi" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4834,7 +4834,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "built_in_connector" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "built_in_connector" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4852,7 +4852,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4870,7 +4870,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "credentials_not_accepted" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bad_request" | "bearer_not_supported" | "credentials_not_accepted" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4888,7 +4888,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4906,7 +4906,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4924,7 +4924,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "credentials_not_accepted" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "credentials_not_accepted" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4942,7 +4942,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4960,7 +4960,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "not_oauth" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4978,7 +4978,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -4996,7 +4996,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "body_not_accepted" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "database_unavailable" | "egress_refused" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "upstream_timeout" | "upstream_unreachable" | "validation_failed";
+                code: "bearer_not_supported" | "body_not_accepted" | "connection_needs_reauthentication" | "connection_not_found" | "connection_pending_authorization" | "connector_has_no_server_url" | "database_conflict" | "database_unavailable" | "egress_refused" | "header_not_allowed" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "parameter_not_allowed" | "path_outside_server_url" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "upstream_timeout" | "upstream_unreachable" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5014,7 +5014,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5032,7 +5032,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_skill" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_skill" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5050,7 +5050,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5068,7 +5068,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_skill" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_skill" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5086,7 +5086,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5104,7 +5104,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "budget_exhausted" | "database_unavailable" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_idempotency_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "budget_exhausted" | "database_conflict" | "database_unavailable" | "idempotency_conflict" | "internal_error" | "invalid_api_key" | "invalid_idempotency_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5122,7 +5122,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "invalid_time_range" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "invalid_time_range" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5140,7 +5140,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5158,7 +5158,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "task_ended" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "task_ended" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5176,7 +5176,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5194,7 +5194,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5212,7 +5212,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5230,7 +5230,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5248,7 +5248,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5266,7 +5266,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5284,7 +5284,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "personal_key_required" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5302,7 +5302,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5320,7 +5320,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "group_name_taken" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "group_name_taken" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5338,7 +5338,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5356,7 +5356,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "group_name_taken" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "group_name_taken" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5374,7 +5374,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5392,7 +5392,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5410,7 +5410,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "already_in_group" | "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "already_in_group" | "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5428,7 +5428,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5446,7 +5446,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "invalid_time_range" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "invalid_time_range" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5464,7 +5464,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "invalid_time_range" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "invalid_time_range" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5482,7 +5482,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5500,7 +5500,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_skill" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_name_taken" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_skill" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_name_taken" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5518,7 +5518,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_manifest" | "invalid_skill" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_name_taken" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_manifest" | "invalid_skill" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_name_taken" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5536,7 +5536,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5554,7 +5554,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5572,7 +5572,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_skill" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_archived" | "skill_name_taken" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_skill" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_archived" | "skill_name_taken" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5590,7 +5590,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_archived" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_archived" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5608,7 +5608,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_archived" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_archived" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5626,7 +5626,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_archived" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_archived" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5644,7 +5644,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5662,7 +5662,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "skill_archived" | "skill_not_allowed" | "skill_not_published" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5680,7 +5680,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5698,7 +5698,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5716,7 +5716,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5734,7 +5734,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "approval_decided" | "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "approval_decided" | "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5752,7 +5752,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "approval_decided" | "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "approval_decided" | "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5770,7 +5770,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5788,7 +5788,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "unavailable" | "unknown_group" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "sso_issuer_not_oidc" | "sso_issuer_unreachable" | "unavailable" | "unknown_group" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5806,7 +5806,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5824,7 +5824,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5842,7 +5842,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_duration" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_duration" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5860,7 +5860,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5878,7 +5878,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_duration" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "schedule_agent_deleted" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "conflict" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_duration" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "schedule_agent_deleted" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5896,7 +5896,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5914,7 +5914,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5932,7 +5932,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "schedule_agent_deleted" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "conflict" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cron" | "invalid_json" | "invalid_text" | "invalid_timezone" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "schedule_agent_deleted" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5950,7 +5950,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "budget_exhausted" | "conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "schedule_agent_deleted" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "budget_exhausted" | "conflict" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "schedule_agent_deleted" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -5983,7 +5983,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bad_request" | "bearer_not_supported" | "database_unavailable" | "file_exists" | "file_too_large" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_multipart" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "storage_quota_exceeded" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
+                code: "bad_request" | "bearer_not_supported" | "database_conflict" | "database_unavailable" | "file_exists" | "file_too_large" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_multipart" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "storage_quota_exceeded" | "unavailable" | "unknown_agent" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6001,7 +6001,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6019,7 +6019,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6037,7 +6037,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6055,7 +6055,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_range" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "range_not_satisfiable" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_range" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "range_not_satisfiable" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6073,7 +6073,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6091,7 +6091,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "function_name_taken" | "functions_busy" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_input_schema" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "function_name_taken" | "functions_busy" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_input_schema" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6109,7 +6109,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6127,7 +6127,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "function_name_taken" | "functions_busy" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_input_schema" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "function_name_taken" | "functions_busy" | "internal_error" | "invalid_api_key" | "invalid_code" | "invalid_input_schema" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6145,7 +6145,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6163,7 +6163,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6181,7 +6181,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "function_error" | "function_memory" | "function_output_too_large" | "function_timeout" | "functions_busy" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "function_error" | "function_memory" | "function_output_too_large" | "function_timeout" | "functions_busy" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6199,7 +6199,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6217,7 +6217,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6235,7 +6235,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6253,7 +6253,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6271,7 +6271,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_language" | "invalid_text" | "knowledge_base_name_taken" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_language" | "invalid_text" | "knowledge_base_name_taken" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6289,7 +6289,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6307,7 +6307,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_language" | "invalid_text" | "knowledge_base_name_taken" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_language" | "invalid_text" | "knowledge_base_name_taken" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6325,7 +6325,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6343,7 +6343,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "document_too_large" | "document_url_not_allowed" | "document_url_unreachable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unknown_file" | "unsupported_document_type" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "document_too_large" | "document_url_not_allowed" | "document_url_unreachable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unknown_file" | "unsupported_document_type" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6361,7 +6361,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6379,7 +6379,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6397,7 +6397,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6415,7 +6415,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6433,7 +6433,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6451,7 +6451,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6469,7 +6469,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6487,7 +6487,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "events_expired" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_last_event_id" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "events_expired" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_last_event_id" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6505,7 +6505,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "events_expired" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_last_event_id" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "events_expired" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_last_event_id" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6523,7 +6523,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6541,7 +6541,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed" | "webhook_limit_reached" | "webhook_url_not_allowed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed" | "webhook_limit_reached" | "webhook_url_not_allowed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6559,7 +6559,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6577,7 +6577,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed" | "webhook_url_not_allowed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed" | "webhook_url_not_allowed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6595,7 +6595,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6613,7 +6613,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6631,7 +6631,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_cursor" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6649,7 +6649,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6667,7 +6667,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed" | "webhook_disabled";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6685,7 +6685,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_group_by" | "invalid_json" | "invalid_text" | "invalid_time_range" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_group_by" | "invalid_json" | "invalid_text" | "invalid_time_range" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6703,7 +6703,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6721,7 +6721,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "forbidden" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6739,7 +6739,7 @@ export interface components {
                  * @description Stable machine-readable error code.
                  * @enum {string}
                  */
-                code: "bearer_not_supported" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
+                code: "bearer_not_supported" | "database_conflict" | "database_unavailable" | "internal_error" | "invalid_api_key" | "invalid_json" | "invalid_text" | "malformed_api_key" | "missing_api_key" | "not_found" | "payload_too_large" | "rate_limited" | "revoked_api_key" | "unavailable" | "unsupported_media_type" | "validation_failed";
                 /** @description What went wrong and what to do about it. */
                 message: string;
                 /** @description The request's `x-request-id`. */
@@ -6818,7 +6818,7 @@ export interface operations {
             /** @description Unavailable: `unavailable`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -6893,7 +6893,7 @@ export interface operations {
             /** @description Unavailable: `unavailable`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -6997,7 +6997,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -7014,10 +7014,10 @@ export interface operations {
                     "application/json": components["schemas"]["MeError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -7126,7 +7126,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -7143,10 +7143,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListMembersError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -7254,7 +7254,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -7271,10 +7271,10 @@ export interface operations {
                     "application/json": components["schemas"]["CreateMemberError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -7369,7 +7369,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -7386,10 +7386,10 @@ export interface operations {
                     "application/json": components["schemas"]["RemoveMemberError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -7507,7 +7507,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -7524,10 +7524,10 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateMemberError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -7631,7 +7631,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -7648,10 +7648,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListApiKeysError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -7762,7 +7762,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -7779,10 +7779,10 @@ export interface operations {
                     "application/json": components["schemas"]["CreateApiKeyError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -7884,7 +7884,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -7901,10 +7901,10 @@ export interface operations {
                     "application/json": components["schemas"]["RevokeApiKeyError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -8019,7 +8019,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -8036,10 +8036,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListToolsError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -8231,7 +8231,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -8248,10 +8248,10 @@ export interface operations {
                     "application/json": components["schemas"]["CreateConnectorError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -8363,7 +8363,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -8380,10 +8380,10 @@ export interface operations {
                     "application/json": components["schemas"]["GetConnectorError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -8600,7 +8600,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -8617,10 +8617,10 @@ export interface operations {
                     "application/json": components["schemas"]["ReplaceConnectorError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -8727,7 +8727,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -8744,10 +8744,10 @@ export interface operations {
                     "application/json": components["schemas"]["ArchiveConnectorError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -8851,7 +8851,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -8868,10 +8868,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListOperationsError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -8967,7 +8967,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -8984,10 +8984,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListConnectionsError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -9104,7 +9104,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -9121,10 +9121,10 @@ export interface operations {
                     "application/json": components["schemas"]["CreateConnectionError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -9220,7 +9220,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -9237,10 +9237,10 @@ export interface operations {
                     "application/json": components["schemas"]["GetConnectionError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -9328,7 +9328,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -9345,10 +9345,10 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteConnectionError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -9465,7 +9465,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -9482,10 +9482,10 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateConnectionError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -9589,7 +9589,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -9606,10 +9606,10 @@ export interface operations {
                     "application/json": components["schemas"]["AuthorizeConnectionError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -9735,7 +9735,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -9752,10 +9752,10 @@ export interface operations {
                     "application/json": components["schemas"]["OperationSchemaError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -9880,7 +9880,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -9906,10 +9906,10 @@ export interface operations {
                     "application/json": components["schemas"]["InvokeOperationError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -10026,7 +10026,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -10043,10 +10043,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListAgentsError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -10178,7 +10178,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -10195,10 +10195,10 @@ export interface operations {
                     "application/json": components["schemas"]["CreateAgentError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -10307,7 +10307,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -10324,10 +10324,10 @@ export interface operations {
                     "application/json": components["schemas"]["GetAgentError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -10413,7 +10413,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -10430,10 +10430,10 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteAgentError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -10560,7 +10560,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -10577,10 +10577,10 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateAgentError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -10725,7 +10725,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -10742,10 +10742,10 @@ export interface operations {
                     "application/json": components["schemas"]["InvokeAgentError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -10886,7 +10886,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -10903,10 +10903,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListTasksError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -11005,7 +11005,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -11022,10 +11022,10 @@ export interface operations {
                     "application/json": components["schemas"]["GetTaskError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -11139,7 +11139,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -11156,10 +11156,10 @@ export interface operations {
                     "application/json": components["schemas"]["CancelTaskError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -11293,7 +11293,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -11310,10 +11310,10 @@ export interface operations {
                     "application/json": components["schemas"]["GetThreadError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -11426,7 +11426,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -11443,10 +11443,10 @@ export interface operations {
                     "application/json": components["schemas"]["GetLlmUsageError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -11523,7 +11523,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -11540,10 +11540,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListModelProvidersError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -11647,7 +11647,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -11664,10 +11664,10 @@ export interface operations {
                     "application/json": components["schemas"]["SetModelProviderError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -11752,7 +11752,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -11769,10 +11769,10 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteModelProviderError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -11872,7 +11872,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -11889,10 +11889,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListAuthorizationsError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -11996,7 +11996,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -12013,10 +12013,10 @@ export interface operations {
                     "application/json": components["schemas"]["RevokeAuthorizationError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -12116,7 +12116,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -12133,10 +12133,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListGroupsError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -12249,7 +12249,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -12266,10 +12266,10 @@ export interface operations {
                     "application/json": components["schemas"]["CreateGroupError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -12371,7 +12371,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -12388,10 +12388,10 @@ export interface operations {
                     "application/json": components["schemas"]["GetGroupError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -12477,7 +12477,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -12494,10 +12494,10 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteGroupError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -12617,7 +12617,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -12634,10 +12634,10 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateGroupError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -12757,7 +12757,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -12774,10 +12774,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListGroupMembersError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -12896,7 +12896,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -12913,10 +12913,10 @@ export interface operations {
                     "application/json": components["schemas"]["AddGroupMemberError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -13004,7 +13004,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -13021,10 +13021,10 @@ export interface operations {
                     "application/json": components["schemas"]["RemoveGroupMemberError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -13184,7 +13184,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -13201,10 +13201,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListAuditEventsError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -13357,7 +13357,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -13374,10 +13374,10 @@ export interface operations {
                     "application/json": components["schemas"]["ExportAuditEventsError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -13504,7 +13504,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -13521,10 +13521,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListSkillsError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -13664,7 +13664,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -13681,10 +13681,10 @@ export interface operations {
                     "application/json": components["schemas"]["CreateSkillError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -13792,7 +13792,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -13809,10 +13809,10 @@ export interface operations {
                     "application/json": components["schemas"]["PublishManifestError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -13922,7 +13922,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -13939,10 +13939,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListSkillViolationsError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -14051,7 +14051,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -14068,10 +14068,10 @@ export interface operations {
                     "application/json": components["schemas"]["GetSkillError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -14207,7 +14207,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -14224,10 +14224,10 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateSkillError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -14358,7 +14358,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -14375,10 +14375,10 @@ export interface operations {
                     "application/json": components["schemas"]["SetSkillAccessError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -14495,7 +14495,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -14512,10 +14512,10 @@ export interface operations {
                     "application/json": components["schemas"]["PublishSkillError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -14625,7 +14625,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -14642,10 +14642,10 @@ export interface operations {
                     "application/json": components["schemas"]["ArchiveSkillError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -14760,7 +14760,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -14777,10 +14777,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListAgentSkillsError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -14903,7 +14903,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -14920,10 +14920,10 @@ export interface operations {
                     "application/json": components["schemas"]["AttachSkillError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -15011,7 +15011,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -15028,10 +15028,10 @@ export interface operations {
                     "application/json": components["schemas"]["DetachSkillError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -15142,7 +15142,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -15159,10 +15159,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListApprovalsError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -15272,7 +15272,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -15289,10 +15289,10 @@ export interface operations {
                     "application/json": components["schemas"]["GetApprovalError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -15426,7 +15426,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -15443,10 +15443,10 @@ export interface operations {
                     "application/json": components["schemas"]["ApproveApprovalError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -15597,7 +15597,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -15614,10 +15614,10 @@ export interface operations {
                     "application/json": components["schemas"]["RejectApprovalError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -15723,7 +15723,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -15740,10 +15740,10 @@ export interface operations {
                     "application/json": components["schemas"]["GetSsoError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -15869,7 +15869,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -15886,10 +15886,10 @@ export interface operations {
                     "application/json": components["schemas"]["PutSsoError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -15972,7 +15972,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -15989,10 +15989,10 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteSsoError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -16135,7 +16135,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -16152,10 +16152,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListSchedulesError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -16307,7 +16307,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -16324,10 +16324,10 @@ export interface operations {
                     "application/json": components["schemas"]["CreateScheduleError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -16460,7 +16460,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -16477,10 +16477,10 @@ export interface operations {
                     "application/json": components["schemas"]["GetScheduleError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -16566,7 +16566,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -16583,10 +16583,10 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteScheduleError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -16747,7 +16747,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -16764,10 +16764,10 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateScheduleError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -16888,7 +16888,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -16905,10 +16905,10 @@ export interface operations {
                     "application/json": components["schemas"]["PauseScheduleError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -17059,7 +17059,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -17076,10 +17076,10 @@ export interface operations {
                     "application/json": components["schemas"]["ResumeScheduleError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -17203,7 +17203,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -17220,10 +17220,10 @@ export interface operations {
                     "application/json": components["schemas"]["TriggerScheduleError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -17343,7 +17343,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -17360,10 +17360,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListFilesError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -17477,7 +17477,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -17494,10 +17494,10 @@ export interface operations {
                     "application/json": components["schemas"]["UploadFileError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -17592,7 +17592,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -17609,10 +17609,10 @@ export interface operations {
                     "application/json": components["schemas"]["GetFileError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -17698,7 +17698,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -17715,10 +17715,10 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteFileError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -17806,7 +17806,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -17823,10 +17823,10 @@ export interface operations {
                     "application/json": components["schemas"]["GetFileContentError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -17934,7 +17934,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -17951,10 +17951,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListFunctionsError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -18098,7 +18098,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -18115,10 +18115,10 @@ export interface operations {
                     "application/json": components["schemas"]["CreateFunctionError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`, `functions_busy`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`, `functions_busy`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -18230,7 +18230,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -18247,10 +18247,10 @@ export interface operations {
                     "application/json": components["schemas"]["GetFunctionError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -18336,7 +18336,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -18353,10 +18353,10 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteFunctionError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -18492,7 +18492,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -18509,10 +18509,10 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateFunctionError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`, `functions_busy`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`, `functions_busy`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -18615,7 +18615,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -18632,10 +18632,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListFunctionVersionsError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -18752,7 +18752,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -18769,10 +18769,10 @@ export interface operations {
                     "application/json": components["schemas"]["InvokeFunctionError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`, `functions_busy`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`, `functions_busy`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -18872,7 +18872,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -18889,10 +18889,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListAgentFunctionsError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -18990,7 +18990,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -19007,10 +19007,10 @@ export interface operations {
                     "application/json": components["schemas"]["AttachFunctionError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -19098,7 +19098,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -19115,10 +19115,10 @@ export interface operations {
                     "application/json": components["schemas"]["DetachFunctionError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -19206,7 +19206,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -19223,10 +19223,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListKnowledgeBasesError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -19333,7 +19333,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -19350,10 +19350,10 @@ export interface operations {
                     "application/json": components["schemas"]["CreateKnowledgeBaseError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -19443,7 +19443,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -19460,10 +19460,10 @@ export interface operations {
                     "application/json": components["schemas"]["GetKnowledgeBaseError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -19549,7 +19549,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -19566,10 +19566,10 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteKnowledgeBaseError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -19686,7 +19686,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -19703,10 +19703,10 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateKnowledgeBaseError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -19816,7 +19816,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -19833,10 +19833,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListKnowledgeDocumentsError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -19964,7 +19964,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -19981,10 +19981,10 @@ export interface operations {
                     "application/json": components["schemas"]["AddKnowledgeDocumentError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -20086,7 +20086,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -20103,10 +20103,10 @@ export interface operations {
                     "application/json": components["schemas"]["GetKnowledgeDocumentError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -20194,7 +20194,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -20211,10 +20211,10 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteKnowledgeDocumentError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -20323,7 +20323,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -20340,10 +20340,10 @@ export interface operations {
                     "application/json": components["schemas"]["SearchKnowledgeBaseError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -20436,7 +20436,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -20453,10 +20453,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListAgentKnowledgeBasesError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -20544,7 +20544,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -20561,10 +20561,10 @@ export interface operations {
                     "application/json": components["schemas"]["AttachKnowledgeBaseError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -20652,7 +20652,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -20669,10 +20669,10 @@ export interface operations {
                     "application/json": components["schemas"]["DetachKnowledgeBaseError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -20776,7 +20776,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -20793,10 +20793,10 @@ export interface operations {
                     "application/json": components["schemas"]["StreamEventsError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -20897,7 +20897,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -20914,10 +20914,10 @@ export interface operations {
                     "application/json": components["schemas"]["StreamTaskEventsError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -21020,7 +21020,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -21037,10 +21037,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListWebhooksError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -21164,7 +21164,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -21181,10 +21181,10 @@ export interface operations {
                     "application/json": components["schemas"]["CreateWebhookError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -21288,7 +21288,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -21305,10 +21305,10 @@ export interface operations {
                     "application/json": components["schemas"]["GetWebhookError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -21394,7 +21394,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -21411,10 +21411,10 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteWebhookError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -21542,7 +21542,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -21559,10 +21559,10 @@ export interface operations {
                     "application/json": components["schemas"]["UpdateWebhookError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -21668,7 +21668,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -21685,10 +21685,10 @@ export interface operations {
                     "application/json": components["schemas"]["RotateWebhookSecretError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -21827,7 +21827,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -21844,10 +21844,10 @@ export interface operations {
                     "application/json": components["schemas"]["ListWebhookDeliveriesError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -21975,7 +21975,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -21992,10 +21992,10 @@ export interface operations {
                     "application/json": components["schemas"]["RetryWebhookDeliveryError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -22113,7 +22113,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -22130,10 +22130,10 @@ export interface operations {
                     "application/json": components["schemas"]["PingWebhookError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -22290,7 +22290,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -22307,10 +22307,10 @@ export interface operations {
                     "application/json": components["schemas"]["GetUsageError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -22411,7 +22411,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -22428,10 +22428,10 @@ export interface operations {
                     "application/json": components["schemas"]["GetCommandPolicyError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -22564,7 +22564,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -22581,10 +22581,10 @@ export interface operations {
                     "application/json": components["schemas"]["PutCommandPolicyError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -22701,7 +22701,7 @@ export interface operations {
             /** @description Too many requests: `rate_limited`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
@@ -22718,10 +22718,10 @@ export interface operations {
                     "application/json": components["schemas"]["CheckCommandError"];
                 };
             };
-            /** @description Unavailable: `unavailable`, `database_unavailable`. */
+            /** @description Unavailable: `unavailable`, `database_unavailable`, `database_conflict`. */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying (sent with `rate_limited` and `database_unavailable`). */
+                    /** @description Seconds to wait before retrying (sent with `rate_limited`, `database_unavailable` and `database_conflict`). */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };

@@ -10,7 +10,7 @@ import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, Option, Tracer } from "effect"
 import * as Crypto from "node:crypto"
 import { SwitchyardConfig } from "../config/SwitchyardConfig.js"
-import { isConnectionError } from "../db/ConnectionLoss.js"
+import { isConflict, isConnectionError } from "../db/ConnectionLoss.js"
 import { oauthRefusal } from "../oauth/OAuthEndpoints.js"
 import { validationError } from "../support/Issues.js"
 import { makeAccessLog } from "./AccessLog.js"
@@ -136,7 +136,8 @@ const failureResponse = (
 
 /**
  * What a request gets for a failure that is not one of our errors: interrupted (503), the database gone
- * (503, logged) or a defect (500, logged with the cause, which is never sent). Also for the fast paths.
+ * (503, logged), its transaction rolled back for a concurrent one (a deadlock: 503, to be sent again) or a
+ * defect (500, logged with the cause, which is never sent). Also for the fast paths.
  */
 export const unexpectedFailure = (cause: Cause.Cause<unknown>, requestId: string) =>
   Effect.gen(function*() {
@@ -153,6 +154,18 @@ export const unexpectedFailure = (cause: Cause.Cause<unknown>, requestId: string
         status: 503,
         error: { code: "database_unavailable", message: "The database is unavailable right now; retry shortly." },
         headers: { "retry-after": "2" }
+      }
+    }
+    if (isConflict(Cause.squash(cause))) {
+      yield* Effect.logWarning("a transaction was rolled back for a concurrent one's sake", cause)
+      return {
+        status: 503,
+        error: {
+          code: "database_conflict",
+          message: "The request met a concurrent change in the database and was rolled back: send it again " +
+            "(with the same Idempotency-Key, if it creates something)."
+        },
+        headers: { "retry-after": "1" }
       }
     }
     yield* Effect.logError("unhandled error", cause)

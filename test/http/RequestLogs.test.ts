@@ -1,10 +1,13 @@
 import { HttpLayerRouter, HttpServerResponse } from "@effect/platform"
+import { SqlError } from "@effect/sql/SqlError"
 import { ConfigProvider, Effect, HashMap, Layer, Logger, LogLevel } from "effect"
+import pg from "pg"
 import { describe, expect, it } from "vitest"
 import { SwitchyardConfig } from "../../src/config/SwitchyardConfig.js"
 import { Drain } from "../../src/http/Drain.js"
 import { RequestPipelineLive, unexpectedFailure } from "../../src/http/RequestPipeline.js"
 import { RouteTable } from "../../src/http/RouteTable.js"
+import { freshDatabase } from "../support/TestDatabase.js"
 
 interface Line {
   readonly message: string
@@ -65,5 +68,40 @@ describe("request ids in logs", () => {
     )
     expect(answer.status).toBe(500)
     expect(lines.map((l) => [l.message.includes("unhandled error"), l.requestId])).toEqual([[true, "trace-7"]])
+  })
+
+  it("a transaction PostgreSQL rolled back in a deadlock is a 503 to send again, not a 500", async () => {
+    // a real deadlock: two transactions, each holding the row the other wants
+    const url = await freshDatabase()
+    const [a, b] = [new pg.Client({ connectionString: url }), new pg.Client({ connectionString: url })]
+    await Promise.all([a.connect(), b.connect()])
+    let deadlock: unknown
+    try {
+      await a.query("CREATE TABLE pair (id int PRIMARY KEY)")
+      await a.query("INSERT INTO pair VALUES (1), (2)")
+      await Promise.all([a.query("BEGIN"), b.query("BEGIN")])
+      await a.query("UPDATE pair SET id = id WHERE id = 1")
+      await b.query("UPDATE pair SET id = id WHERE id = 2")
+      const outcomes = await Promise.allSettled([
+        a.query("UPDATE pair SET id = id WHERE id = 2"),
+        b.query("UPDATE pair SET id = id WHERE id = 1")
+      ])
+      deadlock = outcomes.flatMap((o) => o.status === "rejected" ? [o.reason] : [])[0]
+    } finally {
+      await Promise.all([a.end(), b.end()])
+    }
+    expect((deadlock as { code?: string }).code).toBe("40P01")
+
+    const lines: Array<Line> = []
+    const failure = new SqlError({ cause: deadlock, message: "Failed to execute statement" })
+    const answer = await Effect.runPromise(
+      unexpectedFailure(Effect.runSync(Effect.cause(Effect.fail(failure))), "trace-8").pipe(
+        Effect.provide(capture(lines))
+      )
+    )
+    expect(answer.status).toBe(503)
+    expect(answer.error.code).toBe("database_conflict")
+    expect(answer.headers).toEqual({ "retry-after": "1" })
+    expect(lines.map((l) => [l.message.includes("rolled back"), l.requestId])).toEqual([[true, "trace-8"]])
   })
 })
