@@ -193,14 +193,17 @@ export class Tasks extends Effect.Service<Tasks>()("tasks/Tasks", {
         }
       }
       // the task row is committed: from here on the task runs even if this delivery fails (the owner's
-      // sweep finds it), so delivery problems never fail the request
+      // sweep finds it), so delivery problems never fail the request. A replay (the task an Idempotency-Key
+      // made before, perhaps on another node) goes where its own shard is: a run of it here would claim it
+      // from its owner's run, cutting short a tool call that run was making
+      const runsHere = row.inserted ? here : runs.shardIsHere(row.id)
       if (options.asynchronous) {
         // starting a local run only forks it; a delivery to another node is bounded
-        yield* here ? runs.start(row.id) : startRun(client, row.id, DELIVERY_TIMEOUT)
+        yield* runsHere ? runs.start(row.id) : startRun(client, row.id, DELIVERY_TIMEOUT)
         // accepted: a task inserted started is, to its invoker, accepted and not begun (its run begins now)
         return { task: toTask(row.inserted && here ? { ...row, status: "pending" } : row), accepted: true }
       }
-      const outcome = yield* (here ? runs.run(row.id) : client(row.id).Run({ task_id: row.id })).pipe(
+      const outcome = yield* (runsHere ? runs.run(row.id) : client(row.id).Run({ task_id: row.id })).pipe(
         Effect.map((o) => toTask({ ...row, ...o })),
         // the run's node went away mid-run (or the shard is moving): wait for the task to end wherever it resumes
         Effect.catchAllCause(() => awaitEnd(row.organization_id, row.id, config.taskTimeout))

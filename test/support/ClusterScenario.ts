@@ -19,7 +19,13 @@ export interface Scenario {
   readonly getPetPath: string
   readonly call: (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<Answer>
   /** The same, sent to node `index` itself rather than through the proxy. */
-  readonly callAt: (index: number, method: string, path: string, body?: unknown) => Promise<Answer>
+  readonly callAt: (
+    index: number,
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>
+  ) => Promise<Answer>
   /**
    * Async invokes of the agent, input `t<n>` for each n (scripts use `{{input}}` to tag their tool calls), with
    * Idempotency-Key `t<n>`: the proxy resends a request whose connection a killed node reset, and the key
@@ -90,8 +96,8 @@ export const startScenario = async (options: {
         ...(body === undefined ? {} : { body: JSON.stringify(body) })
       }).then(async (r) => ({ status: r.status, body: await r.json() }))
   const call = callVia(() => cluster.url)
-  const callAt = (index: number, method: string, path: string, body?: unknown) =>
-    callVia(() => cluster.nodes[index]!.process.baseUrl)(method, path, body)
+  const callAt = (index: number, method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
+    callVia(() => cluster.nodes[index]!.process.baseUrl)(method, path, body, headers)
 
   const readyz = async (index: number) =>
     (await fetch(`${cluster.nodes[index]!.process.baseUrl}/readyz`).catch(() => undefined))?.json()
