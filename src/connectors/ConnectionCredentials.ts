@@ -1,6 +1,7 @@
-import { Cause, Deferred, Effect, type Exit, FiberId, Schedule } from "effect"
+import { Cause, Effect, Schedule } from "effect"
 import { type AppliedCredentials, ConnectionEntity, type ConnectionUnusable } from "../../cluster/ConnectionEntity.js"
 import type { ConnectionId } from "../../schema/Ids.js"
+import { singleFlight } from "../support/SingleFlight.js"
 
 /**
  * How long one ask of a Connection entity may take. An ask sent to a node that was paused while the entity's
@@ -27,7 +28,7 @@ export class ConnectionCredentials extends Effect.Service<ConnectionCredentials>
     const client = yield* ConnectionEntity.client
     const cache = new Map<ConnectionId, AppliedCredentials>()
     /** The asks under way (not for a stale token), joined by the calls that need the same credentials. */
-    const asking = new Map<ConnectionId, Deferred.Deferred<AppliedCredentials, ConnectionUnusable>>()
+    const asking = singleFlight<ConnectionId, AppliedCredentials, ConnectionUnusable>((run) => Effect.forkDaemon(run))
 
     const ask = (id: ConnectionId, staleToken: boolean) => {
       const asked = client(id).Credentials({ stale_token: staleToken })
@@ -62,26 +63,6 @@ export class ConnectionCredentials extends Effect.Service<ConnectionCredentials>
       )
     }
 
-    /** One ask for the calls that need the connection's credentials at once; a caller that leaves leaves it going. */
-    const shared = (id: ConnectionId) =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.suspend(() => {
-          const under = asking.get(id)
-          if (under !== undefined) return restore(Deferred.await(under))
-          const done = Deferred.unsafeMake<AppliedCredentials, ConnectionUnusable>(FiberId.none)
-          asking.set(id, done)
-          const settle = (exit: Exit.Exit<AppliedCredentials, ConnectionUnusable>) =>
-            Effect.suspend(() => {
-              if (asking.get(id) === done) asking.delete(id)
-              return Deferred.done(done, exit)
-            })
-          return Effect.zipRight(
-            Effect.forkDaemon(Effect.flatMap(Effect.exit(Effect.interruptible(ask(id, false))), settle)),
-            restore(Deferred.await(done))
-          )
-        })
-      )
-
     const get = (id: ConnectionId, options: { readonly staleToken?: boolean } = {}) => {
       const hit = cache.get(id)
       if (
@@ -90,7 +71,7 @@ export class ConnectionCredentials extends Effect.Service<ConnectionCredentials>
         return Effect.succeed(hit)
       }
       // a token the target refused is refreshed for this call (the entity refreshes it once for all)
-      return options.staleToken === true ? ask(id, true) : shared(id)
+      return options.staleToken === true ? ask(id, true) : asking.run(id, ask(id, false))
     }
 
     /** After an edit or deletion: drop this node's copy and the entity's. */
@@ -98,7 +79,7 @@ export class ConnectionCredentials extends Effect.Service<ConnectionCredentials>
       Effect.sync(() => {
         cache.delete(id)
         // calls from now on ask anew (the ask under way may carry what the edit replaced)
-        asking.delete(id)
+        asking.forget(id)
       }).pipe(
         Effect.zipRight(client(id).Forget().pipe(Effect.ignore))
       )

@@ -1,7 +1,8 @@
 import { Entity } from "@effect/cluster"
-import { Deferred, Effect, Exit, FiberId, Option, Redacted } from "effect"
+import { Effect, Option, Redacted } from "effect"
 import { AppliedCredentials, ConnectionEntity, ConnectionUnusable } from "../../cluster/ConnectionEntity.js"
 import type { ConnectionId } from "../../schema/Ids.js"
+import { singleFlight } from "../support/SingleFlight.js"
 import { type ConnectionRow, ConnectorRepo } from "./ConnectorRepo.js"
 import { CredentialVault } from "./CredentialVault.js"
 import { OAuthClient, type TokenEndpointError, type TokenSet } from "./OAuthClient.js"
@@ -128,37 +129,26 @@ export const ConnectionEntityLive = ConnectionEntity.toLayer(
     /**
      * One load at a time, in the entity's scope: an ask whose node stopped waiting for it (ConnectionCredentials
      * asks again after a while) does not cut a slow token endpoint short, and the next ask joins it. An ask for a
-     * refresh (a stale token) does not settle for a load that may not refresh: it waits, then loads itself.
+     * refresh (a stale token) does not settle for a load that may not refresh: it waits for one, then loads; a
+     * refresh under way serves any ask. A load begun before a Forget (an edit) keeps nothing of what it read.
      */
     const scope = yield* Effect.scope
-    let loading:
-      | { readonly stale: boolean; readonly done: Deferred.Deferred<AppliedCredentials, ConnectionUnusable> }
-      | undefined
-    const shared = (stale: boolean): Effect.Effect<AppliedCredentials, ConnectionUnusable> =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.suspend(() => {
-          const under = loading
-          if (under !== undefined) {
-            const joined = restore(Deferred.await(under.done))
-            return under.stale || !stale ? joined : Effect.zipRight(Effect.exit(joined), shared(stale))
-          }
-          const done = Deferred.unsafeMake<AppliedCredentials, ConnectionUnusable>(FiberId.none)
-          loading = { stale, done }
-          const settle = (exit: Exit.Exit<AppliedCredentials, ConnectionUnusable>) =>
-            Effect.suspend(() => {
-              // unless Forget came meanwhile (an edit): then what it loaded may be what the edit replaced
-              if (loading?.done === done) {
-                loading = undefined
-                if (Exit.isSuccess(exit)) cached = exit.value
-              }
-              return Deferred.done(done, exit)
-            })
-          return Effect.zipRight(
-            Effect.forkIn(Effect.flatMap(Effect.exit(Effect.interruptible(load(stale))), settle), scope),
-            restore(Deferred.await(done))
-          )
-        })
-      )
+    const loads = singleFlight<"plain" | "refresh", AppliedCredentials, ConnectionUnusable>((run) =>
+      Effect.forkIn(run, scope)
+    )
+    let forgets = 0
+    const loaded = (stale: boolean) =>
+      Effect.suspend(() => {
+        const before = forgets
+        return Effect.tap(load(stale), (c) =>
+          Effect.sync(() => {
+            if (forgets === before) cached = c
+          }))
+      })
+    const shared = (stale: boolean) =>
+      stale
+        ? Effect.zipRight(loads.settled("plain"), loads.run("refresh", loaded(true)))
+        : loads.run(loads.running("refresh") ? "refresh" : "plain", loaded(false))
 
     return {
       Credentials: ({ payload }) =>
@@ -168,8 +158,10 @@ export const ConnectionEntityLive = ConnectionEntity.toLayer(
         ),
       Forget: () =>
         Effect.sync(() => {
+          forgets++
           cached = undefined
-          loading = undefined
+          loads.forget("plain")
+          loads.forget("refresh")
         })
     }
   }),
